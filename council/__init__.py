@@ -1,0 +1,1 @@
+"""council: a distributed, multi-model code-review council (the pure domain)."""

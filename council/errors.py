@@ -1,0 +1,99 @@
+"""Errors the council raises for misuse and broken environments.
+
+A failing reviewer is NOT an exception: the task returns an outcome saying failed or
+stopped and why. These classes are for callers that must act differently::
+
+    CouncilError
+    ├── ConfigurationError            exit 2: fix the input and run again
+    │   ├── RosterError               a roster field is wrong (names the field path)
+    │   ├── IdentityRefused           a participant id would change meaning
+    │   ├── RepositoryError           not a git repository, unknown ref
+    │   └── ChangeTooLarge            the diff or the tree is over a cap (names the knob)
+    └── IncompleteError               exit 3: the council could not complete
+        └── StoreUnavailable          Redis cannot be reached (URL shown without password)
+
+Every class builds its own message from the fields it keeps, so the text always says what
+was wrong and the way out. Source: style.md habit 5.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from council.participant import Identity
+
+
+class CouncilError(Exception):
+    """Base of every error the council raises on purpose."""
+
+    exit_code: int = 2
+
+
+class ConfigurationError(CouncilError):
+    """The input (roster, refs, flags) is wrong; nothing was sent. Exit code 2."""
+
+    exit_code = 2
+
+
+class RosterError(ConfigurationError, ValueError):
+    """A roster field is wrong. ``path`` names it (``reviewers[2].idle_ms``)."""
+
+    def __init__(self, path: str, problem: str, fix: str) -> None:
+        self.path, self.problem, self.fix = path, problem, fix
+        super().__init__(f"roster: {path}: {problem}. {fix}")
+
+
+class IdentityRefused(ConfigurationError):
+    """A participant id already has findings under another meaning (identity-and-clocks.md).
+
+    The message names the id, both meanings by every identity field that is set, and
+    both ways out.
+    """
+
+    def __init__(self, participant: str, held: Identity, asked: Identity) -> None:
+        self.participant, self.held, self.asked = participant, held, asked
+        super().__init__(
+            f"participant {participant!r} already has findings attributed to it as "
+            f"({held.describe()}); this roster asks for ({asked.describe()}). "
+            f"Use a new id for the new meaning, or release {participant!r} "
+            f"(`council release {participant}`) and accept that its earlier findings no "
+            f"longer say unambiguously who raised them."
+        )
+
+
+class RepositoryError(ConfigurationError):
+    """The repository or a ref cannot be read."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem, self.fix = problem, fix
+        super().__init__(f"{problem}. {fix}")
+
+
+class ChangeTooLarge(ConfigurationError):
+    """The diff or the packed tree is larger than its cap."""
+
+    def __init__(self, what: str, size: int, cap: int, knob: str) -> None:
+        self.what, self.size, self.cap, self.knob = what, size, cap, knob
+        super().__init__(
+            f"the {what} is {size} bytes, over the cap of {cap} bytes. "
+            f"Narrow the change with [paths] include/exclude in the roster, or raise "
+            f"the cap with {knob}."
+        )
+
+
+class IncompleteError(CouncilError):
+    """The council could not complete (Redis unreachable, timeout, quorum). Exit code 3."""
+
+    exit_code = 3
+
+
+class StoreUnavailable(IncompleteError):
+    """Redis cannot be reached. ``url`` is already redacted (no password)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url, self.reason = url, reason
+        super().__init__(
+            f"cannot reach Redis at {url}: {reason}. Start redis-server there, fix "
+            f"COUNCIL_REDIS_URL, or unset it to run in embedded mode."
+        )

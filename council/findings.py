@@ -1,0 +1,208 @@
+"""The canonical shapes of the council: anchors, origins, findings, warnings, harvests.
+
+These models are strict (``frozen=True, extra="forbid"``): they accept exactly the
+canonical JSON of harvest.md §9 and nothing else. Leniency towards messy reviewer output
+lives in :mod:`council.harvest`, which reads what came back and builds these models,
+leaving a :class:`Warning` for every guess.
+
+Canonical JSON is produced by :func:`canonical` (optional keys absent when unset, never
+``null``) and read back by the module-level adapters (``FINDING``, ``HARVEST``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+LABELS: tuple[str, ...] = (
+    "praise",
+    "nitpick",
+    "suggestion",
+    "issue",
+    "todo",
+    "question",
+    "thought",
+    "chore",
+    "note",
+)
+"""The nine Conventional Comments labels a finding may carry (harvest.md §1)."""
+
+Label = Literal[
+    "praise", "nitpick", "suggestion", "issue", "todo", "question", "thought", "chore", "note"
+]
+
+SEVERITIES: tuple[str, ...] = ("minor", "medium", "critical")
+"""Severities from lowest to highest; the index is the rank used by gates and merges."""
+
+Severity = Literal["critical", "medium", "minor"]
+
+WarningCode = Literal[
+    # answer level (at = "answer")
+    "said-nothing",
+    "no-json",
+    "no-findings-array",
+    "cut-off",
+    "malformed-json",
+    "bare-array",
+    # entry level (at = "findings[i]" or "recorded[i]")
+    "not-an-object",
+    "no-subject",
+    "missing-label",
+    "unknown-label",
+    "wrong-type",
+    "no-location",
+    "file-without-path",
+    "line-without-path",
+    "bad-line-number",
+    "line-without-number",
+    "reversed-range",
+    "unknown-side",
+    "unknown-location-kind",
+    "unknown-severity",
+    "bad-confidence",
+    "bad-raised-by",
+    # journal
+    "journal-over-cap",
+    "journal-unreadable",
+    # round level (at = the participant id)
+    "stopped",
+    "failed",
+]
+"""The closed list of warning codes (harvest.md §6). Tests compare codes, never prose."""
+
+
+def severity_rank(severity: str | None) -> int:
+    """Rank of a severity: -1 for none, then minor 0 < medium 1 < critical 2."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+class _Canonical(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChangeAnchor(_Canonical):
+    """The change as a whole (a ``global`` location)."""
+
+    kind: Literal["change"] = "change"
+    witness: str | None = None
+    """The commit the reviewers read; absent when the tree was not pinned."""
+
+
+class FileAnchor(_Canonical):
+    """One file of the change, no particular line."""
+
+    kind: Literal["file"] = "file"
+    path: str
+    witness: str | None = None
+
+
+class LineAnchor(_Canonical):
+    """A line, or a range of lines, on one side of the diff.
+
+    ``line`` is the LAST line of the range; ``start_line`` exists only for a real range
+    (``start_line < line``). Lines count from 1.
+    """
+
+    kind: Literal["line"] = "line"
+    path: str
+    side: Literal["new", "old"] = "new"
+    line: int = Field(ge=1)
+    start_line: int | None = Field(default=None, ge=1)
+    witness: str | None = None
+
+
+Anchor = Annotated[ChangeAnchor | FileAnchor | LineAnchor, Field(discriminator="kind")]
+"""A tagged union on ``kind``: change | file | line (harvest.md §2)."""
+
+
+def anchor_precision(anchor: Anchor) -> int:
+    """How precise an anchor is: change 0 < file 1 < line 2 (harvest.md §8)."""
+    return {"change": 0, "file": 1, "line": 2}[anchor.kind]
+
+
+def anchor_path(anchor: Anchor) -> str | None:
+    """The file an anchor names, or None for a change anchor."""
+    return None if isinstance(anchor, ChangeAnchor) else anchor.path
+
+
+class Origin(_Canonical):
+    """Who filed a finding: a person (``hand``), a reviewer or a judge of one run.
+
+    Set by the round, never read from the wire.
+    """
+
+    kind: Literal["hand", "reviewer", "judge"]
+    run_id: str | None = None
+    participant: str | None = None
+
+
+class Finding(_Canonical):
+    """One observation about the change (harvest.md §2, canonical form §9).
+
+    ``id`` is assigned at filing (per session, never reused); ``origin`` by the round.
+    ``subject`` is trimmed and non-empty; ``discussion`` may be empty. Optional fields are
+    absent, never null, in canonical JSON.
+    """
+
+    id: int | None = None
+    anchor: Anchor
+    label: Label
+    subject: str = Field(min_length=1)
+    discussion: str = ""
+    origin: Origin | None = None
+    severity: Severity | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    raised_by: tuple[str, ...] | None = Field(default=None, min_length=1)
+
+
+class Warning(_Canonical):  # noqa: A001 - the design's own word for it
+    """A note that something was dropped, degraded or guessed (harvest.md §2, §6).
+
+    ``at`` names the entry (``findings[2]``, ``recorded[0]``), ``answer``, ``journal`` or
+    a participant id; ``message`` is a sentence for people and is never compared by tests.
+    """
+
+    code: WarningCode
+    at: str
+    message: str
+
+
+class Harvest(_Canonical):
+    """What was read from one reviewer: findings, warnings, and whether it was cut off.
+
+    ``truncated`` is true when the findings are what survived a cut-off answer: absence of
+    a finding then means *unknown*, not *nothing to report*.
+    """
+
+    findings: tuple[Finding, ...] = ()
+    warnings: tuple[Warning, ...] = ()
+    truncated: bool = False
+
+
+class Read(_Canonical):
+    """How the reviewers read the change, stamped onto every anchor a harvest builds.
+
+    ``witness`` is the commit the reviewers read (the pinned head tree). ``unpinned``,
+    when set, is a sentence saying why the tree was NOT pinned; then no anchor gets a
+    witness, whatever ``witness`` says (harvest.md §2, case 147).
+    """
+
+    witness: str | None = None
+    unpinned: str | None = None
+
+    @property
+    def stamp(self) -> str | None:
+        """The witness to put on anchors, or None when the tree was not pinned."""
+        return None if self.unpinned else self.witness
+
+
+FINDING: TypeAdapter[Finding] = TypeAdapter(Finding)
+FINDINGS: TypeAdapter[list[Finding]] = TypeAdapter(list[Finding])
+HARVEST: TypeAdapter[Harvest] = TypeAdapter(Harvest)
+ANCHOR: TypeAdapter[Anchor] = TypeAdapter(Anchor)
+
+
+def canonical(model: BaseModel) -> dict[str, Any]:
+    """The canonical JSON object of a model: optional keys absent when unset (§9)."""
+    return model.model_dump(mode="json", exclude_none=True)

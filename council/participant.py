@@ -1,0 +1,113 @@
+"""A participant of the council (one roster entry), its clocks and its identity.
+
+Source: identity-and-clocks.md. The roster reader (:mod:`council.roster`) builds these
+from TOML and refuses bad values with the field path; these models are the checked,
+canonical result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["reviewer", "judge"]
+Backend = Literal["openai", "anthropic", "command", "replay", "sarif"]
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+BACKENDS: tuple[str, ...] = ("openai", "anthropic", "command", "replay", "sarif")
+THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+
+MINUTE_MS = 60_000
+"""One minute in milliseconds."""
+
+
+class Clocks(BaseModel):
+    """The three clocks of one participant, in milliseconds, already resolved.
+
+    * ``backstop_ms``: the wall; the reviewer is stopped when it has run this long.
+    * ``idle_ms``: stopped when nothing happened (no token, output line or journal entry)
+      for this long; never longer than the backstop.
+    * ``answer_ms``: the wrap-up reserve before the wall (0 = no wrap-up); at most half
+      the backstop.
+
+    Source: identity-and-clocks.md "Clocks". Clocks are not identity.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backstop_ms: int = 45 * MINUTE_MS
+    idle_ms: int = 15 * MINUTE_MS
+    answer_ms: int = 5 * MINUTE_MS
+
+    @property
+    def soft_deadline_ms(self) -> int | None:
+        """Milliseconds after the start when the wrap-up is asked for, or None when off."""
+        return None if self.answer_ms == 0 else self.backstop_ms - self.answer_ms
+
+
+class Identity(BaseModel):
+    """What a participant id means: the fields a reader trusts the id to stand for.
+
+    ``tools`` is a set (kept sorted, duplicates folded). Absent fields are None and
+    omitted from JSON. Clocks are not identity. Source: identity-and-clocks.md.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    role: Role = "reviewer"
+    backend: str | None = None
+    model: str | None = None
+    thinking_level: str | None = None
+    tools: tuple[str, ...] | None = None
+    persona: str | None = None
+
+    def describe(self) -> str:
+        """One phrase naming every identity field that is set, e.g. for a refusal."""
+        parts = [f"role {self.role}"]
+        if self.backend is not None:
+            parts.append(f"backend {self.backend}")
+        if self.model is not None:
+            parts.append(f"model {self.model}")
+        if self.thinking_level is not None:
+            parts.append(f"thinking {self.thinking_level}")
+        if self.tools is not None:
+            parts.append("tools [" + ", ".join(self.tools) + "]")
+        if self.persona is not None:
+            parts.append(f"persona {self.persona}")
+        return ", ".join(parts)
+
+
+class Participant(BaseModel):
+    """One checked roster entry: who it is, how to run it, and its clocks.
+
+    ``options`` holds the backend's own settings exactly as the roster gave them
+    (``program``/``args`` for ``command`` and ``sarif``; ``answer``/``journal``/
+    ``latency_ms`` for ``replay``); each backend validates its own.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    role: Role = "reviewer"
+    backend: Backend
+    model: str | None = None
+    thinking_level: ThinkingLevel | None = None
+    tools: tuple[str, ...] | None = None
+    persona: str | None = None
+    clocks: Clocks = Clocks()
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def identity(self) -> Identity:
+        """The identity this entry claims in the ledger (tools as a sorted set)."""
+        tools = tuple(sorted(set(self.tools))) if self.tools is not None else None
+        return Identity(
+            id=self.id,
+            role=self.role,
+            backend=self.backend,
+            model=self.model,
+            thinking_level=self.thinking_level,
+            tools=tools,
+            persona=self.persona,
+        )

@@ -1,0 +1,104 @@
+"""The one small interface every reviewer backend implements.
+
+A backend turns (participant, prompt, clocks) into an answer plus what it journalled as
+it went, and a stop or a failure. It never raises for a reviewer fault: a program that
+cannot start is a :class:`ReviewResult` with ``failure`` set; a reviewer our clocks
+stopped is a result with ``stop`` set and whatever answer had arrived (harvest.md §7).
+
+Source: architecture.md "Layers" (reviewers), harvest.md §7.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from council.participant import Participant
+
+StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
+
+
+class Stop(BaseModel):
+    """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
+
+    ``budget_ms`` is the limit that fired, in milliseconds (None for ``cancelled`` and
+    ``worker-lost``, which have no budget). A stop is never a failure.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    limit: StopLimit
+    budget_ms: int | None = None
+
+    def describe(self) -> str:
+        """A phrase for people: 'the idle clock (60000 ms)'."""
+        names = {
+            "wall-clock": "the backstop clock (backstop_ms)",
+            "idle": "the idle clock (idle_ms)",
+            "soft-deadline": "the soft deadline (answer_ms)",
+            "cancelled": "a cancellation",
+            "worker-lost": "the loss of its worker",
+        }
+        text = names[self.limit]
+        if self.budget_ms is not None:
+            text += f" after {self.budget_ms} ms"
+        return text
+
+
+class JournalSink(Protocol):
+    """Where a reviewer's recorded findings go, as they are recorded.
+
+    ``append`` stores one raw entry (a JSON text, stored as given) and returns the
+    one-sentence reply of harvest.md §1 ("Recorded." or "Not recorded (REASON); keep it
+    for your final answer."). It never raises.
+    """
+
+    def append(self, raw: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """Everything a backend needs for one review.
+
+    * ``workdir``: the unpacked pinned head tree (None when the backend needs no tree).
+    * ``program``: a program materialized from the BASE tree when the roster names a
+      relative path (None otherwise: ``options["program"]`` is then used as given).
+    * ``env``: extra environment for a child process (``COUNCIL_RUN``, ...).
+    * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
+    * ``changed_paths``: the files of the change as reviewers see them (new side).
+    """
+
+    participant: Participant
+    prompt: str
+    journal: JournalSink
+    workdir: Path | None = None
+    program: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    changed_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """What one backend call produced.
+
+    ``answer`` is the raw text (possibly partial when stopped); ``journal_path_entries``
+    counts journal entries the backend forwarded. Exactly one of: a normal answer, a
+    ``stop`` (partial answer kept), or a ``failure`` (the reason, verbatim).
+    """
+
+    answer: str = ""
+    stop: Stop | None = None
+    failure: str | None = None
+    duration_ms: int = 0
+
+
+class Reviewer(Protocol):
+    """A reviewer backend: one method, like an HTTP transport."""
+
+    def review(self, request: ReviewRequest) -> ReviewResult: ...
