@@ -1,0 +1,149 @@
+"""The merge gate: which findings block a change, and the exit code CI reads.
+
+``council review --fail-on LEVEL`` turns a settled :class:`CouncilReport` into an exit
+code (architecture.md, "exit code from --fail-on")::
+
+    0  passed     no finding of this round at or above the threshold
+    1  tripped    at least one finding of this round at or above the threshold
+    3  incomplete the council could not complete; wins over 1, because a gate that
+                  only saw part of the council cannot say the change is clean
+
+Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.errors`.
+
+Only the findings filed in THIS round (``report.findings``) are gated: the same round
+is what the report shows. A finding without a severity never trips the gate; ``never``
+never trips it. Source: architecture.md "The shape", harvest.md §7 (stops are partial).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from council.findings import Finding, severity_rank
+from council.report.model import CouncilReport
+
+FailOn = Literal["critical", "medium", "minor", "never"]
+"""The lowest severity that fails the gate, or ``never`` to report without gating."""
+
+FAIL_ON: tuple[FailOn, ...] = ("critical", "medium", "minor", "never")
+"""Every accepted ``--fail-on`` value, highest threshold first."""
+
+DEFAULT_FAIL_ON: FailOn = "critical"
+"""The threshold when none is given: only critical findings block."""
+
+EXIT_PASSED = 0
+"""Exit code: the council completed and nothing at or above the threshold was found."""
+
+EXIT_TRIPPED = 1
+"""Exit code: the council completed and found something at or above the threshold."""
+
+EXIT_INCOMPLETE = 3
+"""Exit code: the council could not complete (same code as :class:`IncompleteError`)."""
+
+INCOMPLETE_STATUSES: frozenset[str] = frozenset({"open", "cancelled", "timeout"})
+"""Run statuses that mean the council did not complete: never settled, cancelled, or
+timed out. ``partial`` is NOT among them: a run where someone stopped or failed still
+completed; the quorum decides whether enough reviewers answered."""
+
+
+def parse_fail_on(text: str) -> FailOn:
+    """Check a ``--fail-on`` value and return it typed.
+
+    Why: renderers and the CLI receive the threshold as a plain string; a typo must be
+    refused, not read as "never". Raises ValueError naming the accepted values.
+    """
+    for value in FAIL_ON:
+        if text == value:
+            return value
+    raise ValueError(f"unknown fail-on level {text!r}; use one of: {', '.join(FAIL_ON)}")
+
+
+def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
+    """The findings of this round at or above the threshold, in filing order.
+
+    Why: the gate and the report's verdict must agree on exactly which findings block.
+    A finding without severity never trips; ``never`` returns an empty list. Raises
+    ValueError for an unknown level. Source: architecture.md (exit code from --fail-on).
+    """
+    level = parse_fail_on(fail_on)
+    if level == "never":
+        return []
+    threshold = severity_rank(level)
+    return [f for f in report.findings if f.severity is not None and _blocks(f, threshold)]
+
+
+def _blocks(finding: Finding, threshold: int) -> bool:
+    return severity_rank(finding.severity) >= threshold
+
+
+def answered_reviewers(report: CouncilReport) -> int:
+    """How many reviewers (role ``reviewer``) answered in full (state ``answered``).
+
+    Why: the quorum counts independent reviews that completed. A stopped reviewer's
+    pass is partial (harvest.md §7) and a judge only re-reads what reviewers filed, so
+    neither counts towards it.
+    """
+    return sum(1 for p in report.participants if p.role == "reviewer" and p.state == "answered")
+
+
+def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:
+    """Why the council could not complete, as short phrases; empty when it completed.
+
+    A run is incomplete when its status is ``open``, ``cancelled`` or ``timeout``, or
+    when fewer reviewers answered than ``quorum`` (``quorum`` 0 disables the count).
+    Raises ValueError for a negative quorum.
+    """
+    if quorum < 0:
+        raise ValueError(f"quorum must be 0 or more, not {quorum}")
+    reasons: list[str] = []
+    if report.status in INCOMPLETE_STATUSES:
+        reasons.append(_STATUS_PHRASES[report.status])
+    answered = answered_reviewers(report)
+    if answered < quorum:
+        reasons.append(f"{answered} reviewer(s) answered, quorum is {quorum}")
+    return reasons
+
+
+_STATUS_PHRASES = {
+    "open": "the run never settled",
+    "cancelled": "the run was cancelled",
+    "timeout": "the run timed out",
+}
+
+
+def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int = 1) -> int:
+    """The process exit code for this report: 0 passed, 1 tripped, 3 incomplete.
+
+    Why: CI gates on one number. Incomplete (3) wins over tripped (1): a council that
+    could not complete cannot vouch for the change, whatever it found. Raises
+    ValueError for an unknown level or a negative quorum.
+    """
+    if incomplete_reasons(report, quorum):
+        return EXIT_INCOMPLETE
+    return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
+
+
+def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int = 1) -> str:
+    """One line for CI logs saying what the gate decided and why.
+
+    Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
+    ``gate: no finding at or above critical → exit 0``;
+    ``gate: fail-on never, 5 finding(s) not gated → exit 0``;
+    ``gate: council incomplete (the run timed out; 0 reviewer(s) answered, quorum is 1);
+    1 finding(s) at or above critical → exit 3``.
+    """
+    level = parse_fail_on(fail_on)
+    reasons = incomplete_reasons(report, quorum)
+    code = exit_code(report, level, quorum=quorum)
+    if level == "never":
+        found = f"fail-on never, {len(report.findings)} finding(s) not gated"
+    else:
+        tripped = len(gate_tripped(report, level))
+        found = (
+            f"{tripped} finding(s) at or above {level}"
+            if tripped
+            else f"no finding at or above {level}"
+        )
+    if reasons:
+        return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"
+    return f"gate: {found} → exit {code}"
