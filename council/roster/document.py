@@ -1,0 +1,221 @@
+"""The roster document: the whole ``council.toml`` read into a checked :class:`Roster`.
+
+The roster is a TOML text (``council.toml``) read here into a checked, frozen
+:class:`Roster`. Every refusal is a :class:`~council.errors.RosterError` whose ``path``
+names the field (``reviewers[2].backend``; indexes count from 0, in file order) and whose
+``fix`` says what to write instead. Nothing here reads a file: the caller passes the text
+and a ``source`` name for messages. Source: identity-and-clocks.md "Participant".
+
+Shape::
+
+    [council]                      # optional: the round's clocks and caps
+    backstop_ms = 2700000          # milliseconds
+    max_diff_bytes = 1000000
+    [paths]                        # optional: glob patterns of the change to review
+    include = ["src/**"]
+    exclude = ["vendor/**"]
+    [[reviewers]]                  # one table per reviewer, at least one
+    id = "hawk"
+    backend = "openai"             # openai | anthropic | command | replay | sarif
+    model = "gpt-4.1"
+    thinking_level = "low"
+    tools = ["read_file"]
+    idle_ms = 600000
+    [judge]                        # optional, role judge, id unlike every reviewer's
+    id = "owl"
+    backend = "anthropic"
+    model = "claude-sonnet-4"
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from council.clocks import CLOCK_FIELDS, resolve_clocks
+from council.errors import RosterError
+from council.participant import Clocks, Participant, Role
+from council.roster.entries import read_participant
+from council.roster.values import refuse_unknown, table_at, text_list, whole
+
+DEFAULT_MAX_DIFF_BYTES = 1_000_000
+"""The largest diff sent to reviewers, in bytes, unless ``[council] max_diff_bytes``."""
+
+DEFAULT_MAX_TREE_BYTES = 50 * 1024 * 1024
+"""The largest packed head tree, in bytes (50 MiB), unless ``[council] max_tree_bytes``."""
+
+TABLES: tuple[str, ...] = ("council", "paths", "reviewers", "judge")
+"""The top-level tables a roster may hold."""
+
+COUNCIL_KEYS: tuple[str, ...] = (*CLOCK_FIELDS, "max_diff_bytes", "max_tree_bytes", "quorum")
+"""Keys of the ``[council]`` table."""
+
+PATHS_KEYS: tuple[str, ...] = ("include", "exclude")
+"""Keys of the ``[paths]`` table."""
+
+
+class Roster(BaseModel):
+    """A checked roster: reviewers in file order, an optional judge, paths and limits.
+
+    ``reviewers`` keep the file's order, which is the ROSTER order findings are filed in
+    (harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
+    are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum``, when
+    set, is how many reviewers must come back with a harvest (not failed) for the council
+    to complete; it is at most the number of reviewers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    reviewers: tuple[Participant, ...]
+    judge: Participant | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    clocks: Clocks = Clocks()
+    max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
+    max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
+    quorum: int | None = None
+
+    @property
+    def participants(self) -> tuple[Participant, ...]:
+        """Every participant: the reviewers in roster order, then the judge if any."""
+        return self.reviewers + ((self.judge,) if self.judge is not None else ())
+
+    def claims(self) -> list[tuple[Role, Participant]]:
+        """The ``(role, participant)`` pairs of one round, for ``Ledger.claim_round``."""
+        return [(p.role, p) for p in self.participants]
+
+    @property
+    def longest_backstop_ms(self) -> int:
+        """The longest backstop of any participant, in ms (sizes watchdogs and timeouts)."""
+        return max(p.clocks.backstop_ms for p in self.participants)
+
+
+def _load(text: str, source: str) -> dict[str, Any]:
+    """The TOML document, or a RosterError naming the line and column of the slip."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        message = str(err)
+        where = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        path = f"{source}:{where[1]}:{where[2]}" if where else f"{source}:end"
+        problem = re.sub(r"\s*\(at [^)]*\)$", "", message)
+        raise RosterError(
+            path,
+            f"not valid TOML ({problem})",
+            "Fix the syntax there: text values need quotes, a table is [name] and each "
+            "reviewer is a [[reviewers]] table",
+        ) from err
+
+
+def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, int]:
+    """The ``[council]`` table, its resolved round clocks and the two byte caps."""
+    table = table_at(doc.get("council", {}), "council", "Write the round's settings as [council]")
+    refuse_unknown(table, COUNCIL_KEYS, "council")
+    clocks = resolve_clocks(table, {}, "council", "council")
+    caps: list[int] = []
+    for key, default in (
+        ("max_diff_bytes", DEFAULT_MAX_DIFF_BYTES),
+        ("max_tree_bytes", DEFAULT_MAX_TREE_BYTES),
+    ):
+        fix = f"Write {key} as a whole number of bytes, e.g. {key} = {default}"
+        cap = whole(table, key, "council", fix, low=1, high=None)
+        caps.append(default if cap is None else cap)
+    return table, clocks, caps[0], caps[1]
+
+
+def _paths(doc: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The include and exclude glob patterns of ``[paths]`` (empty when absent)."""
+    table = table_at(
+        doc.get("paths", {}), "paths", "Write [paths] with include = [...] and exclude = [...]"
+    )
+    refuse_unknown(table, PATHS_KEYS, "paths")
+    found = [
+        text_list(
+            table,
+            key,
+            "paths",
+            f'Write {key} as a list of glob patterns, e.g. {key} = ["src/**"]',
+            non_empty=False,
+            blank_ok=False,
+        )
+        for key in PATHS_KEYS
+    ]
+    return found[0] or (), found[1] or ()
+
+
+def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Roster:
+    """Read a roster's TOML text into a checked :class:`Roster`.
+
+    Why: a roster mistake must stop the council before anything is sent, with the field
+    named and the fix said, instead of surfacing minutes later as a failed reviewer.
+    ``source`` names the text in messages (usually the file name); ``base_dir`` (the
+    roster's directory, when it came from a file) is stored in the options of backends
+    that read files relative to the roster. Clocks are in
+    milliseconds and resolved per participant (:func:`council.clocks.resolve_clocks`).
+    Raises :class:`~council.errors.RosterError` (``path``, ``problem``, ``fix``) for bad
+    TOML, unknown tables or keys, a missing, malformed or repeated id, an unknown backend
+    or thinking level, bad tools, bad backend options, bad clocks, bad caps or quorum,
+    and a roster without reviewers. Source: identity-and-clocks.md "Participant".
+    """
+    doc = _load(text, source)
+    refuse_unknown(doc, TABLES, "")
+    round_table, clocks, max_diff, max_tree = _council(doc)
+    include, exclude = _paths(doc)
+    entries = doc.get("reviewers")
+    add_fix = "Add at least one reviewer as a [[reviewers]] table with an id and a backend"
+    if entries is None:
+        raise RosterError("reviewers", "the roster names no reviewer", add_fix)
+    if not isinstance(entries, list):
+        raise RosterError(
+            "reviewers", "must be an array of tables", "Write each reviewer as [[reviewers]]"
+        )
+    if not entries:
+        raise RosterError("reviewers", "is empty", add_fix)
+    reviewers: list[Participant] = []
+    seen: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        where = f"reviewers[{index}]"
+        reviewer = read_participant(entry, where, "reviewer", round_table, base_dir)
+        if reviewer.id in seen:
+            raise RosterError(
+                f"{where}.id",
+                f"id {reviewer.id!r} is already used by {seen[reviewer.id]}",
+                "Give every participant its own id",
+            )
+        seen[reviewer.id] = where
+        reviewers.append(reviewer)
+    judge = None
+    if "judge" in doc:
+        if isinstance(doc["judge"], list):
+            raise RosterError("judge", "there can be only one judge", "Write it as [judge]")
+        judge = read_participant(doc["judge"], "judge", "judge", round_table, base_dir)
+        if judge.id in seen:
+            raise RosterError(
+                "judge.id",
+                f"id {judge.id!r} is already a reviewer's ({seen[judge.id]})",
+                "Give the judge an id of its own: its findings must not pass as a reviewer's",
+            )
+    quorum_fix = "Write quorum as a whole number of reviewers, 1 or more"
+    quorum = whole(round_table, "quorum", "council", quorum_fix, low=1, high=None)
+    if quorum is not None and quorum > len(reviewers):
+        raise RosterError(
+            "council.quorum",
+            f"quorum {quorum} is more than the {len(reviewers)} reviewers of the roster",
+            f"Lower quorum to at most {len(reviewers)}, or add reviewers",
+        )
+    return Roster(
+        source=source,
+        reviewers=tuple(reviewers),
+        judge=judge,
+        include=include,
+        exclude=exclude,
+        clocks=clocks,
+        max_diff_bytes=max_diff,
+        max_tree_bytes=max_tree,
+        quorum=quorum,
+    )

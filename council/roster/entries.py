@@ -1,0 +1,190 @@
+"""Reading one participant table of a roster (``[[reviewers]]`` or ``[judge]``).
+
+A participant table holds the common fields (id, backend, model, thinking_level, tools,
+persona, clocks) and its backend's own settings, which are checked here and kept in
+:attr:`~council.participant.Participant.options` exactly as written. Every refusal is a
+:class:`~council.errors.RosterError` naming the field path. Source: identity-and-clocks.md
+"Participant".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, cast
+
+from council.clocks import CEILING_MS, CLOCK_FIELDS, resolve_clocks
+from council.errors import RosterError
+from council.participant import (
+    BACKENDS,
+    THINKING_LEVELS,
+    Backend,
+    Participant,
+    Role,
+    ThinkingLevel,
+)
+from council.roster.values import refuse_unknown, required_text, table_at, text, text_list, whole
+
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""What a participant id looks like: it becomes part of Redis keys and queue names."""
+
+COMMON_KEYS: tuple[str, ...] = (
+    "id",
+    "backend",
+    "model",
+    "thinking_level",
+    "tools",
+    "persona",
+    *CLOCK_FIELDS,
+)
+"""Keys every participant table may hold, whatever its backend."""
+
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "openai": ("base_url", "api_key_env"),
+    "anthropic": ("base_url", "api_key_env"),
+    "command": ("program", "args"),
+    "replay": ("answer", "journal", "latency_ms"),
+    "sarif": ("program", "args"),
+}
+"""The backend's own keys, stored in :attr:`Participant.options` as given."""
+
+PATH_BACKENDS: tuple[str, ...] = ("command", "replay", "sarif")
+"""Backends whose options may name files relative to the roster (they get ``base_dir``)."""
+
+MODEL_BACKENDS: tuple[str, ...] = ("openai", "anthropic")
+"""Backends that cannot run without a ``model``."""
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _program_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
+    """``program`` (required) and ``args`` (optional) of a command or sarif reviewer."""
+    fix = f'A {backend} reviewer needs the program to run, e.g. program = "./review.sh"'
+    program = required_text(table, "program", where, fix)
+    if "\0" in program:
+        raise RosterError(f"{where}.program", "holds a NUL character", fix)
+    options: dict[str, Any] = {"program": program}
+    args_fix = 'Write args as a list of text, e.g. args = ["--json"]'
+    args = text_list(table, "args", where, args_fix, non_empty=False, blank_ok=True)
+    if args is not None:
+        options["args"] = list(args)
+    return options
+
+
+def _replay_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
+    """``answer`` (required), ``journal`` and ``latency_ms`` of a replay reviewer."""
+    options: dict[str, Any] = {
+        "answer": required_text(
+            table, "answer", where, 'A replay reviewer needs its recorded answer: answer = "PATH"'
+        )
+    }
+    journal = text(table, "journal", where, 'Write the recorded journal\'s path: journal = "PATH"')
+    if journal is not None:
+        options["journal"] = journal
+    latency_fix = f"Write latency_ms in whole milliseconds, from 0 to {CEILING_MS} (8 hours)"
+    latency = whole(table, "latency_ms", where, latency_fix, low=0, high=CEILING_MS)
+    if latency is not None:
+        options["latency_ms"] = latency
+    return options
+
+
+def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
+    """``base_url`` and ``api_key_env`` of an openai or anthropic reviewer."""
+    options: dict[str, Any] = {}
+    url_fix = 'Write the server\'s http(s) URL, e.g. base_url = "http://localhost:11434/v1"'
+    base_url = text(table, "base_url", where, url_fix)
+    if base_url is not None:
+        if not base_url.startswith(("http://", "https://")):
+            raise RosterError(f"{where}.base_url", f"{base_url!r} is not an http(s) URL", url_fix)
+        options["base_url"] = base_url
+    env_fix = 'Name the environment variable that holds the key, e.g. api_key_env = "MY_KEY"'
+    env = text(table, "api_key_env", where, env_fix)
+    if env is not None:
+        if not _ENV_NAME.fullmatch(env):
+            raise RosterError(
+                f"{where}.api_key_env", "is not an environment variable name", env_fix
+            )
+        options["api_key_env"] = env
+    return options
+
+
+def backend_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
+    """The backend's own settings from a participant table, checked, as written.
+
+    ``command``/``sarif``: ``program`` (required text) and ``args`` (list of text);
+    ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,
+    0 to 8 h); ``openai``/``anthropic``: ``base_url`` (http(s) URL) and ``api_key_env``
+    (the NAME of the variable holding the key, never the key). Absent optional keys are
+    absent from the result. Raises :class:`~council.errors.RosterError` at
+    ``{where}.{key}``. Source: identity-and-clocks.md "Participant".
+    """
+    if backend in ("command", "sarif"):
+        return _program_options(table, backend, where)
+    if backend == "replay":
+        return _replay_options(table, where)
+    return _model_options(table, where)
+
+
+def participant_id(table: Mapping[str, object], where: str) -> str:
+    """The participant's id: present, text, and shaped like :data:`ID_PATTERN`."""
+    fix = (
+        "Give every participant its own id of letters, digits, '_', '.' and '-', starting "
+        'with a letter or digit, at most 64 characters, e.g. id = "hawk"'
+    )
+    pid = required_text(table, "id", where, fix)
+    if not ID_PATTERN.fullmatch(pid):
+        raise RosterError(f"{where}.id", f"{pid!r} is not a usable id", fix)
+    return pid
+
+
+def read_participant(
+    value: object,
+    where: str,
+    role: Role,
+    round_table: Mapping[str, object],
+    base_dir: str | None = None,
+) -> Participant:
+    """One participant table, checked: id, backend, unknown keys, fields, options, clocks.
+
+    Why: a roster mistake must stop the council before anything is sent, naming the
+    field. ``where`` is the table's path (``reviewers[2]``, ``judge``); ``role`` comes
+    from the table kind, never from the table. Clocks (ms) are the table's own over the
+    round's (``round_table``, path ``council``). ``base_dir``, when given, is stored as
+    ``options["base_dir"]`` for backends that read files relative to the roster.
+    Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
+    """
+    how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
+    table = table_at(value, where, how)
+    pid = participant_id(table, where)
+    backend_fix = f"Choose one of the backends: {', '.join(BACKENDS)}"
+    backend = required_text(table, "backend", where, backend_fix)
+    if backend not in BACKENDS:
+        raise RosterError(f"{where}.backend", f"unknown backend {backend!r}", backend_fix)
+    refuse_unknown(table, (*COMMON_KEYS, *BACKEND_OPTIONS[backend]), where, BACKEND_OPTIONS)
+    model_fix = 'Write the model name as the backend knows it, e.g. model = "gpt-4.1"'
+    model = text(table, "model", where, model_fix)
+    if model is None and backend in MODEL_BACKENDS:
+        raise RosterError(
+            f"{where}.model", f"is missing (the {backend} backend needs one)", model_fix
+        )
+    level_fix = f"Choose one of the thinking levels: {', '.join(THINKING_LEVELS)}"
+    level = text(table, "thinking_level", where, level_fix)
+    if level is not None and level not in THINKING_LEVELS:
+        raise RosterError(f"{where}.thinking_level", f"unknown level {level!r}", level_fix)
+    tools_fix = 'List the tools the reviewer may use, e.g. tools = ["read_file"], or leave it out'
+    tools = text_list(table, "tools", where, tools_fix, non_empty=True, blank_ok=False)
+    persona = text(table, "persona", where, 'Write the lens id, e.g. persona = "security"')
+    options = backend_options(table, backend, where)
+    if base_dir is not None and backend in PATH_BACKENDS:
+        options["base_dir"] = base_dir
+    return Participant(
+        id=pid,
+        role=role,
+        backend=cast(Backend, backend),
+        model=model,
+        thinking_level=cast("ThinkingLevel | None", level),
+        tools=tools,
+        persona=persona,
+        clocks=resolve_clocks(round_table, table, "council", where),
+        options=options,
+    )
