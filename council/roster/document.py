@@ -63,9 +63,10 @@ class Roster(BaseModel):
 
     ``reviewers`` keep the file's order, which is the ROSTER order findings are filed in
     (harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
-    are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum``, when
-    set, is how many reviewers must come back with a harvest (not failed) for the council
-    to complete; it is at most the number of reviewers.
+    are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
+    many reviewers must answer in full for the council to complete (see
+    :func:`council.gate.incomplete_reasons`): default 1, 0 switches the count off, never
+    more than the number of reviewers.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,7 +79,7 @@ class Roster(BaseModel):
     clocks: Clocks = Clocks()
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
-    quorum: int | None = None
+    quorum: int = 1
 
     @property
     def participants(self) -> tuple[Participant, ...]:
@@ -200,9 +201,11 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
                 f"id {judge.id!r} is already a reviewer's ({seen[judge.id]})",
                 "Give the judge an id of its own: its findings must not pass as a reviewer's",
             )
-    quorum_fix = "Write quorum as a whole number of reviewers, 1 or more"
-    quorum = whole(round_table, "quorum", "council", quorum_fix, low=1, high=None)
-    if quorum is not None and quorum > len(reviewers):
+    quorum_fix = "Write quorum as a whole number of reviewers, 0 to switch the count off"
+    quorum = whole(round_table, "quorum", "council", quorum_fix, low=0, high=None)
+    if quorum is None:
+        quorum = 1
+    if quorum > len(reviewers):
         raise RosterError(
             "council.quorum",
             f"quorum {quorum} is more than the {len(reviewers)} reviewers of the roster",

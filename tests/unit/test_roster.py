@@ -100,7 +100,7 @@ def test_full_roster_reads_every_field() -> None:
 def test_minimal_roster_gets_defaults() -> None:
     """One reviewer and nothing else: default clocks, caps, no judge, no paths."""
     roster = parse_roster(HAWK, "council.toml")
-    assert roster.judge is None and roster.quorum is None
+    assert roster.judge is None and roster.quorum == 1
     assert (roster.include, roster.exclude) == ((), ())
     assert (roster.max_diff_bytes, roster.max_tree_bytes) == (
         DEFAULT_MAX_DIFF_BYTES,
@@ -318,7 +318,7 @@ def test_judge_id_must_differ_from_reviewers() -> None:
         ("max_diff_bytes = 0", "council.max_diff_bytes"),
         ("max_tree_bytes = 1.5", "council.max_tree_bytes"),
         ("max_tree_bytes = false", "council.max_tree_bytes"),
-        ("quorum = 0", "council.quorum"),
+        ("quorum = -1", "council.quorum"),
         ("quorum = 2", "council.quorum"),
     ],
 )
@@ -338,6 +338,11 @@ def test_bad_council_field_names_its_path(council: str, path: str) -> None:
 def test_bad_paths_name_their_path(paths: str, path: str) -> None:
     """Bad [paths] patterns are refused at paths.<key>[i]."""
     assert _refusal("[paths]\n" + paths + "\n" + HAWK).path == path
+
+
+def test_quorum_zero_switches_the_count_off() -> None:
+    """quorum = 0 is accepted (no count); the default is 1."""
+    assert parse_roster("[council]\nquorum = 0\n" + HAWK, "r").quorum == 0
 
 
 def test_council_written_as_value_not_table() -> None:
