@@ -17,10 +17,13 @@ never trips it. Source: architecture.md "The shape", harvest.md §7 (stops are p
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from council.findings import Finding, severity_rank
-from council.report.model import CouncilReport
+
+if TYPE_CHECKING:
+    # Under TYPE_CHECKING: council.report imports this module for its verdict.
+    from council.report.model import CouncilReport
 
 FailOn = Literal["critical", "medium", "minor", "never"]
 """The lowest severity that fails the gate, or ``never`` to report without gating."""

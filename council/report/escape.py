@@ -1,0 +1,132 @@
+"""Reviewer text made safe to place inside a Markdown report.
+
+Subjects, discussions, paths and failure texts come from models and programs: a stray
+``|`` splits a table cell, a newline ends a table row, a ``<details>`` in a discussion
+swallows the rest of the page, a backtick in a path closes its code span. Each helper
+here makes one kind of place safe and keeps everything else as the reviewer wrote it,
+so Markdown a reviewer meant (``code``, **emphasis**, fenced blocks) still renders.
+
+Raw HTML is neutralized (``<`` becomes ``&lt;``) outside code, because GitHub renders
+some HTML and an unbalanced tag breaks the page; inside code spans and fenced blocks
+``<`` is already literal and is left alone. Every helper is linear in its input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_BACKTICKS = re.compile(r"`+")
+_WHITESPACE = re.compile(r"\s+")
+_BLOCK_MARK = re.compile(r"^([#>\-+*=|])")
+_ORDERED_MARK = re.compile(r"^(\d{1,9})([.)])")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _no_html(text: str) -> str:
+    return text.replace("<", "&lt;")
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """Apply ``change`` to the parts of ``text`` that are not inside a code span.
+
+    A code span opens at a run of N backticks and closes at the next run of exactly N
+    (CommonMark); a run with no partner is literal text. The partner of every run is
+    found in one backward pass, so the walk stays linear.
+    """
+    runs = list(_BACKTICKS.finditer(text))
+    partner: list[int | None] = [None] * len(runs)
+    later: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        width = len(runs[index].group())
+        partner[index] = later.get(width)
+        later[width] = index
+    out: list[str] = []
+    position = index = 0
+    while index < len(runs):
+        close = partner[index]
+        if close is None:
+            index += 1
+            continue
+        out.append(change(text[position : runs[index].start()]))
+        out.append(text[runs[index].start() : runs[close].end()])
+        position = runs[close].end()
+        index = close + 1
+    out.append(change(text[position:]))
+    return "".join(out)
+
+
+def inline(text: str) -> str:
+    """One line of reviewer text for a paragraph or list item.
+
+    Whitespace runs (newlines included) become one space so the text cannot start a
+    new block; raw HTML is neutralized outside code spans; a leading block marker
+    (``#``, ``>``, ``-``, ``1.``, ...) is escaped so a list item stays a list item.
+    """
+    flat = _WHITESPACE.sub(" ", text).strip()
+    flat = _ORDERED_MARK.sub(r"\1\\\2", _BLOCK_MARK.sub(r"\\\1", flat, count=1), count=1)
+    return _outside_code(flat, _no_html)
+
+
+def cell(text: str) -> str:
+    """Reviewer text for a GFM table cell: :func:`inline`, and every ``|`` escaped.
+
+    GFM splits cells on ``|`` before it reads code spans, so the pipe is escaped
+    everywhere, inside code spans too (``\\|`` renders as ``|`` there).
+    """
+    return inline(text).replace("|", "\\|")
+
+
+def code(text: str) -> str:
+    """Text shown literally as a code span, whatever backticks it holds.
+
+    The fence is one backtick longer than the longest run inside; a space pads both
+    ends when the text starts or ends with a backtick (CommonMark strips exactly that
+    one space again). Newlines become spaces, as they would inside a span anyway.
+    """
+    flat = text.replace("\r", " ").replace("\n", " ")
+    longest = max((len(m.group()) for m in _BACKTICKS.finditer(flat)), default=0)
+    fence = "`" * (longest + 1)
+    padded = flat.startswith("`") or flat.endswith("`") or not flat.strip()
+    pad = " " if padded else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def block(text: str) -> list[str]:
+    """A multi-line discussion as lines of Markdown, to be quoted or placed as is.
+
+    Fenced code blocks are kept verbatim; everything else keeps its Markdown with raw
+    HTML neutralized outside code spans. Each paragraph is read as one piece, so a
+    code span that wraps a line is still recognized (and one never spans paragraphs).
+    """
+    lines = text.splitlines()
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        if fence is not None:
+            out.append(line)
+            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+                fence = None
+            continue
+        opened = _FENCE.match(line)
+        if opened is None and line.strip():
+            prose.append(line)
+            continue
+        if opened is None:
+            out.extend(_prose(prose))
+            prose = []
+            out.append(line)
+            continue
+        out.extend(_prose(prose))
+        prose = []
+        fence = opened.group(1)
+        out.append(line)
+    out.extend(_prose(prose))
+    return out
+
+
+def _prose(lines: list[str]) -> list[str]:
+    if not lines:
+        return []
+    return _outside_code("\n".join(lines), _no_html).split("\n")
