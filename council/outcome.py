@@ -1,0 +1,122 @@
+"""What one participant's review came to: answered, stopped or failed, with its harvest.
+
+:func:`settle_outcome` is the one rule that turns a backend's result plus every attempt's
+journal into a :class:`ParticipantOutcome`, in embedded and distributed mode alike.
+
+Source: harvest.md §5 (every attempt's journal is folded), §7 (stops are not failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from council.findings import Harvest, Read, Warning
+from council.harvest import JournalCaps, fold_journal, harvest, read_journal
+from council.participant import Role
+from council.reviewers.base import ReviewResult, Stop
+
+Status = Literal["answered", "stopped", "failed"]
+
+ANSWER_SHAPE_CODES = frozenset(
+    {"said-nothing", "no-json", "no-findings-array", "cut-off", "malformed-json", "bare-array"}
+)
+"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop."""
+
+
+class ParticipantOutcome(BaseModel):
+    """The settled result of one participant in one run (small, JSON, Celery-safe).
+
+    * ``status``: ``answered`` (a normal answer), ``stopped`` (our clocks, a cancel or a
+      lost worker stopped it; what was read is kept), ``failed`` (no findings; ``failure``
+      says why, verbatim).
+    * ``harvest``: findings (no ids, no origins yet) and warnings.
+    * ``attempts``: how many task attempts ran; all their journals were folded.
+    * ``duration_ms``: wall time of the last attempt's backend call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    participant: str
+    role: Role = "reviewer"
+    status: Status
+    harvest: Harvest = Harvest()
+    stop: Stop | None = None
+    failure: str | None = None
+    attempts: int = 1
+    duration_ms: int = 0
+    journal_entries: int = 0
+    answer_chars: int = 0
+
+
+def settle_outcome(
+    participant: str,
+    role: Role,
+    result: ReviewResult | None,
+    journals: Sequence[Sequence[str | bytes]],
+    *,
+    read: Read | None = None,
+    caps: JournalCaps | None = None,
+    attempts: int = 1,
+    lost: Stop | None = None,
+) -> ParticipantOutcome:
+    """Harvest one participant's answer and fold every attempt's journal into its outcome.
+
+    ``journals`` lists the raw journal entries of each attempt, in attempt order; they are
+    read as one journal (indices run across attempts) so a redelivered task keeps what a
+    dead attempt wrote down, and says_the_same collapses the repeats. ``result`` is None
+    when no attempt returned (the task died, the watchdog fired): the outcome is then a
+    stop with ``lost`` (default ``worker-lost``) built from the journals alone.
+
+    Rules: a failure keeps no answer findings but still files its journal (a reviewer
+    that wrote things down before its program crashed worked); a stop replaces the
+    answer-shape complaints with one ``stopped`` warning that counts what was kept.
+    """
+    entries: list[str | bytes] = [raw for attempt in journals for raw in attempt]
+    reading = read_journal(entries, caps or JournalCaps())
+    if result is None:
+        stop: Stop | None = lost or Stop(limit="worker-lost")
+        answer, failure, duration_ms = "", None, 0
+    else:
+        stop, answer, failure = result.stop, result.answer, result.failure
+        duration_ms = result.duration_ms
+    answered = harvest("" if failure is not None else answer, read)
+    folded = fold_journal(answered, reading, read)
+    status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
+    warnings = list(folded.warnings)
+    if status == "failed":
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+        warnings.append(
+            Warning(code="failed", at=participant, message=f"{participant} failed: {failure}")
+        )
+    elif stop is not None:
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+        kept = len(folded.findings)
+        warnings.append(
+            Warning(
+                code="stopped",
+                at=participant,
+                message=(
+                    f"{participant} was stopped by {stop.describe()}; {kept} finding(s) "
+                    f"were kept from what it had written, and the pass is partial."
+                ),
+            )
+        )
+    return ParticipantOutcome(
+        participant=participant,
+        role=role,
+        status=status,
+        harvest=Harvest(
+            findings=folded.findings,
+            warnings=tuple(warnings),
+            truncated=folded.truncated or stop is not None,
+        ),
+        stop=stop,
+        failure=failure,
+        attempts=attempts,
+        duration_ms=duration_ms,
+        journal_entries=len(entries),
+        answer_chars=len(answer),
+    )

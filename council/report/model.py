@@ -1,0 +1,75 @@
+"""The settled council of one run: what every renderer and the gate read.
+
+A :class:`CouncilReport` is plain data: the run, each participant's summary, the findings
+filed this round (with ids and origins), every warning, and notes for people. Renderers in
+:mod:`council.report` are pure functions of it. ``schema_version`` is bumped on any
+incompatible change of the JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from council.findings import Finding, Warning
+from council.reviewers.base import Stop
+
+SCHEMA_VERSION = 1
+"""Version of the JSON report's shape; readers refuse a version they do not know."""
+
+RunStatus = Literal["open", "settled", "partial", "cancelled", "timeout"]
+ParticipantState = Literal["pending", "running", "answered", "stopped", "failed"]
+
+
+class ParticipantSummary(BaseModel):
+    """One participant's line in the report: who, how it ended, what it yielded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    role: Literal["reviewer", "judge"] = "reviewer"
+    backend: str
+    model: str | None = None
+    state: ParticipantState
+    stop: Stop | None = None
+    failure: str | None = None
+    findings: int = 0
+    warnings: int = 0
+    attempts: int = 0
+    duration_ms: int = 0
+
+
+class CouncilReport(BaseModel):
+    """Everything one run settled to (architecture.md; reports read this).
+
+    * ``status``: ``settled`` (everyone answered), ``partial`` (someone stopped or failed,
+      or the consolidation ran without them), ``cancelled``, ``timeout``.
+    * ``findings``: the findings filed in THIS round, in filing order, ids assigned.
+    * ``notes``: sentences for people (the roster was edited by the change and the base
+      version used; paths excluded; binary files not shown).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    session: str
+    repository: str = ""
+    base: str = ""
+    head: str = ""
+    status: RunStatus
+    mode: Literal["embedded", "distributed"] = "embedded"
+    participants: tuple[ParticipantSummary, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    warnings: tuple[Warning, ...] = ()
+    notes: tuple[str, ...] = ()
+    created_ms: int = 0
+    settled_ms: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Whether some participant stopped or failed, or the run did not settle whole."""
+        return self.status != "settled" or any(
+            p.state in ("stopped", "failed") for p in self.participants
+        )

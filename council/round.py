@@ -1,0 +1,116 @@
+"""Concluding one round: from every participant's outcome to filed findings and a report.
+
+The same rule runs in the consolidation task, the errback finalizer and the waiting CLI's
+watchdog, so a council settles the same way whoever settles it. Source: harvest.md §8
+(file in roster order, merge across reviewers), architecture.md (the shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from council.consolidation import merge_across
+from council.findings import Finding, Origin, Warning
+from council.outcome import ParticipantOutcome
+from council.participant import Participant
+from council.report.model import CouncilReport, ParticipantSummary, RunStatus
+
+
+@dataclass(frozen=True)
+class RoundFacts:
+    """What the report says about the run besides its outcomes (times in ms)."""
+
+    run_id: str
+    session: str
+    repository: str = ""
+    base: str = ""
+    head: str = ""
+    mode: str = "embedded"
+    notes: tuple[str, ...] = ()
+    created_ms: int = 0
+
+
+def round_status(
+    participants: Sequence[Participant],
+    outcomes: Mapping[str, ParticipantOutcome],
+    forced: RunStatus | None = None,
+) -> RunStatus:
+    """``settled`` when every participant answered; else ``partial`` (or ``forced``)."""
+    if forced is not None:
+        return forced
+    whole = all(
+        p.id in outcomes and outcomes[p.id].status == "answered" for p in participants
+    )
+    return "settled" if whole else "partial"
+
+
+def conclude_round(
+    facts: RoundFacts,
+    participants: Sequence[Participant],
+    outcomes: Mapping[str, ParticipantOutcome],
+    first_id: int,
+    *,
+    status: RunStatus,
+    settled_ms: int,
+) -> tuple[list[Finding], CouncilReport]:
+    """Merge the round's findings in ROSTER order, give them ids, and build the report.
+
+    ``outcomes`` must hold one outcome per participant (the caller settles the missing
+    ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
+    on who answered first. Each finding's origin names the first participant that raised
+    it; agreement is in ``raised_by`` (harvest.md §8).
+    """
+    per_participant: list[tuple[str, list[Finding]]] = []
+    for p in participants:
+        outcome = outcomes.get(p.id)
+        found = outcome.harvest.findings if outcome is not None else ()
+        origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
+        per_participant.append((p.id, [f.model_copy(update={"origin": origin}) for f in found]))
+    merged = merge_across(per_participant)
+    filed = [f.model_copy(update={"id": first_id + i}) for i, f in enumerate(merged)]
+
+    summaries: list[ParticipantSummary] = []
+    warnings: list[Warning] = []
+    for p in participants:
+        o = outcomes.get(p.id)
+        summaries.append(
+            ParticipantSummary(
+                id=p.id,
+                role=p.role,
+                backend=p.backend,
+                model=p.model,
+                state=o.status if o is not None else "pending",
+                stop=o.stop if o is not None else None,
+                failure=o.failure if o is not None else None,
+                findings=len(o.harvest.findings) if o is not None else 0,
+                warnings=len(o.harvest.warnings) if o is not None else 0,
+                attempts=o.attempts if o is not None else 0,
+                duration_ms=o.duration_ms if o is not None else 0,
+            )
+        )
+        if o is not None:
+            warnings.extend(_attributed(w, p.id) for w in o.harvest.warnings)
+    report = CouncilReport(
+        run_id=facts.run_id,
+        session=facts.session,
+        repository=facts.repository,
+        base=facts.base,
+        head=facts.head,
+        status=status,
+        mode="distributed" if facts.mode == "distributed" else "embedded",
+        participants=tuple(summaries),
+        findings=tuple(filed),
+        warnings=tuple(warnings),
+        notes=facts.notes,
+        created_ms=facts.created_ms,
+        settled_ms=settled_ms,
+    )
+    return filed, report
+
+
+def _attributed(warning: Warning, participant: str) -> Warning:
+    """Prefix an entry-level warning's place with its participant (``hawk: findings[2]``)."""
+    if warning.at == participant:
+        return warning
+    return warning.model_copy(update={"at": f"{participant}: {warning.at}"})

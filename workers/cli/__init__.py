@@ -1,0 +1,63 @@
+"""The ``council`` command line: one click group, a context built once, thin commands.
+
+Exit codes a CI job can tell apart: 0 passed, 1 the ``--fail-on`` gate tripped, 2 usage
+or configuration error (nothing was sent), 3 the council could not complete. Source:
+style.md habit 12; issue "The council end to end".
+"""
+
+from __future__ import annotations
+
+import click
+
+from workers.cli.context import CliContext
+from workers.cli.journal import harvest_command, record_command
+from workers.cli.readback import ledger_command, release_command, runs_command, show_command
+from workers.cli.review import check_command, review_command
+from workers.cli.worker import worker_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--redis",
+    "redis_url",
+    envvar="COUNCIL_REDIS_URL",
+    metavar="URL",
+    help="Redis for broker, results and state (env COUNCIL_REDIS_URL). Unset: embedded mode.",
+)
+@click.option(
+    "--log-level",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the JSON log lines written to stderr.",
+)
+@click.version_option(package_name="council")
+@click.pass_context
+def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
+    """A code-review council: several reviewers, one consolidated set of findings.
+
+    \b
+    Review the last commit of a repository, with nothing but this package installed:
+      council review --repo . --base HEAD~1 --roster examples/council.toml
+    Across workers on Redis:
+      export COUNCIL_REDIS_URL=redis://localhost:6379/0
+      council worker            # on any number of hosts
+      council review --repo . --base origin/main
+    """
+    ctx.obj = CliContext.build(redis_url=redis_url, log_level=log_level)
+
+
+for command in (
+    review_command,
+    check_command,
+    worker_command,
+    record_command,
+    harvest_command,
+    runs_command,
+    show_command,
+    ledger_command,
+    release_command,
+):
+    main.add_command(command)
+
+__all__ = ["main"]

@@ -1,0 +1,285 @@
+"""The coordinator: prepare a round from a repository, open the run, dispatch, wait.
+
+The order is the design's (architecture.md "The shape"): read the change and the TRUSTED
+roster (from the base ref, never the head under review); claim every participant and
+write the run record ``open`` in one atomic step; store the inputs; send ONE chord
+(``review_participant`` × N → ``consolidate``, errback ``finalize``); wait, with a
+watchdog for a chord that never fires. Nothing is sent before every check passed.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+from celery import Celery, chord
+
+from council.diff import Change, decode_diff, filter_paths, parse_diff, render_for_prompt
+from council.errors import ChangeTooLarge, ConfigurationError, RosterError
+from council.participant import Participant
+from council.prompt import build_prompt
+from council.report.model import CouncilReport
+from council.reviewers.base import Stop
+from council.roster import Roster, parse_roster
+from workers.repository import Repository
+from workers.review import now_ms
+from workers.runtime import Runtime
+from workers.settings import Settings
+from workers.settling import settle_run
+from workers.stores.runs import PROTOCOL, Progress, RunRecord
+
+log = structlog.get_logger("council.coordinator")
+
+ROSTER_FILE = "council.toml"
+"""The roster's name at the root of the BASE tree."""
+
+POLL_S = 0.2
+"""Seconds between polls of the run record while waiting."""
+
+CANCEL_GRACE_MS = 5_000
+"""Milliseconds a cancelled run waits for reviewers to stop before it is settled."""
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """What ``council review`` was asked (refs as given by the user)."""
+
+    repo: Path
+    base: str
+    head: str = "HEAD"
+    roster: Path | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class Round:
+    """A prepared round: everything checked, nothing sent yet."""
+
+    record: RunRecord
+    roster: Roster
+    participants: tuple[Participant, ...]
+    prompts: dict[str, str]
+    programs: dict[str, bytes]
+    tree: bytes | None
+    change: Change
+    notes: tuple[str, ...] = field(default=())
+
+
+class NothingToReview(Exception):
+    """The change is empty, or every file of it is excluded. Exit 0."""
+
+
+def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
+    """Read the repository and the roster, check everything, build the prompts.
+
+    Raises :class:`ConfigurationError` subclasses (exit 2) for a bad repository, ref,
+    roster or cap; :class:`NothingToReview` for an empty change.
+    """
+    repo = Repository(options.repo)
+    base = repo.resolve(options.base)
+    head = repo.resolve(options.head)
+    notes: list[str] = []
+    changed = repo.changed_paths(base, head)
+    roster = _read_roster(repo, options, base, changed, notes)
+    if mode == "distributed" and 2 * roster.longest_backstop_ms > settings.visibility_timeout_s * 1000:
+        raise ConfigurationError(
+            f"the longest backstop ({roster.longest_backstop_ms} ms) needs a visibility "
+            f"timeout above twice its length, and COUNCIL_VISIBILITY_TIMEOUT_S is "
+            f"{settings.visibility_timeout_s} s: Redis would start a healthy review again. "
+            f"Raise COUNCIL_VISIBILITY_TIMEOUT_S (on workers and CLI alike) or lower backstop_ms."
+        )
+    text, non_utf8 = decode_diff(repo.diff(base, head))
+    change, excluded = filter_paths(parse_diff(text), roster.include, roster.exclude)
+    if excluded:
+        notes.append(
+            f"{len(excluded)} file(s) excluded by [paths] in the roster: " + ", ".join(excluded[:20])
+            + (" …" if len(excluded) > 20 else "")
+        )
+    if not change.files:
+        raise NothingToReview(
+            "nothing to review: the change is empty"
+            if not excluded
+            else "nothing to review: every file of the change is excluded by [paths]"
+        )
+    cap = min(settings.max_diff_bytes, roster.max_diff_bytes)
+    if change.total_bytes > cap:
+        raise ChangeTooLarge("diff", change.total_bytes, cap, "COUNCIL_MAX_DIFF_BYTES or [council] max_diff_bytes")
+    for f in change.files:
+        if f.binary:
+            notes.append(f"binary file {f.path}: not shown to reviewers (only that it changed)")
+    for path in non_utf8:
+        notes.append(f"file {path} is not UTF-8: shown with replacement characters")
+    participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
+    programs = _programs(repo, base, participants)
+    tree = repo.archive(head, min(settings.max_tree_bytes, roster.max_tree_bytes))
+    shown = render_for_prompt(change)
+    prompts = {p.id: build_prompt(p, change, shown, notes=notes) for p in participants}
+    run_id = uuid.uuid4().hex[:16]
+    created = now_ms()
+    record = RunRecord(
+        run_id=run_id,
+        session=options.session or repo.default_session_key(options.head),
+        repository=str(repo.path),
+        base=base,
+        head=head,
+        witness=head,
+        mode="distributed" if mode == "distributed" else "embedded",
+        participants=tuple(p.id for p in participants),
+        changed_paths=change.paths,
+        notes=tuple(notes),
+        created_ms=created,
+        deadline_ms=created + roster.longest_backstop_ms + settings.watchdog_slack_ms,
+    )
+    return Round(record, roster, participants, prompts, programs, tree, change, tuple(notes))
+
+
+def _read_roster(
+    repo: Repository, options: ReviewOptions, base: str, changed: list[str], notes: list[str]
+) -> Roster:
+    """The trusted roster: ``--roster PATH``, else ``council.toml`` of the BASE tree."""
+    if options.roster is not None:
+        try:
+            text = options.roster.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RosterError(str(options.roster), f"cannot be read ({exc.strerror})",
+                              "Pass the path of a readable roster TOML file.") from None
+        except UnicodeDecodeError:
+            raise RosterError(str(options.roster), "is not UTF-8 text",
+                              "Save the roster as UTF-8.") from None
+        return parse_roster(text, str(options.roster))
+    blob = repo.read_file(base, ROSTER_FILE)
+    if blob is None:
+        raise RosterError(
+            ROSTER_FILE,
+            f"there is no {ROSTER_FILE} at the root of the base ref {base[:12]}",
+            "Commit a roster (see examples/council.toml) on the base branch, or pass --roster PATH.",
+        )
+    if ROSTER_FILE in changed:
+        notes.append(
+            f"the change edits {ROSTER_FILE}; the base version was used (a change cannot "
+            f"choose its own reviewers)"
+        )
+    return parse_roster(blob.decode("utf-8", errors="replace"), f"{ROSTER_FILE}@{base[:12]}")
+
+
+def _with_base_dir(p: Participant, options: ReviewOptions, repo_path: Path) -> Participant:
+    """Replay files resolve beside an explicit roster, else at the repository root."""
+    if p.backend != "replay" or "base_dir" in p.options:
+        return p
+    base_dir = options.roster.resolve().parent if options.roster else repo_path
+    return p.model_copy(update={"options": {**p.options, "base_dir": str(base_dir)}})
+
+
+def _programs(repo: Repository, base: str, participants: tuple[Participant, ...]) -> dict[str, bytes]:
+    """Programs named by a relative path, read from the BASE tree (never the head)."""
+    out: dict[str, bytes] = {}
+    for i, p in enumerate(participants):
+        program = p.options.get("program")
+        if p.backend not in ("command", "sarif") or not isinstance(program, str):
+            continue
+        if "/" not in program or program.startswith("/"):
+            continue
+        blob = repo.read_file(base, program.removeprefix("./"))
+        if blob is None:
+            raise RosterError(
+                f"reviewers[{i}].program",
+                f"{program!r} is not in the base tree at {base[:12]}",
+                "A relative program path is read from the BASE ref: commit it there, "
+                "or name a program on PATH or an absolute path.",
+            )
+        out[p.id] = blob
+    return out
+
+
+def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
+    """Claim identities and open the run atomically, store inputs, send the chord.
+
+    Raises :class:`~council.errors.IdentityRefused` before anything is sent.
+    """
+    record = round_.record
+    rt.sessions.open_run(record, round_.roster.claims, record.created_ms)
+    rt.runs.put_inputs(record.run_id, round_.participants, round_.prompts, round_.tree, round_.programs)
+    header = [
+        app.signature(
+            "council.review_participant",
+            kwargs={"run_id": record.run_id, "participant": p.id, "protocol": PROTOCOL},
+            immutable=True,
+        )
+        for p in round_.participants
+    ]
+    body = app.signature("council.consolidate", kwargs={"run_id": record.run_id})
+    errback = app.signature("council.finalize", kwargs={"run_id": record.run_id}, immutable=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        canvas = chord(header, body)
+        canvas.link_error(errback)
+        canvas.apply_async()
+    log.info("run_dispatched", run_id=record.run_id, session=record.session,
+             participants=len(round_.participants))
+
+
+@dataclass
+class Waiter:
+    """Waits for a run to settle, showing progress; cancels, times out, or finalizes.
+
+    * ``timeout_ms``: the user's ``--timeout`` (None: no limit); on it the run is
+      cancelled for the reviewers and settled as ``timeout``.
+    * The watchdog: past ``record.deadline_ms`` (the longest backstop plus slack) the run
+      is settled from the journals, as the chord never fired.
+    * ``stop_requested``: polled; true after Ctrl-C or SIGTERM → settled ``cancelled``.
+    """
+
+    rt: Runtime
+    record: RunRecord
+    on_progress: Callable[[dict[str, Progress]], None]
+    stop_requested: Callable[[], bool]
+    timeout_ms: int | None = None
+
+    def wait(self) -> CouncilReport:
+        """Block until the run is settled; return its report."""
+        run_id = self.record.run_id
+        started = now_ms()
+        while True:
+            if self.rt.runs.status(run_id) != "open":
+                report = self.rt.runs.report(run_id)
+                if report is not None:
+                    self.on_progress(self.rt.runs.progress(run_id))
+                    return report
+            self.on_progress(self._progress())
+            now = now_ms()
+            if self.stop_requested():
+                return self._halt("cancelled", Stop(limit="cancelled"))
+            if self.timeout_ms is not None and now - started >= self.timeout_ms:
+                return self._halt("timeout", Stop(limit="wall-clock", budget_ms=self.timeout_ms))
+            if now >= self.record.deadline_ms:
+                log.warning("watchdog_fired", run_id=run_id)
+                return settle_run(self.rt, run_id, lost=Stop(limit="worker-lost"))
+            time.sleep(POLL_S)
+
+    def _progress(self) -> dict[str, Progress]:
+        states = self.rt.runs.progress(self.record.run_id)
+        counts = self.rt.journals.recorded_counts(self.record.run_id)
+        return {
+            p: (s.model_copy(update={"findings": counts.get(p, 0)}) if s.state == "running" else s)
+            for p, s in states.items()
+        }
+
+    def _halt(self, status: str, stop: Stop) -> CouncilReport:
+        """Cancel the reviewers, give them a moment to stop, settle with what is kept."""
+        run_id = self.record.run_id
+        self.rt.runs.cancel(run_id)
+        grace_end = now_ms() + CANCEL_GRACE_MS
+        while now_ms() < grace_end:
+            if self.rt.runs.status(run_id) != "open":
+                break
+            progress = self.rt.runs.progress(run_id)
+            if all(s.state not in ("pending", "running") for s in progress.values()):
+                break
+            time.sleep(POLL_S)
+        forced = "cancelled" if status == "cancelled" else "timeout"
+        return settle_run(self.rt, run_id, forced=forced, lost=stop)

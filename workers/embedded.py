@@ -1,0 +1,122 @@
+"""Embedded mode: the same tasks and canvas inside the CLI process, no server to install.
+
+Celery runs on its ``memory://`` broker with the ``cache+memory://`` result backend and an
+in-process worker on a threads pool; the council's state lives on an in-process fakeredis
+server. Sessions (ledger, findings, ids) are loaded from and saved to a local state file,
+so identities and finding ids survive between embedded runs and a CI cache can carry them.
+Source: architecture.md "Two modes, one code path", celery.md §1.12.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+from celery.contrib.testing.worker import start_worker
+
+from workers import runtime
+from workers.celery_app import create_app
+from workers.runtime import Runtime, build_runtime
+from workers.settings import Settings
+from workers.stores.keys import Keys
+
+STATE_VERSION = 1
+"""Version of the embedded state file's shape."""
+
+MAX_THREADS = 32
+"""Most reviewer threads an embedded council runs at once."""
+
+
+def default_state_path() -> Path:
+    """``$XDG_CACHE_HOME/council/state.json`` (``~/.cache`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "council" / "state.json"
+
+
+@contextlib.contextmanager
+def embedded_council(settings: Settings, threads: int) -> Iterator[tuple[Any, Runtime]]:
+    """An in-process Celery app, worker and state store; yields ``(app, runtime)``.
+
+    The state file (``settings.state_path`` or :func:`default_state_path`) is read before
+    and written after, atomically. A state file that cannot be read is named in a
+    :class:`ValueError` (the CLI reports it as a configuration error).
+    """
+    state_path = settings.state_path or default_state_path()
+    server = fakeredis.FakeServer()
+    client: Any = fakeredis.FakeRedis(server=server)
+    keys = Keys(settings.prefix)
+    load_state(client, keys, state_path)
+    rt = build_runtime(settings, client, mode="embedded")
+    runtime.install(rt)
+    app = create_app(settings, embedded=True)
+    try:
+        with start_worker(
+            app,
+            pool="threads",
+            concurrency=max(1, min(threads, MAX_THREADS)),
+            perform_ping_check=False,
+            loglevel="WARNING",
+            shutdown_timeout=30.0,
+        ):
+            yield app, rt
+    finally:
+        runtime.install(None)
+        save_state(client, keys, state_path)
+
+
+def _sessions(client: Any, keys: Keys) -> set[str]:
+    marker, tail = f"{keys.prefix}session:", ":ledger"
+    found: set[str] = set()
+    for raw in client.scan_iter(match=f"{marker}*{tail}"):
+        name = raw.decode()
+        found.add(name[len(marker) : -len(tail)])
+    return found
+
+
+def save_state(client: Any, keys: Keys, path: Path) -> None:
+    """Write every session's ledger, findings and id counter to ``path`` (atomic)."""
+    sessions: dict[str, Any] = {}
+    for s in sorted(_sessions(client, keys)):
+        sessions[s] = {
+            "issued": int(client.get(keys.session_issued(s)) or 0),
+            "ledger": (client.get(keys.session_ledger(s)) or b"").decode(),
+            "findings": {
+                k.decode(): v.decode() for k, v in client.hgetall(keys.session_findings(s)).items()
+            },
+            "attributed": sorted(m.decode() for m in client.smembers(keys.session_attributed(s))),
+        }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump({"version": STATE_VERSION, "sessions": sessions}, out)
+    os.replace(tmp, path)
+
+
+def load_state(client: Any, keys: Keys, path: Path) -> None:
+    """Load sessions saved by :func:`save_state`; a missing file is an empty state."""
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
+        for s, v in data["sessions"].items():
+            if v["issued"]:
+                client.set(keys.session_issued(s), v["issued"])
+            if v["ledger"]:
+                client.set(keys.session_ledger(s), v["ledger"])
+            if v["findings"]:
+                client.hset(keys.session_findings(s), mapping=v["findings"])
+            if v["attributed"]:
+                client.sadd(keys.session_attributed(s), *v["attributed"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(
+            f"the embedded state file {path} cannot be read ({exc}); move it away to "
+            f"start fresh, or pass --state PATH"
+        ) from None

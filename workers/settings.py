@@ -1,0 +1,72 @@
+"""The one settings object of the runtime (environment prefix ``COUNCIL_``).
+
+Built once at the edge (the CLI, or a worker starting) and passed down; nothing below
+reads ``os.environ``. Every field has a laptop-safe default. Secrets are ``SecretStr``:
+they never appear in a repr or a log line. Source: style.md habit 8, architecture.md
+"One knob".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+HOUR_S = 3600
+DAY_S = 24 * HOUR_S
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. Every field can be set as ``COUNCIL_<NAME>`` in the env."""
+
+    model_config = SettingsConfigDict(env_prefix="COUNCIL_", extra="ignore", frozen=True)
+
+    redis_url: SecretStr | None = None
+    """Broker, results and state. Unset: embedded mode, everything inside the process."""
+
+    prefix: str = "council:"
+    """Prefix of every key the council writes in Redis (Celery's own keys aside)."""
+
+    run_retention_s: int = Field(default=7 * DAY_S, ge=60)
+    """Seconds run keys live after the run settles."""
+
+    session_retention_s: int = Field(default=90 * DAY_S, ge=60)
+    """Seconds a session's keys live after its last write (idle expiry)."""
+
+    visibility_timeout_s: int = Field(default=2 * HOUR_S, ge=2)
+    """Seconds before Redis redelivers an unacknowledged task. Must exceed twice the
+    longest backstop of any roster, or a healthy long review is started again."""
+
+    restore_interval_s: float | None = None
+    """kombu's unacked-restore cadence in seconds (tests set 1); None keeps kombu's."""
+
+    worker_threads: int = Field(default=16, ge=1)
+    """Threads per worker process: reviewer calls wait on the network, so many at once."""
+
+    max_diff_bytes: int = Field(default=1_000_000, ge=1)
+    """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send."""
+
+    max_tree_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    """Largest packed head tree (git archive, gzip) stored for workers."""
+
+    journal_max_entries: int = Field(default=100, ge=1)
+    """Journal entries read per participant (harvest.md §5); the rest are reported."""
+
+    journal_max_entry_bytes: int = Field(default=65536, ge=1)
+    """UTF-8 bytes per journal entry read (harvest.md §5)."""
+
+    watchdog_slack_ms: int = Field(default=60_000, ge=0)
+    """Milliseconds the waiting CLI allows past the longest backstop before it
+    finalizes the run from the journals itself (a chord that never fires)."""
+
+    state_path: Path | None = None
+    """Embedded mode: the JSON file sessions are kept in between runs (default: the
+    user's cache directory)."""
+
+    work_dir: Path | None = None
+    """Where workers unpack run trees (default: the system temp directory)."""
+
+    def redis_url_value(self) -> str | None:
+        """The Redis URL in clear, for opening connections only (never log it)."""
+        return self.redis_url.get_secret_value() if self.redis_url is not None else None

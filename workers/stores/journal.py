@@ -1,0 +1,105 @@
+"""The journal store: findings a reviewer recorded as it went, one Redis list per attempt.
+
+Structure: ``run:{run_id}:journal:{participant}:{attempt}`` is a list, RPUSH only, so a
+dying worker loses nothing it already wrote. ``attempt`` comes from an INCR at task start,
+so a redelivered task writes a new list and the fold reads every attempt in order.
+
+A hard STORAGE cap protects Redis (1,000 entries per attempt, 1 MiB per entry); the
+smaller READING caps of harvest.md §5 apply when the journal is harvested. The append is
+one Lua script (check and push atomically). Source: architecture.md "State in Redis",
+harvest.md §1 (the reply sentence), §5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from workers.stores.keys import Keys
+
+STORE_MAX_ENTRIES = 1000
+"""Entries stored per attempt's journal before further appends are refused."""
+
+STORE_MAX_ENTRY_BYTES = 1024 * 1024
+"""Bytes one stored entry may take (1 MiB)."""
+
+_APPEND = """
+if string.len(ARGV[1]) > tonumber(ARGV[3]) then return -1 end
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -2 end
+local n = redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
+return n
+"""
+
+
+class JournalStore:
+    """Append to and read participants' journals in Redis."""
+
+    def __init__(
+        self,
+        client: redis.Redis[Any],
+        keys: Keys,
+        *,
+        max_entries: int = STORE_MAX_ENTRIES,
+        max_entry_bytes: int = STORE_MAX_ENTRY_BYTES,
+    ) -> None:
+        self._r, self._keys = client, keys
+        self._max_entries, self._max_entry_bytes = max_entries, max_entry_bytes
+        self._append = client.register_script(_APPEND)
+
+    def next_attempt(self, run_id: str, participant: str) -> int:
+        """Start a new attempt for the participant and return its number (1, 2, …)."""
+        return int(self._r.incr(self._keys.run_attempts(run_id, participant)))
+
+    def attempts(self, run_id: str, participant: str) -> int:
+        """How many attempts have started (0 when none)."""
+        value = self._r.get(self._keys.run_attempts(run_id, participant))
+        return int(value) if value is not None else 0
+
+    def append(self, run_id: str, participant: str, attempt: int, raw: str) -> str:
+        """Store one raw entry as given; return the reply sentence of harvest.md §1.
+
+        Never raises: a refused or failed store says so in the reply, so the reviewer
+        keeps the finding for its final answer.
+        """
+        data = raw.encode("utf-8", errors="replace")
+        try:
+            n = int(
+                self._append(
+                    keys=[
+                        self._keys.journal(run_id, participant, attempt),
+                        self._keys.run_recorded(run_id),
+                    ],
+                    args=[data, self._max_entries, self._max_entry_bytes, participant],
+                )
+            )
+        except redis.RedisError as exc:
+            return f"Not recorded ({type(exc).__name__}: the journal store failed); keep it for your final answer."
+        if n == -1:
+            return (
+                f"Not recorded (the entry is {len(data)} bytes, over the journal's "
+                f"{self._max_entry_bytes}-byte cap); keep it for your final answer."
+            )
+        if n == -2:
+            return (
+                f"Not recorded (the journal already holds {self._max_entries} entries); "
+                "keep it for your final answer."
+            )
+        return "Recorded."
+
+    def read(self, run_id: str, participant: str, attempt: int) -> list[bytes]:
+        """The raw entries of one attempt, in the order they were recorded."""
+        return list(self._r.lrange(self._keys.journal(run_id, participant, attempt), 0, -1))
+
+    def read_all(self, run_id: str, participant: str) -> list[list[bytes]]:
+        """The raw entries of every attempt, in attempt order (harvest.md §5)."""
+        return [
+            self.read(run_id, participant, a)
+            for a in range(1, self.attempts(run_id, participant) + 1)
+        ]
+
+    def recorded_counts(self, run_id: str) -> dict[str, int]:
+        """Entries recorded so far per participant, across attempts (for progress)."""
+        raw = self._r.hgetall(self._keys.run_recorded(run_id))
+        return {k.decode(): int(v) for k, v in raw.items()}

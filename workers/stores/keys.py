@@ -1,0 +1,130 @@
+"""Every Redis key the council writes, built in one place from the configured prefix.
+
+Run keys (``run:{run_id}…``) expire after the retention period once the run settles;
+session keys (``session:{session}:…``) live until the session is idle for its retention.
+Source: architecture.md "State in Redis", style.md habit 9.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Key builder for one prefix (default ``council:``)."""
+
+    prefix: str = "council:"
+
+    # -- runs ---------------------------------------------------------------------------
+    def run(self, run_id: str) -> str:
+        """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``."""
+        return f"{self.prefix}run:{run_id}"
+
+    def run_state(self, run_id: str) -> str:
+        """Hash: participant id → progress JSON (state, started/updated ms)."""
+        return f"{self.prefix}run:{run_id}:state"
+
+    def run_recorded(self, run_id: str) -> str:
+        """Hash: participant id → journal entries recorded so far (progress only)."""
+        return f"{self.prefix}run:{run_id}:recorded"
+
+    def run_roster(self, run_id: str) -> str:
+        """String: JSON list of the checked participants of the run."""
+        return f"{self.prefix}run:{run_id}:roster"
+
+    def run_prompt(self, run_id: str) -> str:
+        """Hash: participant id → the prompt it is sent (stored once, tasks carry ids)."""
+        return f"{self.prefix}run:{run_id}:prompt"
+
+    def run_tree(self, run_id: str) -> str:
+        """String: the head commit's tree, ``git archive`` tar.gz bytes."""
+        return f"{self.prefix}run:{run_id}:tree"
+
+    def run_program(self, run_id: str, participant: str) -> str:
+        """String: a command reviewer's program as read from the BASE tree."""
+        return f"{self.prefix}run:{run_id}:program:{participant}"
+
+    def run_attempts(self, run_id: str, participant: str) -> str:
+        """Counter: attempts started for one participant (INCR at task start)."""
+        return f"{self.prefix}run:{run_id}:attempts:{participant}"
+
+    def journal(self, run_id: str, participant: str, attempt: int) -> str:
+        """List: raw journal entries of one attempt, RPUSH only."""
+        return f"{self.prefix}run:{run_id}:journal:{participant}:{attempt}"
+
+    def run_outcome(self, run_id: str, participant: str) -> str:
+        """String: the participant's settled outcome JSON (first terminal one wins)."""
+        return f"{self.prefix}run:{run_id}:outcome:{participant}"
+
+    def run_answer(self, run_id: str, participant: str) -> str:
+        """String: the verbatim answer, archived for audit."""
+        return f"{self.prefix}run:{run_id}:answer:{participant}"
+
+    def run_cancel(self, run_id: str) -> str:
+        """String flag: set when the run is cancelled; reviewers stop as ``cancelled``."""
+        return f"{self.prefix}run:{run_id}:cancel"
+
+    def runs_index(self) -> str:
+        """Sorted set: run id scored by creation time (ms), for ``council runs``."""
+        return f"{self.prefix}runs"
+
+    def run_keys(
+        self, run_id: str, participants: Iterable[str], attempts: dict[str, int]
+    ) -> list[str]:
+        """Every key of one run, for expiry at settling."""
+        keys = [
+            self.run(run_id),
+            self.run_state(run_id),
+            self.run_recorded(run_id),
+            self.run_roster(run_id),
+            self.run_prompt(run_id),
+            self.run_tree(run_id),
+            self.run_cancel(run_id),
+        ]
+        for p in participants:
+            keys += [
+                self.run_program(run_id, p),
+                self.run_attempts(run_id, p),
+                self.run_outcome(run_id, p),
+                self.run_answer(run_id, p),
+            ]
+            keys += [self.journal(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
+        return keys
+
+    # -- sessions -----------------------------------------------------------------------
+    def session_issued(self, session: str) -> str:
+        """Counter: finding ids issued in the session; INCRBY only, never reset."""
+        return f"{self.prefix}session:{session}:issued"
+
+    def session_findings(self, session: str) -> str:
+        """Hash: finding id → canonical finding JSON."""
+        return f"{self.prefix}session:{session}:findings"
+
+    def session_ledger(self, session: str) -> str:
+        """String: the identity ledger JSON (claimed in one atomic step)."""
+        return f"{self.prefix}session:{session}:ledger"
+
+    def session_open(self, session: str) -> str:
+        """Hash: open run id → JSON {ids, deadline_ms}; those ids count as attributed."""
+        return f"{self.prefix}session:{session}:open"
+
+    def session_attributed(self, session: str) -> str:
+        """Set: participant ids that have findings attributed to them in the session."""
+        return f"{self.prefix}session:{session}:attributed"
+
+    def session_runs(self, session: str) -> str:
+        """Sorted set: run ids of the session scored by creation time (ms)."""
+        return f"{self.prefix}session:{session}:runs"
+
+    def session_keys(self, session: str) -> list[str]:
+        """Every key of one session, for idle expiry and embedded state files."""
+        return [
+            self.session_issued(session),
+            self.session_findings(session),
+            self.session_ledger(session),
+            self.session_open(session),
+            self.session_attributed(session),
+            self.session_runs(session),
+        ]

@@ -1,0 +1,203 @@
+"""The run store: one run's record, its inputs for workers, progress and outcomes.
+
+Structures (see :mod:`workers.stores.keys`):
+
+* ``run:{id}`` — a hash: ``record`` (:class:`RunRecord` JSON, written ``open`` before any
+  task is sent), ``status``, ``report`` (the settled CouncilReport JSON), ``settled_ms``.
+* ``run:{id}:roster`` / ``:prompt`` / ``:tree`` / ``:program:{p}`` — what tasks read by
+  key, so messages carry ids, never megabytes of diff.
+* ``run:{id}:state`` — participant → progress JSON, for the waiting CLI.
+* ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
+  wins, so a redelivered task returns it instead of filing twice.
+
+Source: architecture.md "State in Redis", "Messages"; celery.md §1.8.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import redis
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from council.outcome import ParticipantOutcome
+from council.participant import Participant
+from council.report.model import CouncilReport, RunStatus
+from workers.stores.keys import Keys
+
+PROTOCOL = 1
+"""Message protocol number carried by every task; a worker serving another refuses."""
+
+_PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
+
+
+class RunRecord(BaseModel):
+    """What a run is about, written before dispatch (times in ms since the epoch)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    session: str
+    repository: str = ""
+    base: str = ""
+    head: str = ""
+    witness: str | None = None
+    mode: Literal["embedded", "distributed"] = "embedded"
+    participants: tuple[str, ...] = ()
+    changed_paths: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    created_ms: int = 0
+    deadline_ms: int = 0
+    protocol: int = PROTOCOL
+
+
+class Progress(BaseModel):
+    """One participant's progress as the waiting CLI sees it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state: Literal["pending", "running", "answered", "stopped", "failed"] = "pending"
+    started_ms: int | None = None
+    updated_ms: int | None = None
+    findings: int = 0
+    attempt: int = 0
+
+
+class RunStore:
+    """Read and write one run's keys."""
+
+    def __init__(self, client: redis.Redis[Any], keys: Keys) -> None:
+        self._r, self._keys = client, keys
+
+    # -- inputs written by the coordinator after the run is open -------------------------
+    def put_inputs(
+        self,
+        run_id: str,
+        participants: Sequence[Participant],
+        prompts: dict[str, str],
+        tree: bytes | None,
+        programs: dict[str, bytes],
+    ) -> None:
+        """Store the roster, prompts, head tree and base-tree programs of a run."""
+        k = self._keys
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)))
+        if prompts:
+            pipe.hset(k.run_prompt(run_id), mapping=prompts)  # type: ignore[arg-type]
+        if tree is not None:
+            pipe.set(k.run_tree(run_id), tree)
+        for pid, blob in programs.items():
+            pipe.set(k.run_program(run_id, pid), blob)
+        pipe.hset(
+            k.run_state(run_id),
+            mapping={p.id: Progress().model_dump_json() for p in participants},
+        )
+        pipe.execute()
+
+    # -- reads ---------------------------------------------------------------------------
+    def record(self, run_id: str) -> RunRecord | None:
+        """The run record, or None when the run is unknown or expired."""
+        raw = self._r.hget(self._keys.run(run_id), "record")
+        return RunRecord.model_validate_json(raw) if raw is not None else None
+
+    def status(self, run_id: str) -> RunStatus | None:
+        """``open`` until settled; then settled | partial | cancelled | timeout."""
+        raw = self._r.hget(self._keys.run(run_id), "status")
+        return raw.decode() if raw is not None else None  # type: ignore[return-value]
+
+    def report(self, run_id: str) -> CouncilReport | None:
+        """The settled report, or None while the run is open."""
+        raw = self._r.hget(self._keys.run(run_id), "report")
+        return CouncilReport.model_validate_json(raw) if raw is not None else None
+
+    def participants(self, run_id: str) -> list[Participant]:
+        """The checked participants of the run, in roster order."""
+        raw = self._r.get(self._keys.run_roster(run_id))
+        return _PARTICIPANTS.validate_json(raw) if raw is not None else []
+
+    def participant(self, run_id: str, participant: str) -> Participant | None:
+        """One participant of the run by id."""
+        return next((p for p in self.participants(run_id) if p.id == participant), None)
+
+    def prompt(self, run_id: str, participant: str) -> str | None:
+        """The prompt stored for the participant."""
+        raw = self._r.hget(self._keys.run_prompt(run_id), participant)
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def tree(self, run_id: str) -> bytes | None:
+        """The packed head tree (tar.gz), or None when the run has none."""
+        return self._r.get(self._keys.run_tree(run_id))
+
+    def program(self, run_id: str, participant: str) -> bytes | None:
+        """A program read from the base tree for a command reviewer, if any."""
+        return self._r.get(self._keys.run_program(run_id, participant))
+
+    def cancelled(self, run_id: str) -> bool:
+        """Whether the run was cancelled."""
+        return bool(self._r.exists(self._keys.run_cancel(run_id)))
+
+    def cancel(self, run_id: str) -> None:
+        """Mark the run cancelled; reviewers watching it stop as ``cancelled``."""
+        self._r.set(self._keys.run_cancel(run_id), b"1", ex=7 * 24 * 3600)
+
+    # -- progress and outcomes --------------------------------------------------------------
+    def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:
+        """Record a participant's progress."""
+        self._r.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+
+    def progress(self, run_id: str) -> dict[str, Progress]:
+        """Every participant's progress (participant → Progress)."""
+        raw = self._r.hgetall(self._keys.run_state(run_id))
+        return {k.decode(): Progress.model_validate_json(v) for k, v in raw.items()}
+
+    def put_outcome(self, run_id: str, outcome: ParticipantOutcome, answer: str) -> bool:
+        """Store the outcome if none is stored yet (first terminal result wins).
+
+        Returns True when this call stored it. The verbatim answer is archived with it.
+        """
+        k = self._keys
+        stored = self._r.set(
+            k.run_outcome(run_id, outcome.participant), outcome.model_dump_json(), nx=True
+        )
+        if stored:
+            self._r.set(k.run_answer(run_id, outcome.participant), answer.encode("utf-8"))
+        return bool(stored)
+
+    def outcome(self, run_id: str, participant: str) -> ParticipantOutcome | None:
+        """The stored outcome of a participant, if it settled."""
+        raw = self._r.get(self._keys.run_outcome(run_id, participant))
+        return ParticipantOutcome.model_validate_json(raw) if raw is not None else None
+
+    def answer(self, run_id: str, participant: str) -> str | None:
+        """The archived verbatim answer of a participant."""
+        raw = self._r.get(self._keys.run_answer(run_id, participant))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def recent(self, limit: int = 20) -> list[RunRecord]:
+        """The most recent runs still held, newest first (expired ones are pruned)."""
+        ids = self._r.zrevrange(self._keys.runs_index(), 0, limit - 1)
+        records: list[RunRecord] = []
+        for raw_id in ids:
+            rec = self.record(raw_id.decode())
+            if rec is None:
+                self._r.zrem(self._keys.runs_index(), raw_id)
+            else:
+                records.append(rec)
+        return records
+
+    def status_map(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """Status of several runs at once (run id → status)."""
+        pipe = self._r.pipeline(transaction=False)
+        for rid in run_ids:
+            pipe.hget(self._keys.run(rid), "status")
+        return {
+            rid: (v.decode() if v is not None else "expired")
+            for rid, v in zip(run_ids, pipe.execute(), strict=True)
+        }
+
+
+def dumps(value: object) -> str:
+    """Compact JSON for small records."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

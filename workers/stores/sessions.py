@@ -1,0 +1,186 @@
+"""The session store: the identity ledger, filed findings and their ids, across runs.
+
+A *session* is one change under review over its life (a pull request, a branch). Its
+keys (see :mod:`workers.stores.keys`) outlive runs:
+
+* ``session:{s}:ledger`` — the ledger JSON. A round's claims and the opening of its run
+  are ONE optimistic transaction (WATCH ledger, attributed ids and open runs; MULTI), so
+  two coordinators claiming one id with different meanings cannot both win.
+* ``session:{s}:open`` — open run → the ids it holds; those count as attributed.
+* ``session:{s}:issued`` — finding ids, INCRBY only, never reset, never from a length.
+* ``session:{s}:findings`` / ``:attributed`` — filed findings and who they credit.
+
+Filing is one transaction too (WATCH the run record): a second consolidation of the same
+run sees it settled and files nothing. Source: architecture.md "State in Redis",
+identity-and-clocks.md "Identity and the ledger", harvest.md §8.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+
+from council.findings import FINDING, Finding
+from council.ledger import Ledger, attributed_ids
+from council.participant import Identity, Participant, Role
+from council.report.model import CouncilReport
+from workers.stores.keys import Keys
+from workers.stores.runs import RunRecord, dumps
+
+Conclude = Callable[[int], tuple[list[Finding], CouncilReport]]
+"""Given the first free finding id, the findings to file (ids set) and the report."""
+
+
+class SessionStore:
+    """Atomic steps over a session's ledger and findings."""
+
+    def __init__(
+        self,
+        client: redis.Redis[Any],
+        keys: Keys,
+        *,
+        session_retention_s: int,
+        run_retention_s: int,
+    ) -> None:
+        self._r, self._keys = client, keys
+        self._session_ttl, self._run_ttl = session_retention_s, run_retention_s
+
+    def open_run(
+        self, record: RunRecord, claims: Sequence[tuple[Role, Participant]], now_ms: int
+    ) -> list[Identity]:
+        """Claim every participant and write the run record ``open``, all or nothing.
+
+        An id held by another still-open run (deadline not passed) counts as attributed.
+        Raises :class:`~council.errors.IdentityRefused` (nothing written) when a claim is
+        refused.
+        """
+        k, s = self._keys, record.session
+        watched = [k.session_ledger(s), k.session_attributed(s), k.session_open(s)]
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(*watched)
+                    ledger = _load_ledger(pipe.get(k.session_ledger(s)))
+                    attributed = {m.decode() for m in pipe.smembers(k.session_attributed(s))}
+                    stale: list[bytes] = []
+                    for rid, raw in pipe.hgetall(k.session_open(s)).items():
+                        held = json.loads(raw)
+                        if held.get("deadline_ms", 0) > now_ms:
+                            attributed.update(held.get("ids", []))
+                        else:
+                            stale.append(rid)
+                    identities = ledger.claim_round(list(claims), attributed)
+                    pipe.multi()
+                    pipe.set(k.session_ledger(s), ledger.to_json())
+                    if stale:
+                        pipe.hdel(k.session_open(s), *stale)
+                    pipe.hset(
+                        k.session_open(s),
+                        record.run_id,
+                        dumps(
+                            {"ids": [p.id for _, p in claims], "deadline_ms": record.deadline_ms}
+                        ),
+                    )
+                    pipe.hset(
+                        k.run(record.run_id),
+                        mapping={"record": record.model_dump_json(), "status": "open"},
+                    )
+                    pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
+                    pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
+                    for key in k.session_keys(s):
+                        pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return identities
+                except redis.WatchError:
+                    continue
+
+    def settle(
+        self, record: RunRecord, status: str, conclude: Conclude, now_ms: int
+    ) -> CouncilReport:
+        """File a run's findings and settle it, exactly once.
+
+        ``conclude(first_id)`` builds the findings to file (ids from ``first_id`` on) and
+        the report. When the run is already settled, the stored report is returned and
+        nothing is filed. Run keys get their retention TTL; session keys are refreshed.
+        """
+        k, s, rid = self._keys, record.session, record.run_id
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(k.run(rid), k.session_issued(s))
+                    current = pipe.hget(k.run(rid), "status")
+                    if current is not None and current.decode() != "open":
+                        stored = pipe.hget(k.run(rid), "report")
+                        pipe.unwatch()
+                        if stored is not None:
+                            return CouncilReport.model_validate_json(stored)
+                    issued = int(pipe.get(k.session_issued(s)) or 0)
+                    findings, report = conclude(issued + 1)
+                    attempts = {
+                        p: int(pipe.get(k.run_attempts(rid, p)) or 0) for p in record.participants
+                    }
+                    pipe.multi()
+                    if findings:
+                        pipe.incrby(k.session_issued(s), len(findings))
+                        pipe.hset(
+                            k.session_findings(s),
+                            mapping={str(f.id): f.model_dump_json(exclude_none=True) for f in findings},
+                        )
+                        credited = attributed_ids(findings)
+                        if credited:
+                            pipe.sadd(k.session_attributed(s), *sorted(credited))
+                    pipe.hdel(k.session_open(s), rid)
+                    pipe.hset(
+                        k.run(rid),
+                        mapping={
+                            "status": status,
+                            "report": report.model_dump_json(exclude_none=True),
+                            "settled_ms": str(now_ms),
+                        },
+                    )
+                    for key in k.run_keys(rid, record.participants, attempts):
+                        pipe.expire(key, self._run_ttl)
+                    for key in k.session_keys(s):
+                        pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return report
+                except redis.WatchError:
+                    continue
+
+    def findings(self, session: str) -> list[Finding]:
+        """Every finding filed in the session, by id."""
+        raw = self._r.hgetall(self._keys.session_findings(session))
+        found = [FINDING.validate_json(v) for v in raw.values()]
+        return sorted(found, key=lambda f: f.id or 0)
+
+    def ledger(self, session: str) -> Ledger:
+        """The session's ledger (empty when none was written)."""
+        return _load_ledger(self._r.get(self._keys.session_ledger(session)))
+
+    def release(self, session: str, participant: str) -> bool:
+        """Free a participant id in the session's ledger (True if it was held)."""
+        key = self._keys.session_ledger(session)
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    ledger = _load_ledger(pipe.get(key))
+                    released = ledger.release(participant)
+                    pipe.multi()
+                    pipe.set(key, ledger.to_json())
+                    pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return released
+                except redis.WatchError:
+                    continue
+
+    def runs(self, session: str, limit: int = 50) -> list[str]:
+        """Run ids of the session, newest first."""
+        return [r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)]
+
+
+def _load_ledger(raw: bytes | None) -> Ledger:
+    return Ledger.from_json(raw.decode()) if raw else Ledger()

@@ -1,0 +1,45 @@
+"""The council's Celery tasks. Thin: take ids, call the runtime, return small JSON.
+
+* ``council.review_participant(run_id, participant, protocol)`` — one reviewer; never
+  raises for a reviewer fault, so the chord always gets N results.
+* ``council.consolidate(results, run_id)`` — the chord body; reads the stored outcomes
+  (results only say who finished) and settles the run.
+* ``council.finalize(run_id)`` — the chord's errback for what a task cannot catch (a
+  hard kill, a lost worker); settles from the journals. Idempotent like the body.
+
+Source: architecture.md (the shape), celery.md §1.3-§1.4, style.md habit 7.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from workers import runtime
+from workers.review import review
+from workers.settling import settle_run
+from workers.stores.runs import PROTOCOL
+
+
+@shared_task(name="council.review_participant", bind=True, acks_late=True)
+def review_participant(
+    self: Any, run_id: str, participant: str, protocol: int = PROTOCOL
+) -> dict[str, Any]:
+    """Review the run's change as one participant; return its outcome's summary."""
+    outcome = review(runtime.current(), run_id, participant, protocol)
+    return {"participant": outcome.participant, "status": outcome.status}
+
+
+@shared_task(name="council.consolidate", bind=True, acks_late=True)
+def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
+    """Settle the run once every reviewer task finished (the chord body)."""
+    report = settle_run(runtime.current(), run_id)
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+@shared_task(name="council.finalize", bind=True, acks_late=True)
+def finalize(self: Any, run_id: str) -> dict[str, Any]:
+    """Settle the run when the chord failed (errback): lost participants get stops."""
+    report = settle_run(runtime.current(), run_id)
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}

@@ -1,0 +1,71 @@
+"""Unpacked run trees on a worker: the pinned head tree once per run per worker.
+
+A worker never reads a repository's working directory: it unpacks the run's ``git
+archive`` from Redis into its own directory, once, however many of the run's reviewers it
+serves (a lock per run keeps threads from unpacking twice). Programs a command reviewer
+names by relative path are written beside it from the BASE tree, never from the head.
+Source: architecture.md "State in Redis" (tree archive).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from workers.repository import unpack_tree
+
+KEEP_RUNS = 8
+"""Unpacked runs kept per worker; older ones are removed when a new one arrives."""
+
+
+class TreeCache:
+    """Directories of unpacked run trees under one root."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = (root or Path(tempfile.gettempdir())) / "council-trees"
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._order: list[str] = []
+
+    def _lock_for(self, run_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(run_id, threading.Lock())
+
+    def tree(self, run_id: str, fetch: Callable[[], bytes | None]) -> Path | None:
+        """The unpacked head tree of a run (None when the run stored no tree)."""
+        dest = self._root / run_id / "tree"
+        with self._lock_for(run_id):
+            marker = self._root / run_id / ".unpacked"
+            if marker.exists():
+                return dest
+            archive = fetch()
+            if archive is None:
+                return None
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            unpack_tree(archive, dest)
+            marker.touch()
+            self._remember(run_id)
+            return dest
+
+    def program(self, run_id: str, participant: str, blob: bytes) -> Path:
+        """Write a base-tree program for a participant and make it executable."""
+        path = self._root / run_id / "programs" / participant
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+        path.chmod(0o755)
+        return path
+
+    def _remember(self, run_id: str) -> None:
+        with self._guard:
+            if run_id in self._order:
+                return
+            self._order.append(run_id)
+            while len(self._order) > KEEP_RUNS:
+                old = self._order.pop(0)
+                shutil.rmtree(self._root / old, ignore_errors=True)
+                self._locks.pop(old, None)
