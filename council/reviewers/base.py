@@ -87,15 +87,20 @@ class ReviewRequest:
 class ReviewResult:
     """What one backend call produced.
 
-    ``answer`` is the raw text (possibly partial when stopped); ``journal_path_entries``
-    counts journal entries the backend forwarded. Exactly one of: a normal answer, a
-    ``stop`` (partial answer kept), or a ``failure`` (the reason, verbatim).
+    ``answer`` is the raw text (possibly partial when stopped); ``journal_entries``
+    counts journal entries the backend forwarded to the sink. Exactly one of: a normal
+    answer, a ``stop`` (partial answer kept), or a ``failure`` (the reason, verbatim).
+    ``notes`` are sentences for people about what the backend did to the answer or the
+    journal that is neither a stop nor a failure ("stdout was cut at 20971520 bytes",
+    "exited with status 1 after printing its answer"). ``duration_ms`` is wall time in ms.
     """
 
     answer: str = ""
     stop: Stop | None = None
     failure: str | None = None
     duration_ms: int = 0
+    journal_entries: int = 0
+    notes: tuple[str, ...] = ()
 
 
 class Reviewer(Protocol):

@@ -1,0 +1,356 @@
+"""Running a reviewer program under our clocks: the process runner of command and sarif.
+
+A reviewer program is any executable: the prompt goes to its stdin, its answer comes on
+stdout, and it may record findings as it goes in the JSONL file named by
+``COUNCIL_JOURNAL``. It runs in its own process group (its own session), so a stop kills
+everything it started, grandchildren included: a reviewer that shells out to a model CLI
+must not leave that CLI running after we gave up on it.
+
+Celery's time limits do not apply in a threads pool, so these clocks are the real ones
+(architecture.md "Worker pool"). The soft deadline (``answer_ms``) does not apply: a plain
+program has no channel on which to be asked to wrap up; only the backstop, the idle clock
+and a cancellation stop it.
+
+Source: identity-and-clocks.md "Clocks", harvest.md §1 and §7, architecture.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from council.reviewers.base import ReviewRequest, Stop
+from council.reviewers.journal_file import JournalFollower
+
+POLL_MS = 100
+"""How often the clocks are checked and the journal file is read, in milliseconds."""
+
+KILL_GRACE_MS = 1000
+"""Time between SIGTERM and SIGKILL to a stopped program's process group, in ms."""
+
+STDOUT_CAP_BYTES = 20 * 1024 * 1024
+"""Most stdout kept, in bytes; past it, output is read and dropped (and noted)."""
+
+STDERR_TAIL_BYTES = 4096
+"""How much of the end of stderr is kept for a failure message, in bytes."""
+
+STDERR_TAIL_LINES = 10
+"""How many of the last stderr lines a failure message quotes."""
+
+JOURNAL_ENV = "COUNCIL_JOURNAL"
+"""The variable that names the journal file (JSONL, one finding per line) to a program."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What running a program produced.
+
+    * ``failure``: set when the program could not be started (the reason, verbatim);
+      everything else is then empty.
+    * ``stdout``: what it printed (at most ``STDOUT_CAP_BYTES``), ``stdout_capped`` when
+      more was printed and dropped.
+    * ``status``: the exit status (negative: killed by that signal); None when stopped.
+    * ``stop``: the clock (or cancellation) that stopped it.
+    * ``stderr_tail``: the last ``STDERR_TAIL_BYTES`` of stderr.
+    * ``journal_entries``: lines of the journal file forwarded to the sink.
+    * ``notes``: sentences about dropped output or journal lines.
+    * ``duration_ms``: wall time from start to the end of the program, in ms.
+    """
+
+    stdout: bytes = b""
+    stdout_capped: bool = False
+    status: int | None = None
+    stop: Stop | None = None
+    failure: str | None = None
+    stderr_tail: bytes = b""
+    journal_entries: int = 0
+    notes: tuple[str, ...] = ()
+    duration_ms: int = 0
+
+    @property
+    def answer(self) -> str:
+        """The stdout decoded as UTF-8, invalid bytes replaced."""
+        return self.stdout.decode("utf-8", errors="replace")
+
+    def exit_reason(self) -> str:
+        """One phrase for a failure: 'exited with status 3: <last lines of stderr>'."""
+        status = self.status if self.status is not None else 0
+        if status < 0:
+            try:
+                name = signal.Signals(-status).name
+            except ValueError:
+                name = f"signal {-status}"
+            text = f"was killed by {name}"
+        else:
+            text = f"exited with status {status}"
+        lines = self.stderr_tail.decode("utf-8", errors="replace").strip().splitlines()
+        if not lines:
+            return text + " and printed nothing on stderr"
+        return text + ": " + "\n".join(lines[-STDERR_TAIL_LINES:])
+
+
+class _CannotStart(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
+    """The executable to run: the materialized one, else the option, found and checked."""
+    if request.program is not None:
+        path = request.program
+    else:
+        name = str(request.participant.options.get("program", "")).strip()
+        if not name:
+            raise _CannotStart("no program to run: the reviewer has no 'program' option")
+        if os.sep not in name and (os.altsep is None or os.altsep not in name):
+            found = shutil.which(name, path=env.get("PATH", os.defpath))
+            if found is None:
+                raise _CannotStart(
+                    f"program {name!r} not found on PATH; install it, or set the "
+                    f"reviewer's program option to its absolute path"
+                )
+            return found
+        path = Path(name).expanduser()
+        if not path.is_absolute():
+            path = Path(str(request.participant.options.get("base_dir") or ".")) / path
+    if not path.is_file():
+        raise _CannotStart(f"program '{path}' not found; check the reviewer's program option")
+    if not os.access(path, os.X_OK):
+        raise _CannotStart(f"program '{path}' is not executable; run chmod +x on it")
+    return str(path)
+
+
+class _Activity:
+    """The last moment something happened (monotonic seconds), shared across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def touch(self) -> None:
+        with self._lock:
+            self._last = time.monotonic()
+
+    def since_ms(self) -> int:
+        with self._lock:
+            return int((time.monotonic() - self._last) * 1000)
+
+
+class _Capture:
+    """Reads one pipe to its end on a thread: kept whole up to a cap, or only its tail."""
+
+    def __init__(self, stream: IO[bytes], cap: int, tail: bool, activity: _Activity | None):
+        self._stream, self._cap, self._tail, self._activity = stream, cap, tail, activity
+        self.data = bytearray()
+        self.capped = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        read1 = getattr(self._stream, "read1", self._stream.read)
+        while True:
+            try:
+                chunk: bytes = read1(65536)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            if self._activity is not None:
+                self._activity.touch()
+            if self._tail:
+                self.data += chunk
+                del self.data[: max(0, len(self.data) - self._cap)]
+            elif len(self.data) < self._cap:
+                room = self._cap - len(self.data)
+                self.data += chunk[:room]
+                self.capped = self.capped or len(chunk) > room
+            else:
+                self.capped = True
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Write the prompt to stdin and close it; a program that stops reading is fine."""
+    # A program that closed stdin or exited does not want the rest: not a fault.
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(data)
+        stream.flush()
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process group still has a running (not zombie) member."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # members exist that we may not signal
+    return _running_member(pgid)
+
+
+def _running_member(pgid: int) -> bool:
+    """Whether /proc lists a member of the group that is not a zombie (True without /proc).
+
+    Why: an orphaned grandchild whose new parent never reaps it (PID 1 in many containers)
+    stays a zombie in the group; signals to the group still "succeed", and waiting for it
+    would always cost the whole grace.
+    """
+    if not os.path.isdir("/proc"):
+        return True
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(os.path.join(entry.path, "stat"), encoding="utf-8") as handle:
+                    fields = handle.read().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue  # exited while we looked
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def kill_group(proc: subprocess.Popen[bytes], grace_ms: int = KILL_GRACE_MS) -> None:
+    """Stop a program and everything in its process group: SIGTERM, then SIGKILL.
+
+    Why: a stopped reviewer must not leave children (a model CLI, a language server)
+    running and holding our pipes. ``grace_ms`` is how long the group gets to exit on
+    SIGTERM. The leader is reaped before returning. Never raises for a group already gone.
+    """
+    pgid = proc.pid
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_ms / 1000
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_alive(pgid):
+                break
+            time.sleep(0.02)
+        else:
+            _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
+    """Run the reviewer's program on the prompt under its clocks; never raises.
+
+    argv = [program] + ``args``; program = ``request.program`` when set (materialized
+    from the base tree), else ``options["program"]`` (a bare name on the child's PATH, an
+    absolute path, or a path relative to ``options["base_dir"]``, else the current
+    directory). cwd = ``request.workdir``; env = this process's environment +
+    ``request.env`` + ``COUNCIL_JOURNAL`` (a fresh, empty JSONL file in a temp dir, removed
+    afterwards). The journal file is followed every ``POLL_MS`` ms, each complete line
+    forwarded to ``request.journal``.
+
+    Clocks (ms): ``backstop_ms`` → stop ``wall-clock``; ``idle_ms`` with no stdout byte and
+    no new journal line → stop ``idle``; ``request.cancel`` → stop ``cancelled``. On a stop
+    the group is killed (:func:`kill_group`); partial stdout and the journal are kept.
+    When the program exits, anything it left running in its group is stopped too.
+    """
+    started = time.monotonic()
+    if request.cancel.is_set():
+        return Ran(stop=Stop(limit="cancelled"))
+    workdir = request.workdir
+    if workdir is not None and not workdir.is_dir():
+        return Ran(failure=f"working directory '{workdir}' does not exist")
+    with tempfile.TemporaryDirectory(prefix="council-journal-") as tmp:
+        journal = Path(tmp) / "journal.jsonl"
+        journal.touch()
+        env = dict(os.environ)
+        env.update(request.env)
+        env[JOURNAL_ENV] = str(journal)
+        try:
+            argv = [_locate(request, env), *args]
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+            )
+        except _CannotStart as error:
+            return Ran(failure=error.reason)
+        except OSError as error:
+            hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
+            return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
+        return _supervise(proc, request, JournalFollower(journal, request.journal), started)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    request: ReviewRequest,
+    follower: JournalFollower,
+    started: float,
+) -> Ran:
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    clocks = request.participant.clocks
+    activity = _Activity()
+    out = _Capture(proc.stdout, STDOUT_CAP_BYTES, tail=False, activity=activity)
+    err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True, activity=None)
+    feeder = threading.Thread(
+        target=_feed, args=(proc.stdin, request.prompt.encode("utf-8")), daemon=True
+    )
+    feeder.start()
+    stop: Stop | None = None
+    while proc.poll() is None:
+        if follower.poll():
+            activity.touch()
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        if request.cancel.is_set():
+            stop = Stop(limit="cancelled")
+        elif elapsed_ms >= clocks.backstop_ms:
+            stop = Stop(limit="wall-clock", budget_ms=clocks.backstop_ms)
+        elif activity.since_ms() >= clocks.idle_ms:
+            stop = Stop(limit="idle", budget_ms=clocks.idle_ms)
+        if stop is not None:
+            break
+        wait_ms = min(
+            POLL_MS,
+            clocks.backstop_ms - elapsed_ms,
+            clocks.idle_ms - activity.since_ms(),
+        )
+        request.cancel.wait(max(wait_ms, 1) / 1000)
+    kill_group(proc)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    notes: list[str] = []
+    for capture, stream, name in ((out, proc.stdout, "stdout"), (err, proc.stderr, "stderr")):
+        capture.thread.join(KILL_GRACE_MS / 1000)
+        if capture.thread.is_alive():
+            notes.append(f"{name} stayed open after the program's process group ended")
+        else:
+            stream.close()
+    feeder.join(KILL_GRACE_MS / 1000)
+    follower.finish()
+    notes.extend(follower.notes)
+    if out.capped:
+        notes.append(f"stdout was cut at {STDOUT_CAP_BYTES} bytes; the rest was dropped")
+    return Ran(
+        stdout=bytes(out.data),
+        stdout_capped=out.capped,
+        status=None if stop is not None else proc.returncode,
+        stop=stop,
+        stderr_tail=bytes(err.data),
+        journal_entries=follower.forwarded,
+        notes=tuple(notes),
+        duration_ms=duration_ms,
+    )
