@@ -1,0 +1,149 @@
+"""Consolidation across reviewers: one finding per claim, agreement kept in ``raised_by``.
+
+Several reviewers often see the same problem. Counting each telling as its own finding
+would bury the report in repeats and hide agreement; merging them into one finding that
+lists who raised it does both jobs. Filing then gives the merged findings their session
+ids in ROSTER order, never completion order, so ids do not depend on who answered first.
+
+Usage::
+
+    per_participant = [("hawk", with_origin(hawk_harvest.findings, hawk_origin)),
+                       ("owl", with_origin(owl_harvest.findings, owl_origin))]
+    merged = merge_across(per_participant)
+    first_id = store.issue(len(merged))          # INCRBY on session:{session}:issued
+    filed = file_findings(merged, first_id)
+
+Source: harvest.md §8; architecture.md (consolidate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from council.findings import Finding, Origin, anchor_precision, severity_rank
+from council.sameness import says_the_same
+
+
+def with_origin(findings: Sequence[Finding], origin: Origin) -> list[Finding]:
+    """The findings with ``origin`` set: who filed them, in which run.
+
+    Why: the origin is set by the round, never read from the wire (harvest.md §2), and it
+    must be set before :func:`merge_across` so a merged finding names its first raiser.
+    """
+    return [finding.model_copy(update={"origin": origin}) for finding in findings]
+
+
+@dataclass
+class _Kept:
+    """A kept finding while the merge runs, and who contributed to it."""
+
+    finding: Finding
+    participants: set[str] = field(default_factory=set)
+    """Participants whose findings merged into this one (each merges at most once)."""
+    credited: list[str] = field(default_factory=list)
+    """Ids credited as raisers, first credit first (sorted into roster order at the end)."""
+    carried: bool = False
+    """Whether some merged finding carried its own ``raised_by`` (a judge's, say)."""
+
+    def credit(self, participant: str, finding: Finding) -> None:
+        """Record who raised ``finding``: its author, and every id of its ``raised_by``.
+
+        A judge's finding is the exception: the judge consolidates, it does not raise,
+        so its ``raised_by`` alone names the raisers.
+        """
+        self.participants.add(participant)
+        carried = finding.raised_by or ()
+        judged = finding.origin is not None and finding.origin.kind == "judge" and carried
+        names = carried if judged else (participant, *carried)
+        self.carried = self.carried or bool(carried)
+        self.credited.extend(name for name in names if name not in self.credited)
+
+    def absorb(self, participant: str, finding: Finding) -> None:
+        """Merge ``finding`` in: sharper anchor, higher severity and confidence, its raisers."""
+        kept = self.finding
+        update: dict[str, object] = {}
+        if anchor_precision(finding.anchor) > anchor_precision(kept.anchor):
+            update["anchor"] = finding.anchor
+        if severity_rank(finding.severity) > severity_rank(kept.severity):
+            update["severity"] = finding.severity
+        if finding.confidence is not None and (
+            kept.confidence is None or finding.confidence > kept.confidence
+        ):
+            update["confidence"] = finding.confidence
+        if update:
+            self.finding = kept.model_copy(update=update)
+        self.credit(participant, finding)
+
+
+def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> list[Finding]:
+    """Merge the findings of several participants that say the same thing, greedily.
+
+    ``per_participant`` is ``(participant id, its findings)`` in ROSTER order; each
+    finding should already carry its origin (:func:`with_origin`). Walking in that order,
+    a finding merges into the EARLIEST kept finding that :func:`~council.sameness.
+    says_the_same` as it and that no finding of the same participant merged into yet
+    (merging is ACROSS reviewers: one reviewer's own repeats stay as it wrote them);
+    otherwise it is kept. The relation is not transitive and nothing is re-merged. The
+    kept finding keeps its label, subject, discussion and origin; takes the most precise
+    anchor (line > file > change; the first among equals) and the highest severity and
+    confidence given; and ``raised_by`` lists everyone who raised it, the first raiser
+    included, in roster order (ids not in the roster after, in first-seen order). Ids a
+    finding already carries in ``raised_by`` are kept; a judge's carried ids stand for
+    its raisers (the judge itself is not one). A finding raised by one participant alone,
+    carrying no ``raised_by``, has none.
+    Result: kept findings in the order they were first kept. Source: harvest.md §8.
+    """
+    order: dict[str, int] = {}
+    for participant, _ in per_participant:
+        order.setdefault(participant, len(order))
+    kept: list[_Kept] = []
+    for participant, findings in per_participant:
+        for finding in findings:
+            target = next(
+                (
+                    k
+                    for k in kept
+                    if participant not in k.participants and says_the_same(k.finding, finding)
+                ),
+                None,
+            )
+            if target is None:
+                fresh = _Kept(finding)
+                fresh.credit(participant, finding)
+                kept.append(fresh)
+            else:
+                target.absorb(participant, finding)
+    merged: list[Finding] = []
+    for k in kept:
+        rank = {name: (order.get(name, len(order)), seen) for seen, name in enumerate(k.credited)}
+        names = tuple(sorted(k.credited, key=rank.__getitem__))
+        raised_by = names if (k.carried or len(names) >= 2) else None
+        merged.append(k.finding.model_copy(update={"raised_by": raised_by}))
+    return merged
+
+
+def file_findings(merged: Sequence[Finding], first_id: int) -> list[Finding]:
+    """Give merged findings their session ids, ``first_id``, ``first_id + 1``, … in order.
+
+    Why: ids are per session and never reused; the caller takes ``len(merged)`` ids from
+    the session's atomic counter (INCRBY) and passes the first, so filing the same
+    findings twice is the caller's bug, refused here. Every finding must already have
+    its origin. Raises ValueError when ``first_id`` < 1, a finding already has an id, or
+    a finding has no origin. Source: harvest.md §2, §8; architecture.md (finding ids).
+    """
+    if first_id < 1:
+        raise ValueError(f"finding ids start at 1, not {first_id}")
+    filed: list[Finding] = []
+    for offset, finding in enumerate(merged):
+        if finding.id is not None:
+            raise ValueError(
+                f"finding {finding.subject!r} was already filed as #{finding.id}; "
+                "ids are never reused"
+            )
+        if finding.origin is None:
+            raise ValueError(
+                f"finding {finding.subject!r} has no origin; set it with with_origin first"
+            )
+        filed.append(finding.model_copy(update={"id": first_id + offset}))
+    return filed
