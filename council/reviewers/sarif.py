@@ -1,0 +1,324 @@
+"""The ``sarif`` backend: a static analyzer whose SARIF 2.1.0 log becomes findings.
+
+The analyzer runs like a ``command`` reviewer (same process runner: own process group,
+backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
+result located on a file of the change becomes one entry of the answer contract
+(harvest.md §1), so the ordinary harvest reads the backend's answer::
+
+    {"findings": [{"location": {"kind": "line", "file": "src/app.py", "start": 3, "end": 3},
+                   "label": "issue", "severity": "critical",
+                   "subject": "E722: Do not use bare `except`",
+                   "discussion": "Do not use bare `except`\\n\\nhttps://docs.astral.sh/..."}],
+     "ignored_results": 4, "unreadable_results": 0}
+
+Roster options::
+
+    [[reviewers]]
+    id = "ruff"
+    backend = "sarif"
+    program = "ruff"
+    args = ["check", "--output-format", "sarif", "--exit-zero", "."]
+
+Source: harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
+§3.14.14 artifactLocation / originalUriBaseIds.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from council.errors import RosterError
+from council.reviewers.base import ReviewRequest, ReviewResult
+from council.reviewers.options import check_program_options, where_of
+from council.reviewers.process import run_program
+
+SEVERITY_OF_LEVEL: dict[str, str | None] = {
+    "error": "critical",
+    "warning": "medium",
+    "note": "minor",
+    "none": None,
+}
+"""SARIF ``level`` → our severity. ``none`` (informational) gets no severity."""
+
+DEFAULT_LEVEL = "warning"
+"""SARIF's default level when neither the result nor its rule gives one (§3.27.10)."""
+
+
+class SarifError(ValueError):
+    """The analyzer's output is not a SARIF log we can read (the reason is the message)."""
+
+
+def check_options(options: Mapping[str, Any], where: str) -> None:
+    """Refuse bad options of a ``sarif`` reviewer (``program``, ``args``).
+
+    Raises :class:`RosterError` naming ``{where}.{option}``.
+    """
+    check_program_options(options, where, "sarif")
+
+
+def normalize_path(path: str) -> str:
+    """A repository-relative path in one spelling: ``/`` separators, no ``./``, no ``..``."""
+    text = path.replace("\\", "/")
+    normal = posixpath.normpath(text) if text else text
+    return "" if normal == "." else normal
+
+
+def _uri_path(uri: str) -> str:
+    """A SARIF URI (``file:///abs``, ``src/a%20b.py``) as a file-system path."""
+    if uri.startswith("file:"):
+        return unquote(urlsplit(uri).path)
+    return unquote(uri)
+
+
+def _resolve_uri(uri: str, base_id: Any, bases: Mapping[str, Any], depth: int = 0) -> str:
+    """Join a relative URI to its ``uriBaseId`` (recursively, as §3.14.14 allows).
+
+    An undefined base (``%SRCROOT%`` with no ``originalUriBaseIds``) is taken as the
+    analyzer's working directory, so the URI stays relative to the tree.
+    """
+    if uri.startswith(("file:", "/")) or not isinstance(base_id, str) or depth > 8:
+        return uri
+    base = bases.get(base_id)
+    if not isinstance(base, Mapping) or not isinstance(base.get("uri"), str):
+        return uri
+    parent = _resolve_uri(base["uri"], base.get("uriBaseId"), bases, depth + 1)
+    if parent and not parent.endswith("/"):
+        parent += "/"
+    return parent + uri
+
+
+def _relative(path: str, roots: Sequence[str]) -> str:
+    """``path`` relative to the first root it lies under; relative paths as they are."""
+    if not path.startswith("/"):
+        return normalize_path(path)
+    normal = posixpath.normpath(path)
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if normal.startswith(prefix):
+            return normalize_path(normal[len(prefix) :])
+    return normal
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class _Run:
+    """One SARIF run: its rules, artifacts and URI bases, for reading its results."""
+
+    def __init__(self, run: Mapping[str, Any], roots: Sequence[str]) -> None:
+        tool = run.get("tool")
+        driver = tool.get("driver") if isinstance(tool, Mapping) else None
+        rules = driver.get("rules") if isinstance(driver, Mapping) else None
+        self.rules: list[Any] = rules if isinstance(rules, list) else []
+        artifacts = run.get("artifacts")
+        self.artifacts: list[Any] = artifacts if isinstance(artifacts, list) else []
+        bases = run.get("originalUriBaseIds")
+        self.bases: Mapping[str, Any] = bases if isinstance(bases, Mapping) else {}
+        self.roots = roots
+
+    def rule(self, result: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        """The result's rule id and its rule object ({} when not described)."""
+        given = result.get("rule")
+        ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        rule_id = _text(result.get("ruleId")) or _text(ref.get("id"))
+        index = result.get("ruleIndex", ref.get("index"))
+        if isinstance(index, int) and 0 <= index < len(self.rules):
+            found = self.rules[index]
+            if isinstance(found, Mapping):
+                return rule_id or _text(found.get("id")), found
+        for found in self.rules:
+            if isinstance(found, Mapping) and rule_id and found.get("id") == rule_id:
+                return rule_id, found
+        return rule_id, {}
+
+    def _artifact(self, index: Any) -> Any:
+        """The location of ``run.artifacts[index]``, or None."""
+        if isinstance(index, int) and 0 <= index < len(self.artifacts):
+            artifact = self.artifacts[index]
+            return artifact.get("location") if isinstance(artifact, Mapping) else None
+        return None
+
+    def path(self, location: Any) -> tuple[str, Mapping[str, Any]] | None:
+        """The tree-relative path of a location and its region, or None without one."""
+        if not isinstance(location, Mapping):
+            return None
+        physical = location.get("physicalLocation")
+        if not isinstance(physical, Mapping):
+            return None
+        artifact = physical.get("artifactLocation")
+        if not isinstance(artifact, Mapping):
+            return None
+        uri, base_id = artifact.get("uri"), artifact.get("uriBaseId")
+        index = artifact.get("index")
+        listed = self._artifact(index) if not isinstance(uri, str) else None
+        if isinstance(listed, Mapping):
+            uri, base_id = listed.get("uri"), listed.get("uriBaseId", base_id)
+        if not isinstance(uri, str) or not uri:
+            return None
+        path = _relative(_uri_path(_resolve_uri(uri, base_id, self.bases)), self.roots)
+        region = physical.get("region")
+        return path, region if isinstance(region, Mapping) else {}
+
+
+def _message(result: Mapping[str, Any], rule: Mapping[str, Any]) -> str:
+    """The result's message text (text, else markdown, else the rule's message string)."""
+    message = result.get("message")
+    if not isinstance(message, Mapping):
+        return ""
+    text = _text(message.get("text")) or _text(message.get("markdown"))
+    strings = rule.get("messageStrings")
+    if not text and isinstance(strings, Mapping) and isinstance(message.get("id"), str):
+        template = strings.get(message["id"])
+        text = _text(template.get("text")) if isinstance(template, Mapping) else ""
+        arguments = message.get("arguments")
+        for position, argument in enumerate(arguments if isinstance(arguments, list) else []):
+            text = text.replace("{" + str(position) + "}", str(argument))
+    return text.strip()
+
+
+def _line(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _entry(
+    run: _Run, result: Mapping[str, Any], path: str, region: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One answer-contract entry for a result located at ``path``."""
+    rule_id, rule = run.rule(result)
+    level = _text(result.get("level"))
+    if not level:
+        configuration = rule.get("defaultConfiguration")
+        if isinstance(configuration, Mapping):
+            level = _text(configuration.get("level"))
+    severity = SEVERITY_OF_LEVEL.get(level or DEFAULT_LEVEL, "medium")
+    text = _message(result, rule)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    subject = f"{rule_id}: {first}" if rule_id and first else rule_id or first
+    discussion = text
+    help_uri = _text(rule.get("helpUri"))
+    if help_uri:
+        discussion = f"{discussion}\n\n{help_uri}" if discussion else help_uri
+    start = _line(region.get("startLine"))
+    location: dict[str, Any] = {"kind": "file", "file": path}
+    if start is not None:
+        end = _line(region.get("endLine"))
+        location = {"kind": "line", "file": path, "start": start}
+        location["end"] = end if end is not None and end >= start else start
+    entry: dict[str, Any] = {
+        "location": location,
+        "label": "issue" if severity is not None else "note",
+        "subject": subject or "an analyzer result without a message",
+        "discussion": discussion,
+    }
+    if severity is not None:
+        entry["severity"] = severity
+    return entry
+
+
+def findings_from_sarif(
+    log: Any, changed_paths: Sequence[str], roots: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
+
+    Why only changed files: the council reviews a change, and an analyzer run on the
+    whole tree reports every old problem too. A result counts when one of its locations
+    names a changed file (paths compared normalized: ``file://`` and ``uriBaseId`` resolved,
+    absolute paths made relative to the first of ``roots`` (the analyzer's cwd) they lie
+    under, ``./`` dropped). Results elsewhere, or with no location, are counted in
+    ``ignored_results``; results that are not objects in ``unreadable_results``.
+
+    Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
+    a ``results`` value of the wrong type).
+    """
+    if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
+        raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")
+    changed = {normalize_path(p) for p in changed_paths}
+    findings: list[dict[str, Any]] = []
+    ignored = unreadable = 0
+    for number, raw_run in enumerate(log["runs"]):
+        if not isinstance(raw_run, Mapping):
+            raise SarifError(f"runs[{number}] of its SARIF log is not an object")
+        results = raw_run.get("results")
+        results = [] if results is None else results
+        if not isinstance(results, list):
+            raise SarifError(f"runs[{number}].results of its SARIF log is not a list")
+        run = _Run(raw_run, roots)
+        for result in results:
+            if not isinstance(result, Mapping):
+                unreadable += 1
+                continue
+            locations = result.get("locations")
+            places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
+            place = next((p for p in places if p is not None and p[0] in changed), None)
+            if place is None:
+                ignored += 1
+                continue
+            findings.append(_entry(run, result, *place))
+    return {"findings": findings, "ignored_results": ignored, "unreadable_results": unreadable}
+
+
+def answer_from_output(stdout: str, changed_paths: Sequence[str], roots: Sequence[str] = ()) -> str:
+    """The backend's answer (JSON text) for an analyzer's stdout.
+
+    Raises :class:`SarifError` for empty output, non-JSON output or a non-SARIF log, with
+    a reason fit for a failure.
+    """
+    if not stdout.strip():
+        raise SarifError("it printed nothing on stdout, where its SARIF log must go")
+    try:
+        log = json.loads(stdout)
+    except json.JSONDecodeError as error:
+        raise SarifError(
+            f"its stdout is not JSON ({error.msg} at line {error.lineno} column "
+            f"{error.colno}); the analyzer must print a SARIF log there"
+        ) from error
+    answer = findings_from_sarif(log, changed_paths, roots)
+    return json.dumps(answer, ensure_ascii=False, indent=2)
+
+
+class SarifReviewer:
+    """Runs a SARIF-printing analyzer on the pinned tree; its results become findings.
+
+    Why a separate backend and not a ``command`` wrapper: analyzers already speak SARIF,
+    and converting it here keeps every analyzer's findings on the changed files only, in
+    the answer contract, with no script per tool. The exit status is not read when a
+    SARIF log came out (analyzers exit 1 when they found something). Failures
+    (verbatim): the program cannot start; output empty, not JSON or not SARIF (with the
+    exit status and stderr tail when it exited non-zero). A stop keeps whatever complete
+    log was printed (usually none: the answer is then empty) and the journal.
+    """
+
+    def review(self, request: ReviewRequest) -> ReviewResult:
+        """Run the analyzer in ``request.workdir`` under the clocks (ms) and convert."""
+        options = request.participant.options
+        try:
+            check_options(options, where_of(request.participant))
+        except RosterError as error:
+            return ReviewResult(failure=str(error))
+        ran = run_program(request, [str(a) for a in options.get("args", [])])
+        if ran.failure is not None:
+            return ReviewResult(failure=ran.failure, duration_ms=ran.duration_ms)
+        workdir = request.workdir if request.workdir is not None else Path.cwd()
+        roots = [str(workdir.absolute()), str(workdir.resolve())]
+        outcome = ReviewResult(
+            duration_ms=ran.duration_ms, journal_entries=ran.journal_entries, notes=ran.notes
+        )
+        try:
+            answer = answer_from_output(ran.answer, request.changed_paths, roots)
+        except SarifError as error:
+            if ran.stop is not None:
+                return replace(outcome, stop=ran.stop)
+            reason = f"the analyzer's output could not be read: {error}"
+            if ran.stdout_capped:
+                reason += " (its stdout was cut at the size cap)"
+            if ran.status != 0:
+                reason += f"; the program {ran.exit_reason()}"
+            return replace(outcome, failure=reason)
+        return replace(outcome, answer=answer, stop=ran.stop)
