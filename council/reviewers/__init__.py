@@ -1,0 +1,83 @@
+"""Reviewer backends: one adapter per backend, behind one small interface.
+
+``reviewer_for(participant)`` picks the backend a roster entry names; ``check_options``
+refuses a backend's bad options with the field path, so the roster reader can stop a
+round before anything is sent. Backends never raise for a reviewer fault: they return a
+:class:`ReviewResult` with a ``failure`` or a ``stop`` (harvest.md §7).
+
+Usage::
+
+    check_options(participant, where="reviewers[2]")   # RosterError on a bad option
+    result = reviewer_for(participant).review(request)
+
+Source: architecture.md "Layers" (reviewers), identity-and-clocks.md "Participant".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from council.participant import Participant
+from council.reviewers import command, replay, sarif
+from council.reviewers.base import (
+    JournalSink,
+    Reviewer,
+    ReviewRequest,
+    ReviewResult,
+    Stop,
+)
+from council.reviewers.options import where_of
+from council.reviewers.unavailable import UnavailableReviewer
+
+__all__ = [
+    "BUILT_BACKENDS",
+    "JournalSink",
+    "ReviewRequest",
+    "ReviewResult",
+    "Reviewer",
+    "Stop",
+    "check_options",
+    "reviewer_for",
+]
+
+_REVIEWERS: dict[str, Callable[[], Reviewer]] = {
+    "command": command.CommandReviewer,
+    "replay": replay.ReplayReviewer,
+    "sarif": sarif.SarifReviewer,
+}
+
+_CHECKS: dict[str, Callable[[Mapping[str, Any], str], None]] = {
+    "command": command.check_options,
+    "replay": replay.check_options,
+    "sarif": sarif.check_options,
+}
+
+BUILT_BACKENDS: tuple[str, ...] = tuple(_REVIEWERS)
+"""The backends this version runs; the others of the design fail with a clear reason."""
+
+
+def reviewer_for(participant: Participant) -> Reviewer:
+    """The reviewer backend for a participant (by ``participant.backend``).
+
+    A backend of the design that is not built in this version (``openai``,
+    ``anthropic``) gets a reviewer whose every result is a failure saying so. Never raises.
+    """
+    factory = _REVIEWERS.get(participant.backend)
+    if factory is None:
+        return UnavailableReviewer(participant.backend)
+    return factory()
+
+
+def check_options(participant: Participant, where: str | None = None) -> None:
+    """Refuse a participant's bad backend options, naming the field path.
+
+    ``where`` is the roster path prefix of the entry (``reviewers[2]``, ``judge``); by
+    default ``reviewers[<id>]`` (``judge`` for the judge). Why at roster time: a replay
+    without ``answer`` or a command without ``program`` should stop the round before any
+    reviewer is asked. Backends not built here accept any options (nothing reads them).
+    Raises :class:`council.errors.RosterError` (``reviewers[2].answer: missing ...``).
+    """
+    check = _CHECKS.get(participant.backend)
+    if check is not None:
+        check(participant.options, where if where is not None else where_of(participant))
