@@ -39,9 +39,7 @@ def round_status(
     """``settled`` when every participant answered; else ``partial`` (or ``forced``)."""
     if forced is not None:
         return forced
-    whole = all(
-        p.id in outcomes and outcomes[p.id].status == "answered" for p in participants
-    )
+    whole = all(p.id in outcomes and outcomes[p.id].status == "answered" for p in participants)
     return "settled" if whole else "partial"
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import structlog
 from celery import Celery, chord
 
-from council.diff import Change, decode_diff, filter_paths, parse_diff, render_for_prompt
+from council.diff import Change, decode_diff, filter_paths, parse_diff
 from council.errors import ChangeTooLarge, ConfigurationError, RosterError
 from council.participant import Participant
-from council.prompt import build_prompt
+from council.prompt import build_prompt, change_notes
 from council.report.model import CouncilReport
 from council.reviewers.base import Stop
 from council.roster import Roster, parse_roster
@@ -86,7 +86,10 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     notes: list[str] = []
     changed = repo.changed_paths(base, head)
     roster = _read_roster(repo, options, base, changed, notes)
-    if mode == "distributed" and 2 * roster.longest_backstop_ms > settings.visibility_timeout_s * 1000:
+    if (
+        mode == "distributed"
+        and 2 * roster.longest_backstop_ms > settings.visibility_timeout_s * 1000
+    ):
         raise ConfigurationError(
             f"the longest backstop ({roster.longest_backstop_ms} ms) needs a visibility "
             f"timeout above twice its length, and COUNCIL_VISIBILITY_TIMEOUT_S is "
@@ -97,7 +100,8 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     change, excluded = filter_paths(parse_diff(text), roster.include, roster.exclude)
     if excluded:
         notes.append(
-            f"{len(excluded)} file(s) excluded by [paths] in the roster: " + ", ".join(excluded[:20])
+            f"{len(excluded)} file(s) excluded by [paths] in the roster: "
+            + ", ".join(excluded[:20])
             + (" …" if len(excluded) > 20 else "")
         )
     if not change.files:
@@ -108,17 +112,14 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         )
     cap = min(settings.max_diff_bytes, roster.max_diff_bytes)
     if change.total_bytes > cap:
-        raise ChangeTooLarge("diff", change.total_bytes, cap, "COUNCIL_MAX_DIFF_BYTES or [council] max_diff_bytes")
-    for f in change.files:
-        if f.binary:
-            notes.append(f"binary file {f.path}: not shown to reviewers (only that it changed)")
-    for path in non_utf8:
-        notes.append(f"file {path} is not UTF-8: shown with replacement characters")
+        raise ChangeTooLarge(
+            "diff", change.total_bytes, cap, "COUNCIL_MAX_DIFF_BYTES or [council] max_diff_bytes"
+        )
     participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
-    programs = _programs(repo, base, participants)
+    programs = _programs(repo, base, options, participants)
     tree = repo.archive(head, min(settings.max_tree_bytes, roster.max_tree_bytes))
-    shown = render_for_prompt(change)
-    prompts = {p.id: build_prompt(p, change, shown, notes=notes) for p in participants}
+    notes.extend(n for n in change_notes(change, non_utf8=non_utf8) if n not in notes)
+    prompts = {p.id: build_prompt(p, change, change.text, notes=notes) for p in participants}
     run_id = uuid.uuid4().hex[:16]
     created = now_ms()
     record = RunRecord(
@@ -146,18 +147,23 @@ def _read_roster(
         try:
             text = options.roster.read_text(encoding="utf-8")
         except OSError as exc:
-            raise RosterError(str(options.roster), f"cannot be read ({exc.strerror})",
-                              "Pass the path of a readable roster TOML file.") from None
+            raise RosterError(
+                str(options.roster),
+                f"cannot be read ({exc.strerror})",
+                "Pass the path of a readable roster TOML file.",
+            ) from None
         except UnicodeDecodeError:
-            raise RosterError(str(options.roster), "is not UTF-8 text",
-                              "Save the roster as UTF-8.") from None
+            raise RosterError(
+                str(options.roster), "is not UTF-8 text", "Save the roster as UTF-8."
+            ) from None
         return parse_roster(text, str(options.roster))
     blob = repo.read_file(base, ROSTER_FILE)
     if blob is None:
         raise RosterError(
             ROSTER_FILE,
             f"there is no {ROSTER_FILE} at the root of the base ref {base[:12]}",
-            "Commit a roster (see examples/council.toml) on the base branch, or pass --roster PATH.",
+            "Commit a roster (see examples/council.toml) on the base branch, "
+            "or pass --roster PATH.",
         )
     if ROSTER_FILE in changed:
         notes.append(
@@ -175,8 +181,11 @@ def _with_base_dir(p: Participant, options: ReviewOptions, repo_path: Path) -> P
     return p.model_copy(update={"options": {**p.options, "base_dir": str(base_dir)}})
 
 
-def _programs(repo: Repository, base: str, participants: tuple[Participant, ...]) -> dict[str, bytes]:
-    """Programs named by a relative path, read from the BASE tree (never the head)."""
+def _programs(
+    repo: Repository, base: str, options: ReviewOptions, participants: tuple[Participant, ...]
+) -> dict[str, bytes]:
+    """Programs named by a relative path: beside an explicit ``--roster`` file, else read
+    from the BASE tree. Never from the head under review."""
     out: dict[str, bytes] = {}
     for i, p in enumerate(participants):
         program = p.options.get("program")
@@ -184,12 +193,19 @@ def _programs(repo: Repository, base: str, participants: tuple[Participant, ...]
             continue
         if "/" not in program or program.startswith("/"):
             continue
-        blob = repo.read_file(base, program.removeprefix("./"))
+        if options.roster is not None:
+            beside = options.roster.resolve().parent / program
+            blob = beside.read_bytes() if beside.is_file() else None
+            where = f"beside the roster ({beside})"
+        else:
+            blob = repo.read_file(base, program.removeprefix("./"))
+            where = f"in the base tree at {base[:12]}"
         if blob is None:
             raise RosterError(
                 f"reviewers[{i}].program",
-                f"{program!r} is not in the base tree at {base[:12]}",
-                "A relative program path is read from the BASE ref: commit it there, "
+                f"{program!r} is not {where}",
+                "A relative program path is read beside an explicit --roster, or from the "
+                "BASE ref when the roster is the base tree's council.toml: put it there, "
                 "or name a program on PATH or an absolute path.",
             )
         out[p.id] = blob
@@ -203,7 +219,9 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     """
     record = round_.record
     rt.sessions.open_run(record, round_.roster.claims, record.created_ms)
-    rt.runs.put_inputs(record.run_id, round_.participants, round_.prompts, round_.tree, round_.programs)
+    rt.runs.put_inputs(
+        record.run_id, round_.participants, round_.prompts, round_.tree, round_.programs
+    )
     header = [
         app.signature(
             "council.review_participant",
@@ -219,8 +237,12 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         canvas = chord(header, body)
         canvas.link_error(errback)
         canvas.apply_async()
-    log.info("run_dispatched", run_id=record.run_id, session=record.session,
-             participants=len(round_.participants))
+    log.info(
+        "run_dispatched",
+        run_id=record.run_id,
+        session=record.session,
+        participants=len(round_.participants),
+    )
 
 
 @dataclass

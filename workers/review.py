@@ -145,7 +145,7 @@ def _run_backend(
                 if rt.runs.cancelled(run_id):
                     cancel.set()
                     return
-            except Exception:  # noqa: BLE001 - a Redis blip must not kill the watcher
+            except Exception:
                 log.warning("cancel_check_failed")
 
     watcher = threading.Thread(target=watch_cancel, name=f"cancel-{participant.id}", daemon=True)
@@ -170,7 +170,7 @@ def _run_backend(
             changed_paths=changed_paths,
         )
         result = reviewer_for(participant).review(request)
-    except Exception as exc:  # noqa: BLE001 - one bad reviewer costs one reviewer
+    except Exception as exc:
         log.exception("review_crashed")
         result = ReviewResult(
             failure=f"the worker could not run this review: {type(exc).__name__}: {exc}",

@@ -28,10 +28,10 @@ class Settings(BaseSettings):
     prefix: str = "council:"
     """Prefix of every key the council writes in Redis (Celery's own keys aside)."""
 
-    run_retention_s: int = Field(default=7 * DAY_S, ge=60)
+    run_retention_s: int = Field(default=7 * DAY_S, ge=1)
     """Seconds run keys live after the run settles."""
 
-    session_retention_s: int = Field(default=90 * DAY_S, ge=60)
+    session_retention_s: int = Field(default=90 * DAY_S, ge=1)
     """Seconds a session's keys live after its last write (idle expiry)."""
 
     visibility_timeout_s: int = Field(default=2 * HOUR_S, ge=2)

@@ -15,16 +15,32 @@ from workers.cli.context import CliContext, UsageProblem
 
 
 @click.command("record")
-@click.option("--json", "text", required=True, metavar="JSON",
-              help="One finding as a JSON object (a list of them, or a JSON string of either).")
+@click.option(
+    "--json",
+    "text",
+    required=True,
+    metavar="JSON",
+    help="One finding as a JSON object (a list of them, or a JSON string of either).",
+)
 @click.option("--run", envvar="COUNCIL_RUN", help="The run (env COUNCIL_RUN, set by the worker).")
-@click.option("--participant", envvar="COUNCIL_PARTICIPANT",
-              help="Who records (env COUNCIL_PARTICIPANT, set by the worker).")
-@click.option("--attempt", envvar="COUNCIL_ATTEMPT", type=int,
-              help="The task attempt (env COUNCIL_ATTEMPT, set by the worker).")
-@click.option("--journal-file", envvar="COUNCIL_JOURNAL", type=click.Path(path_type=Path, dir_okay=False),
-              help="The JSONL journal the worker follows (env COUNCIL_JOURNAL); used when "
-                   "there is no COUNCIL_REDIS_URL.")
+@click.option(
+    "--participant",
+    envvar="COUNCIL_PARTICIPANT",
+    help="Who records (env COUNCIL_PARTICIPANT, set by the worker).",
+)
+@click.option(
+    "--attempt",
+    envvar="COUNCIL_ATTEMPT",
+    type=int,
+    help="The task attempt (env COUNCIL_ATTEMPT, set by the worker).",
+)
+@click.option(
+    "--journal-file",
+    envvar="COUNCIL_JOURNAL",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The JSONL journal the worker follows (env COUNCIL_JOURNAL); used when "
+    "there is no COUNCIL_REDIS_URL.",
+)
 @click.pass_obj
 def record_command(
     cli: CliContext,
@@ -49,7 +65,7 @@ def record_command(
     except ValueError as exc:
         raise UsageProblem(
             f"--json is not JSON ({exc}); pass one finding as a JSON object, "
-            "e.g. '{\"subject\": \"...\", \"label\": \"issue\"}'"
+            'e.g. \'{"subject": "...", "label": "issue"}\''
         ) from None
     recording = split_recorded(value)
     if not recording.entries:
@@ -83,8 +99,11 @@ def record_command(
 
 @click.command("harvest")
 @click.argument("answer_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False),
-              help="A JSONL journal (one entry per line) to fold in, as the worker does.")
+@click.option(
+    "--recorded",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A JSONL journal (one entry per line) to fold in, as the worker does.",
+)
 @click.option("--witness", metavar="SHA", help="Stamp anchors with this commit (the pinned tree).")
 def harvest_command(answer_file: Path, recorded: Path | None, witness: str | None) -> None:
     """Print the canonical Harvest JSON of one reviewer answer (harvest.md §9).

@@ -42,15 +42,24 @@ def show_command(cli: CliContext, run_id: str, as_json: bool) -> None:
     rt = cli.runtime()
     record = rt.runs.record(run_id)
     if record is None:
-        raise UsageProblem(f"run {run_id} is not held in Redis (unknown or expired); see `council runs`")
+        raise UsageProblem(
+            f"run {run_id} is not held in Redis (unknown or expired); see `council runs`"
+        )
     report = rt.runs.report(run_id)
     if report is not None:
         click.echo(render_json(report) if as_json else render_markdown(report))
         return
     progress = rt.runs.progress(run_id)
     if as_json:
-        click.echo(json.dumps({"run_id": run_id, "status": "open",
-                               "participants": {p: s.model_dump() for p, s in progress.items()}}))
+        click.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "status": "open",
+                    "participants": {p: s.model_dump() for p, s in progress.items()},
+                }
+            )
+        )
         return
     click.echo(f"run {run_id} is open (session {record.session}, since {_when(record.created_ms)})")
     for pid, state in progress.items():
@@ -81,4 +90,6 @@ def release_command(cli: CliContext, session: str, participant: str) -> None:
     if cli.runtime().sessions.release(session, participant):
         click.echo(f"released {participant!r} in session {session!r}")
     else:
-        raise UsageProblem(f"{participant!r} is not held in session {session!r}; see `council ledger`")
+        raise UsageProblem(
+            f"{participant!r} is not held in session {session!r}; see `council ledger`"
+        )

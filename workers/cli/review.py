@@ -20,7 +20,14 @@ from council.ledger import Ledger
 from council.report import render_json, render_markdown
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, Incomplete, UsageProblem
-from workers.coordinator import NothingToReview, ReviewOptions, Round, Waiter, open_and_dispatch, prepare
+from workers.coordinator import (
+    NothingToReview,
+    ReviewOptions,
+    Round,
+    Waiter,
+    open_and_dispatch,
+    prepare,
+)
 from workers.embedded import embedded_council
 from workers.logging import redact_text
 from workers.progress import ParticipantProgress, Progress
@@ -46,24 +53,55 @@ _roster_option = click.option(
 
 @click.command("review")
 @_repo_option
-@click.option("--base", required=True, help="The ref the change starts from (e.g. origin/main, HEAD~3).")
+@click.option(
+    "--base", required=True, help="The ref the change starts from (e.g. origin/main, HEAD~3)."
+)
 @click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
 @_roster_option
-@click.option("--json", "json_out", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write the whole report as JSON to this file.")
-@click.option("--markdown", "markdown_out", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the Markdown report to this file instead of stdout.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON), default="critical", show_default=True,
-              help="Exit 1 when a finding of this round is at or above this severity.")
-@click.option("--quorum", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Exit 3 when fewer participants than this answered.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Bound the whole council; on it the run settles as timeout (exit 3).")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the whole report as JSON to this file.",
+)
+@click.option(
+    "--markdown",
+    "markdown_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the Markdown report to this file instead of stdout.",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    default="critical",
+    show_default=True,
+    help="Exit 1 when a finding of this round is at or above this severity.",
+)
+@click.option(
+    "--quorum",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Exit 3 when fewer participants than this answered.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Bound the whole council; on it the run settles as timeout (exit 3).",
+)
 @click.option("--session", help="Session key (default: the repository and the head branch).")
-@click.option("--state", type=click.Path(path_type=Path, dir_okay=False),
-              help="Embedded mode: the file sessions are kept in (default: the cache directory).")
-@click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Show progress per participant on stderr.")
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Embedded mode: the file sessions are kept in (default: the cache directory).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Show progress per participant on stderr.",
+)
 @click.pass_obj
 def review_command(
     cli: CliContext,
@@ -142,8 +180,11 @@ def _run(
 
         app = create_app(rt.settings)
     open_and_dispatch(app, rt, round_)
-    click.echo(f"council: run {round_.record.run_id} ({len(round_.participants)} participants, "
-               f"{rt.mode} mode)", err=True)
+    click.echo(
+        f"council: run {round_.record.run_id} ({len(round_.participants)} participants, "
+        f"{rt.mode} mode)",
+        err=True,
+    )
     waiter = Waiter(
         rt=rt,
         record=round_.record,
@@ -167,7 +208,9 @@ def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantPr
     return view
 
 
-def _emit(report: CouncilReport, json_out: Path | None, markdown_out: Path | None, fail_on: str) -> None:
+def _emit(
+    report: CouncilReport, json_out: Path | None, markdown_out: Path | None, fail_on: str
+) -> None:
     markdown = render_markdown(report, fail_on=fail_on)
     if markdown_out is not None:
         markdown_out.write_text(markdown, encoding="utf-8")
@@ -185,8 +228,11 @@ def _stop_signals() -> Iterator[threading.Event]:
     def handler(signum: int, frame: FrameType | None) -> None:
         if stopped.is_set():
             raise KeyboardInterrupt
-        click.echo("council: stopping: cancelling the run and filing what was recorded "
-                   "(press Ctrl-C again to abandon)", err=True)
+        click.echo(
+            "council: stopping: cancelling the run and filing what was recorded "
+            "(press Ctrl-C again to abandon)",
+            err=True,
+        )
         stopped.set()
 
     if threading.current_thread() is not threading.main_thread():

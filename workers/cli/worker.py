@@ -19,7 +19,9 @@ from workers.cli.context import CliContext, Incomplete, UsageProblem
     help="Comma-separated queues to consume. Some worker must consume the consolidate queue.",
 )
 @click.option(
-    "--concurrency", "-c", type=click.IntRange(min=1),
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
     help="Reviewer threads (default: COUNCIL_WORKER_THREADS, 16).",
 )
 @click.option("--hostname", "-n", help="Worker node name (default: celery@HOST).")

@@ -75,7 +75,10 @@ class JournalStore:
                 )
             )
         except redis.RedisError as exc:
-            return f"Not recorded ({type(exc).__name__}: the journal store failed); keep it for your final answer."
+            return (
+                f"Not recorded ({type(exc).__name__}: the journal store failed); "
+                "keep it for your final answer."
+            )
         if n == -1:
             return (
                 f"Not recorded (the entry is {len(data)} bytes, over the journal's "

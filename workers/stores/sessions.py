@@ -127,7 +127,9 @@ class SessionStore:
                         pipe.incrby(k.session_issued(s), len(findings))
                         pipe.hset(
                             k.session_findings(s),
-                            mapping={str(f.id): f.model_dump_json(exclude_none=True) for f in findings},
+                            mapping={
+                                str(f.id): f.model_dump_json(exclude_none=True) for f in findings
+                            },
                         )
                         credited = attributed_ids(findings)
                         if credited:
@@ -179,7 +181,9 @@ class SessionStore:
 
     def runs(self, session: str, limit: int = 50) -> list[str]:
         """Run ids of the session, newest first."""
-        return [r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)]
+        return [
+            r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)
+        ]
 
 
 def _load_ledger(raw: bytes | None) -> Ledger:

@@ -1,0 +1,170 @@
+"""Real services for integration tests: a redis-server per session, celery worker processes.
+
+Each test gets an emptied Redis (FLUSHALL), as rq's RQTestCase does. Workers are real
+``celery worker`` subprocesses on the threads pool, started with the test's settings.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port; yields its URL (db 0)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail(
+            "redis-server is missing: install it (Debian: apt-get install redis-server); "
+            "`make test` does this for you"
+        )
+    port = _free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--maxmemory-policy",
+            "noeviction",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("redis-server did not start within 10 s")
+            time.sleep(0.05)
+    client.close()
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    """The session's redis-server, emptied before the test."""
+    client = redis.Redis.from_url(redis_server)
+    client.flushall()
+    client.close()
+    yield redis_server
+
+
+@pytest.fixture
+def real_redis(redis_url: str) -> Iterator[redis.Redis]:  # type: ignore[type-arg]
+    """A client on the emptied test Redis."""
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+WorkerFactory = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture
+def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
+    """Start real ``celery worker`` processes on the test Redis; all killed at teardown.
+
+    ``start_worker(name, env={...}, threads=16)`` returns the Popen once the worker
+    answers a ping; its log goes to ``tmp_path / f"{name}.log"``.
+    """
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        name: str = "w1", env: dict[str, str] | None = None, threads: int = 16
+    ) -> subprocess.Popen[bytes]:
+        full_env = {
+            **os.environ,
+            "COUNCIL_REDIS_URL": redis_url,
+            "COUNCIL_RESTORE_INTERVAL_S": "1",
+            "COUNCIL_WORK_DIR": str(tmp_path / f"work-{name}"),
+            **(env or {}),
+        }
+        log = (tmp_path / f"{name}.log").open("wb")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.celery_app",
+                "worker",
+                "-P",
+                "threads",
+                "-c",
+                str(threads),
+                "-n",
+                f"{name}@%h",
+                "-Q",
+                "council.default,council.consolidate",
+                "--loglevel=INFO",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        _wait_ready(redis_url, f"{name}@", proc, tmp_path / f"{name}.log")
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def _wait_ready(url: str, prefix: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    from celery import Celery
+
+    probe = Celery("probe", broker=url, backend=url)
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"worker exited early:\n{log.read_text(errors='replace')[-3000:]}")
+            replies = probe.control.ping(timeout=0.5) or []
+            if any(next(iter(r)).startswith(prefix) for r in replies):
+                return
+        pytest.fail(f"worker not ready within 30 s:\n{log.read_text(errors='replace')[-3000:]}")
+    finally:
+        probe.close()

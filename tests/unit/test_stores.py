@@ -1,0 +1,216 @@
+"""The Redis stores on fakeredis (the same tests run on a real redis-server in
+tests/integration/test_stores_real.py, which re-collects them with another ``client``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import fakeredis
+import pytest
+
+from council.errors import IdentityRefused
+from council.findings import FileAnchor, Finding, Origin
+from council.outcome import ParticipantOutcome
+from council.participant import Participant
+from council.report.model import CouncilReport
+from workers.stores.journal import JournalStore
+from workers.stores.keys import Keys
+from workers.stores.runs import Progress, RunRecord, RunStore
+from workers.stores.sessions import SessionStore
+
+KEYS = Keys("council:")
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    """An in-process fakeredis client (with Lua)."""
+    yield fakeredis.FakeRedis(server=fakeredis.FakeServer())
+
+
+def _participant(pid: str, model: str = "m1") -> Participant:
+    return Participant(id=pid, backend="replay", model=model, options={"answer": "a.txt"})
+
+
+def _record(run_id: str = "r1", session: str = "s1", deadline_ms: int = 10_000_000) -> RunRecord:
+    return RunRecord(
+        run_id=run_id,
+        session=session,
+        participants=("hawk", "owl"),
+        created_ms=1000,
+        deadline_ms=deadline_ms,
+    )
+
+
+def _sessions(client: Any) -> SessionStore:
+    return SessionStore(client, KEYS, session_retention_s=3600, run_retention_s=600)
+
+
+def test_journal_append_reads_back_in_order(client: Any) -> None:
+    """Entries come back in the order they were appended, attempt by attempt."""
+    j = JournalStore(client, KEYS)
+    a1 = j.next_attempt("r1", "hawk")
+    assert j.append("r1", "hawk", a1, '{"subject": "one"}') == "Recorded."
+    a2 = j.next_attempt("r1", "hawk")
+    assert j.append("r1", "hawk", a2, '{"subject": "two"}') == "Recorded."
+    assert (a1, a2) == (1, 2)
+    assert j.read_all("r1", "hawk") == [[b'{"subject": "one"}'], [b'{"subject": "two"}']]
+    assert j.recorded_counts("r1") == {"hawk": 2}
+
+
+def test_journal_refuses_over_size_and_over_count(client: Any) -> None:
+    """The storage caps refuse an entry with a reply that says to keep it for the answer."""
+    j = JournalStore(client, KEYS, max_entries=2, max_entry_bytes=10)
+    n = j.next_attempt("r1", "hawk")
+    assert "over the journal" in j.append("r1", "hawk", n, "x" * 11)
+    assert j.append("r1", "hawk", n, "{}") == "Recorded."
+    assert j.append("r1", "hawk", n, "{}") == "Recorded."
+    refused = j.append("r1", "hawk", n, "{}")
+    assert refused.startswith("Not recorded") and "final answer" in refused
+    assert len(j.read("r1", "hawk", n)) == 2
+
+
+def test_run_inputs_round_trip(client: Any) -> None:
+    """Roster, prompts, tree and programs are stored once and read back by key."""
+    runs = RunStore(client, KEYS)
+    ps = [_participant("hawk"), _participant("owl")]
+    runs.put_inputs("r1", ps, {"hawk": "prompt h", "owl": "prompt o"}, b"TREE", {"hawk": b"#!x"})
+    assert [p.id for p in runs.participants("r1")] == ["hawk", "owl"]
+    assert runs.participant("r1", "owl") == ps[1]
+    assert runs.prompt("r1", "owl") == "prompt o"
+    assert runs.tree("r1") == b"TREE"
+    assert runs.program("r1", "hawk") == b"#!x" and runs.program("r1", "owl") is None
+    assert {p: s.state for p, s in runs.progress("r1").items()} == {
+        "hawk": "pending",
+        "owl": "pending",
+    }
+
+
+def test_first_outcome_wins(client: Any) -> None:
+    """A second outcome for the same participant is not stored (redelivery files nothing twice)."""
+    runs = RunStore(client, KEYS)
+    first = ParticipantOutcome(participant="hawk", status="answered")
+    second = ParticipantOutcome(participant="hawk", status="failed", failure="late")
+    assert runs.put_outcome("r1", first, "answer one")
+    assert not runs.put_outcome("r1", second, "answer two")
+    assert runs.outcome("r1", "hawk") == first
+    assert runs.answer("r1", "hawk") == "answer one"
+
+
+def test_progress_and_cancel_flag(client: Any) -> None:
+    """Progress is kept per participant and the cancel flag is visible."""
+    runs = RunStore(client, KEYS)
+    runs.set_progress("r1", "hawk", Progress(state="running", started_ms=5, attempt=1))
+    assert runs.progress("r1")["hawk"].state == "running"
+    assert not runs.cancelled("r1")
+    runs.cancel("r1")
+    assert runs.cancelled("r1")
+
+
+def test_open_run_claims_and_writes_record(client: Any) -> None:
+    """Opening a run holds its identities and writes the record open, indexed."""
+    sessions, runs = _sessions(client), RunStore(client, KEYS)
+    rec = _record()
+    claims = [("reviewer", _participant("hawk")), ("reviewer", _participant("owl"))]
+    held = sessions.open_run(rec, claims, now_ms=2000)  # type: ignore[arg-type]
+    assert [i.id for i in held] == ["hawk", "owl"]
+    assert runs.status("r1") == "open" and runs.record("r1") == rec
+    assert [r.run_id for r in runs.recent()] == ["r1"]
+    assert [i.id for i in sessions.ledger("s1").held()] == ["hawk", "owl"]
+
+
+def test_open_run_holds_ids_against_another_meaning(client: Any) -> None:
+    """While a run is open, its ids count as attributed: a re-point is refused, nothing written."""
+    sessions, runs = _sessions(client), RunStore(client, KEYS)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk", "m1"))], now_ms=2000)
+    before = client.get(KEYS.session_ledger("s1"))
+    with pytest.raises(IdentityRefused):
+        sessions.open_run(_record("r2"), [("reviewer", _participant("hawk", "m2"))], now_ms=2000)
+    assert client.get(KEYS.session_ledger("s1")) == before
+    assert runs.record("r2") is None
+
+
+def test_stale_open_run_does_not_hold_ids(client: Any) -> None:
+    """An open run past its deadline (a crashed coordinator) no longer blocks a re-point."""
+    sessions = _sessions(client)
+    sessions.open_run(
+        _record("r1", deadline_ms=3000), [("reviewer", _participant("hawk", "m1"))], 2000
+    )
+    held = sessions.open_run(_record("r2"), [("reviewer", _participant("hawk", "m2"))], now_ms=4000)
+    assert held[0].model == "m2"
+
+
+def _conclude(run_id: str, n: int) -> Any:
+    def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
+        origin = Origin(kind="reviewer", run_id=run_id, participant="hawk")
+        found = [
+            Finding(
+                id=first_id + i,
+                anchor=FileAnchor(path=f"f{i}.py"),
+                label="issue",
+                subject=f"s{i}",
+                origin=origin,
+            )
+            for i in range(n)
+        ]
+        return found, CouncilReport(
+            run_id=run_id, session="s1", status="settled", findings=tuple(found)
+        )
+
+    return conclude
+
+
+def test_settle_files_once_with_counter_ids(client: Any) -> None:
+    """Ids come from the session counter; a second settle files nothing and returns the report."""
+    sessions, runs = _sessions(client), RunStore(client, KEYS)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    report = sessions.settle(_record("r1"), "settled", _conclude("r1", 2), 3000)
+    assert [f.id for f in report.findings] == [1, 2]
+    again = sessions.settle(_record("r1"), "settled", _conclude("r1", 5), 4000)
+    assert again == report
+    assert client.get(KEYS.session_issued("s1")) == b"2"
+    assert runs.status("r1") == "settled"
+    sessions.open_run(_record("r2"), [("reviewer", _participant("hawk"))], 5000)
+    later = sessions.settle(_record("r2"), "settled", _conclude("r2", 1), 6000)
+    assert [f.id for f in later.findings] == [3]
+    assert [f.id for f in sessions.findings("s1")] == [1, 2, 3]
+
+
+def test_findings_attribute_ids_for_later_claims(client: Any) -> None:
+    """Once findings are filed under an id, another meaning for it is refused."""
+    sessions = _sessions(client)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk", "m1"))], 2000)
+    sessions.settle(_record("r1"), "settled", _conclude("r1", 1), 3000)
+    with pytest.raises(IdentityRefused):
+        sessions.open_run(_record("r2"), [("reviewer", _participant("hawk", "m2"))], 4000)
+    assert sessions.release("s1", "hawk")
+    held = sessions.open_run(_record("r3"), [("reviewer", _participant("hawk", "m2"))], 4000)
+    assert held[0].model == "m2"
+
+
+def test_run_keys_expire_session_keys_stay(client: Any) -> None:
+    """After settling, run keys carry the run retention and session keys the longer one."""
+    sessions, runs, journals = _sessions(client), RunStore(client, KEYS), JournalStore(client, KEYS)
+    rec = _record("r1")
+    sessions.open_run(rec, [("reviewer", _participant("hawk"))], 2000)
+    runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {})
+    n = journals.next_attempt("r1", "hawk")
+    journals.append("r1", "hawk", n, "{}")
+    sessions.settle(rec, "settled", _conclude("r1", 1), 3000)
+    for key in (
+        KEYS.run("r1"),
+        KEYS.run_tree("r1"),
+        KEYS.journal("r1", "hawk", 1),
+        KEYS.run_prompt("r1"),
+    ):
+        assert 0 < client.ttl(key) <= 600, key
+    for key in (KEYS.session_findings("s1"), KEYS.session_ledger("s1"), KEYS.session_issued("s1")):
+        assert 600 < client.ttl(key) <= 3600, key
+
+
+def test_every_key_is_under_the_prefix_and_distinct() -> None:
+    """Every key shape starts with the prefix, and no two shapes collide."""
+    keys = Keys("x:")
+    shapes = keys.run_keys("r", ["p"], {"p": 2}) + keys.session_keys("s") + [keys.runs_index()]
+    assert all(k.startswith("x:") for k in shapes)
+    assert len(set(shapes)) == len(shapes)
