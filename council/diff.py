@@ -211,8 +211,9 @@ def decode_diff(raw: bytes) -> tuple[str, tuple[str, ...]]:
 def _byte_chunks(raw: bytes) -> list[bytes]:
     """``raw`` cut before every ``diff --git`` line (the first piece is the preamble)."""
     starts = [m.start() for m in _GIT_HEADER_BYTES.finditer(raw)]
-    bounds = [0, *[s for s in starts if s > 0], len(raw)]
-    return [raw[a:b] for a, b in pairwise(bounds)]
+    if not starts:
+        return [raw]
+    return [raw[: starts[0]], *(raw[a:b] for a, b in pairwise([*starts, len(raw)]))]
 
 
 def _read_file(lines: list[str]) -> ChangedFile:

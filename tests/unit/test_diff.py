@@ -302,6 +302,15 @@ def test_decode_diff_names_non_utf8_files() -> None:
     assert "caf\ufffd" in text and text.startswith(MODIFIED)
 
 
+def test_decode_diff_first_file_and_preamble() -> None:
+    """The first file is checked too; an undecodable preamble names no file."""
+    latin = b"diff --git a/l.txt b/l.txt\n--- a/l.txt\n+++ b/l.txt\n@@ -1 +1 @@\n-\xe9\n+e\n"
+    assert decode_diff(latin + QUOTED.encode())[1] == ("l.txt",)
+    text, bad = decode_diff(b"junk \xff\n" + QUOTED.encode())
+    assert bad == () and text == "junk \ufffd\n" + QUOTED
+    assert decode_diff(b"") == ("", ())
+
+
 def test_decode_diff_clean_utf8() -> None:
     """A UTF-8 diff decodes unchanged and names no file."""
     assert decode_diff(QUOTED.encode()) == (QUOTED, ())
