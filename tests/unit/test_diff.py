@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from council.diff import (
     Change,
@@ -413,3 +415,22 @@ def test_render_for_prompt_is_map_then_diff(change: Change) -> None:
 def test_change_round_trips_through_json(change: Change) -> None:
     """A change survives JSON (it is stored once per run)."""
     assert Change.model_validate_json(change.model_dump_json()) == change
+
+
+_PIECES = [line + "\n" for line in (MODIFIED + ADDED + RENAMED + BINARY + QUOTED).split("\n")]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_PIECES), st.text(alphabet='@-+ \\"ab/\t\r\n\x00diff', max_size=20)
+        ),
+        max_size=40,
+    )
+)
+def test_parse_diff_never_raises(parts: list[str]) -> None:
+    """Any mix of diff lines and noise reads without an exception, and anchors still check."""
+    change = parse_diff("".join(parts))
+    anchor_map(change)
+    for changed in change.files:
+        landing(change, LineAnchor(path=changed.path, start_line=1, line=3))
