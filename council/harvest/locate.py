@@ -1,0 +1,147 @@
+"""Choosing which JSON in an answer holds the findings: candidate, salvage or bare array.
+
+A model may answer twice (a draft, then the final answer), wrap its answer, stop in the
+middle of an entry, forget the wrapper or break the JSON with a trailing comma. This
+module applies harvest.md §3 to what :func:`council.harvest.scan.scan` found and returns
+the raw entries to read, the answer-level warnings (always first in a harvest) and
+whether the answer was cut off.
+
+Source: harvest.md §3.1-§3.4.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from council.findings import Warning, WarningCode
+from council.harvest.fences import fence_contents
+from council.harvest.scan import Candidate, FindingsArray, Scan, decode, scan
+
+
+@dataclass(frozen=True)
+class Located:
+    """The entries an answer's findings list holds, as decoded JSON values.
+
+    ``warnings`` are answer-level (``at = "answer"``), in the order a harvest reports
+    them; ``truncated`` is true when the entries are what survived a cut-off list, so a
+    missing finding means *unknown*, not *nothing to report*.
+    """
+
+    entries: tuple[object, ...]
+    warnings: tuple[Warning, ...] = ()
+    truncated: bool = False
+
+
+def locate(answer: str) -> Located:
+    """Find the findings list of one answer by the rules of harvest.md §3.
+
+    1. The candidate (outermost complete object whose ``findings`` is a list) with the
+       most entries wins; ties go to the one that ends later.
+    2. Salvage: the findings array outside every candidate with the most whole entries
+       (ties: later) wins when it has STRICTLY more than that candidate, or when there
+       is no candidate at all: ``cut-off`` (truncated) if the text ended inside it, else
+       ``malformed-json``.
+    3. Neither: a complete bare array (the whole answer or a closed fence's whole
+       content, the most items winning) with ``bare-array``; else one of
+       ``said-nothing``, ``no-findings-array``, ``no-json``.
+
+    Linear in the answer's size; never raises.
+    """
+    if not answer.strip():
+        return Located((), (_answer("said-nothing", "The answer is blank: nothing was said."),))
+    found = scan(answer)
+    best = _best_candidate(found.candidates)
+    walk = _best_walk(found, found.candidates)
+    if walk is not None and (best is None or len(walk.entries) > len(best.entries)):
+        return _salvaged(walk)
+    if best is not None:
+        return Located(tuple(best.entries))
+    return _without_findings_list(answer, found)
+
+
+def _best_candidate(candidates: tuple[Candidate, ...]) -> Candidate | None:
+    """The candidate with the most entries; ties to the later (they come in text order)."""
+    best: Candidate | None = None
+    for candidate in candidates:
+        if best is None or len(candidate.entries) >= len(best.entries):
+            best = candidate
+    return best
+
+
+def _best_walk(found: Scan, candidates: tuple[Candidate, ...]) -> FindingsArray | None:
+    """The findings array outside every candidate with the most whole entries (ties: later).
+
+    An array inside a candidate belongs to it (its own list, or a ``previous_round``
+    nested in it) and is never salvaged past it.
+    """
+    starts = [candidate.start for candidate in candidates]
+    best: FindingsArray | None = None
+    for array in found.arrays:
+        index = bisect_right(starts, array.at) - 1
+        if index >= 0 and array.at < candidates[index].end:
+            continue
+        if best is None or len(array.entries) >= len(best.entries):
+            best = array
+    return best
+
+
+def _salvaged(walk: FindingsArray) -> Located:
+    """The entries of a salvaged findings array, with ``cut-off`` or ``malformed-json``."""
+    whole = len(walk.entries)
+    if walk.ending == "open":
+        if whole == 0:
+            said = "The answer was cut off before its first finding was complete; "
+        else:
+            said = f"The answer was cut off inside its findings list; the {whole} whole "
+            said += "finding(s) before the cut were kept, and "
+        message = said + "whatever came after the cut is unknown."
+        return Located(tuple(walk.entries), (_answer("cut-off", message),), truncated=True)
+    if walk.ending == "stopped":
+        message = (
+            f"The answer's findings list stops being valid JSON after {whole} whole "
+            f"entr{'y' if whole == 1 else 'ies'}; those were read and the rest of the list "
+            "was not."
+        )
+    else:
+        message = (
+            "The answer's JSON is malformed (the object around its findings list is not "
+            f"valid JSON); the {whole} entr{'y' if whole == 1 else 'ies'} of the list were "
+            "read anyway."
+        )
+    return Located(tuple(walk.entries), (_answer("malformed-json", message),))
+
+
+def _without_findings_list(answer: str, found: Scan) -> Located:
+    """No candidate and no findings array: a bare array, or say why nothing was read."""
+    spans = sorted([*fence_contents(answer), (0, len(answer))], key=lambda span: span[1])
+    bare: list[object] | None = None
+    holds_object = found.findings_not_a_list
+    for start, end in spans:
+        chunk = answer[start:end].strip()
+        if not chunk or chunk[0] not in "[{":
+            continue
+        value = decode(chunk)
+        if isinstance(value, list) and (bare is None or len(value) >= len(bare)):
+            bare = value
+        elif isinstance(value, dict):
+            holds_object = True
+    if bare is not None:
+        message = (
+            'The answer is a bare JSON array without the {"findings": ...} wrapper; its '
+            f"{len(bare)} item(s) were read as the findings list."
+        )
+        return Located(tuple(bare), (_answer("bare-array", message),))
+    if holds_object:
+        message = (
+            'The answer holds JSON, but no object in it has a "findings" list, so no '
+            "findings could be read from it."
+        )
+        return Located((), (_answer("no-findings-array", message),))
+    message = "The answer holds no JSON that could be read, so no findings were taken from it."
+    return Located((), (_answer("no-json", message),))
+
+
+def _answer(code: WarningCode, message: str) -> Warning:
+    """An answer-level warning."""
+    return Warning(code=code, at="answer", message=message)
