@@ -21,14 +21,14 @@ import errno
 import os
 import shutil
 import signal
-import subprocess
+import subprocess  # nosec B404
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from council.reviewers.base import ReviewRequest, Stop
 from council.reviewers.journal_file import JournalFollower
@@ -271,7 +271,7 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     workdir = request.workdir
     if workdir is not None and not workdir.is_dir():
         return Ran(failure=f"working directory '{workdir}' does not exist")
-    with tempfile.TemporaryDirectory(prefix="council-journal-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="council-journal-", ignore_cleanup_errors=True) as tmp:
         journal = Path(tmp) / "journal.jsonl"
         journal.touch()
         env = dict(os.environ)
@@ -279,7 +279,8 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
         env[JOURNAL_ENV] = str(journal)
         try:
             argv = [_locate(request, env), *args]
-            proc = subprocess.Popen(
+            # Running the roster's program is this module's job; argv, never a shell.
+            proc = subprocess.Popen(  # nosec B603
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -302,13 +303,14 @@ def _supervise(
     follower: JournalFollower,
     started: float,
 ) -> Ran:
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    # All three streams were opened as pipes, so none of them is None.
+    stdin, stdout, stderr = (cast("IO[bytes]", s) for s in (proc.stdin, proc.stdout, proc.stderr))
     clocks = request.participant.clocks
     activity = _Activity()
-    out = _Capture(proc.stdout, STDOUT_CAP_BYTES, tail=False, activity=activity)
-    err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True, activity=None)
+    out = _Capture(stdout, STDOUT_CAP_BYTES, tail=False, activity=activity)
+    err = _Capture(stderr, STDERR_TAIL_BYTES, tail=True, activity=None)
     feeder = threading.Thread(
-        target=_feed, args=(proc.stdin, request.prompt.encode("utf-8")), daemon=True
+        target=_feed, args=(stdin, request.prompt.encode("utf-8")), daemon=True
     )
     feeder.start()
     stop: Stop | None = None
@@ -333,7 +335,7 @@ def _supervise(
     kill_group(proc)
     duration_ms = int((time.monotonic() - started) * 1000)
     notes: list[str] = []
-    for capture, stream, name in ((out, proc.stdout, "stdout"), (err, proc.stderr, "stderr")):
+    for capture, stream, name in ((out, stdout, "stdout"), (err, stderr, "stderr")):
         capture.thread.join(KILL_GRACE_MS / 1000)
         if capture.thread.is_alive():
             notes.append(f"{name} stayed open after the program's process group ended")
