@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from council.harvest import harvest
 from council.participant import Clocks, Participant
 from council.reviewers.base import ReviewRequest
 from council.reviewers.command import CommandReviewer
@@ -145,3 +146,10 @@ def test_runs_under_the_command_backend(tmp_path: Path) -> None:
     findings = json.loads(result.answer)["findings"]
     assert len(findings) == 5 and result.journal_entries == 5
     assert [json.loads(entry) for entry in sink.entries] == findings
+
+
+def test_the_harvest_reads_the_answer_without_warnings() -> None:
+    """The example's answer is read by the ordinary harvest with no warning."""
+    _, done = run(PROMPT, None)
+    read = harvest(done.stdout)
+    assert read.warnings == () and len(read.findings) == 5

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from council.harvest import harvest
 from council.participant import Clocks, Participant
 from council.reviewers.base import ReviewRequest, ReviewResult
 from council.reviewers.sarif import (
@@ -309,3 +310,12 @@ def test_stopped_analyzer_without_a_log_is_a_stop(tmp_path: Path) -> None:
     outcome = analyzer(tmp_path, sys.executable, ["-c", "import time; time.sleep(30)"], ())
     assert outcome.stop is not None and outcome.stop.limit == "idle"
     assert outcome.failure is None and outcome.answer == ""
+
+
+def test_the_harvest_reads_the_answer_without_warnings() -> None:
+    """The backend's answer is read by the ordinary harvest with no warning."""
+    sarif = log(result(level="error", region={"startLine": 2, "endLine": 4}), result(region=None))
+    read = harvest(answer_from_output(json.dumps(sarif), ("src/app.py",)))
+    assert read.warnings == () and not read.truncated
+    assert [f.anchor.kind for f in read.findings] == ["line", "file"]
+    assert [f.severity for f in read.findings] == ["critical", "medium"]
