@@ -49,7 +49,6 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "task_ignore_result": False,
         "result_expires": 2 * 24 * 3600,
         "result_chord_expires": max(2 * 24 * 3600, 3 * vt),
-        "result_failure_expires": 7 * 24 * 3600,
         "result_extended": True,
         "task_default_queue": REVIEW_QUEUE,
         "task_queues": (Queue(REVIEW_QUEUE), Queue(CONSOLIDATE_QUEUE)),
@@ -69,12 +68,13 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "worker_concurrency": settings.worker_threads,
     }
     if embedded:
-        conf.update(broker_url="memory://", result_backend="cache+memory://")
+        conf.update(broker_url="memory://localhost/", result_backend="cache+memory://")
         return conf
     url = settings.redis_url_value() or LOCAL_REDIS
     conf.update(
         broker_url=url,
         result_backend=url,
+        result_failure_expires=7 * 24 * 3600,
         broker_transport_options=transport,
         result_backend_transport_options={
             "visibility_timeout": vt,

@@ -38,8 +38,11 @@ log = structlog.get_logger("council.coordinator")
 ROSTER_FILE = "council.toml"
 """The roster's name at the root of the BASE tree."""
 
-POLL_S = 0.2
-"""Seconds between polls of the run record while waiting."""
+POLL_S = 0.02
+"""Seconds between polls of the run's status while waiting (one HGET each)."""
+
+PROGRESS_S = 0.25
+"""Seconds between progress reads while waiting."""
 
 CANCEL_GRACE_MS = 5_000
 """Milliseconds a cancelled run waits for reviewers to stop before it is settled."""
@@ -218,7 +221,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     Raises :class:`~council.errors.IdentityRefused` before anything is sent.
     """
     record = round_.record
-    rt.sessions.open_run(record, round_.roster.claims, record.created_ms)
+    rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
     rt.runs.put_inputs(
         record.run_id, round_.participants, round_.prompts, round_.tree, round_.programs
     )
@@ -266,13 +269,16 @@ class Waiter:
         """Block until the run is settled; return its report."""
         run_id = self.record.run_id
         started = now_ms()
+        shown_at = 0.0
         while True:
             if self.rt.runs.status(run_id) != "open":
                 report = self.rt.runs.report(run_id)
                 if report is not None:
                     self.on_progress(self.rt.runs.progress(run_id))
                     return report
-            self.on_progress(self._progress())
+            if time.monotonic() - shown_at >= PROGRESS_S:
+                self.on_progress(self._progress())
+                shown_at = time.monotonic()
             now = now_ms()
             if self.stop_requested():
                 return self._halt("cancelled", Stop(limit="cancelled"))

@@ -115,8 +115,8 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
             "COUNCIL_WORK_DIR": str(tmp_path / f"work-{name}"),
             **(env or {}),
         }
-        log = (tmp_path / f"{name}.log").open("wb")
-        proc = subprocess.Popen(
+        with (tmp_path / f"{name}.log").open("wb") as log:
+            proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",

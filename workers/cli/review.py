@@ -274,7 +274,7 @@ def check_command(
         raise UsageProblem(str(exc)) from None
     ledger = _ledger_for(cli, round_.record.session)
     try:
-        ledger.claim_round(round_.roster.claims, set())
+        ledger.claim_round(round_.roster.claims(), set())
     except IdentityRefused as exc:
         raise UsageProblem(str(exc)) from None
     for p in round_.participants:

@@ -1,0 +1,190 @@
+"""The council's overhead: wall time of a council minus its slowest participant's latency.
+
+12 ``replay`` participants answering after 1000 ms each, 20 councils per mode:
+
+* distributed: a real redis-server and 2 ``celery worker`` processes (threads pool, 12
+  threads each);
+* embedded: the same tasks and canvas inside this process;
+* baseline: an in-process ``asyncio.gather`` of the same 12 sleeps, measured in the same
+  run (what any scheduler pays at the least).
+
+Prints p50 and p95 of the overhead in ms per mode, and the targets (p50 ≤ 100 ms
+distributed, ≤ 250 ms embedded). Run: ``python bench/overhead.py [--councils 20]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+from pydantic import SecretStr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.gitrepo import commit, new_repo  # noqa: E402
+from workers.celery_app import create_app  # noqa: E402
+from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
+from workers.embedded import embedded_council  # noqa: E402
+from workers.review import now_ms  # noqa: E402
+from workers.runtime import Runtime, build_runtime  # noqa: E402
+from workers.settings import Settings  # noqa: E402
+
+PARTICIPANTS = 12
+LATENCY_MS = 1000
+TARGETS_MS = {"distributed": 100.0, "embedded": 250.0}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _setup(tmp: Path) -> ReviewOptions:
+    repo = new_repo(tmp / "repo", {"app.py": "x = 1\n"})
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
+    answer = {"findings": [{"subject": "debug print left in", "label": "nitpick",
+                            "location": {"kind": "line", "file": "app.py", "start": 2}}]}
+    (tmp / "answer.json").write_text(json.dumps(answer))
+    tables = "".join(
+        f'[[reviewers]]\nid = "r{i}"\nbackend = "replay"\nanswer = "answer.json"\n'
+        f"latency_ms = {LATENCY_MS}\n\n"
+        for i in range(PARTICIPANTS)
+    )
+    roster = tmp / "council.toml"
+    roster.write_text("[council]\nbackstop_ms = 60000\nidle_ms = 60000\nanswer_ms = 0\n\n" + tables)
+    return ReviewOptions(repo=repo, base=base, roster=roster, session="bench")
+
+
+def _councils(rt: Runtime, app: object, prepared: Round, n: int) -> list[float]:
+    overheads: list[float] = []
+    for i in range(n):
+        created = now_ms()
+        record = prepared.record.model_copy(
+            update={"run_id": f"bench{os.getpid()}x{i}x{created}", "created_ms": created,
+                    "deadline_ms": created + 120_000}
+        )
+        round_ = Round(record, prepared.roster, prepared.participants, prepared.prompts,
+                       prepared.programs, prepared.tree, prepared.change, prepared.notes)
+        t0 = time.perf_counter()
+        open_and_dispatch(app, rt, round_)  # type: ignore[arg-type]
+        report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
+        wall_ms = (time.perf_counter() - t0) * 1000
+        assert report.status == "settled", report.status
+        overheads.append(wall_ms - LATENCY_MS)
+    return overheads
+
+
+def _baseline(n: int) -> list[float]:
+    async def council() -> None:
+        await asyncio.gather(*(asyncio.sleep(LATENCY_MS / 1000) for _ in range(PARTICIPANTS)))
+
+    out: list[float] = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        asyncio.run(council())
+        out.append((time.perf_counter() - t0) * 1000 - LATENCY_MS)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("redis-server is missing: apt-get install redis-server (or run `make test` once)")
+    port = _free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(tmp / "work")}
+        for w in range(2):
+            workers.append(subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-P", "threads",
+                 "-c", str(PARTICIPANTS), "-n", f"bench{w}@%h", "--loglevel=WARNING",
+                 "--without-mingle", "--without-gossip"],
+                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True))
+        settings = Settings(redis_url=SecretStr(url))
+        app = create_app(settings)
+        for _ in range(300):
+            if len(app.control.ping(timeout=0.2) or []) >= 2:
+                break
+        rt = build_runtime(settings)
+        prepared = prepare(settings, options, mode="distributed")
+        _councils(rt, app, prepared, 2)  # warm-up: tree unpacked, connections open
+        return _councils(rt, app, prepared, n)
+    finally:
+        for w in workers:
+            os.killpg(w.pid, signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(w.pid, signal.SIGKILL)
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _embedded(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
+    settings = Settings(state_path=tmp / "state.json", work_dir=tmp / "embedded-work")
+    prepared = prepare(settings, options, mode="embedded")
+    with embedded_council(settings, PARTICIPANTS) as (app, rt):
+        _councils(rt, app, prepared, 2)
+        return _councils(rt, app, prepared, n)
+
+
+def main() -> None:
+    """Measure and print the overhead table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--councils", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as raw:
+        tmp = Path(raw)
+        options = _setup(tmp)
+        results = {
+            "baseline (asyncio.gather)": _baseline(args.councils),
+            "distributed": _distributed(tmp, options, args.councils),
+            "embedded": _embedded(tmp, options, args.councils),
+        }
+    print(f"council overhead: {PARTICIPANTS} replay participants x {LATENCY_MS} ms, "
+          f"{args.councils} councils per mode (ms = wall - {LATENCY_MS} ms)")
+    print(f"{'mode':<28}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}{'target p50':>12}{'met':>6}")
+    for mode, values in results.items():
+        p50, p95 = _percentile(values, 0.5), _percentile(values, 0.95)
+        target = TARGETS_MS.get(mode)
+        met = "" if target is None else ("yes" if p50 <= target else "NO")
+        shown = "" if target is None else f"<= {target:.0f}"
+        print(f"{mode:<28}{p50:>10.1f}{p95:>10.1f}{statistics.mean(values):>10.1f}{shown:>12}{met:>6}")
+
+
+if __name__ == "__main__":
+    main()
