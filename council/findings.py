@@ -156,7 +156,7 @@ class Finding(_Canonical):
     raised_by: tuple[str, ...] | None = Field(default=None, min_length=1)
 
 
-class Warning(_Canonical):  # noqa: A001 - the design's own word for it
+class Warning(_Canonical):
     """A note that something was dropped, degraded or guessed (harvest.md §2, §6).
 
     ``at`` names the entry (``findings[2]``, ``recorded[0]``), ``answer``, ``journal`` or

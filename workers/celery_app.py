@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 from workers.logging import connect_celery_signals
 from workers.settings import Settings
@@ -51,7 +51,10 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "result_chord_expires": max(2 * 24 * 3600, 3 * vt),
         "result_extended": True,
         "task_default_queue": REVIEW_QUEUE,
-        "task_queues": (Queue(REVIEW_QUEUE), Queue(CONSOLIDATE_QUEUE)),
+        "task_queues": (
+            Queue(REVIEW_QUEUE),  # type: ignore[no-untyped-call]
+            Queue(CONSOLIDATE_QUEUE),  # type: ignore[no-untyped-call]
+        ),
         "task_routes": {
             "council.review_participant": {"queue": REVIEW_QUEUE},
             "council.consolidate": {"queue": CONSOLIDATE_QUEUE},

@@ -23,7 +23,7 @@ from council.diff import Change, decode_diff, filter_paths, parse_diff
 from council.errors import ChangeTooLarge, ConfigurationError, RosterError
 from council.participant import Participant
 from council.prompt import build_prompt, change_notes
-from council.report.model import CouncilReport
+from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
 from council.roster import Roster, parse_roster
 from workers.repository import Repository
@@ -309,5 +309,5 @@ class Waiter:
             if all(s.state not in ("pending", "running") for s in progress.values()):
                 break
             time.sleep(POLL_S)
-        forced = "cancelled" if status == "cancelled" else "timeout"
+        forced: RunStatus = "cancelled" if status == "cancelled" else "timeout"
         return settle_run(self.rt, run_id, forced=forced, lost=stop)

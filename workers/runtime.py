@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
 from council.errors import StoreUnavailable
 from workers.logging import redact_url
 from workers.settings import Settings
+from workers.stores import RedisClient
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import RunStore
@@ -32,7 +32,7 @@ class Runtime:
     """Everything a task or the coordinator needs to reach the council's state."""
 
     settings: Settings
-    client: redis.Redis[Any]
+    client: RedisClient
     keys: Keys
     runs: RunStore
     journals: JournalStore
@@ -41,12 +41,12 @@ class Runtime:
     mode: str = "distributed"
 
 
-def connect(url: str) -> redis.Redis[Any]:
+def connect(url: str) -> RedisClient:
     """A Redis client for ``url``, checked with a PING within 5 s.
 
     Raises :class:`StoreUnavailable` naming the URL without its password.
     """
-    client: redis.Redis[Any] = redis.Redis.from_url(
+    client: RedisClient = redis.Redis.from_url(
         url,
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         socket_timeout=30.0,
@@ -61,7 +61,7 @@ def connect(url: str) -> redis.Redis[Any]:
 
 
 def build_runtime(
-    settings: Settings, client: redis.Redis[Any] | None = None, *, mode: str = "distributed"
+    settings: Settings, client: RedisClient | None = None, *, mode: str = "distributed"
 ) -> Runtime:
     """Build the stores over ``client`` (or a checked connection to the settings' URL)."""
     if client is None:

@@ -117,31 +117,31 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
         }
         with (tmp_path / f"{name}.log").open("wb") as log:
             proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.celery_app",
-                "worker",
-                "-P",
-                "threads",
-                "-c",
-                str(threads),
-                "-n",
-                f"{name}@%h",
-                "-Q",
-                "council.default,council.consolidate",
-                "--loglevel=INFO",
-                "--without-mingle",
-                "--without-gossip",
-            ],
-            cwd=ROOT,
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "workers.celery_app",
+                    "worker",
+                    "-P",
+                    "threads",
+                    "-c",
+                    str(threads),
+                    "-n",
+                    f"{name}@%h",
+                    "-Q",
+                    "council.default,council.consolidate",
+                    "--loglevel=INFO",
+                    "--without-mingle",
+                    "--without-gossip",
+                ],
+                cwd=ROOT,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         procs.append(proc)
         _wait_ready(redis_url, f"{name}@", proc, tmp_path / f"{name}.log")
         return proc

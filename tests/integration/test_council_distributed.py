@@ -25,22 +25,40 @@ from workers.stores.sessions import SessionStore
 pytestmark = pytest.mark.integration
 
 
-def council(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def council(
+    *args: str, env: dict[str, str], timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
     """Run the ``council`` CLI as a user would, in a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "workers.cli", *args],
-        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
-def test_example_roster_reviews_real_history(redis_url: str, start_worker: Any, tmp_path: Path) -> None:
+def test_example_roster_reviews_real_history(
+    redis_url: str, start_worker: Any, tmp_path: Path
+) -> None:
     """ruff, bandit and the script reviewer review a real commit through Redis and a worker."""
     repo, base = project_history_repo(tmp_path / "repo")
     start_worker("w1")
     out = tmp_path / "report.json"
     done = council(
-        "review", "--repo", str(repo), "--base", base, "--roster", str(ROOT / "examples/council.toml"),
-        "--json", str(out), "--fail-on", "never", "--no-progress",
+        "review",
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--roster",
+        str(ROOT / "examples/council.toml"),
+        "--json",
+        str(out),
+        "--fail-on",
+        "never",
+        "--no-progress",
         env={"COUNCIL_REDIS_URL": redis_url},
     )
     assert done.returncode == 0, done.stderr
@@ -58,8 +76,17 @@ def test_example_roster_reviews_real_history(redis_url: str, start_worker: Any, 
     assert any("print" in f["subject"].lower() for f in by_origin["smells"])
     assert [f["id"] for f in report["findings"]] == list(range(1, len(report["findings"]) + 1))
     gated = council(
-        "review", "--repo", str(repo), "--base", base, "--roster", str(ROOT / "examples/council.toml"),
-        "--fail-on", "minor", "--no-progress", env={"COUNCIL_REDIS_URL": redis_url},
+        "review",
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--roster",
+        str(ROOT / "examples/council.toml"),
+        "--fail-on",
+        "minor",
+        "--no-progress",
+        env={"COUNCIL_REDIS_URL": redis_url},
     )
     assert gated.returncode == 1, gated.stderr
     listed = council("runs", env={"COUNCIL_REDIS_URL": redis_url})
@@ -68,8 +95,12 @@ def test_example_roster_reviews_real_history(redis_url: str, start_worker: Any, 
 
 def _replay_roster(tmp_path: Path, latency_ms: int, backstop_ms: int = 20000) -> Path:
     entries = [
-        {"subject": f"Journal finding {i}", "label": "issue", "severity": "minor",
-         "location": {"kind": "file", "file": "tools/runner.py"}}
+        {
+            "subject": f"Journal finding {i}",
+            "label": "issue",
+            "severity": "minor",
+            "location": {"kind": "file", "file": "tools/runner.py"},
+        }
         for i in range(3)
     ]
     (tmp_path / "journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
@@ -77,8 +108,8 @@ def _replay_roster(tmp_path: Path, latency_ms: int, backstop_ms: int = 20000) ->
     roster = tmp_path / "council.toml"
     roster.write_text(
         f"[council]\nbackstop_ms = {backstop_ms}\nidle_ms = {backstop_ms}\nanswer_ms = 0\n\n"
-        "[[reviewers]]\nid = \"slow\"\nbackend = \"replay\"\nanswer = \"answer.txt\"\n"
-        f"journal = \"journal.jsonl\"\nlatency_ms = {latency_ms}\n"
+        '[[reviewers]]\nid = "slow"\nbackend = "replay"\nanswer = "answer.txt"\n'
+        f'journal = "journal.jsonl"\nlatency_ms = {latency_ms}\n'
     )
     return roster
 
@@ -93,9 +124,28 @@ def test_worker_killed_mid_review_settles_once(
     first = start_worker("w1", env=env)
     out = tmp_path / "report.json"
     review = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "review", "--repo", str(repo), "--base", base,
-         "--roster", str(roster), "--json", str(out), "--fail-on", "never", "--no-progress"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "review",
+            "--repo",
+            str(repo),
+            "--base",
+            base,
+            "--roster",
+            str(roster),
+            "--json",
+            str(out),
+            "--fail-on",
+            "never",
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not any(True for _ in real_redis.scan_iter(match="council:run:*:journal:slow:1")):
@@ -105,7 +155,7 @@ def test_worker_killed_mid_review_settles_once(
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     start_worker("w2", env=env)
-    stdout, stderr = review.communicate(timeout=180)
+    _, stderr = review.communicate(timeout=180)
     assert review.returncode == 0, stderr
     report = json.loads(out.read_text())
     subjects = [f["subject"] for f in report["findings"]]
@@ -121,11 +171,22 @@ def test_two_coordinators_one_id_exactly_one_wins(real_redis: redis.Redis) -> No
     for round_no in range(10):
         barrier = threading.Barrier(2)
 
-        def claim(model: str, run_id: str, session: str = f"s{round_no}") -> None:
-            store = SessionStore(redis.Redis(connection_pool=real_redis.connection_pool), keys,
-                                 session_retention_s=3600, run_retention_s=600)
-            record = RunRecord(run_id=run_id, session=session, participants=("hawk",),
-                               created_ms=1, deadline_ms=2**62)
+        def claim(
+            model: str, run_id: str, session: str, barrier: threading.Barrier = barrier
+        ) -> None:
+            store = SessionStore(
+                redis.Redis(connection_pool=real_redis.connection_pool),
+                keys,
+                session_retention_s=3600,
+                run_retention_s=600,
+            )
+            record = RunRecord(
+                run_id=run_id,
+                session=session,
+                participants=("hawk",),
+                created_ms=1,
+                deadline_ms=2**62,
+            )
             p = Participant(id="hawk", backend="replay", model=model, options={"answer": "a"})
             barrier.wait()
             try:
@@ -134,7 +195,10 @@ def test_two_coordinators_one_id_exactly_one_wins(real_redis: redis.Redis) -> No
             except IdentityRefused:
                 refusals.append(run_id)
 
-        threads = [threading.Thread(target=claim, args=(m, f"{m}-{round_no}")) for m in ("m1", "m2")]
+        threads = [
+            threading.Thread(target=claim, args=(m, f"{m}-{round_no}", f"s{round_no}"))
+            for m in ("m1", "m2")
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -151,13 +215,29 @@ def test_second_coordinator_with_other_meaning_exits_2(
     repo, base = project_history_repo(tmp_path / "repo")
     roster = _replay_roster(tmp_path, latency_ms=4000)
     other = tmp_path / "other.toml"
-    other.write_text(roster.read_text().replace('backend = "replay"', 'backend = "replay"\nmodel = "v2"'))
+    other.write_text(
+        roster.read_text().replace('backend = "replay"', 'backend = "replay"\nmodel = "v2"')
+    )
     env = {"COUNCIL_REDIS_URL": redis_url}
     start_worker("w1", env=env)
-    args = ["--repo", str(repo), "--base", base, "--fail-on", "never", "--no-progress", "--session", "pr-1"]
+    args = [
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--fail-on",
+        "never",
+        "--no-progress",
+        "--session",
+        "pr-1",
+    ]
     first = subprocess.Popen(
         [sys.executable, "-m", "workers.cli", "review", *args, "--roster", str(roster)],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not real_redis.hlen("council:session:pr-1:open"):
@@ -179,8 +259,21 @@ def test_run_keys_expire_session_keys_stay(
     roster = _replay_roster(tmp_path, latency_ms=0)
     env = {"COUNCIL_REDIS_URL": redis_url, "COUNCIL_RUN_RETENTION_S": "2"}
     start_worker("w1", env=env)
-    done = council("review", "--repo", str(repo), "--base", base, "--roster", str(roster),
-                   "--fail-on", "never", "--no-progress", "--session", "pr-9", env=env)
+    done = council(
+        "review",
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--roster",
+        str(roster),
+        "--fail-on",
+        "never",
+        "--no-progress",
+        "--session",
+        "pr-9",
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert list(real_redis.scan_iter(match="council:run:*"))
     time.sleep(3.0)

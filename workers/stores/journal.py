@@ -12,10 +12,9 @@ harvest.md §1 (the reply sentence), §5.
 
 from __future__ import annotations
 
-from typing import Any
-
 import redis
 
+from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
 STORE_MAX_ENTRIES = 1000
@@ -38,7 +37,7 @@ class JournalStore:
 
     def __init__(
         self,
-        client: redis.Redis[Any],
+        client: RedisClient,
         keys: Keys,
         *,
         max_entries: int = STORE_MAX_ENTRIES,

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
-import redis
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
+from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
 PROTOCOL = 1
@@ -68,7 +68,7 @@ class Progress(BaseModel):
 class RunStore:
     """Read and write one run's keys."""
 
-    def __init__(self, client: redis.Redis[Any], keys: Keys) -> None:
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
         self._r, self._keys = client, keys
 
     # -- inputs written by the coordinator after the run is open -------------------------
@@ -85,7 +85,7 @@ class RunStore:
         pipe = self._r.pipeline(transaction=True)
         pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)))
         if prompts:
-            pipe.hset(k.run_prompt(run_id), mapping=prompts)  # type: ignore[arg-type]
+            pipe.hset(k.run_prompt(run_id), mapping=prompts)
         if tree is not None:
             pipe.set(k.run_tree(run_id), tree)
         for pid, blob in programs.items():
@@ -105,7 +105,10 @@ class RunStore:
     def status(self, run_id: str) -> RunStatus | None:
         """``open`` until settled; then settled | partial | cancelled | timeout."""
         raw = self._r.hget(self._keys.run(run_id), "status")
-        return raw.decode() if raw is not None else None  # type: ignore[return-value]
+        if raw is None:
+            return None
+        status: RunStatus = raw.decode()
+        return status
 
     def report(self, run_id: str) -> CouncilReport | None:
         """The settled report, or None while the run is open."""
@@ -128,11 +131,13 @@ class RunStore:
 
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
-        return self._r.get(self._keys.run_tree(run_id))
+        blob: bytes | None = self._r.get(self._keys.run_tree(run_id))
+        return blob
 
     def program(self, run_id: str, participant: str) -> bytes | None:
         """A program read from the base tree for a command reviewer, if any."""
-        return self._r.get(self._keys.run_program(run_id, participant))
+        blob: bytes | None = self._r.get(self._keys.run_program(run_id, participant))
+        return blob
 
     def cancelled(self, run_id: str) -> bool:
         """Whether the run was cancelled."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import redis
 
@@ -27,6 +26,7 @@ from council.findings import FINDING, Finding
 from council.ledger import Ledger, attributed_ids
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
+from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps
 
@@ -39,7 +39,7 @@ class SessionStore:
 
     def __init__(
         self,
-        client: redis.Redis[Any],
+        client: RedisClient,
         keys: Keys,
         *,
         session_retention_s: int,
