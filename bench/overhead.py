@@ -55,11 +55,19 @@ def _percentile(values: list[float], q: float) -> float:
 
 def _setup(tmp: Path) -> ReviewOptions:
     repo = new_repo(tmp / "repo", {"app.py": "x = 1\n"})
-    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    base = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
     commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
-    answer = {"findings": [{"subject": "debug print left in", "label": "nitpick",
-                            "location": {"kind": "line", "file": "app.py", "start": 2}}]}
+    answer = {
+        "findings": [
+            {
+                "subject": "debug print left in",
+                "label": "nitpick",
+                "location": {"kind": "line", "file": "app.py", "start": 2},
+            }
+        ]
+    }
     (tmp / "answer.json").write_text(json.dumps(answer))
     tables = "".join(
         f'[[reviewers]]\nid = "r{i}"\nbackend = "replay"\nanswer = "answer.json"\n'
@@ -76,11 +84,22 @@ def _councils(rt: Runtime, app: object, prepared: Round, n: int) -> list[float]:
     for i in range(n):
         created = now_ms()
         record = prepared.record.model_copy(
-            update={"run_id": f"bench{os.getpid()}x{i}x{created}", "created_ms": created,
-                    "deadline_ms": created + 120_000}
+            update={
+                "run_id": f"bench{os.getpid()}x{i}x{created}",
+                "created_ms": created,
+                "deadline_ms": created + 120_000,
+            }
         )
-        round_ = Round(record, prepared.roster, prepared.participants, prepared.prompts,
-                       prepared.programs, prepared.tree, prepared.change, prepared.notes)
+        round_ = Round(
+            record,
+            prepared.roster,
+            prepared.participants,
+            prepared.prompts,
+            prepared.programs,
+            prepared.tree,
+            prepared.change,
+            prepared.notes,
+        )
         t0 = time.perf_counter()
         open_and_dispatch(app, rt, round_)  # type: ignore[arg-type]
         report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
@@ -114,8 +133,10 @@ def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
         sys.exit("redis-server is missing: apt-get install redis-server (or run `make test` once)")
     port = _free_port()
     url = f"redis://127.0.0.1:{port}/0"
-    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
     workers: list[subprocess.Popen[bytes]] = []
     try:
         client = redis.Redis.from_url(url)
@@ -127,12 +148,32 @@ def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
                 time.sleep(0.05)
         env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(tmp / "work")}
         for w in range(2):
-            workers.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-P", "threads",
-                 "-c", str(PARTICIPANTS), "-n", f"bench{w}@%h", "--loglevel=WARNING",
-                 "--without-mingle", "--without-gossip"],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
+            workers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "workers.celery_app",
+                        "worker",
+                        "-P",
+                        "threads",
+                        "-c",
+                        str(PARTICIPANTS),
+                        "-n",
+                        f"bench{w}@%h",
+                        "--loglevel=WARNING",
+                        "--without-mingle",
+                        "--without-gossip",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
         settings = Settings(redis_url=SecretStr(url))
         app = create_app(settings)
         for _ in range(300):
@@ -175,15 +216,19 @@ def main() -> None:
             "distributed": _distributed(tmp, options, args.councils),
             "embedded": _embedded(tmp, options, args.councils),
         }
-    print(f"council overhead: {PARTICIPANTS} replay participants x {LATENCY_MS} ms, "
-          f"{args.councils} councils per mode (ms = wall - {LATENCY_MS} ms)")
+    print(
+        f"council overhead: {PARTICIPANTS} replay participants x {LATENCY_MS} ms, "
+        f"{args.councils} councils per mode (ms = wall - {LATENCY_MS} ms)"
+    )
     print(f"{'mode':<28}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}{'target p50':>12}{'met':>6}")
     for mode, values in results.items():
         p50, p95 = _percentile(values, 0.5), _percentile(values, 0.95)
         target = TARGETS_MS.get(mode)
         met = "" if target is None else ("yes" if p50 <= target else "NO")
         shown = "" if target is None else f"<= {target:.0f}"
-        print(f"{mode:<28}{p50:>10.1f}{p95:>10.1f}{statistics.mean(values):>10.1f}{shown:>12}{met:>6}")
+        print(
+            f"{mode:<28}{p50:>10.1f}{p95:>10.1f}{statistics.mean(values):>10.1f}{shown:>12}{met:>6}"
+        )
 
 
 if __name__ == "__main__":
