@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ from tests.gitrepo import commit, new_repo  # noqa: E402
 from workers.celery_app import create_app  # noqa: E402
 from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
 from workers.embedded import embedded_council  # noqa: E402
+from workers.logging import configure_logging  # noqa: E402
 from workers.review import now_ms  # noqa: E402
 from workers.runtime import Runtime, build_runtime  # noqa: E402
 from workers.settings import Settings  # noqa: E402
@@ -104,7 +106,9 @@ def _councils(rt: Runtime, app: object, prepared: Round, n: int) -> list[float]:
         open_and_dispatch(app, rt, round_)  # type: ignore[arg-type]
         report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
         wall_ms = (time.perf_counter() - t0) * 1000
-        assert report.status == "settled", report.status
+        assert report.status == "settled", [
+            (p.id, p.state, p.failure, p.stop) for p in report.participants
+        ]
         overheads.append(wall_ms - LATENCY_MS)
     return overheads
 
@@ -182,7 +186,13 @@ def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
         rt = build_runtime(settings)
         prepared = prepare(settings, options, mode="distributed")
         _councils(rt, app, prepared, 2)  # warm-up: tree unpacked, connections open
-        return _councils(rt, app, prepared, n)
+        measured = _councils(rt, app, prepared, n)
+        consumer = getattr(app.backend, "result_consumer", None)
+        if consumer is not None:
+            consumer.stop()
+        app.close()
+        gc.collect()  # result handles unsubscribe now, while redis-server is still up
+        return measured
     finally:
         for w in workers:
             os.killpg(w.pid, signal.SIGTERM)
@@ -208,13 +218,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--councils", type=int, default=20)
     args = parser.parse_args()
+    configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
         options = _setup(tmp)
         results = {
             "baseline (asyncio.gather)": _baseline(args.councils),
-            "distributed": _distributed(tmp, options, args.councils),
             "embedded": _embedded(tmp, options, args.councils),
+            "distributed": _distributed(tmp, options, args.councils),
         }
     print(
         f"council overhead: {PARTICIPANTS} replay participants x {LATENCY_MS} ms, "

@@ -71,7 +71,11 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "worker_concurrency": settings.worker_threads,
     }
     if embedded:
-        conf.update(broker_url="memory://localhost/", result_backend="cache+memory://")
+        conf.update(
+            broker_url="memory://localhost/",
+            result_backend="cache+memory://",
+            broker_transport_options={"polling_interval": 0.005},
+        )
         return conf
     url = settings.redis_url_value() or LOCAL_REDIS
     conf.update(

@@ -239,7 +239,10 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         warnings.simplefilter("ignore")
         canvas = chord(header, body)
         canvas.link_error(errback)
-        canvas.apply_async()
+        sent = canvas.apply_async()
+    # Drop the result handle now, while the backend is reachable: its finalizer
+    # unsubscribes from the result backend (celery.md §1.12, noise at exit).
+    del sent
     log.info(
         "run_dispatched",
         run_id=record.run_id,

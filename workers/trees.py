@@ -9,6 +9,7 @@ Source: architecture.md "State in Redis" (tree archive).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -35,20 +36,28 @@ class TreeCache:
             return self._locks.setdefault(run_id, threading.Lock())
 
     def tree(self, run_id: str, fetch: Callable[[], bytes | None]) -> Path | None:
-        """The unpacked head tree of a run (None when the run stored no tree)."""
+        """The unpacked head tree of a run (None when the run stored no tree).
+
+        Unpacked into a fresh directory, then renamed into place (atomic), so worker
+        processes sharing one work directory never see half a tree nor clash.
+        """
         dest = self._root / run_id / "tree"
         with self._lock_for(run_id):
-            marker = self._root / run_id / ".unpacked"
-            if marker.exists():
+            if dest.is_dir():
                 return dest
             archive = fetch()
             if archive is None:
                 return None
-            if dest.exists():
-                shutil.rmtree(dest)
-            dest.mkdir(parents=True)
-            unpack_tree(archive, dest)
-            marker.touch()
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".unpacking-"))
+            try:
+                unpack_tree(archive, staging)
+                os.rename(staging, dest)
+            except OSError:
+                if not dest.is_dir():
+                    raise
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
             self._remember(run_id)
             return dest
 
@@ -56,8 +65,11 @@ class TreeCache:
         """Write a base-tree program for a participant and make it executable."""
         path = self._root / run_id / "programs" / participant
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(blob)
-        path.chmod(0o755)
+        fd, staging = tempfile.mkstemp(dir=path.parent, prefix=".program-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(blob)
+        os.chmod(staging, 0o755)
+        os.replace(staging, path)
         return path
 
     def _remember(self, run_id: str) -> None:
