@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from council.findings import Finding, Warning
 from council.reviewers.base import Stop
@@ -40,6 +40,15 @@ class ParticipantSummary(BaseModel):
     duration_ms: int = 0
 
 
+class Suppression(BaseModel):
+    """Why a finding is listed but never gates nor posts: a dismissal or the baseline."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Literal["dismissed", "baseline"]
+    reason: str = ""
+
+
 class CouncilReport(BaseModel):
     """Everything one run settled to (architecture.md; reports read this).
 
@@ -66,6 +75,17 @@ class CouncilReport(BaseModel):
     notes: tuple[str, ...] = ()
     created_ms: int = 0
     settled_ms: int | None = None
+    off_diff: dict[int, str] = Field(default_factory=dict)
+    """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
+    range-crosses-hunks, range-inverted). Such a finding is never dropped: it is shown
+    in the body, "not on a changed line"."""
+    seen: tuple[int, ...] = ()
+    """Ids of findings whose fingerprint an earlier round of the session already
+    reported: shown, not posted again."""
+    suppressed: dict[int, Suppression] = Field(default_factory=dict)
+    """Finding id → the dismissal or baseline entry that suppresses it."""
+    outdated: tuple[Finding, ...] = ()
+    """Findings of earlier rounds whose code this round's change edited or removed."""
 
     @property
     def partial(self) -> bool:
