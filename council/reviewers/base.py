@@ -61,6 +61,47 @@ class JournalSink(Protocol):
     def append(self, raw: str) -> str: ...
 
 
+class Usage(BaseModel):
+    """Tokens a model reviewer used, summed over every request of the review.
+
+    Counts come from the provider's own usage fields: ``input`` (prompt tokens, cached
+    ones included), ``output`` (completion tokens, reasoning included), ``cached`` (the
+    part of ``input`` served from the provider's cache), ``reasoning`` (the part of
+    ``output`` spent thinking). ``requests`` counts HTTP requests made, failed and retried
+    ones included, so a cost computed from it is never an undercount.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    reasoning: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cached=self.cached + other.cached,
+            reasoning=self.reasoning + other.reasoning,
+            requests=self.requests + other.requests,
+        )
+
+
+class RateLimiter(Protocol):
+    """Admission to a provider shared by every worker (requests and tokens per minute).
+
+    ``acquire`` blocks until one request estimated at ``tokens`` may be sent, or until
+    ``deadline`` (a ``time.monotonic()`` value) passes, and returns whether it was
+    admitted. ``settle`` corrects the token count once the real usage is known.
+    """
+
+    def acquire(self, key: str, tokens: int, deadline: float) -> bool: ...
+
+    def settle(self, key: str, estimated: int, actual: int) -> None: ...
+
+
 @dataclass(frozen=True)
 class ReviewRequest:
     """Everything a backend needs for one review.
@@ -71,6 +112,10 @@ class ReviewRequest:
     * ``env``: extra environment for a child process (``COUNCIL_RUN``, ...).
     * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
     * ``changed_paths``: the files of the change as reviewers see them (new side).
+    * ``secrets``: values of the environment variables the participant's options name
+      (``api_key_env``), read by the worker at the edge; never logged.
+    * ``rate_limiter``: shared admission to the provider, when the runtime has one.
+    * ``witness``: the commit of ``workdir`` when the tree was pinned (tools' anchors).
     """
 
     participant: Participant
@@ -81,6 +126,9 @@ class ReviewRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
     changed_paths: tuple[str, ...] = ()
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    rate_limiter: RateLimiter | None = None
+    witness: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +149,8 @@ class ReviewResult:
     duration_ms: int = 0
     journal_entries: int = 0
     notes: tuple[str, ...] = ()
+    usage: Usage | None = None
+    """Token usage of a model reviewer (None for programs and replays)."""
 
 
 class Reviewer(Protocol):
