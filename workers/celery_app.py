@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from kombu.entity import Queue
+from kombu.entity import Exchange, Queue
 
 from workers.logging import connect_celery_signals
 from workers.settings import Settings
@@ -22,6 +22,12 @@ CONSOLIDATE_QUEUE = "council.consolidate"
 """Queue of the chord body and the finalizer: some worker must consume it."""
 
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def _queue(name: str) -> Queue:
+    """A queue on its own direct exchange, so no message is bound to two queues."""
+    exchange = Exchange(name, type="direct")  # type: ignore[no-untyped-call]
+    return Queue(name, exchange, routing_key=name)  # type: ignore[no-untyped-call]
 
 
 def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, Any]:
@@ -51,10 +57,7 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "result_chord_expires": max(2 * 24 * 3600, 3 * vt),
         "result_extended": True,
         "task_default_queue": REVIEW_QUEUE,
-        "task_queues": (
-            Queue(REVIEW_QUEUE),  # type: ignore[no-untyped-call]
-            Queue(CONSOLIDATE_QUEUE),  # type: ignore[no-untyped-call]
-        ),
+        "task_queues": tuple(_queue(name) for name in (REVIEW_QUEUE, CONSOLIDATE_QUEUE)),
         "task_routes": {
             "council.review_participant": {"queue": REVIEW_QUEUE},
             "council.consolidate": {"queue": CONSOLIDATE_QUEUE},
