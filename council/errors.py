@@ -6,6 +6,8 @@ stopped and why. These classes are for callers that must act differently::
     CouncilError
     ├── ConfigurationError            exit 2: fix the input and run again
     │   ├── RosterError               a roster field is wrong (names the field path)
+    │   ├── PersonaNotFound           a roster names a persona no charter file provides
+    │   ├── MalformedCharter          a persona's charter file cannot be read
     │   ├── IdentityRefused           a participant id would change meaning
     │   ├── RepositoryError           not a git repository, unknown ref
     │   └── ChangeTooLarge            the diff or the tree is over a cap (names the knob)
@@ -18,6 +20,7 @@ was wrong and the way out. Source: style.md habit 5.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,6 +45,51 @@ class RosterError(ConfigurationError, ValueError):
     def __init__(self, path: str, problem: str, fix: str) -> None:
         self.path, self.problem, self.fix = path, problem, fix
         super().__init__(f"roster: {path}: {problem}. {fix}")
+
+    @staticmethod
+    def field(where: str, key: str) -> str:
+        """The path of ``key`` under ``where``, quoted as TOML writes a key that is not
+        bare: ``limits.openai``, ``prices."openai:gpt-4.1"``."""
+        bare = bool(key) and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+        return f"{where}.{key}" if bare else f'{where}."{key}"'
+
+
+class PersonaNotFound(ConfigurationError, LookupError):
+    """A participant names a persona that no charter file provides (identity-and-clocks.md).
+
+    ``places`` are where ``{persona}.md`` was looked for, in order (each extra directory,
+    then the personas built into council; none when ``persona`` is not an id a file name
+    could carry, e.g. ``../x``); ``known`` lists the persona ids found there,
+    so the message can offer them. The round is refused before anything is sent.
+    """
+
+    def __init__(self, persona: str, places: Sequence[str], known: Sequence[str]) -> None:
+        self.persona, self.places, self.known = persona, tuple(places), tuple(known)
+        offer = f" Known personas: {', '.join(self.known)}." if self.known else ""
+        if not self.places:
+            super().__init__(
+                f"persona {persona!r} is not a persona id (letters, digits, '_' and '-', "
+                f"starting with a letter or digit), so no charter file can carry it. "
+                f"Name a persona by its charter's file name without .md.{offer}"
+            )
+            return
+        super().__init__(
+            f"persona {persona!r} was not found: looked for {persona}.md in "
+            f"{'; '.join(self.places)}. Write the charter {persona}.md in one of those "
+            f"places (listed in [council] persona_dirs), or name a persona that exists."
+            f"{offer}"
+        )
+
+
+class MalformedCharter(ConfigurationError, ValueError):
+    """A persona's charter file is not a frontmatter block and a body.
+
+    ``source`` names the file, ``problem`` what is wrong or missing, ``fix`` what to write.
+    """
+
+    def __init__(self, source: str, problem: str, fix: str) -> None:
+        self.source, self.problem, self.fix = source, problem, fix
+        super().__init__(f"persona charter {source}: {problem}. {fix}")
 
 
 class IdentityRefused(ConfigurationError):

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.findings import Finding, Warning
-from council.reviewers.base import Stop
+from council.reviewers.base import Stop, Usage
 
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
@@ -38,6 +38,11 @@ class ParticipantSummary(BaseModel):
     warnings: int = 0
     attempts: int = 0
     duration_ms: int = 0
+    usage: Usage | None = None
+    """Tokens a model reviewer used (None for programs, analyzers and replays)."""
+    cost_usd: float | None = None
+    """What ``usage`` cost in US dollars (:func:`council.cost.cost_usd`); None when the
+    participant used no tokens or its model has no price in the roster."""
 
 
 class Suppression(BaseModel):
@@ -86,6 +91,12 @@ class CouncilReport(BaseModel):
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()
     """Findings of earlier rounds whose code this round's change edited or removed."""
+    cost_usd: float | None = None
+    """What the participants' tokens cost in US dollars, summed over those with a price
+    (:func:`council.cost.sum_costs`); None when no participant had a priced cost."""
+    cost_complete: bool = True
+    """False when some participant used tokens without a price: ``cost_usd`` is then a
+    lower bound, and a report says "at least"."""
 
     @property
     def partial(self) -> bool:

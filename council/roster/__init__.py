@@ -3,7 +3,8 @@
 :func:`parse_roster` reads the TOML text of ``council.toml`` into a checked, frozen
 :class:`Roster`; every refusal is a :class:`~council.errors.RosterError` naming the field
 path (``reviewers[2].backend``) and the fix. Inside: ``document`` (the whole file),
-``entries`` (one participant table and its backend options), ``values`` (one TOML value).
+``entries`` (one participant table and its backend options), ``limits`` (the
+``[limits]`` table), ``values`` (one TOML value); ``[prices]`` is read by :mod:`council.cost`.
 Source: identity-and-clocks.md "Participant".
 """
 
@@ -16,12 +17,17 @@ from council.roster.document import (
     parse_roster,
 )
 from council.roster.entries import BACKEND_OPTIONS, ID_PATTERN
+from council.roster.limits import RateLimit, limit_key, limits_for, parse_limits
 
 __all__ = [
     "BACKEND_OPTIONS",
     "DEFAULT_MAX_DIFF_BYTES",
     "DEFAULT_MAX_TREE_BYTES",
     "ID_PATTERN",
+    "RateLimit",
     "Roster",
+    "limit_key",
+    "limits_for",
+    "parse_limits",
     "parse_roster",
 ]

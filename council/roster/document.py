@@ -11,6 +11,7 @@ Shape::
     [council]                      # optional: the round's clocks and caps
     backstop_ms = 2700000          # milliseconds
     max_diff_bytes = 1000000
+    persona_dirs = ["reviewers/personas"]   # searched before the built-in personas
     [paths]                        # optional: glob patterns of the change to review
     include = ["src/**"]
     exclude = ["vendor/**"]
@@ -25,6 +26,12 @@ Shape::
     id = "owl"
     backend = "anthropic"
     model = "claude-sonnet-4"
+    [prices."openai:gpt-4.1"]      # optional: USD per million tokens (council.cost)
+    input = 2.0
+    output = 8.0
+    [limits.openai]                # optional: per minute, all workers together
+    rpm = 500
+    tpm = 30000
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from council.clocks import CLOCK_FIELDS, resolve_clocks
+from council.cost import PriceTable, parse_prices
 from council.errors import RosterError
 from council.participant import Clocks, Participant, Role
 from council.roster.entries import read_participant
+from council.roster.limits import RateLimit, parse_limits
 from council.roster.values import refuse_unknown, table_at, text_list, whole
 
 DEFAULT_MAX_DIFF_BYTES = 1_000_000
@@ -48,10 +57,16 @@ DEFAULT_MAX_DIFF_BYTES = 1_000_000
 DEFAULT_MAX_TREE_BYTES = 50 * 1024 * 1024
 """The largest packed head tree, in bytes (50 MiB), unless ``[council] max_tree_bytes``."""
 
-TABLES: tuple[str, ...] = ("council", "paths", "reviewers", "judge")
+TABLES: tuple[str, ...] = ("council", "paths", "reviewers", "judge", "prices", "limits")
 """The top-level tables a roster may hold."""
 
-COUNCIL_KEYS: tuple[str, ...] = (*CLOCK_FIELDS, "max_diff_bytes", "max_tree_bytes", "quorum")
+COUNCIL_KEYS: tuple[str, ...] = (
+    *CLOCK_FIELDS,
+    "max_diff_bytes",
+    "max_tree_bytes",
+    "quorum",
+    "persona_dirs",
+)
 """Keys of the ``[council]`` table."""
 
 PATHS_KEYS: tuple[str, ...] = ("include", "exclude")
@@ -66,7 +81,10 @@ class Roster(BaseModel):
     are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
     many reviewers must answer in full for the council to complete (see
     :func:`council.gate.incomplete_reasons`): default 1, 0 switches the count off, never
-    more than the number of reviewers.
+    more than the number of reviewers. ``persona_dirs`` are searched for persona charters
+    before the built-in ones, as written (the caller resolves relative ones);
+    ``prices`` and ``limits`` are checked by :func:`council.cost.parse_prices` and
+    :func:`council.roster.limits.parse_limits`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -80,6 +98,9 @@ class Roster(BaseModel):
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
     quorum: int = 1
+    persona_dirs: tuple[str, ...] = ()
+    prices: PriceTable = PriceTable()
+    limits: dict[str, RateLimit] = Field(default_factory=dict)
 
     @property
     def participants(self) -> tuple[Participant, ...]:
@@ -149,6 +170,13 @@ def _paths(doc: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]
     return found[0] or (), found[1] or ()
 
 
+def _persona_dirs(round_table: Mapping[str, object]) -> tuple[str, ...]:
+    """The directories of ``[council] persona_dirs``, in order (empty when absent)."""
+    fix = 'Write persona_dirs as a list of directories, e.g. persona_dirs = ["personas"]'
+    dirs = text_list(round_table, "persona_dirs", "council", fix, non_empty=False, blank_ok=False)
+    return dirs or ()
+
+
 def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Roster:
     """Read a roster's TOML text into a checked :class:`Roster`.
 
@@ -161,7 +189,8 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
     Raises :class:`~council.errors.RosterError` (``path``, ``problem``, ``fix``) for bad
     TOML, unknown tables or keys, a missing, malformed or repeated id, an unknown backend
     or thinking level, bad tools, bad backend options, bad clocks, bad caps or quorum,
-    and a roster without reviewers. Source: identity-and-clocks.md "Participant".
+    bad persona dirs, prices or limits, and a roster without reviewers.
+    Source: identity-and-clocks.md "Participant".
     """
     doc = _load(text, source)
     refuse_unknown(doc, TABLES, "")
@@ -221,4 +250,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         max_diff_bytes=max_diff,
         max_tree_bytes=max_tree,
         quorum=quorum,
+        persona_dirs=_persona_dirs(round_table),
+        prices=parse_prices(doc.get("prices", {}), "prices"),
+        limits=parse_limits(doc.get("limits", {}), "limits"),
     )

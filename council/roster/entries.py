@@ -23,6 +23,7 @@ from council.participant import (
     Role,
     ThinkingLevel,
 )
+from council.personas import PERSONA_ID
 from council.roster.values import refuse_unknown, required_text, table_at, text, text_list, whole
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -173,7 +174,13 @@ def read_participant(
         raise RosterError(f"{where}.thinking_level", f"unknown level {level!r}", level_fix)
     tools_fix = 'List the tools the reviewer may use, e.g. tools = ["read_file"], or leave it out'
     tools = text_list(table, "tools", where, tools_fix, non_empty=True, blank_ok=False)
-    persona = text(table, "persona", where, 'Write the lens id, e.g. persona = "security"')
+    persona_fix = (
+        "Write the lens id: the name of its charter file without .md (letters, digits, "
+        "'_' and '-'), e.g. persona = \"security\""
+    )
+    persona = text(table, "persona", where, persona_fix)
+    if persona is not None and not PERSONA_ID.fullmatch(persona):
+        raise RosterError(f"{where}.persona", f"{persona!r} is not a persona id", persona_fix)
     options = backend_options(table, backend, where)
     if base_dir is not None and backend in PATH_BACKENDS:
         options["base_dir"] = base_dir

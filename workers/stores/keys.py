@@ -1,7 +1,8 @@
 """Every Redis key the council writes, built in one place from the configured prefix.
 
 Run keys (``run:{run_id}…``) expire after the retention period once the run settles;
-session keys (``session:{session}:…``) live until the session is idle for its retention.
+session keys (``session:{session}:…``) live until the session is idle for its retention;
+rate-limit keys (``ratelimit:{name}:…``) one window after their last admission.
 Source: architecture.md "State in Redis", style.md habit 9.
 """
 
@@ -92,6 +93,24 @@ class Keys:
             ]
             keys += [self.journal(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
         return keys
+
+    # -- rate limits --------------------------------------------------------------------
+    def ratelimit_requests(self, name: str) -> str:
+        """Sorted set: admission id → admitted ms, the requests of the last window.
+
+        ``name`` is a limit's name (``openai``, ``openai:gpt-4.1``). Expires one window
+        after the last admission, so an idle limit leaves nothing behind.
+        """
+        return f"{self.prefix}ratelimit:{name}:requests"
+
+    def ratelimit_tokens(self, name: str) -> str:
+        """Sorted set: ``{admission id}|{tokens}`` → admitted ms, the tokens of the last
+        window; expires one window after the last write."""
+        return f"{self.prefix}ratelimit:{name}:tokens"
+
+    def ratelimit_keys(self, name: str) -> list[str]:
+        """Every key of one rate limit."""
+        return [self.ratelimit_requests(name), self.ratelimit_tokens(name)]
 
     # -- sessions -----------------------------------------------------------------------
     def session_issued(self, session: str) -> str:
