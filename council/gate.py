@@ -12,7 +12,8 @@ Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.err
 
 Only the findings filed in THIS round (``report.findings``) are gated: the same round
 is what the report shows. A finding without a severity never trips the gate; ``never``
-never trips it. Source: architecture.md "The shape", harvest.md §7 (stops are partial).
+never trips it; a suppressed finding (dismissed, or in the committed baseline) never
+trips it. Source: architecture.md "The shape", harvest.md §7 (stops are partial).
 """
 
 from __future__ import annotations
@@ -65,14 +66,20 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
     """The findings of this round at or above the threshold, in filing order.
 
     Why: the gate and the report's verdict must agree on exactly which findings block.
-    A finding without severity never trips; ``never`` returns an empty list. Raises
-    ValueError for an unknown level. Source: architecture.md (exit code from --fail-on).
+    A finding without severity never trips; a finding in ``report.suppressed`` (a
+    dismissal or a baseline entry) never trips, since accepting it is what suppressing
+    means; ``never`` returns an empty list. Raises ValueError for an unknown level.
+    Source: architecture.md (exit code from --fail-on).
     """
     level = parse_fail_on(fail_on)
     if level == "never":
         return []
     threshold = severity_rank(level)
-    return [f for f in report.findings if f.severity is not None and _blocks(f, threshold)]
+    return [
+        f
+        for f in report.findings
+        if f.severity is not None and f.id not in report.suppressed and _blocks(f, threshold)
+    ]
 
 
 def _blocks(finding: Finding, threshold: int) -> bool:

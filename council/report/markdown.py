@@ -8,6 +8,9 @@ Layout, top to bottom::
     counts by severity and by label
     participants table                            id, backend / model, state, findings...
     findings, blocking first                      Conventional Comments form
+    not on a changed line                         off-diff findings, with the reason
+    dismissed and baselined                       suppressed findings, with the reason
+    outdated                                      earlier findings this change edited away
     notes
     <details> warnings, grouped per participant </details>
 
@@ -15,7 +18,10 @@ Findings read as Conventional Comments: ``**issue (blocking):** subject`` (``blo
 for critical, ``non-blocking`` for minor, no decoration otherwise), then where, which
 id, who raised it (agreement when several did), severity and confidence, then the
 discussion as a blockquote (a quote is a container: whatever Markdown the reviewer
-wrote, an unclosed fence included, ends with it).
+wrote, an unclosed fence included, ends with it). Each finding is shown once: a finding
+whose anchor misses the diff (``report.off_diff``) under "Not on a changed line", a
+suppressed one under "Dismissed and baselined", the rest under "Findings", where a
+finding an earlier round already reported is marked "(seen in an earlier round)".
 
 A pure function of the report; linear in its size (30,000 findings are one sort and one
 join). Source: architecture.md (reports), harvest.md §2 (anchors), §7 (stops), §8
@@ -25,7 +31,7 @@ join). Source: architecture.md (reports), harvest.md §2 (anchors), §7 (stops),
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from council.findings import (
     LABELS,
@@ -50,13 +56,32 @@ section keeps the whole text."""
 RUN_WARNINGS = "the run"
 """The group heading for warnings that name no participant."""
 
+OFF_DIFF_REASONS: dict[str, str] = {
+    "file-absent": "the file is not in the diff on that side",
+    "line-absent": "the line is not in the diff",
+    "range-crosses-hunks": "the range spans more than one hunk of the diff",
+    "range-inverted": "the range ends before it starts",
+}
+"""What each landing miss code of :func:`council.diff.landing` means, for people."""
 
-def render_markdown(report: CouncilReport, *, fail_on: str = "critical", quorum: int = 1) -> str:
+SEEN_MARK = "(seen in an earlier round)"
+"""The mark after the subject of a finding an earlier round of the session reported."""
+
+
+def render_markdown(
+    report: CouncilReport,
+    *,
+    fail_on: str = "critical",
+    quorum: int = 1,
+    posted: Collection[int] = frozenset(),
+) -> str:
     """The report as Markdown for people, ending with a newline.
 
     ``fail_on`` and ``quorum`` decide the verdict in the title exactly as
     :func:`council.gate.exit_code` decides the exit code, so the page and the CI status
-    never disagree. Raises ValueError for an unknown ``fail_on`` or a negative quorum.
+    never disagree. ``posted`` holds the ids of findings already shown elsewhere as line
+    comments (the body of a pull-request review): they are counted, not repeated.
+    Raises ValueError for an unknown ``fail_on`` or a negative quorum.
     """
     level = parse_fail_on(fail_on)
     sections = [
@@ -64,7 +89,10 @@ def render_markdown(report: CouncilReport, *, fail_on: str = "critical", quorum:
         _partial(report),
         _counts(report),
         _participants(report),
-        _findings(report),
+        _findings(report, posted),
+        _off_diff(report),
+        _suppressed(report),
+        _outdated(report),
         _notes(report),
         _warnings(report),
     ]
@@ -137,13 +165,15 @@ def _counts(report: CouncilReport) -> str:
     if severities[None]:
         by_severity.append(f"{severities[None]} without severity")
     by_label = [f"{labels[label]} {label}" for label in LABELS if labels[label]]
-    return "\n".join(
-        [
-            f"**{_count(len(report.findings), 'finding')}:** " + " · ".join(by_severity),
-            "",
-            "**By label:** " + " · ".join(by_label),
-        ]
-    )
+    lines = [
+        f"**{_count(len(report.findings), 'finding')}:** " + " · ".join(by_severity),
+        "",
+        "**By label:** " + " · ".join(by_label),
+    ]
+    suppressed = sum(1 for f in report.findings if f.id in report.suppressed)
+    if suppressed:
+        lines += ["", f"**Not gated:** {suppressed} dismissed or baselined."]
+    return "\n".join(lines)
 
 
 def _participants(report: CouncilReport) -> str:
@@ -162,27 +192,94 @@ def _participants(report: CouncilReport) -> str:
     return "\n".join(lines)
 
 
-def _findings(report: CouncilReport) -> str:
-    if not report.findings:
+def _findings(report: CouncilReport, posted: Collection[int]) -> str:
+    shown = [
+        f
+        for f in report.findings
+        if f.id not in posted and f.id not in report.off_diff and f.id not in report.suppressed
+    ]
+    count = sum(1 for f in report.findings if f.id in posted)
+    if not shown and not count:
         return ""
-    ordered = sorted(report.findings, key=lambda f: -severity_rank(f.severity))
-    return "\n\n".join(["### Findings", *(_finding(f) for f in ordered)])
+    parts = ["### Findings"]
+    if count:
+        where = f"{_count(count, 'finding')} {'is' if count == 1 else 'are'}"
+        parts.append(f"{where} posted as line comments on the diff and not repeated here.")
+    seen = set(report.seen)
+    ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
+    return "\n\n".join([*parts, *(_finding(f, seen=f.id in seen) for f in ordered)])
 
 
-def _finding(finding: Finding) -> str:
+def _off_diff(report: CouncilReport) -> str:
+    missed = [
+        f for f in report.findings if f.id in report.off_diff and f.id not in report.suppressed
+    ]
+    if not missed:
+        return ""
+    seen = set(report.seen)
+    ordered = sorted(missed, key=lambda f: -severity_rank(f.severity))
+    lead = "Their anchors do not land on a line the diff shows, so they cannot be line comments."
+    blocks = [_finding(f, seen=f.id in seen, missed=_missed(report, f)) for f in ordered]
+    return "\n\n".join(["### Not on a changed line", lead, *blocks])
+
+
+def _missed(report: CouncilReport, finding: Finding) -> str:
+    miss = report.off_diff.get(finding.id) if finding.id is not None else None
+    if miss is None:
+        return ""
+    return f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}"
+
+
+def _suppressed(report: CouncilReport) -> str:
+    items: list[str] = []
+    for finding in report.findings:
+        entry = report.suppressed.get(finding.id) if finding.id is not None else None
+        if entry is None:
+            continue
+        how = "dismissed" if entry.source == "dismissed" else "baselined"
+        why = inline(entry.reason) if entry.reason.strip() else "no reason given"
+        items.append(f"- {_brief(finding)} · {how}: {why}")
+    if not items:
+        return ""
+    lead = "Listed for the record; they neither gate nor post."
+    return "\n".join(["### Dismissed and baselined", "", lead, "", *items])
+
+
+def _outdated(report: CouncilReport) -> str:
+    if not report.outdated:
+        return ""
+    lead = "Findings of earlier rounds whose code this change edited or removed."
+    items = [f"- {_brief(f)}" for f in report.outdated]
+    return "\n".join(["### Outdated", "", lead, "", *items])
+
+
+def _label(finding: Finding) -> str:
     decoration = DECORATIONS.get(finding.severity)
-    label = f"{finding.label} ({decoration})" if decoration else finding.label
-    facts = [_location(finding)]
+    return f"{finding.label} ({decoration})" if decoration else finding.label
+
+
+def _brief(finding: Finding) -> str:
+    facts = [f"**{_label(finding)}:** {inline(finding.subject)}", _location(finding)]
     if finding.id is not None:
         facts.append(f"id {finding.id}")
-    who = _raised(finding)
+    return " · ".join(facts)
+
+
+def _finding(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
+    facts = [_location(finding)]
+    if missed:
+        facts.append(missed)
+    if finding.id is not None:
+        facts.append(f"id {finding.id}")
+    who = raised_text(finding)
     if who:
         facts.append(who)
     if finding.severity is not None:
         facts.append(f"severity {finding.severity}")
     if finding.confidence is not None:
         facts.append(f"confidence {finding.confidence:.2f}")
-    lines = [f"**{label}:** {inline(finding.subject)}", "", " · ".join(facts)]
+    mark = f" {SEEN_MARK}" if seen else ""
+    lines = [f"**{_label(finding)}:** {inline(finding.subject)}{mark}", "", " · ".join(facts)]
     if finding.discussion.strip():
         lines.append("")
         lines += [f"> {line}" if line.strip() else ">" for line in block(finding.discussion)]
@@ -200,7 +297,12 @@ def _location(finding: Finding) -> str:
     return f"{code(f'{anchor.path}:{lines}')}{side}"
 
 
-def _raised(finding: Finding) -> str:
+def raised_text(finding: Finding) -> str:
+    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 reviewers agree)``.
+
+    Empty when nothing is known. Why: a line comment and the report must name the
+    raisers the same way; several raisers are agreement. Source: harvest.md §8.
+    """
     origin = finding.origin
     judge = origin.participant if origin and origin.kind == "judge" else None
     if finding.raised_by:

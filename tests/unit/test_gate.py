@@ -19,7 +19,13 @@ from council.gate import (
     incomplete_reasons,
     parse_fail_on,
 )
-from council.report.model import CouncilReport, ParticipantState, ParticipantSummary, RunStatus
+from council.report.model import (
+    CouncilReport,
+    ParticipantState,
+    ParticipantSummary,
+    RunStatus,
+    Suppression,
+)
 
 Sev = Literal["critical", "medium", "minor"] | None
 
@@ -77,6 +83,17 @@ def test_tripped_findings_at_or_above_threshold(level: FailOn, ids: list[int]) -
 def test_finding_without_severity_never_trips() -> None:
     """A finding with no severity does not trip even the lowest threshold."""
     assert gate_tripped(_report((None, None)), "minor") == []
+
+
+def test_suppressed_findings_never_trip() -> None:
+    """Dismissed or baselined findings never trip the gate, nor change the exit code."""
+    suppressed = {
+        3: Suppression(source="dismissed", reason="false alarm"),
+        5: Suppression(source="baseline", reason="legacy"),
+    }
+    report = _report(MIXED).model_copy(update={"suppressed": suppressed})
+    assert [f.id for f in gate_tripped(report, "medium")] == [4]
+    assert exit_code(report, "critical") == EXIT_PASSED
 
 
 def test_unknown_level_is_refused() -> None:

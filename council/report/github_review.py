@@ -1,0 +1,204 @@
+"""The GitHub pull-request review: ONE review, with line comments where lines exist.
+
+The JSON body of ``POST /repos/{owner}/{repo}/pulls/{number}/reviews``::
+
+    {"commit_id": <head>,                  absent when the report names no head
+     "body": <Markdown>,                   the verdict, and every finding not commented
+     "event": "REQUEST_CHANGES" | "COMMENT",
+     "comments": [{"path", "line", "side": "RIGHT" | "LEFT",
+                   "start_line"?, "start_side"?, "body"}]}
+
+GitHub refuses the WHOLE review when one comment names a line its diff does not show,
+so a comment is made only from a finding whose anchor landed: a line anchor that
+:func:`council.diff.landing` accepts and :func:`council.landing.land` did not list in
+``off_diff``. Everything else goes into the body, never away: change and file anchors
+(a line comment needs a line), findings not on a changed line, findings seen in an
+earlier round (shown, not posted again), suppressed findings (listed with their
+reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
+65,536-character limit, cut at a block boundary with a note when they would not fit.
+Source: architecture.md (reports); harvest.md §2 (anchors), §8 (raised_by); GitHub REST
+"Create a review for a pull request".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from council.diff import Change, landing
+from council.findings import Finding, LineAnchor, severity_rank
+from council.gate import gate_tripped, parse_fail_on
+from council.report.escape import block, inline
+from council.report.markdown import DECORATIONS, raised_text, render_markdown
+from council.report.model import CouncilReport
+
+MAX_COMMENTS = 50
+"""Line comments in one review at most; the rest are listed in the body. Large reviews
+are refused or time out on GitHub (and bury the conversation); the most severe
+findings are commented first, then the earliest filed."""
+
+BODY_UNITS = 65_536
+"""GitHub's limit on a review or comment body, counted in UTF-16 code units (as GitHub's
+JavaScript-side count does: an emoji is two)."""
+
+SIDES = {"new": "RIGHT", "old": "LEFT"}
+"""GitHub's name for each side of the diff."""
+
+_CUT_NOTE = (
+    "\n\n*Cut here: GitHub limits a review body to 65,536 characters. "
+    "The full report is in the council's Markdown and JSON outputs.*\n"
+)
+_CUT_DISCUSSION = "\n\n… (cut: the full discussion is in the council report)"
+
+
+def render_github_review(
+    report: CouncilReport,
+    *,
+    fail_on: str,
+    quorum: int = 1,
+    change: Change | None = None,
+) -> str:
+    """The review as JSON text (2-space indent, newline-terminated) for GitHub's API.
+
+    ``event`` is ``REQUEST_CHANGES`` when :func:`council.gate.gate_tripped` finds a
+    blocking finding at ``fail_on`` (suppressed findings never block), else ``COMMENT``;
+    an incomplete council does not request changes (its exit code 3 already fails
+    the check, and the body says why). ``body`` is :func:`render_markdown` of the
+    report with the commented findings counted, not repeated.
+
+    Pass ``change`` (the diff the pull request shows) whenever it is at hand: landing
+    is then checked against it as well, and a comment on the old side of a renamed
+    file is addressed by the file's pull-request path. Without it, the report's
+    ``off_diff`` is trusted and old-side findings stay in the body, because GitHub
+    addresses a renamed file by its new path, which only the change knows. Raises
+    ValueError for an unknown ``fail_on`` or a negative quorum.
+    """
+    level = parse_fail_on(fail_on)
+    seen = frozenset(report.seen)
+    placed: list[tuple[Finding, dict[str, Any]]] = []
+    for finding in report.findings:
+        comment = _comment(report, finding, seen, change)
+        if comment is not None:
+            placed.append((finding, comment))
+    ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
+    chosen = sorted(ranked[:MAX_COMMENTS])
+    posted = {ident for i in chosen if (ident := placed[i][0].id) is not None}
+    body = render_markdown(report, fail_on=level, quorum=quorum, posted=posted)
+    review: dict[str, Any] = {}
+    if report.head:
+        review["commit_id"] = report.head
+    review["body"] = _fit(body)
+    review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
+    review["comments"] = [placed[i][1] for i in chosen]
+    return json.dumps(review, indent=2, ensure_ascii=False) + "\n"
+
+
+def _comment(
+    report: CouncilReport, finding: Finding, seen: frozenset[int], change: Change | None
+) -> dict[str, Any] | None:
+    """The line comment for a finding, or None when it belongs in the body."""
+    anchor = finding.anchor
+    ident = finding.id
+    if not isinstance(anchor, LineAnchor) or not anchor.path or ident is None:
+        return None
+    if ident in report.off_diff or ident in report.suppressed or ident in seen:
+        return None
+    path = _pull_request_path(anchor, change)
+    if path is None:
+        return None
+    side = SIDES[anchor.side]
+    comment: dict[str, Any] = {"path": path, "line": anchor.line, "side": side}
+    if anchor.start_line is not None and anchor.start_line < anchor.line:
+        comment["start_line"] = anchor.start_line
+        comment["start_side"] = side
+    comment["body"] = comment_body(finding)
+    return comment
+
+
+def _pull_request_path(anchor: LineAnchor, change: Change | None) -> str | None:
+    """The path GitHub knows the anchored file by, or None when it cannot be trusted."""
+    if change is None:
+        return anchor.path if anchor.side == "new" else None
+    if landing(change, anchor) is not None:
+        return None
+    for changed in change.files:
+        if changed.side_path(anchor.side) == anchor.path:
+            return changed.path
+    return None
+
+
+def comment_body(finding: Finding) -> str:
+    """A finding as a Conventional Comments line comment, under GitHub's body limit.
+
+    Shape: ``**issue (blocking):** subject``, the discussion as a blockquote (whatever
+    Markdown it holds, an unclosed fence included, ends with the quote), then a line
+    ``raised by hawk, owl (2 reviewers agree) · severity critical · council finding
+    12``. A discussion too long for the limit is cut with a note. Why: the comment must
+    read like the report, and one oversized comment must not sink the review. Source:
+    harvest.md §8 (raised_by is agreement).
+    """
+    decoration = DECORATIONS.get(finding.severity)
+    label = f"{finding.label} ({decoration})" if decoration else finding.label
+    head = f"**{label}:** {inline(finding.subject)}"
+    facts = [text for text in (raised_text(finding),) if text]
+    if finding.severity is not None:
+        facts.append(f"severity {finding.severity}")
+    if finding.confidence is not None:
+        facts.append(f"confidence {finding.confidence:.2f}")
+    if finding.id is not None:
+        facts.append(f"council finding {finding.id}")
+    tail = "\n\n" + " · ".join(facts) if facts else ""
+    quoted = _quote(finding.discussion)
+    spare = BODY_UNITS - _units(head) - _units(tail) - 2
+    if _units(quoted) > spare:
+        quoted = _cut_quote(finding.discussion, spare)
+    return head + ("\n\n" + quoted if quoted else "") + tail
+
+
+def _cut_quote(discussion: str, spare: int) -> str:
+    """The discussion quoted and cut, with a note, to at most ``spare`` UTF-16 units.
+
+    What quoting adds to the whole discussion bounds what it adds to a prefix, so the
+    first guess fits; the loop only guards against escaping that differs in a prefix.
+    """
+    overhead = _units(_quote(discussion)) - _units(discussion)
+    room = spare - overhead - _units(_quote(_CUT_DISCUSSION)) - 2
+    keep = _shorten(discussion, max(room, 0))
+    quoted = _quote(keep + _CUT_DISCUSSION)
+    while _units(quoted) > spare and keep:
+        keep = keep[: len(keep) * 9 // 10]
+        quoted = _quote(keep + _CUT_DISCUSSION)
+    return quoted
+
+
+def _quote(text: str) -> str:
+    if not text.strip():
+        return ""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in block(text))
+
+
+def _units(text: str) -> int:
+    """Length in UTF-16 code units, the way GitHub counts a body's characters."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _shorten(text: str, units: int) -> str:
+    """The longest prefix of ``text`` that is at most ``units`` UTF-16 units long."""
+    end = min(len(text), units)
+    while end > 0 and _units(text[:end]) > units:
+        end -= max(1, (_units(text[:end]) - units) // 2)
+    return text[:end]
+
+
+def _fit(body: str) -> str:
+    """The body, cut at a block boundary with a note when it is over the limit."""
+    if _units(body) <= BODY_UNITS:
+        return body
+    closing = "\n\n</details>"
+    prefix = _shorten(body, BODY_UNITS - _units(_CUT_NOTE) - _units(closing))
+    boundary = prefix.rfind("\n\n")
+    kept = prefix[:boundary] if boundary > 0 else prefix
+    lines = kept.split("\n")
+    if lines.count("<details>") > lines.count("</details>"):
+        kept += closing
+    return kept + _CUT_NOTE

@@ -1,0 +1,83 @@
+"""Content fingerprints and per-occurrence fingerprints (council.fingerprint)."""
+
+from __future__ import annotations
+
+import re
+
+from council.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.fingerprint import fingerprint, occurrence_fingerprints
+from tests.forge_cases import OWL, finding
+
+POOL = LineAnchor(path="src/pool.py", line=3)
+
+
+def test_fingerprint_is_64_hex_digits() -> None:
+    """A fingerprint is a SHA-256 hex digest."""
+    assert re.fullmatch(r"[0-9a-f]{64}", fingerprint(finding(1, POOL)))
+
+
+def test_recipe_is_pinned() -> None:
+    """The recipe never changes silently: committed baselines depend on the value."""
+    value = fingerprint(finding(1, POOL, subject="Pool leaks on timeout"))
+    assert value == "c60a071b17ab8fd42d05928c5b7ba6f395250c4efd2a4c86fb34ef23c4b628b8"
+
+
+def test_moving_lines_keeps_the_fingerprint() -> None:
+    """A finding that moved lines (or became a range, or a file anchor) keeps its value."""
+    moved = [
+        LineAnchor(path="src/pool.py", line=90),
+        LineAnchor(path="src/pool.py", start_line=7, line=12),
+        FileAnchor(path="src/pool.py"),
+    ]
+    values = {fingerprint(finding(1, a, subject="leak")) for a in [POOL, *moved]}
+    assert len(values) == 1
+
+
+def test_subject_is_folded_like_sameness() -> None:
+    """Case, whitespace and . , ; : runs do not change the fingerprint."""
+    a = finding(1, POOL, subject="Pool  LEAKS; on\u00a0timeout.")
+    b = finding(2, POOL, subject="pool leaks on timeout")
+    assert fingerprint(a) == fingerprint(b)
+
+
+def test_what_is_left_out() -> None:
+    """Id, severity, discussion, origin and raisers are not part of the fingerprint."""
+    a = finding(1, POOL, subject="leak")
+    b = finding(
+        9, POOL, subject="leak", severity="critical", discussion="x", origin=OWL, raised_by=("a",)
+    )
+    assert fingerprint(a) == fingerprint(b)
+
+
+def test_path_label_and_subject_count() -> None:
+    """A different path, label or subject gives a different fingerprint."""
+    base = finding(1, POOL, subject="leak")
+    others = [
+        finding(1, LineAnchor(path="src/other.py", line=3), subject="leak"),
+        finding(1, POOL, subject="leak", label="question"),
+        finding(1, POOL, subject="leaks!"),
+        finding(1, ChangeAnchor(), subject="leak"),
+    ]
+    assert fingerprint(base) not in {fingerprint(f) for f in others}
+
+
+def test_fields_cannot_bleed_into_each_other() -> None:
+    """Moving text between path and subject cannot produce the same fingerprint."""
+    a = finding(1, FileAnchor(path="a"), subject="b c")
+    b = finding(1, FileAnchor(path="a b"), subject="c")
+    assert fingerprint(a) != fingerprint(b)
+
+
+def test_occurrences_are_unique_and_keep_the_first() -> None:
+    """Repeats get :2, :3 in report order; the first keeps the content fingerprint."""
+    twin = finding(1, POOL, subject="leak")
+    other = finding(2, FileAnchor(path="x.py"), subject="other")
+    prints = occurrence_fingerprints([twin, other, twin, twin])
+    base = fingerprint(twin)
+    assert prints == [base, fingerprint(other), f"{base}:2", f"{base}:3"]
+    assert len(set(prints)) == 4
+
+
+def test_occurrences_of_nothing() -> None:
+    """No findings, no fingerprints."""
+    assert occurrence_fingerprints([]) == []
