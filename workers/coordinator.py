@@ -303,7 +303,8 @@ class Waiter:
     def _halt(self, status: str, stop: Stop) -> CouncilReport:
         """Cancel the reviewers, give them a moment to stop, settle with what is kept."""
         run_id = self.record.run_id
-        self.rt.runs.cancel(run_id)
+        forced: RunStatus = "cancelled" if status == "cancelled" else "timeout"
+        self.rt.runs.cancel(run_id, forced)
         grace_end = now_ms() + CANCEL_GRACE_MS
         while now_ms() < grace_end:
             if self.rt.runs.status(run_id) != "open":
@@ -312,5 +313,4 @@ class Waiter:
             if all(s.state not in ("pending", "running") for s in progress.values()):
                 break
             time.sleep(POLL_S)
-        forced: RunStatus = "cancelled" if status == "cancelled" else "timeout"
         return settle_run(self.rt, run_id, forced=forced, lost=stop)

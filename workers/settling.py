@@ -42,7 +42,8 @@ def settle_run(
 ) -> CouncilReport:
     """Settle ``run_id`` from what Redis holds; return its report (idempotent).
 
-    ``forced`` sets the status (``cancelled``, ``timeout``) instead of deriving it;
+    ``forced`` sets the status (``cancelled``, ``timeout``) instead of deriving it; when
+    it is None, a run cancelled with :meth:`RunStore.cancel` gets the status given there;
     ``lost`` is the stop given to participants without an outcome (default
     ``worker-lost``).
     """
@@ -52,6 +53,10 @@ def settle_run(
     settled = rt.runs.report(run_id)
     if settled is not None:
         return settled
+    if forced is None:
+        # A cancelled run settles as cancelled (or timeout) even when the consolidation,
+        # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
+        forced = rt.runs.cancel_status(run_id)
     participants = rt.runs.participants(run_id)
     read = Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned")
     caps = JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
+from council.errors import ConfigurationError
 from council.report import render_json, render_markdown
 from workers.cli.context import CliContext, UsageProblem
 
@@ -81,13 +83,33 @@ def ledger_command(cli: CliContext, session: str) -> None:
 @click.command("release")
 @click.argument("session")
 @click.argument("participant")
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Without Redis: the embedded state file holding the session (default: the "
+    "cache directory).",
+)
 @click.pass_obj
-def release_command(cli: CliContext, session: str, participant: str) -> None:
+def release_command(cli: CliContext, session: str, participant: str, state: Path | None) -> None:
     """Free a participant id in a session, so it may take a new meaning.
 
-    Its earlier findings then no longer say unambiguously who raised them.
+    Its earlier findings then no longer say unambiguously who raised them. With
+    COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
     """
-    if cli.runtime().sessions.release(session, participant):
+    if cli.distributed:
+        released = cli.runtime().sessions.release(session, participant)
+    else:
+        from workers.embedded import state_sessions
+
+        settings = cli.settings
+        if state is not None:
+            settings = settings.model_copy(update={"state_path": state})
+        try:
+            with state_sessions(settings, save=True) as store:
+                released = store.release(session, participant)
+        except ConfigurationError as exc:
+            raise UsageProblem(str(exc)) from None
+    if released:
         click.echo(f"released {participant!r} in session {session!r}")
     else:
         raise UsageProblem(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 import signal
 import sys
 import threading
@@ -16,7 +17,7 @@ import redis
 
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.gate import exit_code, gate_summary, parse_fail_on
-from council.ledger import Ledger
+from council.ledger import Ledger, attributed_ids
 from council.report import render_json, render_markdown
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, Incomplete, UsageProblem
@@ -28,11 +29,12 @@ from workers.coordinator import (
     open_and_dispatch,
     prepare,
 )
-from workers.embedded import embedded_council
+from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.progress import ParticipantProgress, Progress
 from workers.review import now_ms
 from workers.runtime import Runtime
+from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress
 
 FAIL_ON = ["critical", "medium", "minor", "never"]
@@ -48,6 +50,11 @@ _roster_option = click.option(
     "--roster",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Roster TOML to use instead of council.toml in the BASE ref's tree.",
+)
+_state_option = click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Embedded mode: the file sessions are kept in (default: the cache directory).",
 )
 
 
@@ -79,10 +86,9 @@ _roster_option = click.option(
 )
 @click.option(
     "--quorum",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Exit 3 when fewer participants than this answered.",
+    type=click.IntRange(min=0),
+    help="Exit 3 when fewer reviewers than this answered in full; 0 switches the count "
+    "off (default: the roster's [council] quorum, 1).",
 )
 @click.option(
     "--timeout",
@@ -91,11 +97,7 @@ _roster_option = click.option(
     help="Bound the whole council; on it the run settles as timeout (exit 3).",
 )
 @click.option("--session", help="Session key (default: the repository and the head branch).")
-@click.option(
-    "--state",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Embedded mode: the file sessions are kept in (default: the cache directory).",
-)
+@_state_option
 @click.option(
     "--progress/--no-progress",
     default=True,
@@ -112,7 +114,7 @@ def review_command(
     json_out: Path | None,
     markdown_out: Path | None,
     fail_on: str,
-    quorum: int,
+    quorum: int | None,
     timeout: float | None,
     session: str | None,
     state: Path | None,
@@ -128,9 +130,8 @@ def review_command(
     Example:
       council review --repo . --base HEAD~1 --roster examples/council.toml --json out.json
     """
-    settings = cli.settings
-    if state is not None:
-        settings = settings.model_copy(update={"state_path": state})
+    _check_outputs({"--json": json_out, "--markdown": markdown_out})
+    settings = _with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     options = ReviewOptions(repo=repo, base=base, head=head, roster=roster, session=session)
     try:
@@ -141,6 +142,8 @@ def review_command(
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+    if quorum is None:
+        quorum = round_.roster.quorum
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
         with _stop_signals() as stopped:
@@ -148,22 +151,38 @@ def review_command(
                 rt = cli.runtime()
                 report = _run(rt, round_, stopped, show, timeout, app=None)
             else:
-                try:
-                    with embedded_council(settings, len(round_.participants)) as (app, rt):
-                        report = _run(rt, round_, stopped, show, timeout, app=app)
-                except ValueError as exc:
-                    raise UsageProblem(str(exc)) from None
+                with embedded_council(settings, len(round_.participants)) as (app, rt):
+                    report = _run(rt, round_, stopped, show, timeout, app=app)
     except IdentityRefused as exc:
+        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
+    except ConfigurationError as exc:  # the embedded state file cannot be read
         raise UsageProblem(str(exc)) from None
     except (IncompleteError, redis.RedisError) as exc:
         raise Incomplete(redact_text(str(exc))) from None
     finally:
         if show is not None:
             show.close()
-    _emit(report, json_out, markdown_out, fail_on)
+    _emit(report, json_out, markdown_out, fail_on, quorum)
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=quorum))
+
+
+def _with_state(cli: CliContext, state: Path | None) -> Settings:
+    """The settings, with ``--state`` (embedded mode's state file) when given."""
+    if state is None:
+        return cli.settings
+    return cli.settings.model_copy(update={"state_path": state})
+
+
+def _refused(exc: IdentityRefused, session: str, state: Path | None) -> UsageProblem:
+    """The refusal, with the release command spelt out for this session (and state file)."""
+    release = f"council release {shlex.quote(session)} {exc.participant}"
+    if state is not None:
+        release += f" --state {shlex.quote(str(state))}"
+    text, short = str(exc), f"`council release {exc.participant}`"
+    text = text.replace(short, f"`{release}`") if short in text else f"{text} (`{release}`)"
+    return UsageProblem(text)
 
 
 def _run(
@@ -209,15 +228,41 @@ def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantPr
 
 
 def _emit(
-    report: CouncilReport, json_out: Path | None, markdown_out: Path | None, fail_on: str
+    report: CouncilReport,
+    json_out: Path | None,
+    markdown_out: Path | None,
+    fail_on: str,
+    quorum: int,
 ) -> None:
-    markdown = render_markdown(report, fail_on=fail_on)
+    markdown = render_markdown(report, fail_on=fail_on, quorum=quorum)
     if markdown_out is not None:
-        markdown_out.write_text(markdown, encoding="utf-8")
+        _write(markdown_out, markdown, "--markdown")
     else:
         click.echo(markdown)
     if json_out is not None:
-        json_out.write_text(render_json(report), encoding="utf-8")
+        _write(json_out, render_json(report), "--json")
+
+
+def _check_outputs(outputs: dict[str, Path | None]) -> None:
+    """Refuse an output file whose directory is missing before anything is sent: a
+    traceback after the run would exit 1, which CI reads as a tripped gate."""
+    for option, path in outputs.items():
+        if path is not None and not path.parent.is_dir():
+            raise UsageProblem(
+                f"{option} {path}: the directory {path.parent} does not exist; create it, "
+                f"or pass a path in an existing directory"
+            )
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    """Write a report file; a failure is exit 2 naming the option, never a traceback."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageProblem(
+            f"{option} {path} cannot be written ({exc.strerror}); the run itself settled. "
+            f"Pass a writable path"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -252,9 +297,16 @@ def _stop_signals() -> Iterator[threading.Event]:
 @click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
 @_roster_option
 @click.option("--session", help="Session whose ledger the identity claims are checked against.")
+@_state_option
 @click.pass_obj
 def check_command(
-    cli: CliContext, repo: Path, base: str, head: str, roster: Path | None, session: str | None
+    cli: CliContext,
+    repo: Path,
+    base: str,
+    head: str,
+    roster: Path | None,
+    session: str | None,
+    state: Path | None,
 ) -> None:
     """Validate the roster and the identity claims; print each participant's prompt.
 
@@ -265,18 +317,19 @@ def check_command(
       council check --roster examples/council.toml --base HEAD~1
     """
     mode = "distributed" if cli.distributed else "embedded"
+    settings = _with_state(cli, state)
     try:
-        round_ = prepare(cli.settings, ReviewOptions(repo, base, head, roster, session), mode=mode)
+        round_ = prepare(settings, ReviewOptions(repo, base, head, roster, session), mode=mode)
     except NothingToReview as done:
         click.echo(f"roster OK; {done}.")
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
-    ledger = _ledger_for(cli, round_.record.session)
+    ledger, attributed = _ledger_for(cli, settings, round_.record.session)
     try:
-        ledger.claim_round(round_.roster.claims(), set())
+        ledger.claim_round(round_.roster.claims(), attributed)
     except IdentityRefused as exc:
-        raise UsageProblem(str(exc)) from None
+        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
     for p in round_.participants:
         click.echo(f"===== {p.id} ({p.role}, backend {p.backend}) =====")
         click.echo(round_.prompts[p.id])
@@ -289,21 +342,14 @@ def check_command(
     )
 
 
-def _ledger_for(cli: CliContext, session: str) -> Ledger:
-    """The session's ledger from Redis, or from the embedded state file."""
+def _ledger_for(cli: CliContext, settings: Settings, session: str) -> tuple[Ledger, set[str]]:
+    """The session's ledger and the ids its findings are attributed to, from Redis or
+    from the embedded state file."""
     if cli.distributed:
-        return cli.runtime().sessions.ledger(session)
-    import fakeredis
-
-    from workers.embedded import default_state_path, load_state
-    from workers.stores.keys import Keys
-    from workers.stores.sessions import SessionStore
-
-    client: Any = fakeredis.FakeRedis()
-    keys = Keys(cli.settings.prefix)
+        sessions = cli.runtime().sessions
+        return sessions.ledger(session), attributed_ids(sessions.findings(session))
     try:
-        load_state(client, keys, cli.settings.state_path or default_state_path())
-    except ValueError as exc:
+        with state_sessions(settings, save=False) as store:
+            return store.ledger(session), attributed_ids(store.findings(session))
+    except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
-    store = SessionStore(client, keys, session_retention_s=60, run_retention_s=60)
-    return store.ledger(session)

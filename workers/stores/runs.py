@@ -143,9 +143,21 @@ class RunStore:
         """Whether the run was cancelled."""
         return bool(self._r.exists(self._keys.run_cancel(run_id)))
 
-    def cancel(self, run_id: str) -> None:
-        """Mark the run cancelled; reviewers watching it stop as ``cancelled``."""
-        self._r.set(self._keys.run_cancel(run_id), b"1", ex=7 * 24 * 3600)
+    def cancel(self, run_id: str, status: RunStatus = "cancelled") -> None:
+        """Mark the run cancelled; reviewers watching it stop as ``cancelled``.
+
+        ``status`` (``cancelled``, or ``timeout`` for ``--timeout``) is what the run
+        settles as, whoever settles it: the waiting CLI, or the consolidation that the
+        stopped reviewers' tasks fire first.
+        """
+        self._r.set(self._keys.run_cancel(run_id), status.encode(), ex=7 * 24 * 3600)
+
+    def cancel_status(self, run_id: str) -> RunStatus | None:
+        """The status a cancelled run settles as (None when it was not cancelled)."""
+        raw = self._r.get(self._keys.run_cancel(run_id))
+        if raw is None:
+            return None
+        return "timeout" if raw == b"timeout" else "cancelled"
 
     # -- progress and outcomes --------------------------------------------------------------
     def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:

@@ -1,0 +1,57 @@
+"""``council record`` against a real redis-server: the entry lands in the run's journal."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import structlog
+from click.testing import CliRunner
+
+from workers.cli import main
+from workers.stores.journal import JournalStore
+from workers.stores.keys import Keys
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def test_record_appends_to_the_participants_journal(redis_url: str, tmp_path: Path) -> None:
+    """With Redis, run and participant set, the entry lands in the latest attempt's journal."""
+    client = redis.Redis.from_url(redis_url)
+    journals = JournalStore(client, Keys("council:"))
+    journals.next_attempt("run-1", "hawk")
+    journals.next_attempt("run-1", "hawk")
+    side_file = tmp_path / "journal.jsonl"
+    entry = {"subject": "token is logged", "label": "issue"}
+    done = CliRunner().invoke(
+        main,
+        ["record", "--json", json.dumps(entry)],
+        env={
+            "COUNCIL_REDIS_URL": redis_url,
+            "COUNCIL_RUN": "run-1",
+            "COUNCIL_PARTICIPANT": "hawk",
+            "COUNCIL_JOURNAL": str(side_file),
+        },
+    )
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == "Recorded."
+    assert [json.loads(raw) for raw in journals.read("run-1", "hawk", 2)] == [entry]
+    assert journals.read("run-1", "hawk", 1) == []
+    assert not side_file.exists()
+    client.close()
