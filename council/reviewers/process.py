@@ -40,7 +40,8 @@ KILL_GRACE_MS = 1000
 """Time between SIGTERM and SIGKILL to a stopped program's process group, in ms."""
 
 STDOUT_CAP_BYTES = 20 * 1024 * 1024
-"""Most stdout kept, in bytes; past it, output is read and dropped (and noted)."""
+"""Most stdout kept, in bytes: past it the first half and the LAST half are kept (a
+reviewer's final answer comes last), the middle is dropped, and that is noted."""
 
 STDERR_TAIL_BYTES = 4096
 """How much of the end of stderr is kept for a failure message, in bytes."""
@@ -149,17 +150,29 @@ class _Activity:
 
 
 class _Capture:
-    """Reads one pipe to its end on a thread: kept whole up to a cap, or only its tail."""
+    """Reads one pipe to its end on a thread.
+
+    Up to ``cap`` bytes are kept whole. Past it, with ``tail`` only the last ``cap``
+    bytes are kept; without, the first ``cap // 2`` and the last ``cap // 2`` (so a long
+    investigation log does not push out the answer printed at the end).
+    """
 
     def __init__(self, stream: IO[bytes], cap: int, tail: bool, activity: _Activity | None):
         self._stream, self._cap, self._tail, self._activity = stream, cap, tail, activity
-        self.data = bytearray()
+        self.head = bytearray()
+        self.rest = bytearray()
         self.capped = False
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
+    @property
+    def data(self) -> bytes:
+        """What was kept, in order (head, then the tail when the middle was dropped)."""
+        return bytes(self.head + self.rest)
+
     def _run(self) -> None:
         read1 = getattr(self._stream, "read1", self._stream.read)
+        half = self._cap // 2
         while True:
             try:
                 chunk: bytes = read1(65536)
@@ -170,14 +183,25 @@ class _Capture:
             if self._activity is not None:
                 self._activity.touch()
             if self._tail:
-                self.data += chunk
-                del self.data[: max(0, len(self.data) - self._cap)]
-            elif len(self.data) < self._cap:
-                room = self._cap - len(self.data)
-                self.data += chunk[:room]
-                self.capped = self.capped or len(chunk) > room
-            else:
+                self.rest += chunk
+                if len(self.rest) > self._cap:
+                    self.capped = True
+                    del self.rest[: len(self.rest) - self._cap]
+                continue
+            if len(self.head) + len(self.rest) + len(chunk) <= self._cap:
+                self.head += chunk
+                continue
+            if len(self.head) < half:
+                take = half - len(self.head)
+                self.head += chunk[:take]
+                chunk = chunk[take:]
+            elif len(self.head) > half:
+                self.rest = self.head[half:] + self.rest
+                del self.head[half:]
+            self.rest += chunk
+            if len(self.rest) > self._cap - half:
                 self.capped = True
+                del self.rest[: len(self.rest) - (self._cap - half)]
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:
@@ -345,7 +369,10 @@ def _supervise(
     follower.finish()
     notes.extend(follower.notes)
     if out.capped:
-        notes.append(f"stdout was cut at {STDOUT_CAP_BYTES} bytes; the rest was dropped")
+        notes.append(
+            f"stdout was over {STDOUT_CAP_BYTES} bytes: its first and last "
+            f"{STDOUT_CAP_BYTES // 2} bytes were read, the middle was dropped"
+        )
     return Ran(
         stdout=bytes(out.data),
         stdout_capped=out.capped,

@@ -313,11 +313,14 @@ def test_leftover_children_are_stopped_after_exit(tmp_path: Path) -> None:
 
 
 def test_stdout_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Output past the cap is dropped and noted; the program still completes."""
+    """Past the cap the first and last halves are kept (the final answer survives), noted."""
     monkeypatch.setattr(process, "STDOUT_CAP_BYTES", 1000)
-    result = review(python("print('y' * 5000)", tmp_path))
-    assert result.answer == "y" * 1000
-    assert any("cut at 1000 bytes" in note for note in result.notes)
+    script = "import sys\nsys.stdout.write('a' * 700 + 'y' * 5000 + '{\"findings\": []}')"
+    result = review(python(script, tmp_path))
+    assert len(result.answer) == 1000
+    assert result.answer.startswith("a" * 500)
+    assert result.answer.endswith('{"findings": []}')
+    assert any("middle was dropped" in note for note in result.notes)
 
 
 def test_prompt_not_read_is_not_a_fault(tmp_path: Path) -> None:
