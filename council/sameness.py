@@ -49,6 +49,7 @@ def says_the_same(a: Finding, b: Finding) -> bool:
     Why: a reviewer journals a finding, then repeats it in its answer, and counting both
     would invent agreement; a vague telling ("somewhere in the change") of a claim made
     precisely elsewhere is the same claim. The relation is symmetric but not transitive.
+    Never raises.
 
     Source: harvest.md §5, §8.
     """

@@ -67,7 +67,7 @@ def read_entry(
     ``entry`` is a decoded JSON value; ``at`` names it (``findings[3]``, ``recorded[0]``);
     ``witness`` is stamped on the anchor (None when the tree was not pinned). Dropped
     entries (``not-an-object``, ``no-subject``) cost exactly one warning: no finding is
-    left whose other fields could degrade. Never raises.
+    left whose other fields could degrade. Never raises. Source: harvest.md §4.
     """
     notes = EntryWarnings(at)
     if not isinstance(entry, Mapping):

@@ -25,8 +25,9 @@ def fence_contents(text: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` offsets of every closed fence's content, in text order.
 
     ``start`` is just after the opening line's LF, ``end`` the start of the closing
-    line (so the content keeps its own line breaks; callers strip it). Linear in the
-    text; never raises.
+    line (so the content keeps its own line breaks; callers strip it). Why: only a
+    fence's WHOLE content may be a bare array or a lone object (harvest.md §3.4). Linear
+    in the text; never raises.
     """
     spans: list[tuple[int, int]] = []
     opened: tuple[str, int, int] | None = None

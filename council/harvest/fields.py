@@ -30,7 +30,8 @@ class EntryWarnings:
     """The warnings of reading one entry, in the order the checks ran (harvest.md §4).
 
     ``at`` names the entry (``findings[2]``, ``recorded[0]``); every message starts with
-    it, so a message read alone still says which entry it is about.
+    it, so a message read alone still says which entry it is about (harvest.md
+    principle 2: no silent loss). Never raises.
     """
 
     def __init__(self, at: str) -> None:
@@ -38,7 +39,10 @@ class EntryWarnings:
         self.items: list[Warning] = []
 
     def add(self, code: WarningCode, message: str) -> None:
-        """Record one warning; ``message`` continues the sentence after the entry's name."""
+        """Record one warning; ``message`` continues the sentence after the entry's name.
+
+        Source: harvest.md §6 (entry-level codes).
+        """
         self.items.append(Warning(code=code, at=self.at, message=f"{self.at} {message}"))
 
 
@@ -49,6 +53,7 @@ class TextField:
     ``text`` is the first usable value, trimmed (None when none was usable); ``wrong``
     names the consulted fields whose value was of the wrong type, in alias order. When a
     usable value was found, ``wrong`` is empty: a usable alias makes them irrelevant.
+    Source: harvest.md §4 (general rules).
     """
 
     text: str | None
@@ -59,6 +64,8 @@ def text_value(value: object) -> str | bool | None:
     """One value read as text: the trimmed text, None when absent, False when not text.
 
     ``null`` and blank text are absent; any other non-string is the wrong type.
+    Trimming is ``str.strip()`` (U+3000 and U+0085 go; U+200B stays). Never raises.
+    Source: harvest.md §4 (general rules).
     """
     if value is None:
         return None
@@ -68,7 +75,11 @@ def text_value(value: object) -> str | bool | None:
 
 
 def first_text(entry: Mapping[object, object], *names: str) -> TextField:
-    """The first usable text among ``names`` (aliases, in order) of an entry."""
+    """The first usable text among ``names`` (aliases, in order) of an entry.
+
+    An alias after the first usable one is never judged. The text is trimmed and made
+    storable (:func:`clean`). Never raises. Source: harvest.md §4 (general rules).
+    """
     wrong: list[str] = []
     for name in names:
         read = text_value(entry.get(name))
@@ -80,7 +91,11 @@ def first_text(entry: Mapping[object, object], *names: str) -> TextField:
 
 
 def clean(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD, so any store can hold it."""
+    """``text`` with each lone surrogate replaced by U+FFFD, so any store can hold it.
+
+    Why: a ``\\ud800`` escape decodes to a lone surrogate, which neither UTF-8 nor the
+    canonical models accept; the rest of the text is kept as it came. Never raises.
+    """
     return _SURROGATE.sub("\ufffd", text)
 
 
@@ -97,7 +112,10 @@ def compact_json(value: object) -> str:
 
 
 def shown(value: object) -> str:
-    """A reviewer's value as a warning message quotes it: JSON, at most 80 characters."""
+    """A reviewer's value as a warning message quotes it: JSON, at most 80 characters.
+
+    Never raises. Source: harvest.md §2 (a warning's message is a sentence for people).
+    """
     spelled = compact_json(value.strip() if isinstance(value, str) else value)
     if len(spelled) > _SHOWN_CHARS:
         spelled = spelled[: _SHOWN_CHARS - 1] + "…"
@@ -105,7 +123,10 @@ def shown(value: object) -> str:
 
 
 def type_name(value: object) -> str:
-    """The JSON name of a value's type, for messages ("a number", "an object")."""
+    """The JSON name of a value's type, for messages ("a number", "an object").
+
+    Never raises. Source: harvest.md §4 (``not-an-object``, ``wrong-type``).
+    """
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int | float):

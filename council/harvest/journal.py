@@ -28,7 +28,11 @@ from council.sameness import fold_subject
 
 @dataclass(frozen=True)
 class JournalCaps:
-    """How much of one participant's journal the harvest reads (harvest.md §5)."""
+    """How much of one participant's journal the harvest reads (harvest.md §5).
+
+    Why caps: the journal is written by the reviewer as it goes and could be huge; what
+    is past a cap stays in the store and is reported, never silently dropped.
+    """
 
     max_entries: int = 100
     """Entries read, counted from the first; the rest are left in the store, reported once."""
@@ -43,7 +47,10 @@ DEFAULT_CAPS = JournalCaps()
 
 @dataclass(frozen=True)
 class JournalEntry:
-    """One readable journal entry: its index in the WHOLE journal list, and its value."""
+    """One readable journal entry: its index in the WHOLE journal list, and its value.
+
+    ``value`` is the decoded JSON, any shape (judged when folded). Source: harvest.md §5.
+    """
 
     index: int
     value: object
@@ -51,8 +58,11 @@ class JournalEntry:
 
 @dataclass(frozen=True)
 class JournalProblem:
-    """A reader warning and the journal index it belongs to (the count cap: the first
-    index past it), so the fold can place it in journal order."""
+    """A reader warning and the journal index it belongs to, for the fold's ordering.
+
+    For the count cap the index is the first one past the cap, so that warning follows
+    those of every entry read. Source: harvest.md §5 ("warnings follow journal order").
+    """
 
     index: int
     warning: Warning
@@ -60,14 +70,17 @@ class JournalProblem:
 
 @dataclass(frozen=True)
 class JournalReading:
-    """What :func:`read_journal` could read, and what it reports, both in journal order."""
+    """What :func:`read_journal` could read, and what it reports, both in journal order.
+
+    Source: harvest.md §5.
+    """
 
     entries: tuple[JournalEntry, ...] = ()
     problems: tuple[JournalProblem, ...] = ()
 
     @property
     def warnings(self) -> tuple[Warning, ...]:
-        """The reader's warnings alone, in journal order."""
+        """The reader's warnings alone, in journal order (harvest.md §5)."""
         return tuple(problem.warning for problem in self.problems)
 
 
@@ -148,8 +161,8 @@ def also_recorded(h: Harvest, recorded: Sequence[object], read: Read | None = No
     """Fold already-decoded journal entries into a harvest, ``at = recorded[i]``.
 
     ``recorded`` holds the entries as ``record_finding`` received them (decoded JSON
-    values, any shape). The same fold as :func:`fold_journal`, without caps.
-    Source: harvest.md §5.
+    values, any shape). The same fold as :func:`fold_journal`, without caps. Never
+    raises. Source: harvest.md §5.
     """
     entries = tuple(JournalEntry(index, value) for index, value in enumerate(recorded))
     return fold_journal(h, JournalReading(entries), read)
@@ -173,7 +186,7 @@ class _Kept:
             self.add(finding)
 
     def add(self, finding: Finding) -> None:
-        """Index one more kept finding."""
+        """Index one more kept finding (harvest.md §5)."""
         subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
         if path is None:
             self._fileless.add(subject)
@@ -181,7 +194,7 @@ class _Kept:
             self._files.setdefault(subject, set()).add(path)
 
     def says_the_same(self, finding: Finding) -> bool:
-        """Whether some kept finding says the same as ``finding``."""
+        """Whether some kept finding says the same as ``finding`` (harvest.md §5)."""
         subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
         if subject in self._fileless:
             return True

@@ -25,7 +25,7 @@ class Located:
 
     ``warnings`` are answer-level (``at = "answer"``), in the order a harvest reports
     them; ``truncated`` is true when the entries are what survived a cut-off list, so a
-    missing finding means *unknown*, not *nothing to report*.
+    missing finding means *unknown*, not *nothing to report*. Source: harvest.md §2, §3.
     """
 
     entries: tuple[object, ...]

@@ -33,7 +33,7 @@ def line_number(value: object) -> int | None:
     Usable: ``12``, ``12.0``, ``"12"`` (text is trimmed first). Absent: ``null`` or blank
     text. Unusable: 0, negatives, fractions, ``"12.0"``, words, booleans. Why so strict:
     a line number we had to guess would anchor a finding somewhere it was never meant.
-    Source: harvest.md §4.
+    Never raises. Source: harvest.md §4.
     """
     if value is None:
         return None
@@ -100,11 +100,11 @@ def read_location(
     if folded == "line" and path is not None:
         return _line_anchor(location, path, notes, witness)
     where = "the whole change" if path is None else "its file"
-    notes.add(
-        "unknown-location-kind",
-        f"has location kind {shown(kind_raw)}, which is not line, file or global; it was "
-        f"anchored to {where}.",
-    )
+    if kind is None:
+        said = "has no location kind (line, file or global)"
+    else:
+        said = f"has location kind {shown(kind_raw)}, which is not line, file or global"
+    notes.add("unknown-location-kind", f"{said}; it was anchored to {where}.")
     return change if path is None else FileAnchor(path=path, witness=witness)
 
 

@@ -46,7 +46,7 @@ class Candidate:
     """A complete JSON object whose ``findings`` value is a list (outermost only).
 
     ``start``/``end`` are character offsets into the answer (``end`` exclusive);
-    ``entries`` is the decoded findings list.
+    ``entries`` is the decoded findings list. Source: harvest.md §3.1.
     """
 
     start: int
@@ -70,7 +70,7 @@ class FindingsArray:
 
 
 class NotJson(Exception):
-    """Raised inside :func:`decode` at the first token that is not JSON."""
+    """Raised in strict mode at the first token that is not JSON; caught by ``decode``."""
 
 
 class _Frame:
@@ -98,7 +98,9 @@ class Machine:
     The stack is a dead prefix and a live suffix: a frame dies with every frame around
     it, so the dead ones are always at the bottom. Dead frames need only their kind (to
     match closers), one byte each; live frames carry their grammar state and value, at
-    most :data:`MAX_NESTING` of them.
+    most :data:`MAX_NESTING` of them. ``strict`` (the decoder) raises :class:`NotJson`
+    at the first token that is not JSON instead of killing frames; prose mode never
+    raises. Source: harvest.md §3.
     """
 
     def __init__(self, text: str, strict: bool) -> None:
@@ -118,7 +120,7 @@ class Machine:
         In prose mode an empty stack means prose, so the next ``{`` is searched; in
         strict mode an empty stack means the root value closed. Linear: every step
         consumes at least one character, and each frame is pushed, killed and popped at
-        most once.
+        most once. Raises :class:`NotJson` in strict mode only. Source: harvest.md §3.
         """
         text, live, dead, n = self.text, self.live, self.dead, len(self.text)
         token, structure = TOKEN.match, STRUCTURE.search
@@ -170,11 +172,17 @@ class Machine:
                 self._poison()
 
     def open_root(self, char: str) -> None:
-        """Start strict reading at offset 0, where the root ``{`` or ``[`` stands."""
+        """Start strict reading at offset 0, where the root ``{`` or ``[`` stands.
+
+        Used by ``decode`` (harvest.md §3.4, §5). Never raises.
+        """
         self._open(OBJECT if char == "{" else ARRAY, 0)
 
     def finish(self) -> None:
-        """Record the findings arrays the end of the text left open (the list was cut)."""
+        """Record the findings arrays the end of the text left open (the list was cut).
+
+        Source: harvest.md §3.3 (``cut-off``). Never raises.
+        """
         for frame in self.live:
             if frame.array is not None:
                 frame.array.ending = "open"

@@ -46,6 +46,8 @@ class Scan:
     * ``arrays``: every findings array (inside candidates too), in order of their ``[``.
     * ``findings_not_a_list``: some complete object holds a ``findings`` key whose value
       is not a list (``{"findings": null}``).
+
+    Source: harvest.md §3.1, §3.2, §3.4.
     """
 
     candidates: tuple[Candidate, ...]

@@ -54,13 +54,22 @@ JSON_SPACE = " \t\n\r"
 
 
 def run_end(text: str, p: int) -> int:
-    """The offset just past the run of ``text[p]`` (a bracket) that starts at ``p``."""
+    """The offset just past the run of ``text[p]`` (a bracket) that starts at ``p``.
+
+    Why: a hostile answer of ten million ``{`` is read in one step per run, not per
+    character (harvest.md §3, linear reading). Never raises for a bracket at ``p``.
+    """
     run = RUNS[text[p]].match(text, p)
     return p + 1 if run is None else run.end()
 
 
 def cut_token(spelled: str) -> bool:
-    """Whether text at the very end could be a number or literal the end cut short."""
+    """Whether text at the very end could be a number or literal the end cut short.
+
+    Why: ``{"confidence": 0.`` at the end of an answer is a cut, not malformed JSON, and
+    the difference decides ``cut-off`` against ``malformed-json`` (harvest.md §3.3).
+    Never raises.
+    """
     if NUMBER_PREFIX.fullmatch(spelled):
         return True
     return any(word.startswith(spelled) for word in LITERALS)
