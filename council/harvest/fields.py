@@ -102,12 +102,13 @@ def clean(text: str) -> str:
 def compact_json(value: object) -> str:
     """A value as compact JSON text (``["a","b"]``), the way harvest.md §4 quotes labels.
 
-    A value nested too deeply to encode is described instead of quoted, never raised.
+    A value too large or nested too deeply to encode is described instead of quoted;
+    never raises.
     """
     try:
         spelled = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (RecursionError, TypeError, ValueError):
-        spelled = f"(a {type(value).__name__} too deeply nested to quote)"
+        spelled = f"({type_name(value)} too large or too deeply nested to quote)"
     return clean(spelled)
 
 

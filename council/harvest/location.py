@@ -23,6 +23,9 @@ from council.harvest.fields import EntryWarnings, first_text, shown, text_value,
 _DIGITS = re.compile(r"[0-9]+")
 """A line number written as text: ASCII digits only (``"12"``; not ``"12.0"``)."""
 
+_TOO_LONG = 10**4000
+"""No line number is this long; a Python caller's giant int is refused, not printed."""
+
 BAD_NUMBER = -1
 """What :func:`line_number` returns for a value that was given but is not usable."""
 
@@ -40,7 +43,7 @@ def line_number(value: object) -> int | None:
     if isinstance(value, bool):
         return BAD_NUMBER
     if isinstance(value, int):
-        return value if value >= 1 else BAD_NUMBER
+        return value if 1 <= value < _TOO_LONG else BAD_NUMBER
     if isinstance(value, float):
         whole = math.isfinite(value) and value.is_integer() and value >= 1
         return int(value) if whole else BAD_NUMBER
