@@ -87,13 +87,18 @@ def _blocks(finding: Finding, threshold: int) -> bool:
 
 
 def answered_reviewers(report: CouncilReport) -> int:
-    """How many reviewers (role ``reviewer``) answered in full (state ``answered``).
+    """How many reviewers (role ``reviewer``) answered in full (state ``answered``),
+    with an answer that could be read (an unreadable answer is not heard).
 
     Why: the quorum counts independent reviews that completed. A stopped reviewer's
     pass is partial (harvest.md §7) and a judge only re-reads what reviewers filed, so
     neither counts towards it.
     """
-    return sum(1 for p in report.participants if p.role == "reviewer" and p.state == "answered")
+    return sum(
+        1
+        for p in report.participants
+        if p.role == "reviewer" and p.state == "answered" and p.unread is None
+    )
 
 
 def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:

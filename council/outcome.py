@@ -20,10 +20,28 @@ from council.reviewers.base import ReviewResult, Stop
 
 Status = Literal["answered", "stopped", "failed"]
 
+UNREAD_CODES = frozenset({"said-nothing", "no-json", "no-findings-array"})
+"""Answer-level codes meaning nothing at all could be read from the answer."""
+
 ANSWER_SHAPE_CODES = frozenset(
     {"said-nothing", "no-json", "no-findings-array", "cut-off", "malformed-json", "bare-array"}
 )
 """Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop."""
+
+
+def unread_code(outcome: ParticipantOutcome) -> str | None:
+    """The code saying an ANSWERED participant's answer could not be read, or None.
+
+    Why: "the reviewer had nothing to say" and "we could not read what it said" must
+    not look alike (harvest.md principle 2); such a participant does not count towards
+    the quorum.
+    """
+    if outcome.status != "answered":
+        return None
+    for w in outcome.harvest.warnings:
+        if w.at == "answer" and w.code in UNREAD_CODES:
+            return w.code
+    return None
 
 
 class ParticipantOutcome(BaseModel):
@@ -49,6 +67,9 @@ class ParticipantOutcome(BaseModel):
     duration_ms: int = 0
     journal_entries: int = 0
     answer_chars: int = 0
+    notes: tuple[str, ...] = ()
+    """What the backend did to the answer or journal that is neither a stop nor a
+    failure ("stdout was over … the middle was dropped"), for the report."""
 
 
 def settle_outcome(
@@ -119,4 +140,5 @@ def settle_outcome(
         duration_ms=duration_ms,
         journal_entries=len(entries),
         answer_chars=len(answer),
+        notes=result.notes if result is not None else (),
     )

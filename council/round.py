@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from council.consolidation import merge_across
 from council.findings import Finding, Origin, Warning
-from council.outcome import ParticipantOutcome
+from council.outcome import ParticipantOutcome, unread_code
 from council.participant import Participant
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus
 
@@ -70,6 +70,7 @@ def conclude_round(
 
     summaries: list[ParticipantSummary] = []
     warnings: list[Warning] = []
+    notes: list[str] = list(facts.notes)
     for p in participants:
         o = outcomes.get(p.id)
         summaries.append(
@@ -85,10 +86,12 @@ def conclude_round(
                 warnings=len(o.harvest.warnings) if o is not None else 0,
                 attempts=o.attempts if o is not None else 0,
                 duration_ms=o.duration_ms if o is not None else 0,
+                unread=unread_code(o) if o is not None else None,
             )
         )
         if o is not None:
             warnings.extend(_attributed(w, p.id) for w in o.harvest.warnings)
+            notes.extend(f"{p.id}: {note}" for note in o.notes)
     report = CouncilReport(
         run_id=facts.run_id,
         session=facts.session,
@@ -100,7 +103,7 @@ def conclude_round(
         participants=tuple(summaries),
         findings=tuple(filed),
         warnings=tuple(warnings),
-        notes=facts.notes,
+        notes=tuple(notes),
         created_ms=facts.created_ms,
         settled_ms=settled_ms,
     )

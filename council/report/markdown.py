@@ -132,7 +132,11 @@ def _where(report: CouncilReport) -> str:
 def _partial(report: CouncilReport) -> str:
     if not report.partial:
         return ""
-    items = [_why_partial(p) for p in report.participants if p.state != "answered"]
+    items = [
+        _why_partial(p)
+        for p in report.participants
+        if p.state != "answered" or p.unread is not None
+    ]
     lines = [
         "**PARTIAL:** this review did not hear every reviewer in full (run status "
         f"{report.status}); a finding missing below may simply not have been read."
@@ -153,6 +157,11 @@ def _why_partial(p: ParticipantSummary) -> str:
         if len(text) > FAILURE_SHOWN_CHARS:
             text = text[:FAILURE_SHOWN_CHARS] + "…"
         return f"{who} failed: {inline(text)}"
+    if p.unread is not None:
+        return (
+            f"{who} answered, but its answer could not be read ({code(p.unread)}); "
+            f"{_count(p.findings, 'finding')} from its journal."
+        )
     return f"{who} never answered (still {p.state})."
 
 

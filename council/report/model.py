@@ -38,6 +38,10 @@ class ParticipantSummary(BaseModel):
     warnings: int = 0
     attempts: int = 0
     duration_ms: int = 0
+    unread: str | None = None
+    """For an ``answered`` participant whose answer could not be read at all: the
+    answer-level warning code (``no-json``, ``no-findings-array``, ``said-nothing``).
+    Such a participant answered, but nothing was heard from it."""
     usage: Usage | None = None
     """Tokens a model reviewer used (None for programs, analyzers and replays)."""
     cost_usd: float | None = None
@@ -102,5 +106,5 @@ class CouncilReport(BaseModel):
     def partial(self) -> bool:
         """Whether some participant stopped or failed, or the run did not settle whole."""
         return self.status != "settled" or any(
-            p.state in ("stopped", "failed") for p in self.participants
+            p.state in ("stopped", "failed") or p.unread is not None for p in self.participants
         )
