@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.gitrepo import commit, new_repo  # noqa: E402
-from workers.celery_app import create_app  # noqa: E402
+from workers.celery_config import create_app  # noqa: E402
 from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
 from workers.embedded import embedded_council  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402

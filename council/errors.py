@@ -105,7 +105,7 @@ class IdentityRefused(ConfigurationError):
             f"participant {participant!r} already has findings attributed to it as "
             f"({held.describe()}); this roster asks for ({asked.describe()}). "
             f"Use a new id for the new meaning, or release {participant!r} "
-            f"(`council release {participant}`) and accept that its earlier findings no "
+            f"(`council release SESSION {participant}`) and accept that its earlier findings no "
             f"longer say unambiguously who raised them."
         )
 
@@ -139,9 +139,9 @@ class IncompleteError(CouncilError):
 class StoreUnavailable(IncompleteError):
     """Redis cannot be reached. ``url`` is already redacted (no password)."""
 
-    def __init__(self, url: str, reason: str) -> None:
-        self.url, self.reason = url, reason
-        super().__init__(
-            f"cannot reach Redis at {url}: {reason}. Start redis-server there, fix "
-            f"COUNCIL_REDIS_URL, or unset it to run in embedded mode."
+    def __init__(self, url: str, reason: str, fix: str | None = None) -> None:
+        self.url, self.reason = url, reason.rstrip(". ")
+        way_out = fix or (
+            "Start redis-server there, fix COUNCIL_REDIS_URL, or unset it to run in embedded mode."
         )
+        super().__init__(f"cannot reach Redis at {url}: {self.reason}. {way_out}")

@@ -87,6 +87,11 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     base = repo.resolve(options.base)
     head = repo.resolve(options.head)
     notes: list[str] = []
+    if base != head and repo.is_ancestor(head, base):
+        notes.append(
+            f"the head {options.head} is an ancestor of the base {options.base}: this "
+            f"reviews the change backwards (were --base and --head swapped?)"
+        )
     changed = repo.changed_paths(base, head)
     roster = _read_roster(repo, options, base, changed, notes)
     if (
@@ -113,14 +118,17 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             if not excluded
             else "nothing to review: every file of the change is excluded by [paths]"
         )
-    cap = min(settings.max_diff_bytes, roster.max_diff_bytes)
+    cap = settings.max_diff_bytes or roster.max_diff_bytes
     if change.total_bytes > cap:
         raise ChangeTooLarge(
-            "diff", change.total_bytes, cap, "COUNCIL_MAX_DIFF_BYTES or [council] max_diff_bytes"
+            "diff",
+            change.total_bytes,
+            cap,
+            "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)",
         )
     participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
     programs = _programs(repo, base, options, participants)
-    tree = repo.archive(head, min(settings.max_tree_bytes, roster.max_tree_bytes))
+    tree = repo.archive(head, settings.max_tree_bytes or roster.max_tree_bytes)
     notes.extend(n for n in change_notes(change, non_utf8=non_utf8) if n not in notes)
     prompts = {p.id: build_prompt(p, change, change.text, notes=notes) for p in participants}
     run_id = uuid.uuid4().hex[:16]

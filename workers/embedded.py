@@ -10,12 +10,15 @@ Source: architecture.md "Two modes, one code path", celery.md §1.12.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import fakeredis
 from celery.contrib.testing.worker import start_worker
@@ -23,7 +26,7 @@ from kombu.transport import memory
 
 from council.errors import ConfigurationError
 from workers import runtime
-from workers.celery_app import create_app
+from workers.celery_config import create_app
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
 from workers.stores.keys import Keys
@@ -73,10 +76,19 @@ def embedded_council(settings: Settings, threads: int) -> Iterator[tuple[Any, Ru
     :class:`StateFileError` (the CLI reports it as a configuration error).
     """
     state_path = settings.state_path or default_state_path()
+    scratch: Path | None = None
+    if settings.work_dir is None:
+        scratch = Path(tempfile.mkdtemp(prefix="council-embedded-"))
+        settings = settings.model_copy(update={"work_dir": scratch})
     server = fakeredis.FakeServer()
     client: Any = fakeredis.FakeRedis(server=server)
     keys = Keys(settings.prefix)
-    load_state(client, keys, state_path)
+    lock = _lock_state(state_path)
+    try:
+        load_state(client, keys, state_path)
+    except BaseException:
+        lock.close()
+        raise
     rt = build_runtime(settings, client, mode="embedded")
     runtime.install(rt)
     app = create_app(settings, embedded=True)
@@ -93,7 +105,29 @@ def embedded_council(settings: Settings, threads: int) -> Iterator[tuple[Any, Ru
             yield app, rt
     finally:
         runtime.install(None)
-        save_state(client, keys, state_path)
+        try:
+            save_state(client, keys, state_path)
+        finally:
+            lock.close()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _lock_state(path: Path) -> IO[bytes]:
+    """Hold the state file's lock for the whole run, so two embedded runs sharing one
+    state file take turns instead of the last one overwriting the other's sessions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = (path.parent / (path.name + ".lock")).open("ab")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(
+            f"council: waiting for another embedded run to release {path}",
+            file=sys.stderr,
+            flush=True,
+        )
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
 
 
 @contextlib.contextmanager

@@ -120,7 +120,15 @@ def redact_url(url: str) -> str:
     Redis or API endpoint that failed, and the URL the user configured carries the password.
     Source: architecture.md "Observability".
     """
-    return _ASSIGNMENT.sub(_mask_assignment, _URL_USERINFO.sub(_mask_userinfo, url))
+    scheme, sep, rest = url.strip().partition("://")
+    if sep and "@" in rest and not any(c.isspace() for c in rest):
+        # One URL: everything before its LAST "@" is userinfo, even when a password holds
+        # "/" or ":" and no parser would read it (the case where leaking is likeliest).
+        userinfo, _, host = rest.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        masked = f"{user}:{MASK}" if colon and "/" not in user else MASK
+        return _ASSIGNMENT.sub(_mask_assignment, f"{scheme}://{masked}@{host}")
+    return redact_text(url)
 
 
 def redact_text(text: str) -> str:
@@ -133,7 +141,7 @@ def redact_text(text: str) -> str:
     """
     text = _KEY_SHAPES.sub(MASK, text)
     text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
-    return redact_url(text)
+    return _ASSIGNMENT.sub(_mask_assignment, _URL_USERINFO.sub(_mask_userinfo, text))
 
 
 class Redact:

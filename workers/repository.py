@@ -189,6 +189,10 @@ class Repository:
         done = self._git("cat-file", "blob", f"{sha}:{path}")
         return done.stdout if done.returncode == 0 else None
 
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether ``older`` is an ancestor of ``newer`` (``git merge-base --is-ancestor``)."""
+        return self._git("merge-base", "--is-ancestor", older, newer).returncode == 0
+
     def changed_paths(self, base_sha: str, head_sha: str) -> list[str]:
         """Every path the change touches, on either side, in git's order, once each.
 

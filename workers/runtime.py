@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import redis
 
 from council.errors import StoreUnavailable
-from workers.logging import redact_url
+from workers.logging import redact_text, redact_url
 from workers.settings import Settings
 from workers.stores import RedisClient
 from workers.stores.journal import JournalStore
@@ -46,17 +46,31 @@ def connect(url: str) -> RedisClient:
 
     Raises :class:`StoreUnavailable` naming the URL without its password.
     """
-    client: RedisClient = redis.Redis.from_url(
-        url,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=30.0,
-        health_check_interval=25,
-        retry_on_timeout=True,
-    )
+    shown = redact_url(url)
+    try:
+        client: RedisClient = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            socket_timeout=30.0,
+            health_check_interval=25,
+            retry_on_timeout=True,
+        )
+    except ValueError:
+        # redis-py's message quotes the URL's parts, the password among them.
+        raise StoreUnavailable(
+            shown,
+            "the URL cannot be read",
+            "Write it as redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in "
+            "the password).",
+        ) from None
     try:
         client.ping()
+    except redis.AuthenticationError:
+        raise StoreUnavailable(
+            shown, "Redis refused the credentials", "Check the user and password in the URL."
+        ) from None
     except (redis.RedisError, OSError) as exc:
-        raise StoreUnavailable(redact_url(url), str(exc) or type(exc).__name__) from None
+        raise StoreUnavailable(shown, redact_text(str(exc)) or type(exc).__name__) from None
     return client
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+"""URL schemes redis-py accepts for a connection."""
 
 HOUR_S = 3600
 DAY_S = 24 * HOUR_S
@@ -44,11 +47,13 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker process: reviewer calls wait on the network, so many at once."""
 
-    max_diff_bytes: int = Field(default=1_000_000, ge=1)
-    """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send."""
+    max_diff_bytes: int | None = Field(default=None, ge=1)
+    """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When
+    set, it wins over the roster's ``[council] max_diff_bytes`` (default 1,000,000)."""
 
-    max_tree_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
-    """Largest packed head tree (git archive, gzip) stored for workers."""
+    max_tree_bytes: int | None = Field(default=None, ge=1)
+    """Largest packed head tree (git archive, gzip) stored for workers. When set, it wins
+    over the roster's ``[council] max_tree_bytes`` (default 50 MiB)."""
 
     journal_max_entries: int = Field(default=100, ge=1)
     """Journal entries read per participant (harvest.md §5); the rest are reported."""
@@ -66,6 +71,20 @@ class Settings(BaseSettings):
 
     work_dir: Path | None = None
     """Where workers unpack run trees (default: the system temp directory)."""
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _redis_url(cls, value: object) -> object:
+        """An empty URL (an unset CI secret) means embedded mode; a URL must be Redis's."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if not isinstance(text, str) or not text.startswith(REDIS_SCHEMES):
+            raise ValueError(
+                "must be a Redis URL starting with redis://, rediss:// or unix:// "
+                "(e.g. redis://localhost:6379/0)"
+            )
+        return value
 
     def redis_url_value(self) -> str | None:
         """The Redis URL in clear, for opening connections only (never log it)."""

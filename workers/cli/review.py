@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -159,6 +160,11 @@ def review_command(
         raise UsageProblem(str(exc)) from None
     except (IncompleteError, redis.RedisError) as exc:
         raise Incomplete(redact_text(str(exc))) from None
+    except KeyboardInterrupt:
+        raise Incomplete(
+            f"run {round_.record.run_id} was abandoned at the second interrupt, before it "
+            "settled; reviewers on workers may still be running (see `council show RUN`)"
+        ) from None
     finally:
         if show is not None:
             show.close()
@@ -180,7 +186,7 @@ def _refused(exc: IdentityRefused, session: str, state: Path | None) -> UsagePro
     release = f"council release {shlex.quote(session)} {exc.participant}"
     if state is not None:
         release += f" --state {shlex.quote(str(state))}"
-    text, short = str(exc), f"`council release {exc.participant}`"
+    text, short = str(exc), f"`council release SESSION {exc.participant}`"
     text = text.replace(short, f"`{release}`") if short in text else f"{text} (`{release}`)"
     return UsageProblem(text)
 
@@ -195,13 +201,14 @@ def _run(
     app: Any,
 ) -> CouncilReport:
     if app is None:
-        from workers.celery_app import create_app
+        from workers.celery_config import create_app
 
         app = create_app(rt.settings)
     open_and_dispatch(app, rt, round_)
+    n = len(round_.participants)
     click.echo(
-        f"council: run {round_.record.run_id} ({len(round_.participants)} participants, "
-        f"{rt.mode} mode)",
+        f"council: run {round_.record.run_id} ({n} participant{'s' if n != 1 else ''}, "
+        f"{rt.mode} mode, session {round_.record.session})",
         err=True,
     )
     waiter = Waiter(
@@ -332,14 +339,41 @@ def check_command(
         raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
     for p in round_.participants:
         click.echo(f"===== {p.id} ({p.role}, backend {p.backend}) =====")
-        click.echo(round_.prompts[p.id])
+        if p.backend == "sarif":
+            click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
+        else:
+            click.echo(round_.prompts[p.id])
     for note in round_.notes:
         click.echo(f"note: {note}")
+    for warning in _runnable_warnings(round_):
+        click.echo(f"warning: {warning}")
     click.echo(
         f"roster OK: {len(round_.participants)} participant(s); identity claims hold in "
         f"session {round_.record.session!r} (against what is attributed, a review may still "
         f"be refused if findings are filed meanwhile)."
     )
+
+
+def _runnable_warnings(round_: Round) -> list[str]:
+    """What would make a participant fail on THIS machine (a worker may differ)."""
+    from council.reviewers import BUILT_BACKENDS
+
+    out: list[str] = []
+    for p in round_.participants:
+        if p.backend not in BUILT_BACKENDS:
+            out.append(f"{p.id}: backend {p.backend!r} is not built in this version; it will fail")
+        program = p.options.get("program")
+        if (
+            p.backend in ("command", "sarif")
+            and isinstance(program, str)
+            and "/" not in program
+            and shutil.which(program) is None
+        ):
+            out.append(
+                f"{p.id}: program {program!r} is not on PATH here; a worker without it "
+                "fails this participant"
+            )
+    return out
 
 
 def _ledger_for(cli: CliContext, settings: Settings, session: str) -> tuple[Ledger, set[str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from workers.celery_app import CONSOLIDATE_QUEUE, REVIEW_QUEUE
+from workers.celery_config import CONSOLIDATE_QUEUE, REVIEW_QUEUE
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 
 
@@ -49,9 +49,9 @@ def worker_command(
             "(embedded mode needs no worker: council review runs one inside itself)"
         )
     cli.runtime()  # exit 3 within 5 s, URL redacted, when Redis cannot be reached
-    from workers import celery_app
+    from workers import celery_config
 
-    app = celery_app.create_app(cli.settings)
+    app = celery_config.create_app(cli.settings)
     argv = [
         "worker",
         "--pool=threads",

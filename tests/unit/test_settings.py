@@ -1,0 +1,51 @@
+"""Settings read at the edge: Redis URLs, caps, and errors that never leak a password."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from council.errors import StoreUnavailable
+from workers.cli import main
+from workers.runtime import connect
+from workers.settings import Settings
+
+
+def test_empty_redis_url_means_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty COUNCIL_REDIS_URL (an unset CI secret) is embedded mode, not an error."""
+    monkeypatch.setenv("COUNCIL_REDIS_URL", "")
+    assert Settings().redis_url is None
+
+
+def test_non_redis_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An http:// URL is refused with the form a Redis URL takes."""
+    monkeypatch.setenv("COUNCIL_REDIS_URL", "http://localhost:6379")
+    with pytest.raises(ValidationError, match="redis://"):
+        Settings()
+
+
+def test_cli_reports_bad_settings_as_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A malformed setting is exit 2 naming the variable, never a traceback."""
+    monkeypatch.setenv("COUNCIL_MAX_DIFF_BYTES", "abc")
+    result = CliRunner().invoke(main, ["runs"])
+    assert result.exit_code == 2
+    assert "COUNCIL_MAX_DIFF_BYTES" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_malformed_url_error_hides_the_password() -> None:
+    """redis-py's parse error quotes the password; ours names the URL redacted."""
+    with pytest.raises(StoreUnavailable) as caught:
+        connect("redis://admin:S3cret:Pass/w0rd@127.0.0.1:1/0")
+    assert "S3cret" not in str(caught.value)
+    assert "cannot be read" in str(caught.value)
+
+
+def test_unreachable_error_hides_the_password() -> None:
+    """A refused connection names the URL without its password and says the way out."""
+    with pytest.raises(StoreUnavailable) as caught:
+        connect("redis://:hunter2@127.0.0.1:1/0")
+    text = str(caught.value)
+    assert "hunter2" not in text and "127.0.0.1:1" in text
+    assert ".." not in text

@@ -1,0 +1,111 @@
+"""Building the Celery app from the settings: configuration, queues, tasks, logging.
+
+Configuration follows celery.md §0 and §5 (JSON only, late acks, prefetch 1, the
+visibility timeout in all three places), adjusted by architecture.md (threads pool).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from kombu.entity import Exchange, Queue
+
+from workers.logging import connect_celery_signals
+from workers.settings import Settings
+
+REVIEW_QUEUE = "council.default"
+"""Queue of reviewer tasks (per-model queues come with the model backends)."""
+
+CONSOLIDATE_QUEUE = "council.consolidate"
+"""Queue of the chord body and the finalizer: some worker must consume it."""
+
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def _queue(name: str) -> Queue:
+    """A queue on its own direct exchange, so no message is bound to two queues."""
+    exchange = Exchange(name, type="direct")  # type: ignore[no-untyped-call]
+    return Queue(name, exchange, routing_key=name)  # type: ignore[no-untyped-call]
+
+
+def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, Any]:
+    """The Celery settings for our shape (celery.md §5), as a dict for ``conf.update``."""
+    vt = settings.visibility_timeout_s
+    transport: dict[str, Any] = {
+        "visibility_timeout": vt,
+        "socket_keepalive": True,
+        "health_check_interval": 25,
+    }
+    if settings.restore_interval_s is not None:
+        transport["unacked_restore_interval"] = settings.restore_interval_s
+        transport["unacked_restore_throttle"] = 1
+    conf: dict[str, Any] = {
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "result_accept_content": ["json"],
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": False,
+        "task_acks_on_failure": True,
+        "task_acks_on_timeout": True,
+        "worker_prefetch_multiplier": 1,
+        "task_track_started": True,
+        "task_ignore_result": False,
+        "result_expires": 2 * 24 * 3600,
+        "result_chord_expires": max(2 * 24 * 3600, 3 * vt),
+        "result_extended": True,
+        "task_default_queue": REVIEW_QUEUE,
+        "task_queues": tuple(_queue(name) for name in (REVIEW_QUEUE, CONSOLIDATE_QUEUE)),
+        "task_routes": {
+            "council.review_participant": {"queue": REVIEW_QUEUE},
+            "council.consolidate": {"queue": CONSOLIDATE_QUEUE},
+            "council.finalize": {"queue": CONSOLIDATE_QUEUE},
+        },
+        "task_allow_error_cb_on_chord_header": False,
+        "task_always_eager": False,
+        "broker_connection_retry_on_startup": True,
+        "worker_hijack_root_logger": False,
+        "worker_redirect_stdouts": False,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "worker_pool": "threads",
+        "worker_concurrency": settings.worker_threads,
+    }
+    if embedded:
+        conf.update(
+            broker_url="memory://localhost/",
+            result_backend="cache+memory://",
+            broker_transport_options={"polling_interval": 0.005},
+        )
+        return conf
+    url = settings.redis_url_value() or LOCAL_REDIS
+    conf.update(
+        broker_url=url,
+        result_backend=url,
+        result_failure_expires=7 * 24 * 3600,
+        broker_transport_options=transport,
+        result_backend_transport_options={
+            "visibility_timeout": vt,
+            "result_chord_ordered": True,
+            "retry_policy": {"timeout": 5.0},
+        },
+        visibility_timeout=vt,
+        result_backend_always_retry=True,
+        result_backend_max_retries=10,
+        redis_socket_keepalive=True,
+        redis_retry_on_timeout=True,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        worker_deduplicate_successful_tasks=True,
+    )
+    return conf
+
+
+def create_app(settings: Settings | None = None, *, embedded: bool = False) -> Celery:
+    """A configured Celery app with the council's tasks registered."""
+    settings = settings or Settings()
+    app = Celery("council", include=["workers.tasks"], set_as_current=not embedded)
+    app.conf.update(celery_config(settings, embedded=embedded))
+    if not embedded:
+        connect_celery_signals(app)
+    return app
