@@ -231,7 +231,12 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     record = round_.record
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
     rt.runs.put_inputs(
-        record.run_id, round_.participants, round_.prompts, round_.tree, round_.programs
+        record.run_id,
+        round_.participants,
+        round_.prompts,
+        round_.tree,
+        round_.programs,
+        change=round_.change.text,
     )
     header = [
         app.signature(

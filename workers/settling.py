@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import structlog
 
-from council.findings import Read
+from council.diff import parse_diff
+from council.findings import Finding, Read
 from council.harvest import JournalCaps
+from council.landing import land
 from council.outcome import ParticipantOutcome, settle_outcome
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
@@ -94,14 +96,15 @@ def settle_run(
         created_ms=record.created_ms,
     )
     settled_at = now_ms()
-    report = rt.sessions.settle(
-        record,
-        status,
-        lambda first_id: conclude_round(
+    change = parse_diff(rt.runs.change(run_id))
+
+    def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
+        filed, report = conclude_round(
             facts, participants, outcomes, first_id, status=status, settled_ms=settled_at
-        ),
-        settled_at,
-    )
+        )
+        return filed, land(report, change)
+
+    report = rt.sessions.settle(record, status, conclude, settled_at)
     log.info(
         "run_settled",
         run_id=run_id,

@@ -39,6 +39,10 @@ class Keys:
         """Hash: participant id → the prompt it is sent (stored once, tasks carry ids)."""
         return f"{self.prefix}run:{run_id}:prompt"
 
+    def run_change(self, run_id: str) -> str:
+        """String: the diff text the run reviewed (findings' anchors are checked on it)."""
+        return f"{self.prefix}run:{run_id}:change"
+
     def run_tree(self, run_id: str) -> str:
         """String: the head commit's tree, ``git archive`` tar.gz bytes."""
         return f"{self.prefix}run:{run_id}:tree"
@@ -82,6 +86,7 @@ class Keys:
             self.run_roster(run_id),
             self.run_prompt(run_id),
             self.run_tree(run_id),
+            self.run_change(run_id),
             self.run_cancel(run_id),
         ]
         for p in participants:

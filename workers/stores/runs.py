@@ -79,10 +79,12 @@ class RunStore:
         prompts: dict[str, str],
         tree: bytes | None,
         programs: dict[str, bytes],
+        change: str = "",
     ) -> None:
-        """Store the roster, prompts, head tree and base-tree programs of a run."""
+        """Store the roster, prompts, head tree, base-tree programs and diff of a run."""
         k = self._keys
         pipe = self._r.pipeline(transaction=True)
+        pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"))
         pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)))
         if prompts:
             pipe.hset(k.run_prompt(run_id), mapping=prompts)
@@ -128,6 +130,11 @@ class RunStore:
         """The prompt stored for the participant."""
         raw = self._r.hget(self._keys.run_prompt(run_id), participant)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def change(self, run_id: str) -> str:
+        """The (filtered) diff text the run reviewed; "" when none was stored."""
+        raw = self._r.get(self._keys.run_change(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
