@@ -11,11 +11,14 @@ Source: identity-and-clocks.md "Participant" (every refusal names the field path
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from council.errors import RosterError
 from council.participant import Participant
+from council.reviewers.tools import TOOL_NAMES
 
 BASE_DIR = "base_dir"
 """Option set by the roster loader: the roster file's directory, for relative paths."""
@@ -67,3 +70,101 @@ def check_program_options(options: Mapping[str, Any], where: str, backend: str) 
     args = options.get("args", [])
     if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
         raise RosterError(f"{where}.args", "not a list of strings", 'Write args = ["--flag"]')
+
+
+MODEL_OPTIONS: tuple[str, ...] = ("base_url", "api_key_env", "max_turns", "max_output_tokens")
+"""The options a model backend (``openai``, ``anthropic``) reads from the roster."""
+
+DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The variable holding a model backend's key when the roster sets no ``api_key_env``."""
+
+
+def key_env(participant: Participant) -> str | None:
+    """The environment variable whose value the worker puts in ``request.secrets``.
+
+    ``options["api_key_env"]``, else the backend's default (:data:`DEFAULT_KEY_ENV`);
+    None for a backend that needs no key. Why the worker: reviewers never read the
+    environment, and the key must not travel in the task message or the roster.
+    """
+    default = DEFAULT_KEY_ENV.get(participant.backend)
+    if default is None:
+        return None
+    return str(participant.options.get("api_key_env", default))
+
+
+MAX_TURNS_CEILING = 200
+"""Most requests one model review may make in its tool loop (``max_turns``)."""
+
+MAX_OUTPUT_TOKENS_CEILING = 1_000_000
+"""Largest ``max_output_tokens`` accepted, in tokens (a typo guard, not a model limit)."""
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_model_options(participant: Participant, where: str, backend: str) -> None:
+    """Refuse bad settings of a model reviewer (``openai``, ``anthropic``), before any send.
+
+    ``participant.model`` is required (the model name as the server knows it); options:
+    ``base_url`` an http(s) URL with a host; ``api_key_env`` the NAME of an environment
+    variable (the worker reads it; the key itself never appears in a roster);
+    ``max_turns`` a whole number of requests in [1, 200]; ``max_output_tokens`` a whole
+    number of tokens in [1, 1000000]; every name in ``participant.tools`` one of
+    :data:`~council.reviewers.tools.TOOL_NAMES` (a typo would silently drop a tool).
+    Raises :class:`RosterError` at ``{where}.{field}``.
+    Source: identity-and-clocks.md "Participant", issue "Model reviewers".
+    """
+    options = participant.options
+    refuse_unknown(options, MODEL_OPTIONS, where, backend)
+    model = participant.model
+    if model is None or not model.strip():
+        raise RosterError(
+            f"{where}.model",
+            f"is missing (the {backend} backend needs one)",
+            'Write the model name as the server knows it, e.g. model = "gpt-4.1"',
+        )
+    base_url = options.get("base_url")
+    if base_url is not None and not _is_http_url(base_url):
+        raise RosterError(
+            f"{where}.base_url",
+            f"{base_url!r} is not an http(s) URL",
+            'Write the server\'s URL, e.g. base_url = "http://localhost:11434/v1"',
+        )
+    env = options.get("api_key_env")
+    if env is not None and not (isinstance(env, str) and _ENV_NAME.fullmatch(env)):
+        raise RosterError(
+            f"{where}.api_key_env",
+            "is not an environment variable name",
+            'Name the variable that holds the key, e.g. api_key_env = "MY_KEY"',
+        )
+    for tool in participant.tools or ():
+        if tool not in TOOL_NAMES:
+            raise RosterError(
+                f"{where}.tools",
+                f"unknown tool {tool!r} for the {backend} backend",
+                f"Choose among {', '.join(TOOL_NAMES)}",
+            )
+    for key, ceiling, unit in (
+        ("max_turns", MAX_TURNS_CEILING, "requests"),
+        ("max_output_tokens", MAX_OUTPUT_TOKENS_CEILING, "tokens"),
+    ):
+        value = options.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+            raise RosterError(
+                f"{where}.{key}",
+                f"{value!r} is not a whole number of {unit} in [1, {ceiling}]",
+                f"Write {key} = 20, or leave it out for the default",
+            )
+
+
+def _is_http_url(value: object) -> bool:
+    """Whether ``value`` is an http(s) URL with a host (and, when written, a valid port)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        parsed = urlsplit(value)
+        _ = parsed.port
+    except ValueError:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.hostname)

@@ -1,0 +1,273 @@
+"""The ``openai`` backend: any OpenAI-compatible chat completions server, streamed.
+
+OpenAI itself, Ollama, vLLM, LM Studio, OpenRouter: anything serving
+``POST {base_url}/chat/completions`` with SSE streaming, through the official ``openai``
+SDK (its retries off: :mod:`~council.reviewers.conversation` retries, under our clocks).
+The conversation loop, tools, retries and clocks are shared with the ``anthropic``
+backend; this module only says how the OpenAI wire looks.
+
+Roster::
+
+    [[reviewers]]
+    id = "hawk"
+    backend = "openai"
+    model = "gpt-5"                          # required
+    thinking_level = "medium"                # sent as reasoning_effort
+    tools = ["read_file", "grep", "record_finding"]
+    base_url = "http://localhost:11434/v1"   # default https://api.openai.com/v1
+    api_key_env = "OPENAI_API_KEY"           # the default; the worker passes its value
+    max_turns = 20                           # tool loop bound (requests)
+    max_output_tokens = 8192                 # sent as max_completion_tokens
+
+Source: issue "Model reviewers"; OpenAI API reference, "Create chat completion"
+(streaming, ``stream_options.include_usage``, ``reasoning_effort``, tool calls).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import typing
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import httpx2
+import openai
+from openai.types.shared.reasoning_effort import ReasoningEffort
+
+from council.errors import RosterError
+from council.participant import Participant
+from council.reviewers.conversation import ModelReviewer
+from council.reviewers.http_pool import shared_client
+from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
+from council.reviewers.provider import estimate_tokens
+from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
+from council.reviewers.stream_watch import PendingCall, StreamedTurn
+from council.reviewers.tools import ToolSpec
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where requests go when the roster sets no ``base_url``."""
+
+KEY_ENV = DEFAULT_KEY_ENV["openai"]
+"""The environment variable holding the key when the roster sets no ``api_key_env``."""
+
+EFFORTS: dict[str, str] = {
+    "off": "none",
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+}
+"""``thinking_level`` → ``reasoning_effort``; sent only when the installed SDK knows it."""
+
+REASONING_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning")
+"""Delta fields in which compatible servers (vLLM, Ollama, ...) stream reasoning tokens."""
+
+
+def sdk_efforts() -> frozenset[str]:
+    """The ``reasoning_effort`` values the installed SDK's types accept."""
+
+    def literals(kind: object) -> Iterator[str]:
+        for arg in typing.get_args(kind):
+            if isinstance(arg, str):
+                yield arg
+            else:
+                yield from literals(arg)
+
+    return frozenset(literals(ReasoningEffort))
+
+
+def check_participant(participant: Participant, where: str) -> None:
+    """Refuse an ``openai`` participant the backend cannot run, before anything is sent.
+
+    The common model options (:func:`~council.reviewers.options.check_model_options`),
+    and a ``thinking_level`` whose ``reasoning_effort`` the installed SDK does not know.
+    Raises :class:`RosterError` at ``{where}.{field}``.
+    """
+    check_model_options(participant, where, "openai")
+    level = participant.thinking_level
+    if level is None:
+        return
+    known = sdk_efforts()
+    effort = EFFORTS.get(level)
+    if effort is None or effort not in known:
+        usable = [name for name, value in EFFORTS.items() if value in known]
+        raise RosterError(
+            f"{where}.thinking_level",
+            f"the installed OpenAI SDK cannot send reasoning_effort for level {level!r}",
+            f"Choose one of {', '.join(usable)}, or upgrade the openai package",
+        )
+
+
+class OpenAIChat:
+    """One conversation over chat completions (a :class:`~council.reviewers.provider.Session`)."""
+
+    def __init__(
+        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+    ) -> None:
+        options = participant.options
+        self.client = openai.OpenAI(
+            api_key=key,
+            base_url=str(options.get("base_url", DEFAULT_BASE_URL)),
+            max_retries=0,
+            http_client=shared_client(),
+        )
+        self.model = str(participant.model)
+        self.messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        self.tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": dict(spec.parameters),
+                },
+            }
+            for spec in tools
+        ]
+        level = participant.thinking_level
+        self.effort = EFFORTS.get(level) if level is not None else None
+        cap = options.get("max_output_tokens")
+        self.max_output = int(cap) if cap is not None else None
+
+    def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
+        """Stream one chat completion into ``turn`` (text, tool calls, usage, finish)."""
+        extra: dict[str, Any] = {}
+        if self.tools:
+            extra["tools"] = self.tools
+            if answer_now:
+                extra["tool_choice"] = "none"
+        if self.effort is not None:
+            extra["reasoning_effort"] = self.effort
+        if self.max_output is not None:
+            extra["max_completion_tokens"] = self.max_output
+        stream = self.client.chat.completions.create(
+            model=self.model,
+            messages=cast(Any, self.messages),
+            stream=True,
+            stream_options={"include_usage": True},
+            timeout=timeout,
+            **extra,
+        )
+        turn.attach(stream.response)
+        with stream:
+            for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                    prompt, completion = (
+                        usage.prompt_tokens_details,
+                        usage.completion_tokens_details,
+                    )
+                    turn.set_usage(
+                        input=usage.prompt_tokens,
+                        output=usage.completion_tokens,
+                        cached=(prompt.cached_tokens or 0) if prompt else 0,
+                        reasoning=(completion.reasoning_tokens or 0) if completion else 0,
+                    )
+                for choice in chunk.choices:
+                    if choice.index != 0:
+                        continue
+                    delta = choice.delta
+                    turn.add_text(delta.content or "")
+                    turn.add_text(delta.refusal or "")
+                    reasoning = delta.model_extra or {}
+                    if any(reasoning.get(name) for name in REASONING_FIELDS):
+                        turn.activity.touch()
+                    for call in delta.tool_calls or ():
+                        with turn.lock:
+                            pending = turn.calls.setdefault(call.index, PendingCall())
+                            pending.id = call.id or pending.id or f"call_{call.index}"
+                            if call.function is not None:
+                                pending.name += call.function.name or ""
+                                pending.arguments.append(call.function.arguments or "")
+                        turn.activity.touch()
+                    if choice.finish_reason is not None:
+                        turn.finished = True
+
+    def add_turn(self, turn: StreamedTurn) -> None:
+        """The assistant's turn with its tool calls."""
+        calls = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": "".join(call.arguments)},
+            }
+            for _, call in sorted(turn.calls.items())
+        ]
+        text = turn.text_so_far()
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        self.messages.append(message)
+
+    def add_text(self, text: str) -> None:
+        """An interrupted turn's text, as the assistant's message."""
+        self.messages.append({"role": "assistant", "content": text})
+
+    def add_tool_results(self, results: Sequence[tuple[str, str]]) -> None:
+        """One ``tool`` message per reply."""
+        for call_id, text in results:
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+    def add_user(self, text: str) -> None:
+        """A user message."""
+        self.messages.append({"role": "user", "content": text})
+
+    def estimate_tokens(self) -> int:
+        """Input estimated from the JSON size, plus ``max_output_tokens`` when set."""
+        chars = len(json.dumps(self.messages)) + len(json.dumps(self.tools))
+        return estimate_tokens(chars, self.max_output or 0)
+
+    def trouble(self, error: BaseException) -> Trouble:
+        """An SDK or transport error, judged: status errors by status, the rest by kind."""
+        if isinstance(error, openai.APIStatusError):
+            status = error.status_code
+            body = error.body
+            said = body.get("message") if isinstance(body, dict) else None
+            message = said if isinstance(said, str) and said else error.message
+            return Trouble(
+                f"the OpenAI API answered HTTP {status}: {message}",
+                retryable=retryable_status(status),
+                status=status,
+                retry_after_ms=retry_after_ms(error.response.headers, time.time()),
+            )
+        if isinstance(error, openai.APITimeoutError | httpx2.TimeoutException):
+            return Trouble("the request to the OpenAI API timed out", retryable=True)
+        if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+            cause = error.__cause__ if error.__cause__ is not None else error
+            return Trouble(
+                f"the connection to the OpenAI API failed ({type(cause).__name__})",
+                retryable=True,
+            )
+        if isinstance(error, openai.APIError):
+            return Trouble(f"the OpenAI API's stream reported an error: {error}", retryable=True)
+        return Trouble(
+            f"the OpenAI API's stream could not be read ({type(error).__name__}: {error})",
+            retryable=False,
+        )
+
+
+class OpenAIProvider:
+    """The OpenAI chat completions API (a :class:`~council.reviewers.provider.Provider`)."""
+
+    backend = "openai"
+    title = "OpenAI"
+    key_env = KEY_ENV
+
+    def check(self, participant: Participant, where: str) -> None:
+        """:func:`check_participant`."""
+        check_participant(participant, where)
+
+    def open(
+        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+    ) -> OpenAIChat:
+        """A new conversation (no network until the first turn)."""
+        return OpenAIChat(participant, key, prompt, tools)
+
+
+class OpenAIReviewer(ModelReviewer):
+    """The ``openai`` backend's reviewer; ``backoff`` tunes its retries (tests shorten it)."""
+
+    def __init__(self, backoff: Backoff | None = None) -> None:
+        super().__init__(OpenAIProvider(), backoff)

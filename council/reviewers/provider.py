@@ -1,0 +1,88 @@
+"""What a model API must provide to the shared conversation loop: a session per review.
+
+The loop (:mod:`~council.reviewers.conversation`) owns turns, tools, retries, clocks and
+usage; a :class:`Provider` only knows its wire. Its :class:`Session` keeps the messages in
+the provider's own shape and streams one request into a
+:class:`~council.reviewers.stream_watch.StreamedTurn`. Implemented by
+:mod:`~council.reviewers.openai_chat` and :mod:`~council.reviewers.anthropic_messages`.
+
+Source: architecture.md "Layers" (one adapter per backend), issue "Model reviewers".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import httpx2
+
+from council.participant import Participant
+from council.reviewers.retry import Trouble
+from council.reviewers.stream_watch import StreamedTurn
+from council.reviewers.tools import ToolSpec
+
+CHARS_PER_TOKEN = 4
+"""Characters per token when estimating a request for the rate limiter."""
+
+
+class Session(Protocol):
+    """One conversation with a provider: its messages, and how to stream the next turn."""
+
+    def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
+        """Send the conversation and stream the reply into ``turn`` (on a helper thread).
+
+        ``answer_now``: ask for an answer without tool calls. Raises the SDK's errors.
+        """
+        ...
+
+    def add_turn(self, turn: StreamedTurn) -> None:
+        """Append a completed assistant turn (its text, tool calls and extra blocks)."""
+        ...
+
+    def add_text(self, text: str) -> None:
+        """Append the text of an interrupted turn as the assistant's."""
+        ...
+
+    def add_tool_results(self, results: Sequence[tuple[str, str]]) -> None:
+        """Append the replies (call id, text) to the last turn's tool calls."""
+        ...
+
+    def add_user(self, text: str) -> None:
+        """Append a user message (merged into a trailing user message when needed)."""
+        ...
+
+    def estimate_tokens(self) -> int:
+        """Tokens the next request may cost (input estimate plus the output cap)."""
+        ...
+
+    def trouble(self, error: BaseException) -> Trouble:
+        """What an error raised by :meth:`stream` means for the retry loop."""
+        ...
+
+
+class Provider(Protocol):
+    """A model API: its name, its option check, and a session per review."""
+
+    backend: str
+    """The roster's backend name (``openai``)."""
+    title: str
+    """The API's name for people (``OpenAI``)."""
+    key_env: str
+    """The environment variable named by default for the key."""
+
+    def check(self, participant: Participant, where: str) -> None:
+        """Refuse bad settings (RosterError at ``{where}.{field}``)."""
+        ...
+
+    def open(
+        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+    ) -> Session:
+        """A new conversation holding ``prompt`` as its first message (no network)."""
+        ...
+
+
+def estimate_tokens(chars: int, output_cap: int) -> int:
+    """A request's token estimate: ``chars`` of input at :data:`CHARS_PER_TOKEN`, plus
+    the output cap (tokens)."""
+    return math.ceil(chars / CHARS_PER_TOKEN) + output_cap

@@ -1,0 +1,96 @@
+"""Retrying a model request: which troubles deserve another try, and how long to wait.
+
+The SDKs' own retries are off (``max_retries=0``) so that every attempt is counted in
+the usage, waits honour our clocks, and a retry restarts the whole turn. Worth retrying:
+HTTP 408, 429 and 5xx, a connection that failed or dropped, and a stream that ended
+before its final event. Not worth it: 401, 403 and every other 4xx (the request itself
+is wrong; the provider's message says why).
+
+Waits use exponential backoff with full jitter (a uniformly random wait between 0 and
+``base_ms·2^(n-1)``, capped), unless the server said when to come back (``Retry-After``
+in seconds or as an HTTP date, or OpenAI's ``retry-after-ms``): then exactly that.
+
+Source: issue "Model reviewers"; RFC 9110 §10.2.3 (Retry-After); the AWS Architecture
+Blog, "Exponential Backoff And Jitter" (full jitter).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """What went wrong with one request, as the retry loop needs it.
+
+    ``message`` is a sentence for people (the provider's own words for an HTTP error);
+    ``status`` the HTTP status when there was one; ``retry_after_ms`` the server's wait.
+    """
+
+    message: str
+    retryable: bool
+    status: int | None = None
+    retry_after_ms: int | None = None
+
+
+def retryable_status(status: int) -> bool:
+    """Whether an HTTP status is worth another try: 408, 429 and every 5xx."""
+    return status in (408, 429) or 500 <= status <= 599
+
+
+def retry_after_ms(headers: Mapping[str, str], now: float) -> int | None:
+    """The wait a server asked for, in ms, or None when it asked for none.
+
+    Reads ``retry-after-ms`` (OpenAI's, milliseconds) first, then ``Retry-After``
+    (RFC 9110: a number of seconds, or an HTTP date compared with ``now``, seconds
+    since the epoch). A date in the past is 0; an unreadable value is None. Header
+    names are looked up as given and lower-case (httpx's headers ignore case anyway).
+    """
+    for name, scale in (("retry-after-ms", 1.0), ("retry-after", 1000.0)):
+        value = headers.get(name) or headers.get(name.title())
+        if value is None:
+            continue
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number) and number >= 0:
+            return math.ceil(number * scale)
+        if scale == 1000.0:
+            try:
+                when = parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                return None
+            return max(0, math.ceil((when.timestamp() - now) * 1000))
+    return None
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How a failed request is retried (all durations in milliseconds).
+
+    * ``attempts``: most requests for one turn, the first included;
+    * ``base_ms``: the first retry waits up to this long; each next one up to twice as
+      long, never more than ``cap_ms``.
+    """
+
+    attempts: int = 6
+    base_ms: int = 1000
+    cap_ms: int = 30_000
+
+    def delay_ms(self, retry: int, server_ms: int | None, rng: random.Random) -> int:
+        """The wait before retry number ``retry`` (1 = the first retry), in ms.
+
+        ``server_ms`` (the server's ``Retry-After``) wins when given: the server knows
+        when it will take us again. Otherwise full jitter: uniform in
+        [0, min(cap_ms, base_ms·2^(retry-1))].
+        """
+        if server_ms is not None:
+            return server_ms
+        ceiling = min(self.cap_ms, self.base_ms * 2 ** max(0, retry - 1))
+        return round(rng.uniform(0, ceiling))

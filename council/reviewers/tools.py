@@ -1,0 +1,376 @@
+"""The tools an agentic model reviewer may call, and the dispatcher that answers them.
+
+* ``read_file(path, start_line?, end_line?)`` — a file of the pinned tree, lines numbered;
+* ``list_files(dir?)`` — the files under a directory of the tree (recursive, sorted);
+* ``grep(pattern, path?)`` — lines matching a Python regular expression;
+* ``record_finding(finding)`` — one finding appended to the review's journal as it goes.
+
+The tree is ``request.workdir``: the head commit unpacked from ``git archive``, never the
+repository's working directory. A path is relative to the tree's root (a leading ``/``
+is read as the root) and may not leave it, by ``..`` or through a symlink. Output is
+bounded (:data:`READ_MAX_LINES`, :data:`OUTPUT_MAX_CHARS`, ...) and says where it was
+cut. A tool never raises into the model's loop: every error is the tool's reply text.
+
+Usage::
+
+    box = ToolBox(("read_file", "record_finding"), workdir, request.journal, touch)
+    box.call("read_file", '{"path": "src/app.py", "start_line": 10}')
+
+Source: harvest.md §1 (record_finding and its replies), architecture.md (tree archive).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from council.recording import reply, split_recorded
+from council.reviewers.base import JournalSink
+
+READ_MAX_LINES = 2000
+"""Most lines one ``read_file`` call returns."""
+
+OUTPUT_MAX_CHARS = 60_000
+"""Most characters of one tool reply (about 15,000 tokens)."""
+
+LIST_MAX_FILES = 1000
+"""Most paths one ``list_files`` call returns."""
+
+GREP_MAX_MATCHES = 200
+"""Most matching lines one ``grep`` call returns."""
+
+GREP_MAX_FILE_BYTES = 2 * 1024 * 1024
+"""Files larger than this (bytes) are skipped by ``grep``."""
+
+GREP_LINE_CHARS = 400
+"""A matching line is quoted up to this many characters."""
+
+GREP_BUDGET_MS = 10_000
+"""Time one ``grep`` call may take, in milliseconds; past it the search stops, saying so."""
+
+PATTERN_MAX_CHARS = 500
+"""Longest ``grep`` pattern accepted."""
+
+NO_TREE = (
+    "No source tree is available to this review, so files cannot be read, listed or "
+    "searched; review the diff in the prompt."
+)
+"""The reply of a file tool when the review has no pinned tree (``workdir`` is None)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as a model sees it: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+_PATH = {"type": "string", "description": "A path relative to the repository root."}
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "read_file",
+        "Read a file of the repository at the reviewed commit. Lines are numbered; read a "
+        f"range with start_line/end_line (1-based, inclusive; at most {READ_MAX_LINES} "
+        "lines per call).",
+        {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "start_line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1},
+            },
+            "required": ["path"],
+        },
+    ),
+    ToolSpec(
+        "list_files",
+        "List the files under a directory of the repository (recursive, sorted). Without "
+        "dir, the whole repository.",
+        {"type": "object", "properties": {"dir": _PATH}},
+    ),
+    ToolSpec(
+        "grep",
+        "Search the repository's text files for a regular expression (Python syntax). "
+        "Replies with path:line: text for each matching line. path narrows the search to "
+        "a file or a directory.",
+        {
+            "type": "object",
+            "properties": {"pattern": {"type": "string"}, "path": _PATH},
+            "required": ["pattern"],
+        },
+    ),
+    ToolSpec(
+        "record_finding",
+        "Record ONE finding the moment you are sure of it, so it is kept even if you are "
+        "stopped before you answer. Same shape as one entry of the findings array of "
+        "your answer; still repeat it in your final answer.",
+        {
+            "type": "object",
+            "properties": {
+                "finding": {
+                    "type": "object",
+                    "description": "One finding: location, label, subject, discussion, "
+                    "severity, confidence.",
+                }
+            },
+            "required": ["finding"],
+        },
+    ),
+)
+"""Every tool a model reviewer may be given, in the order they are offered."""
+
+TOOL_NAMES: tuple[str, ...] = tuple(spec.name for spec in SPECS)
+"""The names a roster's ``tools`` may list for a model reviewer."""
+
+
+def specs_for(names: Sequence[str]) -> tuple[ToolSpec, ...]:
+    """The specs of the named tools (unknown names are left out), in :data:`SPECS` order."""
+    wanted = set(names)
+    return tuple(spec for spec in SPECS if spec.name in wanted)
+
+
+class ToolBox:
+    """Answers a model's tool calls over one review's tree and journal.
+
+    ``names`` are the tools the participant was given; ``workdir`` the pinned tree (None:
+    the file tools reply :data:`NO_TREE`); ``journal`` where ``record_finding`` appends;
+    ``on_entry`` is called for every entry the journal accepted (the idle clock's
+    activity). :attr:`entries` counts entries forwarded to the journal.
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        workdir: Path | None,
+        journal: JournalSink,
+        on_entry: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.names = tuple(spec.name for spec in specs_for(names))
+        self.root = workdir.resolve() if workdir is not None else None
+        self.journal = journal
+        self.on_entry = on_entry
+        self.entries = 0
+
+    def call(self, name: str, arguments: str | Mapping[str, Any]) -> str:
+        """Run one tool call; the reply text (an error is a reply too). Never raises."""
+        if name not in self.names:
+            offered = ", ".join(self.names) or "none"
+            return f"There is no tool named {name!r} in this review; the tools are: {offered}."
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments) if arguments.strip() else {}
+            except ValueError as error:
+                return f"The arguments of {name} were not valid JSON ({error}); call it again."
+        else:
+            parsed = dict(arguments)
+        if not isinstance(parsed, dict):
+            return f"The arguments of {name} must be a JSON object; call it again."
+        try:
+            if name == "record_finding":
+                return self._record(parsed)
+            if self.root is None:
+                return NO_TREE
+            tree = _Tree(self.root)
+            if name == "read_file":
+                return tree.read_file(parsed)
+            if name == "list_files":
+                return tree.list_files(parsed)
+            return tree.grep(parsed)
+        except Exception as error:  # a tool never raises into the model's loop
+            return f"The {name} tool failed ({type(error).__name__}: {error})."
+
+    # -- the journal -------------------------------------------------------------------
+
+    def _record(self, args: Mapping[str, Any]) -> str:
+        """Append the finding(s) to the journal; the one-sentence reply of harvest.md §1."""
+        value: object = args["finding"] if "finding" in args else dict(args)
+        recording = split_recorded(value)
+        stored = 0
+        failure: str | None = None
+        for entry in recording.entries:
+            try:
+                answer = self.journal.append(entry)
+            except Exception as error:  # a sink that breaks its promise not to raise
+                answer = f"Not recorded ({type(error).__name__}); keep it for your answer."
+            problem = _refusal(answer)
+            if problem is None:
+                stored += 1
+                self.entries += 1
+                self.on_entry()
+            else:
+                failure = problem
+        if failure is not None:
+            if stored:
+                failure += f"; {stored} of them were recorded"
+            return reply(stored, recording.rejected, failure)
+        return reply(stored, recording.rejected)
+
+
+class _Tree:
+    """The file tools over one unpacked tree (``root`` already resolved)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _resolve(self, value: object, what: str) -> Path | str:
+        """The path inside the tree, or the refusal to reply with."""
+        if value is None:
+            return self.root
+        if not isinstance(value, str) or "\0" in value:
+            return f"{what} must be a path relative to the repository root."
+        target = (self.root / value.strip().lstrip("/\\")).resolve()
+        if target != self.root and not target.is_relative_to(self.root):
+            return f"{value!r} is outside the repository; paths stay inside the reviewed tree."
+        return target
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix() or "."
+
+    def read_file(self, args: Mapping[str, Any]) -> str:
+        path = self._resolve(args.get("path"), "path")
+        if isinstance(path, str):
+            return path
+        if not path.is_file():
+            return f"There is no file {self._relative(path)!r} in the repository."
+        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        start = _line_number(args.get("start_line"), 1)
+        end = _line_number(args.get("end_line"), len(lines))
+        if start is None or end is None:
+            return "start_line and end_line must be whole numbers >= 1."
+        if not lines:
+            return f"{self._relative(path)} is empty."
+        if start > len(lines):
+            return f"{self._relative(path)} has only {len(lines)} lines."
+        end = min(end, len(lines), start + READ_MAX_LINES - 1)
+        out: list[str] = []
+        size = 0
+        shown = start - 1
+        for number in range(start, end + 1):
+            line = f"{number:>6}\t{lines[number - 1]}"
+            if size + len(line) > OUTPUT_MAX_CHARS and out:
+                break
+            out.append(line)
+            size += len(line) + 1
+            shown = number
+        if shown < len(lines):
+            out.append(
+                f"[shown lines {start}-{shown} of {len(lines)}; read on with "
+                f"start_line={shown + 1}]"
+            )
+        return "\n".join(out)
+
+    def list_files(self, args: Mapping[str, Any]) -> str:
+        base = self._resolve(args.get("dir"), "dir")
+        if isinstance(base, str):
+            return base
+        if not base.is_dir():
+            return f"There is no directory {self._relative(base)!r} in the repository."
+        found: list[str] = []
+        for path in self._walk(base):
+            found.append(self._relative(path))
+            if len(found) > LIST_MAX_FILES:
+                break
+        if not found:
+            return f"No files under {self._relative(base)!r}."
+        text = _capped("\n".join(sorted(found[:LIST_MAX_FILES])))
+        if len(found) > LIST_MAX_FILES:
+            text += f"\n[more than {LIST_MAX_FILES} files; list a subdirectory]"
+        return text
+
+    def grep(self, args: Mapping[str, Any]) -> str:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            return "pattern must be a non-empty regular expression."
+        if len(pattern) > PATTERN_MAX_CHARS:
+            return f"pattern is longer than {PATTERN_MAX_CHARS} characters."
+        try:
+            regex = re.compile(pattern)
+        except re.error as error:
+            return f"pattern is not a valid regular expression ({error})."
+        base = self._resolve(args.get("path"), "path")
+        if isinstance(base, str):
+            return base
+        files = [base] if base.is_file() else sorted(self._walk(base))
+        deadline = time.monotonic() + GREP_BUDGET_MS / 1000
+        hits: list[str] = []
+        cut = ""
+        for path in files:
+            if time.monotonic() > deadline:
+                cut = f"[search stopped after {GREP_BUDGET_MS} ms; narrow path or pattern]"
+                break
+            for number, line in _text_lines(path):
+                if regex.search(line[: GREP_LINE_CHARS * 4]):
+                    hits.append(f"{self._relative(path)}:{number}: {line[:GREP_LINE_CHARS]}")
+                    if len(hits) >= GREP_MAX_MATCHES:
+                        cut = f"[stopped at {GREP_MAX_MATCHES} matches; narrow the search]"
+                        break
+            if len(hits) >= GREP_MAX_MATCHES:
+                break
+        if not hits:
+            return f"No line matches {pattern!r}." + (f"\n{cut}" if cut else "")
+        return _capped("\n".join(hits)) + (f"\n{cut}" if cut else "")
+
+    def _walk(self, base: Path) -> Iterator[Path]:
+        """Files under ``base`` inside the tree (symlinks out of it skipped, .git too)."""
+        for folder, dirs, names in os.walk(base):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            for name in names:
+                path = Path(folder) / name
+                if path.is_symlink():
+                    real = path.resolve()
+                    if not real.is_relative_to(self.root) or not real.is_file():
+                        continue
+                yield path
+
+
+_NOT_RECORDED = re.compile(r"Not recorded \((?P<reason>.*)\)")
+
+
+def _refusal(answer: str) -> str | None:
+    """The reason in a journal's reply, or None when it recorded the entry."""
+    if answer.startswith("Recorded"):
+        return None
+    match = _NOT_RECORDED.match(answer)
+    return match.group("reason") if match else answer.rstrip(".") or "the journal refused it"
+
+
+def _line_number(value: object, default: int) -> int | None:
+    """A 1-based line number from a tool argument (None when unusable)."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a text file; nothing for a binary, large or unreadable one."""
+    try:
+        if path.stat().st_size > GREP_MAX_FILE_BYTES:
+            return
+        data = path.read_bytes()
+    except OSError:
+        return
+    if b"\0" in data[:8192]:
+        return
+    yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+
+
+def _capped(text: str) -> str:
+    """``text`` cut to :data:`OUTPUT_MAX_CHARS`, saying so."""
+    if len(text) <= OUTPUT_MAX_CHARS:
+        return text
+    return text[:OUTPUT_MAX_CHARS] + f"\n[cut at {OUTPUT_MAX_CHARS} characters]"
