@@ -44,7 +44,7 @@ EXIT_TRIPPED = 1
 EXIT_INCOMPLETE = 3
 """Exit code: the council could not complete (same code as :class:`IncompleteError`)."""
 
-INCOMPLETE_STATUSES: frozenset[str] = frozenset({"open", "cancelled", "timeout"})
+INCOMPLETE_STATUSES: frozenset[str] = frozenset({"open", "judging", "cancelled", "timeout"})
 """Run statuses that mean the council did not complete: never settled, cancelled, or
 timed out. ``partial`` is NOT among them: a run where someone stopped or failed still
 completed; the quorum decides whether enough reviewers answered."""
@@ -121,6 +121,7 @@ def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:
 
 _STATUS_PHRASES = {
     "open": "the run never settled",
+    "judging": "the judge never finished",
     "cancelled": "the run was cancelled",
     "timeout": "the run timed out",
 }

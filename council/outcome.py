@@ -29,6 +29,11 @@ ANSWER_SHAPE_CODES = frozenset(
 """Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop."""
 
 
+def _unreadable(h: Harvest) -> bool:
+    """Whether nothing at all could be read from an answer (blank, no JSON, no list)."""
+    return any(w.at == "answer" and w.code in UNREAD_CODES for w in h.warnings)
+
+
 def unread_code(outcome: ParticipantOutcome) -> str | None:
     """The code saying an ANSWERED participant's answer could not be read, or None.
 
@@ -89,7 +94,9 @@ def settle_outcome(
     read as one journal (indices run across attempts) so a redelivered task keeps what a
     dead attempt wrote down, and says_the_same collapses the repeats. ``result`` is None
     when no attempt returned (the task died, the watchdog fired): the outcome is then a
-    stop with ``lost`` (default ``worker-lost``) built from the journals alone.
+    stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
+    ``judge`` the journal is read only when its answer could not be read at all
+    (harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
 
     Rules: a failure keeps no answer findings but still files its journal (a reviewer
     that wrote things down before its program crashed worked); a stop replaces the
@@ -104,7 +111,12 @@ def settle_outcome(
         stop, answer, failure = result.stop, result.answer, result.failure
         duration_ms = result.duration_ms
     answered = harvest("" if failure is not None else answer, read)
-    folded = fold_journal(answered, reading, read)
+    if role == "judge" and not _unreadable(answered):
+        # A judge's answer is its decision, even an empty one; its journal is only a
+        # fallback for an answer that could not be read at all (harvest.md §8).
+        folded = answered
+    else:
+        folded = fold_journal(answered, reading, read)
     status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
     warnings = list(folded.warnings)
     if status == "failed":

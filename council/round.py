@@ -115,3 +115,54 @@ def _attributed(warning: Warning, participant: str) -> Warning:
     if warning.at == participant:
         return warning
     return warning.model_copy(update={"at": f"{participant}: {warning.at}"})
+
+
+def conclude_judge(
+    interim: CouncilReport,
+    judge: Participant,
+    outcome: ParticipantOutcome,
+    first_id: int,
+    *,
+    status: RunStatus,
+    settled_ms: int,
+) -> tuple[list[Finding], CouncilReport]:
+    """File the judge's findings after the reviewers' and settle the report.
+
+    The judge's findings keep their ``raisedBy`` (who the judge says raised them) and
+    carry a judge origin; they are filed after the reviewers' findings of the same round,
+    ids from ``first_id`` on. Source: harvest.md §8, architecture.md (chord → judge →
+    settle).
+    """
+    origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
+    filed = [
+        f.model_copy(update={"origin": origin, "id": first_id + i})
+        for i, f in enumerate(outcome.harvest.findings)
+    ]
+    summary = ParticipantSummary(
+        id=judge.id,
+        role="judge",
+        backend=judge.backend,
+        model=judge.model,
+        state=outcome.status,
+        stop=outcome.stop,
+        failure=outcome.failure,
+        findings=len(filed),
+        warnings=len(outcome.harvest.warnings),
+        attempts=outcome.attempts,
+        duration_ms=outcome.duration_ms,
+        unread=unread_code(outcome),
+    )
+    report = interim.model_copy(
+        update={
+            "status": status,
+            "participants": (*interim.participants, summary),
+            "findings": (*interim.findings, *filed),
+            "warnings": (
+                *interim.warnings,
+                *(_attributed(w, judge.id) for w in outcome.harvest.warnings),
+            ),
+            "notes": (*interim.notes, *(f"{judge.id}: {n}" for n in outcome.notes)),
+            "settled_ms": settled_ms,
+        }
+    )
+    return filed, report

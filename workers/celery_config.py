@@ -61,6 +61,7 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
             "council.review_participant": {"queue": REVIEW_QUEUE},
             "council.consolidate": {"queue": CONSOLIDATE_QUEUE},
             "council.finalize": {"queue": CONSOLIDATE_QUEUE},
+            "council.judge": {"queue": REVIEW_QUEUE},
         },
         "task_allow_error_cb_on_chord_header": False,
         "task_always_eager": False,

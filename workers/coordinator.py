@@ -22,15 +22,17 @@ from celery import Celery, chord
 from council.diff import Change, decode_diff, filter_paths, parse_diff
 from council.errors import ChangeTooLarge, ConfigurationError, RosterError
 from council.participant import Participant
+from council.personas import load_persona, parse_charter
 from council.prompt import build_prompt, change_notes
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
 from council.roster import Roster, parse_roster
+from workers.judging import PERSONA_SUFFIX
 from workers.repository import Repository
 from workers.review import now_ms
 from workers.runtime import Runtime
 from workers.settings import Settings
-from workers.settling import settle_run
+from workers.settling import JudgeDispatch, settle_run
 from workers.stores.runs import PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.coordinator")
@@ -71,6 +73,7 @@ class Round:
     tree: bytes | None
     change: Change
     notes: tuple[str, ...] = field(default=())
+    judge: Participant | None = None
 
 
 class NothingToReview(Exception):
@@ -127,10 +130,22 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)",
         )
     participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
-    programs = _programs(repo, base, options, participants)
+    judge = _with_base_dir(roster.judge, options, repo.path) if roster.judge else None
+    everyone = (*participants, *((judge,) if judge else ()))
+    programs = _programs(repo, base, options, everyone)
+    personas = {
+        p.id: _persona_text(repo, base, options, roster, p.persona)
+        for p in everyone
+        if p.persona is not None
+    }
     tree = repo.archive(head, settings.max_tree_bytes or roster.max_tree_bytes)
     notes.extend(n for n in change_notes(change, non_utf8=non_utf8) if n not in notes)
-    prompts = {p.id: build_prompt(p, change, change.text, notes=notes) for p in participants}
+    prompts = {
+        p.id: build_prompt(p, change, change.text, persona_text=personas.get(p.id), notes=notes)
+        for p in participants
+    }
+    if judge is not None:
+        prompts[judge.id + PERSONA_SUFFIX] = personas.get(judge.id, "")
     run_id = uuid.uuid4().hex[:16]
     created = now_ms()
     record = RunRecord(
@@ -142,12 +157,37 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         witness=head,
         mode="distributed" if mode == "distributed" else "embedded",
         participants=tuple(p.id for p in participants),
+        judge=judge.id if judge else None,
         changed_paths=change.paths,
         notes=tuple(notes),
         created_ms=created,
-        deadline_ms=created + roster.longest_backstop_ms + settings.watchdog_slack_ms,
+        deadline_ms=created
+        + max(p.clocks.backstop_ms for p in participants)
+        + (judge.clocks.backstop_ms if judge else 0)
+        + settings.watchdog_slack_ms,
     )
-    return Round(record, roster, participants, prompts, programs, tree, change, tuple(notes))
+    return Round(record, roster, participants, prompts, programs, tree, change, tuple(notes), judge)
+
+
+def _persona_text(
+    repo: Repository, base: str, options: ReviewOptions, roster: Roster, persona: str
+) -> str:
+    """A persona's charter body: the roster's persona_dirs first, then council's own.
+
+    The dirs are trusted configuration like the roster: beside an explicit ``--roster``
+    file, else read from the BASE tree, never from the head under review. Raises
+    :class:`~council.errors.PersonaNotFound` (exit 2) when no charter carries it.
+    """
+    if options.roster is not None:
+        here = options.roster.resolve().parent
+        return load_persona(persona, [here / d for d in roster.persona_dirs]).body
+    for d in roster.persona_dirs:
+        blob = repo.read_file(base, f"{d.strip('/')}/{persona}.md")
+        if blob is not None:
+            source = f"{d}/{persona}.md@{base[:12]}"
+            text = blob.decode("utf-8", errors="replace")
+            return parse_charter(text, source, persona_id=persona).body
+    return load_persona(persona).body
 
 
 def _read_roster(
@@ -232,7 +272,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
     rt.runs.put_inputs(
         record.run_id,
-        round_.participants,
+        (*round_.participants, *((round_.judge,) if round_.judge else ())),
         round_.prompts,
         round_.tree,
         round_.programs,
@@ -264,6 +304,15 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     )
 
 
+def judge_sender(app: Celery) -> JudgeDispatch:
+    """A function that sends a run's judge task through ``app``."""
+
+    def send(run_id: str) -> None:
+        app.send_task("council.judge", kwargs={"run_id": run_id, "protocol": PROTOCOL})
+
+    return send
+
+
 @dataclass
 class Waiter:
     """Waits for a run to settle, showing progress; cancels, times out, or finalizes.
@@ -280,14 +329,16 @@ class Waiter:
     on_progress: Callable[[dict[str, Progress]], None]
     stop_requested: Callable[[], bool]
     timeout_ms: int | None = None
+    dispatch_judge: JudgeDispatch | None = None
 
     def wait(self) -> CouncilReport:
         """Block until the run is settled; return its report."""
         run_id = self.record.run_id
         started = now_ms()
+        deadline = self.record.deadline_ms
         shown_at = 0.0
         while True:
-            if self.rt.runs.status(run_id) != "open":
+            if self.rt.runs.status(run_id) not in ("open", "judging"):
                 report = self.rt.runs.report(run_id)
                 if report is not None:
                     self.on_progress(self.rt.runs.progress(run_id))
@@ -300,9 +351,17 @@ class Waiter:
                 return self._halt("cancelled", Stop(limit="cancelled"))
             if self.timeout_ms is not None and now - started >= self.timeout_ms:
                 return self._halt("timeout", Stop(limit="wall-clock", budget_ms=self.timeout_ms))
-            if now >= self.record.deadline_ms:
+            if now >= deadline:
                 log.warning("watchdog_fired", run_id=run_id)
-                return settle_run(self.rt, run_id, lost=Stop(limit="worker-lost"))
+                report = settle_run(
+                    self.rt,
+                    run_id,
+                    lost=Stop(limit="worker-lost"),
+                    dispatch_judge=self.dispatch_judge,
+                )
+                if report.status != "judging":
+                    return report
+                deadline = now + (self.record.deadline_ms - self.record.created_ms)
             time.sleep(POLL_S)
 
     def _progress(self) -> dict[str, Progress]:
@@ -320,7 +379,7 @@ class Waiter:
         self.rt.runs.cancel(run_id, forced)
         grace_end = now_ms() + CANCEL_GRACE_MS
         while now_ms() < grace_end:
-            if self.rt.runs.status(run_id) != "open":
+            if self.rt.runs.status(run_id) not in ("open", "judging"):
                 break
             progress = self.rt.runs.progress(run_id)
             if all(s.state not in ("pending", "running") for s in progress.values()):

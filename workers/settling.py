@@ -9,18 +9,22 @@ returns the settled report. Source: celery.md §1.4, harvest.md §7-§8.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
-from council.diff import parse_diff
+from council.diff import Change, parse_diff
 from council.findings import Finding, Read
 from council.harvest import JournalCaps
 from council.landing import land
 from council.outcome import ParticipantOutcome, settle_outcome
+from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
-from council.round import RoundFacts, conclude_round, round_status
+from council.round import RoundFacts, conclude_judge, conclude_round, round_status
 from workers.review import now_ms
 from workers.runtime import Runtime
+from workers.stores.runs import RunRecord
 
 log = structlog.get_logger("council.settle")
 
@@ -35,12 +39,17 @@ class RunNotFound(LookupError):
         )
 
 
+JudgeDispatch = Callable[[str], None]
+"""Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
+
+
 def settle_run(
     rt: Runtime,
     run_id: str,
     *,
     forced: RunStatus | None = None,
     lost: Stop | None = None,
+    dispatch_judge: JudgeDispatch | None = None,
 ) -> CouncilReport:
     """Settle ``run_id`` from what Redis holds; return its report (idempotent).
 
@@ -48,13 +57,20 @@ def settle_run(
     it is None, a run cancelled with :meth:`RunStore.cancel` gets the status given there;
     ``lost`` is the stop given to participants without an outcome (default
     ``worker-lost``).
+
+    A run with a judge settles in two steps (architecture.md: chord → judge → settle):
+    the reviewers' findings are filed and the run becomes ``judging`` (then
+    ``dispatch_judge`` sends the judge, once), and when the judge has an outcome (or the
+    run is forced or the watchdog fires) its findings are filed and the run settles.
     """
     record = rt.runs.record(run_id)
     if record is None:
         raise RunNotFound(run_id)
-    settled = rt.runs.report(run_id)
-    if settled is not None:
-        return settled
+    current = rt.runs.status(run_id)
+    if current not in ("open", "judging"):
+        settled = rt.runs.report(run_id)
+        if settled is not None:
+            return settled
     if forced is None:
         # A cancelled run settles as cancelled (or timeout) even when the consolidation,
         # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
@@ -62,54 +78,106 @@ def settle_run(
     participants = rt.runs.participants(run_id)
     read = Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned")
     caps = JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes)
-    outcomes: dict[str, ParticipantOutcome] = {}
-    for p in participants:
+    judge = next((p for p in participants if p.role == "judge"), None)
+    reviewers = [p for p in participants if p.role != "judge"]
+
+    def outcome_of(p: Participant) -> ParticipantOutcome:
         stored = rt.runs.outcome(run_id, p.id)
-        if stored is None:
-            stored = settle_outcome(
-                p.id,
-                p.role,
-                None,
-                rt.journals.read_all(run_id, p.id),
-                read=read,
-                caps=caps,
-                attempts=rt.journals.attempts(run_id, p.id),
-                lost=lost or Stop(limit="worker-lost"),
-            )
-            log.warning(
-                "participant_settled_without_outcome",
-                run_id=run_id,
-                participant=p.id,
-                stop=stored.stop.limit if stored.stop else None,
-                findings=len(stored.harvest.findings),
-            )
-        outcomes[p.id] = stored
-    status = round_status(participants, outcomes, forced)
-    facts = RoundFacts(
-        run_id=run_id,
-        session=record.session,
-        repository=record.repository,
-        base=record.base,
-        head=record.head,
-        mode=record.mode,
-        notes=record.notes,
-        created_ms=record.created_ms,
-    )
+        if stored is not None:
+            return stored
+        made = settle_outcome(
+            p.id,
+            p.role,
+            None,
+            rt.journals.read_all(run_id, p.id),
+            read=read,
+            caps=caps,
+            attempts=rt.journals.attempts(run_id, p.id),
+            lost=lost or Stop(limit="worker-lost"),
+        )
+        log.warning(
+            "participant_settled_without_outcome",
+            run_id=run_id,
+            participant=p.id,
+            stop=made.stop.limit if made.stop else None,
+            findings=len(made.harvest.findings),
+        )
+        return made
+
     settled_at = now_ms()
     change = parse_diff(rt.runs.change(run_id))
+    if current != "judging":
+        outcomes = {p.id: outcome_of(p) for p in reviewers}
+        status = round_status(reviewers, outcomes, forced)
+        facts = RoundFacts(
+            run_id=run_id,
+            session=record.session,
+            repository=record.repository,
+            base=record.base,
+            head=record.head,
+            mode=record.mode,
+            notes=record.notes,
+            created_ms=record.created_ms,
+        )
+        step: RunStatus = "judging" if judge is not None and forced is None else status
+
+        def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
+            filed, report = conclude_round(
+                facts, reviewers, outcomes, first_id, status=step, settled_ms=settled_at
+            )
+            return filed, land(report, change)
+
+        report = rt.sessions.settle(record, step, conclude, settled_at)
+        if report.status != "judging" or judge is None:
+            # A run cancelled or timed out before its judge was sent settles without it.
+            _log_settled(record.session, report)
+            return report
+        if dispatch_judge is not None and rt.runs.claim_judge(run_id):
+            dispatch_judge(run_id)
+        judged = rt.runs.outcome(run_id, judge.id)
+        if judged is None:
+            return report
+    interim = rt.runs.report(run_id)
+    if interim is None or judge is None:
+        raise RunNotFound(run_id)
+    report = _settle_judge(rt, record, interim, judge, outcome_of, change, forced=forced)
+    _log_settled(record.session, report)
+    return report
+
+
+def _settle_judge(
+    rt: Runtime,
+    record: RunRecord,
+    interim: CouncilReport,
+    judge: Participant,
+    outcome_of: Callable[[Participant], ParticipantOutcome],
+    change: Change,
+    *,
+    forced: RunStatus | None = None,
+) -> CouncilReport:
+    """File the judge's findings on top of the interim report and settle the run."""
+    outcome = outcome_of(judge)
+    if forced is not None:
+        status: RunStatus = forced
+    else:
+        reviewers_whole = all(p.state == "answered" for p in interim.participants)
+        status = "settled" if reviewers_whole and outcome.status == "answered" else "partial"
+    settled_at = now_ms()
 
     def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
-        filed, report = conclude_round(
-            facts, participants, outcomes, first_id, status=status, settled_ms=settled_at
+        filed, report = conclude_judge(
+            interim, judge, outcome, first_id, status=status, settled_ms=settled_at
         )
         return filed, land(report, change)
 
-    report = rt.sessions.settle(record, status, conclude, settled_at)
+    return rt.sessions.settle(record, status, conclude, settled_at, expect="judging")
+
+
+def _log_settled(session: str, report: CouncilReport) -> None:
     log.info(
         "run_settled",
-        run_id=run_id,
-        session=record.session,
+        run_id=report.run_id,
+        session=session,
         status=report.status,
         findings=len(report.findings),
     )
-    return report

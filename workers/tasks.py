@@ -4,6 +4,8 @@
   raises for a reviewer fault, so the chord always gets N results.
 * ``council.consolidate(results, run_id)`` — the chord body; reads the stored outcomes
   (results only say who finished) and settles the run.
+* ``council.judge(run_id, protocol)`` — the optional judge, sent once the reviewers'
+  findings are filed; it answers about them, then the run settles.
 * ``council.finalize(run_id)`` — the chord's errback for what a task cannot catch (a
   hard kill, a lost worker); settles from the journals. Idempotent like the body.
 
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
+from celery import current_app, shared_task
 
 from workers import runtime
+from workers.judging import judge_run
 from workers.review import review
 from workers.settling import settle_run
 from workers.stores.runs import PROTOCOL
@@ -34,12 +37,24 @@ def review_participant(
 @shared_task(name="council.consolidate", bind=True, acks_late=True)
 def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
     """Settle the run once every reviewer task finished (the chord body)."""
-    report = settle_run(runtime.current(), run_id)
+    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 
 @shared_task(name="council.finalize", bind=True, acks_late=True)
 def finalize(self: Any, run_id: str) -> dict[str, Any]:
     """Settle the run when the chord failed (errback): lost participants get stops."""
-    report = settle_run(runtime.current(), run_id)
+    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+@shared_task(name="council.judge", bind=True, acks_late=True)
+def judge(self: Any, run_id: str, protocol: int = PROTOCOL) -> dict[str, Any]:
+    """The judge reads the filed findings and answers; then the run settles."""
+    report = judge_run(runtime.current(), run_id, protocol)
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+def send_judge(run_id: str) -> None:
+    """Send the run's judge task (settling calls this once, when reviewers are filed)."""
+    current_app.send_task("council.judge", kwargs={"run_id": run_id, "protocol": PROTOCOL})

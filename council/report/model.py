@@ -18,7 +18,7 @@ from council.reviewers.base import Stop, Usage
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
 
-RunStatus = Literal["open", "settled", "partial", "cancelled", "timeout"]
+RunStatus = Literal["open", "judging", "settled", "partial", "cancelled", "timeout"]
 ParticipantState = Literal["pending", "running", "answered", "stopped", "failed"]
 
 

@@ -27,6 +27,7 @@ from workers.coordinator import (
     ReviewOptions,
     Round,
     Waiter,
+    judge_sender,
     open_and_dispatch,
     prepare,
 )
@@ -217,6 +218,7 @@ def _run(
         on_progress=lambda states: show.update(_progress_view(states)) if show else None,
         stop_requested=stopped.is_set,
         timeout_ms=int(timeout * 1000) if timeout is not None else None,
+        dispatch_judge=judge_sender(app),
     )
     return waiter.wait()
 

@@ -71,6 +71,10 @@ class Keys:
         """String flag: set when the run is cancelled; reviewers stop as ``cancelled``."""
         return f"{self.prefix}run:{run_id}:cancel"
 
+    def run_judge_sent(self, run_id: str) -> str:
+        """String flag: the judge task was sent (SET NX, so it is sent once)."""
+        return f"{self.prefix}run:{run_id}:judge-sent"
+
     def runs_index(self) -> str:
         """Sorted set: run id scored by creation time (ms), for ``council runs``."""
         return f"{self.prefix}runs"
@@ -87,6 +91,7 @@ class Keys:
             self.run_prompt(run_id),
             self.run_tree(run_id),
             self.run_change(run_id),
+            self.run_judge_sent(run_id),
             self.run_cancel(run_id),
         ]
         for p in participants:

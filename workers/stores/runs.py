@@ -46,6 +46,8 @@ class RunRecord(BaseModel):
     witness: str | None = None
     mode: Literal["embedded", "distributed"] = "embedded"
     participants: tuple[str, ...] = ()
+    judge: str | None = None
+    """The judge's id when the roster has one: it runs after the reviewers are filed."""
     changed_paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     created_ms: int = 0
@@ -136,6 +138,10 @@ class RunStore:
         raw = self._r.get(self._keys.run_change(run_id))
         return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
+    def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
+        """Store (or replace) one participant's prompt (the judge's is built late)."""
+        self._r.hset(self._keys.run_prompt(run_id), participant, prompt)
+
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
         blob: bytes | None = self._r.get(self._keys.run_tree(run_id))
@@ -145,6 +151,10 @@ class RunStore:
         """A program read from the base tree for a command reviewer, if any."""
         blob: bytes | None = self._r.get(self._keys.run_program(run_id, participant))
         return blob
+
+    def claim_judge(self, run_id: str) -> bool:
+        """True for the one caller that may send the run's judge (SET NX), else False."""
+        return bool(self._r.set(self._keys.run_judge_sent(run_id), b"1", nx=True, ex=7 * 24 * 3600))
 
     def cancelled(self, run_id: str) -> bool:
         """Whether the run was cancelled."""

@@ -98,13 +98,21 @@ class SessionStore:
                     continue
 
     def settle(
-        self, record: RunRecord, status: str, conclude: Conclude, now_ms: int
+        self,
+        record: RunRecord,
+        status: str,
+        conclude: Conclude,
+        now_ms: int,
+        *,
+        expect: str = "open",
     ) -> CouncilReport:
-        """File a run's findings and settle it, exactly once.
+        """File a round's findings and move the run from ``expect`` to ``status``, once.
 
         ``conclude(first_id)`` builds the findings to file (ids from ``first_id`` on) and
-        the report. When the run is already settled, the stored report is returned and
-        nothing is filed. Run keys get their retention TTL; session keys are refreshed.
+        the report. When the run is no longer in ``expect``, the stored report is returned
+        and nothing is filed. ``status = "judging"`` is the interim step of a run with a
+        judge (reviewers' findings filed, the run still open for the judge); any other
+        status settles it: run keys get their retention TTL, session keys are refreshed.
         """
         k, s, rid = self._keys, record.session, record.run_id
         with self._r.pipeline() as pipe:
@@ -112,15 +120,17 @@ class SessionStore:
                 try:
                     pipe.watch(k.run(rid), k.session_issued(s))
                     current = pipe.hget(k.run(rid), "status")
-                    if current is not None and current.decode() != "open":
+                    if current is not None and current.decode() != expect:
                         stored = pipe.hget(k.run(rid), "report")
                         pipe.unwatch()
                         if stored is not None:
                             return CouncilReport.model_validate_json(stored)
+                        raise RunNotSettled(rid, current.decode(), expect)
                     issued = int(pipe.get(k.session_issued(s)) or 0)
                     findings, report = conclude(issued + 1)
                     attempts = {
-                        p: int(pipe.get(k.run_attempts(rid, p)) or 0) for p in record.participants
+                        p: int(pipe.get(k.run_attempts(rid, p)) or 0)
+                        for p in (*record.participants, *((record.judge,) if record.judge else ()))
                     }
                     pipe.multi()
                     if findings:
@@ -134,16 +144,14 @@ class SessionStore:
                         credited = attributed_ids(findings)
                         if credited:
                             pipe.sadd(k.session_attributed(s), *sorted(credited))
-                    pipe.hdel(k.session_open(s), rid)
-                    pipe.hset(
-                        k.run(rid),
-                        mapping={
-                            "status": status,
-                            "report": report.model_dump_json(exclude_none=True),
-                            "settled_ms": str(now_ms),
-                        },
-                    )
-                    for key in k.run_keys(rid, record.participants, attempts):
+                    final = status != "judging"
+                    fields = {"status": status, "report": report.model_dump_json(exclude_none=True)}
+                    if final:
+                        fields["settled_ms"] = str(now_ms)
+                        pipe.hdel(k.session_open(s), rid)
+                    pipe.hset(k.run(rid), mapping=fields)
+                    everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+                    for key in k.run_keys(rid, everyone, attempts) if final else ():
                         pipe.expire(key, self._run_ttl)
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)
@@ -184,6 +192,16 @@ class SessionStore:
         return [
             r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)
         ]
+
+
+class RunNotSettled(RuntimeError):
+    """A run is in another state than a settling step expected, with no report to return."""
+
+    def __init__(self, run_id: str, status: str, expected: str) -> None:
+        super().__init__(
+            f"run {run_id} is {status!r}, expected {expected!r}, and holds no report; "
+            "inspect it with `council show RUN`"
+        )
 
 
 def _load_ledger(raw: bytes | None) -> Ledger:

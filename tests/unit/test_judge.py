@@ -1,0 +1,113 @@
+"""The judge: after the reviewers are filed, it reads them and answers (embedded mode)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from council.findings import Harvest
+from council.outcome import settle_outcome
+from council.reviewers.base import ReviewResult
+from tests.gitrepo import commit, new_repo
+from tests.unit.test_cli_review import answer, journal, report_of, review, reviewer, roster, states
+
+SAME = {
+    "subject": "divides by zero",
+    "label": "issue",
+    "severity": "medium",
+    "location": {"kind": "line", "file": "app.py", "start": 2},
+}
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository whose last commit adds a division by zero to app.py."""
+    path = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(path, {"app.py": "x = 1\ny = 1 / 0\n"}, "divide")
+    return path
+
+
+def judge_table(**options: object) -> str:
+    """A [judge] table of a roster."""
+    lines = ["[judge]", 'id = "arbiter"', 'backend = "replay"']
+    lines += [f"{key} = {json.dumps(value)}" for key, value in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def run(tmp_path: Path, repo: Path, judge: str) -> dict[str, Any]:
+    """Two replay reviewers that agree, then the judge; the JSON report."""
+    path = roster(
+        tmp_path,
+        reviewer("hawk", "replay", answer=answer(tmp_path, "h.json", SAME)),
+        reviewer("owl", "replay", answer=answer(tmp_path, "o.json", SAME)),
+        judge,
+    )
+    out = tmp_path / "report.json"
+    done = review(
+        repo, tmp_path / "state.json", "--json", str(out), "--fail-on", "never", roster_path=path
+    )
+    assert done.exit_code == 0, done.output
+    return report_of(out)
+
+
+def test_judge_files_after_reviewers_with_raised_by(tmp_path: Path, repo: Path) -> None:
+    """The judge's finding is filed after the reviewers', with its raisedBy and a judge origin."""
+    verdict = dict(
+        SAME, subject="division by zero confirmed", raisedBy=["hawk", "owl"], severity="critical"
+    )
+    report = run(tmp_path, repo, judge_table(answer=answer(tmp_path, "j.json", verdict)))
+    assert report["status"] == "settled"
+    assert states(report) == {"hawk": "answered", "owl": "answered", "arbiter": "answered"}
+    first, last = report["findings"]
+    assert first["raised_by"] == ["hawk", "owl"] and first["origin"]["kind"] == "reviewer"
+    assert last["origin"] == {"kind": "judge", "run_id": report["run_id"], "participant": "arbiter"}
+    assert last["raised_by"] == ["hawk", "owl"] and last["id"] == first["id"] + 1
+
+
+def test_empty_judge_answer_is_a_decision(tmp_path: Path, repo: Path) -> None:
+    """A judge answering {"findings": []} files nothing, even with a journal."""
+    report = run(
+        tmp_path,
+        repo,
+        judge_table(answer=answer(tmp_path, "j.json"), journal=journal(tmp_path, "j.jsonl", 2)),
+    )
+    assert [f["origin"]["kind"] for f in report["findings"]] == ["reviewer"]
+
+
+def test_unreadable_judge_answer_falls_back_to_journal(tmp_path: Path, repo: Path) -> None:
+    """A judge whose answer cannot be read at all: its journal is filed instead."""
+    (tmp_path / "prose.txt").write_text("I looked and thought hard.", encoding="utf-8")
+    report = run(
+        tmp_path, repo, judge_table(answer="prose.txt", journal=journal(tmp_path, "j.jsonl", 2))
+    )
+    judged = [f for f in report["findings"] if f["origin"]["kind"] == "judge"]
+    assert [f["subject"] for f in judged] == ["recorded finding 0", "recorded finding 1"]
+
+
+def test_judge_journal_rule_in_the_domain() -> None:
+    """settle_outcome reads a judge's journal only when its answer says nothing readable."""
+    entry = [b'{"subject": "kept in the journal", "label": "issue"}']
+    decided = settle_outcome("j", "judge", ReviewResult(answer='{"findings": []}'), [entry])
+    silent = settle_outcome("j", "judge", ReviewResult(answer="no json here"), [entry])
+    reviewer_too = settle_outcome("r", "reviewer", ReviewResult(answer='{"findings": []}'), [entry])
+    assert decided.harvest == Harvest()
+    assert [f.subject for f in silent.harvest.findings] == ["kept in the journal"]
+    assert [f.subject for f in reviewer_too.harvest.findings] == ["kept in the journal"]
