@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from council.findings import Harvest, Read, Warning
 from council.harvest import JournalCaps, fold_journal, harvest, read_journal
 from council.participant import Role
-from council.reviewers.base import ReviewResult, Stop
+from council.reviewers.base import ReviewResult, Stop, Usage
 
 Status = Literal["answered", "stopped", "failed"]
 
@@ -72,6 +72,8 @@ class ParticipantOutcome(BaseModel):
     duration_ms: int = 0
     journal_entries: int = 0
     answer_chars: int = 0
+    usage: Usage | None = None
+    """Tokens a model reviewer used over every request of its last attempt."""
     notes: tuple[str, ...] = ()
     """What the backend did to the answer or journal that is neither a stop nor a
     failure ("stdout was over … the middle was dropped"), for the report."""
@@ -153,4 +155,5 @@ def settle_outcome(
         journal_entries=len(entries),
         answer_chars=len(answer),
         notes=result.notes if result is not None else (),
+        usage=result.usage if result is not None else None,
     )

@@ -8,9 +8,10 @@ watchdog, so a council settles the same way whoever settles it. Source: harvest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from council.consolidation import merge_across
+from council.cost import PriceTable, cost_usd, sum_costs
 from council.findings import Finding, Origin, Warning
 from council.outcome import ParticipantOutcome, unread_code
 from council.participant import Participant
@@ -29,6 +30,7 @@ class RoundFacts:
     mode: str = "embedded"
     notes: tuple[str, ...] = ()
     created_ms: int = 0
+    prices: PriceTable = field(default_factory=PriceTable)
 
 
 def round_status(
@@ -87,13 +89,22 @@ def conclude_round(
                 attempts=o.attempts if o is not None else 0,
                 duration_ms=o.duration_ms if o is not None else 0,
                 unread=unread_code(o) if o is not None else None,
+                usage=o.usage if o is not None else None,
+                cost_usd=(
+                    cost_usd(o.usage, p.backend, p.model, facts.prices)
+                    if o is not None and o.usage is not None
+                    else None
+                ),
             )
         )
         if o is not None:
             warnings.extend(_attributed(w, p.id) for w in o.harvest.warnings)
             notes.extend(f"{p.id}: {note}" for note in o.notes)
+    costs = sum_costs(s.cost_usd for s in summaries if s.usage is not None)
     report = CouncilReport(
         run_id=facts.run_id,
+        cost_usd=costs.total_usd,
+        cost_complete=costs.complete,
         session=facts.session,
         repository=facts.repository,
         base=facts.base,
@@ -125,6 +136,7 @@ def conclude_judge(
     *,
     status: RunStatus,
     settled_ms: int,
+    prices: PriceTable | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """File the judge's findings after the reviewers' and settle the report.
 
@@ -151,11 +163,21 @@ def conclude_judge(
         attempts=outcome.attempts,
         duration_ms=outcome.duration_ms,
         unread=unread_code(outcome),
+        usage=outcome.usage,
+        cost_usd=(
+            cost_usd(outcome.usage, judge.backend, judge.model, prices or PriceTable())
+            if outcome.usage is not None
+            else None
+        ),
     )
+    everyone = (*interim.participants, summary)
+    costs = sum_costs(s.cost_usd for s in everyone if s.usage is not None)
     report = interim.model_copy(
         update={
             "status": status,
-            "participants": (*interim.participants, summary),
+            "cost_usd": costs.total_usd,
+            "cost_complete": costs.complete,
+            "participants": everyone,
             "findings": (*interim.findings, *filed),
             "warnings": (
                 *interim.warnings,

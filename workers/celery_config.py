@@ -15,12 +15,28 @@ from workers.logging import connect_celery_signals
 from workers.settings import Settings
 
 REVIEW_QUEUE = "council.default"
-"""Queue of reviewer tasks (per-model queues come with the model backends)."""
+"""Queue of program, analyzer and replay reviewers."""
+
+PROVIDER_QUEUES: dict[str, str] = {
+    "openai": "council.openai",
+    "anthropic": "council.anthropic",
+}
+"""One queue per model provider, so a slow provider cannot starve the others: a team
+runs workers per queue (``council worker --queues openai``) sized to each budget."""
 
 CONSOLIDATE_QUEUE = "council.consolidate"
 """Queue of the chord body and the finalizer: some worker must consume it."""
 
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def queue_for(backend: str) -> str:
+    """The queue a participant's review task goes to, by its backend."""
+    return PROVIDER_QUEUES.get(backend, REVIEW_QUEUE)
+
+
+ALL_QUEUES: tuple[str, ...] = (REVIEW_QUEUE, CONSOLIDATE_QUEUE, *PROVIDER_QUEUES.values())
+"""Every queue the council uses; a worker started without --queues consumes them all."""
 
 
 def _queue(name: str) -> Queue:
@@ -56,7 +72,7 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "result_chord_expires": max(2 * 24 * 3600, 3 * vt),
         "result_extended": True,
         "task_default_queue": REVIEW_QUEUE,
-        "task_queues": tuple(_queue(name) for name in (REVIEW_QUEUE, CONSOLIDATE_QUEUE)),
+        "task_queues": tuple(_queue(name) for name in ALL_QUEUES),
         "task_routes": {
             "council.review_participant": {"queue": REVIEW_QUEUE},
             "council.consolidate": {"queue": CONSOLIDATE_QUEUE},

@@ -25,8 +25,10 @@ from council.participant import Participant
 from council.personas import load_persona, parse_charter
 from council.prompt import build_prompt, change_notes
 from council.report.model import CouncilReport, RunStatus
+from council.reviewers import check_options
 from council.reviewers.base import Stop
 from council.roster import Roster, parse_roster
+from workers.celery_config import queue_for
 from workers.judging import PERSONA_SUFFIX
 from workers.repository import Repository
 from workers.review import now_ms
@@ -59,6 +61,11 @@ class ReviewOptions:
     head: str = "HEAD"
     roster: Path | None = None
     session: str | None = None
+    since: str | None = None
+    """Review the diff from this commit to ``head`` instead of from ``base``
+    (``--since-last``); trusted configuration is still read from ``base``."""
+    notes: tuple[str, ...] = ()
+    """Notes the caller adds to the round's (and the prompts') notes."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,8 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     repo = Repository(options.repo)
     base = repo.resolve(options.base)
     head = repo.resolve(options.head)
-    notes: list[str] = []
+    start = repo.resolve(options.since) if options.since else base
+    notes: list[str] = list(options.notes)
     if base != head and repo.is_ancestor(head, base):
         notes.append(
             f"the head {options.head} is an ancestor of the base {options.base}: this "
@@ -107,7 +115,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             f"{settings.visibility_timeout_s} s: Redis would start a healthy review again. "
             f"Raise COUNCIL_VISIBILITY_TIMEOUT_S (on workers and CLI alike) or lower backstop_ms."
         )
-    text, non_utf8 = decode_diff(repo.diff(base, head))
+    text, non_utf8 = decode_diff(repo.diff(start, head))
     change, excluded = filter_paths(parse_diff(text), roster.include, roster.exclude)
     if excluded:
         notes.append(
@@ -132,6 +140,11 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
     judge = _with_base_dir(roster.judge, options, repo.path) if roster.judge else None
     everyone = (*participants, *((judge,) if judge else ()))
+    for where, p in [
+        *((f"reviewers[{i}]", p) for i, p in enumerate(participants)),
+        *((("judge", judge),) if judge else ()),
+    ]:
+        check_options(p, where)
     programs = _programs(repo, base, options, everyone)
     personas = {
         p.id: _persona_text(repo, base, options, roster, p.persona)
@@ -152,12 +165,14 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         run_id=run_id,
         session=options.session or repo.default_session_key(options.head),
         repository=str(repo.path),
-        base=base,
+        base=start,
         head=head,
         witness=head,
         mode="distributed" if mode == "distributed" else "embedded",
         participants=tuple(p.id for p in participants),
         judge=judge.id if judge else None,
+        limits=dict(roster.limits),
+        prices=roster.prices,
         changed_paths=change.paths,
         notes=tuple(notes),
         created_ms=created,
@@ -283,6 +298,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
             "council.review_participant",
             kwargs={"run_id": record.run_id, "participant": p.id, "protocol": PROTOCOL},
             immutable=True,
+            queue=queue_for(p.backend),
         )
         for p in round_.participants
     ]
@@ -304,11 +320,15 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     )
 
 
-def judge_sender(app: Celery) -> JudgeDispatch:
-    """A function that sends a run's judge task through ``app``."""
+def judge_sender(app: Celery, backend: str) -> JudgeDispatch:
+    """A function that sends a run's judge task through ``app``, to its backend's queue."""
 
     def send(run_id: str) -> None:
-        app.send_task("council.judge", kwargs={"run_id": run_id, "protocol": PROTOCOL})
+        app.send_task(
+            "council.judge",
+            kwargs={"run_id": run_id, "protocol": PROTOCOL},
+            queue=queue_for(backend),
+        )
 
     return send
 

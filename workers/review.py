@@ -9,6 +9,7 @@ as it is; otherwise a new attempt runs and folds every attempt's journal.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -18,10 +19,11 @@ from council.findings import Read
 from council.harvest import JournalCaps
 from council.outcome import ParticipantOutcome, settle_outcome
 from council.participant import Participant
-from council.reviewers import reviewer_for
+from council.reviewers import key_env, reviewer_for
 from council.reviewers.base import ReviewRequest, ReviewResult
 from workers.runtime import Runtime
-from workers.stores.runs import PROTOCOL, Progress
+from workers.stores.ratelimit import RedisRateLimiter
+from workers.stores.runs import PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.review")
 
@@ -84,9 +86,7 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
         participant_id,
         Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
     )
-    result = _run_backend(
-        rt, run_id, record.witness, record.changed_paths, participant, prompt, attempt
-    )
+    result = _run_backend(rt, record, participant, prompt, attempt)
     read = Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned")
     outcome = settle_outcome(
         participant_id,
@@ -126,16 +126,22 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     return outcome
 
 
+def _secrets(participant: Participant) -> dict[str, str]:
+    """The API key a model participant names, read from THIS worker's environment.
+
+    The one read of the environment below the edge, on purpose: keys live on the workers
+    (never in the roster, a message or Redis), and each participant names its variable.
+    """
+    name = key_env(participant)
+    value = os.environ.get(name) if name else None
+    return {name: value} if name and value else {}
+
+
 def _run_backend(
-    rt: Runtime,
-    run_id: str,
-    witness: str | None,
-    changed_paths: tuple[str, ...],
-    participant: Participant,
-    prompt: str,
-    attempt: int,
+    rt: Runtime, record: RunRecord, participant: Participant, prompt: str, attempt: int
 ) -> ReviewResult:
     """Unpack what the backend needs, run it with a cancel watcher, never raise."""
+    run_id, witness = record.run_id, record.witness
     cancel = threading.Event()
     done = threading.Event()
 
@@ -167,7 +173,12 @@ def _run_backend(
                 "COUNCIL_ATTEMPT": str(attempt),
             },
             cancel=cancel,
-            changed_paths=changed_paths,
+            changed_paths=record.changed_paths,
+            secrets=_secrets(participant),
+            rate_limiter=(
+                RedisRateLimiter(rt.client, rt.keys, record.limits) if record.limits else None
+            ),
+            witness=witness,
         )
         result = reviewer_for(participant).review(request)
     except Exception as exc:

@@ -22,6 +22,7 @@ from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
 from council.round import RoundFacts, conclude_judge, conclude_round, round_status
+from workers.marking import session_marks
 from workers.review import now_ms
 from workers.runtime import Runtime
 from workers.stores.runs import RunRecord
@@ -107,6 +108,7 @@ def settle_run(
     settled_at = now_ms()
     change = parse_diff(rt.runs.change(run_id))
     if current != "judging":
+        marks = session_marks(rt, record)
         outcomes = {p.id: outcome_of(p) for p in reviewers}
         status = round_status(reviewers, outcomes, forced)
         facts = RoundFacts(
@@ -118,6 +120,7 @@ def settle_run(
             mode=record.mode,
             notes=record.notes,
             created_ms=record.created_ms,
+            prices=record.prices,
         )
         step: RunStatus = "judging" if judge is not None and forced is None else status
 
@@ -125,7 +128,7 @@ def settle_run(
             filed, report = conclude_round(
                 facts, reviewers, outcomes, first_id, status=step, settled_ms=settled_at
             )
-            return filed, land(report, change)
+            return filed, marks.apply(land(report, change))
 
         report = rt.sessions.settle(record, step, conclude, settled_at)
         if report.status != "judging" or judge is None:
@@ -163,12 +166,19 @@ def _settle_judge(
         reviewers_whole = all(p.state == "answered" for p in interim.participants)
         status = "settled" if reviewers_whole and outcome.status == "answered" else "partial"
     settled_at = now_ms()
+    marks = session_marks(rt, record)
 
     def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
         filed, report = conclude_judge(
-            interim, judge, outcome, first_id, status=status, settled_ms=settled_at
+            interim,
+            judge,
+            outcome,
+            first_id,
+            status=status,
+            settled_ms=settled_at,
+            prices=record.prices,
         )
-        return filed, land(report, change)
+        return filed, marks.apply(land(report, change))
 
     return rt.sessions.settle(record, status, conclude, settled_at, expect="judging")
 

@@ -19,6 +19,7 @@ from typing import Any
 from celery import current_app, shared_task
 
 from workers import runtime
+from workers.celery_config import queue_for
 from workers.judging import judge_run
 from workers.review import review
 from workers.settling import settle_run
@@ -57,4 +58,11 @@ def judge(self: Any, run_id: str, protocol: int = PROTOCOL) -> dict[str, Any]:
 
 def send_judge(run_id: str) -> None:
     """Send the run's judge task (settling calls this once, when reviewers are filed)."""
-    current_app.send_task("council.judge", kwargs={"run_id": run_id, "protocol": PROTOCOL})
+    rt = runtime.current()
+    record = rt.runs.record(run_id)
+    judge = rt.runs.participant(run_id, record.judge) if record and record.judge else None
+    current_app.send_task(
+        "council.judge",
+        kwargs={"run_id": run_id, "protocol": PROTOCOL},
+        queue=queue_for(judge.backend if judge else ""),
+    )

@@ -41,8 +41,8 @@ COMMON_KEYS: tuple[str, ...] = (
 """Keys every participant table may hold, whatever its backend."""
 
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "openai": ("base_url", "api_key_env"),
-    "anthropic": ("base_url", "api_key_env"),
+    "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
+    "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "command": ("program", "args"),
     "replay": ("answer", "journal", "latency_ms"),
     "sarif": ("program", "args"),
@@ -90,7 +90,7 @@ def _replay_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
 
 
 def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
-    """``base_url`` and ``api_key_env`` of an openai or anthropic reviewer."""
+    """``base_url``, ``api_key_env``, ``max_turns`` and ``max_output_tokens`` of a model."""
     options: dict[str, Any] = {}
     url_fix = 'Write the server\'s http(s) URL, e.g. base_url = "http://localhost:11434/v1"'
     base_url = text(table, "base_url", where, url_fix)
@@ -106,6 +106,21 @@ def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
                 f"{where}.api_key_env", "is not an environment variable name", env_fix
             )
         options["api_key_env"] = env
+    turns = whole(
+        table, "max_turns", where, "Write max_turns as a whole number, 1 to 200", low=1, high=200
+    )
+    if turns is not None:
+        options["max_turns"] = turns
+    tokens = whole(
+        table,
+        "max_output_tokens",
+        where,
+        "Write max_output_tokens as a whole number of tokens, 1 to 1000000",
+        low=1,
+        high=1_000_000,
+    )
+    if tokens is not None:
+        options["max_output_tokens"] = tokens
     return options
 
 

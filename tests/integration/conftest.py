@@ -131,7 +131,7 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
                     "-n",
                     f"{name}@%h",
                     "-Q",
-                    "council.default,council.consolidate",
+                    "council.default,council.consolidate,council.openai,council.anthropic",
                     "--loglevel=INFO",
                     "--without-mingle",
                     "--without-gossip",

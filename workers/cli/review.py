@@ -218,7 +218,7 @@ def _run(
         on_progress=lambda states: show.update(_progress_view(states)) if show else None,
         stop_requested=stopped.is_set,
         timeout_ms=int(timeout * 1000) if timeout is not None else None,
-        dispatch_judge=judge_sender(app),
+        dispatch_judge=judge_sender(app, round_.judge.backend) if round_.judge else None,
     )
     return waiter.wait()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from workers.celery_config import CONSOLIDATE_QUEUE, REVIEW_QUEUE
+from workers.celery_config import ALL_QUEUES
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 
 
@@ -14,9 +14,12 @@ from workers.cli.context import CliContext, Incomplete, UsageProblem
 @click.option(
     "--queues",
     "-Q",
-    default=f"{REVIEW_QUEUE},{CONSOLIDATE_QUEUE}",
+    default=",".join(ALL_QUEUES),
     show_default=True,
-    help="Comma-separated queues to consume. Some worker must consume the consolidate queue.",
+    help=(
+        "Comma-separated queues to consume; a name without a dot means council.NAME "
+        "(--queues openai,consolidate). Some worker must consume council.consolidate."
+    ),
 )
 @click.option(
     "--concurrency",
@@ -56,7 +59,7 @@ def worker_command(
         "worker",
         "--pool=threads",
         f"--concurrency={concurrency or cli.settings.worker_threads}",
-        f"--queues={queues}",
+        f"--queues={_queue_names(queues)}",
         f"--loglevel={cli.log_level.upper()}",
     ]
     if hostname:
@@ -67,3 +70,11 @@ def worker_command(
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise Incomplete(f"the celery worker exited with status {exc.code}") from None
+
+
+def _queue_names(text: str) -> str:
+    """``openai,consolidate`` → ``council.openai,council.consolidate`` (dotted names kept)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageProblem("--queues names no queue; e.g. --queues " + ",".join(ALL_QUEUES))
+    return ",".join(n if "." in n else f"council.{n}" for n in names)

@@ -19,11 +19,13 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from council.cost import PriceTable
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
+from council.roster.limits import RateLimit
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -48,6 +50,10 @@ class RunRecord(BaseModel):
     participants: tuple[str, ...] = ()
     judge: str | None = None
     """The judge's id when the roster has one: it runs after the reviewers are filed."""
+    limits: dict[str, RateLimit] = Field(default_factory=dict)
+    """The roster's shared rate limits (``openai``, ``openai:MODEL`` → rpm/tpm)."""
+    prices: PriceTable = Field(default_factory=PriceTable)
+    """The roster's prices, for the cost in the report."""
     changed_paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     created_ms: int = 0
@@ -99,6 +105,34 @@ class RunStore:
             mapping={p.id: Progress().model_dump_json() for p in participants},
         )
         pipe.execute()
+
+    def put_session_inputs(
+        self, run_id: str, *, since: str | None, baseline: str | None, ttl_s: int
+    ) -> None:
+        """Store what settling marks the round with: the interdiff since the session's
+        last reviewed head, and the trusted baseline text (each absent when None).
+
+        Written by the CLI before the run opens, so with ``ttl_s`` (the run retention):
+        a run refused before it opened leaves nothing behind for long; settling sets the
+        run's retention on them like on every run key.
+        """
+        k = self._keys
+        pipe = self._r.pipeline(transaction=True)
+        if since is not None:
+            pipe.set(k.run_since(run_id), since.encode("utf-8", "surrogatepass"), ex=ttl_s)
+        if baseline is not None:
+            pipe.set(k.run_baseline(run_id), baseline.encode("utf-8"), ex=ttl_s)
+        pipe.execute()
+
+    def since(self, run_id: str) -> str | None:
+        """The interdiff since the session's last reviewed head, None when unknown."""
+        raw = self._r.get(self._keys.run_since(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def baseline(self, run_id: str) -> str | None:
+        """The baseline text the run is suppressed by, None when there is none."""
+        raw = self._r.get(self._keys.run_baseline(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
 
     # -- reads ---------------------------------------------------------------------------
     def record(self, run_id: str) -> RunRecord | None:
