@@ -188,17 +188,35 @@ def _counts(report: CouncilReport) -> str:
 def _participants(report: CouncilReport) -> str:
     if not report.participants:
         return ""
-    lines = [
-        "| participant | backend / model | state | findings | warnings | duration |",
-        "|---|---|---|--:|--:|--:|",
-    ]
+    priced = any(p.usage is not None for p in report.participants)
+    head = "| participant | backend / model | state | findings | warnings | duration |"
+    rule = "|---|---|---|--:|--:|--:|"
+    if priced:
+        head += " tokens in / out | cost |"
+        rule += "--:|--:|"
+    lines = [head, rule]
     for p in report.participants:
         name = cell(p.id) + (" (judge)" if p.role == "judge" else "")
         engine = cell(p.backend if p.model is None else f"{p.backend} / {p.model}")
         state = p.state + (f" ({p.attempts} attempts)" if p.attempts > 1 else "")
         duration = _seconds(p.duration_ms)
-        lines.append(f"| {name} | {engine} | {state} | {p.findings} | {p.warnings} | {duration} |")
+        row = f"| {name} | {engine} | {state} | {p.findings} | {p.warnings} | {duration} |"
+        if priced:
+            tokens = f"{p.usage.input} / {p.usage.output}" if p.usage is not None else ""
+            cost = _usd(p.cost_usd) if p.cost_usd is not None else ("unpriced" if p.usage else "")
+            row += f" {tokens} | {cost} |"
+        lines.append(row)
+    if priced:
+        if report.cost_usd is None:
+            lines.append("\n**Cost:** unknown (no participant's model is priced in the roster)")
+        else:
+            bound = "" if report.cost_complete else "at least "
+            lines.append(f"\n**Cost:** {bound}{_usd(report.cost_usd)}")
     return "\n".join(lines)
+
+
+def _usd(amount: float) -> str:
+    return f"${amount:.4f}" if amount < 1 else f"${amount:.2f}"
 
 
 def _findings(report: CouncilReport, posted: Collection[int]) -> str:

@@ -1,0 +1,63 @@
+"""Cost in the report: per participant and in total, and "at least" when partly priced."""
+
+from __future__ import annotations
+
+from council.cost import PriceTable, parse_prices
+from council.findings import Harvest
+from council.outcome import ParticipantOutcome
+from council.participant import Participant
+from council.report import render_markdown
+from council.reviewers.base import Usage
+from council.round import RoundFacts, conclude_round
+
+USAGE = Usage(input=1_000_000, output=100_000, requests=1)
+
+
+def _conclude(prices: PriceTable) -> str:
+    people = [
+        Participant(id="gpt", backend="openai", model="m1"),
+        Participant(id="claude", backend="anthropic", model="m2"),
+        Participant(id="ruff", backend="sarif", options={"program": "ruff"}),
+    ]
+    outcomes = {
+        p.id: ParticipantOutcome(
+            participant=p.id,
+            status="answered",
+            harvest=Harvest(),
+            usage=USAGE if p.backend != "sarif" else None,
+        )
+        for p in people
+    }
+    _, report = conclude_round(
+        RoundFacts(run_id="r", session="s", prices=prices),
+        people,
+        outcomes,
+        1,
+        status="settled",
+        settled_ms=0,
+    )
+    assert report.participants[2].usage is None and report.participants[2].cost_usd is None
+    return render_markdown(report)
+
+
+def test_fully_priced_council_states_its_cost() -> None:
+    """Every model priced: per-participant costs and an exact total."""
+    prices = parse_prices(
+        {"openai:m1": {"input": 2.0, "output": 10.0}, "m2": {"input": 3.0, "output": 15.0}}
+    )
+    text = _conclude(prices)
+    assert "**Cost:** $7.50" in text  # gpt 2 + 1, claude 3 + 1.5
+    assert "| $3.00 |" in text and "| $4.50 |" in text
+    assert "1000000 / 100000" in text
+
+
+def test_partly_priced_council_says_at_least() -> None:
+    """One model unpriced: the total is a lower bound and says so."""
+    text = _conclude(parse_prices({"openai:m1": {"input": 2.0, "output": 10.0}}))
+    assert "**Cost:** at least $3.00" in text
+    assert "unpriced" in text
+
+
+def test_unpriced_council_says_unknown() -> None:
+    """No model priced: the cost is unknown, not zero."""
+    assert "**Cost:** unknown" in _conclude(PriceTable())
