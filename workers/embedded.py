@@ -141,37 +141,60 @@ def state_sessions(settings: Settings, *, save: bool) -> Iterator[SessionStore]:
     path = settings.state_path or default_state_path()
     client: Any = fakeredis.FakeRedis(server=fakeredis.FakeServer())
     keys = Keys(settings.prefix)
-    load_state(client, keys, path)
-    yield SessionStore(
-        client,
-        keys,
-        session_retention_s=settings.session_retention_s,
-        run_retention_s=settings.run_retention_s,
-    )
-    if save:
-        save_state(client, keys, path)
+    # A writer takes the state file's lock, so an embedded review running meanwhile
+    # cannot overwrite what this block changes (nor this block what the review filed).
+    lock = _lock_state(path) if save else None
+    try:
+        load_state(client, keys, path)
+        yield SessionStore(
+            client,
+            keys,
+            session_retention_s=settings.session_retention_s,
+            run_retention_s=settings.run_retention_s,
+        )
+        if save:
+            save_state(client, keys, path)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+_SESSION_TAILS = (":ledger", ":dismissed", ":reviewed")
+"""Keys whose presence makes a session worth saving: a session may hold only dismissals
+(``council dismiss`` before its first review)."""
 
 
 def _sessions(client: Any, keys: Keys) -> set[str]:
-    marker, tail = f"{keys.prefix}session:", ":ledger"
+    marker = f"{keys.prefix}session:"
     found: set[str] = set()
-    for raw in client.scan_iter(match=f"{marker}*{tail}"):
-        name = raw.decode()
-        found.add(name[len(marker) : -len(tail)])
+    for tail in _SESSION_TAILS:
+        for raw in client.scan_iter(match=f"{marker}*{tail}"):
+            name = raw.decode()
+            found.add(name[len(marker) : -len(tail)])
     return found
 
 
+def _hash(client: Any, key: str) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
+
+
 def save_state(client: Any, keys: Keys, path: Path) -> None:
-    """Write every session's ledger, findings and id counter to ``path`` (atomic)."""
+    """Write every session's ledger, findings, id counter, reported fingerprints, last
+    reviewed run and dismissals to ``path`` (atomic).
+
+    The last three were added after version 1 was first written; they are optional in
+    the file, so an older file still loads and an older council ignores them.
+    """
     sessions: dict[str, Any] = {}
     for s in sorted(_sessions(client, keys)):
         sessions[s] = {
             "issued": int(client.get(keys.session_issued(s)) or 0),
             "ledger": (client.get(keys.session_ledger(s)) or b"").decode(),
-            "findings": {
-                k.decode(): v.decode() for k, v in client.hgetall(keys.session_findings(s)).items()
-            },
+            "findings": _hash(client, keys.session_findings(s)),
             "attributed": sorted(m.decode() for m in client.smembers(keys.session_attributed(s))),
+            "fingerprints": _hash(client, keys.session_fingerprints(s)),
+            "reviewed": _hash(client, keys.session_reviewed(s)),
+            "dismissed": _hash(client, keys.session_dismissed(s)),
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
@@ -197,6 +220,13 @@ def load_state(client: Any, keys: Keys, path: Path) -> None:
                 client.hset(keys.session_findings(s), mapping=v["findings"])
             if v["attributed"]:
                 client.sadd(keys.session_attributed(s), *v["attributed"])
+            for name, key in (
+                ("fingerprints", keys.session_fingerprints(s)),
+                ("reviewed", keys.session_reviewed(s)),
+                ("dismissed", keys.session_dismissed(s)),
+            ):
+                if v.get(name):
+                    client.hset(key, mapping=dict(v[name]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StateFileError(
             f"the embedded state file {path} cannot be read ({exc}); move it away to "

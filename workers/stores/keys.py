@@ -43,6 +43,17 @@ class Keys:
         """String: the diff text the run reviewed (findings' anchors are checked on it)."""
         return f"{self.prefix}run:{run_id}:change"
 
+    def run_since(self, run_id: str) -> str:
+        """String: the diff from the session's last reviewed head to this run's head (the
+        interdiff); the last round's findings are checked on it for outdated code. Absent
+        when the session has no reviewed head this clone holds."""
+        return f"{self.prefix}run:{run_id}:since"
+
+    def run_baseline(self, run_id: str) -> str:
+        """String: the committed baseline (``.council-baseline.json`` of the BASE ref, or
+        ``--baseline``) the run's findings are suppressed by; absent when there is none."""
+        return f"{self.prefix}run:{run_id}:baseline"
+
     def run_tree(self, run_id: str) -> str:
         """String: the head commit's tree, ``git archive`` tar.gz bytes."""
         return f"{self.prefix}run:{run_id}:tree"
@@ -147,6 +158,22 @@ class Keys:
         """Sorted set: run ids of the session scored by creation time (ms)."""
         return f"{self.prefix}session:{session}:runs"
 
+    def session_fingerprints(self, session: str) -> str:
+        """Hash: content fingerprint → id of the latest finding that reported it, for the
+        runs that completed (settled or partial); a later round marks a repeat ``seen``."""
+        return f"{self.prefix}session:{session}:fingerprints"
+
+    def session_reviewed(self, session: str) -> str:
+        """Hash: ``run``, ``head``, ``settled_ms`` of the session's last completed run
+        (settled or partial): ``--since-last`` starts after ``head``, outdated findings
+        are that run's, ``council baseline`` writes its findings."""
+        return f"{self.prefix}session:{session}:reviewed"
+
+    def session_dismissed(self, session: str) -> str:
+        """Hash: content fingerprint → dismissal JSON {reason, dismissed_ms}
+        (``council dismiss``); a dismissed finding is listed, never gates, never posts."""
+        return f"{self.prefix}session:{session}:dismissed"
+
     def session_keys(self, session: str) -> list[str]:
         """Every key of one session, for idle expiry and embedded state files."""
         return [
@@ -156,4 +183,7 @@ class Keys:
             self.session_open(session),
             self.session_attributed(session),
             self.session_runs(session),
+            self.session_fingerprints(session),
+            self.session_reviewed(session),
+            self.session_dismissed(session),
         ]

@@ -9,6 +9,9 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
 * ``session:{s}:open`` — open run → the ids it holds; those count as attributed.
 * ``session:{s}:issued`` — finding ids, INCRBY only, never reset, never from a length.
 * ``session:{s}:findings`` / ``:attributed`` — filed findings and who they credit.
+* ``session:{s}:fingerprints`` / ``:reviewed`` — what completed rounds reported, and the
+  last completed run (its head, for ``--since-last``); written when a run settles.
+* ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason.
 
 Filing is one transaction too (WATCH the run record): a second consolidation of the same
 run sees it settled and files nothing. Source: architecture.md "State in Redis",
@@ -21,8 +24,10 @@ import json
 from collections.abc import Callable, Sequence
 
 import redis
+from pydantic import BaseModel, ConfigDict
 
 from council.findings import FINDING, Finding
+from council.fingerprint import fingerprint
 from council.ledger import Ledger, attributed_ids
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
@@ -32,6 +37,30 @@ from workers.stores.runs import RunRecord, dumps
 
 Conclude = Callable[[int], tuple[list[Finding], CouncilReport]]
 """Given the first free finding id, the findings to file (ids set) and the report."""
+
+COMPLETED = ("settled", "partial")
+"""Statuses of a run that reviewed its head: its findings count as reported, and its head
+as reviewed. A cancelled or timed-out run did neither (its report was likely never
+posted), so the next round reviews and posts what it found again."""
+
+
+class Reviewed(BaseModel):
+    """The session's last completed run: which run, the head it reviewed, when."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str
+    head: str
+    settled_ms: int = 0
+
+
+class Dismissal(BaseModel):
+    """A person's decision that a finding (by content fingerprint) is not to be acted on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: str
+    dismissed_ms: int = 0
 
 
 class SessionStore:
@@ -149,6 +178,8 @@ class SessionStore:
                     if final:
                         fields["settled_ms"] = str(now_ms)
                         pipe.hdel(k.session_open(s), rid)
+                    if status in COMPLETED:
+                        self._remember_round(pipe, record, report, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
                     everyone = (*record.participants, *((record.judge,) if record.judge else ()))
                     for key in k.run_keys(rid, everyone, attempts) if final else ():
@@ -159,6 +190,58 @@ class SessionStore:
                     return report
                 except redis.WatchError:
                     continue
+
+    def _remember_round(
+        self, pipe: redis.client.Pipeline, record: RunRecord, report: CouncilReport, now_ms: int
+    ) -> None:
+        """Queue the fingerprints a completed round reported and its reviewed head."""
+        k, s = self._keys, record.session
+        prints = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
+        if prints:
+            pipe.hset(k.session_fingerprints(s), mapping=prints)
+        pipe.hset(
+            k.session_reviewed(s),
+            mapping={"run": record.run_id, "head": record.head, "settled_ms": str(now_ms)},
+        )
+
+    def reviewed(self, session: str) -> Reviewed | None:
+        """The session's last completed run, or None before its first one."""
+        raw = {
+            key.decode(): value.decode()
+            for key, value in self._r.hgetall(self._keys.session_reviewed(session)).items()
+        }
+        if not raw.get("run") or not raw.get("head"):
+            return None
+        return Reviewed(run=raw["run"], head=raw["head"], settled_ms=int(raw.get("settled_ms", 0)))
+
+    def fingerprints(self, session: str) -> set[str]:
+        """Every content fingerprint a completed round of the session reported."""
+        return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
+
+    def run_findings(self, session: str, run_id: str) -> list[Finding]:
+        """The findings one run filed in the session (by their origin), by id."""
+        return [
+            f for f in self.findings(session) if f.origin is not None and f.origin.run_id == run_id
+        ]
+
+    def dismiss(self, session: str, print_: str, reason: str, now_ms: int) -> bool:
+        """Record a dismissal of a fingerprint; True when it was not dismissed before.
+
+        Dismissing again replaces the reason (the latest decision is the one that holds).
+        """
+        key = self._keys.session_dismissed(session)
+        value = Dismissal(reason=reason, dismissed_ms=now_ms).model_dump_json()
+        with self._r.pipeline() as pipe:
+            pipe.hset(key, print_, value)
+            for name in self._keys.session_keys(session):
+                pipe.expire(name, self._session_ttl)
+            added = pipe.execute()[0]
+        return bool(added)
+
+    def dismissals(self, session: str) -> dict[str, Dismissal]:
+        """Fingerprint → dismissal, for every finding dismissed in the session."""
+        raw = self._r.hgetall(self._keys.session_dismissed(session))
+        return {k.decode(): Dismissal.model_validate_json(v) for k, v in raw.items()}
 
     def findings(self, session: str) -> list[Finding]:
         """Every finding filed in the session, by id."""

@@ -1,0 +1,81 @@
+"""Marking a round against its session while it settles: seen, outdated, suppressed.
+
+Settling builds the round's report from the outcomes and lands it on the diff; this
+module then reads what the session remembers and applies the pure rules:
+
+* :func:`council.rounds.mark_round` — ``seen`` from the fingerprints completed rounds
+  reported (``session:{s}:fingerprints``), ``outdated`` from the last completed run's
+  findings (``session:{s}:reviewed`` names it; its findings are in
+  ``session:{s}:findings``) checked on the interdiff the CLI stored (``run:{id}:since``);
+* :func:`council.baseline.suppress` — the session's dismissals
+  (``session:{s}:dismissed``) and the trusted baseline the CLI stored
+  (``run:{id}:baseline``); dismissals win.
+
+The marks are read once per settling step, before its transaction: a round of the same
+session settling at the same moment may not see the other's fingerprints, and then
+both show a repeat as new; nothing is lost. Source: architecture.md "State in Redis"
+(sessions), issue "CI outputs that forges accept".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from council.baseline import Baseline, read_baseline, suppress
+from council.diff import Change, parse_diff
+from council.findings import Finding
+from council.report.model import CouncilReport
+from council.rounds import mark_round
+from workers.runtime import Runtime
+from workers.stores.runs import RunRecord
+
+
+@dataclass(frozen=True)
+class SessionMarks:
+    """What the session says about a round: applied with :meth:`apply`."""
+
+    earlier: tuple[Finding, ...] = ()
+    """The last completed run's findings (checked for outdated code)."""
+    fingerprints: frozenset[str] = frozenset()
+    """Every fingerprint a completed round of the session reported."""
+    since: Change | None = None
+    """The interdiff since the last reviewed head; None when this clone lacked it."""
+    baseline: Baseline = field(default_factory=Baseline)
+    dismissals: Mapping[str, str] = field(default_factory=dict)
+    """Fingerprint → the reason a person gave when dismissing it."""
+
+    def apply(self, report: CouncilReport) -> CouncilReport:
+        """The report with ``seen``, ``outdated`` and ``suppressed`` filled.
+
+        Without an interdiff nothing can be said to be outdated, so none is listed.
+        Never raises.
+        """
+        earlier = self.earlier if self.since is not None else ()
+        marked = mark_round(report, earlier, self.fingerprints, self.since or Change())
+        return suppress(marked, self.baseline, self.dismissals)
+
+
+def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
+    """Read the session's marks for the run ``record`` from Redis.
+
+    A stored baseline was read by the CLI before the run (an unreadable one refused it
+    with exit 2), so it reads here; should it not, the run is marked without it rather
+    than left unsettled.
+    """
+    sessions, session = rt.sessions, record.session
+    reviewed = sessions.reviewed(session)
+    earlier = tuple(sessions.run_findings(session, reviewed.run)) if reviewed else ()
+    since = rt.runs.since(record.run_id)
+    baseline_text = rt.runs.baseline(record.run_id)
+    try:
+        baseline = read_baseline(baseline_text) if baseline_text else Baseline()
+    except ValueError:
+        baseline = Baseline()
+    return SessionMarks(
+        earlier=earlier,
+        fingerprints=frozenset(sessions.fingerprints(session)),
+        since=parse_diff(since) if since is not None else None,
+        baseline=baseline,
+        dismissals={p: d.reason for p, d in sessions.dismissals(session).items()},
+    )
