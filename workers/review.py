@@ -126,6 +126,11 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     return outcome
 
 
+def _log_event(event: str, **fields: object) -> None:
+    """A backend's event (a tool call, a retry) as a log line with the task's context."""
+    log.info(event, **fields)
+
+
 def _secrets(participant: Participant) -> dict[str, str]:
     """The API key a model participant names, read from THIS worker's environment.
 
@@ -176,9 +181,17 @@ def _run_backend(
             changed_paths=record.changed_paths,
             secrets=_secrets(participant),
             rate_limiter=(
-                RedisRateLimiter(rt.client, rt.keys, record.limits) if record.limits else None
+                RedisRateLimiter(
+                    rt.client,
+                    rt.keys,
+                    record.limits,
+                    window_ms=rt.settings.ratelimit_window_ms,
+                )
+                if record.limits
+                else None
             ),
             witness=witness,
+            events=_log_event,
         )
         result = reviewer_for(participant).review(request)
     except Exception as exc:

@@ -102,6 +102,20 @@ class RateLimiter(Protocol):
     def settle(self, key: str, estimated: int, actual: int) -> None: ...
 
 
+class EventLog(Protocol):
+    """Where a backend reports what it did, for the worker's logs (``tool_call`` …).
+
+    Called with an event name and plain fields (numbers, short text; never a secret);
+    the worker renders them as structured log lines with the task's bound context.
+    """
+
+    def __call__(self, event: str, **fields: object) -> None: ...
+
+
+def ignore_events(event: str, **fields: object) -> None:
+    """An :class:`EventLog` that drops everything (the default)."""
+
+
 @dataclass(frozen=True)
 class ReviewRequest:
     """Everything a backend needs for one review.
@@ -116,6 +130,7 @@ class ReviewRequest:
       (``api_key_env``), read by the worker at the edge; never logged.
     * ``rate_limiter``: shared admission to the provider, when the runtime has one.
     * ``witness``: the commit of ``workdir`` when the tree was pinned (tools' anchors).
+    * ``events``: where the backend reports tool calls and retries for the logs.
     """
 
     participant: Participant
@@ -129,6 +144,7 @@ class ReviewRequest:
     secrets: Mapping[str, str] = field(default_factory=dict)
     rate_limiter: RateLimiter | None = None
     witness: str | None = None
+    events: EventLog = ignore_events
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,9 @@ class _Run:
         provider = owner.provider
         specs = specs_for(participant.tools or ())
         names = [spec.name for spec in specs]
-        self.tools = ToolBox(names, request.workdir, request.journal, watch.activity.touch)
+        self.tools = ToolBox(
+            names, request.workdir, request.journal, watch.activity.touch, request.events
+        )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
         self.keys = (f"{provider.backend}:{participant.model}", provider.backend)

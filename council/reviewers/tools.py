@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from council.recording import reply, split_recorded
-from council.reviewers.base import JournalSink
+from council.reviewers.base import EventLog, JournalSink, ignore_events
 
 READ_MAX_LINES = 2000
 """Most lines one ``read_file`` call returns."""
@@ -153,7 +153,9 @@ class ToolBox:
         workdir: Path | None,
         journal: JournalSink,
         on_entry: Callable[[], None] = lambda: None,
+        events: EventLog = ignore_events,
     ) -> None:
+        self.events = events
         self.names = tuple(spec.name for spec in specs_for(names))
         self.root = workdir.resolve() if workdir is not None else None
         self.journal = journal
@@ -161,7 +163,21 @@ class ToolBox:
         self.entries = 0
 
     def call(self, name: str, arguments: str | Mapping[str, Any]) -> str:
-        """Run one tool call; the reply text (an error is a reply too). Never raises."""
+        """Run one tool call; the reply text (an error is a reply too). Never raises.
+
+        Every call is reported to ``events`` as ``tool_call`` with its duration in ms.
+        """
+        started = time.monotonic()
+        reply = self._call(name, arguments)
+        self.events(
+            "tool_call",
+            tool=name,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            reply_chars=len(reply),
+        )
+        return reply
+
+    def _call(self, name: str, arguments: str | Mapping[str, Any]) -> str:
         if name not in self.names:
             offered = ", ".join(self.names) or "none"
             return f"There is no tool named {name!r} in this review; the tools are: {offered}."
