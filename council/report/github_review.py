@@ -87,7 +87,7 @@ def render_github_review(
     review: dict[str, Any] = {}
     if report.head:
         review["commit_id"] = report.head
-    review["body"] = _fit(body)
+    review["body"] = fit_body(body)
     review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
     return json.dumps(review, indent=2, ensure_ascii=False) + "\n"
@@ -190,8 +190,12 @@ def _shorten(text: str, units: int) -> str:
     return text[:end]
 
 
-def _fit(body: str) -> str:
-    """The body, cut at a block boundary with a note when it is over the limit."""
+def fit_body(body: str) -> str:
+    """The body, cut at a block boundary with a note when it is over GitHub's limit.
+
+    Public because an issue comment (the summary ``council publish`` keeps up to date)
+    has the same 65,536-unit limit as a review body. Never raises.
+    """
     if _units(body) <= BODY_UNITS:
         return body
     closing = "\n\n</details>"

@@ -11,8 +11,10 @@ import click
 
 from workers.cli.context import CliContext
 from workers.cli.journal import harvest_command, record_command
+from workers.cli.publish import publish_group
 from workers.cli.readback import ledger_command, release_command, runs_command, show_command
 from workers.cli.review import check_command, review_command
+from workers.cli.suppression import baseline_command, dismiss_command
 from workers.cli.worker import worker_command
 
 
@@ -57,6 +59,9 @@ for command in (
     show_command,
     ledger_command,
     release_command,
+    dismiss_command,
+    baseline_command,
+    publish_group,
 ):
     main.add_command(command)
 

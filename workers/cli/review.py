@@ -16,12 +16,14 @@ from typing import Any
 import click
 import redis
 
+from council.diff import Change
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.gate import exit_code, gate_summary, parse_fail_on
 from council.ledger import Ledger, attributed_ids
-from council.report import render_json, render_markdown
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, Incomplete, UsageProblem
+from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
+from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.coordinator import (
     NothingToReview,
     ReviewOptions,
@@ -80,6 +82,31 @@ _state_option = click.option(
     help="Write the Markdown report to this file instead of stdout.",
 )
 @click.option(
+    "--format",
+    "formats",
+    type=click.Choice(FORMATS),
+    multiple=True,
+    help="Report format, repeatable (default markdown). Every format but markdown needs --output.",
+)
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write each --format into this directory (council.md, council.json, "
+    "council.sarif, github-review.json, gl-code-quality-report.json).",
+)
+@click.option(
+    "--since-last",
+    is_flag=True,
+    help="Review only the commits after the session's last reviewed head (the whole "
+    "change when there is none, or a force push rewrote it).",
+)
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Baseline JSON to use instead of .council-baseline.json in the BASE ref's tree.",
+)
+@click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
     default="critical",
@@ -115,6 +142,10 @@ def review_command(
     roster: Path | None,
     json_out: Path | None,
     markdown_out: Path | None,
+    formats: tuple[str, ...],
+    output: Path | None,
+    since_last: bool,
+    baseline_path: Path | None,
     fail_on: str,
     quorum: int | None,
     timeout: float | None,
@@ -124,23 +155,35 @@ def review_command(
 ) -> None:
     """Review the change BASE..HEAD of a repository with the roster's council.
 
-    Prints a Markdown report on stdout and exits 0 (passed), 1 (a finding at or above
-    --fail-on), 2 (usage or configuration error; nothing sent) or 3 (the council could
-    not complete: Redis unreachable, --timeout, or fewer than --quorum answered).
+    Prints a Markdown report on stdout (or writes each --format into --output DIR) and
+    exits 0 (passed), 1 (a finding at or above --fail-on), 2 (usage or configuration
+    error; nothing sent) or 3 (the council could not complete: Redis unreachable,
+    --timeout, or fewer than --quorum answered). Findings dismissed in the session or
+    in the BASE ref's .council-baseline.json are listed but never gate.
 
     \b
-    Example:
+    Examples:
       council review --repo . --base HEAD~1 --roster examples/council.toml --json out.json
+      council review --base origin/main --format sarif --format github-review --output out
     """
-    _check_outputs({"--json": json_out, "--markdown": markdown_out})
+    outputs = plan_outputs(formats, output, json_out, markdown_out)
     settings = _with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
-    options = ReviewOptions(repo=repo, base=base, head=head, roster=roster, session=session)
+    plan: RoundPlan | None = None
     try:
-        round_ = prepare(settings, options, mode=mode)
+        plan = plan_round(
+            cli,
+            settings,
+            repo,
+            base,
+            head,
+            session=session,
+            since_last=since_last,
+            baseline=baseline_path,
+        )
+        round_ = prepare(settings, plan.options(repo, base, head, roster), mode=mode)
     except NothingToReview as done:
-        click.echo(f"council: {done}", err=True)
-        click.echo(f"{done}.")
+        nothing_to_review(str(done), plan, outputs, fail_on=fail_on)
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
@@ -151,10 +194,10 @@ def review_command(
         with _stop_signals() as stopped:
             if mode == "distributed":
                 rt = cli.runtime()
-                report = _run(rt, round_, stopped, show, timeout, app=None)
+                report, change = _run(rt, round_, plan, stopped, show, timeout, app=None)
             else:
                 with embedded_council(settings, len(round_.participants)) as (app, rt):
-                    report = _run(rt, round_, stopped, show, timeout, app=app)
+                    report, change = _run(rt, round_, plan, stopped, show, timeout, app=app)
     except IdentityRefused as exc:
         raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
     except ConfigurationError as exc:  # the embedded state file cannot be read
@@ -169,7 +212,7 @@ def review_command(
     finally:
         if show is not None:
             show.close()
-    _emit(report, json_out, markdown_out, fail_on, quorum)
+    emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=quorum))
@@ -195,16 +238,19 @@ def _refused(exc: IdentityRefused, session: str, state: Path | None) -> UsagePro
 def _run(
     rt: Runtime,
     round_: Round,
+    plan: RoundPlan,
     stopped: threading.Event,
     show: Progress | None,
     timeout: float | None,
     *,
     app: Any,
-) -> CouncilReport:
+) -> tuple[CouncilReport, Change]:
+    """Open, dispatch and wait for the round; its report and the pull request's change."""
     if app is None:
         from workers.celery_config import create_app
 
         app = create_app(rt.settings)
+    change = store_session_inputs(rt, round_, plan)
     open_and_dispatch(app, rt, round_)
     n = len(round_.participants)
     click.echo(
@@ -220,7 +266,7 @@ def _run(
         timeout_ms=int(timeout * 1000) if timeout is not None else None,
         dispatch_judge=judge_sender(app, round_.judge.backend) if round_.judge else None,
     )
-    return waiter.wait()
+    return waiter.wait(), change
 
 
 def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantProgress]:
@@ -234,44 +280,6 @@ def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantPr
             participant=pid, state=s.state, findings=s.findings, elapsed_ms=max(0, elapsed)
         )
     return view
-
-
-def _emit(
-    report: CouncilReport,
-    json_out: Path | None,
-    markdown_out: Path | None,
-    fail_on: str,
-    quorum: int,
-) -> None:
-    markdown = render_markdown(report, fail_on=fail_on, quorum=quorum)
-    if markdown_out is not None:
-        _write(markdown_out, markdown, "--markdown")
-    else:
-        click.echo(markdown)
-    if json_out is not None:
-        _write(json_out, render_json(report), "--json")
-
-
-def _check_outputs(outputs: dict[str, Path | None]) -> None:
-    """Refuse an output file whose directory is missing before anything is sent: a
-    traceback after the run would exit 1, which CI reads as a tripped gate."""
-    for option, path in outputs.items():
-        if path is not None and not path.parent.is_dir():
-            raise UsageProblem(
-                f"{option} {path}: the directory {path.parent} does not exist; create it, "
-                f"or pass a path in an existing directory"
-            )
-
-
-def _write(path: Path, text: str, option: str) -> None:
-    """Write a report file; a failure is exit 2 naming the option, never a traceback."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageProblem(
-            f"{option} {path} cannot be written ({exc.strerror}); the run itself settled. "
-            f"Pass a writable path"
-        ) from None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,240 @@
+"""``council review --format … --output DIR``: every format written, valid, for bad input too."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import structlog
+from click.testing import CliRunner, Result
+
+from council.report import read_json
+from tests.forge_cases import many_findings, report
+from tests.gitrepo import commit, new_repo
+from workers.cli import main
+from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
+
+SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_text())
+SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+
+ROSTER = (
+    "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
+    '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
+)
+
+CAFE = "src/dir with space/café.py"
+OLD = "old name.py"
+NEW = "new näme.py"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def line(path: str, n: int, *, side: str = "new", end: int | None = None) -> dict[str, Any]:
+    """A line location of a replayed finding."""
+    loc: dict[str, Any] = {"kind": "line", "path": path, "line": n, "side": side}
+    if end is not None:
+        loc["end"] = end
+    return loc
+
+
+def found(subject: str, location: dict[str, Any], severity: str = "medium") -> dict[str, Any]:
+    """A replayed finding."""
+    return {"subject": subject, "label": "issue", "severity": severity, "location": location}
+
+
+def review(tmp_path: Path, repo: Path, *args: str, findings: list[dict[str, Any]]) -> Result:
+    """Run ``council review`` (embedded, roster beside the replay answer) on HEAD~1..HEAD."""
+    (tmp_path / "answer.json").write_text(json.dumps({"findings": findings}), encoding="utf-8")
+    (tmp_path / "roster.toml").write_text(ROSTER, encoding="utf-8")
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--roster", str(tmp_path / "roster.toml"), "--state", str(tmp_path / "state.json")]
+    return CliRunner().invoke(main, [*argv, *args])
+
+
+def every_format(out: Path) -> list[str]:
+    """``--format X`` for every format, and ``--output out``."""
+    args = [arg for name in FORMATS for arg in ("--format", name)]
+    return [*args, "--output", str(out)]
+
+
+def read_all(out: Path, *, schema: bool = True) -> dict[str, Any]:
+    """Every output file read back and checked: SARIF against its schema (unless told
+    not to: the 30,000-finding file takes seconds), JSON by council."""
+    files = {name: (out / file).read_text(encoding="utf-8") for name, file in FILE_NAMES.items()}
+    sarif = json.loads(files["sarif"])
+    if schema:
+        SARIF.validate(sarif)
+    assert sarif["version"] == "2.1.0"
+    gitlab = json.loads(files["gitlab-codequality"])
+    assert isinstance(gitlab, list)
+    for entry in gitlab:
+        assert entry["location"]["path"] and entry["location"]["lines"]["begin"] >= 1
+    return {
+        "markdown": files["markdown"],
+        "json": read_json(files["json"]),
+        "sarif": sarif,
+        "github": json.loads(files["github-review"]),
+        "gitlab": gitlab,
+    }
+
+
+@pytest.fixture
+def messy(tmp_path: Path) -> Path:
+    """HEAD~1..HEAD renames a file with an edit, deletes one, edits a path with spaces and
+    accents."""
+    repo = new_repo(
+        tmp_path / "repo",
+        {OLD: "1\n2\n3\n4\n5\n6\n", "gone.py": "x\ny\nz\n", CAFE: "a\nb\nc\nd\ne\n"},
+    )
+    commit(
+        repo,
+        {OLD: None, NEW: "1\n2\n3\nfour\n5\n6\n", "gone.py": None, CAFE: "a\nB\nc\nd\ne\nf\n"},
+        "messy",
+    )
+    return repo
+
+
+def test_non_markdown_format_needs_output(tmp_path: Path, messy: Path) -> None:
+    """--format sarif without --output: exit 2 saying so, before any run."""
+    done = review(tmp_path, messy, "--format", "sarif", findings=[])
+    assert done.exit_code == 2
+    assert "--output DIR" in done.output and "council: run" not in done.output
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_output_directory_is_created_and_names_the_files(tmp_path: Path, messy: Path) -> None:
+    """--output DIR (missing) gets one file per format; stdout stays quiet; stderr lists them."""
+    out = tmp_path / "deep" / "out"
+    done = review(tmp_path, messy, *every_format(out), findings=[])
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILE_NAMES.values())
+    assert done.stdout == ""
+    assert "council.sarif" in done.stderr
+
+
+def test_json_and_markdown_files_still_work(tmp_path: Path, messy: Path) -> None:
+    """--json FILE and --markdown FILE alongside --output: all written."""
+    out = tmp_path / "out"
+    done = review(
+        tmp_path,
+        messy,
+        "--json",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        "--format",
+        "sarif",
+        "--output",
+        str(out),
+        findings=[],
+    )
+    assert done.exit_code == 0, done.output
+    assert read_json((tmp_path / "r.json").read_text()).findings == ()
+    assert (tmp_path / "r.md").read_text().startswith("## ")
+    assert (out / "council.sarif").exists() and not (out / "council.md").exists()
+
+
+def test_spaces_unicode_renames_and_deletions(tmp_path: Path, messy: Path) -> None:
+    """Findings on a path with spaces and accents, the old side of a renamed file, the
+    old side of a deleted file, the deleted file as a whole and its absent new side:
+    every format is valid and each finding is where the forge can take it."""
+    findings = [
+        found("naïve café 😀 check", line(CAFE, 2), "critical"),
+        found("old four", line(OLD, 4, side="old")),
+        found("removed block", line("gone.py", 1, side="old", end=3)),
+        found("deleted new side", line("gone.py", 1)),
+        found("whole deleted file", {"kind": "file", "path": "gone.py"}),
+    ]
+    out = tmp_path / "out"
+    done = review(tmp_path, messy, *every_format(out), findings=findings)
+    assert done.exit_code == 1, done.output
+    got = read_all(out)
+    comments = {c["body"].split("**issue")[1][:40]: c for c in got["github"]["comments"]}
+    by_subject = {k.split(":** ")[1].split("\n")[0]: v for k, v in comments.items()}
+    assert by_subject["naïve café 😀 check"]["path"] == CAFE
+    assert by_subject["old four"] == {**by_subject["old four"], "path": NEW, "side": "LEFT"}
+    removed = by_subject["removed block"]
+    assert (removed["path"], removed["side"], removed["start_line"]) == ("gone.py", "LEFT", 1)
+    assert "deleted new side" in got["github"]["body"]
+    assert "whole deleted file" in got["github"]["body"]
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for run in got["sarif"]["runs"]
+        for r in run["results"]
+    }
+    assert "src/dir%20with%20space/caf%C3%A9.py" in uris
+    assert {e["location"]["path"] for e in got["gitlab"]} == {CAFE, OLD, "gone.py"}
+    assert got["json"].off_diff == {4: "file-absent"}
+    assert "café" in got["markdown"]
+
+
+def test_lone_surrogate_in_a_subject_still_writes_utf8(tmp_path: Path, messy: Path) -> None:
+    """A reviewer's JSON escaping a lone surrogate: the files are still UTF-8 and parse."""
+    (tmp_path / "answer.json").write_text(
+        '{"findings": [{"subject": "bad \\ud800 text", "label": "note"}]}', encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    argv = ["review", "--repo", str(messy), "--base", "HEAD~1", "--no-progress"]
+    (tmp_path / "roster.toml").write_text(ROSTER, encoding="utf-8")
+    argv += ["--roster", str(tmp_path / "roster.toml"), "--state", str(tmp_path / "s.json")]
+    done = CliRunner().invoke(main, [*argv, *every_format(out)])
+    assert done.exit_code == 0, done.output
+    assert read_all(out)["json"].findings[0].subject.startswith("bad ")
+
+
+def test_zero_findings_every_format(tmp_path: Path, messy: Path) -> None:
+    """No findings: an empty Code Quality array, no SARIF results, a COMMENT review."""
+    out = tmp_path / "out"
+    done = review(tmp_path, messy, *every_format(out), findings=[])
+    assert done.exit_code == 0, done.output
+    got = read_all(out)
+    assert got["gitlab"] == []
+    assert all(run["results"] == [] for run in got["sarif"]["runs"])
+    assert got["github"]["event"] == "COMMENT" and got["github"]["comments"] == []
+    assert "No findings." in got["markdown"]
+
+
+def test_nothing_to_review_still_writes_the_files(tmp_path: Path, messy: Path) -> None:
+    """An empty change with --output: exit 0, every file written from an empty report."""
+    out = tmp_path / "out"
+    (tmp_path / "roster.toml").write_text(ROSTER, encoding="utf-8")
+    argv = ["review", "--repo", str(messy), "--base", "HEAD", "--no-progress"]
+    argv += ["--roster", str(tmp_path / "roster.toml"), "--state", str(tmp_path / "s.json")]
+    done = CliRunner().invoke(main, [*argv, *every_format(out)])
+    assert done.exit_code == 0, done.output
+    got = read_all(out)
+    assert got["json"].findings == () and "passed" in got["markdown"].splitlines()[0]
+    assert any("nothing to review" in n for n in got["json"].notes)
+
+
+def test_thirty_thousand_findings_write_valid_files(tmp_path: Path) -> None:
+    """30,000 findings: every file written in seconds, each valid; SARIF's cut is said."""
+    rep = report(*many_findings(30_000))
+    started = time.monotonic()
+    written = write_outputs(
+        rep, OutputPlan(FORMATS, tmp_path), fail_on="critical", quorum=1, change=None
+    )
+    assert time.monotonic() - started < 30
+    got = read_all(tmp_path, schema=False)
+    assert len(got["json"].findings) == 30_000
+    assert len(got["gitlab"]) == 30_000
+    kept = sum(len(run["results"]) for run in got["sarif"]["runs"])
+    assert 0 < kept < 30_000
+    assert written.messages and "cut" in written.messages[0]
+    assert len(got["github"]["comments"]) <= 50

@@ -1,0 +1,256 @@
+"""Rounds of one session through the CLI (embedded mode): seen, outdated, --since-last,
+dismissals and the baseline."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+import pytest
+import structlog
+from click.testing import CliRunner, Result
+
+from council.baseline import BASELINE_FILE, read_baseline
+from council.report import read_json
+from council.report.model import CouncilReport
+from tests.gitrepo import commit, git, new_repo
+from workers.cli import main
+from workers.embedded import load_state
+from workers.stores.keys import Keys
+
+ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
+ROSTER = ROUND + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def div0(line: int = 2, severity: str = "critical") -> dict[str, Any]:
+    """The finding the replay reviewer raises: a division by zero on app.py."""
+    return {
+        "subject": "divides by zero",
+        "label": "issue",
+        "severity": severity,
+        "location": {"kind": "line", "path": "app.py", "line": line},
+    }
+
+
+class Session:
+    """A repository whose council.toml (base tree) runs one replay reviewer reading
+    answer.json from the head's working tree; rounds share one state file."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.repo = new_repo(
+            tmp_path / "repo",
+            {"app.py": "x = 1\n", "answer.json": '{"findings": []}', "council.toml": ROSTER},
+        )
+        self.base = git(self.repo, "rev-parse", "HEAD")
+        self.state = tmp_path / "state.json"
+        self.rounds = 0
+
+    def push(self, files: dict[str, str | None], *findings: dict[str, Any]) -> str:
+        """Commit ``files`` with the replayed answer holding ``findings``."""
+        answer = json.dumps({"findings": list(findings)})
+        return commit(self.repo, {**files, "answer.json": answer}, f"push {self.rounds}")
+
+    def review(self, *args: str) -> tuple[Result, CouncilReport | None]:
+        """One round of session s over base..HEAD; its exit and JSON report."""
+        self.rounds += 1
+        out = self.tmp / f"round{self.rounds}.json"
+        argv = ["review", "--repo", str(self.repo), "--base", self.base, "--no-progress"]
+        argv += ["--state", str(self.state), "--session", "s", "--json", str(out)]
+        done = CliRunner().invoke(main, [*argv, *args])
+        report = read_json(out.read_text()) if out.exists() else None
+        return done, report
+
+    def cli(self, *args: str) -> Result:
+        """Another council command on the same state file and session."""
+        argv = [*args, "--state", str(self.state), "--session", "s"]
+        return CliRunner().invoke(main, argv)
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    """A fresh session's repository."""
+    return Session(tmp_path)
+
+
+def test_repeat_is_seen_and_not_commented(session: Session) -> None:
+    """The second round raises the same finding: seen, still gating, not a line comment."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    first, one = session.review()
+    assert first.exit_code == 1 and one is not None and one.seen == ()
+    session.push({"app.py": "x = 1\ny = 1 / 0\nz = 3\n"}, div0())
+    out = session.tmp / "out"
+    second, two = session.review("--format", "github-review", "--output", str(out))
+    assert second.exit_code == 1, second.output
+    assert two is not None and two.seen == (two.findings[0].id,)
+    assert json.loads((out / "github-review.json").read_text())["comments"] == []
+
+
+def test_edited_line_lists_the_earlier_finding_as_outdated(session: Session) -> None:
+    """The next push rewrites the flagged line: the earlier finding is listed outdated."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    session.push({"app.py": "x = 1\ny = 1 / 2\n"})
+    done, report = session.review()
+    assert done.exit_code == 0, done.output
+    assert report is not None and [f.subject for f in report.outdated] == ["divides by zero"]
+    assert "### Outdated" in done.stdout
+
+
+def test_untouched_earlier_finding_is_not_outdated(session: Session) -> None:
+    """A push that edits another file leaves the earlier finding alone."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    session.push({"other.py": "z = 1\n"})
+    _, report = session.review()
+    assert report is not None and report.outdated == ()
+
+
+def test_since_last_reviews_only_new_commits(session: Session) -> None:
+    """--since-last: the diff starts at the last reviewed head, the note says so."""
+    first_head = session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    session.push({"other.py": "z = 1\n"})
+    done, report = session.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert report is not None and report.base == first_head
+    assert any("only the commits after" in n for n in report.notes)
+
+
+def test_since_last_without_earlier_round_reviews_everything(session: Session) -> None:
+    """--since-last in a new session: the whole change, noted."""
+    session.push({"app.py": "x = 2\n"})
+    done, report = session.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert report is not None and report.base == session.base
+    assert any("no earlier round" in n for n in report.notes)
+
+
+def test_since_last_after_a_force_push_falls_back(session: Session) -> None:
+    """The last reviewed head was rewritten away: the whole change, with the reason."""
+    session.push({"app.py": "x = 2\n"})
+    session.review()
+    git(session.repo, "reset", "-q", "--hard", session.base)
+    session.push({"app.py": "x = 3\n"})
+    done, report = session.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert report is not None and report.base == session.base
+    assert any("no longer an ancestor" in n for n in report.notes)
+
+
+def test_since_last_with_nothing_new(session: Session) -> None:
+    """--since-last on the head already reviewed: exit 0, nothing to review."""
+    session.push({"app.py": "x = 2\n"})
+    session.review()
+    done, _ = session.review("--since-last")
+    assert done.exit_code == 0
+    assert "no change after" in done.output
+
+
+def test_dismissed_finding_is_listed_and_never_gates(session: Session) -> None:
+    """Dismiss by id: the next round lists it with the reason, exits 0, posts nothing."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    _, first = session.review()
+    assert first is not None
+    dismissed = session.cli("dismiss", str(first.findings[0].id), "--reason", "guarded upstream")
+    assert dismissed.exit_code == 0, dismissed.output
+    out = session.tmp / "out"
+    formats = ["--format", "gitlab-codequality", "--format", "github-review"]
+    done, report = session.review(*formats, "--format", "markdown", "--output", str(out))
+    assert done.exit_code == 0, done.output
+    assert report is not None
+    (entry,) = report.suppressed.values()
+    assert (entry.source, entry.reason) == ("dismissed", "guarded upstream")
+    markdown = (out / "council.md").read_text()
+    assert "Dismissed and baselined" in markdown and "guarded upstream" in markdown
+    assert json.loads((out / "gl-code-quality-report.json").read_text()) == []
+    assert json.loads((out / "github-review.json").read_text())["comments"] == []
+
+
+def test_dismiss_refuses_what_it_cannot_name(session: Session) -> None:
+    """An unknown id, or text that is no fingerprint: exit 2."""
+    assert session.cli("dismiss", "41", "--reason", "x").exit_code == 2
+    assert session.cli("dismiss", "not-a-print", "--reason", "x").exit_code == 2
+    assert session.cli("dismiss", "41", "--reason", "  ").exit_code == 2
+
+
+def test_dismiss_before_any_round_is_kept(session: Session) -> None:
+    """A fingerprint dismissed before the session's first round survives in the state file."""
+    value = "ab" * 32
+    done = session.cli("dismiss", value, "--reason", "known")
+    assert done.exit_code == 0 and "warning" in done.output
+    saved = json.loads(session.state.read_text())["sessions"]["s"]
+    assert json.loads(saved["dismissed"][value])["reason"] == "known"
+
+
+def test_baseline_from_the_session_then_read_from_base(session: Session) -> None:
+    """`council baseline` writes the latest run's findings; committed to the base, the
+    next review lists them as baselined and exits 0."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    target = session.tmp / BASELINE_FILE
+    done = session.cli("baseline", "--output", str(target), "--reason", "legacy")
+    assert done.exit_code == 0, done.output
+    (entry,) = read_baseline(target.read_text()).entries
+    assert (entry.subject, entry.reason, entry.path) == ("divides by zero", "legacy", "app.py")
+    session.base = commit(session.repo, {BASELINE_FILE: target.read_text()}, "baseline")
+    session.push({"app.py": "x = 1\ny = 1 / 0\nw = 0\n"}, div0())
+    result, report = session.review()
+    assert result.exit_code == 0, result.output
+    assert report is not None
+    assert [s.source for s in report.suppressed.values()] == ["baseline"]
+
+
+def test_baseline_edited_by_the_change_is_not_trusted(session: Session) -> None:
+    """A change adding its own baseline: ignored (base version), noted, the gate trips."""
+    finding = div0()
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, finding)
+    _, first = session.review()
+    assert first is not None
+    (session.tmp / "b.json").write_text(json.dumps(first.model_dump(mode="json")))
+    target = session.tmp / BASELINE_FILE
+    made = session.cli(
+        "baseline", "--from-json", str(session.tmp / "b.json"), "--output", str(target)
+    )
+    assert made.exit_code == 0, made.output
+    session.push({BASELINE_FILE: target.read_text()}, finding)
+    done, report = session.review()
+    assert done.exit_code == 1, done.output
+    assert report is not None and report.suppressed == {}
+    assert any(BASELINE_FILE in n and "base version" in n for n in report.notes)
+
+
+def test_explicit_baseline_and_an_unreadable_one(session: Session) -> None:
+    """--baseline PATH is used; a broken file is exit 2 before anything runs."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    broken = session.tmp / "broken.json"
+    broken.write_text("{nope")
+    done, report = session.review("--baseline", str(broken))
+    assert done.exit_code == 2 and "not JSON" in done.output and report is None
+    assert not session.state.exists()
+
+
+def test_state_file_without_the_new_keys_still_loads(tmp_path: Path) -> None:
+    """A state file written before fingerprints, reviewed and dismissed existed loads."""
+    path = tmp_path / "state.json"
+    session = {"issued": 2, "ledger": "", "findings": {}, "attributed": []}
+    path.write_text(json.dumps({"version": 1, "sessions": {"old": session}}))
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    load_state(client, Keys(), path)
+    assert client.get(Keys().session_issued("old")) == b"2"

@@ -1,0 +1,208 @@
+"""The report files ``council review`` writes: ``--format`` × ``--output DIR``, ``--json``,
+``--markdown``.
+
+Each format has one file name in the output directory, the name its consumer expects
+or a CI recipe can point at::
+
+    markdown            council.md                   a PR comment, $GITHUB_STEP_SUMMARY
+    json                council.json                 council publish, other tools
+    sarif               council.sarif                code scanning (upload-sarif)
+    github-review       github-review.json           POST .../pulls/{n}/reviews
+    gitlab-codequality  gl-code-quality-report.json  artifacts: reports: codequality
+
+Without ``--output`` only Markdown can be written, to stdout; asking for another format
+is a usage error (exit 2) found before anything is sent, like a missing directory: a
+traceback after the run would exit 1, which CI reads as a tripped gate. Runtime layer
+(writes files); the renderers are the pure :mod:`council.report` functions. Source:
+issue "CI outputs that forges accept".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from council.diff import Change
+from council.report import render_json, render_markdown
+from council.report.github_review import render_github_review
+from council.report.gitlab import render_gitlab_codequality
+from council.report.model import CouncilReport
+from council.report.sarif import render_sarif_with_cuts
+from workers.cli.context import UsageProblem
+from workers.cli.round_plan import RoundPlan
+
+FILE_NAMES: dict[str, str] = {
+    "markdown": "council.md",
+    "json": "council.json",
+    "sarif": "council.sarif",
+    "github-review": "github-review.json",
+    "gitlab-codequality": "gl-code-quality-report.json",
+}
+"""Each ``--format`` and the file it is written to in ``--output DIR``."""
+
+FORMATS: tuple[str, ...] = tuple(FILE_NAMES)
+"""Every accepted ``--format``, in the order files are written."""
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """What to write where, checked before the run."""
+
+    formats: tuple[str, ...] = ("markdown",)
+    directory: Path | None = None
+    json_file: Path | None = None
+    markdown_file: Path | None = None
+
+    @property
+    def markdown_to_stdout(self) -> bool:
+        """Markdown goes to stdout when asked for and no file takes it."""
+        return "markdown" in self.formats and self.directory is None and self.markdown_file is None
+
+
+@dataclass
+class Written:
+    """What :func:`write_outputs` did: files written, the Markdown for stdout (or None),
+    and the sentences a renderer said about cuts (for stderr)."""
+
+    files: list[Path] = field(default_factory=list)
+    stdout: str | None = None
+    messages: list[str] = field(default_factory=list)
+
+
+def plan_outputs(
+    formats: Sequence[str],
+    directory: Path | None,
+    json_file: Path | None,
+    markdown_file: Path | None,
+) -> OutputPlan:
+    """Check the output options; create ``directory`` when missing.
+
+    Raises :class:`UsageProblem` (exit 2) for a format other than Markdown without
+    ``--output``, an output directory that cannot be created, or a ``--json`` /
+    ``--markdown`` file in a directory that does not exist.
+    """
+    chosen = tuple(dict.fromkeys(formats)) or ("markdown",)
+    files_only = [f for f in chosen if f != "markdown"]
+    if files_only and directory is None:
+        raise UsageProblem(
+            f"--format {files_only[0]} writes a file: pass --output DIR (only markdown "
+            "goes to stdout)"
+        )
+    if directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageProblem(
+                f"--output {directory} cannot be created ({exc.strerror}); pass a writable "
+                "directory"
+            ) from None
+    for option, path in (("--json", json_file), ("--markdown", markdown_file)):
+        if path is not None and not path.parent.is_dir():
+            raise UsageProblem(
+                f"{option} {path}: the directory {path.parent} does not exist; create it, "
+                "or pass a path in an existing directory"
+            )
+    return OutputPlan(chosen, directory, json_file, markdown_file)
+
+
+def write_outputs(
+    report: CouncilReport,
+    plan: OutputPlan,
+    *,
+    fail_on: str,
+    quorum: int,
+    change: Change | None,
+) -> Written:
+    """Render and write every output of ``plan``; return what was done.
+
+    ``change`` is the diff the pull request shows (for the GitHub review's line
+    comments); None when unknown. Raises :class:`UsageProblem` naming the option when
+    a file cannot be written (the run itself settled).
+    """
+    done = Written()
+    markdown: str | None = None
+    if "markdown" in plan.formats or plan.markdown_file is not None:
+        markdown = render_markdown(report, fail_on=fail_on, quorum=quorum)
+    json_text = render_json(report) if "json" in plan.formats or plan.json_file else None
+    if plan.markdown_file is not None and markdown is not None:
+        _write(plan.markdown_file, markdown, "--markdown", done)
+    if plan.json_file is not None and json_text is not None:
+        _write(plan.json_file, json_text, "--json", done)
+    if plan.markdown_to_stdout and markdown is not None:
+        done.stdout = _encodable(markdown)
+    if plan.directory is None:
+        return done
+    for name in plan.formats:
+        if name == "markdown" and markdown is not None:
+            text = markdown
+        elif name == "json" and json_text is not None:
+            text = json_text
+        elif name == "sarif":
+            text, cuts = render_sarif_with_cuts(report)
+            done.messages += cuts
+        elif name == "github-review":
+            text = render_github_review(report, fail_on=fail_on, quorum=quorum, change=change)
+        else:
+            text = render_gitlab_codequality(report)
+        _write(plan.directory / FILE_NAMES[name], text, f"--format {name}", done)
+    return done
+
+
+def emit(
+    report: CouncilReport, plan: OutputPlan, *, fail_on: str, quorum: int, change: Change | None
+) -> None:
+    """Write the outputs; Markdown to stdout when no file takes it; the files written
+    and what a renderer cut to stderr."""
+    written = write_outputs(report, plan, fail_on=fail_on, quorum=quorum, change=change)
+    for message in written.messages:
+        click.echo(f"council: {message}", err=True)
+    if written.stdout is not None:
+        click.echo(written.stdout)
+    if plan.directory is not None:
+        click.echo(f"council: wrote {', '.join(str(p) for p in written.files)}", err=True)
+
+
+def nothing_to_review(
+    text: str, plan: RoundPlan | None, outputs: OutputPlan, *, fail_on: str
+) -> None:
+    """Say there was nothing to review (exit 0 follows). Requested files are still
+    written, from an empty passing report (no run, no participant, the reason in its
+    notes), so a CI job's later steps (upload, publish) find what they read."""
+    since = plan.since.since if plan is not None else None
+    if since is not None and "empty" in text:
+        text = (
+            f"nothing to review: no change after {since[:12]}, the head the last round of "
+            "this session reviewed"
+        )
+    click.echo(f"council: {text}", err=True)
+    if outputs.directory is None and outputs.json_file is None and outputs.markdown_file is None:
+        click.echo(f"{text}.")
+        return
+    notes = (f"{text}.", *(plan.since.notes if plan is not None else ()))
+    session = plan.session if plan is not None else ""
+    empty = CouncilReport(run_id="none", session=session, status="settled", notes=notes)
+    emit(empty, outputs, fail_on=fail_on, quorum=0, change=None)
+
+
+def _write(path: Path, text: str, option: str, done: Written) -> None:
+    """Write a report file; a failure is exit 2 naming the option, never a traceback.
+
+    A lone surrogate (a reviewer's JSON may hold ``"\\ud800"``) cannot be UTF-8: it is
+    written as ``?``, so the file stays valid UTF-8 (and valid JSON).
+    """
+    try:
+        path.write_bytes(text.encode("utf-8", errors="replace"))
+    except OSError as exc:
+        raise UsageProblem(
+            f"{option} {path} cannot be written ({exc.strerror}); the run itself settled. "
+            "Pass a writable path"
+        ) from None
+    done.files.append(path)
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates replaced, so printing it cannot raise."""
+    return text.encode("utf-8", errors="replace").decode("utf-8")

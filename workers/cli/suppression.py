@@ -1,0 +1,244 @@
+"""``council dismiss`` and ``council baseline``: false positives, accepted and recorded.
+
+Two ways to stop a finding from gating and posting while keeping it listed:
+
+* ``council dismiss FINGERPRINT --reason …`` — a person's decision in one session (one
+  pull request), kept in the session (Redis, or the embedded state file). It applies
+  from the next round on, and wins over the baseline (the more recent decision).
+* ``council baseline`` — write ``.council-baseline.json`` from the session's latest
+  completed run (or a JSON report); committed to the base branch, a review reads it
+  from the BASE ref (trusted, like the roster).
+
+Source: issue "CI outputs that forges accept"; :mod:`council.baseline`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from council.baseline import BASELINE_FILE, Baseline, UnreadableBaseline, read_baseline
+from council.baseline import write_baseline as baseline_text
+from council.errors import ConfigurationError
+from council.findings import Finding
+from council.fingerprint import fingerprint
+from council.report import read_json
+from council.report.jsonreport import UnreadableReport
+from workers.cli.context import CliContext, UsageProblem
+from workers.embedded import state_sessions
+from workers.repository import Repository
+from workers.review import now_ms
+from workers.stores.sessions import SessionStore
+
+_PRINT = re.compile(r"([0-9a-f]{64})(?::\d+)?")
+"""A content fingerprint, with GitLab's occurrence suffix ``:n`` allowed (and dropped)."""
+
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+_SESSION_OPTIONS = (
+    click.option("--session", help="Session key (default: the repository and the head branch)."),
+    click.option(
+        "--repo",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=Path("."),
+        show_default=True,
+        help="The repository whose default session key is used when --session is not given.",
+    ),
+    click.option("--head", default="HEAD", show_default=True, help="The branch of the session."),
+    click.option(
+        "--state",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Embedded mode: the file sessions are kept in (default: the cache directory).",
+    ),
+)
+
+
+def _session_options(command: FC) -> FC:
+    """The options naming a session: --session, or --repo and --head; --state."""
+    for option in reversed(_SESSION_OPTIONS):
+        command = option(command)
+    return command
+
+
+@click.command("dismiss")
+@click.argument("finding")
+@click.option("--reason", required=True, help="Why it is not to be acted on (shown in reports).")
+@_session_options
+@click.pass_obj
+def dismiss_command(
+    cli: CliContext,
+    finding: str,
+    reason: str,
+    session: str | None,
+    repo: Path,
+    head: str,
+    state: Path | None,
+) -> None:
+    """Dismiss a finding in a session: listed from the next round on, never gating,
+    never posted.
+
+    FINDING is its fingerprint (64 hex digits, as in the SARIF partialFingerprints or
+    the Code Quality fingerprint) or its id in the session (`id 12` in the report).
+
+    \b
+    Example:
+      council dismiss 12 --reason "the input is validated upstream" --session pr-42
+    """
+    if not reason.strip():
+        raise UsageProblem("--reason must say why (it is shown in every later report)")
+    key = _session_key(session, repo, head)
+    with _store(cli, state, save=True) as store:
+        value, found = _resolve(store, key, finding)
+        added = store.dismiss(key, value, reason.strip(), now_ms())
+        reported = value in store.fingerprints(key)
+    what = f"finding {found.id} ({found.subject!r})" if found else f"fingerprint {value[:12]}…"
+    verb = "dismissed" if added else "dismissed again (reason replaced)"
+    click.echo(f"{verb} {what} in session {key!r}: listed, never gating, never posted")
+    if found is None and not reported:
+        click.echo(
+            "council: warning: no completed round of this session reported this fingerprint "
+            "yet; the dismissal applies when one does",
+            err=True,
+        )
+
+
+@click.command("baseline")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path(BASELINE_FILE),
+    show_default=True,
+    help="The baseline file to write (merged with it when it exists).",
+)
+@click.option(
+    "--from-json",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Accept the findings of this JSON report instead of the session's latest run.",
+)
+@click.option(
+    "--reason",
+    default="accepted when the baseline was written",
+    show_default=True,
+    help="The reason recorded for the new entries.",
+)
+@_session_options
+@click.pass_obj
+def baseline_command(
+    cli: CliContext,
+    output: Path,
+    from_json: Path | None,
+    reason: str,
+    session: str | None,
+    repo: Path,
+    head: str,
+    state: Path | None,
+) -> None:
+    """Write the baseline (.council-baseline.json) from the latest completed run of the
+    session, or from a JSON report; entries already in the file keep their reason.
+
+    Commit the file to the base branch: `council review` reads it from the BASE ref.
+
+    \b
+    Examples:
+      council baseline --session pr-42
+      council baseline --from-json council-out/council.json --output .council-baseline.json
+    """
+    findings = (
+        _report_findings(from_json) if from_json else _latest_run(cli, session, repo, head, state)
+    )
+    existing = _existing(output)
+    text = baseline_text(findings, reason, existing=existing)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageProblem(f"--output {output} cannot be written ({exc.strerror})") from None
+    before = len(existing.entries) if existing else 0
+    after = len(read_baseline(text).entries)
+    click.echo(
+        f"wrote {output}: {after} entr{'y' if after == 1 else 'ies'} ({after - before} new); "
+        "commit it to the base branch, where reviews read it"
+    )
+
+
+def _report_findings(path: Path) -> list[Finding]:
+    try:
+        return list(read_json(path.read_bytes()).findings)
+    except OSError as exc:
+        raise UsageProblem(f"--from-json {path} cannot be read ({exc.strerror})") from None
+    except UnreadableReport as exc:
+        raise UsageProblem(f"--from-json {path}: {exc}") from None
+
+
+def _latest_run(
+    cli: CliContext, session: str | None, repo: Path, head: str, state: Path | None
+) -> list[Finding]:
+    key = _session_key(session, repo, head)
+    with _store(cli, state, save=False) as store:
+        reviewed = store.reviewed(key)
+        if reviewed is None:
+            raise UsageProblem(
+                f"session {key!r} has no completed run; run `council review` first, or pass "
+                "--from-json REPORT"
+            )
+        return store.run_findings(key, reviewed.run)
+
+
+def _existing(output: Path) -> Baseline | None:
+    if not output.exists():
+        return None
+    try:
+        return read_baseline(output.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, UnreadableBaseline) as exc:
+        raise UsageProblem(f"{output} exists and cannot be read ({exc}); move it away") from None
+
+
+def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding | None]:
+    """A fingerprint from FINDING (fingerprint or session id), and the finding if known."""
+    match = _PRINT.fullmatch(text.strip().lower())
+    if match is not None:
+        value = match.group(1)
+        found = next((f for f in store.findings(session) if fingerprint(f) == value), None)
+        return value, found
+    if text.strip().isdigit():
+        ident = int(text)
+        found = next((f for f in store.findings(session) if f.id == ident), None)
+        if found is None:
+            raise UsageProblem(
+                f"session {session!r} has no finding {ident}; pass its fingerprint, or the "
+                "right --session"
+            )
+        return fingerprint(found), found
+    raise UsageProblem(
+        f"{text!r} is neither a fingerprint (64 hexadecimal digits) nor a finding id"
+    )
+
+
+def _session_key(session: str | None, repo: Path, head: str) -> str:
+    if session:
+        return session
+    try:
+        return Repository(repo).default_session_key(head)
+    except ConfigurationError as exc:
+        raise UsageProblem(f"{exc} (or pass --session KEY)") from None
+
+
+@contextlib.contextmanager
+def _store(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[SessionStore]:
+    """The session store: Redis's with COUNCIL_REDIS_URL, else the embedded state file's
+    (written back when ``save``)."""
+    if cli.distributed:
+        yield cli.runtime().sessions
+        return
+    settings = cli.settings
+    if state is not None:
+        settings = settings.model_copy(update={"state_path": state})
+    try:
+        with state_sessions(settings, save=save) as store:
+            yield store
+    except ConfigurationError as exc:
+        raise UsageProblem(str(exc)) from None

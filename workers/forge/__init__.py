@@ -1,0 +1,1 @@
+"""Code hosts (forges) council publishes to: :mod:`workers.forge.github`."""

@@ -1,0 +1,110 @@
+"""Incremental rounds, the git side: what changed since the session's last reviewed head.
+
+A session remembers the head its last completed run reviewed
+(:meth:`workers.stores.sessions.SessionStore.reviewed`). From it and the clone:
+
+* :func:`plan_since_last` — ``--since-last``: review only the commits after that head,
+  when it is an ancestor of the new head; otherwise (a force push rewrote it, or the
+  session has none) the whole change, with a note saying why;
+* :func:`interdiff` — the diff from that head to the new head, which the last round's
+  findings are checked on for outdated code (:func:`council.rounds.mark_round`). git
+  diffs any two commits, so a force push still has one, as long as the old head's
+  objects are in this clone;
+* :func:`full_change` — with ``--since-last`` the round reviews the new commits only, but
+  a pull request still shows base..head, and a line comment must land there.
+
+Runtime layer (runs git through :class:`workers.repository.Repository`). Source:
+architecture.md "State in Redis" (sessions, last reviewed head), issue "CI outputs that
+forges accept".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from council.diff import Change, decode_diff, filter_paths, parse_diff
+from council.errors import RepositoryError
+from council.roster import Roster
+from workers.repository import Repository
+from workers.stores.sessions import Reviewed
+
+
+@dataclass(frozen=True)
+class SincePlan:
+    """Where ``--since-last`` starts: ``since`` (None: the whole change), and why."""
+
+    since: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def plan_since_last(repo: Repository, reviewed: Reviewed | None, head: str) -> SincePlan:
+    """The start of a ``--since-last`` round, from the session's last reviewed head.
+
+    * no completed run in the session: the whole change (noted);
+    * the reviewed head is the new head: ``since`` is that head, so the change is empty
+      and the caller says there is nothing new;
+    * the reviewed head is an ancestor of the new head: review from it;
+    * otherwise (unknown to this clone, or no longer an ancestor after a force push):
+      the whole change, noted with the reason.
+
+    Raises :class:`~council.errors.RepositoryError` for an unknown ``head`` only.
+    """
+    new = repo.resolve(head)
+    if reviewed is None:
+        return SincePlan(
+            notes=(
+                "--since-last: no earlier round completed in this session; the whole "
+                "change was reviewed",
+            )
+        )
+    short = reviewed.head[:12]
+    try:
+        last = repo.resolve(reviewed.head)
+    except RepositoryError:
+        return SincePlan(
+            notes=(
+                f"--since-last: the last reviewed head {short} is not in this clone "
+                "(fetch full history, or it was force-pushed away); the whole change "
+                "was reviewed",
+            )
+        )
+    if last == new or repo.is_ancestor(last, new):
+        return SincePlan(
+            since=last,
+            notes=(
+                f"--since-last: only the commits after {short}, the head the last "
+                f"round of this session reviewed (run {reviewed.run})",
+            ),
+        )
+    return SincePlan(
+        notes=(
+            f"--since-last: the last reviewed head {short} is no longer an ancestor of "
+            "the head (a force push?); the whole change was reviewed",
+        )
+    )
+
+
+def interdiff(repo: Repository, reviewed: Reviewed | None, head: str, roster: Roster) -> str | None:
+    """The diff text from the last reviewed head to ``head``, filtered by the roster's
+    ``[paths]`` like the round's change; None when there is no reviewed head, or this
+    clone lacks its objects (then nothing can be said to be outdated). Never raises
+    for the old head; raises :class:`RepositoryError` for an unknown ``head``."""
+    if reviewed is None:
+        return None
+    new = repo.resolve(head)
+    try:
+        raw = repo.diff(reviewed.head, new)
+    except RepositoryError:
+        return None
+    return _filtered(raw, roster).text
+
+
+def full_change(repo: Repository, base: str, head: str, roster: Roster) -> Change:
+    """The change base..head as the pull request shows it, filtered by ``[paths]``."""
+    return _filtered(repo.diff(repo.resolve(base), repo.resolve(head)), roster)
+
+
+def _filtered(raw: bytes, roster: Roster) -> Change:
+    text, _ = decode_diff(raw)
+    change, _ = filter_paths(parse_diff(text), roster.include, roster.exclude)
+    return change
