@@ -1,0 +1,369 @@
+"""The CI recipes in deploy/ci run as written: their shell lines, in a real clone, against
+a fake GitHub API over real HTTP; hosted-runner actions are replaced by local equivalents.
+
+The GitHub workflow is run step by step the way a runner does (``bash -eo pipefail``,
+``if:`` conditions, a failed step skipping the ones after it unless ``always()``), with
+``${{ … }}`` expressions filled from the pull_request event. An expression, a condition
+or an action the harness does not know fails the test: the recipe is exercised, never
+guessed at. ``pip`` is a recording stand-in (council is installed in the test's Python).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.fakes.github_api import FakeGitHub
+from tests.gitrepo import ROOT, commit, git, new_repo
+
+pytestmark = pytest.mark.integration
+
+RECIPES = ROOT / "deploy" / "ci"
+SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_text())
+SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+
+TOKEN = "ghs_recipe-test-token"
+REPO = "octo/app"
+PR = 7
+ROSTER = (
+    "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
+    '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
+)
+EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
+ALWAYS_IF_FILE = re.compile(r"always\(\) && hashFiles\('([^']+)'\) != ''")
+
+
+def div0(line: int) -> dict[str, Any]:
+    """The critical finding the replay reviewer raises on app.py."""
+    return {
+        "subject": "divides by zero",
+        "label": "issue",
+        "severity": "critical",
+        "location": {"kind": "line", "path": "app.py", "line": line},
+    }
+
+
+class Forge:
+    """A bare "origin" with main (roster, app.py, an empty answer) and a feature branch
+    pushed from a developer's clone; the CI workspace is a full clone of it."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.dev = new_repo(
+            tmp / "dev",
+            {"council.toml": ROSTER, "app.py": "x = 1\n", "answer.json": '{"findings": []}'},
+        )
+        self.origin = tmp / "origin.git"
+        git(tmp, "clone", "-q", "--bare", str(self.dev), str(self.origin))
+        git(self.dev, "remote", "add", "origin", str(self.origin))
+        git(self.dev, "checkout", "-q", "-b", "feature")
+        self.workspace = tmp / "workspace"
+
+    def push(self, app: str, *findings: dict[str, Any]) -> str:
+        """Commit app.py and the replayed answer on feature, push it; the new head."""
+        answer = json.dumps({"findings": list(findings)})
+        sha = commit(self.dev, {"app.py": app, "answer.json": answer}, "push")
+        git(self.dev, "push", "-q", "-f", "origin", "feature")
+        return sha
+
+    def checkout(self, sha: str) -> None:
+        """actions/checkout with fetch-depth 0: a full clone at the head commit."""
+        if not self.workspace.exists():
+            git(self.tmp, "clone", "-q", str(self.origin), str(self.workspace))
+        git(self.workspace, "fetch", "-q", "origin")
+        git(self.workspace, "checkout", "-q", "--detach", sha)
+
+
+@dataclass
+class Step:
+    """What happened to one step: ran or skipped, its exit code and output."""
+
+    name: str
+    ran: bool
+    code: int = 0
+    output: str = ""
+
+
+@dataclass
+class Job:
+    """A job's steps; failed when any step that ran failed."""
+
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether a step that ran exited non-zero."""
+        return any(s.ran and s.code != 0 for s in self.steps)
+
+    def step(self, name: str) -> Step:
+        """The step whose name starts with ``name``."""
+        return next(s for s in self.steps if s.name.startswith(name))
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> Path:
+    """A bin directory with a recording ``pip`` stand-in."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pip = bin_dir / "pip"
+    pip.write_text('#!/bin/sh\necho "$@" >> "$PIP_LOG"\n[ "$1" = install ]\n')
+    pip.chmod(0o755)
+    return bin_dir
+
+
+def base_env(tmp: Path, tools: Path, **extra: str) -> dict[str, str]:
+    """The runner's environment: a short PATH (the pip stand-in, this Python's scripts),
+    no COUNCIL_* from the developer's shell."""
+    python_bin = Path(sys.executable).parent
+    assert (python_bin / "council").exists(), f"council is not installed in {python_bin}"
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "PATH": os.pathsep.join(
+            [str(tools), str(python_bin), "/usr/local/bin", "/usr/bin", "/bin"]
+        ),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "CI": "true",
+        "PIP_LOG": str(tmp / "pip.log"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        **extra,
+    }
+
+
+def bash(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run a step's script as a runner does: ``bash --noprofile --norc -eo pipefail``."""
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """Fill ``${{ expr }}``; an expression the test does not know fails it."""
+
+    def one(match: re.Match[str]) -> str:
+        expr = match.group(1)
+        assert expr in values, f"the recipe uses ${{{{ {expr} }}}}, which the test does not set"
+        return values[expr]
+
+    return EXPRESSION.sub(one, text)
+
+
+def run_github(
+    recipe: dict[str, Any],
+    forge: Forge,
+    head: str,
+    env: dict[str, str],
+    secrets: dict[str, str],
+    run_id: int,
+) -> Job:
+    """Run the workflow's one job for a pull_request event on ``head``."""
+    (_, job), *others = recipe["jobs"].items()
+    assert not others, "the harness runs one job"
+    values = {
+        "github.event.pull_request.number": str(PR),
+        "github.event.pull_request.head.sha": head,
+        "github.run_id": str(run_id),
+        **{f"secrets.{k}": v for k, v in secrets.items()},
+    }
+    job_env = {k: substitute(str(v), values) for k, v in job.get("env", {}).items()}
+    result = Job()
+    for step in job["steps"]:
+        title = step.get("name") or step.get("uses", "")
+        if not _should_run(step.get("if"), result.failed, forge.workspace):
+            result.steps.append(Step(title, ran=False))
+            continue
+        if "uses" in step:
+            with_ = {k: substitute(str(v), values) for k, v in step.get("with", {}).items()}
+            code, output = _local_action(step["uses"], with_, forge)
+        else:
+            step_env = {k: substitute(str(v), values) for k, v in step.get("env", {}).items()}
+            script = substitute(step["run"], values)
+            workspace_env = {"GITHUB_WORKSPACE": str(forge.workspace)}
+            code, output = bash(
+                script, forge.workspace, {**env, **workspace_env, **job_env, **step_env}
+            )
+        result.steps.append(Step(title, ran=True, code=code, output=output))
+    return result
+
+
+def _should_run(condition: str | None, failed: bool, workspace: Path) -> bool:
+    if condition is None:
+        return not failed
+    match = ALWAYS_IF_FILE.fullmatch(condition.strip())
+    assert match is not None, f"the recipe uses the condition {condition!r}, unknown to the test"
+    return (workspace / match.group(1)).exists()
+
+
+def _local_action(uses: str, with_: dict[str, str], forge: Forge) -> tuple[int, str]:
+    """The local equivalent of a hosted-runner action."""
+    action = uses.split("@")[0]
+    if action == "actions/checkout":
+        assert with_.get("fetch-depth") == "0", "the review needs full history"
+        forge.checkout(with_["ref"])
+        return 0, "checked out"
+    if action == "actions/setup-python":
+        assert with_.get("python-version") == "3.11"
+        return 0, f"using {sys.version.split()[0]}"
+    if action == "actions/cache":
+        assert with_["path"] == ".council-state"
+        return 0, "the workspace persists between runs: a cache hit"
+    if action == "github/codeql-action/upload-sarif":
+        SARIF.validate(json.loads((forge.workspace / with_["sarif_file"]).read_text()))
+        return 0, "SARIF valid"
+    raise AssertionError(f"the recipe uses {uses}, which the test has no local equivalent for")
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """The fake GitHub API holding pull request 7 of octo/app."""
+    with FakeGitHub(token=TOKEN, repo=REPO, pulls=(PR,)) as fake:
+        yield fake
+
+
+def github_env(tmp: Path, tools: Path, fake: FakeGitHub) -> dict[str, str]:
+    """The default variables a GitHub runner sets for a pull_request event."""
+    return base_env(
+        tmp,
+        tools,
+        GITHUB_BASE_REF="main",
+        GITHUB_HEAD_REF="feature",
+        GITHUB_REPOSITORY=REPO,
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_API_URL=fake.url,
+        GITHUB_STEP_SUMMARY=str(tmp / "step-summary.md"),
+    )
+
+
+def load(name: str) -> dict[str, Any]:
+    """A recipe's YAML."""
+    data: dict[str, Any] = yaml.safe_load((RECIPES / name).read_text())
+    return data
+
+
+def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHub) -> None:
+    """Embedded: the first push trips the gate after uploading, reviewing and summarising;
+    the fix passes, dismisses the stale review and edits the same summary comment."""
+    recipe = load("github-actions.yml")
+    assert "pull_request" in recipe[True]  # YAML 1.1 reads the key `on` as true
+    forge = Forge(tmp_path)
+    env = github_env(tmp_path, tools, github)
+    secrets = {"GITHUB_TOKEN": TOKEN, "COUNCIL_REDIS_URL": ""}
+
+    head = forge.push("x = 1\ny = 1 / 0\n", div0(2))
+    first = run_github(recipe, forge, head, env, secrets, run_id=1)
+    assert [s.name for s in first.steps if s.ran and s.code] == ["Gate on the council's verdict"]
+    assert first.step("Gate").code == 1
+    assert first.step("Upload SARIF").ran and first.step("Upload SARIF").code == 0
+    pull = github.pulls[PR]
+    (review,) = pull.reviews
+    assert review["state"] == "CHANGES_REQUESTED"
+    posted = github.mutations()[0].body
+    assert posted["commit_id"] == head
+    assert [(c["path"], c["line"]) for c in posted["comments"]] == [("app.py", 2)]
+    (summary,) = pull.comments
+    assert summary["body"].startswith("<!-- council:summary -->")
+    assert "Council review: gate tripped" in (tmp_path / "step-summary.md").read_text()
+    assert "install --quiet council[analyzers]" in (tmp_path / "pip.log").read_text()
+    assert TOKEN not in "".join(s.output for s in first.steps)
+
+    head = forge.push("x = 1\ny = 1 / 2\n")
+    second = run_github(recipe, forge, head, env, secrets, run_id=2)
+    assert not second.failed, [(s.name, s.code, s.output[-2000:]) for s in second.steps]
+    assert [r["state"] for r in pull.reviews] == ["DISMISSED", "COMMENTED"]
+    assert len(pull.comments) == 1 and pull.comments[0]["id"] == summary["id"]
+    assert [r.method for r in github.mutations()].count("PATCH") == 1
+    assert "### Outdated" in pull.comments[0]["body"]
+    assert (tmp_path / "step-summary.md").read_text().count("Council review:") == 2
+
+
+def test_github_workflow_on_a_shared_redis(
+    tmp_path: Path,
+    tools: Path,
+    github: FakeGitHub,
+    redis_url: str,
+    start_worker: Callable[..., Any],
+) -> None:
+    """Shared Redis (the COUNCIL_REDIS_URL secret) with a worker: the session lives in
+    Redis, so the second push's repeat is seen and not commented again."""
+    start_worker("w1")
+    recipe = load("github-actions.yml")
+    forge = Forge(tmp_path)
+    env = github_env(tmp_path, tools, github)
+    secrets = {"GITHUB_TOKEN": TOKEN, "COUNCIL_REDIS_URL": redis_url}
+
+    first = run_github(recipe, forge, forge.push("y = 1 / 0\n", div0(1)), env, secrets, 1)
+    assert first.step("Gate").code == 1, first.step("Review").output[-3000:]
+    assert "distributed mode" in first.step("Review").output
+    second = run_github(recipe, forge, forge.push("w = 0\ny = 1 / 0\n", div0(2)), env, secrets, 2)
+    assert second.step("Gate").code == 1
+    reviews = [r.body for r in github.mutations() if r.path.endswith("/reviews")]
+    assert len(reviews[0]["comments"]) == 1 and reviews[1]["comments"] == []
+    assert "seen in an earlier round" in github.pulls[PR].comments[0]["body"]
+    assert len(github.pulls[PR].comments) == 1
+
+
+def run_gitlab(recipe: dict[str, Any], forge: Forge, head: str, env: dict[str, str]) -> Step:
+    """Run the merge-request job: before_script and script as one ``bash -eo pipefail``
+    script (a failing line fails the job), then after_script on its own."""
+    job = recipe["council"]
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    assert job["variables"]["GIT_DEPTH"] == "0"
+    forge.checkout(head)
+    job_env = {**env, **{k: str(v) for k, v in job["variables"].items()}}
+    script = "\n".join([*job.get("before_script", []), *job["script"]])
+    code, output = bash(script, forge.workspace, job_env)
+    _, after = bash("\n".join(job.get("after_script", [])), forge.workspace, job_env)
+    return Step("council", ran=True, code=code, output=output + after)
+
+
+def test_gitlab_merge_request_job(tmp_path: Path, tools: Path) -> None:
+    """The job fails on a critical finding with a Code Quality artifact GitLab reads, and
+    passes once it is fixed, the artifact then empty."""
+    recipe = load("gitlab-ci.yml")
+    forge = Forge(tmp_path)
+    env = base_env(
+        tmp_path,
+        tools,
+        CI_PIPELINE_SOURCE="merge_request_event",
+        CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
+        CI_MERGE_REQUEST_SOURCE_BRANCH_NAME="feature",
+        CI_MERGE_REQUEST_IID="3",
+        CI_PROJECT_PATH="group/app",
+    )
+    report_path = recipe["council"]["artifacts"]["reports"]["codequality"]
+    assert recipe["council"]["artifacts"]["when"] == "always"
+
+    first = run_gitlab(recipe, forge, forge.push("x = 1\ny = 1 / 0\n", div0(2)), env)
+    assert first.code == 1, first.output[-3000:]
+    (entry,) = json.loads((forge.workspace / report_path).read_text())
+    assert entry["severity"] == "critical" and entry["location"] == {
+        "path": "app.py",
+        "lines": {"begin": 2},
+    }
+    assert len(entry["fingerprint"]) == 64
+    assert "Council review: gate tripped" in first.output
+    for path in recipe["council"]["artifacts"]["paths"]:
+        assert (forge.workspace / path).exists()
+
+    second = run_gitlab(recipe, forge, forge.push("x = 1\ny = 1 / 2\n"), env)
+    assert second.code == 0, second.output[-3000:]
+    assert json.loads((forge.workspace / report_path).read_text()) == []
+    assert "session group/app!3" in second.output
