@@ -302,7 +302,8 @@ def test_github_workflow_on_a_shared_redis(
     start_worker: Callable[..., Any],
 ) -> None:
     """Shared Redis (the COUNCIL_REDIS_URL secret) with a worker: the session lives in
-    Redis, so the second push's repeat is seen and not commented again."""
+    Redis, so the second push's repeat is seen and not commented again; a baseline is
+    written from it and a dismissal recorded in it, and the third push passes."""
     start_worker("w1")
     recipe = load("github-actions.yml")
     forge = Forge(tmp_path)
@@ -318,6 +319,22 @@ def test_github_workflow_on_a_shared_redis(
     assert len(reviews[0]["comments"]) == 1 and reviews[1]["comments"] == []
     assert "seen in an earlier round" in github.pulls[PR].comments[0]["body"]
     assert len(github.pulls[PR].comments) == 1
+    redis_env = {**env, "COUNCIL_REDIS_URL": redis_url}
+    session = f"{REPO}#{PR}"
+    code, said = bash(
+        f"council baseline --session '{session}' --output ../baseline.json\n"
+        f"council dismiss 2 --session '{session}' --reason 'guarded'",
+        forge.workspace,
+        redis_env,
+    )
+    assert code == 0, said
+    (entry,) = json.loads((tmp_path / "baseline.json").read_text())["entries"]
+    assert entry["subject"] == "divides by zero"
+    third = run_github(
+        recipe, forge, forge.push("v = 0\nw = 0\ny = 1 / 0\n", div0(3)), env, secrets, 3
+    )
+    assert not third.failed, third.step("Review").output[-3000:]
+    assert "guarded" in github.pulls[PR].comments[0]["body"]
 
 
 def run_gitlab(recipe: dict[str, Any], forge: Forge, head: str, env: dict[str, str]) -> Step:
