@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     restore_interval_s: float | None = None
     """kombu's unacked-restore cadence in seconds (tests set 1); None keeps kombu's."""
 
+    ratelimit_window_ms: int = Field(default=60_000, ge=1)
+    """Milliseconds the roster's ``rpm``/``tpm`` limits count over (a minute; tests
+    shorten it). Set it alike on every worker sharing a limit."""
+
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker process: reviewer calls wait on the network, so many at once."""
 
