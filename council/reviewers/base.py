@@ -94,7 +94,9 @@ class RateLimiter(Protocol):
 
     ``acquire`` blocks until one request estimated at ``tokens`` may be sent, or until
     ``deadline`` (a ``time.monotonic()`` value) passes, and returns whether it was
-    admitted. ``settle`` corrects the token count once the real usage is known.
+    admitted. ``settle`` corrects the token count once the real usage is known. ``key``
+    is ``"<backend>:<model>"``; the limiter holds it to every limit covering it (the
+    model's and the provider's), so a caller acquires once per request.
     """
 
     def acquire(self, key: str, tokens: int, deadline: float) -> bool: ...

@@ -144,7 +144,9 @@ class _Run:
         )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
-        self.keys = (f"{provider.backend}:{participant.model}", provider.backend)
+        # One key, the most specific: the limiter holds it to every limit that covers it
+        # (the model's and the provider's). Acquiring both would count a request twice.
+        self.keys = (f"{provider.backend}:{participant.model}",)
         self.texts: list[str] = []
         self.notes: list[str] = []
         self.usage = Usage()
@@ -261,7 +263,7 @@ class _Run:
                 return _Outcome(text=partial, limit=limit)
 
     def _admit(self, estimate: int, soft: bool) -> tuple[list[str], StopLimit | None]:
-        """Wait for the rate limiter under both keys; the keys admitted, or the clock."""
+        """Wait for the rate limiter; the keys admitted, or the clock that fired."""
         limiter = self.request.rate_limiter
         admitted: list[str] = []
         if limiter is None:

@@ -365,21 +365,20 @@ def test_wrap_up_that_fails_stops_at_the_soft_deadline(
     assert any("wrap-up turn failed" in n and "context too long" in n for n in result.notes)
 
 
-def test_rate_limiter_admits_each_request_under_both_keys(
-    backend: Backend, server: FakeServer
-) -> None:
-    """Every request (retries too) is admitted under backend:model and backend, then settled."""
+def test_rate_limiter_admits_each_request_once(backend: Backend, server: FakeServer) -> None:
+    """Every request (retries too) is admitted ONCE under backend:model, then settled.
+
+    The limiter holds that key to the model's and the provider's limits itself; a second
+    acquire under the provider's name would count the request twice.
+    """
     server.script(Scenario.error(500, "boom"), Scenario(text=ANSWER, input_tokens=50))
     limiter = CountingLimiter()
     result = backend.reviewer().review(request(participant(backend, server), limiter=limiter))
     assert result.answer == ANSWER
     keys = [key for key, _ in limiter.acquired]
-    assert keys == [f"{backend.name}:fake-model", backend.name] * 2
+    assert keys == [f"{backend.name}:fake-model"] * 2
     assert all(tokens > 0 for _, tokens in limiter.acquired)
-    assert [(k, a) for k, _, a in limiter.settled][-2:] == [
-        (f"{backend.name}:fake-model", 70),
-        (backend.name, 70),
-    ]
+    assert [(k, a) for k, _, a in limiter.settled][-1:] == [(f"{backend.name}:fake-model", 70)]
 
 
 def test_rate_limiter_never_admitting_stops_at_the_wall(
