@@ -1,0 +1,670 @@
+"""Concurrency: one worker process holding 500 model reviews in flight at once.
+
+A fake OpenAI server runs in its OWN process (so it does not share the worker's CPU) and
+answers every request with a stream lasting 2000 ms (21 SSE events, 100 ms apart). Then:
+
+* council: a real redis-server, ONE ``celery worker`` process (threads pool,
+  ``--threads`` threads), and councils of ``--participants`` ``openai`` reviewers all
+  pointed at the fake, dispatched and awaited as ``council review`` does. Clocks are
+  long (backstop 600 s, idle 300 s): nothing stops. The first council is cold (threads,
+  connections, imports); the following ones are warm.
+* baselines, measured in the same run against the same fake, each in a fresh process:
+  ``asyncio + httpx2`` (one AsyncClient, a task per stream, every event parsed) and
+  ``threads + openai SDK`` (a thread per stream, one shared httpx2.Client, as the
+  reviewers use it).
+
+Per row: the most requests in flight at the server, the wall time from dispatch to
+settled (baselines: from start to the last stream consumed), the overhead = wall - 2000
+ms and as a % of 2000 ms (target ≤ 10 %), when the first and last request reached the
+server, the CPU seconds the client process used, its peak RSS (VmHWM), its most
+threads, and the fake server's CPU seconds meanwhile.
+
+Run: ``python bench/concurrency.py [--participants 500] [--councils 2] [--threads 520]
+[--profile worker.txt]`` (``--profile``: py-spy, when installed, records the worker's
+GIL holders during the last council, as collapsed stacks; it slows the worker down).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from pydantic import SecretStr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes import FakeOpenAI, Scenario  # noqa: E402
+from tests.gitrepo import commit, git, new_repo  # noqa: E402
+from workers.celery_config import create_app  # noqa: E402
+from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
+from workers.logging import configure_logging  # noqa: E402
+from workers.review import now_ms  # noqa: E402
+from workers.runtime import Runtime, build_runtime  # noqa: E402
+from workers.settings import Settings  # noqa: E402
+
+STREAM_MS = 2000
+"""How long every scripted answer streams, in milliseconds."""
+
+INTERVAL_MS = 100
+"""The pause before every SSE event after the first, in milliseconds."""
+
+TARGET_PCT = 10.0
+"""The overhead target: wall - STREAM_MS at most this % of STREAM_MS."""
+
+KEY = "sk-bench-0123456789abcdef"
+"""The key the fake expects and the worker is given (a fake key, never printed)."""
+
+MODEL = "fake-model"
+
+ANSWER = json.dumps(
+    {
+        "findings": [
+            {
+                "subject": "debug print left in",
+                "label": "nitpick",
+                "severity": "minor",
+                "location": {"kind": "line", "file": "app.py", "start": 2},
+            }
+        ]
+    }
+)
+
+
+def scenario() -> Scenario:
+    """The answer every request gets: ANSWER in pieces, STREAM_MS long in all."""
+    events = STREAM_MS // INTERVAL_MS + 1  # role chunk + pieces + finish + usage + [DONE]
+    pieces = events - 4
+    size = math.ceil(len(ANSWER) / pieces)
+    text = ANSWER.ljust(size * pieces)
+    made = Scenario(text=text, chunk_chars=size, interval_ms=INTERVAL_MS)
+    rendered, final = FakeOpenAI().render(made, {"stream_options": {"include_usage": True}})
+    assert (len(rendered) + len(final) - 1) * INTERVAL_MS == STREAM_MS
+    return made
+
+
+# -- process measurements ---------------------------------------------------------------
+
+
+def vm_hwm_kib(pid: int) -> int:
+    """Peak resident set size of ``pid`` (VmHWM), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+def vm_rss_kib(pid: int) -> int:
+    """Current resident set size of ``pid`` (VmRSS), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def threads_of(pid: int) -> int:
+    """How many threads ``pid`` has now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+@dataclass
+class Row:
+    """One measured round: a council or a baseline."""
+
+    mode: str
+    streams: int
+    max_in_flight: int
+    wall_ms: float
+    first_ms: float
+    last_ms: float
+    cpu_s: float
+    peak_rss_mib: float
+    threads: int = 0
+    fake_cpu_s: float = 0.0
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.wall_ms - STREAM_MS
+
+    @property
+    def overhead_pct(self) -> float:
+        return 100 * self.overhead_ms / STREAM_MS
+
+
+# -- the fake server, in its own process --------------------------------------------------
+
+
+def serve() -> None:
+    """``--serve``: run the fake; stdin commands ``stats``/``reset``/``quit``, JSON on stdout."""
+    server = FakeOpenAI(api_key=KEY, default=scenario()).start()
+    print(json.dumps({"base_url": server.base_url, "pid": os.getpid()}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "reset":
+            server.reset()
+            print(json.dumps({"ok": True}), flush=True)
+        elif command == "stats":
+            arrivals = [r.at for r in server.requests]
+            stats = {
+                "count": len(arrivals),
+                "max_in_flight": server.max_in_flight,
+                "in_flight": server.in_flight,
+                "arrivals": arrivals,
+                "bad_key": sum(1 for r in server.requests if not r.credential_ok),
+            }
+            print(json.dumps(stats), flush=True)
+        elif command == "quit":
+            break
+    server.stop()
+
+
+class FakeProcess:
+    """The fake server's process, driven over its stdin/stdout."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        hello = json.loads(self._line())
+        self.base_url: str = hello["base_url"]
+        self.pid: int = hello["pid"]
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the fake server's process ended")
+        return line
+
+    def ask(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self._line())
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _settled_stats(fake: FakeProcess, expected: int, t0: float) -> tuple[int, float, float]:
+    """Max in flight, and first/last arrival (ms after ``t0``) of the last round's requests."""
+    stats = fake.ask("stats")
+    if stats["count"] != expected or stats["bad_key"]:
+        raise RuntimeError(
+            f"the fake saw {stats['count']} requests ({stats['bad_key']} with a bad key), "
+            f"expected {expected}"
+        )
+    arrivals = stats["arrivals"]
+    return (
+        int(stats["max_in_flight"]),
+        (min(arrivals) - t0) * 1000,
+        (max(arrivals) - t0) * 1000,
+    )
+
+
+# -- baselines: the same streams without the council --------------------------------------
+
+
+def baseline_httpx(base_url: str, n: int) -> dict[str, float]:
+    """``n`` streams consumed at once by asyncio + httpx2, every event parsed."""
+    import httpx2
+
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "review"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+    async def one(client: httpx2.AsyncClient) -> int:
+        chunks = 0
+        async with client.stream(
+            "POST",
+            f"{base_url}/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {KEY}"},
+        ) as response:
+            response.raise_for_status()
+            async for line in response.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    json.loads(line[6:])
+                    chunks += 1
+        return chunks
+
+    async def all_of() -> list[int]:
+        limits = httpx2.Limits(max_connections=None, max_keepalive_connections=64)
+        async with httpx2.AsyncClient(limits=limits, timeout=60) as client:
+            return await asyncio.gather(*(one(client) for _ in range(n)))
+
+    t0 = time.monotonic()
+    c0 = cpu_s(os.getpid())
+    counts = asyncio.run(all_of())
+    wall = time.monotonic() - t0
+    assert all(c == counts[0] for c in counts), "a stream was cut short"
+    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0}
+
+
+def baseline_sdk(base_url: str, n: int) -> dict[str, float]:
+    """``n`` streams consumed at once by a thread each through the openai SDK."""
+    import httpx2
+    import openai
+
+    http = httpx2.Client(
+        limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64), timeout=60
+    )
+    texts: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(n + 1)
+
+    def one() -> None:
+        client = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0, http_client=http)
+        start.wait()
+        stream = client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "review"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        pieces: list[str] = []
+        with stream:
+            for chunk in stream:
+                for choice in chunk.choices:
+                    pieces.append(choice.delta.content or "")
+        with lock:
+            texts.append("".join(pieces))
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    c0 = cpu_s(os.getpid())
+    start.wait()
+    t0 = time.monotonic()
+    for thread in threads:
+        thread.join()
+    wall = time.monotonic() - t0
+    assert len(texts) == n and all(t.strip() == ANSWER for t in texts), "a stream went wrong"
+    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0}
+
+
+def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
+    """One baseline in a fresh process (its own peak RSS), against the fake."""
+    fake.ask("reset")
+    fake_c0 = cpu_s(fake.pid)
+    done = subprocess.run(
+        [sys.executable, __file__, "--baseline", kind, "--url", fake.base_url, "-n", str(n)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"baseline {kind} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    max_in_flight, first, last = _settled_stats(fake, n, result["t0"])
+    names = {"httpx": "baseline asyncio+httpx2", "sdk": "baseline threads+openai SDK"}
+    return Row(
+        mode=names[kind],
+        streams=n,
+        max_in_flight=max_in_flight,
+        wall_ms=result["wall_ms"],
+        first_ms=first,
+        last_ms=last,
+        cpu_s=result["cpu_s"],
+        peak_rss_mib=result["peak_kib"] / 1024,
+        threads=int(result.get("threads", 0)),
+        fake_cpu_s=cpu_s(fake.pid) - fake_c0,
+    )
+
+
+def baseline_main(kind: str, url: str, n: int) -> None:
+    """``--baseline KIND``: run one baseline here and print its JSON result."""
+    raise_fd_limit()
+    result = (baseline_httpx if kind == "httpx" else baseline_sdk)(url, n)
+    result["peak_kib"] = vm_hwm_kib(os.getpid())
+    result["threads"] = n + 1 if kind == "sdk" else 1
+    print(json.dumps(result), flush=True)
+
+
+# -- the council --------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def raise_fd_limit() -> None:
+    """Open files up to the hard limit: 500 streams are 500 sockets per process."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _setup(tmp: Path, base_url: str, participants: int) -> ReviewOptions:
+    repo = new_repo(tmp / "repo", {"app.py": "x = 1\n"})
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
+    tables = "".join(
+        f'[[reviewers]]\nid = "m{i}"\nbackend = "openai"\nmodel = "{MODEL}"\n'
+        f'base_url = "{base_url}"\n\n'
+        for i in range(participants)
+    )
+    roster = tmp / "council.toml"
+    roster.write_text(
+        "[council]\nbackstop_ms = 600000\nidle_ms = 300000\nanswer_ms = 0\n\n" + tables
+    )
+    return ReviewOptions(repo=repo, base=base, roster=roster, session="bench")
+
+
+@contextmanager
+def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server and ONE celery worker (threads pool); yields (url, worker)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        sys.exit("redis-server is missing: apt-get install redis-server (or run `make test` once)")
+    port = _free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--maxclients",
+            "10000",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        client.close()
+        env = {
+            **os.environ,
+            "COUNCIL_REDIS_URL": url,
+            "COUNCIL_WORK_DIR": str(tmp / "work"),
+            "OPENAI_API_KEY": KEY,
+        }
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.celery_app",
+                "worker",
+                "-P",
+                "threads",
+                "-c",
+                str(threads),
+                "-n",
+                "bench@%h",
+                "-Q",
+                "council.default,council.consolidate,council.openai,council.anthropic",
+                "--loglevel=WARNING",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp / "worker.log", "wb"),  # noqa: SIM115 (closed with the process)
+            start_new_session=True,
+        )
+        yield url, worker
+    finally:
+        if worker is not None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _one_council(rt: Runtime, app: Any, prepared: Round, number: int) -> tuple[float, float]:
+    """Dispatch one council and wait for it; (t0 monotonic, wall ms). Raises unless all
+    participants answered."""
+    created = now_ms()
+    record = prepared.record.model_copy(
+        update={
+            "run_id": f"conc{os.getpid()}x{number}x{created}",
+            "created_ms": created,
+            "deadline_ms": created + 900_000,
+        }
+    )
+    round_ = Round(
+        record,
+        prepared.roster,
+        prepared.participants,
+        prepared.prompts,
+        prepared.programs,
+        prepared.tree,
+        prepared.change,
+        prepared.notes,
+    )
+    t0 = time.monotonic()
+    open_and_dispatch(app, rt, round_)
+    report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
+    wall_ms = (time.monotonic() - t0) * 1000
+    bad = [(p.id, p.state, p.failure, p.stop) for p in report.participants if p.state != "answered"]
+    if report.status != "settled" or bad:
+        raise RuntimeError(f"council {number} did not settle whole: {report.status} {bad[:5]}")
+    return t0, wall_ms
+
+
+def _peak_threads(pid: int, stop: threading.Event, seen: list[int]) -> None:
+    while not stop.wait(0.05):
+        try:
+            seen.append(threads_of(pid))
+        except OSError:
+            return
+
+
+def run_councils(
+    tmp: Path,
+    fake: FakeProcess,
+    participants: int,
+    councils: int,
+    threads: int,
+    profile: Path | None = None,
+) -> tuple[list[Row], float]:
+    """The council rows (first cold, then warm), and the worker's idle RSS (MiB).
+
+    ``profile``: py-spy records the worker (GIL holders only, raw collapsed stacks) into
+    this file during the last council."""
+    options = _setup(tmp, fake.base_url, participants)
+    rows: list[Row] = []
+    with _services(tmp, threads) as (url, worker):
+        settings = Settings(redis_url=SecretStr(url))
+        app = create_app(settings)
+        for _ in range(600):
+            if worker.poll() is not None:
+                raise RuntimeError((tmp / "worker.log").read_text(errors="replace")[-3000:])
+            if app.control.ping(timeout=0.2):
+                break
+        rt = build_runtime(settings)
+        prepared = prepare(settings, options, mode="distributed")
+        idle_rss = vm_rss_kib(worker.pid) / 1024
+        for number in range(councils):
+            fake.ask("reset")
+            seen: list[int] = []
+            stop = threading.Event()
+            sampler = threading.Thread(target=_peak_threads, args=(worker.pid, stop, seen))
+            sampler.start()
+            spy = None
+            if profile is not None and number == councils - 1:
+                spy_args = ["record", "--gil", "--format", "raw", "--rate", "200"]
+                spy = subprocess.Popen(
+                    ["py-spy", *spy_args, "-p", str(worker.pid), "-o", str(profile)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                time.sleep(1.0)  # py-spy attaches
+            c0, fake_c0 = cpu_s(worker.pid), cpu_s(fake.pid)
+            try:
+                t0, wall_ms = _one_council(rt, app, prepared, number)
+            finally:
+                stop.set()
+                sampler.join()
+                if spy is not None:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(timeout=60)
+            used = cpu_s(worker.pid) - c0
+            max_in_flight, first, last = _settled_stats(fake, participants, t0)
+            rows.append(
+                Row(
+                    mode="council, cold" if number == 0 else f"council, warm #{number}",
+                    streams=participants,
+                    max_in_flight=max_in_flight,
+                    wall_ms=wall_ms,
+                    first_ms=first,
+                    last_ms=last,
+                    cpu_s=used,
+                    peak_rss_mib=vm_hwm_kib(worker.pid) / 1024,
+                    threads=max(seen, default=0),
+                    fake_cpu_s=cpu_s(fake.pid) - fake_c0,
+                )
+            )
+        # The chords' header results wait in the backend's pending table; let them go
+        # while redis-server is still up (their finalizers unsubscribe from it).
+        pending = getattr(app.backend, "_pending_results", None)
+        for by_id in list(getattr(pending, "concrete", {}).values()):
+            for result in list(by_id.values()):
+                app.backend.remove_pending_result(result)
+        consumer = getattr(app.backend, "result_consumer", None)
+        if consumer is not None:
+            consumer.stop()
+        app.close()
+        gc.collect()
+    return rows, idle_rss
+
+
+def print_table(rows: list[Row], idle_rss: float, participants: int, threads: int) -> None:
+    """The result table."""
+    print(
+        f"concurrency: {participants} openai streams of {STREAM_MS} ms each against a fake "
+        f"server in its own process; council = 1 celery worker (threads pool, -c {threads}); "
+        f"{os.cpu_count()} CPUs"
+    )
+    head = (
+        f"{'mode':<30}{'in flight':>10}{'wall ms':>9}{'overhead':>10}{'%':>7}{'met':>5}"
+        f"{'1st req':>9}{'last req':>9}{'CPU s':>7}{'peak RSS':>10}{'threads':>8}{'fake CPU':>9}"
+    )
+    print(head)
+    for row in rows:
+        met = ("yes" if row.overhead_pct <= TARGET_PCT else "NO") if "council" in row.mode else ""
+        print(
+            f"{row.mode:<30}{row.max_in_flight:>10}{row.wall_ms:>9.0f}{row.overhead_ms:>10.0f}"
+            f"{row.overhead_pct:>6.1f}%{met:>5}{row.first_ms:>9.0f}{row.last_ms:>9.0f}"
+            f"{row.cpu_s:>7.1f}{row.peak_rss_mib:>8.0f}Mi{row.threads:>8}{row.fake_cpu_s:>9.1f}"
+        )
+    print(
+        f"overhead = wall - {STREAM_MS} ms (target <= {TARGET_PCT:.0f}% for the council); "
+        f"1st/last req = ms after dispatch that the first/last request reached the server; "
+        f"CPU s = the client process's CPU; peak RSS = its VmHWM (council: the worker, "
+        f"idle {idle_rss:.0f} MiB before the first council); fake CPU = the fake server "
+        f"process's CPU s meanwhile"
+    )
+
+
+def main() -> None:
+    """Measure and print the concurrency table (or serve/run one baseline when asked)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--participants", type=int, default=500)
+    parser.add_argument("--councils", type=int, default=2, help="the first one is cold")
+    parser.add_argument("--threads", type=int, default=520, help="the worker's threads")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy (when installed) records the worker during the last council to this file",
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", choices=("httpx", "sdk"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("-n", type=int, default=500, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    raise_fd_limit()
+    if args.serve:
+        serve()
+        return
+    if args.baseline:
+        baseline_main(args.baseline, args.url, args.n)
+        return
+    configure_logging(level="WARNING")
+    fake = FakeProcess()
+    try:
+        rows = [run_baseline("httpx", fake, args.participants)]
+        rows.append(run_baseline("sdk", fake, args.participants))
+        with tempfile.TemporaryDirectory() as raw:
+            profile = args.profile if args.profile and shutil.which("py-spy") else None
+            if args.profile and profile is None:
+                print("py-spy is not installed: no profile", file=sys.stderr)
+            councils, idle_rss = run_councils(
+                Path(raw), fake, args.participants, args.councils, args.threads, profile
+            )
+        rows += councils
+    finally:
+        fake.close()
+    print_table(rows, idle_rss, args.participants, args.threads)
+
+
+if __name__ == "__main__":
+    main()
