@@ -27,9 +27,6 @@ from workers.stores.runs import PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.review")
 
-CANCEL_POLL_S = 0.5
-"""Seconds between checks of the run's cancel flag while a reviewer runs."""
-
 
 def now_ms() -> int:
     """Wall-clock milliseconds since the epoch."""
@@ -146,22 +143,21 @@ def _run_backend(
     rt: Runtime, record: RunRecord, participant: Participant, prompt: str, attempt: int
 ) -> ReviewResult:
     """Unpack what the backend needs, run it with a cancel watcher, never raise."""
-    run_id, witness = record.run_id, record.witness
-    cancel = threading.Event()
-    done = threading.Event()
-
-    def watch_cancel() -> None:
-        while not done.wait(CANCEL_POLL_S):
-            try:
-                if rt.runs.cancelled(run_id):
-                    cancel.set()
-                    return
-            except Exception:
-                log.warning("cancel_check_failed")
-
-    watcher = threading.Thread(target=watch_cancel, name=f"cancel-{participant.id}", daemon=True)
-    watcher.start()
     started = time.monotonic()
+    with rt.cancels.watching(record.run_id) as cancel:
+        return _ask(rt, record, participant, prompt, attempt, cancel, started)
+
+
+def _ask(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    cancel: threading.Event,
+    started: float,
+) -> ReviewResult:
+    run_id, witness = record.run_id, record.witness
     try:
         workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if witness else None
         blob = rt.runs.program(run_id, participant.id)
@@ -200,6 +196,4 @@ def _run_backend(
             failure=f"the worker could not run this review: {type(exc).__name__}: {exc}",
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-    finally:
-        done.set()
     return result

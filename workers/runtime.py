@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import redis
 
 from council.errors import StoreUnavailable
+from workers.cancellation import CancelWatch
 from workers.logging import redact_text, redact_url
 from workers.settings import Settings
 from workers.stores import RedisClient
@@ -38,6 +39,7 @@ class Runtime:
     journals: JournalStore
     sessions: SessionStore
     trees: TreeCache
+    cancels: CancelWatch
     mode: str = "distributed"
 
 
@@ -99,6 +101,7 @@ def build_runtime(
             run_retention_s=settings.run_retention_s,
         ),
         trees=TreeCache(settings.work_dir),
+        cancels=CancelWatch(RunStore(client, keys).cancelled_many),
         mode=mode,
     )
 

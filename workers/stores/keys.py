@@ -35,6 +35,10 @@ class Keys:
         """String: JSON list of the checked participants of the run."""
         return f"{self.prefix}run:{run_id}:roster"
 
+    def run_participants(self, run_id: str) -> str:
+        """Hash: participant id → its checked participant JSON (one read per task)."""
+        return f"{self.prefix}run:{run_id}:participants"
+
     def run_prompt(self, run_id: str) -> str:
         """Hash: participant id → the prompt it is sent (stored once, tasks carry ids)."""
         return f"{self.prefix}run:{run_id}:prompt"
@@ -99,6 +103,7 @@ class Keys:
             self.run_state(run_id),
             self.run_recorded(run_id),
             self.run_roster(run_id),
+            self.run_participants(run_id),
             self.run_prompt(run_id),
             self.run_tree(run_id),
             self.run_change(run_id),

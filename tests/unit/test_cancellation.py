@@ -1,0 +1,37 @@
+"""One cancel watcher per worker process serves every review it runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from workers.cancellation import CancelWatch
+
+
+def test_cancelled_run_sets_every_review_event_and_only_its_own() -> None:
+    """Two reviews of a cancelled run are told; a review of another run is not."""
+    cancelled = {"r1"}
+    polls: list[list[str]] = []
+
+    def check(runs: Sequence[str]) -> list[bool]:
+        polls.append(list(runs))
+        return [r in cancelled for r in runs]
+
+    watch = CancelWatch(check, poll_s=0.01)
+    with watch.watching("r1") as a, watch.watching("r1") as b, watch.watching("r2") as c:
+        assert a.wait(2) and b.wait(2)
+        assert not c.wait(0.1)
+    assert all(len(set(p)) == len(p) for p in polls)  # one round trip names each run once
+    threads = [t for t in threading.enumerate() if t.name == "cancel-watch"]
+    assert len(threads) == 1
+
+
+def test_finished_reviews_are_forgotten() -> None:
+    """A run no review waits on is no longer polled."""
+    seen: list[list[str]] = []
+    watch = CancelWatch(lambda runs: (seen.append(list(runs)), [False] * len(runs))[1], 0.01)
+    with watch.watching("r9"):
+        threading.Event().wait(0.05)
+    seen.clear()
+    threading.Event().wait(0.05)
+    assert all("r9" not in runs for runs in seen)
