@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 
 import pytest
+import structlog
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +16,15 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("COUNCIL_") and name != "COUNCIL_SHARED_CASES":
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """Drop log handlers a test's CLI run bound (to a runner's stderr) and structlog's config."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    structlog.reset_defaults()

@@ -51,7 +51,7 @@ def commit(repo: Path, files: dict[str, str | bytes | None], message: str) -> st
     return git(repo, "rev-parse", "HEAD")
 
 
-SMELLY_CHANGE = '''\
+SMELLY_CHANGE = """\
 import os
 import subprocess
 
@@ -62,7 +62,7 @@ def run(cmd):
         return subprocess.call(cmd, shell=True)
     except:
         return -1
-'''
+"""
 """A change that ruff (F401, E722), bandit (B602, B404) and the example reviewer all flag."""
 
 
@@ -76,7 +76,9 @@ def project_history_repo(dest: Path) -> tuple[Path, str]:
     try:
         subprocess.run(
             ["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(dest)],
-            check=True, capture_output=True, env={**os.environ, **GIT_ENV},
+            check=True,
+            capture_output=True,
+            env={**os.environ, **GIT_ENV},
         )
     except subprocess.CalledProcessError:
         sources = {

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-import structlog
 from click.testing import CliRunner
 
 from workers.cli import main
@@ -17,18 +14,6 @@ from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 def test_record_appends_to_the_participants_journal(redis_url: str, tmp_path: Path) -> None:

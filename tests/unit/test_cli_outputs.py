@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-import structlog
 from click.testing import CliRunner, Result
 
 from council.report import read_json
@@ -31,18 +28,6 @@ ROSTER = (
 CAFE = "src/dir with space/café.py"
 OLD = "old name.py"
 NEW = "new näme.py"
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 def line(path: str, n: int, *, side: str = "new", end: int | None = None) -> dict[str, Any]:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from click.testing import CliRunner, Result
 
 from tests.gitrepo import ROOT, commit, new_repo
@@ -24,18 +22,6 @@ CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critica
 UNRATED = {"subject": "name is vague", "label": "suggestion"}
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 @pytest.fixture

@@ -4,14 +4,11 @@ dismissals and the baseline."""
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import fakeredis
 import pytest
-import structlog
 from click.testing import CliRunner, Result
 
 from council.baseline import BASELINE_FILE, read_baseline
@@ -24,18 +21,6 @@ from workers.stores.keys import Keys
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 ROSTER = ROUND + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 def div0(line: int = 2, severity: str = "critical") -> dict[str, Any]:

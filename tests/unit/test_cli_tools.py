@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from click.testing import CliRunner, Result
 
 from tests.gitrepo import commit, new_repo
@@ -26,18 +23,6 @@ ANSWER = {
         }
     ]
 }
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 def council(*args: str, env: dict[str, str] | None = None) -> Result:

@@ -50,7 +50,7 @@ def test_cached_count_above_input_is_held_to_input() -> None:
 
 
 def test_backend_entry_wins_over_the_model_entry() -> None:
-    """"openai:gpt-4.1" prices openai; "gpt-4.1" prices the model on any other backend."""
+    """ "openai:gpt-4.1" prices openai; "gpt-4.1" prices the model on any other backend."""
     usage = Usage(input=1_000_000)
     assert cost_usd(usage, "openai", "gpt-4.1", PRICES) == pytest.approx(2.0)
     assert cost_usd(usage, "anthropic", "gpt-4.1", PRICES) == pytest.approx(3.0)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 from council.findings import Harvest
 from council.outcome import settle_outcome
@@ -23,18 +20,6 @@ SAME = {
     "severity": "medium",
     "location": {"kind": "line", "file": "app.py", "start": 2},
 }
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Drop the log handler the CLI binds to the runner's stderr, and structlog's config."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    yield
-    for handler in [h for h in root.handlers if h not in handlers]:
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
 
 
 @pytest.fixture
