@@ -20,6 +20,7 @@ lint: $(STAMP)
 bench: $(STAMP) redis-server
 	$(PY) bench/harvest.py
 	$(PY) bench/overhead.py
+	$(PY) bench/concurrency.py
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
