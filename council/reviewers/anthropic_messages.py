@@ -1,7 +1,10 @@
 """The ``anthropic`` backend: Anthropic's Messages API, streamed.
 
 Through the official ``anthropic`` SDK (its retries off:
-:mod:`~council.reviewers.conversation` retries, under our clocks). The conversation loop,
+:mod:`~council.reviewers.conversation` retries, under our clocks). The SDK sends the
+request and judges its status; the body is read raw (``with_streaming_response``) by
+:mod:`~council.reviewers.sse` into plain dicts, because the SDK's pydantic object per
+event cost most of a busy worker's CPU. The conversation loop,
 tools, retries and clocks are shared with the ``openai`` backend; this module only says
 how the Messages wire looks: message events, content blocks (text, thinking, tool use),
 ``tool_result`` blocks in the next user message, thinking blocks sent back with the turn
@@ -33,21 +36,6 @@ from typing import Any, cast
 
 import anthropic
 import httpx2
-from anthropic.types import (
-    InputJSONDelta,
-    RawContentBlockDeltaEvent,
-    RawContentBlockStartEvent,
-    RawMessageDeltaEvent,
-    RawMessageStartEvent,
-    RawMessageStopEvent,
-    RedactedThinkingBlock,
-    SignatureDelta,
-    TextBlock,
-    TextDelta,
-    ThinkingBlock,
-    ThinkingDelta,
-    ToolUseBlock,
-)
 
 from council.errors import RosterError
 from council.participant import Participant
@@ -56,6 +44,7 @@ from council.reviewers.http_pool import shared_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
+from council.reviewers.sse import iter_events
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
 from council.reviewers.tools import ToolSpec
 
@@ -156,7 +145,13 @@ class AnthropicMessages:
         ]
 
     def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
-        """Stream one message into ``turn`` (text, tool uses, thinking blocks, usage)."""
+        """Stream one message into ``turn`` (text, tool uses, thinking blocks, usage).
+
+        The SDK sends the request and raises its status errors; the body's events are
+        read here as the SDK reads them: unnamed events and ``ping`` skipped, an
+        ``error`` event raised as an ``APIStatusError``. The turn is finished only when
+        ``message_stop`` arrived: a body ending before it was truncated.
+        """
         extra: dict[str, Any] = {}
         if self.tools:
             extra["tools"] = self.tools
@@ -164,81 +159,27 @@ class AnthropicMessages:
                 extra["tool_choice"] = {"type": "none"}
         if self.thinking is not None:
             extra["thinking"] = self.thinking
-        stream = self.client.messages.create(
+        with self.client.messages.with_streaming_response.create(
             model=self.model,
             max_tokens=self.max_tokens,
             messages=cast(Any, self.messages),
             stream=True,
             timeout=timeout,
             **extra,
-        )
-        turn.attach(stream.response)
-        counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0}
-        thinking: dict[int, dict[str, Any]] = {}
-        with stream:
-            for event in stream:
-                if isinstance(event, RawMessageStartEvent):
-                    used = event.message.usage
-                    cached = used.cache_read_input_tokens or 0
-                    created = used.cache_creation_input_tokens or 0
-                    counts["input"] = used.input_tokens + cached + created
-                    counts["cached"] = cached
-                    counts["output"] = used.output_tokens
-                elif isinstance(event, RawContentBlockStartEvent):
-                    self._start(turn, thinking, event)
-                elif isinstance(event, RawContentBlockDeltaEvent):
-                    self._delta(turn, thinking, event)
-                elif isinstance(event, RawMessageDeltaEvent):
-                    delta = event.usage
-                    counts["output"] = delta.output_tokens
-                    if delta.output_tokens_details is not None:
-                        counts["reasoning"] = delta.output_tokens_details.thinking_tokens
-                elif isinstance(event, RawMessageStopEvent):
-                    turn.finished = True
-                turn.set_usage(**counts)
+        ) as raw:
+            response = raw.http_response
+            turn.attach(response)
+            reader = _MessageReader(turn)
+            for event in iter_events(response.iter_bytes()):
+                name = event.event
+                if not name or name == "ping":
+                    continue
+                if name == "error":
+                    raise _stream_error(response, event.data)
+                if event.data:
+                    reader.read(json.loads(event.data))
         with turn.lock:
-            turn.extra = [thinking[index] for index in sorted(thinking)]
-
-    @staticmethod
-    def _start(
-        turn: StreamedTurn, thinking: dict[int, dict[str, Any]], event: RawContentBlockStartEvent
-    ) -> None:
-        block = event.content_block
-        if isinstance(block, TextBlock):
-            turn.add_text(block.text)
-        elif isinstance(block, ToolUseBlock):
-            with turn.lock:
-                turn.calls[event.index] = PendingCall(id=block.id, name=block.name)
-            turn.activity.touch()
-        elif isinstance(block, ThinkingBlock):
-            thinking[event.index] = {
-                "type": "thinking",
-                "thinking": block.thinking,
-                "signature": block.signature,
-            }
-            turn.activity.touch()
-        elif isinstance(block, RedactedThinkingBlock):
-            thinking[event.index] = {"type": "redacted_thinking", "data": block.data}
-            turn.activity.touch()
-
-    @staticmethod
-    def _delta(
-        turn: StreamedTurn, thinking: dict[int, dict[str, Any]], event: RawContentBlockDeltaEvent
-    ) -> None:
-        delta = event.delta
-        if isinstance(delta, TextDelta):
-            turn.add_text(delta.text)
-            return
-        if isinstance(delta, InputJSONDelta):
-            with turn.lock:
-                call = turn.calls.get(event.index)
-                if call is not None:
-                    call.arguments.append(delta.partial_json)
-        elif isinstance(delta, ThinkingDelta) and event.index in thinking:
-            thinking[event.index]["thinking"] += delta.thinking
-        elif isinstance(delta, SignatureDelta) and event.index in thinking:
-            thinking[event.index]["signature"] = delta.signature
-        turn.activity.touch()
+            turn.extra = [reader.thinking[index] for index in sorted(reader.thinking)]
 
     def add_turn(self, turn: StreamedTurn) -> None:
         """The assistant's turn: thinking blocks, text, tool uses, in that order."""
@@ -307,6 +248,98 @@ class AnthropicMessages:
             f"the Anthropic API's stream could not be read ({type(error).__name__}: {error})",
             retryable=False,
         )
+
+
+class _MessageReader:
+    """The Messages stream's events, plain dicts as ``json.loads`` made them, into a turn.
+
+    ``message_start`` and ``message_delta`` set the usage (input counts cache reads and
+    writes; output includes thinking); content blocks bring text, tool uses (their input
+    JSON in pieces) and thinking blocks, kept in :attr:`thinking` by their index to be
+    sent back with the turn; ``message_stop`` marks the turn finished. Every token,
+    thinking ones included, keeps the idle clock alive.
+    """
+
+    def __init__(self, turn: StreamedTurn) -> None:
+        self.turn = turn
+        self.thinking: dict[int, dict[str, Any]] = {}
+        self.counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0}
+
+    def read(self, event: Any) -> None:
+        """One event, dispatched on its ``type`` (the kinds not listed are skipped)."""
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            self._delta(event.get("index", 0), event.get("delta") or {})
+        elif kind == "content_block_start":
+            self._start(event.get("index", 0), event.get("content_block") or {})
+        elif kind == "message_start":
+            used = (event.get("message") or {}).get("usage") or {}
+            cached = used.get("cache_read_input_tokens") or 0
+            created = used.get("cache_creation_input_tokens") or 0
+            self.counts["input"] = (used.get("input_tokens") or 0) + cached + created
+            self.counts["cached"] = cached
+            self.counts["output"] = used.get("output_tokens") or 0
+            self.turn.set_usage(**self.counts)
+        elif kind == "message_delta":
+            used = event.get("usage") or {}
+            self.counts["output"] = used.get("output_tokens") or 0
+            details = used.get("output_tokens_details")
+            if details is not None:
+                self.counts["reasoning"] = details.get("thinking_tokens") or 0
+            self.turn.set_usage(**self.counts)
+        elif kind == "message_stop":
+            self.turn.finished = True
+
+    def _start(self, index: int, block: Any) -> None:
+        turn = self.turn
+        kind = block.get("type")
+        if kind == "text":
+            turn.add_text(block.get("text") or "")
+        elif kind == "tool_use":
+            with turn.lock:
+                turn.calls[index] = PendingCall(id=block.get("id", ""), name=block.get("name", ""))
+            turn.activity.touch()
+        elif kind == "thinking":
+            self.thinking[index] = {
+                "type": "thinking",
+                "thinking": block.get("thinking", ""),
+                "signature": block.get("signature", ""),
+            }
+            turn.activity.touch()
+        elif kind == "redacted_thinking":
+            self.thinking[index] = {"type": "redacted_thinking", "data": block.get("data", "")}
+            turn.activity.touch()
+
+    def _delta(self, index: int, delta: Any) -> None:
+        turn = self.turn
+        kind = delta.get("type")
+        if kind == "text_delta":
+            turn.add_text(delta.get("text") or "")
+            return
+        if kind == "input_json_delta":
+            with turn.lock:
+                call = turn.calls.get(index)
+                if call is not None:
+                    call.arguments.append(delta.get("partial_json") or "")
+        elif kind == "thinking_delta" and index in self.thinking:
+            self.thinking[index]["thinking"] += delta.get("thinking") or ""
+        elif kind == "signature_delta" and index in self.thinking:
+            self.thinking[index]["signature"] = delta.get("signature", "")
+        turn.activity.touch()
+
+
+def _stream_error(response: httpx2.Response, data: str) -> anthropic.APIStatusError:
+    """An ``error`` event inside a 200 stream (``overloaded_error``, ...), as the SDK's
+    own stream raises it: an ``APIStatusError`` carrying the parsed body."""
+    body: object = data
+    try:
+        body = json.loads(data)
+        message = f"{body}"
+    except ValueError:
+        message = data or f"Error code: {response.status_code}"
+    return anthropic.APIStatusError(message, response=response, body=body)
 
 
 def _input(call: PendingCall) -> dict[str, Any]:

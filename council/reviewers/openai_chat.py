@@ -3,8 +3,11 @@
 OpenAI itself, Ollama, vLLM, LM Studio, OpenRouter: anything serving
 ``POST {base_url}/chat/completions`` with SSE streaming, through the official ``openai``
 SDK (its retries off: :mod:`~council.reviewers.conversation` retries, under our clocks).
-The conversation loop, tools, retries and clocks are shared with the ``anthropic``
-backend; this module only says how the OpenAI wire looks.
+The SDK sends the request and judges its status; the body is read raw
+(``with_streaming_response``) by :mod:`~council.reviewers.sse` into plain dicts, because
+the SDK's pydantic object per chunk cost most of a busy worker's CPU. The conversation
+loop, tools, retries and clocks are shared with the ``anthropic`` backend; this module
+only says how the OpenAI wire looks.
 
 Roster::
 
@@ -42,6 +45,7 @@ from council.reviewers.http_pool import shared_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
+from council.reviewers.sse import iter_events
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
 from council.reviewers.tools import ToolSpec
 
@@ -132,7 +136,12 @@ class OpenAIChat:
         self.max_output = int(cap) if cap is not None else None
 
     def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
-        """Stream one chat completion into ``turn`` (text, tool calls, usage, finish)."""
+        """Stream one chat completion into ``turn`` (text, tool calls, usage, finish).
+
+        The SDK sends the request and raises its status errors; the body's events are
+        read here, up to ``data: [DONE]`` (or the body's end). The turn is finished only
+        when a ``finish_reason`` arrived: a body ending before it was truncated.
+        """
         extra: dict[str, Any] = {}
         if self.tools:
             extra["tools"] = self.tools
@@ -142,48 +151,20 @@ class OpenAIChat:
             extra["reasoning_effort"] = self.effort
         if self.max_output is not None:
             extra["max_completion_tokens"] = self.max_output
-        stream = self.client.chat.completions.create(
+        with self.client.chat.completions.with_streaming_response.create(
             model=self.model,
             messages=cast(Any, self.messages),
             stream=True,
             stream_options={"include_usage": True},
             timeout=timeout,
             **extra,
-        )
-        turn.attach(stream.response)
-        with stream:
-            for chunk in stream:
-                if chunk.usage is not None:
-                    usage = chunk.usage
-                    prompt, completion = (
-                        usage.prompt_tokens_details,
-                        usage.completion_tokens_details,
-                    )
-                    turn.set_usage(
-                        input=usage.prompt_tokens,
-                        output=usage.completion_tokens,
-                        cached=(prompt.cached_tokens or 0) if prompt else 0,
-                        reasoning=(completion.reasoning_tokens or 0) if completion else 0,
-                    )
-                for choice in chunk.choices:
-                    if choice.index != 0:
-                        continue
-                    delta = choice.delta
-                    turn.add_text(delta.content or "")
-                    turn.add_text(delta.refusal or "")
-                    reasoning = delta.model_extra or {}
-                    if any(reasoning.get(name) for name in REASONING_FIELDS):
-                        turn.activity.touch()
-                    for call in delta.tool_calls or ():
-                        with turn.lock:
-                            pending = turn.calls.setdefault(call.index, PendingCall())
-                            pending.id = call.id or pending.id or f"call_{call.index}"
-                            if call.function is not None:
-                                pending.name += call.function.name or ""
-                                pending.arguments.append(call.function.arguments or "")
-                        turn.activity.touch()
-                    if choice.finish_reason is not None:
-                        turn.finished = True
+        ) as raw:
+            response = raw.http_response
+            turn.attach(response)
+            for event in iter_events(response.iter_bytes()):
+                if event.data.startswith("[DONE]"):
+                    break
+                _read_chunk(turn, response, json.loads(event.data))
 
     def add_turn(self, turn: StreamedTurn) -> None:
         """The assistant's turn with its tool calls."""
@@ -246,6 +227,56 @@ class OpenAIChat:
             f"the OpenAI API's stream could not be read ({type(error).__name__}: {error})",
             retryable=False,
         )
+
+
+def _read_chunk(turn: StreamedTurn, response: httpx2.Response, chunk: Any) -> None:
+    """One chat completion chunk, a plain dict as ``json.loads`` made it, into ``turn``.
+
+    Text and refusal deltas are the answer; reasoning deltas (``reasoning_content``,
+    ``reasoning``) only keep the idle clock alive; tool call deltas are assembled by their
+    ``index``; a ``finish_reason`` marks the turn finished; the usage chunk (sent after it
+    for ``include_usage``) sets the usage. A chunk holding an ``error`` (a server failing
+    mid-stream) raises the SDK's ``APIError``, as the SDK's own stream does.
+    """
+    if not isinstance(chunk, dict):
+        return
+    error = chunk.get("error")
+    if error:
+        said = error.get("message") if isinstance(error, dict) else None
+        message = said if isinstance(said, str) and said else "An error occurred during streaming"
+        raise openai.APIError(message, response.request, body=error)
+    usage = chunk.get("usage")
+    if usage:
+        prompt = usage.get("prompt_tokens_details") or {}
+        completion = usage.get("completion_tokens_details") or {}
+        turn.set_usage(
+            input=usage.get("prompt_tokens") or 0,
+            output=usage.get("completion_tokens") or 0,
+            cached=prompt.get("cached_tokens") or 0,
+            reasoning=completion.get("reasoning_tokens") or 0,
+        )
+    for choice in chunk.get("choices") or ():
+        if choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta") or {}
+        turn.add_text(delta.get("content") or "")
+        turn.add_text(delta.get("refusal") or "")
+        for name in REASONING_FIELDS:
+            if delta.get(name):
+                turn.activity.touch()
+                break
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index", 0)
+            with turn.lock:
+                pending = turn.calls.setdefault(index, PendingCall())
+                pending.id = call.get("id") or pending.id or f"call_{index}"
+                function = call.get("function")
+                if function is not None:
+                    pending.name += function.get("name") or ""
+                    pending.arguments.append(function.get("arguments") or "")
+            turn.activity.touch()
+        if choice.get("finish_reason") is not None:
+            turn.finished = True
 
 
 class OpenAIProvider:
