@@ -15,7 +15,8 @@ from council.cost import PriceTable, cost_usd, sum_costs
 from council.findings import Finding, Origin, Warning
 from council.outcome import ParticipantOutcome, unread_code
 from council.participant import Participant
-from council.report.model import CouncilReport, ParticipantSummary, RunStatus
+from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
+from council.sameness import says_the_same
 
 
 @dataclass(frozen=True)
@@ -138,18 +139,57 @@ def conclude_judge(
     settled_ms: int,
     prices: PriceTable | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
-    """File the judge's findings after the reviewers' and settle the report.
+    """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
-    The judge's findings keep their ``raisedBy`` (who the judge says raised them) and
-    carry a judge origin; they are filed after the reviewers' findings of the same round,
-    ids from ``first_id`` on. Source: harvest.md §8, architecture.md (chord → judge →
-    settle).
+    The judge is asked for the consolidated findings (council/prompt.py). Its answer:
+
+    * a judge finding that says the same as a filed one (harvest.md §5) UPDATES it, in
+      place and under its id: the judge's anchor, label, severity and confidence (its
+      corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
+    * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
+    * a filed finding the judge left out is kept and listed, but suppressed ("not upheld
+      by the judge"): it neither gates nor posts. Only a judge that ANSWERED readably
+      rules this way — a deliberate ``{"findings": []}`` upholds nothing; a judge that
+      failed, stopped or could not be read leaves the reviewers' findings as they were.
+
+    Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
+    Source: harvest.md §8, architecture.md (chord → judge → settle).
     """
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
-    filed = [
-        f.model_copy(update={"origin": origin, "id": first_id + i})
-        for i, f in enumerate(outcome.harvest.findings)
-    ]
+    ruled = outcome.status == "answered" and unread_code(outcome) is None
+    updated: dict[int, Finding] = {}
+    filed: list[Finding] = []
+    for verdict in outcome.harvest.findings:
+        match = next(
+            (
+                f
+                for f in interim.findings
+                if f.id is not None and f.id not in updated and says_the_same(f, verdict)
+            ),
+            None,
+        )
+        if match is None:
+            filed.append(verdict.model_copy(update={"origin": origin, "id": first_id + len(filed)}))
+            continue
+        raisers = list(match.raised_by or ((match.origin.participant,) if match.origin else ()))
+        raisers += [r for r in verdict.raised_by or () if r not in raisers]
+        assert match.id is not None
+        updated[match.id] = match.model_copy(
+            update={
+                "anchor": verdict.anchor,
+                "label": verdict.label,
+                "severity": verdict.severity or match.severity,
+                "confidence": verdict.confidence or match.confidence,
+                "raised_by": tuple(r for r in raisers if r) or None,
+            }
+        )
+    suppressed = dict(interim.suppressed)
+    if ruled:
+        for f in interim.findings:
+            if f.id is not None and f.id not in updated and f.id not in suppressed:
+                suppressed[f.id] = Suppression(
+                    source="judge", reason=f"the judge {judge.id} did not uphold it"
+                )
     summary = ParticipantSummary(
         id=judge.id,
         role="judge",
@@ -158,7 +198,7 @@ def conclude_judge(
         state=outcome.status,
         stop=outcome.stop,
         failure=outcome.failure,
-        findings=len(filed),
+        findings=len(outcome.harvest.findings),
         warnings=len(outcome.harvest.warnings),
         attempts=outcome.attempts,
         duration_ms=outcome.duration_ms,
@@ -178,7 +218,11 @@ def conclude_judge(
             "cost_usd": costs.total_usd,
             "cost_complete": costs.complete,
             "participants": everyone,
-            "findings": (*interim.findings, *filed),
+            "findings": (
+                *(updated.get(f.id, f) if f.id is not None else f for f in interim.findings),
+                *filed,
+            ),
+            "suppressed": suppressed,
             "warnings": (
                 *interim.warnings,
                 *(_attributed(w, judge.id) for w in outcome.harvest.warnings),
@@ -187,4 +231,4 @@ def conclude_judge(
             "settled_ms": settled_ms,
         }
     )
-    return filed, report
+    return [*updated.values(), *filed], report

@@ -263,13 +263,15 @@ def _suppressed(report: CouncilReport) -> str:
         entry = report.suppressed.get(finding.id) if finding.id is not None else None
         if entry is None:
             continue
-        how = "dismissed" if entry.source == "dismissed" else "baselined"
+        how = {"dismissed": "dismissed", "baseline": "baselined", "judge": "not upheld"}[
+            entry.source
+        ]
         why = inline(entry.reason) if entry.reason.strip() else "no reason given"
         items.append(f"- {_brief(finding)} · {how}: {why}")
     if not items:
         return ""
     lead = "Listed for the record; they neither gate nor post."
-    return "\n".join(["### Dismissed and baselined", "", lead, "", *items])
+    return "\n".join(["### Dismissed, baselined, not upheld", "", lead, "", *items])
 
 
 def _outdated(report: CouncilReport) -> str:

@@ -54,7 +54,7 @@ class Suppression(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    source: Literal["dismissed", "baseline"]
+    source: Literal["dismissed", "baseline", "judge"]
     reason: str = ""
 
 

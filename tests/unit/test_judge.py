@@ -53,38 +53,49 @@ def run(tmp_path: Path, repo: Path, judge: str) -> dict[str, Any]:
     return report_of(out)
 
 
-def test_judge_files_after_reviewers_with_raised_by(tmp_path: Path, repo: Path) -> None:
-    """The judge's finding is filed after the reviewers', with its raisedBy and a judge origin."""
-    verdict = dict(
-        SAME, subject="division by zero confirmed", raisedBy=["hawk", "owl"], severity="critical"
-    )
+def test_judge_upholding_a_finding_updates_it_in_place(tmp_path: Path, repo: Path) -> None:
+    """The judge restates the reviewers' finding: no duplicate; its corrections apply."""
+    verdict = dict(SAME, severity="critical", raisedBy=["hawk", "owl"])
     report = run(tmp_path, repo, judge_table(answer=answer(tmp_path, "j.json", verdict)))
     assert report["status"] == "settled"
     assert states(report) == {"hawk": "answered", "owl": "answered", "arbiter": "answered"}
+    (only,) = report["findings"]
+    assert only["origin"]["kind"] == "reviewer" and only["severity"] == "critical"
+    assert only["raised_by"] == ["hawk", "owl"]
+    assert not report.get("suppressed")
+
+
+def test_judge_adds_a_finding_and_rules_out_the_rest(tmp_path: Path, repo: Path) -> None:
+    """A finding only the judge raises is filed new; one it left out is listed, not upheld."""
+    verdict = dict(SAME, subject="the divisor comes from user input", raisedBy=["owl"])
+    report = run(tmp_path, repo, judge_table(answer=answer(tmp_path, "j.json", verdict)))
     first, last = report["findings"]
-    assert first["raised_by"] == ["hawk", "owl"] and first["origin"]["kind"] == "reviewer"
+    assert first["origin"]["kind"] == "reviewer"
+    assert report["suppressed"][str(first["id"])]["source"] == "judge"
     assert last["origin"] == {"kind": "judge", "run_id": report["run_id"], "participant": "arbiter"}
-    assert last["raised_by"] == ["hawk", "owl"] and last["id"] == first["id"] + 1
+    assert last["raised_by"] == ["owl"] and last["id"] == first["id"] + 1
 
 
-def test_empty_judge_answer_is_a_decision(tmp_path: Path, repo: Path) -> None:
-    """A judge answering {"findings": []} files nothing, even with a journal."""
+def test_empty_judge_answer_upholds_nothing(tmp_path: Path, repo: Path) -> None:
+    """A judge answering {"findings": []} (journal or not) upholds no filed finding."""
     report = run(
         tmp_path,
         repo,
         judge_table(answer=answer(tmp_path, "j.json"), journal=journal(tmp_path, "j.jsonl", 2)),
     )
     assert [f["origin"]["kind"] for f in report["findings"]] == ["reviewer"]
+    assert [s["source"] for s in report["suppressed"].values()] == ["judge"]
 
 
 def test_unreadable_judge_answer_falls_back_to_journal(tmp_path: Path, repo: Path) -> None:
-    """A judge whose answer cannot be read at all: its journal is filed instead."""
+    """A judge whose answer cannot be read: its journal is filed, nothing is ruled out."""
     (tmp_path / "prose.txt").write_text("I looked and thought hard.", encoding="utf-8")
     report = run(
         tmp_path, repo, judge_table(answer="prose.txt", journal=journal(tmp_path, "j.jsonl", 2))
     )
     judged = [f for f in report["findings"] if f["origin"]["kind"] == "judge"]
     assert [f["subject"] for f in judged] == ["recorded finding 0", "recorded finding 1"]
+    assert not report.get("suppressed")
 
 
 def test_judge_journal_rule_in_the_domain() -> None:

@@ -137,7 +137,8 @@ class SessionStore:
     ) -> CouncilReport:
         """File a round's findings and move the run from ``expect`` to ``status``, once.
 
-        ``conclude(first_id)`` builds the findings to file (ids from ``first_id`` on) and
+        ``conclude(first_id)`` builds the findings to write — new ones with ids from
+        ``first_id`` on, and earlier ones of this run it updated (the judge's merge) — and
         the report. When the run is no longer in ``expect``, the stored report is returned
         and nothing is filed. ``status = "judging"`` is the interim step of a run with a
         judge (reviewers' findings filed, the run still open for the judge); any other
@@ -162,8 +163,10 @@ class SessionStore:
                         for p in (*record.participants, *((record.judge,) if record.judge else ()))
                     }
                     pipe.multi()
+                    new = sum(1 for f in findings if (f.id or 0) > issued)
+                    if new:
+                        pipe.incrby(k.session_issued(s), new)
                     if findings:
-                        pipe.incrby(k.session_issued(s), len(findings))
                         pipe.hset(
                             k.session_findings(s),
                             mapping={
