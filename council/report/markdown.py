@@ -9,6 +9,7 @@ Layout, top to bottom::
     participants table                            id, backend / model, state, findings...
     findings, blocking first                      Conventional Comments form
     not on a changed line                         off-diff findings, with the reason
+    still open from earlier rounds                carried findings (--since-last), gating
     dismissed and baselined                       suppressed findings, with the reason
     outdated                                      earlier findings this change edited away
     notes
@@ -91,6 +92,7 @@ def render_markdown(
         _participants(report),
         _findings(report, posted),
         _off_diff(report),
+        _carried(report),
         _suppressed(report),
         _outdated(report),
         _notes(report),
@@ -166,8 +168,10 @@ def _why_partial(p: ParticipantSummary) -> str:
 
 
 def _counts(report: CouncilReport) -> str:
+    still = len(report.carried)
+    open_line = f"**Still open from earlier rounds:** {_count(still, 'finding')}."
     if not report.findings:
-        return "No findings."
+        return f"No new findings. {open_line}" if still else "No findings."
     severities: Counter[str | None] = Counter(f.severity for f in report.findings)
     labels: Counter[str] = Counter(f.label for f in report.findings)
     by_severity = [f"{severities[s]} {s}" for s in reversed(SEVERITIES) if severities[s]]
@@ -179,7 +183,9 @@ def _counts(report: CouncilReport) -> str:
         "",
         "**By label:** " + " · ".join(by_label),
     ]
-    suppressed = sum(1 for f in report.findings if f.id in report.suppressed)
+    if still:
+        lines += ["", open_line]
+    suppressed = sum(1 for f in report.open_findings if f.id in report.suppressed)
     if suppressed:
         lines += ["", f"**Not gated:** {suppressed} dismissed or baselined."]
     return "\n".join(lines)
@@ -257,9 +263,21 @@ def _missed(report: CouncilReport, finding: Finding) -> str:
     return f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}"
 
 
+def _carried(report: CouncilReport) -> str:
+    shown = [f for f in report.carried if f.id not in report.suppressed]
+    if not shown:
+        return ""
+    lead = (
+        "Findings of earlier rounds that this round did not review again: the new commits "
+        "left their code as it was, so they still stand, and gate."
+    )
+    ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
+    return "\n\n".join(["### Still open from earlier rounds", lead, *map(_finding, ordered)])
+
+
 def _suppressed(report: CouncilReport) -> str:
     items: list[str] = []
-    for finding in report.findings:
+    for finding in report.open_findings:
         entry = report.suppressed.get(finding.id) if finding.id is not None else None
         if entry is None:
             continue
@@ -271,7 +289,7 @@ def _suppressed(report: CouncilReport) -> str:
     if not items:
         return ""
     lead = "Listed for the record; they neither gate nor post."
-    return "\n".join(["### Dismissed, baselined, not upheld", "", lead, "", *items])
+    return "\n".join(["### Dismissed and baselined", "", lead, "", *items])
 
 
 def _outdated(report: CouncilReport) -> str:

@@ -64,6 +64,8 @@ class CouncilReport(BaseModel):
     * ``status``: ``settled`` (everyone answered), ``partial`` (someone stopped or failed,
       or the consolidation ran without them), ``cancelled``, ``timeout``.
     * ``findings``: the findings filed in THIS round, in filing order, ids assigned.
+    * ``carried``: earlier rounds' findings still open that this round did not review
+      again (``--since-last``); they gate like ``findings``.
     * ``notes``: sentences for people (the roster was edited by the change and the base
       version used; paths excluded; binary files not shown).
     """
@@ -95,12 +97,22 @@ class CouncilReport(BaseModel):
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()
     """Findings of earlier rounds whose code this round's change edited or removed."""
+    carried: tuple[Finding, ...] = ()
+    """Findings of earlier rounds still open at this head, which a ``--since-last`` round
+    did not review again (:func:`council.rounds.carry`): listed, written to SARIF and
+    GitLab, gated, never posted again as line comments. Anchored on this head."""
     cost_usd: float | None = None
     """What the participants' tokens cost in US dollars, summed over those with a price
     (:func:`council.cost.sum_costs`); None when no participant had a priced cost."""
     cost_complete: bool = True
     """False when some participant used tokens without a price: ``cost_usd`` is then a
     lower bound, and a report says "at least"."""
+
+    @property
+    def open_findings(self) -> tuple[Finding, ...]:
+        """This round's findings, then those carried from earlier rounds: every finding
+        that stands at the head (what the gate, SARIF and GitLab read)."""
+        return (*self.findings, *self.carried)
 
     @property
     def partial(self) -> bool:

@@ -10,7 +10,8 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
 * ``session:{s}:issued`` — finding ids, INCRBY only, never reset, never from a length.
 * ``session:{s}:findings`` / ``:attributed`` — filed findings and who they credit.
 * ``session:{s}:fingerprints`` / ``:reviewed`` — what completed rounds reported, and the
-  last completed run (its head, for ``--since-last``); written when a run settles.
+  last completed run (its head, for ``--since-last``, and the findings still open after
+  it); written when a run settles.
 * ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason.
 
 Filing is one transaction too (WATCH the run record): a second consolidation of the same
@@ -26,11 +27,12 @@ from collections.abc import Callable, Sequence
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from council.findings import FINDING, Finding
+from council.findings import FINDING, FINDINGS, Finding
 from council.fingerprint import fingerprint
 from council.ledger import Ledger, attributed_ids
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
+from council.rounds import still_open
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps
@@ -197,14 +199,21 @@ class SessionStore:
     def _remember_round(
         self, pipe: redis.client.Pipeline, record: RunRecord, report: CouncilReport, now_ms: int
     ) -> None:
-        """Queue the fingerprints a completed round reported and its reviewed head."""
+        """Queue the fingerprints a completed round reported, its reviewed head, and the
+        findings still open after it (:func:`council.rounds.still_open`)."""
         k, s = self._keys, record.session
         prints = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
         if prints:
             pipe.hset(k.session_fingerprints(s), mapping=prints)
+        still = FINDINGS.dump_json(list(still_open(report)), exclude_none=True).decode()
         pipe.hset(
             k.session_reviewed(s),
-            mapping={"run": record.run_id, "head": record.head, "settled_ms": str(now_ms)},
+            mapping={
+                "run": record.run_id,
+                "head": record.head,
+                "settled_ms": str(now_ms),
+                "open": still,
+            },
         )
 
     def reviewed(self, session: str) -> Reviewed | None:
@@ -216,6 +225,18 @@ class SessionStore:
         if not raw.get("run") or not raw.get("head"):
             return None
         return Reviewed(run=raw["run"], head=raw["head"], settled_ms=int(raw.get("settled_ms", 0)))
+
+    def open_findings(self, session: str) -> list[Finding]:
+        """The findings still open after the session's last completed run, anchored on
+        the head it reviewed (:func:`council.rounds.still_open`: its own findings, then
+        those it carried, less those the judge did not uphold). Empty before the first
+        completed run. A session written before the open findings were kept gives the
+        run's own findings."""
+        key = self._keys.session_reviewed(session)
+        run, still = self._r.hmget(key, ["run", "open"])
+        if still is not None:
+            return FINDINGS.validate_json(still)
+        return self.run_findings(session, run.decode()) if run else []
 
     def fingerprints(self, session: str) -> set[str]:
         """Every content fingerprint a completed round of the session reported."""
