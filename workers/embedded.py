@@ -115,9 +115,18 @@ def embedded_council(settings: Settings, threads: int) -> Iterator[tuple[Any, Ru
 
 def _lock_state(path: Path) -> IO[bytes]:
     """Hold the state file's lock for the whole run, so two embedded runs sharing one
-    state file take turns instead of the last one overwriting the other's sessions."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = (path.parent / (path.name + ".lock")).open("ab")
+    state file take turns instead of the last one overwriting the other's sessions.
+
+    Raises :class:`StateFileError` when the file's folder cannot be made or written.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = (path.parent / (path.name + ".lock")).open("ab")
+    except OSError as exc:
+        raise StateFileError(
+            f"the embedded state file {path} cannot be used ({exc.strerror}: "
+            f"{exc.filename}); pass --state with a path in a writable folder"
+        ) from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

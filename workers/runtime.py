@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import redis
 
-from council.errors import StoreUnavailable
+from council.errors import ConfigurationError, StoreUnavailable
 from workers.cancellation import CancelWatch
 from workers.logging import redact_text, redact_url
 from workers.settings import Settings
@@ -59,11 +59,9 @@ def connect(url: str) -> RedisClient:
         )
     except ValueError:
         # redis-py's message quotes the URL's parts, the password among them.
-        raise StoreUnavailable(
-            shown,
-            "the URL cannot be read",
-            "Write it as redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in "
-            "the password).",
+        raise ConfigurationError(
+            f"COUNCIL_REDIS_URL {shown} cannot be read: write it as "
+            "redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in the password)"
         ) from None
     try:
         client.ping()

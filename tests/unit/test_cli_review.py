@@ -332,12 +332,34 @@ def test_finding_without_severity_never_trips(repo: Path, tmp_path: Path) -> Non
 
 
 def test_quorum_not_met_wins_over_a_tripped_gate(repo: Path, tmp_path: Path) -> None:
-    """--quorum 2, one reviewer answering with a critical finding: exit 3, Markdown agrees."""
-    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)))
+    """--quorum 2, one of two reviewers answering with a critical finding: exit 3."""
+    rp = roster(
+        tmp_path,
+        reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)),
+        reviewer("ghost", "command", program="council-no-such-program"),
+    )
     done = review(repo, tmp_path / "state.json", "--quorum", "2", roster_path=rp)
     assert done.exit_code == 3, done.output
     assert "quorum is 2" in done.stderr
     assert "incomplete" in done.stdout.splitlines()[0].lower()
+
+
+def test_quorum_above_the_roster_is_refused_up_front(repo: Path, tmp_path: Path) -> None:
+    """--quorum larger than the number of reviewers: exit 2 before anything is asked."""
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)))
+    done = review(repo, tmp_path / "state.json", "--quorum", "2", roster_path=rp)
+    assert done.exit_code == 2, done.output
+    assert "--quorum 2" in done.output
+
+
+def test_unusable_state_path_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
+    """--state under a plain file: exit 2 naming the state file, never a traceback."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json", UNRATED)))
+    done = review(repo, blocker / "state.json", roster_path=rp)
+    assert done.exit_code == 2, done.output
+    assert "state file" in done.output and "Traceback" not in done.output
 
 
 def test_roster_quorum_is_the_default(repo: Path, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from council.errors import StoreUnavailable
+from council.errors import ConfigurationError, StoreUnavailable
 from workers.cli import main
 from workers.runtime import connect
 from workers.settings import Settings
@@ -36,7 +36,7 @@ def test_cli_reports_bad_settings_as_usage_error(monkeypatch: pytest.MonkeyPatch
 
 def test_malformed_url_error_hides_the_password() -> None:
     """redis-py's parse error quotes the password; ours names the URL redacted."""
-    with pytest.raises(StoreUnavailable) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         connect("redis://admin:S3cret:Pass/w0rd@127.0.0.1:1/0")
     assert "S3cret" not in str(caught.value)
     assert "cannot be read" in str(caught.value)

@@ -55,9 +55,11 @@ class CliContext:
             raise UsageProblem(
                 "this command reads what Redis holds: set COUNCIL_REDIS_URL or pass --redis URL"
             )
-        from council.errors import StoreUnavailable
+        from council.errors import ConfigurationError, StoreUnavailable
 
         try:
             return build_runtime(self.settings)
+        except ConfigurationError as exc:
+            raise UsageProblem(str(exc)) from None
         except StoreUnavailable as exc:
             raise Incomplete(str(exc)) from None

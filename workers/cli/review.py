@@ -98,7 +98,8 @@ _state_option = click.option(
     "--since-last",
     is_flag=True,
     help="Review only the commits after the session's last reviewed head (the whole "
-    "change when there is none, or a force push rewrote it).",
+    "change when there is none, or a force push rewrote it); earlier findings still "
+    "open are carried into the report and gate.",
 )
 @click.option(
     "--baseline",
@@ -111,7 +112,8 @@ _state_option = click.option(
     type=click.Choice(FAIL_ON),
     default="critical",
     show_default=True,
-    help="Exit 1 when a finding of this round is at or above this severity.",
+    help="Exit 1 when an open finding (this round's, or one carried by --since-last) is at "
+    "or above this severity.",
 )
 @click.option(
     "--quorum",
@@ -183,12 +185,16 @@ def review_command(
         )
         round_ = prepare(settings, plan.options(repo, base, head, roster), mode=mode)
     except NothingToReview as done:
-        nothing_to_review(str(done), plan, outputs, fail_on=fail_on)
-        return
+        sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on))
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
     if quorum is None:
         quorum = round_.roster.quorum
+    elif quorum > len(round_.participants):
+        raise UsageProblem(
+            f"--quorum {quorum} asks for more answers than the roster has reviewers "
+            f"({len(round_.participants)}); lower --quorum or add reviewers"
+        )
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
         with _stop_signals() as stopped:
