@@ -218,9 +218,16 @@ def test_check_refuses_a_claim_that_review_would_refuse(repo: Path, tmp_path: Pa
     assert "'owl'" in done.output and "model m-two" in done.output
 
 
-@pytest.mark.parametrize("args", [["runs"], ["ledger", "some-session"], ["show", "abc"]])
+@pytest.mark.parametrize("args", [["runs"], ["show", "abc"]])
 def test_readbacks_without_redis_say_the_way_out(args: list[str]) -> None:
-    """runs / ledger / show without Redis: exit 2 naming COUNCIL_REDIS_URL and --redis."""
+    """runs / show without Redis: exit 2 naming COUNCIL_REDIS_URL and --redis."""
     done = council(*args)
     assert done.exit_code == 2
     assert "COUNCIL_REDIS_URL" in done.output and "--redis" in done.output
+
+
+def test_ledger_reads_the_embedded_state_file(tmp_path: Path) -> None:
+    """Without Redis, `council ledger` lists the state file's identities (empty: says so)."""
+    done = council("ledger", "some-session", "--state", str(tmp_path / "state.json"))
+    assert done.exit_code == 0, done.output
+    assert "holds no identities" in done.output

@@ -70,10 +70,31 @@ def show_command(cli: CliContext, run_id: str, as_json: bool) -> None:
 
 @click.command("ledger")
 @click.argument("session")
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Without Redis: the embedded state file holding the session (default: the "
+    "cache directory).",
+)
 @click.pass_obj
-def ledger_command(cli: CliContext, session: str) -> None:
-    """List the identities a session's ledger holds, in the order first claimed."""
-    held = cli.runtime().sessions.ledger(session).held()
+def ledger_command(cli: CliContext, session: str, state: Path | None) -> None:
+    """List the identities a session's ledger holds, in the order first claimed.
+
+    With COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
+    """
+    if cli.distributed:
+        held = cli.runtime().sessions.ledger(session).held()
+    else:
+        from workers.embedded import state_sessions
+
+        settings = cli.settings
+        if state is not None:
+            settings = settings.model_copy(update={"state_path": state})
+        try:
+            with state_sessions(settings, save=False) as store:
+                held = store.ledger(session).held()
+        except ConfigurationError as exc:
+            raise UsageProblem(str(exc)) from None
     if not held:
         click.echo(f"session {session!r} holds no identities")
     for identity in held:
