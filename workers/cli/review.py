@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import shutil
 import signal
@@ -195,6 +196,8 @@ def review_command(
             f"--quorum {quorum} asks for more answers than the roster has reviewers "
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
+    for note in round_.notes:
+        click.echo(f"council: note: {note}", err=True)
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
         with _stop_signals() as stopped:
@@ -359,12 +362,22 @@ def check_command(
             click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
         else:
             click.echo(round_.prompts[p.id])
+    if round_.judge is not None:
+        j = round_.judge
+        click.echo(f"===== {j.id} (judge, backend {j.backend}) =====")
+        click.echo(
+            "(the judge's prompt is built after the reviewers are filed: the change, the "
+            "filed findings, and its lens"
+            + (f" (persona {j.persona})" if j.persona else "")
+            + ")"
+        )
     for note in round_.notes:
         click.echo(f"note: {note}")
     for warning in _runnable_warnings(round_):
         click.echo(f"warning: {warning}")
+    judged = " and a judge" if round_.judge is not None else ""
     click.echo(
-        f"roster OK: {len(round_.participants)} participant(s); identity claims hold in "
+        f"roster OK: {len(round_.participants)} reviewer(s){judged}; identity claims hold in "
         f"session {round_.record.session!r} (against what is attributed, a review may still "
         f"be refused if findings are filed meanwhile)."
     )
@@ -372,10 +385,16 @@ def check_command(
 
 def _runnable_warnings(round_: Round) -> list[str]:
     """What would make a participant fail on THIS machine (a worker may differ)."""
-    from council.reviewers import BUILT_BACKENDS
+    from council.reviewers import BUILT_BACKENDS, key_env
 
     out: list[str] = []
-    for p in round_.participants:
+    for p in (*round_.participants, *((round_.judge,) if round_.judge else ())):
+        name = key_env(p)
+        if name and not os.environ.get(name):
+            out.append(
+                f"{p.id}: its API key variable {name} is not set here; a worker without "
+                "it fails this participant"
+            )
         if p.backend not in BUILT_BACKENDS:
             out.append(f"{p.id}: backend {p.backend!r} is not built in this version; it will fail")
         program = p.options.get("program")
