@@ -106,7 +106,7 @@ def record_command(
 )
 @click.option("--witness", metavar="SHA", help="Stamp anchors with this commit (the pinned tree).")
 def harvest_command(answer_file: Path, recorded: Path | None, witness: str | None) -> None:
-    """Print the canonical Harvest JSON of one reviewer answer (harvest.md §9).
+    """Print the canonical Harvest JSON of one reviewer answer: findings, warnings, truncated.
 
     Shows why an answer yielded what it did: findings, warnings with codes, truncation.
     Any bytes are read (UTF-8 with replacement); exit 0 whenever the file could be read.
