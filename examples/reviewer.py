@@ -112,7 +112,7 @@ def smells(path: str, line_no: int, text: str) -> Iterator[dict[str, Any]]:
         return {
             "location": {"kind": "line", "file": path, "start": line_no, "side": "new"},
             "label": label,
-            "subject": subject,
+            "subject": f"{subject} (line {line_no})",
             "discussion": discussion,
             "severity": severity,
             "confidence": 0.9,
