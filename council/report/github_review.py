@@ -37,6 +37,10 @@ MAX_COMMENTS = 50
 are refused or time out on GitHub (and bury the conversation); the most severe
 findings are commented first, then the earliest filed."""
 
+SUBJECT_CHARS = 1_000
+"""Longest subject shown in a line comment; a subject is meant to be one line, and a
+longer one must not push a comment past GitHub's body limit."""
+
 BODY_UNITS = 65_536
 """GitHub's limit on a review or comment body, counted in UTF-16 code units (as GitHub's
 JavaScript-side count does: an emoji is two)."""
@@ -139,7 +143,10 @@ def comment_body(finding: Finding) -> str:
     """
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label
-    head = f"**{label}:** {inline(finding.subject)}"
+    subject = finding.subject
+    if len(subject) > SUBJECT_CHARS:
+        subject = subject[:SUBJECT_CHARS] + "… (subject cut; the whole of it is in the report)"
+    head = f"**{label}:** {inline(subject)}"
     facts = [text for text in (raised_text(finding),) if text]
     if finding.severity is not None:
         facts.append(f"severity {finding.severity}")

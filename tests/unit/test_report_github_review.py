@@ -243,3 +243,14 @@ def test_thirty_thousand_findings() -> None:
 def test_messy_findings_fixture_is_whole() -> None:
     """The shared messy fixture holds one finding per id 1..11 (guards the other tests)."""
     assert [f.id for f in messy_findings()] == list(range(1, 12))
+
+
+def test_a_huge_subject_cannot_push_a_comment_past_the_limit() -> None:
+    """A 100,000-character subject is cut in the line comment, which stays under 65,536."""
+    from council.findings import FileAnchor, Finding
+    from council.report.github_review import BODY_UNITS, comment_body
+
+    finding = Finding(id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="x" * 100_000)
+    body = comment_body(finding)
+    assert len(body.encode("utf-16-le")) // 2 <= BODY_UNITS
+    assert "subject cut" in body
