@@ -3,17 +3,19 @@
 ``council review --fail-on LEVEL`` turns a settled :class:`CouncilReport` into an exit
 code (architecture.md, "exit code from --fail-on")::
 
-    0  passed     no finding of this round at or above the threshold
-    1  tripped    at least one finding of this round at or above the threshold
+    0  passed     no open finding at or above the threshold
+    1  tripped    at least one open finding at or above the threshold
     3  incomplete the council could not complete; wins over 1, because a gate that
                   only saw part of the council cannot say the change is clean
 
 Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.errors`.
 
-Only the findings filed in THIS round (``report.findings``) are gated: the same round
-is what the report shows. A finding without a severity never trips the gate; ``never``
-never trips it; a suppressed finding (dismissed, or in the committed baseline) never
-trips it. Source: architecture.md "The shape", harvest.md §7 (stops are partial).
+The open findings are gated: those filed in THIS round (``report.findings``), then
+those carried from earlier rounds that a ``--since-last`` round did not review again
+(``report.carried``: their code is unchanged, so they still stand). A finding without
+a severity never trips the gate; ``never`` never trips it; a suppressed finding
+(dismissed, or in the committed baseline) never trips it. Source: architecture.md "The
+shape", harvest.md §7 (stops are partial).
 """
 
 from __future__ import annotations
@@ -63,9 +65,11 @@ def parse_fail_on(text: str) -> FailOn:
 
 
 def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
-    """The findings of this round at or above the threshold, in filing order.
+    """The open findings (this round's, then those carried) at or above the threshold,
+    in filing order.
 
-    Why: the gate and the report's verdict must agree on exactly which findings block.
+    Why: the gate and the report's verdict must agree on exactly which findings block;
+    a finding carried from an earlier round still stands, so it blocks as it did then.
     A finding without severity never trips; a finding in ``report.suppressed`` (a
     dismissal or a baseline entry) never trips, since accepting it is what suppressing
     means; ``never`` returns an empty list. Raises ValueError for an unknown level.
@@ -77,7 +81,7 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
     threshold = severity_rank(level)
     return [
         f
-        for f in report.findings
+        for f in report.open_findings
         if f.severity is not None and f.id not in report.suppressed and _blocks(f, threshold)
     ]
 
@@ -152,7 +156,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int = 1) -> str
     reasons = incomplete_reasons(report, quorum)
     code = exit_code(report, level, quorum=quorum)
     if level == "never":
-        found = f"fail-on never, {len(report.findings)} finding(s) not gated"
+        found = f"fail-on never, {len(report.open_findings)} finding(s) not gated"
     else:
         tripped = len(gate_tripped(report, level))
         found = (

@@ -8,20 +8,28 @@ come up on every round after the first:
 * **seen** — this round raised a finding whose content fingerprint
   (:func:`council.fingerprint.fingerprint`) an earlier round already reported. It is
   shown (it still gates: the code still has it) but not posted to the code host again.
-* **outdated** — a finding of the last reviewed round whose code the new commits edited
-  or removed. It is listed, so the reader learns the council's earlier remark may no
-  longer apply, instead of it silently vanishing.
+* **outdated** — a finding still open after the last reviewed round whose code the new
+  commits edited or removed. It is listed, so the reader learns the council's earlier
+  remark may no longer apply, instead of it silently vanishing.
+* **carried** — with ``--since-last`` the round reviews only the new commits, so a finding
+  still open after the last round that the new commits did not touch, nobody dismissed
+  or baselined, and this round did not raise again, still stands: it is carried into
+  the report (anchored on the new head) and gates, instead of a re-run turning a
+  failed gate green.
 
 ``change`` is the *interdiff*: the diff from the head the last round read to this round's
 head. Its OLD side is the code the earlier findings were anchored on, so an earlier
 new-side anchor is compared with the old side of the interdiff's hunks (the coordinates
 match exactly; comparing with the new side would be off by every line inserted above).
+Only the ``-`` lines of its hunks count: a line the interdiff shows as context was not
+edited.
 Pure: the runtime reads the session and computes the interdiff. Source: architecture.md
 "State in Redis" (sessions, incremental rounds); harvest.md §2 (anchors), §5 (sameness).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Iterable
 
 from council.diff import Change, ChangedFile
@@ -41,32 +49,71 @@ def mark_round(
     * ``seen``: ids of this round's findings whose fingerprint is in
       ``earlier_fingerprints`` (every fingerprint an earlier round reported), in filing
       order. A finding without an id cannot be keyed and is never marked.
-    * ``outdated``: those of ``earlier_findings`` (the last reviewed round's findings)
-      that this round did not raise again (a finding raised again is current, and
-      ``seen`` already says so) and whose anchor ``change`` touches
+    * ``outdated``: those of ``earlier_findings`` (the findings still open after the last
+      reviewed round) that this round did not raise again (a finding raised again is
+      current, and ``seen`` already says so) and whose anchor ``change`` touches
       (:func:`touched`). When several earlier findings share a fingerprint, the one
       filed last is kept. In filing order.
 
     Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
     inputs gives the same report. Never raises.
     """
-    current = {fingerprint(f) for f in report.findings}
-    own = {f.id for f in report.findings if f.id is not None}
     seen = tuple(
         f.id for f in report.findings if f.id is not None and fingerprint(f) in earlier_fingerprints
     )
+    outdated = tuple(f for f in _not_raised_again(report, earlier_findings) if touched(change, f))
+    return report.model_copy(update={"seen": seen, "outdated": outdated})
+
+
+def carry(
+    report: CouncilReport,
+    earlier_findings: Iterable[Finding],
+    change: Change,
+    accepted: Collection[str],
+) -> CouncilReport:
+    """The report with ``carried`` filled: earlier findings that still stand at its head.
+
+    For a round that reviewed only the commits after the last reviewed head
+    (``--since-last``; ``change`` is that interdiff, empty when there were none). Of
+    ``earlier_findings`` (the findings still open after the last reviewed round), those
+    this round did not raise again, whose anchor ``change`` did not touch
+    (:func:`touched`: those are ``outdated``) and whose fingerprint is not in
+    ``accepted`` (dismissed in the session, or in the baseline) are carried, each
+    anchored on the new head (:func:`follow`). When several share a fingerprint, the one
+    filed last is kept. In filing order. Any earlier ``carried`` is replaced. Never
+    raises.
+    """
+    carried = tuple(
+        follow(change, f, report.head or None)
+        for f in _not_raised_again(report, earlier_findings)
+        if not touched(change, f) and fingerprint(f) not in accepted
+    )
+    return report.model_copy(update={"carried": carried})
+
+
+def still_open(report: CouncilReport) -> tuple[Finding, ...]:
+    """The findings that stand after ``report``'s round, which the next round checks for
+    outdated code and carries: its findings, then those it carried, less those the judge
+    did not uphold (the council withdrew them). Dismissed and baselined ones are kept:
+    the next round checks them against the dismissals and baseline of its own time.
+    Never raises.
+    """
+    withdrawn = {ident for ident, s in report.suppressed.items() if s.source == "judge"}
+    return tuple(f for f in report.open_findings if f.id is None or f.id not in withdrawn)
+
+
+def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list[Finding]:
+    """The earlier findings whose fingerprint this round did not raise, the latest of each
+    fingerprint, in filing order (a finding of this round itself is skipped)."""
+    current = {fingerprint(f) for f in report.findings}
+    own = {f.id for f in report.findings if f.id is not None}
     latest: dict[str, Finding] = {}
-    for finding in sorted(earlier_findings, key=lambda f: f.id or 0):
+    for finding in sorted(earlier, key=lambda f: f.id or 0):
         if finding.id is not None and finding.id in own:
             continue
         latest[fingerprint(finding)] = finding
-    outdated = tuple(
-        sorted(
-            (f for value, f in latest.items() if value not in current and touched(change, f)),
-            key=lambda f: f.id or 0,
-        )
-    )
-    return report.model_copy(update={"seen": seen, "outdated": outdated})
+    kept = (f for value, f in latest.items() if value not in current)
+    return sorted(kept, key=lambda f: f.id or 0)
 
 
 def touched(change: Change, finding: Finding) -> bool:
@@ -75,9 +122,10 @@ def touched(change: Change, finding: Finding) -> bool:
     * a change anchor: never (the change as a whole is still under review);
     * a file anchor, or a new-side line anchor, whose file the interdiff deletes or
       renames away: the code it named is gone;
-    * a new-side line anchor whose lines (``start_line`` to ``line``) meet the old side
-      of a hunk of its file: that code was edited (a pure insertion between two lines
-      covers no old line, and touches nothing);
+    * a new-side line anchor one of whose lines (``start_line`` to ``line``) is a
+      removed (``-``) line of a hunk of its file: that code was edited or removed (a
+      line the hunk shows as context was not edited, and a pure insertion removes
+      nothing);
     * an old-side line anchor names code of the BASE that the earlier change removed;
       later commits do not edit the base, so it is touched only when the interdiff
       adds a file at that path again (the removal was undone).
@@ -98,11 +146,43 @@ def touched(change: Change, finding: Finding) -> bool:
         return False
     first = anchor.start_line if anchor.start_line is not None else anchor.line
     low, high = min(first, anchor.line), max(first, anchor.line)
-    for hunk in changed.hunks:
-        lines = hunk.lines("old")
-        if lines and lines[0] <= high and low <= lines[-1]:
-            return True
-    return False
+    return any(low <= line <= high for hunk in changed.hunks for line in hunk.removed)
+
+
+def follow(change: Change, finding: Finding, head: str | None = None) -> Finding:
+    """``finding`` anchored on the new side of ``change``: its lines moved by what the
+    interdiff inserted or removed above them.
+
+    For a new-side line anchor ``change`` did not touch (:func:`touched`) in a file it
+    modified; any other finding is returned as it is (a file or change anchor has no
+    line, and an old-side anchor names the base, which later commits do not edit). A
+    moved anchor's ``witness`` becomes ``head`` (the commit ``change`` ends at; the
+    same lines sit there at the new numbers), when both are given. Never raises.
+    """
+    anchor = finding.anchor
+    if not isinstance(anchor, LineAnchor) or anchor.side == "old":
+        return finding
+    changed = _old_side(change, anchor.path)
+    if changed is None or changed.status == "deleted" or changed.path != anchor.path:
+        return finding
+    removed = sorted(line for hunk in changed.hunks for line in hunk.removed)
+    added = sorted(line for hunk in changed.hunks for line in hunk.added)
+
+    def moved(line: int) -> int:
+        # The old line is the n-th line the interdiff kept; on the new side it is the
+        # n-th line that is not an added one.
+        kept = line - bisect_left(removed, line)
+        for new in added:
+            if new > kept:
+                break
+            kept += 1
+        return kept
+
+    start = moved(anchor.start_line) if anchor.start_line is not None else None
+    update: dict[str, object] = {"line": moved(anchor.line), "start_line": start}
+    if anchor.witness is not None and head is not None:
+        update["witness"] = head
+    return finding.model_copy(update={"anchor": anchor.model_copy(update=update)})
 
 
 def _old_side(change: Change, path: str) -> ChangedFile | None:

@@ -35,6 +35,8 @@ class SincePlan:
 
     since: str | None = None
     notes: tuple[str, ...] = field(default=())
+    head: str | None = None
+    """The head resolved, when ``since`` is set."""
 
 
 def plan_since_last(repo: Repository, reviewed: Reviewed | None, head: str) -> SincePlan:
@@ -71,6 +73,7 @@ def plan_since_last(repo: Repository, reviewed: Reviewed | None, head: str) -> S
     if last == new or repo.is_ancestor(last, new):
         return SincePlan(
             since=last,
+            head=new,
             notes=(
                 f"--since-last: only the commits after {short}, the head the last "
                 f"round of this session reviewed (run {reviewed.run})",

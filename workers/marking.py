@@ -1,12 +1,16 @@
-"""Marking a round against its session while it settles: seen, outdated, suppressed.
+"""Marking a round against its session while it settles: seen, outdated, carried,
+suppressed.
 
 Settling builds the round's report from the outcomes and lands it on the diff; this
 module then reads what the session remembers and applies the pure rules:
 
 * :func:`council.rounds.mark_round` — ``seen`` from the fingerprints completed rounds
-  reported (``session:{s}:fingerprints``), ``outdated`` from the last completed run's
-  findings (``session:{s}:reviewed`` names it; its findings are in
-  ``session:{s}:findings``) checked on the interdiff the CLI stored (``run:{id}:since``);
+  reported (``session:{s}:fingerprints``), ``outdated`` from the findings still open
+  after the last completed run (``session:{s}:reviewed``) checked on the interdiff the
+  CLI stored (``run:{id}:since``);
+* :func:`council.rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``), those
+  open findings the interdiff did not touch, nobody dismissed or baselined, and the
+  round did not raise again: they still stand, and gate;
 * :func:`council.baseline.suppress` — the session's dismissals
   (``session:{s}:dismissed``) and the trusted baseline the CLI stored
   (``run:{id}:baseline``); dismissals win.
@@ -26,7 +30,7 @@ from council.baseline import Baseline, read_baseline, suppress
 from council.diff import Change, parse_diff
 from council.findings import Finding
 from council.report.model import CouncilReport
-from council.rounds import mark_round
+from council.rounds import carry, mark_round
 from workers.runtime import Runtime
 from workers.stores.runs import RunRecord
 
@@ -36,7 +40,8 @@ class SessionMarks:
     """What the session says about a round: applied with :meth:`apply`."""
 
     earlier: tuple[Finding, ...] = ()
-    """The last completed run's findings (checked for outdated code)."""
+    """The findings still open after the last completed run (checked for outdated code,
+    and carried when ``carry``)."""
     fingerprints: frozenset[str] = frozenset()
     """Every fingerprint a completed round of the session reported."""
     since: Change | None = None
@@ -44,15 +49,20 @@ class SessionMarks:
     baseline: Baseline = field(default_factory=Baseline)
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """Fingerprint → the reason a person gave when dismissing it."""
+    carry: bool = False
+    """The round reviews only the commits after the last reviewed head (``--since-last``)."""
 
     def apply(self, report: CouncilReport) -> CouncilReport:
-        """The report with ``seen``, ``outdated`` and ``suppressed`` filled.
+        """The report with ``seen``, ``outdated``, ``carried`` and ``suppressed`` filled.
 
-        Without an interdiff nothing can be said to be outdated, so none is listed.
-        Never raises.
+        Without an interdiff nothing can be said to be outdated, so none is listed, and
+        none is carried (the CLI reviews the whole change then). Never raises.
         """
         earlier = self.earlier if self.since is not None else ()
         marked = mark_round(report, earlier, self.fingerprints, self.since or Change())
+        if self.carry and self.since is not None:
+            accepted = {*self.dismissals, *self.baseline.reasons()}
+            marked = carry(marked, earlier, self.since, accepted)
         return suppress(marked, self.baseline, self.dismissals)
 
 
@@ -64,8 +74,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     than left unsettled.
     """
     sessions, session = rt.sessions, record.session
-    reviewed = sessions.reviewed(session)
-    earlier = tuple(sessions.run_findings(session, reviewed.run)) if reviewed else ()
+    earlier = tuple(sessions.open_findings(session))
     since = rt.runs.since(record.run_id)
     baseline_text = rt.runs.baseline(record.run_id)
     try:
@@ -78,4 +87,5 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         since=parse_diff(since) if since is not None else None,
         baseline=baseline,
         dismissals={p: d.reason for p, d in sessions.dismissals(session).items()},
+        carry=rt.runs.carry(record.run_id),
     )

@@ -15,7 +15,9 @@ when lines move. Every entry needs a path and a line: a file-anchored finding is
 at line 1 of its file, and a finding about the change as a whole at path ``.`` line 1,
 its description saying so. Suppressed findings are left out (the Markdown and JSON
 reports list them); off-diff and seen findings are kept. Outdated findings of earlier
-rounds are not written. Source: GitLab "Code Quality report format"; harvest.md §2.
+rounds are not written; findings carried from earlier rounds (still open, not reviewed
+again by a ``--since-last`` round) are, after this round's. Source: GitLab "Code Quality
+report format"; harvest.md §2.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ DESCRIPTION_CHARS = 1_000
 def render_gitlab_codequality(report: CouncilReport) -> str:
     """The report as a GitLab Code Quality JSON array: one entry per line, newline-terminated.
 
-    One entry per finding of this round that is not suppressed, in filing order. The
+    One entry per open finding that is not suppressed: this round's in filing order,
+    then those carried from earlier rounds. The
     description is ``label (decoration): subject``, plus what the widget could not say
     otherwise: the whole change, the whole file, the old side of the diff, a line not
     in the diff. ``check_name`` is ``council/<label>``; the full discussion goes in
@@ -54,9 +57,10 @@ def render_gitlab_codequality(report: CouncilReport) -> str:
     raises. One entry per line (not an indented tree) keeps 30,000 findings fast to
     write and the artifact easy to grep. Source: GitLab "Code Quality report format".
     """
-    prints = occurrence_fingerprints(report.findings)
+    findings = report.open_findings
+    prints = occurrence_fingerprints(findings)
     entries: list[dict[str, Any]] = []
-    for finding, print_ in zip(report.findings, prints, strict=True):
+    for finding, print_ in zip(findings, prints, strict=True):
         if finding.id is not None and finding.id in report.suppressed:
             continue
         entries.append(_entry(report, finding, print_))

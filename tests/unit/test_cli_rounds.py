@@ -1,5 +1,5 @@
-"""Rounds of one session through the CLI (embedded mode): seen, outdated, --since-last,
-dismissals and the baseline."""
+"""Rounds of one session through the CLI (embedded mode): seen, outdated, --since-last
+(earlier findings still open are carried and gate), dismissals and the baseline."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from council.baseline import BASELINE_FILE, read_baseline
+from council.findings import LineAnchor
 from council.report import read_json
 from council.report.model import CouncilReport
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
 from workers.embedded import load_state
 from workers.stores.keys import Keys
+from workers.stores.sessions import SessionStore
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 ROSTER = ROUND + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
@@ -108,14 +110,16 @@ def test_untouched_earlier_finding_is_not_outdated(session: Session) -> None:
 
 
 def test_since_last_reviews_only_new_commits(session: Session) -> None:
-    """--since-last: the diff starts at the last reviewed head, the note says so."""
+    """--since-last: the diff starts at the last reviewed head, the note says so, and the
+    earlier finding the new commits left alone is carried and still gates."""
     first_head = session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
     session.review()
     session.push({"other.py": "z = 1\n"})
     done, report = session.review("--since-last")
-    assert done.exit_code == 0, done.output
-    assert report is not None and report.base == first_head
+    assert done.exit_code == 1, done.output
+    assert report is not None and report.base == first_head and report.findings == ()
     assert any("only the commits after" in n for n in report.notes)
+    assert [f.subject for f in report.carried] == ["divides by zero"]
 
 
 def test_since_last_without_earlier_round_reviews_everything(session: Session) -> None:
@@ -146,6 +150,98 @@ def test_since_last_with_nothing_new(session: Session) -> None:
     done, _ = session.review("--since-last")
     assert done.exit_code == 0
     assert "no change after" in done.output
+
+
+def test_since_last_rerun_on_the_same_head_still_fails(session: Session) -> None:
+    """The same --since-last command twice: the second asks no reviewer, carries the open
+    finding, writes every output, and exits 1 like the first."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0(severity="minor"))
+    first, _ = session.review("--since-last", "--fail-on", "minor")
+    assert first.exit_code == 1, first.output
+    out = session.tmp / "out"
+    formats = [f"--format={f}" for f in ("markdown", "sarif", "gitlab-codequality")]
+    again, report = session.review(
+        "--since-last",
+        "--fail-on",
+        "minor",
+        *formats,
+        "--format=github-review",
+        "--output",
+        str(out),
+    )
+    assert again.exit_code == 1, again.output
+    assert "no change after" in again.output and "gate: 1 finding(s)" in again.output
+    assert report is not None and report.participants == () and report.findings == ()
+    assert [(f.subject, f.severity) for f in report.carried] == [("divides by zero", "minor")]
+    markdown = (out / "council.md").read_text()
+    assert "gate tripped" in markdown and "### Still open from earlier rounds" in markdown
+    (run,) = json.loads((out / "council.sarif").read_text())["runs"]
+    assert [r["properties"]["carried"] for r in run["results"]] == [True]
+    assert len(json.loads((out / "gl-code-quality-report.json").read_text())) == 1
+    review = json.loads((out / "github-review.json").read_text())
+    assert review["comments"] == [] and review["event"] == "REQUEST_CHANGES"
+
+
+def test_since_last_after_an_unrelated_commit_still_gates(session: Session) -> None:
+    """A new commit touching only README: --since-last carries the open finding, lists it
+    instead of saying "No findings", and exits 1."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0(severity="minor"))
+    session.review("--since-last", "--fail-on", "minor")
+    session.push({"README": "hello\n"})
+    done, report = session.review("--since-last", "--fail-on", "minor")
+    assert done.exit_code == 1, done.output
+    assert report is not None and [f.id for f in report.carried] == [1]
+    assert "No findings." not in done.stdout and "Still open from earlier rounds" in done.stdout
+
+
+def test_carried_findings_follow_the_code_and_keep_being_carried(session: Session) -> None:
+    """Round 3 still carries what round 2 carried; lines inserted above move its anchor."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    session.push({"other.py": "z = 1\n"})
+    second, two = session.review("--since-last")
+    assert second.exit_code == 1 and two is not None and len(two.carried) == 1
+    session.push({"app.py": "import os\nimport sys\nx = 1\ny = 1 / 0\n"})
+    third, three = session.review("--since-last")
+    assert third.exit_code == 1, third.output
+    assert three is not None and three.outdated == ()
+    (carried,) = three.carried
+    assert isinstance(carried.anchor, LineAnchor) and carried.anchor.line == 4
+
+
+def test_since_last_edit_of_the_flagged_line_clears_it(session: Session) -> None:
+    """The new commit rewrites the flagged line: outdated, not carried, the gate passes."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    session.push({"app.py": "x = 1\ny = 1 / 2\n"})
+    done, report = session.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert report is not None and report.carried == ()
+    assert [f.subject for f in report.outdated] == ["divides by zero"]
+
+
+def test_edit_next_to_the_flagged_line_does_not_outdate_it(session: Session) -> None:
+    """The new commit edits the line below the flagged one (context in its diff): the
+    earlier finding is neither outdated nor dropped; it is carried."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\nz = 3\n"}, div0())
+    session.review()
+    session.push({"app.py": "x = 1\ny = 1 / 0\nz = 4\n"})
+    done, report = session.review("--since-last")
+    assert done.exit_code == 1, done.output
+    assert report is not None and report.outdated == ()
+    assert [f.subject for f in report.carried] == ["divides by zero"]
+
+
+def test_dismissed_finding_is_not_carried(session: Session) -> None:
+    """A finding dismissed after its round: --since-last on the same head carries nothing."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    _, first = session.review()
+    assert first is not None
+    dismissed = session.cli("dismiss", str(first.findings[0].id), "--reason", "guarded")
+    assert dismissed.exit_code == 0, dismissed.output
+    done, report = session.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert report is not None and report.carried == ()
 
 
 def test_dismissed_finding_is_listed_and_never_gates(session: Session) -> None:
@@ -239,3 +335,23 @@ def test_state_file_without_the_new_keys_still_loads(tmp_path: Path) -> None:
     client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
     load_state(client, Keys(), path)
     assert client.get(Keys().session_issued("old")) == b"2"
+
+
+def test_session_without_open_findings_falls_back_to_the_runs_own(tmp_path: Path) -> None:
+    """A session saved before the open findings were kept: the last run's own findings."""
+    mine = {"id": 1, "anchor": {"kind": "change"}, "label": "issue", "subject": "a"}
+    other = {**mine, "id": 2, "subject": "b", "origin": {"kind": "reviewer", "run_id": "r0"}}
+    mine["origin"] = {"kind": "reviewer", "run_id": "r1"}
+    session = {
+        "issued": 2,
+        "ledger": "",
+        "findings": {"1": json.dumps(mine), "2": json.dumps(other)},
+        "attributed": [],
+        "reviewed": {"run": "r1", "head": "a" * 40, "settled_ms": "1"},
+    }
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"version": 1, "sessions": {"old": session}}))
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    load_state(client, Keys(), path)
+    store = SessionStore(client, Keys(), session_retention_s=60, run_retention_s=60)
+    assert [f.subject for f in store.open_findings("old")] == ["a"]

@@ -96,6 +96,18 @@ def test_suppressed_findings_never_trip() -> None:
     assert exit_code(report, "critical") == EXIT_PASSED
 
 
+def test_carried_findings_trip_unless_suppressed() -> None:
+    """Findings carried from earlier rounds gate after this round's; suppressed ones never."""
+    carried = (_finding(7, "critical"), _finding(8, "medium"), _finding(9, "critical"))
+    report = _report(("minor",)).model_copy(
+        update={"carried": carried, "suppressed": {9: Suppression(source="dismissed")}}
+    )
+    assert [f.id for f in gate_tripped(report, "medium")] == [7, 8]
+    assert exit_code(report, "critical") == EXIT_TRIPPED
+    assert "2 finding(s) at or above medium" in gate_summary(report, "medium")
+    assert "4 finding(s) not gated" in gate_summary(report, "never")
+
+
 def test_unknown_level_is_refused() -> None:
     """A misspelt level raises instead of silently gating nothing."""
     with pytest.raises(ValueError, match="critical"):

@@ -1,11 +1,12 @@
-"""council.rounds: seen findings and outdated ones across the rounds of a session."""
+"""council.rounds: seen, outdated and carried findings across the rounds of a session."""
 
 from __future__ import annotations
 
 from council.diff import Change, parse_diff
 from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.fingerprint import fingerprint
-from council.rounds import mark_round, touched
+from council.report.model import Suppression
+from council.rounds import carry, follow, mark_round, still_open, touched
 from tests.forge_cases import finding, report
 
 EDIT_LINE_5 = (
@@ -38,6 +39,41 @@ DELETE_APP = (
     "@@ -1,2 +0,0 @@\n"
     "-x\n"
     "-y\n"
+)
+
+EDIT_LINE_5_IN_CONTEXT = (
+    "diff --git a/app.py b/app.py\n"
+    "index 1111111..2222222 100644\n"
+    "--- a/app.py\n"
+    "+++ b/app.py\n"
+    "@@ -2,7 +2,7 @@\n"
+    " two\n"
+    " three\n"
+    " four\n"
+    "-five\n"
+    "+FIVE\n"
+    " six\n"
+    " seven\n"
+    " eight\n"
+)
+
+INSERT_AND_REPLACE = (
+    "diff --git a/app.py b/app.py\n"
+    "index 1111111..2222222 100644\n"
+    "--- a/app.py\n"
+    "+++ b/app.py\n"
+    "@@ -1,3 +1,5 @@\n"
+    " one\n"
+    "+new a\n"
+    "+new b\n"
+    " two\n"
+    " three\n"
+    "@@ -6,4 +8,3 @@\n"
+    " six\n"
+    "-seven\n"
+    "-eight\n"
+    "+EIGHT\n"
+    " nine\n"
 )
 
 RENAME_APP = (
@@ -134,3 +170,73 @@ def test_marking_twice_gives_the_same_report() -> None:
     once = mark_round(report(now), [old], {fingerprint(now)}, parse_diff(EDIT_LINE_5))
     twice = mark_round(once, [old], {fingerprint(now)}, parse_diff(EDIT_LINE_5))
     assert once == twice
+
+
+def test_context_lines_are_not_edits() -> None:
+    """Lines the interdiff shows only as context around an edit of line 5 stay current."""
+    context = [finding(i, on(line), subject=f"on {line}") for i, line in enumerate((2, 4, 6, 8))]
+    edited = finding(9, on(5), subject="on five")
+    spanning = finding(10, on(6, start=4), subject="across five")
+    change = parse_diff(EDIT_LINE_5_IN_CONTEXT)
+    marked = mark_round(report(), [*context, edited, spanning], set(), change)
+    assert [f.id for f in marked.outdated] == [9, 10]
+
+
+def test_carry_keeps_what_the_interdiff_left_alone() -> None:
+    """Untouched earlier findings are carried; edited, raised-again and accepted ones not."""
+    kept = finding(1, on(2), subject="kept", severity="critical")
+    whole = finding(2, FileAnchor(path="app.py"), subject="whole file")
+    edited = finding(3, on(5), subject="edited away")
+    again = finding(4, on(3), subject="raised again")
+    accepted = finding(5, on(3), subject="dismissed")
+    other = finding(6, ChangeAnchor(), subject="the change")
+    earlier = [kept, whole, edited, again, accepted, other]
+    now = report(finding(7, on(3), subject="Raised again."))
+    change = parse_diff(EDIT_LINE_5)
+    carried = carry(now, earlier, change, {fingerprint(accepted)}).carried
+    assert [f.id for f in carried] == [1, 2, 6]
+    assert [f.id for f in mark_round(now, earlier, set(), change).outdated] == [3]
+
+
+def test_carry_with_no_interdiff_carries_every_open_finding() -> None:
+    """Nothing new since the last round: every open finding but the accepted is carried."""
+    open_ = [finding(1, on(2), subject="a"), finding(2, on(9), subject="b")]
+    carried = carry(report(), open_, Change(), {fingerprint(open_[1])}).carried
+    assert carried == (open_[0],)
+
+
+def test_carry_replaces_and_is_idempotent() -> None:
+    """Carrying twice with the same inputs gives the same report."""
+    open_ = [finding(1, on(2), subject="a")]
+    once = carry(report(), open_, parse_diff(INSERT_ABOVE), set())
+    assert carry(once, open_, parse_diff(INSERT_ABOVE), set()) == once
+
+
+def test_carried_anchor_follows_the_new_head() -> None:
+    """Lines inserted above, and lines replaced by fewer, move the carried anchor."""
+    change = parse_diff(INSERT_AND_REPLACE)
+    pair = finding(1, LineAnchor(path="app.py", start_line=2, line=3, witness="a" * 40))
+    below = finding(2, on(9))
+    assert not touched(change, pair) and not touched(change, below)
+    moved = follow(change, pair, "b" * 40).anchor
+    assert isinstance(moved, LineAnchor)
+    assert (moved.start_line, moved.line, moved.witness) == (4, 5, "b" * 40)
+    assert follow(change, below).anchor == on(10)
+    assert follow(change, finding(3, on(1))).anchor == on(1)
+
+
+def test_still_open_leaves_out_what_the_judge_withdrew() -> None:
+    """A round's open findings: its own and carried, less those the judge did not uphold."""
+    upheld, withdrawn, dismissed = (finding(i, on(i), subject=f"f{i}") for i in (1, 2, 3))
+    carried = finding(0, on(7), subject="older")
+    settled = report(
+        upheld,
+        withdrawn,
+        dismissed,
+        carried=(carried,),
+        suppressed={
+            2: Suppression(source="judge", reason="not upheld"),
+            3: Suppression(source="dismissed", reason="fine"),
+        },
+    )
+    assert [f.id for f in still_open(settled)] == [1, 3, 0]

@@ -26,6 +26,7 @@ from pathlib import Path
 import click
 
 from council.diff import Change
+from council.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from council.report import render_json, render_markdown
 from council.report.github_review import render_github_review
 from council.report.gitlab import render_gitlab_codequality
@@ -167,10 +168,15 @@ def emit(
 
 def nothing_to_review(
     text: str, plan: RoundPlan | None, outputs: OutputPlan, *, fail_on: str
-) -> None:
-    """Say there was nothing to review (exit 0 follows). Requested files are still
-    written, from an empty passing report (no run, no participant, the reason in its
-    notes), so a CI job's later steps (upload, publish) find what they read."""
+) -> int:
+    """Say there was nothing to review; return the exit code.
+
+    With ``--since-last`` after an earlier round, nothing new does not make the change
+    clean: the findings still open are carried (:meth:`RoundPlan.carried_report`; no
+    reviewer is asked, so no quorum applies), written like any report, and gated.
+    Otherwise the exit is 0, and requested files are still written, from an empty
+    passing report (no run, no participant, the reason in its notes), so a CI job's
+    later steps (upload, publish) find what they read."""
     since = plan.since.since if plan is not None else None
     if since is not None and "empty" in text:
         text = (
@@ -178,13 +184,20 @@ def nothing_to_review(
             "this session reviewed"
         )
     click.echo(f"council: {text}", err=True)
+    carried = plan.carried_report(f"{text}.") if plan is not None else None
+    if carried is not None:
+        threshold = parse_fail_on(fail_on)
+        emit(carried, outputs, fail_on=threshold, quorum=0, change=None)
+        click.echo(gate_summary(carried, threshold, 0), err=True)
+        return exit_code(carried, threshold, quorum=0)
     if outputs.directory is None and outputs.json_file is None and outputs.markdown_file is None:
         click.echo(f"{text}.")
-        return
+        return EXIT_PASSED
     notes = (f"{text}.", *(plan.since.notes if plan is not None else ()))
     session = plan.session if plan is not None else ""
     empty = CouncilReport(run_id="none", session=session, status="settled", notes=notes)
     emit(empty, outputs, fail_on=fail_on, quorum=0, change=None)
+    return EXIT_PASSED
 
 
 def _write(path: Path, text: str, option: str, done: Written) -> None:

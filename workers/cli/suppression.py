@@ -138,8 +138,9 @@ def baseline_command(
     head: str,
     state: Path | None,
 ) -> None:
-    """Write the baseline (.council-baseline.json) from the latest completed run of the
-    session, or from a JSON report; entries already in the file keep their reason.
+    """Write the baseline (.council-baseline.json) from the findings still open after the
+    latest completed run of the session (its own and those it carried), or from a JSON
+    report (its findings and carried ones); entries already in the file keep their reason.
 
     Commit the file to the base branch: `council review` reads it from the BASE ref.
 
@@ -167,7 +168,7 @@ def baseline_command(
 
 def _report_findings(path: Path) -> list[Finding]:
     try:
-        return list(read_json(path.read_bytes()).findings)
+        return list(read_json(path.read_bytes()).open_findings)
     except OSError as exc:
         raise UsageProblem(f"--from-json {path} cannot be read ({exc.strerror})") from None
     except UnreadableReport as exc:
@@ -185,7 +186,7 @@ def _latest_run(
                 f"session {key!r} has no completed run; run `council review` first, or pass "
                 "--from-json REPORT"
             )
-        return store.run_findings(key, reviewed.run)
+        return store.open_findings(key)
 
 
 def _existing(output: Path) -> Baseline | None:

@@ -58,6 +58,12 @@ class Keys:
         ``--baseline``) the run's findings are suppressed by; absent when there is none."""
         return f"{self.prefix}run:{run_id}:baseline"
 
+    def run_carry(self, run_id: str) -> str:
+        """String flag: the run reviews only the commits after the session's last reviewed
+        head (``--since-last``), so the earlier findings still open that it does not touch
+        are carried into its report; absent otherwise."""
+        return f"{self.prefix}run:{run_id}:carry"
+
     def run_tree(self, run_id: str) -> str:
         """String: the head commit's tree, ``git archive`` tar.gz bytes."""
         return f"{self.prefix}run:{run_id}:tree"
@@ -170,8 +176,9 @@ class Keys:
 
     def session_reviewed(self, session: str) -> str:
         """Hash: ``run``, ``head``, ``settled_ms`` of the session's last completed run
-        (settled or partial): ``--since-last`` starts after ``head``, outdated findings
-        are that run's, ``council baseline`` writes its findings."""
+        (settled or partial), and ``open``, the JSON array of the findings still open
+        after it (its own, then those it carried): ``--since-last`` starts after ``head``,
+        outdated and carried findings are ``open``'s, ``council baseline`` writes them."""
         return f"{self.prefix}session:{session}:reviewed"
 
     def session_dismissed(self, session: str) -> str:

@@ -111,10 +111,18 @@ class RunStore:
         pipe.execute()
 
     def put_session_inputs(
-        self, run_id: str, *, since: str | None, baseline: str | None, ttl_s: int
+        self,
+        run_id: str,
+        *,
+        since: str | None,
+        baseline: str | None,
+        ttl_s: int,
+        carry: bool = False,
     ) -> None:
         """Store what settling marks the round with: the interdiff since the session's
-        last reviewed head, and the trusted baseline text (each absent when None).
+        last reviewed head, the trusted baseline text (each absent when None), and
+        whether the round reviews only the commits after that head (``carry``: the
+        earlier findings still open it does not touch are carried).
 
         Written by the CLI before the run opens, so with ``ttl_s`` (the run retention):
         a run refused before it opened leaves nothing behind for long; settling sets the
@@ -126,7 +134,14 @@ class RunStore:
             pipe.set(k.run_since(run_id), since.encode("utf-8", "surrogatepass"), ex=ttl_s)
         if baseline is not None:
             pipe.set(k.run_baseline(run_id), baseline.encode("utf-8"), ex=ttl_s)
+        if carry:
+            pipe.set(k.run_carry(run_id), b"1", ex=ttl_s)
         pipe.execute()
+
+    def carry(self, run_id: str) -> bool:
+        """Whether the run carries the earlier findings it does not touch (see
+        :meth:`put_session_inputs`)."""
+        return bool(self._r.exists(self._keys.run_carry(run_id)))
 
     def since(self, run_id: str) -> str | None:
         """The interdiff since the session's last reviewed head, None when unknown."""
