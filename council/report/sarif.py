@@ -17,7 +17,9 @@ run of the participant that filed it (its origin); every raiser is listed in
 not list, go to one last run named :data:`UNATTRIBUTED_RUN`. Nothing is left out for
 being off the diff, seen, or suppressed: the host decides what to show, and
 ``suppressions`` tells it what was accepted. Outdated findings of earlier rounds are
-not results of this run and are not written.
+not results of this run and are not written; findings carried from earlier rounds
+(still open, and not reviewed again by a ``--since-last`` round) are, after this
+round's, with ``properties.carried``.
 
 GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
 cuts, deterministically, the highest severity kept first and then filing order, and
@@ -127,14 +129,19 @@ def render_sarif_with_cuts(
     refused whole, so a partial upload that says it is partial beats none. The output
     is deterministic: the same report gives the same text. Never raises.
     """
-    findings = report.findings
+    findings = report.open_findings
     runs = _runs(report)
     messages: list[str] = []
     runs = _cut_runs(runs, findings, limits, messages)
     for run in runs:
         _cut_results(run, findings, limits, messages)
     seen = frozenset(report.seen)
-    results = {i: _result(report, findings[i], seen) for run in runs for i in run.entries}
+    first_carried = len(report.findings)
+    results = {
+        i: _result(report, findings[i], seen, carried=i >= first_carried)
+        for run in runs
+        for i in run.entries
+    }
     text = _text(report, runs, results)
     if len(text.encode("utf-8")) > limits.file_bytes:
         text = _cut_bytes(report, runs, results, limits, messages)
@@ -155,7 +162,7 @@ def _runs(report: CouncilReport) -> list[_Run]:
     spare = UNATTRIBUTED_RUN
     while spare in runs:
         spare += "'"
-    for index, finding in enumerate(report.findings):
+    for index, finding in enumerate(report.open_findings):
         owner = _owner(finding)
         run = runs.get(owner) if owner is not None else None
         if run is None:
@@ -222,7 +229,7 @@ def _cut_bytes(
     limits: SarifLimits,
     messages: list[str],
 ) -> str:
-    findings = report.findings
+    findings = report.open_findings
     sizes = {i: len(_dumps(r).encode("utf-8")) + _RULE_INDEX_BYTES for i, r in results.items()}
     skeleton = len(_text(report, [_Run(r.name, r.summary) for r in runs], {}).encode("utf-8"))
     budget = limits.file_bytes - skeleton - _SKELETON_MARGIN
@@ -281,7 +288,8 @@ def _text(report: CouncilReport, runs: list[_Run], results: dict[int, dict[str, 
 
 
 def _run(report: CouncilReport, run: _Run, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    labels = {report.findings[i].label for i in run.entries}
+    findings = report.open_findings
+    labels = {findings[i].label for i in run.entries}
     used = [label for label in LABELS if label in labels]
     index = {label: position for position, label in enumerate(used)}
     rules = [
@@ -350,7 +358,9 @@ def _run_properties(report: CouncilReport, run: _Run) -> dict[str, Any]:
     return properties
 
 
-def _result(report: CouncilReport, finding: Finding, seen: frozenset[int]) -> dict[str, Any]:
+def _result(
+    report: CouncilReport, finding: Finding, seen: frozenset[int], *, carried: bool = False
+) -> dict[str, Any]:
     text = finding.subject
     if finding.discussion.strip():
         text += "\n\n" + finding.discussion
@@ -375,6 +385,8 @@ def _result(report: CouncilReport, finding: Finding, seen: frozenset[int]) -> di
             }
         ]
     result["properties"] = _result_properties(report, finding, seen)
+    if carried:
+        result["properties"]["carried"] = True
     return result
 
 
