@@ -315,6 +315,23 @@ def filter_paths(
     return change.model_copy(update={"files": tuple(kept)}), excluded
 
 
+def added_lines(change: Change) -> dict[str, frozenset[int]]:
+    """Each file's new-side path → the numbers of its added lines (``+`` lines).
+
+    A deleted file is left out (it has no new side); a file with no added line (a pure
+    deletion of lines, a rename or mode change alone, a binary file) maps to an empty
+    set. Why: an analyzer run over the whole tree reports old lines too, and a backend
+    keeps only what the change wrote.
+    """
+    out: dict[str, frozenset[int]] = {}
+    for changed in change.files:
+        path = changed.side_path("new")
+        if path is not None:
+            lines = frozenset(n for hunk in changed.hunks for n in hunk.added)
+            out[path] = out.get(path, frozenset()) | lines
+    return out
+
+
 def landing(change: Change, anchor: Anchor) -> LandingMiss | None:
     """Whether a finding's anchor lands on the diff: None when it does, else why not.
 

@@ -15,6 +15,7 @@ import time
 
 import structlog
 
+from council.diff import added_lines, parse_diff
 from council.findings import Read
 from council.harvest import JournalCaps
 from council.outcome import ParticipantOutcome, settle_outcome
@@ -175,6 +176,7 @@ def _ask(
             },
             cancel=cancel,
             changed_paths=record.changed_paths,
+            changed_lines=added_lines(parse_diff(rt.runs.change(run_id))),
             secrets=_secrets(participant),
             rate_limiter=(
                 RedisRateLimiter(

@@ -3,9 +3,9 @@
 Layout::
 
     {"$schema", "version": "2.1.0", "runs": [
-      {"tool": {"driver": {"name": <participant>, "rules": [<one per label used>]}},
+      {"tool": {"driver": {"name": <participant>, "rules": [<one per rule id used>]}},
        "invocations": [{"executionSuccessful", "toolExecutionNotifications"?}],
-       "results": [{"ruleId": <label>, "level", "message": {"text"}, "locations"?,
+       "results": [{"ruleId": <analyzer rule or label>, "level", "message": {"text"}, "locations"?,
                     "partialFingerprints": {"councilFingerprint/v1": ...},
                     "suppressions"?, "properties": {"raisedBy", "side"?, ...}}],
        "properties": {"participant", "backend", "state", ...}}]}
@@ -21,6 +21,10 @@ not results of this run and are not written; findings carried from earlier round
 (still open, and not reviewed again by a ``--since-last`` round) are, after this
 round's, with ``properties.carried``.
 
+A result's ``ruleId`` is the analyzer's rule when the finding's subject starts with one
+(``"F401: ..."``, as the ``sarif`` backend writes it; see :data:`ANALYZER_RULE`), so code
+scanning groups alerts by the analyzer's rules; otherwise it is the finding's label.
+
 GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
 cuts, deterministically, the highest severity kept first and then filing order, and
 says so three ways: a ``toolExecutionNotifications`` entry and ``properties.cut`` on the
@@ -31,6 +35,7 @@ run, and a message for the CLI. Source: architecture.md (reports), harvest.md §
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -94,8 +99,20 @@ GITHUB_LIMITS = SarifLimits()
 _SKELETON_MARGIN = 16_384
 """Bytes kept free for the cut notes when sizing results against ``file_bytes``."""
 
-_RULE_INDEX_BYTES = len(',"ruleIndex":0,')
-"""What a result's ``ruleIndex`` and the comma after it add (labels index 0 to 8)."""
+_RULE_INDEX_BYTES = len(',"ruleIndex":99999,')
+"""What a result's ``ruleIndex`` and the comma after it add (at most, in practice)."""
+
+ANALYZER_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*[0-9]+):\s")
+"""An analyzer's rule id at the start of a subject (``F401: ``, ``B602: ``, ``E722: ``)."""
+
+
+def rule_id(finding: Finding) -> str:
+    """The result's ``ruleId``: the analyzer rule opening the subject, else the label.
+
+    Labels hold no digit, so an analyzer rule id never takes a label's name.
+    """
+    found = ANALYZER_RULE.match(finding.subject)
+    return found.group(1) if found else finding.label
 
 
 @dataclass
@@ -287,20 +304,34 @@ def _text(report: CouncilReport, runs: list[_Run], results: dict[int, dict[str, 
     return _dumps(document) + "\n"
 
 
-def _run(report: CouncilReport, run: _Run, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _rules(report: CouncilReport, run: _Run) -> list[dict[str, Any]]:
+    """The run's rules: the labels used (in label order), then analyzer rules (sorted)."""
     findings = report.open_findings
-    labels = {findings[i].label for i in run.entries}
-    used = [label for label in LABELS if label in labels]
-    index = {label: position for position, label in enumerate(used)}
-    rules = [
+    ids = {rule_id(findings[i]) for i in run.entries}
+    rules: list[dict[str, Any]] = [
         {
             "id": label,
             "name": label,
             "shortDescription": {"text": LABEL_MEANINGS[label]},
             "properties": {"tags": ["council", label]},
         }
-        for label in used
+        for label in LABELS
+        if label in ids
     ]
+    rules += [
+        {
+            "id": analyzer,
+            "shortDescription": {"text": f"The analyzer's rule {analyzer}."},
+            "properties": {"tags": ["council", "analyzer"]},
+        }
+        for analyzer in sorted(ids - set(LABELS))
+    ]
+    return rules
+
+
+def _run(report: CouncilReport, run: _Run, results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    rules = _rules(report, run)
+    index = {rule["id"]: position for position, rule in enumerate(rules)}
     driver: dict[str, Any] = {"name": run.name, "rules": rules}
     summary = run.summary
     if summary is not None:
@@ -365,7 +396,7 @@ def _result(
     if finding.discussion.strip():
         text += "\n\n" + finding.discussion
     result: dict[str, Any] = {
-        "ruleId": finding.label,
+        "ruleId": rule_id(finding),
         "level": LEVELS[finding.severity],
         "message": {"text": text},
     }

@@ -128,6 +128,8 @@ class ReviewRequest:
     * ``env``: extra environment for a child process (``COUNCIL_RUN``, ...).
     * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
     * ``changed_paths``: the files of the change as reviewers see them (new side).
+    * ``changed_lines``: new-side path → the numbers of its added lines, from the run's
+      diff (empty when the diff is not known).
     * ``secrets``: values of the environment variables the participant's options name
       (``api_key_env``), read by the worker at the edge; never logged.
     * ``rate_limiter``: shared admission to the provider, when the runtime has one.
@@ -143,6 +145,7 @@ class ReviewRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
     changed_paths: tuple[str, ...] = ()
+    changed_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
     secrets: Mapping[str, str] = field(default_factory=dict)
     rate_limiter: RateLimiter | None = None
     witness: str | None = None

@@ -52,14 +52,17 @@ def refuse_unknown(
         )
 
 
-def check_program_options(options: Mapping[str, Any], where: str, backend: str) -> None:
+def check_program_options(
+    options: Mapping[str, Any], where: str, backend: str, more: tuple[str, ...] = ()
+) -> None:
     """Refuse bad options of a program-running backend (``command``, ``sarif``).
 
     ``program`` is a non-empty string: a bare name looked up on PATH, an absolute path, or
-    a path relative to the roster; ``args`` (optional) a list of strings. Raises
-    :class:`RosterError` at ``{where}.program`` / ``{where}.args``.
+    a path relative to the roster; ``args`` (optional) a list of strings; ``more`` names
+    the backend's other options (checked by the backend). Raises :class:`RosterError` at
+    ``{where}.program`` / ``{where}.args``.
     """
-    refuse_unknown(options, ("program", "args"), where, backend)
+    refuse_unknown(options, ("program", "args", *more), where, backend)
     program = options.get("program")
     if not isinstance(program, str) or not program.strip() or "\0" in program:
         raise RosterError(
@@ -70,6 +73,54 @@ def check_program_options(options: Mapping[str, Any], where: str, backend: str) 
     args = options.get("args", [])
     if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
         raise RosterError(f"{where}.args", "not a list of strings", 'Write args = ["--flag"]')
+
+
+SARIF_SCOPES: tuple[str, ...] = ("lines", "files")
+"""Values of a ``sarif`` reviewer's ``scope``: results on added lines, or on changed files."""
+
+DEFAULT_SARIF_SCOPE = "lines"
+"""The ``scope`` of a ``sarif`` reviewer whose roster sets none."""
+
+SARIF_LEVELS: tuple[str, ...] = ("error", "warning", "note", "none")
+"""The SARIF ``level`` values (SARIF 2.1.0 §3.27.10), the keys of ``levels``."""
+
+LEVEL_SEVERITIES: tuple[str, ...] = ("critical", "medium", "minor", "none")
+"""What ``levels`` may map a SARIF level to: a severity, or ``none`` (a note, no severity)."""
+
+
+def check_sarif_options(options: Mapping[str, Any], where: str) -> None:
+    """Refuse bad options of a ``sarif`` reviewer, beyond ``program`` and ``args``.
+
+    ``scope`` (optional) is one of :data:`SARIF_SCOPES`; ``levels`` (optional) a table
+    from SARIF levels (:data:`SARIF_LEVELS`) to :data:`LEVEL_SEVERITIES`, e.g.
+    ``{error = "medium"}``. Raises :class:`RosterError` at ``{where}.scope`` /
+    ``{where}.levels`` / ``{where}.levels.<level>``.
+    """
+    check_program_options(options, where, "sarif", ("scope", "levels"))
+    scope = options.get("scope", DEFAULT_SARIF_SCOPE)
+    if scope not in SARIF_SCOPES:
+        raise RosterError(
+            f"{where}.scope",
+            f"{scope!r} is not a scope",
+            'Write scope = "lines" (results on added lines) or "files" (on changed files)',
+        )
+    levels = options.get("levels", {})
+    fix = 'Write levels = { error = "medium" }: SARIF levels to council severities'
+    if not isinstance(levels, Mapping):
+        raise RosterError(f"{where}.levels", "is not a table", fix)
+    for level, severity in levels.items():
+        if level not in SARIF_LEVELS:
+            raise RosterError(
+                RosterError.field(f"{where}.levels", str(level)),
+                f"{level!r} is not a SARIF level",
+                f"Map some of {', '.join(SARIF_LEVELS)}",
+            )
+        if severity not in LEVEL_SEVERITIES:
+            raise RosterError(
+                RosterError.field(f"{where}.levels", str(level)),
+                f"{severity!r} is not a severity",
+                f"Choose one of {', '.join(LEVEL_SEVERITIES)} (none: a note without severity)",
+            )
 
 
 MODEL_OPTIONS: tuple[str, ...] = ("base_url", "api_key_env", "max_turns", "max_output_tokens")

@@ -2,14 +2,15 @@
 
 The analyzer runs like a ``command`` reviewer (same process runner: own process group,
 backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
-result located on a file of the change becomes one entry of the answer contract
-(harvest.md §1), so the ordinary harvest reads the backend's answer::
+result located on the change (by default: on an added line of a changed file) becomes
+one entry of the answer contract (harvest.md §1), so the ordinary harvest reads the
+backend's answer::
 
     {"findings": [{"location": {"kind": "line", "file": "src/app.py", "start": 3, "end": 3},
                    "label": "issue", "severity": "critical",
                    "subject": "E722: Do not use bare `except`",
                    "discussion": "Do not use bare `except`\\n\\nhttps://docs.astral.sh/..."}],
-     "ignored_results": 4, "unreadable_results": 0}
+     "ignored_results": 4, "outside_change_results": 7, "unreadable_results": 0}
 
 Roster options::
 
@@ -18,6 +19,8 @@ Roster options::
     backend = "sarif"
     program = "ruff"
     args = ["check", "--output-format", "sarif", "--exit-zero", "."]
+    scope = "lines"                 # or "files": every result on a changed file
+    levels = { error = "medium" }   # SARIF level -> severity (or "none": a note)
 
 Source: harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
 §3.14.14 artifactLocation / originalUriBaseIds.
@@ -35,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 from council.errors import RosterError
 from council.reviewers.base import ReviewRequest, ReviewResult
-from council.reviewers.options import check_program_options, where_of
+from council.reviewers.options import DEFAULT_SARIF_SCOPE, check_sarif_options, where_of
 from council.reviewers.process import run_program
 
 SEVERITY_OF_LEVEL: dict[str, str | None] = {
@@ -55,11 +58,22 @@ class SarifError(ValueError):
 
 
 def check_options(options: Mapping[str, Any], where: str) -> None:
-    """Refuse bad options of a ``sarif`` reviewer (``program``, ``args``).
+    """Refuse bad options of a ``sarif`` reviewer (``program``, ``args``, ``scope``, ``levels``).
 
     Raises :class:`RosterError` naming ``{where}.{option}``.
     """
-    check_program_options(options, where, "sarif")
+    check_sarif_options(options, where)
+
+
+def severities(levels: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """SARIF level → severity: :data:`SEVERITY_OF_LEVEL` with a roster's ``levels`` over it.
+
+    A ``levels`` value of ``"none"`` means no severity (the result becomes a note).
+    """
+    table = dict(SEVERITY_OF_LEVEL)
+    for level, severity in (levels or {}).items():
+        table[level] = None if severity == "none" else severity
+    return table
 
 
 def normalize_path(path: str) -> str:
@@ -187,8 +201,30 @@ def _line(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
+def _touches(place: tuple[str, Mapping[str, Any]], added: Mapping[str, frozenset[int]]) -> bool:
+    """Whether a located result's region meets the added lines of its file.
+
+    True when the file has no entry in ``added`` (no line information) or the region no
+    ``startLine`` (the result is about the file as a whole).
+    """
+    path, region = place
+    lines = added.get(path)
+    start = _line(region.get("startLine"))
+    if lines is None or start is None:
+        return True
+    end = _line(region.get("endLine"))
+    end = end if end is not None and end >= start else start
+    if end - start < len(lines):
+        return any(n in lines for n in range(start, end + 1))
+    return any(start <= n <= end for n in lines)
+
+
 def _entry(
-    run: _Run, result: Mapping[str, Any], path: str, region: Mapping[str, Any]
+    run: _Run,
+    result: Mapping[str, Any],
+    path: str,
+    region: Mapping[str, Any],
+    severity_of: Mapping[str, str | None],
 ) -> dict[str, Any]:
     """One answer-contract entry for a result located at ``path``."""
     rule_id, rule = run.rule(result)
@@ -197,7 +233,7 @@ def _entry(
         configuration = rule.get("defaultConfiguration")
         if isinstance(configuration, Mapping):
             level = _text(configuration.get("level"))
-    severity = SEVERITY_OF_LEVEL.get(level or DEFAULT_LEVEL, "medium")
+    severity = severity_of.get(level or DEFAULT_LEVEL, "medium")
     text = _message(result, rule)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     subject = f"{rule_id}: {first}" if rule_id and first else rule_id or first
@@ -223,16 +259,29 @@ def _entry(
 
 
 def findings_from_sarif(
-    log: Any, changed_paths: Sequence[str], roots: Sequence[str] = ()
+    log: Any,
+    changed_paths: Sequence[str],
+    roots: Sequence[str] = (),
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    scope: str = DEFAULT_SARIF_SCOPE,
+    levels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
 
-    Why only changed files: the council reviews a change, and an analyzer run on the
-    whole tree reports every old problem too. A result counts when one of its locations
-    names a changed file (paths compared normalized: ``file://`` and ``uriBaseId`` resolved,
-    absolute paths made relative to the first of ``roots`` (the analyzer's cwd) they lie
-    under, ``./`` dropped). Results elsewhere, or with no location, are counted in
-    ``ignored_results``; results that are not objects in ``unreadable_results``.
+    Why only the change: the council reviews a change, and an analyzer run on the whole
+    tree reports every old problem too. A result is on a changed file when one of its
+    locations names one (paths compared normalized: ``file://`` and ``uriBaseId``
+    resolved, absolute paths made relative to the first of ``roots`` (the analyzer's cwd)
+    they lie under, ``./`` dropped). With ``scope`` ``"lines"`` it must also touch the
+    change: its region's lines (``startLine`` to ``endLine``) meet the file's added lines
+    in ``changed_lines`` (new-side path → line numbers); a location without a line, or on
+    a file ``changed_lines`` does not list, touches it. With ``scope`` ``"files"``, or an
+    empty ``changed_lines`` (the diff is not known), any result on a changed file counts.
+    Results elsewhere, or with no location, are counted in ``ignored_results``; results
+    on a changed file but off its added lines in ``outside_change_results``; results that
+    are not objects in ``unreadable_results``. ``levels`` maps SARIF levels to severities
+    over the defaults (see :func:`severities`).
 
     Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
     a ``results`` value of the wrong type).
@@ -240,8 +289,12 @@ def findings_from_sarif(
     if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
         raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")
     changed = {normalize_path(p) for p in changed_paths}
+    added = {normalize_path(p): n for p, n in (changed_lines or {}).items()}
+    if scope != "lines":
+        added = {}
+    severity_of = severities(levels)
     findings: list[dict[str, Any]] = []
-    ignored = unreadable = 0
+    ignored = outside = unreadable = 0
     for number, raw_run in enumerate(log["runs"]):
         if not isinstance(raw_run, Mapping):
             raise SarifError(f"runs[{number}] of its SARIF log is not an object")
@@ -256,16 +309,33 @@ def findings_from_sarif(
                 continue
             locations = result.get("locations")
             places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
-            place = next((p for p in places if p is not None and p[0] in changed), None)
-            if place is None:
+            on_changed = [p for p in places if p is not None and p[0] in changed]
+            if not on_changed:
                 ignored += 1
                 continue
-            findings.append(_entry(run, result, *place))
-    return {"findings": findings, "ignored_results": ignored, "unreadable_results": unreadable}
+            place = next((p for p in on_changed if _touches(p, added)), None)
+            if place is None:
+                outside += 1
+                continue
+            findings.append(_entry(run, result, *place, severity_of))
+    return {
+        "findings": findings,
+        "ignored_results": ignored,
+        "outside_change_results": outside,
+        "unreadable_results": unreadable,
+    }
 
 
-def answer_from_output(stdout: str, changed_paths: Sequence[str], roots: Sequence[str] = ()) -> str:
-    """The backend's answer (JSON text) for an analyzer's stdout.
+def answer_from_output(
+    stdout: str,
+    changed_paths: Sequence[str],
+    roots: Sequence[str] = (),
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    scope: str = DEFAULT_SARIF_SCOPE,
+    levels: Mapping[str, str] | None = None,
+) -> str:
+    """The backend's answer (JSON text) for an analyzer's stdout (see :func:`findings_from_sarif`).
 
     Raises :class:`SarifError` for empty output, non-JSON output or a non-SARIF log, with
     a reason fit for a failure.
@@ -279,7 +349,9 @@ def answer_from_output(stdout: str, changed_paths: Sequence[str], roots: Sequenc
             f"its stdout is not JSON ({error.msg} at line {error.lineno} column "
             f"{error.colno}); the analyzer must print a SARIF log there"
         ) from error
-    answer = findings_from_sarif(log, changed_paths, roots)
+    answer = findings_from_sarif(
+        log, changed_paths, roots, changed_lines=changed_lines, scope=scope, levels=levels
+    )
     return json.dumps(answer, ensure_ascii=False, indent=2)
 
 
@@ -287,8 +359,9 @@ class SarifReviewer:
     """Runs a SARIF-printing analyzer on the pinned tree; its results become findings.
 
     Why a separate backend and not a ``command`` wrapper: analyzers already speak SARIF,
-    and converting it here keeps every analyzer's findings on the changed files only, in
-    the answer contract, with no script per tool. The exit status is not read when a
+    and converting it here keeps every analyzer's findings on the change only (its added
+    lines, or its files with ``scope = "files"``), in the answer contract, with no script
+    per tool. The exit status is not read when a
     SARIF log came out (analyzers exit 1 when they found something). Failures
     (verbatim): the program cannot start; output empty, not JSON or not SARIF (with the
     exit status and stderr tail when it exited non-zero). A stop keeps whatever complete
@@ -311,7 +384,14 @@ class SarifReviewer:
             duration_ms=ran.duration_ms, journal_entries=ran.journal_entries, notes=ran.notes
         )
         try:
-            answer = answer_from_output(ran.answer, request.changed_paths, roots)
+            answer = answer_from_output(
+                ran.answer,
+                request.changed_paths,
+                roots,
+                changed_lines=request.changed_lines,
+                scope=str(options.get("scope", DEFAULT_SARIF_SCOPE)),
+                levels=options.get("levels"),
+            )
         except SarifError as error:
             if ran.stop is not None:
                 return replace(outcome, stop=ran.stop)

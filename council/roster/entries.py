@@ -24,6 +24,7 @@ from council.participant import (
     ThinkingLevel,
 )
 from council.personas import PERSONA_ID
+from council.reviewers.options import LEVEL_SEVERITIES, SARIF_LEVELS, SARIF_SCOPES
 from council.roster.values import refuse_unknown, required_text, table_at, text, text_list, whole
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -45,7 +46,7 @@ BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "command": ("program", "args"),
     "replay": ("answer", "journal", "latency_ms"),
-    "sarif": ("program", "args"),
+    "sarif": ("program", "args", "scope", "levels"),
 }
 """The backend's own keys, stored in :attr:`Participant.options` as given."""
 
@@ -69,6 +70,35 @@ def _program_options(table: Mapping[str, object], backend: str, where: str) -> d
     args = text_list(table, "args", where, args_fix, non_empty=False, blank_ok=True)
     if args is not None:
         options["args"] = list(args)
+    return options
+
+
+def _sarif_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
+    """``scope`` (lines or files) and ``levels`` (SARIF level → severity) of a sarif reviewer."""
+    options: dict[str, Any] = {}
+    scope_fix = 'Write scope = "lines" (results on added lines) or "files" (on changed files)'
+    scope = text(table, "scope", where, scope_fix)
+    if scope is not None:
+        if scope not in SARIF_SCOPES:
+            raise RosterError(f"{where}.scope", f"unknown scope {scope!r}", scope_fix)
+        options["scope"] = scope
+    if "levels" in table:
+        levels_fix = 'Write levels = { error = "medium" }: SARIF levels to council severities'
+        levels = table_at(table["levels"], f"{where}.levels", levels_fix)
+        for level, severity in levels.items():
+            if level not in SARIF_LEVELS:
+                raise RosterError(
+                    RosterError.field(f"{where}.levels", str(level)),
+                    f"{level!r} is not a SARIF level",
+                    f"Map some of {', '.join(SARIF_LEVELS)}",
+                )
+            if severity not in LEVEL_SEVERITIES:
+                raise RosterError(
+                    RosterError.field(f"{where}.levels", str(level)),
+                    f"{severity!r} is not a severity",
+                    f"Choose one of {', '.join(LEVEL_SEVERITIES)} (none: a note without severity)",
+                )
+        options["levels"] = dict(levels)
     return options
 
 
@@ -128,13 +158,17 @@ def backend_options(table: Mapping[str, object], backend: str, where: str) -> di
     """The backend's own settings from a participant table, checked, as written.
 
     ``command``/``sarif``: ``program`` (required text) and ``args`` (list of text);
+    ``sarif`` also ``scope`` (``lines`` or ``files``) and ``levels`` (a table of SARIF
+    level → severity or ``none``);
     ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,
     0 to 8 h); ``openai``/``anthropic``: ``base_url`` (http(s) URL) and ``api_key_env``
     (the NAME of the variable holding the key, never the key). Absent optional keys are
     absent from the result. Raises :class:`~council.errors.RosterError` at
     ``{where}.{key}``. Source: identity-and-clocks.md "Participant".
     """
-    if backend in ("command", "sarif"):
+    if backend == "sarif":
+        return {**_program_options(table, backend, where), **_sarif_options(table, where)}
+    if backend == "command":
         return _program_options(table, backend, where)
     if backend == "replay":
         return _replay_options(table, where)

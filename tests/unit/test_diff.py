@@ -10,6 +10,7 @@ from council.diff import (
     Change,
     ChangedFile,
     Hunk,
+    added_lines,
     anchor_map,
     decode_diff,
     filter_paths,
@@ -434,3 +435,15 @@ def test_parse_diff_never_raises(parts: list[str]) -> None:
     anchor_map(change)
     for changed in change.files:
         landing(change, LineAnchor(path=changed.path, start_line=1, line=3))
+
+
+def test_added_lines_by_new_path() -> None:
+    """Added line numbers per new-side path; deleted files left out, no-edit files empty."""
+    change = parse_diff(MODIFIED + ADDED + DELETED + RENAMED + PURE_RENAME + BINARY)
+    assert added_lines(change) == {
+        "src/app.py": frozenset({12, 13, 41}),
+        "docs/new.md": frozenset({1, 2}),
+        "moved.txt": frozenset({14}),
+        "d e.txt": frozenset(),
+        "logo.png": frozenset(),
+    }

@@ -86,7 +86,7 @@ def _task(app: Celery, name: str) -> Any:
     def body(*args: object, **kwargs: object) -> None:
         """Do nothing: only the task's name and request matter here."""
 
-    return app.task(name=name)(body)
+    return app.task(name=name, shared=False)(body)
 
 
 def _send(sig: Any, **arguments: Any) -> None:

@@ -324,3 +324,54 @@ def test_thirty_thousand_findings() -> None:
     assert max(rank[i] for i in kept) < min(rank[i] for i in cut)
     assert len(messages) == 2
     assert elapsed < 5
+
+
+def test_analyzer_rule_ids_become_rule_ids() -> None:
+    """A subject opening with an analyzer rule id gives the result that ruleId; others the label."""
+    findings = [
+        finding(1, subject="F401: `os` imported but unused", severity="critical"),
+        finding(2, subject="B602: subprocess call with shell=True"),
+        finding(3, subject="E722: Do not use bare `except`", label="nitpick"),
+        finding(4, subject="F401: `sys` imported but unused"),
+        finding(5, subject="Note: no digit, not a rule id"),
+        finding(6, subject="X1:no space after the colon"),
+        finding(7, subject="ruff.S101: assert used", label="note"),
+        finding(8, subject="plain subject", label="question"),
+    ]
+    document = _valid(render_sarif(report(*findings)))
+    hawk = document["runs"][0]
+    results = {r["properties"]["councilId"]: r for r in hawk["results"]}
+    assert [results[i]["ruleId"] for i in range(1, 9)] == [
+        "F401",
+        "B602",
+        "E722",
+        "F401",
+        "issue",
+        "issue",
+        "ruff.S101",
+        "question",
+    ]
+    assert results[3]["properties"]["label"] == "nitpick"
+    rules = hawk["tool"]["driver"]["rules"]
+    assert [rule["id"] for rule in rules] == [
+        "issue",
+        "question",
+        "B602",
+        "E722",
+        "F401",
+        "ruff.S101",
+    ]
+    assert all(rule["shortDescription"]["text"] for rule in rules)
+    for result in hawk["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_analyzer_rules_are_per_run() -> None:
+    """Each run lists only the analyzer rules its own results use."""
+    findings = [
+        finding(1, subject="F401: unused"),
+        finding(2, subject="B602: shell", origin=OWL),
+    ]
+    document = _valid(render_sarif(report(*findings)))
+    ids = [[rule["id"] for rule in run["tool"]["driver"]["rules"]] for run in document["runs"]]
+    assert ids == [["F401"], ["B602"]]

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from council.diff import added_lines, parse_diff
+from council.errors import RosterError
 from council.harvest import harvest
 from council.participant import Clocks, Participant
 from council.reviewers.base import ReviewRequest, ReviewResult
@@ -18,8 +21,11 @@ from council.reviewers.sarif import (
     SarifError,
     SarifReviewer,
     answer_from_output,
+    check_options,
     findings_from_sarif,
 )
+from tests.gitrepo import commit, git, new_repo
+from workers.cli import main
 
 SHORT = Clocks(backstop_ms=2000, idle_ms=1000, answer_ms=0)
 ROOT = "/work/tree"
@@ -216,16 +222,25 @@ def test_answer_is_json_in_the_answer_contract() -> None:
             }
         ],
         "ignored_results": 0,
+        "outside_change_results": 0,
         "unreadable_results": 0,
     }
 
 
 def analyzer(
-    tmp_path: Path, program: str, args: list[str], changed: tuple[str, ...]
+    tmp_path: Path,
+    program: str,
+    args: list[str],
+    changed: tuple[str, ...],
+    lines: dict[str, frozenset[int]] | None = None,
+    **options: Any,
 ) -> ReviewResult:
     """Run the sarif backend with ``program args`` in ``tmp_path``."""
     participant = Participant(
-        id="lint", backend="sarif", clocks=SHORT, options={"program": program, "args": args}
+        id="lint",
+        backend="sarif",
+        clocks=SHORT,
+        options={"program": program, "args": args, **options},
     )
     request = ReviewRequest(
         participant=participant,
@@ -233,6 +248,7 @@ def analyzer(
         journal=MemorySink(),
         workdir=tmp_path,
         changed_paths=changed,
+        changed_lines=lines or {},
     )
     return SarifReviewer().review(request)
 
@@ -319,3 +335,184 @@ def test_the_harvest_reads_the_answer_without_warnings() -> None:
     assert read.warnings == () and not read.truncated
     assert [f.anchor.kind for f in read.findings] == ["line", "file"]
     assert [f.severity for f in read.findings] == ["critical", "medium"]
+
+
+ADDED = {"src/app.py": frozenset({3, 4})}
+"""The added lines of the fixture change: lines 3 and 4 of src/app.py."""
+
+
+def test_scope_lines_keeps_results_meeting_added_lines() -> None:
+    """By default only results whose region meets an added line, or has no line, are kept."""
+    out = findings_from_sarif(
+        log(
+            result(region={"startLine": 3}),
+            result(region={"startLine": 1, "endLine": 3}),
+            result(region={"startLine": 4, "endLine": 900_000}),
+            result(region={"startLine": 1}),
+            result(region={"startLine": 5, "endLine": 20}),
+            result(region={"startLine": 9, "endLine": 2}),
+            result(region=None),
+            result(region={"charOffset": 10}),
+            result("src/other.py"),
+        ),
+        ("src/app.py", "src/lib.py"),
+        [ROOT],
+        changed_lines=ADDED,
+    )
+    starts = [f["location"].get("start") for f in out["findings"]]
+    assert starts == [3, 1, 4, None, None]
+    assert out["outside_change_results"] == 3
+    assert out["ignored_results"] == 1
+
+
+def test_scope_files_keeps_every_result_on_a_changed_file() -> None:
+    """scope files keeps old-line results; so does an empty changed_lines (no diff known)."""
+    sarif = log(result(region={"startLine": 1}), result(region={"startLine": 3}))
+    for lines, scope in ((ADDED, "files"), ({}, "lines")):
+        out = findings_from_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=lines, scope=scope)
+        assert len(out["findings"]) == 2
+        assert out["outside_change_results"] == 0
+
+
+def test_a_changed_file_without_line_information_is_judged_whole() -> None:
+    """A changed file changed_lines does not list keeps its results (nothing to compare)."""
+    out = findings_from_sarif(
+        log(result("src/lib.py", region={"startLine": 50})),
+        ("src/app.py", "src/lib.py"),
+        [ROOT],
+        changed_lines=ADDED,
+    )
+    assert len(out["findings"]) == 1
+
+
+def test_changed_lines_paths_are_normalized() -> None:
+    """A changed_lines path spelled with ./ matches the result's path."""
+    out = findings_from_sarif(
+        log(result(region={"startLine": 1})),
+        ("src/app.py",),
+        [ROOT],
+        changed_lines={"./src/app.py": frozenset({3})},
+    )
+    assert out["findings"] == [] and out["outside_change_results"] == 1
+
+
+def test_the_location_on_an_added_line_is_chosen() -> None:
+    """With several locations on the changed file, the one meeting the added lines is used."""
+    entry = result(region={"startLine": 1})
+    second = {"artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 4}}
+    entry["locations"].append({"physicalLocation": second})
+    out = findings_from_sarif(log(entry), ("src/app.py",), [ROOT], changed_lines=ADDED)
+    (finding,) = out["findings"]
+    assert finding["location"]["start"] == 4
+
+
+def test_levels_option_overrides_the_severities() -> None:
+    """levels maps SARIF levels over the defaults; 'none' makes a result a note."""
+    out = findings_from_sarif(
+        log(result(level="error"), result(level="warning"), result(level="note"), result()),
+        ("src/app.py",),
+        [ROOT],
+        levels={"error": "medium", "note": "none", "warning": "critical"},
+    )
+    assert [f.get("severity") for f in out["findings"]] == ["medium", "critical", None, "critical"]
+    assert [f["label"] for f in out["findings"]] == ["issue", "issue", "note", "issue"]
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"scope": "hunks"}, "scope"),
+        ({"scope": 1}, "scope"),
+        ({"levels": "medium"}, "levels"),
+        ({"levels": {"fatal": "critical"}}, "levels.fatal"),
+        ({"levels": {"error": "high"}}, "levels.error"),
+        ({"levels": {"error": 2}}, "levels.error"),
+        ({"levels": {"a b": "minor"}}, 'levels."a b"'),
+    ],
+)
+def test_bad_scope_and_levels_are_refused(options: dict[str, Any], field: str) -> None:
+    """A bad scope or levels is refused at its field path."""
+    with pytest.raises(RosterError) as caught:
+        check_options({"program": "ruff", **options}, "reviewers[0]")
+    assert caught.value.path == f"reviewers[0].{field}"
+
+
+def test_good_scope_and_levels_pass() -> None:
+    """Every scope, and levels over every SARIF level, are accepted."""
+    for scope in ("lines", "files"):
+        levels = {"error": "medium", "warning": "minor", "note": "none", "none": "critical"}
+        check_options({"program": "ruff", "scope": scope, "levels": levels}, "reviewers[0]")
+
+
+def test_bad_option_at_review_time_is_a_failure(tmp_path: Path) -> None:
+    """A bad scope reaching the backend is a failure naming the field, not an exception."""
+    outcome = analyzer(tmp_path, "cat", [], ("a.py",), scope="hunks")
+    assert outcome.failure is not None and "reviewers[lint].scope" in outcome.failure
+
+
+def test_real_ruff_run_keeps_only_added_lines_with_scope_lines(tmp_path: Path) -> None:
+    """On a real git change, an old smell on an untouched line is dropped, a new one kept."""
+    if shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed on PATH")
+    repo = new_repo(tmp_path / "repo", {"app.py": "import os\n\n\ndef main():\n    return 1\n"})
+    base = git(repo, "rev-parse", "HEAD")
+    edited = "import os\n\n\ndef main():\n    import sys\n    return 1\n"
+    commit(repo, {"app.py": edited}, "a new unused import")
+    change = parse_diff(git(repo, "diff", base, "HEAD") + "\n")
+    lines = added_lines(change)
+    assert lines == {"app.py": frozenset({5})}
+    args = ["check", "--isolated", "--no-cache", "--select", "F401"]
+    args += ["--output-format", "sarif", "--exit-zero", "."]
+    kept: dict[str, list[tuple[int, str]]] = {}
+    for scope in ("lines", "files"):
+        outcome = analyzer(repo, "ruff", args, change.paths, lines, scope=scope)
+        assert outcome.failure is None and outcome.stop is None
+        answer = json.loads(outcome.answer)
+        kept[scope] = [(f["location"]["start"], f["subject"]) for f in answer["findings"]]
+        assert answer["outside_change_results"] == (1 if scope == "lines" else 0)
+    assert [start for start, _ in kept["lines"]] == [5]
+    assert kept["lines"][0][1].startswith("F401: ") and "sys" in kept["lines"][0][1]
+    assert sorted(start for start, _ in kept["files"]) == [1, 5]
+
+
+def test_real_ruff_run_with_levels_is_medium(tmp_path: Path) -> None:
+    """ruff reports everything as error; levels = {error = "medium"} files it as medium."""
+    if shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed on PATH")
+    (tmp_path / "app.py").write_text("import os\n")
+    args = ["check", "--isolated", "--no-cache", "--select", "F401"]
+    args += ["--output-format", "sarif", "--exit-zero", "."]
+    outcome = analyzer(tmp_path, "ruff", args, ("app.py",), levels={"error": "medium"})
+    (finding,) = json.loads(outcome.answer)["findings"]
+    assert finding["severity"] == "medium"
+
+
+@pytest.mark.parametrize(("scope", "lines"), [("lines", [5]), ("files", [1, 5])])
+def test_council_review_files_ruff_results_on_the_change(
+    tmp_path: Path, scope: str, lines: list[int]
+) -> None:
+    """End to end: the worker hands the diff's added lines to ruff's sarif reviewer."""
+    if shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed on PATH")
+    repo = new_repo(tmp_path / "repo", {"app.py": "import os\n\n\ndef main():\n    return 1\n"})
+    commit(repo, {"app.py": "import os\n\n\ndef main():\n    import sys\n    return 1\n"}, "sys")
+    roster = tmp_path / "roster.toml"
+    args = ["check", "--isolated", "--no-cache", "--select", "F401", "--output-format", "sarif"]
+    roster.write_text(
+        "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n\n[[reviewers]]\n"
+        f'id = "ruff"\nbackend = "sarif"\nprogram = "ruff"\nargs = {json.dumps(args)}\n'
+        f'scope = "{scope}"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), "--roster", str(roster)]
+    argv += ["--format", "json", "--format", "sarif", "--output", str(out)]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 1 and (out / "council.json").is_file(), done.output
+    report = json.loads((out / "council.json").read_text(encoding="utf-8"))
+    assert sorted(f["anchor"]["line"] for f in report["findings"]) == lines
+    sarif = json.loads((out / "council.sarif").read_text(encoding="utf-8"))
+    (run,) = sarif["runs"]
+    assert {r["ruleId"] for r in run["results"]} == {"F401"}
+    assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == ["F401"]

@@ -362,3 +362,39 @@ def test_seconds_slip_says_milliseconds() -> None:
     assert err.path == "reviewers[0].idle_ms"
     assert "milliseconds, not seconds" in err.fix
     assert "reviewers[0].idle_ms" in str(err)
+
+
+SARIF = "id = 'lint'\nbackend = 'sarif'\nprogram = 'ruff'\n"
+"""The start of a sarif reviewer table; tests append scope and levels."""
+
+
+def test_sarif_scope_and_levels_are_read() -> None:
+    """A sarif reviewer's scope and levels are kept in its options as written."""
+    roster = parse_roster(_second(SARIF + "scope = 'files'\nlevels = { error = 'medium' }\n"), "x")
+    options = roster.reviewers[1].options
+    assert options == {"program": "ruff", "scope": "files", "levels": {"error": "medium"}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [
+        ("scope = 'hunks'\n", "reviewers[1].scope"),
+        ("scope = 3\n", "reviewers[1].scope"),
+        ("levels = 'medium'\n", "reviewers[1].levels"),
+        ("levels = { fatal = 'critical' }\n", "reviewers[1].levels.fatal"),
+        ("levels = { error = 'high' }\n", "reviewers[1].levels.error"),
+        ("levels = { error = 1 }\n", "reviewers[1].levels.error"),
+        ("levels = { 'a b' = 'minor' }\n", 'reviewers[1].levels."a b"'),
+    ],
+)
+def test_bad_sarif_scope_and_levels_name_their_path(extra: str, path: str) -> None:
+    """A bad scope or levels of a sarif reviewer is refused at its field path."""
+    err = _refusal(_second(SARIF + extra))
+    assert err.path == path
+    assert err.fix
+
+
+def test_scope_is_a_sarif_option_only() -> None:
+    """scope on a command reviewer is refused as the sarif backend's setting."""
+    err = _refusal(_second("id = 'x'\nbackend = 'command'\nprogram = 'x'\nscope = 'lines'\n"))
+    assert err.path == "reviewers[1].scope" and "sarif" in err.fix
