@@ -367,9 +367,7 @@ def check_command(
         click.echo(f"===== {j.id} (judge, backend {j.backend}) =====")
         click.echo(
             "(the judge's prompt is built after the reviewers are filed: the change, the "
-            "filed findings, and its lens"
-            + (f" (persona {j.persona})" if j.persona else "")
-            + ")"
+            "filed findings, and its lens" + (f" (persona {j.persona})" if j.persona else "") + ")"
         )
     for note in round_.notes:
         click.echo(f"note: {note}")
