@@ -104,10 +104,20 @@ def check_sarif_options(options: Mapping[str, Any], where: str) -> None:
             f"{scope!r} is not a scope",
             'Write scope = "lines" (results on added lines) or "files" (on changed files)',
         )
-    levels = options.get("levels", {})
-    fix = 'Write levels = { error = "medium" }: SARIF levels to council severities'
+    check_levels(options.get("levels", {}), where)
+
+
+LEVELS_FIX = 'Write levels = { error = "medium" }: SARIF levels to council severities'
+
+
+def check_levels(levels: object, where: str) -> dict[str, str]:
+    """A sarif reviewer's ``levels`` table, checked: SARIF level → council severity.
+
+    Raises :class:`RosterError` at ``{where}.levels`` (or the offending key) naming the
+    levels and severities allowed. Shared by the roster reader and the backend's own check.
+    """
     if not isinstance(levels, Mapping):
-        raise RosterError(f"{where}.levels", "is not a table", fix)
+        raise RosterError(f"{where}.levels", "is not a table", LEVELS_FIX)
     for level, severity in levels.items():
         if level not in SARIF_LEVELS:
             raise RosterError(
@@ -121,6 +131,7 @@ def check_sarif_options(options: Mapping[str, Any], where: str) -> None:
                 f"{severity!r} is not a severity",
                 f"Choose one of {', '.join(LEVEL_SEVERITIES)} (none: a note without severity)",
             )
+    return {str(k): str(v) for k, v in levels.items()}
 
 
 MODEL_OPTIONS: tuple[str, ...] = ("base_url", "api_key_env", "max_turns", "max_output_tokens")

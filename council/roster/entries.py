@@ -24,7 +24,7 @@ from council.participant import (
     ThinkingLevel,
 )
 from council.personas import PERSONA_ID
-from council.reviewers.options import LEVEL_SEVERITIES, SARIF_LEVELS, SARIF_SCOPES
+from council.reviewers.options import LEVELS_FIX, SARIF_SCOPES, check_levels
 from council.roster.values import refuse_unknown, required_text, table_at, text, text_list, whole
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -83,22 +83,8 @@ def _sarif_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
             raise RosterError(f"{where}.scope", f"unknown scope {scope!r}", scope_fix)
         options["scope"] = scope
     if "levels" in table:
-        levels_fix = 'Write levels = { error = "medium" }: SARIF levels to council severities'
-        levels = table_at(table["levels"], f"{where}.levels", levels_fix)
-        for level, severity in levels.items():
-            if level not in SARIF_LEVELS:
-                raise RosterError(
-                    RosterError.field(f"{where}.levels", str(level)),
-                    f"{level!r} is not a SARIF level",
-                    f"Map some of {', '.join(SARIF_LEVELS)}",
-                )
-            if severity not in LEVEL_SEVERITIES:
-                raise RosterError(
-                    RosterError.field(f"{where}.levels", str(level)),
-                    f"{severity!r} is not a severity",
-                    f"Choose one of {', '.join(LEVEL_SEVERITIES)} (none: a note without severity)",
-                )
-        options["levels"] = dict(levels)
+        levels = table_at(table["levels"], f"{where}.levels", LEVELS_FIX)
+        options["levels"] = check_levels(levels, where)
     return options
 
 
