@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from council.reviewers.activity import Activity
 from council.reviewers.base import ReviewRequest, Stop
 from council.reviewers.journal_file import JournalFollower
 
@@ -133,22 +134,6 @@ def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
     return str(path)
 
 
-class _Activity:
-    """The last moment something happened (monotonic seconds), shared across threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
-
-    def touch(self) -> None:
-        with self._lock:
-            self._last = time.monotonic()
-
-    def since_ms(self) -> int:
-        with self._lock:
-            return int((time.monotonic() - self._last) * 1000)
-
-
 class _Capture:
     """Reads one pipe to its end on a thread.
 
@@ -157,7 +142,7 @@ class _Capture:
     investigation log does not push out the answer printed at the end).
     """
 
-    def __init__(self, stream: IO[bytes], cap: int, tail: bool, activity: _Activity | None):
+    def __init__(self, stream: IO[bytes], cap: int, tail: bool, activity: Activity | None):
         self._stream, self._cap, self._tail, self._activity = stream, cap, tail, activity
         self.head = bytearray()
         self.rest = bytearray()
@@ -330,7 +315,7 @@ def _supervise(
     # All three streams were opened as pipes, so none of them is None.
     stdin, stdout, stderr = (cast("IO[bytes]", s) for s in (proc.stdin, proc.stdout, proc.stderr))
     clocks = request.participant.clocks
-    activity = _Activity()
+    activity = Activity()
     out = _Capture(stdout, STDOUT_CAP_BYTES, tail=False, activity=activity)
     err = _Capture(stderr, STDERR_TAIL_BYTES, tail=True, activity=None)
     feeder = threading.Thread(

@@ -29,6 +29,7 @@ from typing import Any
 import httpx2
 
 from council.participant import Clocks
+from council.reviewers.activity import Activity
 from council.reviewers.base import Stop, StopLimit, Usage
 
 POLL_MS = 100
@@ -36,24 +37,6 @@ POLL_MS = 100
 
 JOIN_GRACE_MS = 1000
 """How long an interrupted helper gets to finish its bookkeeping, in milliseconds."""
-
-
-class Activity:
-    """The last moment something happened (a token, a journal entry), shared by threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
-
-    def touch(self) -> None:
-        """Something happened now: the idle clock starts again."""
-        with self._lock:
-            self._last = time.monotonic()
-
-    def since_ms(self) -> int:
-        """Milliseconds since the last activity."""
-        with self._lock:
-            return int((time.monotonic() - self._last) * 1000)
 
 
 class Watch:
