@@ -35,7 +35,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import redis
 from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes import FakeOpenAI, Scenario  # noqa: E402
 from tests.gitrepo import commit, git, new_repo  # noqa: E402
+from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.celery_config import create_app  # noqa: E402
 from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402
@@ -371,12 +370,6 @@ def baseline_main(kind: str, url: str, n: int) -> None:
 # -- the council --------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def raise_fd_limit() -> None:
     """Open files up to the hard limit: 500 streams are 500 sockets per process."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -403,37 +396,12 @@ def _setup(tmp: Path, base_url: str, participants: int) -> ReviewOptions:
 @contextmanager
 def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A redis-server and ONE celery worker (threads pool); yields (url, worker)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit("redis-server is missing: apt-get install redis-server (or run `make test` once)")
-    port = _free_port()
-    url = f"redis://127.0.0.1:{port}/0"
-    server = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--maxclients",
-            "10000",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
+    try:
+        server, url = start_redis(None, "--maxclients", "10000")
+    except ServiceError as exc:
+        sys.exit(str(exc))
     worker: subprocess.Popen[bytes] | None = None
     try:
-        client = redis.Redis.from_url(url)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        client.close()
         env = {
             **os.environ,
             "COUNCIL_REDIS_URL": url,
@@ -441,25 +409,7 @@ def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[b
             "OPENAI_API_KEY": KEY,
         }
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.celery_app",
-                "worker",
-                "-P",
-                "threads",
-                "-c",
-                str(threads),
-                "-n",
-                "bench@%h",
-                "-Q",
-                "council.default,council.consolidate,council.openai,council.anthropic",
-                "--loglevel=WARNING",
-                "--without-mingle",
-                "--without-gossip",
-            ],
+            worker_argv("bench", threads, "WARNING"),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -469,12 +419,7 @@ def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[b
         yield url, worker
     finally:
         if worker is not None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+            stop_group(worker, grace_s=30)
         server.terminate()
         server.wait(timeout=10)
 
@@ -483,23 +428,8 @@ def _one_council(rt: Runtime, app: Any, prepared: Round, number: int) -> tuple[f
     """Dispatch one council and wait for it; (t0 monotonic, wall ms). Raises unless all
     participants answered."""
     created = now_ms()
-    record = prepared.record.model_copy(
-        update={
-            "run_id": f"conc{os.getpid()}x{number}x{created}",
-            "created_ms": created,
-            "deadline_ms": created + 900_000,
-        }
-    )
-    round_ = Round(
-        record,
-        prepared.roster,
-        prepared.participants,
-        prepared.prompts,
-        prepared.programs,
-        prepared.tree,
-        prepared.change,
-        prepared.notes,
-    )
+    round_ = prepared.rerun(f"conc{os.getpid()}x{number}x{created}", created, created + 900_000)
+    record = round_.record
     t0 = time.monotonic()
     open_and_dispatch(app, rt, round_)
     report = Waiter(rt, record, lambda _s: None, lambda: False).wait()

@@ -19,9 +19,6 @@ import asyncio
 import gc
 import json
 import os
-import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import redis
 from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.gitrepo import commit, new_repo  # noqa: E402
+from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.celery_config import create_app  # noqa: E402
 from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
 from workers.embedded import embedded_council  # noqa: E402
@@ -85,26 +82,10 @@ def _councils(rt: Runtime, app: object, prepared: Round, n: int) -> list[float]:
     overheads: list[float] = []
     for i in range(n):
         created = now_ms()
-        record = prepared.record.model_copy(
-            update={
-                "run_id": f"bench{os.getpid()}x{i}x{created}",
-                "created_ms": created,
-                "deadline_ms": created + 120_000,
-            }
-        )
-        round_ = Round(
-            record,
-            prepared.roster,
-            prepared.participants,
-            prepared.prompts,
-            prepared.programs,
-            prepared.tree,
-            prepared.change,
-            prepared.notes,
-        )
+        round_ = prepared.rerun(f"bench{os.getpid()}x{i}x{created}", created, created + 120_000)
         t0 = time.perf_counter()
         open_and_dispatch(app, rt, round_)  # type: ignore[arg-type]
-        report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
+        report = Waiter(rt, round_.record, lambda _s: None, lambda: False).wait()
         wall_ms = (time.perf_counter() - t0) * 1000
         assert report.status == "settled", [
             (p.id, p.state, p.failure, p.stop) for p in report.participants
@@ -125,52 +106,18 @@ def _baseline(n: int) -> list[float]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        sys.exit("redis-server is missing: apt-get install redis-server (or run `make test` once)")
-    port = _free_port()
-    url = f"redis://127.0.0.1:{port}/0"
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
+    try:
+        server, url = start_redis()
+    except ServiceError as exc:
+        sys.exit(str(exc))
     workers: list[subprocess.Popen[bytes]] = []
     try:
-        client = redis.Redis.from_url(url)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
         env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(tmp / "work")}
         for w in range(2):
             workers.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "workers.celery_app",
-                        "worker",
-                        "-P",
-                        "threads",
-                        "-c",
-                        str(PARTICIPANTS),
-                        "-n",
-                        f"bench{w}@%h",
-                        "--loglevel=WARNING",
-                        "--without-mingle",
-                        "--without-gossip",
-                    ],
+                    worker_argv(f"bench{w}", PARTICIPANTS, "WARNING"),
                     cwd=ROOT,
                     env=env,
                     stdout=subprocess.DEVNULL,
@@ -195,12 +142,7 @@ def _distributed(tmp: Path, options: ReviewOptions, n: int) -> list[float]:
         return measured
     finally:
         for w in workers:
-            os.killpg(w.pid, signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(w.pid, signal.SIGKILL)
+            stop_group(w)
         server.terminate()
         server.wait(timeout=10)
 

@@ -13,7 +13,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import structlog
@@ -81,6 +81,13 @@ class Round:
     change: Change
     notes: tuple[str, ...] = field(default=())
     judge: Participant | None = None
+
+    def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
+        """The same prepared round as a new run (benchmarks run one change many times)."""
+        record = self.record.model_copy(
+            update={"run_id": run_id, "created_ms": created_ms, "deadline_ms": deadline_ms}
+        )
+        return replace(self, record=record)
 
 
 class NothingToReview(Exception):

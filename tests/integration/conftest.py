@@ -7,11 +7,8 @@ Each test gets an emptied Redis (FLUSHALL), as rq's RQTestCase does. Workers are
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,58 +16,16 @@ from pathlib import Path
 import pytest
 import redis
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.services import ROOT, ServiceError, start_redis, worker_argv
 
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real redis-server on a free loopback port; yields its URL (db 0)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail(
-            "redis-server is missing: install it (Debian: apt-get install redis-server); "
-            "`make test` does this for you"
-        )
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-            "--maxmemory-policy",
-            "noeviction",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("redis-server did not start within 10 s")
-            time.sleep(0.05)
-    client.close()
+    try:
+        proc, url = start_redis(tmp_path_factory.mktemp("redis"))
+    except ServiceError as exc:
+        pytest.fail(str(exc))
     yield url
     proc.terminate()
     proc.wait(timeout=10)
@@ -117,25 +72,7 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
         }
         with (tmp_path / f"{name}.log").open("wb") as log:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "workers.celery_app",
-                    "worker",
-                    "-P",
-                    "threads",
-                    "-c",
-                    str(threads),
-                    "-n",
-                    f"{name}@%h",
-                    "-Q",
-                    "council.default,council.consolidate,council.openai,council.anthropic",
-                    "--loglevel=INFO",
-                    "--without-mingle",
-                    "--without-gossip",
-                ],
+                worker_argv(name, threads),
                 cwd=ROOT,
                 env=full_env,
                 stdout=log,
