@@ -289,6 +289,20 @@ def _read_hunks(lines: list[str], notes: list[str]) -> tuple[Hunk, ...]:
     return tuple(hunks)
 
 
+def read_change(
+    raw: bytes, include: Sequence[str], exclude: Sequence[str]
+) -> tuple[Change, list[str], tuple[str, ...]]:
+    """``git diff`` bytes → the change reviewers see: decoded, parsed, filtered.
+
+    Returns ``(change, excluded paths, non-UTF-8 paths)``: :func:`decode_diff`, then
+    :func:`parse_diff`, then :func:`filter_paths` with the roster's ``[paths]``. One
+    function so every caller (a round, an interdiff) reads a diff the same way.
+    """
+    text, non_utf8 = decode_diff(raw)
+    change, excluded = filter_paths(parse_diff(text), include, exclude)
+    return change, excluded, non_utf8
+
+
 def filter_paths(
     change: Change, include: Sequence[str], exclude: Sequence[str]
 ) -> tuple[Change, list[str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 from celery import Celery, chord
 
-from council.diff import Change, decode_diff, filter_paths, parse_diff
+from council.diff import Change, read_change
 from council.errors import ChangeTooLarge, ConfigurationError, RosterError
 from council.participant import Participant
 from council.personas import load_persona, parse_charter
@@ -122,8 +122,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             f"{settings.visibility_timeout_s} s: Redis would start a healthy review again. "
             f"Raise COUNCIL_VISIBILITY_TIMEOUT_S (on workers and CLI alike) or lower backstop_ms."
         )
-    text, non_utf8 = decode_diff(repo.diff(start, head))
-    change, excluded = filter_paths(parse_diff(text), roster.include, roster.exclude)
+    change, excluded, non_utf8 = read_change(repo.diff(start, head), roster.include, roster.exclude)
     if excluded:
         notes.append(
             f"{len(excluded)} file(s) excluded by [paths] in the roster: "

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from council.diff import Change, decode_diff, filter_paths, parse_diff
+from council.diff import Change, read_change
 from council.errors import RepositoryError
 from council.roster import Roster
 from workers.repository import Repository
@@ -108,6 +108,4 @@ def full_change(repo: Repository, base: str, head: str, roster: Roster) -> Chang
 
 
 def _filtered(raw: bytes, roster: Roster) -> Change:
-    text, _ = decode_diff(raw)
-    change, _ = filter_paths(parse_diff(text), roster.include, roster.exclude)
-    return change
+    return read_change(raw, roster.include, roster.exclude)[0]
