@@ -12,6 +12,8 @@ harvest.md §1 (the reply sentence), §5.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import redis
 
 from workers.stores import RedisClient
@@ -30,6 +32,15 @@ local n = redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
 return n
 """
+
+_READ_ALL = """
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+local attempts = {}
+for a = 1, n do attempts[a] = redis.call('LRANGE', ARGV[1] .. a, 0, -1) end
+return attempts
+"""
+"""KEYS: the attempts counter; ARGV: the participant's journal key prefix (the attempt
+number completes each key). Every attempt's entries, in attempt order, read atomically."""
 
 
 class JournalStore:
@@ -100,6 +111,28 @@ class JournalStore:
             self.read(run_id, participant, a)
             for a in range(1, self.attempts(run_id, participant) + 1)
         ]
+
+    def read_all_many(
+        self, run_id: str, participants: Sequence[str]
+    ) -> dict[str, list[list[bytes]]]:
+        """:meth:`read_all` for several participants in ONE pipelined round trip.
+
+        Per participant, one script reads the attempts counter and every attempt's list,
+        so the count and the lists agree. Returns participant → the raw entries of each
+        attempt, in attempt order (an empty list when no attempt started).
+        """
+        pipe = self._r.pipeline(transaction=False)
+        for p in participants:
+            pipe.eval(
+                _READ_ALL,
+                1,
+                self._keys.run_attempts(run_id, p),
+                self._keys.journal_prefix(run_id, p),
+            )
+        return {
+            p: [list(entries) for entries in attempts]
+            for p, attempts in zip(participants, pipe.execute(), strict=True)
+        }
 
     def recorded_counts(self, run_id: str) -> dict[str, int]:
         """Entries recorded so far per participant, across attempts (for progress)."""

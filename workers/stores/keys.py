@@ -78,7 +78,12 @@ class Keys:
 
     def journal(self, run_id: str, participant: str, attempt: int) -> str:
         """List: raw journal entries of one attempt, RPUSH only."""
-        return f"{self.prefix}run:{run_id}:journal:{participant}:{attempt}"
+        return f"{self.journal_prefix(run_id, participant)}{attempt}"
+
+    def journal_prefix(self, run_id: str, participant: str) -> str:
+        """What every attempt's journal key of one participant starts with (the attempt
+        number follows): a script that reads every attempt builds the keys from it."""
+        return f"{self.prefix}run:{run_id}:journal:{participant}:"
 
     def run_outcome(self, run_id: str, participant: str) -> str:
         """String: the participant's settled outcome JSON (first terminal one wins)."""

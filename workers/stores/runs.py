@@ -10,13 +10,18 @@ Structures (see :mod:`workers.stores.keys`):
 * ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
   wins, so a redelivered task returns it instead of filing twice.
 
+A batch of participants (``council.review_batch``) reads and writes them all at once:
+:meth:`RunStore.batch_inputs`, :meth:`RunStore.start_attempts` and
+:meth:`RunStore.put_outcomes` cost one round trip each, however many participants.
+
 Source: architecture.md "State in Redis", "Messages"; celery.md §1.8.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -33,6 +38,25 @@ PROTOCOL = 1
 """Message protocol number carried by every task; a worker serving another refuses."""
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
+
+_START_ATTEMPT = """
+local n = redis.call('INCR', KEYS[1])
+redis.call('HSET', KEYS[2], ARGV[1], string.sub(ARGV[2], 1, -2) .. ',"attempt":' .. n .. '}')
+return n
+"""
+"""KEYS: the attempts counter, the progress hash; ARGV: the participant, its progress JSON
+object without ``attempt`` (the new attempt number is added to it). Returns the number."""
+
+_PUT_OUTCOME = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+  return false
+end
+return redis.call('GET', KEYS[1])
+"""
+"""KEYS: the outcome, the answer, the progress hash; ARGV: the outcome JSON, the answer,
+the participant, its progress JSON. Nil when stored, else the outcome already stored."""
 
 
 class RunRecord(BaseModel):
@@ -71,6 +95,33 @@ class Progress(BaseModel):
     updated_ms: int | None = None
     findings: int = 0
     attempt: int = 0
+
+
+@dataclass(frozen=True)
+class BatchInputs:
+    """What a batch of participants of one run reads before it starts (one round trip).
+
+    Each mapping holds only the participants found: a missing id has no participant,
+    prompt, stored outcome or program under its key. ``change`` is the run's diff text
+    ("" when none was stored); ``record`` is None when the run is unknown or expired.
+    """
+
+    record: RunRecord | None
+    change: str
+    participants: dict[str, Participant]
+    prompts: dict[str, str]
+    outcomes: dict[str, ParticipantOutcome]
+    programs: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """One participant's terminal write: its outcome, the verbatim answer archived with
+    it, and the progress shown once it is stored (see :meth:`RunStore.put_outcomes`)."""
+
+    outcome: ParticipantOutcome
+    answer: str
+    progress: Progress
 
 
 class RunStore:
@@ -192,6 +243,43 @@ class RunStore:
         raw = self._r.get(self._keys.run_change(run_id))
         return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
+    def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
+        """The record, the diff, and each participant's checked entry, prompt, stored
+        outcome and base-tree program, in ONE pipelined round trip (HGET, GET, HMGET ×2,
+        MGET ×2), however many participants. Ids not found are left out of the maps."""
+        k, ids = self._keys, list(participants)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hget(k.run(run_id), "record")
+        pipe.get(k.run_change(run_id))
+        if ids:
+            pipe.hmget(k.run_participants(run_id), ids)
+            pipe.hmget(k.run_prompt(run_id), ids)
+            pipe.mget([k.run_outcome(run_id, p) for p in ids])
+            pipe.mget([k.run_program(run_id, p) for p in ids])
+        replies = pipe.execute()
+        record, change = replies[0], replies[1]
+        people, prompts, outcomes, programs = replies[2:] if ids else ([], [], [], [])
+        return BatchInputs(
+            record=RunRecord.model_validate_json(record) if record is not None else None,
+            change=change.decode("utf-8", errors="replace") if change is not None else "",
+            participants={
+                p: Participant.model_validate_json(raw)
+                for p, raw in zip(ids, people, strict=True)
+                if raw is not None
+            },
+            prompts={
+                p: raw.decode("utf-8", errors="replace")
+                for p, raw in zip(ids, prompts, strict=True)
+                if raw is not None
+            },
+            outcomes={
+                p: ParticipantOutcome.model_validate_json(raw)
+                for p, raw in zip(ids, outcomes, strict=True)
+                if raw is not None
+            },
+            programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
+        )
+
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
         """Store (or replace) one participant's prompt (the judge's is built late)."""
         self._r.hset(self._keys.run_prompt(run_id), participant, prompt)
@@ -242,6 +330,32 @@ class RunStore:
         """Record a participant's progress."""
         self._r.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
 
+    def set_progress_many(self, run_id: str, progress: Mapping[str, Progress]) -> None:
+        """Record several participants' progress (participant → Progress) in one HSET."""
+        if progress:
+            self._r.hset(
+                self._keys.run_state(run_id),
+                mapping={p: s.model_dump_json() for p, s in progress.items()},
+            )
+
+    def start_attempts(
+        self, run_id: str, participants: Sequence[str], started_ms: int
+    ) -> dict[str, int]:
+        """Start a new attempt of each participant, in one pipelined round trip.
+
+        Per participant, atomically: INCR its attempts counter (the counter
+        :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
+        counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
+        that attempt number. Returns participant → the attempt number (1, 2, …).
+        """
+        k = self._keys
+        body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
+        shown = body.model_dump_json(exclude={"attempt"})
+        pipe = self._r.pipeline(transaction=False)
+        for p in participants:
+            pipe.eval(_START_ATTEMPT, 2, k.run_attempts(run_id, p), k.run_state(run_id), p, shown)
+        return {p: int(n) for p, n in zip(participants, pipe.execute(), strict=True)}
+
     def progress(self, run_id: str) -> dict[str, Progress]:
         """Every participant's progress (participant → Progress)."""
         raw = self._r.hgetall(self._keys.run_state(run_id))
@@ -259,6 +373,38 @@ class RunStore:
         if stored:
             self._r.set(k.run_answer(run_id, outcome.participant), answer.encode("utf-8"))
         return bool(stored)
+
+    def put_outcomes(
+        self, run_id: str, settled: Sequence[Settled]
+    ) -> dict[str, ParticipantOutcome]:
+        """Store each outcome unless one is stored (first terminal result wins), in one
+        pipelined round trip; the same rule as :meth:`put_outcome`.
+
+        Per participant, atomically: SET NX the outcome; when this call stored it, also
+        archive the answer and record ``progress``. Returns, for each participant whose
+        outcome was ALREADY stored, that kept outcome (the caller shows its progress);
+        participants absent from the result were stored by this call.
+        """
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        for s in settled:
+            p = s.outcome.participant
+            pipe.eval(
+                _PUT_OUTCOME,
+                3,
+                k.run_outcome(run_id, p),
+                k.run_answer(run_id, p),
+                k.run_state(run_id),
+                s.outcome.model_dump_json(),
+                s.answer.encode("utf-8", errors="replace"),
+                p,
+                s.progress.model_dump_json(),
+            )
+        return {
+            s.outcome.participant: ParticipantOutcome.model_validate_json(kept)
+            for s, kept in zip(settled, pipe.execute(), strict=True)
+            if kept is not None
+        }
 
     def outcome(self, run_id: str, participant: str) -> ParticipantOutcome | None:
         """The stored outcome of a participant, if it settled."""
