@@ -1,7 +1,13 @@
 """Concurrency: one worker process holding 500 model reviews in flight at once.
 
 A fake OpenAI server runs in its OWN process (so it does not share the worker's CPU) and
-answers every request with a stream lasting 2000 ms (21 SSE events, 100 ms apart). Then:
+answers every request with a stream lasting 2000 ms (21 SSE events, 100 ms apart). It is
+one asyncio loop serving ``aiohttp.web`` (listen backlog 2048, no access log): the events
+of ``tests.fakes.FakeOpenAI`` for the scenario, rendered once at start and sent as
+HTTP/1.1 chunks, the first at once and event i at i * 100 ms after it (deadlines, not
+sleeps in a row, so a stream never drifts past 2000 ms). A thread per connection (the
+tests' fake) spread the arrival of 500 requests over ~200 ms by itself; this one takes
+them in ~50 ms. Then:
 
 * council: a real redis-server, ONE ``celery worker`` process (threads pool,
   ``--threads`` threads), and councils of ``--participants`` ``openai`` reviewers all
@@ -9,9 +15,13 @@ answers every request with a stream lasting 2000 ms (21 SSE events, 100 ms apart
   long (backstop 600 s, idle 300 s): nothing stops. The first council is cold (threads,
   connections, imports); the following ones are warm.
 * baselines, measured in the same run against the same fake, each in a fresh process:
-  ``asyncio + httpx2`` (one AsyncClient, a task per stream, every event parsed) and
-  ``threads + openai SDK`` (a thread per stream, one shared httpx2.Client, as the
-  reviewers use it).
+  ``asyncio + httpx2`` (one AsyncClient, a task per stream, every event parsed),
+  ``asyncio + aiohttp`` (one ClientSession with an unlimited TCPConnector, a coroutine
+  per stream, every ``data:`` line parsed) and ``threads + openai SDK`` (a thread per
+  stream, one shared httpx2.Client, as the reviewers use it). Every baseline imports its
+  libraries and builds its client objects (and, for the SDK, starts its threads) BEFORE
+  its clock starts, as a warm worker has them already: the baselines time the streams
+  alone, not the imports nor the client setup.
 
 Per row: the most requests in flight at the server, the wall time from dispatch to
 settled (baselines: from start to the last stream consumed), the overhead = wall - 2000
@@ -40,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,28 +172,98 @@ class Row:
 # -- the fake server, in its own process --------------------------------------------------
 
 
+class _Counters:
+    """What the fake's ``stats`` command reports (one asyncio loop: no lock needed)."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bad_key = 0
+
+    def reset(self) -> None:
+        """Forget the requests; the maximum restarts from the streams still playing."""
+        self.arrivals.clear()
+        self.bad_key = 0
+        self.max_in_flight = self.in_flight
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "count": len(self.arrivals),
+            "max_in_flight": self.max_in_flight,
+            "in_flight": self.in_flight,
+            "arrivals": self.arrivals,
+            "bad_key": self.bad_key,
+        }
+
+
+async def _serve_async() -> None:
+    """The fake on one asyncio loop: aiohttp.web for HTTP, stdin read by the same loop."""
+    from aiohttp import web
+
+    made = scenario()
+    events, final = FakeOpenAI().render(made, {"stream_options": {"include_usage": True}})
+    played = events + final  # the bytes tests.fakes.FakeOpenAI streams for this scenario
+    interval = made.interval_ms / 1000
+    counters = _Counters()
+    unauthorized = json.dumps(
+        {"error": {"message": "invalid api key", "type": "invalid_request_error"}}
+    )
+    loop = asyncio.get_running_loop()
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        counters.arrivals.append(time.monotonic())
+        counters.in_flight += 1
+        counters.max_in_flight = max(counters.max_in_flight, counters.in_flight)
+        try:
+            await request.read()
+            auth = request.headers.get("Authorization", "")
+            if not (auth[:7].lower() == "bearer " and auth[7:] == KEY):
+                counters.bad_key += 1
+                return web.Response(status=401, text=unauthorized, content_type="application/json")
+            response = web.StreamResponse(
+                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            )
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            start = loop.time()
+            for index, event in enumerate(played):
+                if index:  # event i at start + i * interval: no drift over the stream
+                    await asyncio.sleep(max(0.0, start + index * interval - loop.time()))
+                await response.write(event)
+            await response.write_eof()
+            return response
+        finally:
+            counters.in_flight -= 1
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=2048)
+    await site.start()
+    port = runner.addresses[0][1]
+    print(json.dumps({"base_url": f"http://127.0.0.1:{port}/v1", "pid": os.getpid()}), flush=True)
+
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    try:
+        while line := await stdin.readline():
+            command = line.decode().strip()
+            if command == "reset":
+                counters.reset()
+                print(json.dumps({"ok": True}), flush=True)
+            elif command == "stats":
+                print(json.dumps(counters.stats()), flush=True)
+            elif command == "quit":
+                break
+    finally:
+        await runner.cleanup()
+
+
 def serve() -> None:
     """``--serve``: run the fake; stdin commands ``stats``/``reset``/``quit``, JSON on stdout."""
-    server = FakeOpenAI(api_key=KEY, default=scenario()).start()
-    print(json.dumps({"base_url": server.base_url, "pid": os.getpid()}), flush=True)
-    for line in sys.stdin:
-        command = line.strip()
-        if command == "reset":
-            server.reset()
-            print(json.dumps({"ok": True}), flush=True)
-        elif command == "stats":
-            arrivals = [r.at for r in server.requests]
-            stats = {
-                "count": len(arrivals),
-                "max_in_flight": server.max_in_flight,
-                "in_flight": server.in_flight,
-                "arrivals": arrivals,
-                "bad_key": sum(1 for r in server.requests if not r.credential_ok),
-            }
-            print(json.dumps(stats), flush=True)
-        elif command == "quit":
-            break
-    server.stop()
+    asyncio.run(_serve_async())
 
 
 class FakeProcess:
@@ -246,23 +326,37 @@ def _settled_stats(fake: FakeProcess, expected: int, t0: float) -> tuple[int, fl
 # -- baselines: the same streams without the council --------------------------------------
 
 
+BODY: dict[str, Any] = {
+    "model": MODEL,
+    "messages": [{"role": "user", "content": "review"}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+"""The request body every baseline stream sends."""
+
+
+async def _timed_gather(streams: list[Coroutine[Any, Any, int]]) -> dict[str, float]:
+    """Await ``streams`` (each returns its parsed events) together, timed: t0, wall ms,
+    CPU s, threads. Called on the loop that already holds the built client."""
+    t0 = time.monotonic()
+    c0 = cpu_s(os.getpid())
+    counts = await asyncio.gather(*streams)
+    wall = time.monotonic() - t0
+    used = cpu_s(os.getpid()) - c0
+    assert all(c == counts[0] > 0 for c in counts), "a stream was cut short"
+    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": used, "threads": threads_of(os.getpid())}
+
+
 def baseline_httpx(base_url: str, n: int) -> dict[str, float]:
     """``n`` streams consumed at once by asyncio + httpx2, every event parsed."""
     import httpx2
-
-    body = {
-        "model": MODEL,
-        "messages": [{"role": "user", "content": "review"}],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
 
     async def one(client: httpx2.AsyncClient) -> int:
         chunks = 0
         async with client.stream(
             "POST",
             f"{base_url}/chat/completions",
-            json=body,
+            json=BODY,
             headers={"Authorization": f"Bearer {KEY}"},
         ) as response:
             response.raise_for_status()
@@ -272,17 +366,39 @@ def baseline_httpx(base_url: str, n: int) -> dict[str, float]:
                     chunks += 1
         return chunks
 
-    async def all_of() -> list[int]:
+    async def all_of() -> dict[str, float]:
         limits = httpx2.Limits(max_connections=None, max_keepalive_connections=64)
         async with httpx2.AsyncClient(limits=limits, timeout=60) as client:
-            return await asyncio.gather(*(one(client) for _ in range(n)))
+            return await _timed_gather([one(client) for _ in range(n)])
 
-    t0 = time.monotonic()
-    c0 = cpu_s(os.getpid())
-    counts = asyncio.run(all_of())
-    wall = time.monotonic() - t0
-    assert all(c == counts[0] for c in counts), "a stream was cut short"
-    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0}
+    return asyncio.run(all_of())
+
+
+def baseline_aiohttp(base_url: str, n: int) -> dict[str, float]:
+    """``n`` streams consumed at once by asyncio + aiohttp, every event parsed."""
+    import aiohttp
+
+    url = f"{base_url}/chat/completions"
+    headers = {"Authorization": f"Bearer {KEY}"}
+
+    async def one(session: aiohttp.ClientSession) -> int:
+        chunks = 0
+        async with session.post(url, json=BODY, headers=headers) as response:
+            response.raise_for_status()
+            async for raw in response.content:  # one line at a time
+                line = raw.rstrip(b"\r\n")
+                if line.startswith(b"data: ") and line != b"data: [DONE]":
+                    json.loads(line[6:])
+                    chunks += 1
+        return chunks
+
+    async def all_of() -> dict[str, float]:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=60)
+        ) as session:
+            return await _timed_gather([one(session) for _ in range(n)])
+
+    return asyncio.run(all_of())
 
 
 def baseline_sdk(base_url: str, n: int) -> dict[str, float]:
@@ -324,7 +440,7 @@ def baseline_sdk(base_url: str, n: int) -> dict[str, float]:
         thread.join()
     wall = time.monotonic() - t0
     assert len(texts) == n and all(t.strip() == ANSWER for t in texts), "a stream went wrong"
-    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0}
+    return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0, "threads": n + 1}
 
 
 def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
@@ -343,7 +459,11 @@ def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
         raise RuntimeError(f"baseline {kind} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     max_in_flight, first, last = _settled_stats(fake, n, result["t0"])
-    names = {"httpx": "baseline asyncio+httpx2", "sdk": "baseline threads+openai SDK"}
+    names = {
+        "httpx": "baseline asyncio+httpx2",
+        "aiohttp": "baseline asyncio+aiohttp",
+        "sdk": "baseline threads+openai SDK",
+    }
     return Row(
         mode=names[kind],
         streams=n,
@@ -361,9 +481,9 @@ def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
 def baseline_main(kind: str, url: str, n: int) -> None:
     """``--baseline KIND``: run one baseline here and print its JSON result."""
     raise_fd_limit()
-    result = (baseline_httpx if kind == "httpx" else baseline_sdk)(url, n)
+    runs = {"httpx": baseline_httpx, "aiohttp": baseline_aiohttp, "sdk": baseline_sdk}
+    result = runs[kind](url, n)
     result["peak_kib"] = vm_hwm_kib(os.getpid())
-    result["threads"] = n + 1 if kind == "sdk" else 1
     print(json.dumps(result), flush=True)
 
 
@@ -567,7 +687,7 @@ def main() -> None:
         help="py-spy (when installed) records the worker during the last council to this file",
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--baseline", choices=("httpx", "sdk"), help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", choices=("httpx", "aiohttp", "sdk"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("-n", type=int, default=500, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -581,8 +701,7 @@ def main() -> None:
     configure_logging(level="WARNING")
     fake = FakeProcess()
     try:
-        rows = [run_baseline("httpx", fake, args.participants)]
-        rows.append(run_baseline("sdk", fake, args.participants))
+        rows = [run_baseline(kind, fake, args.participants) for kind in ("httpx", "aiohttp", "sdk")]
         with tempfile.TemporaryDirectory() as raw:
             profile = args.profile if args.profile and shutil.which("py-spy") else None
             if args.profile and profile is None:
