@@ -44,7 +44,7 @@ from council.reviewers.http_pool import shared_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
-from council.reviewers.sse import iter_events
+from council.reviewers.sse import EventReader
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
 from council.reviewers.tools import ToolSpec
 
@@ -127,12 +127,9 @@ class AnthropicMessages:
         self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
     ) -> None:
         options = participant.options
-        self.client = anthropic.Anthropic(
-            api_key=key,
-            base_url=str(options.get("base_url", DEFAULT_BASE_URL)),
-            max_retries=0,
-            http_client=shared_client(),
-        )
+        self.key = key
+        self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
+        self._client: anthropic.AsyncAnthropic | None = None
         self.model = str(participant.model)
         self.max_tokens = max_tokens_of(participant)
         self.thinking = thinking_of(participant.thinking_level)
@@ -144,7 +141,20 @@ class AnthropicMessages:
             for s in tools
         ]
 
-    def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client, over the running loop's shared pool (built on first use)."""
+        if self._client is None:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.key,
+                base_url=self.base_url,
+                max_retries=0,
+                http_client=shared_client("anthropic"),
+            )
+        return self._client
+
+    async def stream(
+        self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool
+    ) -> None:
         """Stream one message into ``turn`` (text, tool uses, thinking blocks, usage).
 
         The SDK sends the request and raises its status errors; the body's events are
@@ -159,26 +169,28 @@ class AnthropicMessages:
                 extra["tool_choice"] = {"type": "none"}
         if self.thinking is not None:
             extra["thinking"] = self.thinking
-        with self.client.messages.with_streaming_response.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            messages=cast(Any, self.messages),
-            stream=True,
-            timeout=timeout,
-            **extra,
-        ) as raw:
-            response = raw.http_response
-            turn.attach(response)
-            reader = _MessageReader(turn)
-            for event in iter_events(response.iter_bytes()):
-                name = event.event
-                if not name or name == "ping":
-                    continue
-                if name == "error":
-                    raise _stream_error(response, event.data)
-                if event.data:
-                    reader.read(json.loads(event.data))
-        with turn.lock:
+        reader = _MessageReader(turn)
+        try:
+            async with self.client().messages.with_streaming_response.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                messages=cast(Any, self.messages),
+                stream=True,
+                timeout=timeout,
+                **extra,
+            ) as raw:
+                response = raw.http_response
+                events = EventReader()
+                async for piece in response.aiter_bytes():
+                    for event in events.feed(piece):
+                        name = event.event
+                        if not name or name == "ping":
+                            continue
+                        if name == "error":
+                            raise _stream_error(response, event.data)
+                        if event.data:
+                            reader.read(json.loads(event.data))
+        finally:
             turn.extra = [reader.thinking[index] for index in sorted(reader.thinking)]
 
     def add_turn(self, turn: StreamedTurn) -> None:
@@ -298,8 +310,7 @@ class _MessageReader:
         if kind == "text":
             turn.add_text(block.get("text") or "")
         elif kind == "tool_use":
-            with turn.lock:
-                turn.calls[index] = PendingCall(id=block.get("id", ""), name=block.get("name", ""))
+            turn.calls[index] = PendingCall(id=block.get("id", ""), name=block.get("name", ""))
             turn.activity.touch()
         elif kind == "thinking":
             self.thinking[index] = {
@@ -319,10 +330,9 @@ class _MessageReader:
             turn.add_text(delta.get("text") or "")
             return
         if kind == "input_json_delta":
-            with turn.lock:
-                call = turn.calls.get(index)
-                if call is not None:
-                    call.arguments.append(delta.get("partial_json") or "")
+            call = turn.calls.get(index)
+            if call is not None:
+                call.arguments.append(delta.get("partial_json") or "")
         elif kind == "thinking_delta" and index in self.thinking:
             self.thinking[index]["thinking"] += delta.get("thinking") or ""
         elif kind == "signature_delta" and index in self.thinking:

@@ -19,6 +19,7 @@ Source: harvest.md §1 and §7, identity-and-clocks.md "Clocks", issue "Model re
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import random
 import re
@@ -34,6 +35,7 @@ from council.reviewers.base import ReviewRequest, ReviewResult, Stop, StopLimit,
 from council.reviewers.options import key_env, where_of
 from council.reviewers.provider import Provider
 from council.reviewers.retry import Backoff, Trouble
+from council.reviewers.stream_loop import bridge, stream_loop
 from council.reviewers.stream_watch import StreamedTurn, Watch, run_streamed
 from council.reviewers.tools import ToolBox, specs_for
 
@@ -97,7 +99,16 @@ class ModelReviewer:
         self.rng = rng if rng is not None else random.Random()
 
     def review(self, request: ReviewRequest) -> ReviewResult:
-        """Run the conversation under the participant's clocks (ms) and return its answer."""
+        """:meth:`areview` on the process's stream loop, the calling thread waiting for it."""
+        return stream_loop().run(self.areview(request))
+
+    async def areview(self, request: ReviewRequest) -> ReviewResult:
+        """Run the conversation under the participant's clocks (ms) and return its answer.
+
+        A coroutine: hundreds run at once on one loop
+        (:mod:`~council.reviewers.stream_loop`); blocking work (tools, the journal, the
+        rate limiter) goes to the loop's executor. Never raises for a reviewer fault.
+        """
         participant = request.participant
         watch = Watch(participant.clocks, request.cancel)
         try:
@@ -118,8 +129,10 @@ class ModelReviewer:
             return ReviewResult(stop=Stop(limit="cancelled"), usage=Usage())
         run: _Run | None = None
         try:
-            run = _Run(self, request, watch, key)
-            return run.go()
+            with bridge(request.cancel) as woken:
+                watch.woken = woken
+                run = _Run(self, request, watch, key)
+                return await run.go()
         except Exception as error:  # a backend never raises for a reviewer fault
             reason = f"the {self.provider.backend} backend broke ({type(error).__name__}: {error})"
             return ReviewResult(
@@ -151,14 +164,16 @@ class _Run:
         self.notes: list[str] = []
         self.usage = Usage()
 
-    def go(self) -> ReviewResult:
+    async def go(self) -> ReviewResult:
         """The tool loop, then the answer (or the wrap-up, a stop, a failure)."""
         for number in range(1, self.max_turns + 1):
             if self.watch.soft_due():
-                return self._wrap_up("")
-            outcome = self._turn(answer_now=number == self.max_turns and bool(self.tools.names))
+                return await self._wrap_up("")
+            outcome = await self._turn(
+                answer_now=number == self.max_turns and bool(self.tools.names)
+            )
             if outcome.limit == "soft-deadline":
-                return self._wrap_up(outcome.text)
+                return await self._wrap_up(outcome.text)
             if outcome.limit is not None:
                 return self._result(self._said(outcome.text), self.watch.stop(outcome.limit))
             if outcome.failure is not None or outcome.turn is None:
@@ -173,13 +188,16 @@ class _Run:
                 )
                 return self._result(self._final(outcome.text))
             self.session.add_turn(outcome.turn)
-            replies = [(cid, self.tools.call(name, args)) for cid, name, args in outcome.calls]
+            replies = [
+                (cid, await asyncio.to_thread(self.tools.call, name, args))
+                for cid, name, args in outcome.calls
+            ]
             self.session.add_tool_results(replies)
             if number + 1 == self.max_turns:
                 self.session.add_user(LAST_TURN)
         return self._result(self._said(""))  # unreachable: max_turns >= 1
 
-    def _wrap_up(self, partial: str) -> ReviewResult:
+    async def _wrap_up(self, partial: str) -> ReviewResult:
         """The one wrap-up turn at the soft deadline, and the richer of the two texts."""
         clocks = self.request.participant.clocks
         fragment = self._said(partial)
@@ -190,7 +208,7 @@ class _Run:
             f"asked to wrap up at the soft deadline ({clocks.soft_deadline_ms} ms, "
             f"answer_ms {clocks.answer_ms} before the wall)"
         )
-        outcome = self._turn(answer_now=True, soft=False)
+        outcome = await self._turn(answer_now=True, soft=False)
         if outcome.failure is not None:
             self.notes.append(f"the wrap-up turn failed: {outcome.failure}")
             return self._result(fragment, self.watch.stop("soft-deadline"))
@@ -209,7 +227,7 @@ class _Run:
             return self._result(fragment, stop)
         return self._result(outcome.text, stop)
 
-    def _turn(self, *, answer_now: bool, soft: bool = True) -> _Outcome:
+    async def _turn(self, *, answer_now: bool, soft: bool = True) -> _Outcome:
         """One turn, retried on retryable troubles; what it produced."""
         partial = ""
         attempt = 0
@@ -220,17 +238,16 @@ class _Run:
                 return _Outcome(text=partial, limit=limit)
             turn = StreamedTurn(self.watch.activity)
             estimate = self.session.estimate_tokens()
-            admitted, limit = self._admit(estimate, soft)
+            admitted, limit = await self._admit(estimate, soft)
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
             work = functools.partial(
                 self.session.stream, timeout=self._timeout(), answer_now=answer_now
             )
-            limit = run_streamed(self.watch, turn, work, soft=soft)
-            with turn.lock:
-                used = turn.usage
+            limit = await run_streamed(self.watch, turn, work, soft=soft)
+            used = turn.usage
             self.usage += used
-            self._settle(admitted, estimate, used.input + used.output)
+            await self._settle(admitted, estimate, used.input + used.output)
             partial = turn.text_so_far() or partial
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
@@ -258,11 +275,11 @@ class _Run:
                 )
                 return _Outcome(text=partial, limit="wall-clock")
             self.notes.append(f"{trouble.message}; retried after {wait_ms} ms")
-            limit = self.watch.sleep(wait_ms, soft=soft)
+            limit = await self.watch.sleep(wait_ms, soft=soft)
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
 
-    def _admit(self, estimate: int, soft: bool) -> tuple[list[str], StopLimit | None]:
+    async def _admit(self, estimate: int, soft: bool) -> tuple[list[str], StopLimit | None]:
         """Wait for the rate limiter; the keys admitted, or the clock that fired."""
         limiter = self.request.rate_limiter
         admitted: list[str] = []
@@ -273,11 +290,11 @@ class _Run:
             while True:
                 limit = self.watch.fired(soft=soft, idle=False)
                 if limit is not None:
-                    self._settle(admitted, estimate, 0)
+                    await self._settle(admitted, estimate, 0)
                     return [], limit
                 deadline = min(wall, time.monotonic() + ACQUIRE_SLICE_MS / 1000)
                 try:
-                    if not limiter.acquire(key, estimate, deadline):
+                    if not await asyncio.to_thread(limiter.acquire, key, estimate, deadline):
                         continue
                 except Exception as error:  # a broken limiter must not cost the review
                     self._limiter_broke(error)
@@ -286,12 +303,12 @@ class _Run:
                 break
         return admitted, None
 
-    def _settle(self, admitted: Sequence[str], estimate: int, actual: int) -> None:
+    async def _settle(self, admitted: Sequence[str], estimate: int, actual: int) -> None:
         limiter = self.request.rate_limiter
         if limiter is not None:
             for key in admitted:
                 try:
-                    limiter.settle(key, estimate, actual)
+                    await asyncio.to_thread(limiter.settle, key, estimate, actual)
                 except Exception as error:  # a broken limiter must not cost the review
                     self._limiter_broke(error)
 

@@ -1,21 +1,28 @@
-"""The HTTP connection pool the model reviewers of one process share.
+"""The HTTP connection pools the model reviewers of one event loop share.
 
-Why one pool: a worker runs many reviews at once on threads, and an SDK client with its
-own pool costs tens of milliseconds to build (a TLS context each) and keeps its
-connections to itself. The SDK clients of every review are thin wrappers over this one
-``httpx2.Client``; timeouts are set per request from the review's clocks, so the pool's
-own defaults are only a fallback. Connections are unlimited (every concurrent review
-streams on its own); idle ones are kept for reuse.
+Why shared pools: a worker runs hundreds of reviews at once on one loop
+(:mod:`~council.reviewers.stream_loop`), and an SDK client with its own pool costs tens of
+milliseconds to build (a TLS context each) and keeps its connections to itself. The SDK
+clients of every review are thin wrappers over one ``httpx2.AsyncClient`` per SDK and
+loop, on the SDK's own aiohttp transport (``DefaultAioHttpClient``): measured on 500
+streams of 2 s, it used half the CPU of httpx2's own transport (``bench/concurrency.py``).
+Timeouts are set per request from the review's clocks, so the pool's default is only a
+fallback. Idle connections are kept for reuse.
 
-Source: architecture.md "Worker pool" (a threads pool holding many reviews at once).
+Source: architecture.md "Worker pool", issue "Model reviewers" (speed).
 """
 
 from __future__ import annotations
 
-import os
-import threading
+import asyncio
+import weakref
+from typing import Literal
 
 import httpx2
+
+MAX_CONNECTIONS = 100_000
+"""Connections open at once, per pool: in effect no limit (every review streams on its
+own). A number, not None: the aiohttp transport reads None as aiohttp's default of 100."""
 
 KEEPALIVE_CONNECTIONS = 64
 """Idle connections kept open for reuse."""
@@ -26,23 +33,42 @@ KEEPALIVE_EXPIRY_S = 30.0
 FALLBACK_TIMEOUT_S = 60.0
 """Timeout (seconds) of a request that sets none; the reviewers always set one."""
 
-_lock = threading.Lock()
-_client: httpx2.Client | None = None
-_owner_pid = 0
+Sdk = Literal["openai", "anthropic"]
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx2.AsyncClient]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def shared_client() -> httpx2.Client:
-    """The process's pool, built on first use (again after a fork: sockets do not fork)."""
-    global _client, _owner_pid
-    with _lock:
-        if _client is None or _owner_pid != os.getpid():
-            _client = httpx2.Client(
-                limits=httpx2.Limits(
-                    max_connections=None,
-                    max_keepalive_connections=KEEPALIVE_CONNECTIONS,
-                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
-                ),
-                timeout=httpx2.Timeout(FALLBACK_TIMEOUT_S),
-            )
-            _owner_pid = os.getpid()
-        return _client
+def shared_client(sdk: Sdk) -> httpx2.AsyncClient:
+    """The running loop's pool for ``sdk``'s clients, built on first use.
+
+    Call inside a coroutine. Raises RuntimeError when no loop is running.
+    """
+    loop = asyncio.get_running_loop()
+    pools = _pools.setdefault(loop, {})
+    client = pools.get(sdk)
+    if client is None or client.is_closed:
+        limits = httpx2.Limits(
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+        )
+        timeout = httpx2.Timeout(FALLBACK_TIMEOUT_S)
+        if sdk == "openai":
+            import openai
+
+            client = openai.DefaultAioHttpClient(limits=limits, timeout=timeout)
+        else:
+            import anthropic
+
+            client = anthropic.DefaultAioHttpClient(limits=limits, timeout=timeout)
+        pools[sdk] = client
+    return client
+
+
+async def close_pools() -> None:
+    """Close the running loop's pools (their connections); the next use builds new ones."""
+    pools = _pools.pop(asyncio.get_running_loop(), {})
+    for client in pools.values():
+        await client.aclose()

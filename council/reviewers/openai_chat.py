@@ -3,9 +3,10 @@
 OpenAI itself, Ollama, vLLM, LM Studio, OpenRouter: anything serving
 ``POST {base_url}/chat/completions`` with SSE streaming, through the official ``openai``
 SDK (its retries off: :mod:`~council.reviewers.conversation` retries, under our clocks).
-The SDK sends the request and judges its status; the body is read raw
-(``with_streaming_response``) by :mod:`~council.reviewers.sse` into plain dicts, because
-the SDK's pydantic object per chunk cost most of a busy worker's CPU. The conversation
+The SDK's async client (on the loop of :mod:`~council.reviewers.stream_loop`) sends the
+request and judges its status; the body is read raw (``with_streaming_response``) by
+:mod:`~council.reviewers.sse` into plain dicts, because the SDK's pydantic object per
+chunk cost most of a busy worker's CPU. The conversation
 loop, tools, retries and clocks are shared with the ``anthropic`` backend; this module
 only says how the OpenAI wire looks.
 
@@ -45,7 +46,7 @@ from council.reviewers.http_pool import shared_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
-from council.reviewers.sse import iter_events
+from council.reviewers.sse import EventReader
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
 from council.reviewers.tools import ToolSpec
 
@@ -111,12 +112,9 @@ class OpenAIChat:
         self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
     ) -> None:
         options = participant.options
-        self.client = openai.OpenAI(
-            api_key=key,
-            base_url=str(options.get("base_url", DEFAULT_BASE_URL)),
-            max_retries=0,
-            http_client=shared_client(),
-        )
+        self.key = key
+        self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
+        self._client: openai.AsyncOpenAI | None = None
         self.model = str(participant.model)
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         self.tools = [
@@ -135,7 +133,20 @@ class OpenAIChat:
         cap = options.get("max_output_tokens")
         self.max_output = int(cap) if cap is not None else None
 
-    def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client, over the running loop's shared pool (built on first use)."""
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self.key,
+                base_url=self.base_url,
+                max_retries=0,
+                http_client=shared_client("openai"),
+            )
+        return self._client
+
+    async def stream(
+        self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool
+    ) -> None:
         """Stream one chat completion into ``turn`` (text, tool calls, usage, finish).
 
         The SDK sends the request and raises its status errors; the body's events are
@@ -151,7 +162,7 @@ class OpenAIChat:
             extra["reasoning_effort"] = self.effort
         if self.max_output is not None:
             extra["max_completion_tokens"] = self.max_output
-        with self.client.chat.completions.with_streaming_response.create(
+        async with self.client().chat.completions.with_streaming_response.create(
             model=self.model,
             messages=cast(Any, self.messages),
             stream=True,
@@ -160,11 +171,12 @@ class OpenAIChat:
             **extra,
         ) as raw:
             response = raw.http_response
-            turn.attach(response)
-            for event in iter_events(response.iter_bytes()):
-                if event.data.startswith("[DONE]"):
-                    break
-                _read_chunk(turn, response, json.loads(event.data))
+            reader = EventReader()
+            async for piece in response.aiter_bytes():
+                for event in reader.feed(piece):
+                    if event.data.startswith("[DONE]"):
+                        return
+                    _read_chunk(turn, response, json.loads(event.data))
 
     def add_turn(self, turn: StreamedTurn) -> None:
         """The assistant's turn with its tool calls."""
@@ -267,13 +279,12 @@ def _read_chunk(turn: StreamedTurn, response: httpx2.Response, chunk: Any) -> No
                 break
         for call in delta.get("tool_calls") or ():
             index = call.get("index", 0)
-            with turn.lock:
-                pending = turn.calls.setdefault(index, PendingCall())
-                pending.id = call.get("id") or pending.id or f"call_{index}"
-                function = call.get("function")
-                if function is not None:
-                    pending.name += function.get("name") or ""
-                    pending.arguments.append(function.get("arguments") or "")
+            pending = turn.calls.setdefault(index, PendingCall())
+            pending.id = call.get("id") or pending.id or f"call_{index}"
+            function = call.get("function")
+            if function is not None:
+                pending.name += function.get("name") or ""
+                pending.arguments.append(function.get("arguments") or "")
             turn.activity.touch()
         if choice.get("finish_reason") is not None:
             turn.finished = True

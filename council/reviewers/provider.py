@@ -29,8 +29,11 @@ CHARS_PER_TOKEN = 4
 class Session(Protocol):
     """One conversation with a provider: its messages, and how to stream the next turn."""
 
-    def stream(self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool) -> None:
-        """Send the conversation and stream the reply into ``turn`` (on a helper thread).
+    async def stream(
+        self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool
+    ) -> None:
+        """Send the conversation and stream the reply into ``turn`` (a coroutine on the
+        review's loop; cancelled when a clock fires).
 
         ``answer_now``: ask for an answer without tool calls. Raises the SDK's errors.
         """

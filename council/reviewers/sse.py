@@ -34,54 +34,70 @@ class ServerEvent(NamedTuple):
     data: str
 
 
-def iter_events(chunks: Iterable[bytes]) -> Iterator[ServerEvent]:
-    """The events of a body arriving in ``chunks`` (split anywhere), in order.
+class EventReader:
+    """Events out of a body fed in chunks (split anywhere): :meth:`feed` returns those
+    each chunk completed, in order.
 
     UTF-8, with undecodable bytes replaced (as the standard says); a leading byte order
     mark is skipped. Lines split on bytes are safe to decode one by one: CR and LF never
-    occur inside a multi-byte UTF-8 sequence.
+    occur inside a multi-byte UTF-8 sequence. An event still open when the body ends is
+    never returned (the stream was cut).
     """
-    pending: list[bytes] = []  # the pieces of a line whose end has not arrived yet
-    after_cr = False  # the last chunk ended in CR: an LF opening the next one pairs with it
-    first_line = True
-    event = ""
-    data: list[str] = []
-    for chunk in chunks:
-        if after_cr and chunk:
-            after_cr = False
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []  # pieces of a line whose end has not arrived yet
+        self._after_cr = False  # the last chunk ended in CR: a leading LF pairs with it
+        self._first_line = True
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[ServerEvent]:
+        """The events that ``chunk`` completed (often none, sometimes several)."""
+        if self._after_cr and chunk:
+            self._after_cr = False
             if chunk[0] == 0x0A:
                 chunk = chunk[1:]
         if not chunk:
-            continue
+            return []
         if b"\n" not in chunk and b"\r" not in chunk:
-            pending.append(chunk)
-            continue
-        if pending:
-            pending.append(chunk)
-            chunk = b"".join(pending)
-            pending = []
+            self._pending.append(chunk)
+            return []
+        if self._pending:
+            self._pending.append(chunk)
+            chunk = b"".join(self._pending)
+            self._pending = []
         lines = chunk.splitlines(keepends=True)
         last = lines[-1][-1]
         if last == 0x0D:
-            after_cr = True
+            self._after_cr = True
         elif last != 0x0A:
-            pending.append(lines.pop())
+            self._pending.append(lines.pop())
+        out: list[ServerEvent] = []
         for raw in lines:
             line = raw.rstrip(b"\r\n").decode("utf-8", "replace")
-            if first_line:
-                first_line = False
+            if self._first_line:
+                self._first_line = False
                 line = line.removeprefix(_BOM)
             if not line:
-                if data:
-                    yield ServerEvent(event, "\n".join(data))
-                    data = []
-                event = ""
+                if self._data:
+                    out.append(ServerEvent(self._event, "\n".join(self._data)))
+                    self._data = []
+                self._event = ""
                 continue
             name, colon, value = line.partition(":")
             if colon and value[:1] == " ":
                 value = value[1:]
             if name == "data":
-                data.append(value)
+                self._data.append(value)
             elif name == "event":
-                event = value
+                self._event = value
             # "" (a comment), "id", "retry" and unknown fields are ignored
+        return out
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[ServerEvent]:
+    """The events of a body arriving in ``chunks`` (split anywhere), in order
+    (:class:`EventReader` over an iterable)."""
+    reader = EventReader()
+    for chunk in chunks:
+        yield from reader.feed(chunk)

@@ -1,50 +1,55 @@
 """Holding a streamed model request to the review's clocks (all durations in ms).
 
-A model request streams on a helper thread that fills a :class:`StreamedTurn`; the
-calling thread watches the clocks while it waits (:func:`run_streamed`). When a clock
-fires it interrupts the stream at once: it shuts the request's socket down, which wakes
-a blocked read, so a stalled server cannot hold a reviewer past its idle clock, and a
-cancellation or the wall is honoured within :data:`POLL_MS`. Before the response headers
-have arrived there is no socket yet: the helper is then left to end on its own read
-timeout (the idle clock plus a little), and nothing it does afterwards is used.
+A model request streams as an asyncio task that fills a :class:`StreamedTurn`; the
+review's coroutine watches the clocks while it waits (:func:`run_streamed`). When a clock
+fires, the stream's task is cancelled at once: the SDK's read is abandoned and its
+connection closed, so a stalled server cannot hold a reviewer past its idle clock, and a
+cancellation is honoured within the cancel bridge's poll
+(:data:`~council.reviewers.stream_loop.BRIDGE_POLL_MS`).
 
 Clocks: ``backstop_ms`` (the wall, from the start of the review), ``idle_ms`` (no token
 streamed and no journal entry), the soft deadline ``backstop_ms - answer_ms`` (when
-``answer_ms`` > 0), and ``request.cancel``. Why threads, not a timeout on the read: a
-read timeout cannot tell "stalled" from "cancelled", and the wall must fire mid-stream.
+``answer_ms`` > 0), and ``request.cancel``. The watcher sleeps until the next moment a
+clock could fire (no polling): hundreds of reviews on one loop cost nothing while they
+stream.
 
 Source: identity-and-clocks.md "Clocks", architecture.md "Worker pool", harvest.md §7.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import httpx2
 
 from council.participant import Clocks
 from council.reviewers.activity import Activity
 from council.reviewers.base import Stop, StopLimit, Usage
 
-POLL_MS = 100
-"""How often the watcher looks at the cancel flag and the clocks, in milliseconds."""
-
 JOIN_GRACE_MS = 1000
-"""How long an interrupted helper gets to finish its bookkeeping, in milliseconds."""
+"""How long a cancelled stream gets to wind down (close its connection), in milliseconds."""
+
+MIN_WAIT_MS = 5
+"""The shortest wait between two looks at the clocks, in milliseconds."""
 
 
 class Watch:
-    """The clocks of one review, counted from ``started`` (``time.monotonic()``)."""
+    """The clocks of one review, counted from ``started`` (``time.monotonic()``).
+
+    ``cancel`` is the run's cancellation (set by another thread); ``woken`` is its
+    mirror on the loop (:func:`~council.reviewers.stream_loop.bridge`), set by the
+    review's coroutine before it waits on anything (None: ``cancel`` is only looked at
+    when a clock is).
+    """
 
     def __init__(self, clocks: Clocks, cancel: threading.Event) -> None:
         self.clocks = clocks
         self.cancel = cancel
+        self.woken: asyncio.Event | None = None
         self.started = time.monotonic()
         self.activity = Activity()
 
@@ -77,6 +82,21 @@ class Watch:
             return "idle"
         return None
 
+    def due_in_ms(self, *, soft: bool, idle: bool) -> int:
+        """Milliseconds until the next clock could fire (at least :data:`MIN_WAIT_MS`).
+
+        The idle clock's moment moves when something happens, so a wait that ends on it
+        looks again rather than stopping.
+        """
+        elapsed = self.elapsed_ms()
+        due = self.clocks.backstop_ms - elapsed
+        deadline = self.clocks.soft_deadline_ms
+        if soft and deadline is not None:
+            due = min(due, deadline - elapsed)
+        if idle:
+            due = min(due, self.clocks.idle_ms - self.activity.since_ms())
+        return max(due, MIN_WAIT_MS)
+
     def stop(self, limit: StopLimit) -> Stop:
         """The :class:`Stop` for a fired clock, with the budget (ms) it ran out of."""
         budgets: dict[str, int | None] = {
@@ -86,15 +106,35 @@ class Watch:
         }
         return Stop(limit=limit, budget_ms=budgets.get(limit))
 
-    def sleep(self, ms: int, *, soft: bool) -> StopLimit | None:
+    async def wait(self, work: asyncio.Future[Any] | None, ms: int) -> None:
+        """Wait up to ``ms`` ms for ``work`` to finish or the cancellation to be set."""
+        waiters: set[asyncio.Future[Any]] = set()
+        if work is not None:
+            waiters.add(work)
+        woken = None
+        if self.woken is not None:
+            if self.woken.is_set():
+                return
+            woken = asyncio.ensure_future(self.woken.wait())
+            waiters.add(woken)
+        try:
+            if waiters:
+                await asyncio.wait(waiters, timeout=ms / 1000, return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(ms / 1000)
+        finally:
+            if woken is not None:
+                woken.cancel()
+
+    async def sleep(self, ms: int, *, soft: bool) -> StopLimit | None:
         """Wait ``ms`` milliseconds unless a clock (idle excepted) fires first."""
         until = time.monotonic() + ms / 1000
         while True:
             limit = self.fired(soft=soft, idle=False)
-            left = until - time.monotonic()
-            if limit is not None or left <= 0:
+            left_ms = int((until - time.monotonic()) * 1000)
+            if limit is not None or left_ms <= 0:
                 return limit
-            self.cancel.wait(min(left, POLL_MS / 1000))
+            await self.wait(None, min(left_ms, self.due_in_ms(soft=soft, idle=False)))
 
 
 @dataclass
@@ -107,114 +147,77 @@ class PendingCall:
 
 
 class StreamedTurn:
-    """What one streamed request produced so far, filled by the helper thread.
+    """What one streamed request produced so far (filled on the loop, read on the loop).
 
     * ``text``: the answer text pieces; ``calls``: tool calls by their stream index;
     * ``extra``: provider blocks to send back with the turn (Anthropic thinking blocks);
     * ``finished``: the final event arrived (a stream without it was truncated);
     * ``usage``: what the provider reported for this request (``requests`` = 1);
-    * ``error``: what the helper raised (an SDK or transport error), if anything.
+    * ``error``: what the stream raised (an SDK or transport error), if anything.
 
-    The helper touches ``activity`` for every streamed token, so the idle clock sees it.
+    The stream touches ``activity`` for every streamed token, so the idle clock sees it.
     """
 
     def __init__(self, activity: Activity) -> None:
         self.activity = activity
-        self.lock = threading.Lock()
         self.text: list[str] = []
         self.calls: dict[int, PendingCall] = {}
         self.extra: list[dict[str, Any]] = []
         self.finished = False
         self.usage = Usage(requests=1)
         self.error: BaseException | None = None
-        self.done = threading.Event()
-        self._response: httpx2.Response | None = None
-        self._abandoned = False
 
     def add_text(self, piece: str) -> None:
         """A piece of answer text arrived."""
         if piece:
-            with self.lock:
-                self.text.append(piece)
+            self.text.append(piece)
             self.activity.touch()
 
     def set_usage(self, *, input: int, output: int, cached: int, reasoning: int) -> None:
         """The provider's usage for this request so far (token counts; ``requests`` = 1)."""
-        with self.lock:
-            self.usage = Usage(
-                input=input, output=output, cached=cached, reasoning=reasoning, requests=1
-            )
+        self.usage = Usage(
+            input=input, output=output, cached=cached, reasoning=reasoning, requests=1
+        )
 
     def text_so_far(self) -> str:
         """The answer text streamed so far."""
-        with self.lock:
-            return "".join(self.text)
+        return "".join(self.text)
 
-    def attach(self, response: httpx2.Response) -> None:
-        """The response exists (headers arrived): it can be interrupted from now on."""
-        with self.lock:
-            self._response = response
-            abandoned = self._abandoned
-        if abandoned:
-            _shut(response)
-
-    def interrupt(self) -> bool:
-        """Stop the stream now: shut its socket down (the helper's read then ends).
-
-        False when the response headers had not arrived yet: there is no socket to shut,
-        and the helper ends on its own read timeout (or at once when they arrive).
-        """
-        with self.lock:
-            self._abandoned = True
-            response = self._response
-        if response is None:
-            return False
-        _shut(response)
-        return True
-
-    def run(self, work: Callable[[StreamedTurn], None]) -> None:
-        """The helper thread's body: ``work(self)``, its error kept, ``done`` set."""
+    async def run(self, work: Callable[[StreamedTurn], Awaitable[None]]) -> None:
+        """The stream's body: ``await work(self)``, its error kept (a cancellation is not)."""
         try:
-            work(self)
+            await work(self)
         except Exception as error:  # an SDK or transport fault: the retry loop judges it
             self.error = error
-        finally:
-            self.done.set()
 
 
-def _shut(response: httpx2.Response) -> None:
-    """Shut the socket under ``response`` down for both directions; never raises.
-
-    Why shutdown and not close: a thread blocked in ``recv`` on a closed descriptor may
-    stay blocked, while a shutdown wakes it at once. The plain-socket method is used even
-    for TLS, so the TLS object the helper is reading with is left alone.
-    """
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def run_streamed(
-    watch: Watch, turn: StreamedTurn, work: Callable[[StreamedTurn], None], *, soft: bool
+async def run_streamed(
+    watch: Watch,
+    turn: StreamedTurn,
+    work: Callable[[StreamedTurn], Awaitable[None]],
+    *,
+    soft: bool,
 ) -> StopLimit | None:
-    """Run ``work(turn)`` on a helper thread under the clocks; the clock that fired, or None.
+    """Run ``work(turn)`` as a task under the clocks; the clock that fired, or None.
 
     The idle clock starts again when the request is sent. ``soft`` says whether the soft
-    deadline interrupts this request (not the wrap-up). On a fired clock the stream is
-    interrupted and the helper gets :data:`JOIN_GRACE_MS` to wind down (none when no
-    response had arrived: nothing of it is waited for); ``turn`` keeps what had arrived.
+    deadline interrupts this request (not the wrap-up). On a fired clock the stream's task
+    is cancelled and given :data:`JOIN_GRACE_MS` to close its connection; ``turn`` keeps
+    what had arrived.
     """
     watch.activity.touch()
-    helper = threading.Thread(target=turn.run, args=(work,), name="council-model-stream")
-    helper.daemon = True
-    helper.start()
-    while not turn.done.is_set():
-        limit = watch.fired(soft=soft, idle=True)
-        if limit is not None:
-            if turn.interrupt():
-                helper.join(JOIN_GRACE_MS / 1000)
-            return limit
-        turn.done.wait(POLL_MS / 1000)
+    task = asyncio.ensure_future(turn.run(work))
+    try:
+        while not task.done():
+            limit = watch.fired(soft=soft, idle=True)
+            if limit is not None:
+                task.cancel()
+                await asyncio.wait({task}, timeout=JOIN_GRACE_MS / 1000)
+                return limit
+            await watch.wait(task, watch.due_in_ms(soft=soft, idle=True))
+    finally:
+        if not task.done():  # the review itself was cancelled: take the stream with it
+            task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
     return None

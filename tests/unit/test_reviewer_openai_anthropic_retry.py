@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -12,6 +13,7 @@ import pytest
 from council.participant import Clocks
 from council.reviewers.conversation import redact
 from council.reviewers.retry import Backoff, retry_after_ms, retryable_status
+from council.reviewers.stream_loop import bridge
 from council.reviewers.stream_watch import Watch
 
 NOW = 1_700_000_000.0
@@ -87,16 +89,20 @@ def test_watch_reports_clocks_in_order() -> None:
 
 
 def test_watch_sleep_is_cut_short_by_cancel() -> None:
-    """A backoff wait ends as soon as the review is cancelled."""
+    """A backoff wait ends as soon as the review is cancelled (through the cancel bridge)."""
     cancel = threading.Event()
     watch = Watch(Clocks(backstop_ms=60_000, idle_ms=1000, answer_ms=0), cancel)
     threading.Timer(0.2, cancel.set).start()
+
+    async def sleep_bridged() -> str | None:
+        with bridge(cancel) as woken:
+            watch.woken = woken
+            return await watch.sleep(5000, soft=True)
+
     started = time.monotonic()
-    assert watch.sleep(5000, soft=True) == "cancelled"
+    assert asyncio.run(sleep_bridged()) == "cancelled"
     assert time.monotonic() - started < 1.0
-    assert (
-        Watch(Clocks(backstop_ms=60_000, idle_ms=1000, answer_ms=0), threading.Event()).sleep(
-            50, soft=True
-        )
-        is None
-    )
+    quiet = Watch(Clocks(backstop_ms=60_000, idle_ms=1000, answer_ms=0), threading.Event())
+    started = time.monotonic()
+    assert asyncio.run(quiet.sleep(50, soft=True)) is None
+    assert 0.04 <= time.monotonic() - started < 1.0

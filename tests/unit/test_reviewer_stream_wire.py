@@ -8,7 +8,7 @@ The fake servers (tests/fakes) always write tidy LF-separated events; here an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 import httpx2
@@ -36,9 +36,12 @@ class Played:
     def handler(self, sent: httpx2.Request) -> httpx2.Response:
         self.seen.append(sent)
         pieces = self.bodies.pop(0)
-        return httpx2.Response(
-            200, headers={"content-type": "text/event-stream"}, content=iter(pieces)
-        )
+
+        async def body() -> AsyncIterator[bytes]:
+            for piece in pieces:
+                yield piece
+
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
 
 @pytest.fixture
@@ -47,9 +50,15 @@ def play(monkeypatch: pytest.MonkeyPatch) -> Callable[[Bodies], Played]:
 
     def install(bodies: Bodies) -> Played:
         played = Played(bodies)
-        client = httpx2.Client(transport=httpx2.MockTransport(played.handler))
-        monkeypatch.setattr(openai_chat, "shared_client", lambda: client)
-        monkeypatch.setattr(anthropic_messages, "shared_client", lambda: client)
+        transport = httpx2.MockTransport(played.handler)
+        monkeypatch.setattr(
+            openai_chat, "shared_client", lambda _sdk: httpx2.AsyncClient(transport=transport)
+        )
+        monkeypatch.setattr(
+            anthropic_messages,
+            "shared_client",
+            lambda _sdk: httpx2.AsyncClient(transport=transport),
+        )
         return played
 
     return install
