@@ -315,7 +315,7 @@ def _settled_stats(fake: FakeProcess, expected: int, t0: float) -> tuple[int, fl
             f"the fake saw {stats['count']} requests ({stats['bad_key']} with a bad key), "
             f"expected {expected}"
         )
-    arrivals = stats["arrivals"]
+    arrivals = [at for at in stats["arrivals"] if at >= t0] or stats["arrivals"]
     return (
         int(stats["max_in_flight"]),
         (min(arrivals) - t0) * 1000,
@@ -443,6 +443,49 @@ def baseline_sdk(base_url: str, n: int) -> dict[str, float]:
     return {"t0": t0, "wall_ms": wall * 1000, "cpu_s": cpu_s(os.getpid()) - c0, "threads": n + 1}
 
 
+def baseline_sdk_async(base_url: str, n: int) -> dict[str, float]:
+    """``n`` streams consumed at once on one loop through the openai SDK's async client,
+    as the reviewers use it: one ``AsyncOpenAI`` over the SDK's aiohttp transport
+    (``DefaultAioHttpClient``), the body read raw (``with_streaming_response``) and every
+    event parsed into a dict. One request first warms the SDK's lazy imports and caches,
+    as a warm worker has them (it is not timed and not counted by the parent)."""
+    import httpx2
+    import openai
+
+    from council.reviewers.sse import EventReader
+
+    async def one(client: openai.AsyncOpenAI) -> int:
+        chunks = 0
+        async with client.chat.completions.with_streaming_response.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "review"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        ) as raw:
+            reader = EventReader()
+            async for piece in raw.http_response.aiter_bytes():
+                for event in reader.feed(piece):
+                    if not event.data.startswith("[DONE]"):
+                        json.loads(event.data)
+                        chunks += 1
+        return chunks
+
+    async def all_of() -> dict[str, float]:
+        http = openai.DefaultAioHttpClient(
+            limits=httpx2.Limits(max_connections=100_000, max_keepalive_connections=64),
+            timeout=60,
+        )
+        async with openai.AsyncOpenAI(
+            api_key=KEY, base_url=base_url, max_retries=0, http_client=http
+        ) as client:
+            await one(client)
+            result = await _timed_gather([one(client) for _ in range(n)])
+        result["warm"] = 1
+        return result
+
+    return asyncio.run(all_of())
+
+
 def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
     """One baseline in a fresh process (its own peak RSS), against the fake."""
     fake.ask("reset")
@@ -458,10 +501,11 @@ def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
     if done.returncode != 0:
         raise RuntimeError(f"baseline {kind} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    max_in_flight, first, last = _settled_stats(fake, n, result["t0"])
+    max_in_flight, first, last = _settled_stats(fake, n + int(result.get("warm", 0)), result["t0"])
     names = {
         "httpx": "baseline asyncio+httpx2",
         "aiohttp": "baseline asyncio+aiohttp",
+        "sdk-async": "baseline asyncio+openai SDK",
         "sdk": "baseline threads+openai SDK",
     }
     return Row(
@@ -481,7 +525,12 @@ def run_baseline(kind: str, fake: FakeProcess, n: int) -> Row:
 def baseline_main(kind: str, url: str, n: int) -> None:
     """``--baseline KIND``: run one baseline here and print its JSON result."""
     raise_fd_limit()
-    runs = {"httpx": baseline_httpx, "aiohttp": baseline_aiohttp, "sdk": baseline_sdk}
+    runs = {
+        "httpx": baseline_httpx,
+        "aiohttp": baseline_aiohttp,
+        "sdk-async": baseline_sdk_async,
+        "sdk": baseline_sdk,
+    }
     result = runs[kind](url, n)
     result["peak_kib"] = vm_hwm_kib(os.getpid())
     print(json.dumps(result), flush=True)
@@ -687,7 +736,9 @@ def main() -> None:
         help="py-spy (when installed) records the worker during the last council to this file",
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--baseline", choices=("httpx", "aiohttp", "sdk"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--baseline", choices=("httpx", "aiohttp", "sdk-async", "sdk"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("-n", type=int, default=500, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -701,7 +752,8 @@ def main() -> None:
     configure_logging(level="WARNING")
     fake = FakeProcess()
     try:
-        rows = [run_baseline(kind, fake, args.participants) for kind in ("httpx", "aiohttp", "sdk")]
+        kinds = ("aiohttp", "httpx", "sdk-async", "sdk")
+        rows = [run_baseline(kind, fake, args.participants) for kind in kinds]
         with tempfile.TemporaryDirectory() as raw:
             profile = args.profile if args.profile and shutil.which("py-spy") else None
             if args.profile and profile is None:
