@@ -75,6 +75,7 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         "task_queues": tuple(_queue(name) for name in ALL_QUEUES),
         "task_routes": {
             "council.review_participant": {"queue": REVIEW_QUEUE},
+            "council.review_batch": {"queue": REVIEW_QUEUE},
             "council.consolidate": {"queue": CONSOLIDATE_QUEUE},
             "council.finalize": {"queue": CONSOLIDATE_QUEUE},
             "council.judge": {"queue": REVIEW_QUEUE},

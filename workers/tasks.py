@@ -2,6 +2,9 @@
 
 * ``council.review_participant(run_id, participant, protocol)`` — one reviewer; never
   raises for a reviewer fault, so the chord always gets N results.
+* ``council.review_batch(run_id, participants, protocol)`` — several model reviewers of
+  one run at once in this process (the coordinator groups them per queue); the same
+  per-participant rules, one chord result for the batch.
 * ``council.consolidate(results, run_id)`` — the chord body; reads the stored outcomes
   (results only say who finished) and settles the run.
 * ``council.judge(run_id, protocol)`` — the optional judge, sent once the reviewers'
@@ -19,6 +22,7 @@ from typing import Any
 from celery import current_app, shared_task
 
 from workers import runtime
+from workers.batch import review_batch as run_batch
 from workers.celery_config import queue_for
 from workers.judging import judge_run
 from workers.review import review
@@ -33,6 +37,16 @@ def review_participant(
     """Review the run's change as one participant; return its outcome's summary."""
     outcome = review(runtime.current(), run_id, participant, protocol)
     return {"participant": outcome.participant, "status": outcome.status}
+
+
+@shared_task(name="council.review_batch", bind=True, acks_late=True)
+def review_batch(
+    self: Any, run_id: str, participants: list[str], protocol: int = PROTOCOL
+) -> list[dict[str, Any]]:
+    """Review the run's change as each of ``participants``, concurrently; return each
+    outcome's summary (``[{"participant": id, "status": status}, ...]``, in order)."""
+    outcomes = run_batch(runtime.current(), run_id, participants, protocol)
+    return [{"participant": o.participant, "status": o.status} for o in outcomes]
 
 
 @shared_task(name="council.consolidate", bind=True, acks_late=True)

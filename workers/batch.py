@@ -1,0 +1,262 @@
+"""Many participants of one run reviewed at once in this process: the body of the
+``council.review_batch`` task.
+
+Why: one worker process holds hundreds of model reviews that mostly wait on streamed
+HTTP bodies. One Celery task and one pool thread per review, each with its own ~20 Redis
+round trips, made Celery's bookkeeping and the GIL the bottleneck. A batch is one task:
+its reviews run concurrently on the process's stream loop
+(:func:`council.reviewers.stream_loop.stream_loop`), and its Redis I/O is batched.
+
+Per participant the semantics are :func:`workers.review.review`'s, using the same rules
+(imported from there) and the same request (:mod:`workers.request`): the protocol check;
+a stored outcome is kept and its backend not run (so a redelivered batch re-runs only the
+participants without an outcome); a new attempt number; progress ``running`` then the
+terminal state; every attempt's journal folded by ``settle_outcome``; the first stored
+outcome wins (SET NX); a missing entry or a crashing backend fails that participant only,
+never the batch; log lines about a participant carry its ``run_id``, ``session``,
+``participant`` and ``attempt``, and each gets its ``review_finished`` line.
+
+Where things run:
+
+* A reviewer with an ``areview`` coroutine method runs as a task on the stream loop; a
+  reviewer with only a sync ``review`` (command, sarif, replay) runs on a thread of the
+  batch's own pool, awaited from the loop. Not ``asyncio.to_thread``: the loop's default
+  executor serves the model reviews' tool calls and journal appends, and a batch of long
+  sync reviews would hold every one of its threads.
+* Results are handled in the task's own thread (sync Redis never blocks the loop), a
+  group at a time: every review finished when the thread wakes up is settled together.
+
+Redis round trips: before the first review starts, two (:meth:`RunStore.batch_inputs`,
+then :meth:`RunStore.start_attempts`), plus one GET of the tree archive the first time
+this worker serves a run with a pinned tree; per group of finished reviews, two
+(:meth:`JournalStore.read_all_many`, :meth:`RunStore.put_outcomes`), plus one when
+another delivery's outcome was already stored (its progress is shown). The reviewers'
+own journal appends are theirs. Source: architecture.md "Worker pool", celery.md §1.8.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from council.outcome import ParticipantOutcome
+from council.participant import Participant
+from council.reviewers import Reviewer, reviewer_for
+from council.reviewers.base import ReviewRequest, ReviewResult
+from council.reviewers.stream_loop import stream_loop
+from workers.request import RunShare, build_request, run_share
+from workers.review import (
+    crashed,
+    finished_progress,
+    log_finished,
+    missing,
+    now_ms,
+    settle,
+    wrong_protocol,
+)
+from workers.runtime import Runtime
+from workers.stores.runs import PROTOCOL, BatchInputs, RunRecord, Settled
+
+log = structlog.get_logger("council.review")
+
+AsyncReview = Callable[[ReviewRequest], Awaitable[ReviewResult]]
+"""A reviewer's ``areview`` method: the review as a coroutine on the stream loop."""
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One participant's attempt in the batch; ``started_ms`` is since the epoch."""
+
+    participant: Participant
+    attempt: int
+    started_ms: int
+    context: dict[str, object]
+    """The structlog context of every line about it: run_id, session, participant, attempt."""
+
+
+def review_batch(
+    rt: Runtime, run_id: str, participant_ids: Sequence[str], protocol: int
+) -> list[ParticipantOutcome]:
+    """Review several participants of one run concurrently; their outcomes, in the order
+    of ``participant_ids`` (a repeated id is reviewed once and listed once).
+
+    Never raises for a participant's fault (a missing entry, a backend that raises): that
+    participant gets a ``failed`` outcome. Raises what Redis raises when the batch's own
+    reads or writes fail (the task fails; the chord's errback settles the run).
+    """
+    ids = list(dict.fromkeys(participant_ids))
+    if protocol != PROTOCOL:
+        return [wrong_protocol(pid, protocol) for pid in ids]
+    inputs = rt.runs.batch_inputs(run_id, ids)
+    record = inputs.record
+    session = record.session if record is not None else None
+    outcomes: dict[str, ParticipantOutcome] = {}
+    runnable: list[Participant] = []
+    for pid in ids:
+        participant = inputs.participants.get(pid)
+        stored = inputs.outcomes.get(pid)
+        with structlog.contextvars.bound_contextvars(
+            run_id=run_id, session=session, participant=pid
+        ):
+            if stored is not None:
+                log.info("review_already_settled", status=stored.status)
+                outcomes[pid] = stored
+            elif record is None or participant is None or pid not in inputs.prompts:
+                outcomes[pid] = missing(run_id, pid)
+            else:
+                runnable.append(participant)
+    if record is not None and runnable:
+        outcomes.update(_review_all(rt, record, inputs, runnable))
+    return [outcomes[pid] for pid in ids]
+
+
+def _review_all(
+    rt: Runtime, record: RunRecord, inputs: BatchInputs, people: list[Participant]
+) -> dict[str, ParticipantOutcome]:
+    """Start an attempt of each, run them all on the stream loop, settle as they finish."""
+    run_id = record.run_id
+    outcomes: dict[str, ParticipantOutcome] = {}
+    pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=len(people), thread_name_prefix="council-batch"
+    )
+    running: dict[concurrent.futures.Future[ReviewResult], _Attempt] = {}
+    with rt.cancels.watching(run_id) as cancel:
+        started_ms = now_ms()
+        attempts = rt.runs.start_attempts(run_id, [p.id for p in people], started_ms)
+        started = time.monotonic()
+        share: RunShare | ReviewResult
+        try:
+            share = run_share(rt, record, inputs.change)
+        except Exception as exc:
+            with structlog.contextvars.bound_contextvars(run_id=run_id, session=record.session):
+                share = crashed(exc, started)
+        try:
+            for p in people:
+                now = _Attempt(
+                    participant=p,
+                    attempt=attempts[p.id],
+                    started_ms=started_ms,
+                    context={
+                        "run_id": run_id,
+                        "session": record.session,
+                        "participant": p.id,
+                        "attempt": attempts[p.id],
+                    },
+                )
+                running[_start(rt, share, inputs, now, cancel, pool, started)] = now
+            pending = set(running)
+            while pending:
+                done, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                group = [(running[f], f.result()) for f in done]
+                outcomes.update(_settle_group(rt, record, group, started))
+        finally:
+            for future in running:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+    return outcomes
+
+
+def _start(
+    rt: Runtime,
+    share: RunShare | ReviewResult,
+    inputs: BatchInputs,
+    now: _Attempt,
+    cancel: threading.Event,
+    pool: concurrent.futures.Executor,
+    started: float,
+) -> concurrent.futures.Future[ReviewResult]:
+    """Build one participant's request here and submit its review to the stream loop.
+
+    ``share`` is the run's share, or the failed result of building it. A request that
+    cannot be built is a failed result at once (a completed future).
+    """
+    p = now.participant
+    failed: concurrent.futures.Future[ReviewResult] = concurrent.futures.Future()
+    if isinstance(share, ReviewResult):
+        failed.set_result(share)
+        return failed
+    with structlog.contextvars.bound_contextvars(**now.context):
+        try:
+            request = build_request(
+                rt,
+                share,
+                p,
+                inputs.prompts[p.id],
+                now.attempt,
+                cancel,
+                inputs.programs.get(p.id),
+            )
+        except Exception as exc:
+            failed.set_result(crashed(exc, started))
+            return failed
+    return stream_loop().submit(_ask(reviewer_for(p), request, now.context, pool, started))
+
+
+async def _ask(
+    reviewer: Reviewer,
+    request: ReviewRequest,
+    context: dict[str, object],
+    pool: concurrent.futures.Executor,
+    started: float,
+) -> ReviewResult:
+    """One review on the loop, with its participant's log context; never raises for the
+    review's fault (an exception is a failed result)."""
+    structlog.contextvars.bind_contextvars(**context)
+    try:
+        areview: AsyncReview | None = getattr(reviewer, "areview", None)
+        if areview is not None:
+            return await areview(request)
+        call = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(pool, call.run, reviewer.review, request)
+    except Exception as exc:
+        return crashed(exc, started)
+
+
+def _settle_group(
+    rt: Runtime,
+    record: RunRecord,
+    group: list[tuple[_Attempt, ReviewResult]],
+    started: float,
+) -> dict[str, ParticipantOutcome]:
+    """Settle every finished review of ``group`` together: one read of their journals,
+    the pure fold per participant, one write of their outcomes and progress."""
+    run_id = record.run_id
+    journals = rt.journals.read_all_many(run_id, [now.participant.id for now, _ in group])
+    settled: list[Settled] = []
+    for now, result in group:
+        p = now.participant
+        with structlog.contextvars.bound_contextvars(**now.context):
+            try:
+                outcome = settle(rt, record, p, result, journals[p.id], now.attempt)
+            except Exception as exc:
+                result = crashed(exc, started)
+                outcome = settle(rt, record, p, result, [], now.attempt)
+        progress = finished_progress(outcome, now.started_ms, now.attempt)
+        settled.append(Settled(outcome, result.answer, progress))
+    kept = rt.runs.put_outcomes(run_id, settled)
+    by_id = {now.participant.id: now for now, _ in group}
+    if kept:
+        rt.runs.set_progress_many(
+            run_id,
+            {
+                pid: finished_progress(outcome, by_id[pid].started_ms, by_id[pid].attempt)
+                for pid, outcome in kept.items()
+            },
+        )
+    final: dict[str, ParticipantOutcome] = {}
+    for s in settled:
+        pid = s.outcome.participant
+        final[pid] = kept.get(pid, s.outcome)
+        with structlog.contextvars.bound_contextvars(**by_id[pid].context):
+            log_finished(final[pid], by_id[pid].participant)
+    return final

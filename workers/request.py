@@ -1,0 +1,140 @@
+"""What a backend is asked: one participant's :class:`ReviewRequest`, built from a run's
+stored inputs on this worker.
+
+Two steps, so a batch of participants of one run (``council.review_batch``) does the
+run's share once and a single review (``council.review_participant``) does it for itself,
+with the same code and the same result:
+
+* :func:`run_share` — what every participant of a run shares on this worker: the
+  unpacked head tree (once per run per worker, see :class:`~workers.trees.TreeCache`)
+  and the change's added lines (the diff parsed once).
+* :func:`build_request` — one participant's request over that share: its journal sink
+  (appends go straight to Redis), its program, environment, key, rate limiter, cancel
+  event and log events.
+
+Source: architecture.md "The shape" (the worker unpacks the pinned tree, the journal
+survives a dying worker), council/reviewers/base.py (``ReviewRequest``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from council.diff import added_lines, parse_diff
+from council.participant import Participant
+from council.reviewers import key_env
+from council.reviewers.base import ReviewRequest
+from workers.runtime import Runtime
+from workers.stores.ratelimit import RedisRateLimiter
+from workers.stores.runs import RunRecord
+
+log = structlog.get_logger("council.review")
+
+
+class RedisJournal:
+    """The JournalSink of one attempt: appends go straight to Redis."""
+
+    def __init__(self, rt: Runtime, run_id: str, participant: str, attempt: int) -> None:
+        self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+
+    def append(self, raw: str) -> str:
+        """Store one raw entry; return the reply sentence (never raises)."""
+        reply = self._rt.journals.append(self._run, self._p, self._attempt, raw)
+        log.info("journal_appended", stored=reply == "Recorded.")
+        return reply
+
+
+@dataclass(frozen=True)
+class RunShare:
+    """What every participant of one run shares on this worker.
+
+    * ``workdir``: the unpacked pinned head tree (None when the run pinned none).
+    * ``changed_lines``: new-side path → the numbers of its added lines in the diff.
+    """
+
+    record: RunRecord
+    workdir: Path | None
+    changed_lines: Mapping[str, frozenset[int]]
+
+
+def run_share(rt: Runtime, record: RunRecord, change: str) -> RunShare:
+    """Unpack the run's tree (at most once per run on this worker) and parse ``change``
+    (the run's diff text) for its added lines.
+
+    Raises what unpacking raises (``OSError``, a bad archive) and what reading Redis
+    raises; the caller turns it into a failed review.
+    """
+    run_id = record.run_id
+    workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if record.witness else None
+    return RunShare(record, workdir, added_lines(parse_diff(change)))
+
+
+def build_request(
+    rt: Runtime,
+    share: RunShare,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    cancel: threading.Event,
+    program: bytes | None,
+) -> ReviewRequest:
+    """One participant's request for attempt number ``attempt`` of its review.
+
+    ``program`` is the base-tree program the coordinator stored for it (None: the
+    roster's ``program`` is used as given); it is written under the run's directory.
+    ``cancel`` is set when the run is cancelled. Raises ``OSError`` when the program
+    cannot be written.
+    """
+    record = share.record
+    run_id = record.run_id
+    path = rt.trees.program(run_id, participant.id, program) if program is not None else None
+    return ReviewRequest(
+        participant=participant,
+        prompt=prompt,
+        journal=RedisJournal(rt, run_id, participant.id, attempt),
+        workdir=share.workdir,
+        program=path,
+        env={
+            "COUNCIL_RUN": run_id,
+            "COUNCIL_PARTICIPANT": participant.id,
+            "COUNCIL_ATTEMPT": str(attempt),
+        },
+        cancel=cancel,
+        changed_paths=record.changed_paths,
+        changed_lines=share.changed_lines,
+        secrets=_secrets(participant),
+        rate_limiter=(
+            RedisRateLimiter(
+                rt.client,
+                rt.keys,
+                record.limits,
+                window_ms=rt.settings.ratelimit_window_ms,
+            )
+            if record.limits
+            else None
+        ),
+        witness=record.witness,
+        events=_log_event,
+    )
+
+
+def _log_event(event: str, **fields: object) -> None:
+    """A backend's event (a tool call, a retry) as a log line with the task's context."""
+    log.info(event, **fields)
+
+
+def _secrets(participant: Participant) -> dict[str, str]:
+    """The API key a model participant names, read from THIS worker's environment.
+
+    The one read of the environment below the edge, on purpose: keys live on the workers
+    (never in the roster, a message or Redis), and each participant names its variable.
+    """
+    name = key_env(participant)
+    value = os.environ.get(name) if name else None
+    return {name: value} if name and value else {}
