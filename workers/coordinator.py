@@ -3,8 +3,13 @@
 The order is the design's (architecture.md "The shape"): read the change and the TRUSTED
 roster (from the base ref, never the head under review); claim every participant and
 write the run record ``open`` in one atomic step; store the inputs; send ONE chord
-(``review_participant`` × N → ``consolidate``, errback ``finalize``); wait, with a
-watchdog for a chord that never fires. Nothing is sent before every check passed.
+(reviewer tasks → ``consolidate``, errback ``finalize``); wait, with a watchdog for a
+chord that never fires. Nothing is sent before every check passed.
+
+The chord's header (:func:`chord_header`): model participants (``openai``,
+``anthropic``) go in ``council.review_batch`` tasks of at most ``COUNCIL_BATCH_SIZE``
+per provider queue, so one worker process holds many streams for one task's cost; every
+other participant is one ``council.review_participant`` task.
 """
 
 from __future__ import annotations
@@ -12,12 +17,12 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import structlog
-from celery import Celery, chord
+from celery import Celery, Signature, chord
 
 from council.diff import Change, read_change
 from council.errors import ChangeTooLarge, ConfigurationError, RosterError
@@ -50,6 +55,10 @@ PROGRESS_S = 0.25
 
 CANCEL_GRACE_MS = 5_000
 """Milliseconds a cancelled run waits for reviewers to stop before it is settled."""
+
+BATCHED_BACKENDS = frozenset({"openai", "anthropic"})
+"""Backends whose participants are sent in ``council.review_batch`` tasks (model
+streams: mostly waiting, so one process holds many)."""
 
 
 @dataclass(frozen=True)
@@ -299,15 +308,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         round_.programs,
         change=round_.change.text,
     )
-    header = [
-        app.signature(
-            "council.review_participant",
-            kwargs={"run_id": record.run_id, "participant": p.id, "protocol": PROTOCOL},
-            immutable=True,
-            queue=queue_for(p.backend),
-        )
-        for p in round_.participants
-    ]
+    header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
     body = app.signature("council.consolidate", kwargs={"run_id": record.run_id})
     errback = app.signature("council.finalize", kwargs={"run_id": record.run_id}, immutable=True)
     with warnings.catch_warnings():
@@ -323,7 +324,51 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         run_id=record.run_id,
         session=record.session,
         participants=len(round_.participants),
+        tasks=len(header),
     )
+
+
+def chord_header(
+    app: Celery, run_id: str, participants: Sequence[Participant], batch_size: int
+) -> list[Signature]:
+    """The reviewer tasks of a run's chord, built without sending anything.
+
+    Participants of a :data:`BATCHED_BACKENDS` backend are grouped by their queue
+    (``queue_for(backend)``), in roster order, into ``council.review_batch`` tasks of at
+    most ``batch_size`` (>= 1) ids each; every other participant is one
+    ``council.review_participant`` task on its queue. Single tasks come first, in roster
+    order, then the batches. Every signature is immutable (the header takes no parent
+    result) and carries the message protocol.
+    """
+    header: list[Signature] = []
+    batched: dict[str, list[str]] = {}
+    for p in participants:
+        if p.backend in BATCHED_BACKENDS:
+            batched.setdefault(queue_for(p.backend), []).append(p.id)
+            continue
+        header.append(
+            app.signature(
+                "council.review_participant",
+                kwargs={"run_id": run_id, "participant": p.id, "protocol": PROTOCOL},
+                immutable=True,
+                queue=queue_for(p.backend),
+            )
+        )
+    for queue, ids in batched.items():
+        for start in range(0, len(ids), batch_size):
+            header.append(
+                app.signature(
+                    "council.review_batch",
+                    kwargs={
+                        "run_id": run_id,
+                        "participants": ids[start : start + batch_size],
+                        "protocol": PROTOCOL,
+                    },
+                    immutable=True,
+                    queue=queue,
+                )
+            )
+    return header
 
 
 def judge_sender(app: Celery, backend: str) -> JudgeDispatch:

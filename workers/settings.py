@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker process: reviewer calls wait on the network, so many at once."""
 
+    batch_size: int = Field(default=64, ge=1)
+    """Most model participants (``openai``, ``anthropic``) one ``council.review_batch``
+    task carries: the coordinator (the CLI) sends a provider's participants in tasks of
+    this many, each reviewed concurrently in one worker process. 1 sends one task each."""
+
     max_diff_bytes: int | None = Field(default=None, ge=1)
     """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When
     set, it wins over the roster's ``[council] max_diff_bytes`` (default 1,000,000)."""

@@ -110,11 +110,18 @@ def _roster(
 
 
 def _review(
-    repo: Path, base: str, roster: Path, out: Path, redis_url: str, *extra: str
+    repo: Path,
+    base: str,
+    roster: Path,
+    out: Path,
+    redis_url: str,
+    *extra: str,
+    settings: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``council review`` in a subprocess, distributed on ``redis_url``, JSON to ``out``."""
+    """``council review`` in a subprocess, distributed on ``redis_url``, JSON to ``out``;
+    ``settings``: more ``COUNCIL_*`` variables for the CLI."""
     # The CLI itself is given no key: only the workers read one.
-    env = {k: v for k, v in os.environ.items() if k not in WORKER_KEYS}
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_KEYS} | (settings or {})
     return subprocess.run(
         [
             sys.executable,
@@ -304,7 +311,17 @@ def test_two_workers_share_one_rate_limit(
         extra=f'\n[limits."{limit}"]\nrpm = 2\n',
     )
     out = tmp_path / "report.json"
-    done = _review(repo, base, roster, out, redis_url, "--fail-on", "never")
+    # One reviewer per task (batches of one), so both workers take some of the six.
+    done = _review(
+        repo,
+        base,
+        roster,
+        out,
+        redis_url,
+        "--fail-on",
+        "never",
+        settings={"COUNCIL_BATCH_SIZE": "1"},
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
     assert report["status"] == "settled", report
