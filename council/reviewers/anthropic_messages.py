@@ -2,8 +2,8 @@
 
 Through the official ``anthropic`` SDK (its retries off:
 :mod:`~council.reviewers.conversation` retries, under our clocks). The SDK sends the
-request and judges its status; the body is read raw (``with_streaming_response``) by
-:mod:`~council.reviewers.sse` into plain dicts, because the SDK's pydantic object per
+request (its public ``post``, on the async client) and judges its status; the body is
+read raw by :mod:`~council.reviewers.sse` into plain dicts, because the SDK's pydantic object per
 event cost most of a busy worker's CPU. The conversation loop,
 tools, retries and clocks are shared with the ``openai`` backend; this module only says
 how the Messages wire looks: message events, content blocks (text, thinking, tool use),
@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import anthropic
 import httpx2
@@ -157,8 +157,10 @@ class AnthropicMessages:
     ) -> None:
         """Stream one message into ``turn`` (text, tool uses, thinking blocks, usage).
 
-        The SDK sends the request and raises its status errors; the body's events are
-        read here as the SDK reads them: unnamed events and ``ping`` skipped, an
+        The SDK's public ``post`` sends the request (auth, base URL, headers, timeout)
+        and raises its status errors; the body is plain JSON already, so the typed
+        ``create``'s parameter transform is skipped. The body's events are read here as
+        the SDK reads them: unnamed events and ``ping`` skipped, an
         ``error`` event raised as an ``APIStatusError``. The turn is finished only when
         ``message_stop`` arrived: a body ending before it was truncated.
         """
@@ -171,15 +173,23 @@ class AnthropicMessages:
             extra["thinking"] = self.thinking
         reader = _MessageReader(turn)
         try:
-            async with self.client().messages.with_streaming_response.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                messages=cast(Any, self.messages),
-                stream=True,
-                timeout=timeout,
+            body = {
+                "model": self.model,
+                "max_tokens": self.max_tokens,
+                "messages": self.messages,
+                "stream": True,
                 **extra,
-            ) as raw:
-                response = raw.http_response
+            }
+            stream = await self.client().post(
+                "/v1/messages",
+                cast_to=object,
+                body=body,
+                options={"timeout": timeout},
+                stream=True,
+                stream_cls=anthropic.AsyncStream[object],
+            )
+            async with stream:
+                response = stream.response
                 events = EventReader()
                 async for piece in response.aiter_bytes():
                     for event in events.feed(piece):
