@@ -40,7 +40,7 @@ import httpx2
 from council.errors import RosterError
 from council.participant import Participant
 from council.reviewers.conversation import ModelReviewer
-from council.reviewers.http_pool import shared_client
+from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
@@ -142,13 +142,15 @@ class AnthropicMessages:
         ]
 
     def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client, over the running loop's shared pool (built on first use)."""
+        """The SDK client for this base URL and key, shared on the running loop."""
         if self._client is None:
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.key,
-                base_url=self.base_url,
-                max_retries=0,
-                http_client=shared_client("anthropic"),
+            self._client = sdk_client(
+                "anthropic",
+                self.base_url,
+                self.key,
+                lambda pool: anthropic.AsyncAnthropic(
+                    api_key=self.key, base_url=self.base_url, max_retries=0, http_client=pool
+                ),
             )
         return self._client
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import httpx2
 
@@ -34,6 +35,8 @@ FALLBACK_TIMEOUT_S = 60.0
 """Timeout (seconds) of a request that sets none; the reviewers always set one."""
 
 Sdk = Literal["openai", "anthropic"]
+
+T = TypeVar("T")
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx2.AsyncClient]] = (
     weakref.WeakKeyDictionary()
@@ -67,8 +70,32 @@ def shared_client(sdk: Sdk) -> httpx2.AsyncClient:
     return client
 
 
+_sdk_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str, str], Any]
+] = weakref.WeakKeyDictionary()
+
+
+def sdk_client(sdk: Sdk, base_url: str, key: str, build: Callable[[httpx2.AsyncClient], T]) -> T:
+    """The running loop's SDK client for (``sdk``, ``base_url``, ``key``), built once by
+    ``build(pool)`` over :func:`shared_client` and then reused by every review.
+
+    Why: building an SDK client costs about a millisecond of CPU (its resources, auth,
+    headers); a worker starting 500 reviews at once paid a quarter of its start-up time
+    for it (``bench/concurrency.py``, py-spy). The key is held in memory only, as the
+    client itself holds it. Call inside a coroutine.
+    """
+    clients = _sdk_clients.setdefault(asyncio.get_running_loop(), {})
+    found: T | None = clients.get((sdk, base_url, key))
+    if found is None:
+        found = build(shared_client(sdk))
+        clients[(sdk, base_url, key)] = found
+    return found
+
+
 async def close_pools() -> None:
     """Close the running loop's pools (their connections); the next use builds new ones."""
-    pools = _pools.pop(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    _sdk_clients.pop(loop, None)
+    pools = _pools.pop(loop, {})
     for client in pools.values():
         await client.aclose()

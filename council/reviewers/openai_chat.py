@@ -42,7 +42,7 @@ from openai.types.shared.reasoning_effort import ReasoningEffort
 from council.errors import RosterError
 from council.participant import Participant
 from council.reviewers.conversation import ModelReviewer
-from council.reviewers.http_pool import shared_client
+from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
 from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
@@ -134,13 +134,15 @@ class OpenAIChat:
         self.max_output = int(cap) if cap is not None else None
 
     def client(self) -> openai.AsyncOpenAI:
-        """The SDK client, over the running loop's shared pool (built on first use)."""
+        """The SDK client for this base URL and key, shared on the running loop."""
         if self._client is None:
-            self._client = openai.AsyncOpenAI(
-                api_key=self.key,
-                base_url=self.base_url,
-                max_retries=0,
-                http_client=shared_client("openai"),
+            self._client = sdk_client(
+                "openai",
+                self.base_url,
+                self.key,
+                lambda pool: openai.AsyncOpenAI(
+                    api_key=self.key, base_url=self.base_url, max_retries=0, http_client=pool
+                ),
             )
         return self._client
 

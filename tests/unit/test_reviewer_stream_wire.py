@@ -51,14 +51,14 @@ def play(monkeypatch: pytest.MonkeyPatch) -> Callable[[Bodies], Played]:
     def install(bodies: Bodies) -> Played:
         played = Played(bodies)
         transport = httpx2.MockTransport(played.handler)
-        monkeypatch.setattr(
-            openai_chat, "shared_client", lambda _sdk: httpx2.AsyncClient(transport=transport)
-        )
-        monkeypatch.setattr(
-            anthropic_messages,
-            "shared_client",
-            lambda _sdk: httpx2.AsyncClient(transport=transport),
-        )
+
+        def fresh(
+            _sdk: str, _url: str, _key: str, build: Callable[[httpx2.AsyncClient], Any]
+        ) -> Any:
+            return build(httpx2.AsyncClient(transport=transport))
+
+        monkeypatch.setattr(openai_chat, "sdk_client", fresh)
+        monkeypatch.setattr(anthropic_messages, "sdk_client", fresh)
         return played
 
     return install
