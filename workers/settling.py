@@ -82,8 +82,12 @@ def settle_run(
     judge = next((p for p in participants if p.role == "judge"), None)
     reviewers = [p for p in participants if p.role != "judge"]
 
+    stored_outcomes = rt.runs.outcomes_many(run_id, [p.id for p in participants])
+
     def outcome_of(p: Participant) -> ParticipantOutcome:
-        stored = rt.runs.outcome(run_id, p.id)
+        stored = stored_outcomes.get(p.id)
+        if stored is None and p.role == "judge":  # the judge's may have come since
+            stored = rt.runs.outcome(run_id, p.id)
         if stored is not None:
             return stored
         made = settle_outcome(

@@ -411,6 +411,21 @@ class RunStore:
         raw = self._r.get(self._keys.run_outcome(run_id, participant))
         return ParticipantOutcome.model_validate_json(raw) if raw is not None else None
 
+    def outcomes_many(
+        self, run_id: str, participants: Sequence[str]
+    ) -> dict[str, ParticipantOutcome]:
+        """The stored outcomes of ``participants`` (id → outcome; ids without one are
+        left out), in ONE round trip (MGET), however many participants."""
+        ids = list(participants)
+        if not ids:
+            return {}
+        raws = self._r.mget([self._keys.run_outcome(run_id, p) for p in ids])
+        return {
+            p: ParticipantOutcome.model_validate_json(raw)
+            for p, raw in zip(ids, raws, strict=True)
+            if raw is not None
+        }
+
     def answer(self, run_id: str, participant: str) -> str | None:
         """The archived verbatim answer of a participant."""
         raw = self._r.get(self._keys.run_answer(run_id, participant))

@@ -160,10 +160,9 @@ class SessionStore:
                         raise RunNotSettled(rid, current.decode(), expect)
                     issued = int(pipe.get(k.session_issued(s)) or 0)
                     findings, report = conclude(issued + 1)
-                    attempts = {
-                        p: int(pipe.get(k.run_attempts(rid, p)) or 0)
-                        for p in (*record.participants, *((record.judge,) if record.judge else ()))
-                    }
+                    everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+                    counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
+                    attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
                     pipe.multi()
                     new = sum(1 for f in findings if (f.id or 0) > issued)
                     if new:
@@ -186,7 +185,6 @@ class SessionStore:
                     if status in COMPLETED:
                         self._remember_round(pipe, record, report, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
-                    everyone = (*record.participants, *((record.judge,) if record.judge else ()))
                     for key in k.run_keys(rid, everyone, attempts) if final else ():
                         pipe.expire(key, self._run_ttl)
                     for key in k.session_keys(s):
