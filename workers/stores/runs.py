@@ -39,13 +39,19 @@ PROTOCOL = 1
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
 
-_START_ATTEMPT = """
-local n = redis.call('INCR', KEYS[1])
-redis.call('HSET', KEYS[2], ARGV[1], string.sub(ARGV[2], 1, -2) .. ',"attempt":' .. n .. '}')
-return n
+_START_ATTEMPTS = """
+local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
+local numbers = {}
+for i = 2, #KEYS do
+  local n = redis.call('INCR', KEYS[i])
+  redis.call('HSET', KEYS[1], ARGV[i], shown .. n .. '}')
+  numbers[i - 1] = n
+end
+return numbers
 """
-"""KEYS: the attempts counter, the progress hash; ARGV: the participant, its progress JSON
-object without ``attempt`` (the new attempt number is added to it). Returns the number."""
+"""KEYS: the progress hash, then each participant's attempts counter; ARGV: the progress
+JSON object without ``attempt`` (each new attempt number is added to it), then each
+participant. Returns the new attempt numbers, in order."""
 
 _PUT_OUTCOME = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
@@ -341,7 +347,7 @@ class RunStore:
     def start_attempts(
         self, run_id: str, participants: Sequence[str], started_ms: int
     ) -> dict[str, int]:
-        """Start a new attempt of each participant, in one pipelined round trip.
+        """Start a new attempt of each participant, in one round trip (one script call).
 
         Per participant, atomically: INCR its attempts counter (the counter
         :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
@@ -351,10 +357,12 @@ class RunStore:
         k = self._keys
         body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
         shown = body.model_dump_json(exclude={"attempt"})
-        pipe = self._r.pipeline(transaction=False)
-        for p in participants:
-            pipe.eval(_START_ATTEMPT, 2, k.run_attempts(run_id, p), k.run_state(run_id), p, shown)
-        return {p: int(n) for p, n in zip(participants, pipe.execute(), strict=True)}
+        ids = list(participants)
+        if not ids:
+            return {}
+        keys = [k.run_state(run_id), *(k.run_attempts(run_id, p) for p in ids)]
+        numbers = self._r.eval(_START_ATTEMPTS, len(keys), *keys, shown, *ids)
+        return {p: int(n) for p, n in zip(ids, numbers, strict=True)}
 
     def progress(self, run_id: str) -> dict[str, Progress]:
         """Every participant's progress (participant → Progress)."""
