@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -117,6 +118,12 @@ def review_batch(
     return [outcomes[pid] for pid in ids]
 
 
+SUBMIT_CHUNK = 32
+"""Reviews handed to the stream loop per cross-thread call. Why chunks: every call wakes
+the loop; one wake per review made the batch's thread and the loop trade the GIL 500
+times while the first requests were being sent (py-spy, ``bench/concurrency.py``)."""
+
+
 def _review_all(
     rt: Runtime, record: RunRecord, inputs: BatchInputs, people: list[Participant]
 ) -> dict[str, ParticipantOutcome]:
@@ -126,7 +133,9 @@ def _review_all(
     pool = concurrent.futures.ThreadPoolExecutor(
         max_workers=len(people), thread_name_prefix="council-batch"
     )
-    running: dict[concurrent.futures.Future[ReviewResult], _Attempt] = {}
+    finished: queue.SimpleQueue[tuple[_Attempt, ReviewResult]] = queue.SimpleQueue()
+    tasks: list[asyncio.Task[None]] = []
+    loop = stream_loop()
     with rt.cancels.watching(run_id) as cancel:
         started_ms = now_ms()
         attempts = rt.runs.start_attempts(run_id, [p.id for p in people], started_ms)
@@ -138,7 +147,8 @@ def _review_all(
             with structlog.contextvars.bound_contextvars(run_id=run_id, session=record.session):
                 share = crashed(exc, started)
         try:
-            for p in people:
+            chunk: list[tuple[_Attempt, Reviewer, ReviewRequest]] = []
+            for number, p in enumerate(people, start=1):
                 now = _Attempt(
                     participant=p,
                     attempt=attempts[p.id],
@@ -150,43 +160,48 @@ def _review_all(
                         "attempt": attempts[p.id],
                     },
                 )
-                running[_start(rt, share, inputs, now, cancel, pool, started)] = now
-            pending = set(running)
-            while pending:
-                done, pending = concurrent.futures.wait(
-                    pending, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                group = [(running[f], f.result()) for f in done]
+                ready = _prepare(rt, share, inputs, now, cancel, started)
+                if isinstance(ready, ReviewResult):
+                    finished.put((now, ready))
+                else:
+                    chunk.append((now, reviewer_for(p), ready))
+                if chunk and (len(chunk) == SUBMIT_CHUNK or number == len(people)):
+                    loop.submit(_start_chunk(chunk, pool, started, finished, tasks))
+                    chunk = []
+            waiting = len(people)
+            while waiting:
+                group = [finished.get()]
+                while True:
+                    try:
+                        group.append(finished.get_nowait())
+                    except queue.Empty:
+                        break
+                waiting -= len(group)
                 outcomes.update(_settle_group(rt, record, group, started))
         finally:
-            for future in running:
-                future.cancel()
+            if len(outcomes) < len(people):  # the batch's own I/O failed: stop the rest
+                for task in tasks:
+                    loop.loop.call_soon_threadsafe(task.cancel)
             pool.shutdown(wait=False, cancel_futures=True)
     return outcomes
 
 
-def _start(
+def _prepare(
     rt: Runtime,
     share: RunShare | ReviewResult,
     inputs: BatchInputs,
     now: _Attempt,
     cancel: threading.Event,
-    pool: concurrent.futures.Executor,
     started: float,
-) -> concurrent.futures.Future[ReviewResult]:
-    """Build one participant's request here and submit its review to the stream loop.
-
-    ``share`` is the run's share, or the failed result of building it. A request that
-    cannot be built is a failed result at once (a completed future).
-    """
-    p = now.participant
-    failed: concurrent.futures.Future[ReviewResult] = concurrent.futures.Future()
+) -> ReviewRequest | ReviewResult:
+    """One participant's request, built here; or the failed result that stands for it
+    (``share`` is the run's share, or the failed result of building it)."""
     if isinstance(share, ReviewResult):
-        failed.set_result(share)
-        return failed
+        return share
+    p = now.participant
     with structlog.contextvars.bound_contextvars(**now.context):
         try:
-            request = build_request(
+            return build_request(
                 rt,
                 share,
                 p,
@@ -196,9 +211,25 @@ def _start(
                 inputs.programs.get(p.id),
             )
         except Exception as exc:
-            failed.set_result(crashed(exc, started))
-            return failed
-    return stream_loop().submit(_ask(reviewer_for(p), request, now.context, pool, started))
+            return crashed(exc, started)
+
+
+async def _start_chunk(
+    chunk: list[tuple[_Attempt, Reviewer, ReviewRequest]],
+    pool: concurrent.futures.Executor,
+    started: float,
+    finished: queue.SimpleQueue[tuple[_Attempt, ReviewResult]],
+    tasks: list[asyncio.Task[None]],
+) -> None:
+    """On the loop: start each review of ``chunk`` as a task that puts its result on
+    ``finished`` (never raises: an exception is a failed result)."""
+
+    async def one(now: _Attempt, reviewer: Reviewer, request: ReviewRequest) -> None:
+        result = await _ask(reviewer, request, now.context, pool, started)
+        finished.put((now, result))
+
+    for now, reviewer, request in chunk:
+        tasks.append(asyncio.get_running_loop().create_task(one(now, reviewer, request)))
 
 
 async def _ask(
