@@ -47,7 +47,7 @@ log = structlog.get_logger("council.coordinator")
 ROSTER_FILE = "council.toml"
 """The roster's name at the root of the BASE tree."""
 
-POLL_S = 0.02
+POLL_S = 0.01
 """Seconds between polls of the run's status while waiting (one HGET each)."""
 
 PROGRESS_S = 0.25
@@ -417,6 +417,7 @@ class Waiter:
             if time.monotonic() - shown_at >= PROGRESS_S:
                 self.on_progress(self._progress())
                 shown_at = time.monotonic()
+                continue  # reading the progress takes a while: look at the status first
             now = now_ms()
             if self.stop_requested():
                 return self._halt("cancelled", Stop(limit="cancelled"))

@@ -46,6 +46,16 @@ as reviewed. A cancelled or timed-out run did neither (its report was likely nev
 posted), so the next round reviews and posts what it found again."""
 
 
+_EXPIRE_ALL = """
+for _, key in ipairs(KEYS) do
+  redis.call('EXPIRE', key, ARGV[1])
+end
+return #KEYS
+"""
+"""KEYS: the keys to expire; ARGV: the TTL in seconds. One command for a run's thousands
+of keys (a pipelined EXPIRE each cost 21 ms of a 500-participant settle, py-spy)."""
+
+
 class Reviewed(BaseModel):
     """The session's last completed run: which run, the head it reviewed, when."""
 
@@ -185,8 +195,9 @@ class SessionStore:
                     if status in COMPLETED:
                         self._remember_round(pipe, record, report, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
-                    for key in k.run_keys(rid, everyone, attempts) if final else ():
-                        pipe.expire(key, self._run_ttl)
+                    if final:
+                        expiring = k.run_keys(rid, everyone, attempts)
+                        pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)
                     pipe.execute()
