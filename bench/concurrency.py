@@ -11,17 +11,21 @@ them in ~50 ms. Then:
 
 * council: a real redis-server, ONE ``celery worker`` process (threads pool,
   ``--threads`` threads), and councils of ``--participants`` ``openai`` reviewers all
-  pointed at the fake, dispatched and awaited as ``council review`` does. Clocks are
-  long (backstop 600 s, idle 300 s): nothing stops. The first council is cold (threads,
-  connections, imports); the following ones are warm.
+  pointed at the fake, dispatched and awaited as ``council review`` does, for each
+  ``--batch-sizes`` value (``COUNCIL_BATCH_SIZE``: model reviewers per
+  ``council.review_batch`` task; all of a task's reviews stream on the worker's one
+  asyncio loop). Clocks are long (backstop 600 s, idle 300 s): nothing stops. The very
+  first council is cold (imports, connections, SDK clients); the following ones are warm.
 * baselines, measured in the same run against the same fake, each in a fresh process:
-  ``asyncio + httpx2`` (one AsyncClient, a task per stream, every event parsed),
   ``asyncio + aiohttp`` (one ClientSession with an unlimited TCPConnector, a coroutine
-  per stream, every ``data:`` line parsed) and ``threads + openai SDK`` (a thread per
-  stream, one shared httpx2.Client, as the reviewers use it). Every baseline imports its
-  libraries and builds its client objects (and, for the SDK, starts its threads) BEFORE
-  its clock starts, as a warm worker has them already: the baselines time the streams
-  alone, not the imports nor the client setup.
+  per stream, every ``data:`` line parsed: the floor of Python on this machine),
+  ``asyncio + httpx2`` (one AsyncClient, a task per stream, every event parsed),
+  ``asyncio + openai SDK`` (the reviewers' own stack without the council: one
+  ``AsyncOpenAI`` on the SDK's aiohttp transport, its public ``post``, our SSE reader:
+  the floor of any council on this SDK) and ``threads + openai SDK`` (a thread per
+  stream, one shared httpx2.Client: the reviewers' stack before the stream loop). Every
+  baseline imports its libraries and builds its client objects (and, for the threads,
+  starts them) BEFORE its clock starts, as a warm worker has them already.
 
 Per row: the most requests in flight at the server, the wall time from dispatch to
 settled (baselines: from start to the last stream consumed), the overhead = wall - 2000
@@ -29,8 +33,11 @@ ms and as a % of 2000 ms (target ≤ 10 %), when the first and last request reac
 server, the CPU seconds the client process used, its peak RSS (VmHWM), its most
 threads, and the fake server's CPU seconds meanwhile.
 
-Run: ``python bench/concurrency.py [--participants 500] [--councils 2] [--threads 520]
-[--profile worker.txt]`` (``--profile``: py-spy, when installed, records the worker's
+The last lines compare each batch size's warm median with the SDK baseline: what the
+council itself adds to the same streams.
+
+Run: ``python bench/concurrency.py [--participants 500] [--councils 3] [--batch-sizes
+500,64] [--threads 32] [--profile worker.txt]`` (``--profile``: py-spy, when installed, records the worker's
 GIL holders during the last council, as collapsed stacks; it slows the worker down).
 """
 
@@ -52,7 +59,7 @@ import threading
 import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -625,9 +632,12 @@ def run_councils(
     participants: int,
     councils: int,
     threads: int,
+    batch_sizes: list[int],
     profile: Path | None = None,
 ) -> tuple[list[Row], float]:
-    """The council rows (first cold, then warm), and the worker's idle RSS (MiB).
+    """The council rows, and the worker's idle RSS (MiB): ``councils`` councils for each
+    of ``batch_sizes`` (``COUNCIL_BATCH_SIZE``: model participants per task), the very
+    first one cold, the others warm.
 
     ``profile``: py-spy records the worker (GIL holders only, raw collapsed stacks) into
     this file during the last council."""
@@ -641,17 +651,19 @@ def run_councils(
                 raise RuntimeError((tmp / "worker.log").read_text(errors="replace")[-3000:])
             if app.control.ping(timeout=0.2):
                 break
-        rt = build_runtime(settings)
+        base_rt = build_runtime(settings)
         prepared = prepare(settings, options, mode="distributed")
         idle_rss = vm_rss_kib(worker.pid) / 1024
-        for number in range(councils):
+        plan = [(size, n) for size in batch_sizes for n in range(councils)]
+        for number, (size, nth) in enumerate(plan):
+            rt = replace(base_rt, settings=settings.model_copy(update={"batch_size": size}))
             fake.ask("reset")
             seen: list[int] = []
             stop = threading.Event()
             sampler = threading.Thread(target=_peak_threads, args=(worker.pid, stop, seen))
             sampler.start()
             spy = None
-            if profile is not None and number == councils - 1:
+            if profile is not None and number == len(plan) - 1:
                 spy_args = ["record", "--gil", "--format", "raw", "--rate", "200"]
                 spy = subprocess.Popen(
                     ["py-spy", *spy_args, "-p", str(worker.pid), "-o", str(profile)],
@@ -672,7 +684,7 @@ def run_councils(
             max_in_flight, first, last = _settled_stats(fake, participants, t0)
             rows.append(
                 Row(
-                    mode="council, cold" if number == 0 else f"council, warm #{number}",
+                    mode=f"council, batch {size}, " + ("cold" if number == 0 else f"warm #{nth}"),
                     streams=participants,
                     max_in_flight=max_in_flight,
                     wall_ms=wall_ms,
@@ -726,12 +738,37 @@ def print_table(rows: list[Row], idle_rss: float, participants: int, threads: in
     )
 
 
+def print_floor(rows: list[Row]) -> None:
+    """The council's own share: its warm walls against the SDK baseline's wall."""
+    floor = next(r for r in rows if r.mode == "baseline asyncio+openai SDK")
+    sizes = sorted({r.mode.split(",")[1] for r in rows if r.mode.startswith("council")})
+    for size in sizes:
+        warm = sorted(r.wall_ms for r in rows if f",{size}, warm" in r.mode)
+        if not warm:
+            continue
+        median = warm[len(warm) // 2]
+        print(
+            f"council,{size}: warm median {median - STREAM_MS:.0f} ms over {STREAM_MS} ms; "
+            f"{median - floor.wall_ms:+.0f} ms over the same streams through the SDK alone "
+            f"({floor.overhead_ms:.0f} ms, the floor of any council on this SDK and machine)"
+        )
+
+
 def main() -> None:
     """Measure and print the concurrency table (or serve/run one baseline when asked)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--participants", type=int, default=500)
-    parser.add_argument("--councils", type=int, default=2, help="the first one is cold")
-    parser.add_argument("--threads", type=int, default=520, help="the worker's threads")
+    parser.add_argument(
+        "--councils", type=int, default=3, help="councils per batch size (the very first is cold)"
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        default=f"{Settings().batch_size},64",
+        help="COUNCIL_BATCH_SIZE values to run, comma-separated (default: the setting's, 64)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=32, help="the worker's threads (a batch task holds one)"
+    )
     parser.add_argument(
         "--profile",
         type=Path,
@@ -760,13 +797,15 @@ def main() -> None:
             profile = args.profile if args.profile and shutil.which("py-spy") else None
             if args.profile and profile is None:
                 print("py-spy is not installed: no profile", file=sys.stderr)
+            sizes = [int(size) for size in args.batch_sizes.split(",") if size.strip()]
             councils, idle_rss = run_councils(
-                Path(raw), fake, args.participants, args.councils, args.threads, profile
+                Path(raw), fake, args.participants, args.councils, args.threads, sizes, profile
             )
         rows += councils
     finally:
         fake.close()
     print_table(rows, idle_rss, args.participants, args.threads)
+    print_floor(rows)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def new_repo(path: Path, files: dict[str, str | bytes]) -> Path:
+def new_repo(path: Path, files: Mapping[str, str | bytes]) -> Path:
     """A fresh repository at ``path`` whose first commit holds ``files``."""
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
@@ -34,7 +35,7 @@ def new_repo(path: Path, files: dict[str, str | bytes]) -> Path:
     return path
 
 
-def commit(repo: Path, files: dict[str, str | bytes | None], message: str) -> str:
+def commit(repo: Path, files: Mapping[str, str | bytes | None], message: str) -> str:
     """Write (or delete, for None) files and commit them; return the new sha."""
     for name, content in files.items():
         target = repo / name

@@ -51,10 +51,13 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker process: reviewer calls wait on the network, so many at once."""
 
-    batch_size: int = Field(default=64, ge=1)
+    batch_size: int = Field(default=500, ge=1)
     """Most model participants (``openai``, ``anthropic``) one ``council.review_batch``
     task carries: the coordinator (the CLI) sends a provider's participants in tasks of
-    this many, each reviewed concurrently in one worker process. 1 sends one task each."""
+    this many, each reviewed concurrently in one worker process. 1 sends one task each.
+    Why 500: one worker process streams 500 at once (``bench/concurrency.py``), and on 2
+    cores one batch of 500 cost the council +121 ms over the SDK alone, 8 batches of 64
+    +306 ms (8 settling threads share the GIL with the stream loop)."""
 
     max_diff_bytes: int | None = Field(default=None, ge=1)
     """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When
