@@ -37,8 +37,9 @@ The last lines compare each batch size's warm median with the SDK baseline: what
 council itself adds to the same streams.
 
 Run: ``python bench/concurrency.py [--participants 500] [--councils 3] [--batch-sizes
-500,64] [--threads 32] [--profile worker.txt]`` (``--profile``: py-spy, when installed, records the worker's
-GIL holders during the last council, as collapsed stacks; it slows the worker down).
+500,64] [--threads 32] [--profile worker.txt]`` (``--profile``: py-spy, when installed,
+records the worker's GIL holders during the last council, as collapsed stacks; it slows
+the worker down).
 """
 
 from __future__ import annotations
