@@ -45,7 +45,13 @@ from council.reviewers.conversation import ModelReviewer
 from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
 from council.reviewers.provider import estimate_tokens
-from council.reviewers.retry import Backoff, Trouble, retry_after_ms, retryable_status
+from council.reviewers.retry import (
+    Backoff,
+    Trouble,
+    retry_after_ms,
+    retryable_status,
+    transport_trouble,
+)
 from council.reviewers.sse import EventReader
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
 from council.reviewers.tools import ToolSpec
@@ -238,14 +244,8 @@ class OpenAIChat:
                 status=status,
                 retry_after_ms=retry_after_ms(error.response.headers, time.time()),
             )
-        if isinstance(error, openai.APITimeoutError | httpx2.TimeoutException):
-            return Trouble("the request to the OpenAI API timed out", retryable=True)
         if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-            cause = error.__cause__ if error.__cause__ is not None else error
-            return Trouble(
-                f"the connection to the OpenAI API failed ({type(cause).__name__})",
-                retryable=True,
-            )
+            return transport_trouble("OpenAI", self.base_url, error)
         if isinstance(error, openai.APIError):
             return Trouble(f"the OpenAI API's stream reported an error: {error}", retryable=True)
         return Trouble(

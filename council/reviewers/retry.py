@@ -94,3 +94,26 @@ class Backoff:
             return server_ms
         ceiling = min(self.cap_ms, self.base_ms * 2 ** max(0, retry - 1))
         return round(rng.uniform(0, ceiling))
+
+
+def transport_trouble(api: str, base_url: str, error: BaseException) -> Trouble:
+    """A transport error (no HTTP status) of ``api`` at ``base_url``, judged: retryable,
+    and said as a timeout only when the root cause was one.
+
+    Why the root cause: the SDK's aiohttp transport reports a refused or unresolvable
+    connection as a connect *timeout* (openai's copy maps ``ClientConnectionError`` to
+    ``ConnectTimeout``); the chain of causes keeps what really happened.
+    """
+    root = error
+    seen = 0
+    while root.__cause__ is not None and seen < 10:
+        root, seen = root.__cause__, seen + 1
+    if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
+        return Trouble(f"the request to the {api} API at {base_url} timed out", retryable=True)
+    said = str(root).strip()
+    detail = f"{type(root).__name__}: {said}" if said else type(root).__name__
+    return Trouble(
+        f"the connection to the {api} API at {base_url} failed ({detail}); "
+        f"check base_url and the network",
+        retryable=True,
+    )

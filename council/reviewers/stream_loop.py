@@ -74,7 +74,7 @@ class StreamLoop:
         if not self.thread.is_alive():
             return
         with contextlib.suppress(Exception):
-            self.submit(close_pools()).result(timeout_s)
+            self.submit(_shutdown()).result(timeout_s)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout_s)
 
@@ -106,6 +106,15 @@ def stream_loop() -> StreamLoop:
             _current = StreamLoop()
             _owner_pid = os.getpid()
         return _current
+
+
+async def _shutdown() -> None:
+    """Close the loop's HTTP pools, then cancel whatever else still runs on it."""
+    await close_pools()
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 class _Bridges:
