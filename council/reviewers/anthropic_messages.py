@@ -135,7 +135,6 @@ class AnthropicMessages:
         options = participant.options
         self.key = key
         self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
-        self._client: anthropic.AsyncAnthropic | None = None
         self.model = str(participant.model)
         self.max_tokens = max_tokens_of(participant)
         self.thinking = thinking_of(participant.thinking_level)
@@ -149,16 +148,7 @@ class AnthropicMessages:
 
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client for this base URL and key, shared on the running loop."""
-        if self._client is None:
-            self._client = sdk_client(
-                "anthropic",
-                self.base_url,
-                self.key,
-                lambda pool: anthropic.AsyncAnthropic(
-                    api_key=self.key, base_url=self.base_url, max_retries=0, http_client=pool
-                ),
-            )
-        return self._client
+        return sdk_client("anthropic", anthropic.AsyncAnthropic, self.base_url, self.key)
 
     async def stream(
         self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool

@@ -75,9 +75,11 @@ _sdk_clients: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
-def sdk_client(sdk: Sdk, base_url: str, key: str, build: Callable[[httpx2.AsyncClient], T]) -> T:
-    """The running loop's SDK client for (``sdk``, ``base_url``, ``key``), built once by
-    ``build(pool)`` over :func:`shared_client` and then reused by every review.
+def sdk_client(sdk: Sdk, make: Callable[..., T], base_url: str, key: str) -> T:
+    """The running loop's SDK client for (``sdk``, ``base_url``, ``key``), built once as
+    ``make(api_key=key, base_url=base_url, max_retries=0, http_client=pool)`` over
+    :func:`shared_client` and then reused by every review. ``make`` is the SDK's async
+    client class (``openai.AsyncOpenAI``); its retries are off (the conversation retries).
 
     Why: building an SDK client costs about a millisecond of CPU (its resources, auth,
     headers); a worker starting 500 reviews at once paid a quarter of its start-up time
@@ -87,7 +89,8 @@ def sdk_client(sdk: Sdk, base_url: str, key: str, build: Callable[[httpx2.AsyncC
     clients = _sdk_clients.setdefault(asyncio.get_running_loop(), {})
     found: T | None = clients.get((sdk, base_url, key))
     if found is None:
-        found = build(shared_client(sdk))
+        pool = shared_client(sdk)
+        found = make(api_key=key, base_url=base_url, max_retries=0, http_client=pool)
         clients[(sdk, base_url, key)] = found
     return found
 

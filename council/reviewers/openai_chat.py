@@ -120,7 +120,6 @@ class OpenAIChat:
         options = participant.options
         self.key = key
         self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
-        self._client: openai.AsyncOpenAI | None = None
         self.model = str(participant.model)
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         self.tools = [
@@ -141,16 +140,7 @@ class OpenAIChat:
 
     def client(self) -> openai.AsyncOpenAI:
         """The SDK client for this base URL and key, shared on the running loop."""
-        if self._client is None:
-            self._client = sdk_client(
-                "openai",
-                self.base_url,
-                self.key,
-                lambda pool: openai.AsyncOpenAI(
-                    api_key=self.key, base_url=self.base_url, max_retries=0, http_client=pool
-                ),
-            )
-        return self._client
+        return sdk_client("openai", openai.AsyncOpenAI, self.base_url, self.key)
 
     async def stream(
         self, turn: StreamedTurn, timeout: httpx2.Timeout, *, answer_now: bool

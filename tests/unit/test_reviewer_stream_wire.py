@@ -52,10 +52,9 @@ def play(monkeypatch: pytest.MonkeyPatch) -> Callable[[Bodies], Played]:
         played = Played(bodies)
         transport = httpx2.MockTransport(played.handler)
 
-        def fresh(
-            _sdk: str, _url: str, _key: str, build: Callable[[httpx2.AsyncClient], Any]
-        ) -> Any:
-            return build(httpx2.AsyncClient(transport=transport))
+        def fresh(_sdk: str, make: Callable[..., Any], url: str, key: str) -> Any:
+            pool = httpx2.AsyncClient(transport=transport)
+            return make(api_key=key, base_url=url, max_retries=0, http_client=pool)
 
         monkeypatch.setattr(openai_chat, "sdk_client", fresh)
         monkeypatch.setattr(anthropic_messages, "sdk_client", fresh)
