@@ -117,3 +117,24 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float = 15.0) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def review_argv(repo: Path, base: str, roster: Path, out: Path, *extra: str) -> list[str]:
+    """``council review`` as a child process: the report's JSON to ``out``, no progress
+    lines; ``extra`` options follow (``--fail-on never``, ``--state FILE`` ...)."""
+    return [
+        sys.executable,
+        "-m",
+        "workers.cli",
+        "review",
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--roster",
+        str(roster),
+        "--json",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]

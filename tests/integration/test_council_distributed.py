@@ -18,6 +18,7 @@ import redis
 from council.errors import IdentityRefused
 from council.participant import Participant
 from tests.gitrepo import ROOT, project_history_repo
+from tests.services import review_argv
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord
 from workers.stores.sessions import SessionStore
@@ -124,23 +125,7 @@ def test_worker_killed_mid_review_settles_once(
     first = start_worker("w1", env=env)
     out = tmp_path / "report.json"
     review = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workers.cli",
-            "review",
-            "--repo",
-            str(repo),
-            "--base",
-            base,
-            "--roster",
-            str(roster),
-            "--json",
-            str(out),
-            "--fail-on",
-            "never",
-            "--no-progress",
-        ],
+        review_argv(repo, base, roster, out, "--fail-on", "never"),
         cwd=ROOT,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,

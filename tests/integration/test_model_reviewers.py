@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from council.reviewers.base import Usage
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
+from tests.services import review_argv
 
 pytestmark = pytest.mark.integration
 
@@ -123,22 +123,7 @@ def _review(
     # The CLI itself is given no key: only the workers read one.
     env = {k: v for k, v in os.environ.items() if k not in WORKER_KEYS} | (settings or {})
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workers.cli",
-            "review",
-            "--repo",
-            str(repo),
-            "--base",
-            base,
-            "--roster",
-            str(roster),
-            "--json",
-            str(out),
-            "--no-progress",
-            *extra,
-        ],
+        review_argv(repo, base, roster, out, *extra),
         cwd=ROOT,
         env={**env, "COUNCIL_REDIS_URL": redis_url},
         capture_output=True,

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.fakes.scenario import ToolCall
 from tests.gitrepo import ROOT, commit, git, new_repo
+from tests.services import review_argv
 
 pytestmark = pytest.mark.integration
 
@@ -61,23 +61,7 @@ def _roster(path: Path, ids: list[str], base_url: str, clocks: str, tools: str =
 
 
 def _argv(repo: Path, base: str, roster: Path, out: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "workers.cli",
-        "review",
-        "--repo",
-        str(repo),
-        "--base",
-        base,
-        "--roster",
-        str(roster),
-        "--json",
-        str(out),
-        "--fail-on",
-        "never",
-        "--no-progress",
-    ]
+    return review_argv(repo, base, roster, out, "--fail-on", "never")
 
 
 def _cli_env(redis_url: str, **extra: str) -> dict[str, str]:

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.gitrepo import ROOT, commit, new_repo
+from tests.services import review_argv
 from workers.cli import main
 
 CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
@@ -418,21 +418,9 @@ def test_sigterm_cancels_and_files_the_journal(repo: Path, tmp_path: Path) -> No
     out = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("COUNCIL_")}
     argv: Sequence[str] = [
-        sys.executable,
-        "-m",
-        "workers.cli",
-        "review",
-        "--repo",
-        str(repo),
-        "--base",
-        "HEAD~1",
-        "--roster",
-        str(slow_roster(tmp_path)),
+        *review_argv(repo, "HEAD~1", slow_roster(tmp_path), out),
         "--state",
         str(tmp_path / "state.json"),
-        "--json",
-        str(out),
-        "--no-progress",
     ]
     proc = subprocess.Popen(
         argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
