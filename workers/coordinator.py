@@ -296,7 +296,9 @@ def _programs(
 def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     """Claim identities and open the run atomically, store inputs, send the chord.
 
-    Raises :class:`~council.errors.IdentityRefused` before anything is sent.
+    Raises :class:`~council.errors.IdentityRefused` before anything is sent. When the
+    chord cannot be sent (the broker is unreachable, its transport cannot load), the run
+    just opened is settled ``cancelled`` and the error is raised again.
     """
     record = round_.record
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
@@ -308,14 +310,23 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         round_.programs,
         change=round_.change.text,
     )
-    header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
-    body = app.signature("council.consolidate", kwargs={"run_id": record.run_id})
-    errback = app.signature("council.finalize", kwargs={"run_id": record.run_id}, immutable=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        canvas = chord(header, body)
-        canvas.link_error(errback)
-        sent = canvas.apply_async()
+    try:
+        header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
+        body = app.signature("council.consolidate", kwargs={"run_id": record.run_id})
+        errback = app.signature(
+            "council.finalize", kwargs={"run_id": record.run_id}, immutable=True
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            canvas = chord(header, body)
+            canvas.link_error(errback)
+            sent = canvas.apply_async()
+    except Exception:
+        # Nothing reached a worker: settle the opened run now, so it is not left "open".
+        log.exception("dispatch_failed", run_id=record.run_id)
+        rt.runs.cancel(record.run_id)
+        settle_run(rt, record.run_id, forced="cancelled", lost=Stop(limit="cancelled"))
+        raise
     # Drop the result handle now, while the backend is reachable: its finalizer
     # unsubscribes from the result backend (celery.md §1.12, noise at exit).
     del sent

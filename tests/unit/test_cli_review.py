@@ -289,6 +289,24 @@ def test_redis_unreachable_exits_3_without_the_password(repo: Path, tmp_path: Pa
     assert "s3cret" not in done.output
 
 
+def test_a_crash_exits_3_not_the_gates_1(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception nothing turned into an exit code (a missing module, a bug) is "could
+    not complete", exit 3, with a one-line reason after the traceback; never 1, which CI
+    reads as "a finding tripped the gate"."""
+    import workers.cli.review as review_module
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise ModuleNotFoundError("No module named 'packaging'")
+
+    monkeypatch.setattr(review_module, "plan_round", broken)
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")))
+    done = review(repo, tmp_path / "state.json", roster_path=rp)
+    assert done.exit_code == 3, done.output
+    assert "internal error (ModuleNotFoundError: No module named 'packaging')" in done.output
+
+
 def test_failing_command_reviewers_make_the_run_partial(repo: Path, tmp_path: Path) -> None:
     """A missing program and a crashing one fail with their reason; the rest is filed."""
     crash = tmp_path / "crash.sh"
@@ -444,3 +462,35 @@ def test_sigterm_cancels_and_files_the_journal(repo: Path, tmp_path: Path) -> No
     assert any(f["subject"].startswith("recorded finding") for f in report["findings"])
     assert "cancelled" in stderr
     assert "council review" in stdout.lower()
+
+
+def test_a_chord_that_cannot_be_sent_leaves_no_open_run(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker refuses the chord after the run was opened: the run is settled
+    ``cancelled`` at once (not left ``open`` for a watchdog), and the error goes on up."""
+    import fakeredis
+
+    from workers import coordinator
+    from workers.celery_config import create_app
+    from workers.runtime import build_runtime
+    from workers.settings import Settings
+
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise ConnectionError("the broker refused the connection")
+
+    monkeypatch.setattr(coordinator, "chord", refused)
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")))
+    settings = Settings(work_dir=tmp_path / "work")
+    rt = build_runtime(settings, fakeredis.FakeRedis(server=fakeredis.FakeServer()))
+    options = coordinator.ReviewOptions(repo=repo, base="HEAD~1", roster=rp, session="s")
+    round_ = coordinator.prepare(settings, options, mode="embedded")
+    app = create_app(settings, embedded=True)
+    try:
+        with pytest.raises(ConnectionError, match="refused"):
+            coordinator.open_and_dispatch(app, rt, round_)
+    finally:
+        app.close()
+    assert rt.runs.status(round_.record.run_id) == "cancelled"
+    report = rt.runs.report(round_.record.run_id)
+    assert report is not None and report.status == "cancelled"

@@ -7,6 +7,10 @@ style.md habit 12; issue "The council end to end".
 
 from __future__ import annotations
 
+import sys
+import traceback
+from typing import Any
+
 import click
 
 from workers.cli.context import CliContext
@@ -17,8 +21,35 @@ from workers.cli.review import check_command, review_command
 from workers.cli.suppression import baseline_command, dismiss_command
 from workers.cli.worker import worker_command
 
+INTERNAL_ERROR_EXIT = 3
+"""The exit code of a crash: the council could not complete (never 1, the gate's code)."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class CouncilGroup(click.Group):
+    """The command group, with one rule added: an exception no command turned into an
+    exit code is a crash, and a crash exits 3 ("could not complete"), never Python's 1,
+    which CI would read as "a finding tripped the gate". The traceback goes to stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as error:
+            traceback.print_exc(file=sys.stderr)
+            click.echo(
+                f"council: internal error ({type(error).__name__}: {error}); the council "
+                f"could not complete (exit {INTERNAL_ERROR_EXIT}). The traceback above says "
+                f"where; please report it.",
+                err=True,
+            )
+            ctx.exit(INTERNAL_ERROR_EXIT)
+
+
+@click.group(
+    cls=CouncilGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--redis",
     "redis_url",
