@@ -124,7 +124,7 @@ def settle_outcome(
     if status == "failed":
         warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
         warnings.append(
-            Warning(code="failed", at=participant, message=f"the reviewer failed: {failure}")
+            Warning(code="failed", at=participant, message=failure or "no reason given")
         )
     elif stop is not None:
         warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]

@@ -36,18 +36,24 @@ class Stop(BaseModel):
     budget_ms: int | None = None
 
     def describe(self) -> str:
-        """A phrase for people: 'the idle clock (60000 ms)'."""
+        """A phrase for people: 'the idle clock (idle_ms = 60000 ms)'.
+
+        The number is the budget that ran out, not the time the review took (a review
+        whose next retry would pass the wall stops before the wall).
+        """
         names = {
-            "wall-clock": "the backstop clock (backstop_ms)",
-            "idle": "the idle clock (idle_ms)",
-            "soft-deadline": "the soft deadline (answer_ms)",
-            "cancelled": "a cancellation",
-            "worker-lost": "the loss of its worker",
+            "wall-clock": ("the backstop clock", "backstop_ms"),
+            "idle": ("the idle clock", "idle_ms"),
+            "soft-deadline": ("the soft deadline", "answer_ms before the wall"),
+            "cancelled": ("a cancellation", ""),
+            "worker-lost": ("the loss of its worker", ""),
         }
-        text = names[self.limit]
+        name, setting = names[self.limit]
+        if self.budget_ms is not None and self.limit == "soft-deadline":
+            return f"{name} ({self.budget_ms} ms, {setting})"
         if self.budget_ms is not None:
-            text += f" after {self.budget_ms} ms"
-        return text
+            return f"{name} ({setting} = {self.budget_ms} ms)"
+        return f"{name} ({setting})" if setting else name
 
 
 class JournalSink(Protocol):
