@@ -28,7 +28,7 @@ from council.reviewers import reviewer_for
 from council.reviewers.base import ReviewResult
 from workers.request import build_request, run_share
 from workers.runtime import Runtime
-from workers.stores.runs import PROTOCOL, Progress, RunRecord
+from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.review")
 
@@ -97,13 +97,18 @@ def settle(
 
 
 def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int) -> Progress:
-    """The progress shown once ``outcome`` is stored (times in ms since the epoch)."""
+    """The progress shown once ``outcome`` is stored (times in ms since the epoch), with
+    why it failed or stopped as its ``detail``."""
+    why = outcome.failure or (f"stopped by {outcome.stop.describe()}" if outcome.stop else "")
+    if len(why) > DETAIL_CHARS:
+        why = why[: DETAIL_CHARS - 1] + "…"
     return Progress(
         state=outcome.status,
         started_ms=started_ms,
         updated_ms=now_ms(),
         findings=len(outcome.harvest.findings),
         attempt=attempt,
+        detail=why,
     )
 
 

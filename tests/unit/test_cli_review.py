@@ -332,6 +332,20 @@ def test_failing_command_reviewers_make_the_run_partial(repo: Path, tmp_path: Pa
     assert "council-no-such-program" in done.stdout
 
 
+def test_a_failed_participants_progress_line_says_why(repo: Path, tmp_path: Path) -> None:
+    """In a CI log (progress as plain lines) a failure's line carries its reason, so the
+    log alone tells what went wrong."""
+    crash = tmp_path / "crash.sh"
+    crash.write_text("#!/bin/sh\necho 'segfault in the reviewer' >&2\nexit 3\n")
+    crash.chmod(0o755)
+    rp = roster(tmp_path, reviewer("crash", "command", program="./crash.sh"))
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--roster", str(rp)]
+    done = CliRunner().invoke(main, [*argv, "--state", str(tmp_path / "state.json")])
+    lines = [line for line in done.stderr.splitlines() if line.startswith("council: crash failed")]
+    assert len(lines) == 1, done.stderr
+    assert "exited with status 3" in lines[0] and "segfault in the reviewer" in lines[0]
+
+
 @pytest.mark.parametrize(("fail_on", "code"), [("critical", 1), ("never", 0)])
 def test_fail_on_gates_a_critical_finding(
     repo: Path, tmp_path: Path, fail_on: str, code: int

@@ -286,7 +286,11 @@ def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantPr
         end = s.updated_ms if s.state not in ("pending", "running") else now
         elapsed = (end or now) - start if start is not None else 0
         view[pid] = ParticipantProgress(
-            participant=pid, state=s.state, findings=s.findings, elapsed_ms=max(0, elapsed)
+            participant=pid,
+            state=s.state,
+            findings=s.findings,
+            elapsed_ms=max(0, elapsed),
+            detail=s.detail,
         )
     return view
 

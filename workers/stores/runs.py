@@ -101,6 +101,13 @@ class Progress(BaseModel):
     updated_ms: int | None = None
     findings: int = 0
     attempt: int = 0
+    detail: str = ""
+    """Why a participant failed or stopped, for the progress line (at most
+    :data:`DETAIL_CHARS` characters; empty while it runs and once it answered)."""
+
+
+DETAIL_CHARS = 300
+"""The longest ``Progress.detail`` kept (the whole reason is in the report)."""
 
 
 @dataclass(frozen=True)
