@@ -251,7 +251,7 @@ class AnthropicMessages:
                     f"the Anthropic API's stream reported an error: {message}", retryable=True
                 )
             return Trouble(
-                f"the Anthropic API answered HTTP {status}: {message}",
+                f"the Anthropic API at {self.base_url} answered HTTP {status}: {message}",
                 retryable=retryable_status(status),
                 status=status,
                 retry_after_ms=retry_after_ms(error.response.headers, time.time()),

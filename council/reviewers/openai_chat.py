@@ -229,7 +229,7 @@ class OpenAIChat:
             said = body.get("message") if isinstance(body, dict) else None
             message = said if isinstance(said, str) and said else error.message
             return Trouble(
-                f"the OpenAI API answered HTTP {status}: {message}",
+                f"the OpenAI API at {self.base_url} answered HTTP {status}: {message}",
                 retryable=retryable_status(status),
                 status=status,
                 retry_after_ms=retry_after_ms(error.response.headers, time.time()),

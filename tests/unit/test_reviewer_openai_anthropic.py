@@ -206,6 +206,7 @@ def test_401_fails_at_once_without_the_key(backend: Backend, server: FakeServer)
     server.script(Scenario.error(401, f"Incorrect API key provided: {KEY}."))
     result = backend.reviewer().review(request(participant(backend, server)))
     assert result.failure is not None and "HTTP 401: Incorrect API key provided" in result.failure
+    assert f"API at {server.base_url} answered" in result.failure
     assert KEY not in result.failure and "sk-test" not in result.failure
     assert server.count == 1 and result.stop is None
     assert result.usage is not None and result.usage.requests == 1
