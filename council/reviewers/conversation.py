@@ -121,7 +121,8 @@ class ModelReviewer:
             return ReviewResult(
                 failure=(
                     f"no API key for the {self.provider.title} API: the worker was given no "
-                    f"value for {env}; set {env} in the worker's environment"
+                    f"value for {env}; set {env} in the environment of the workers (in "
+                    f"embedded mode, of the council command itself)"
                 ),
                 usage=Usage(),
             )

@@ -225,7 +225,8 @@ def test_other_4xx_fail_at_once(backend: Backend, server: FakeServer, status: in
 def test_missing_key_fails_before_sending(backend: Backend, server: FakeServer) -> None:
     """Without the key in request.secrets the review fails naming the variable; nothing is sent."""
     result = backend.reviewer().review(request(participant(backend, server), secrets={}))
-    assert result.failure is not None and "TEST_KEY" in result.failure
+    assert result.failure is not None and "set TEST_KEY in the environment" in result.failure
+    assert "embedded mode" in result.failure  # where to set it when there is no worker
     assert server.count == 0
     assert result.usage is not None and result.usage.requests == 0
 
