@@ -37,7 +37,7 @@ The last lines compare each batch size's warm median with the SDK baseline: what
 council itself adds to the same streams.
 
 Run: ``python bench/concurrency.py [--participants 500] [--councils 3] [--batch-sizes
-500,64] [--threads 32] [--profile worker.txt]`` (``--profile``: py-spy, when installed,
+64,500] [--threads 32] [--profile worker.txt]`` (``--profile``: py-spy, when installed,
 records the worker's GIL holders during the last council, as collapsed stacks; it slows
 the worker down).
 """
@@ -53,6 +53,7 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -747,7 +748,7 @@ def print_floor(rows: list[Row]) -> None:
         warm = sorted(r.wall_ms for r in rows if f",{size}, warm" in r.mode)
         if not warm:
             continue
-        median = warm[len(warm) // 2]
+        median = statistics.median(warm)
         print(
             f"council,{size}: warm median {median - STREAM_MS:.0f} ms over {STREAM_MS} ms; "
             f"{median - floor.wall_ms:+.0f} ms over the same streams through the SDK alone "
@@ -764,8 +765,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--batch-sizes",
-        default=f"{Settings().batch_size},64",
-        help="COUNCIL_BATCH_SIZE values to run, comma-separated (default: the setting's, 64)",
+        default=f"{Settings().batch_size},500",
+        help="COUNCIL_BATCH_SIZE values to run, comma-separated (default: the setting's, 500)",
     )
     parser.add_argument(
         "--threads", type=int, default=32, help="the worker's threads (a batch task holds one)"

@@ -51,13 +51,14 @@ class Settings(BaseSettings):
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker process: reviewer calls wait on the network, so many at once."""
 
-    batch_size: int = Field(default=500, ge=1)
+    batch_size: int = Field(default=64, ge=1)
     """Most model participants (``openai``, ``anthropic``) one ``council.review_batch``
     task carries: the coordinator (the CLI) sends a provider's participants in tasks of
     this many, each reviewed concurrently in one worker process. 1 sends one task each.
-    Why 500: one worker process streams 500 at once (``bench/concurrency.py``), and on 2
-    cores one batch of 500 cost the council +121 ms over the SDK alone, 8 batches of 64
-    +306 ms (8 settling threads share the GIL with the stream loop)."""
+    Why 64: a batch is the unit a fleet spreads, and batch size barely matters to one
+    process: ``bench/concurrency.py`` measured 500 streams of 2 s in one worker (2 cores)
+    as 8 batches of 64 and as one of 500 alike, 530-670 ms over the 2 s, 115-190 ms of it
+    the council's own (the rest is the SDK alone)."""
 
     max_diff_bytes: int | None = Field(default=None, ge=1)
     """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When

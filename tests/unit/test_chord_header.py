@@ -111,8 +111,8 @@ def test_no_model_participants_no_batches(app: Any) -> None:
 
 
 def test_batch_size_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    """COUNCIL_BATCH_SIZE: 500 by default, read from the environment, at least 1."""
-    assert Settings().batch_size == 500
+    """COUNCIL_BATCH_SIZE: 64 by default, read from the environment, at least 1."""
+    assert Settings().batch_size == 64
     monkeypatch.setenv("COUNCIL_BATCH_SIZE", "8")
     assert Settings().batch_size == 8
     monkeypatch.setenv("COUNCIL_BATCH_SIZE", "0")
