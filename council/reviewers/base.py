@@ -181,6 +181,12 @@ class ReviewResult:
 
 
 class Reviewer(Protocol):
-    """A reviewer backend: one method, like an HTTP transport."""
+    """A reviewer backend: one method, like an HTTP transport.
+
+    The model backends (``openai``, ``anthropic``) also offer ``async def
+    areview(request) -> ReviewResult``: the same review as a coroutine, which a worker's
+    batch runs by the hundred on one event loop (:mod:`council.reviewers.stream_loop`);
+    their ``review`` runs ``areview`` on that loop and waits.
+    """
 
     def review(self, request: ReviewRequest) -> ReviewResult: ...
