@@ -129,6 +129,30 @@ def _attributed(warning: Warning, participant: str) -> Warning:
     return warning.model_copy(update={"at": f"{participant}: {warning.at}"})
 
 
+READ_WHOLE_ANSWER_CODES = frozenset({"bare-array"})
+"""Answer-level warnings that lose nothing: a bare array is a whole list of findings."""
+
+
+def read_whole(outcome: ParticipantOutcome) -> bool:
+    """Whether a judge's answer was read whole, so leaving a finding out is a verdict.
+
+    True only for an ANSWERED judge whose answer was not cut off (``harvest.truncated``)
+    and carried no warning about the answer (but a bare array) or about any of its
+    entries (an entry that could not be read may have restated a filed finding).
+    Source: harvest.md §3.3 (a cut-off list: absence means unknown), §8.
+    """
+    if outcome.status != "answered" or unread_code(outcome) is not None:
+        return False
+    if outcome.harvest.truncated:
+        return False
+    for warning in outcome.harvest.warnings:
+        if warning.at == "answer" and warning.code not in READ_WHOLE_ANSWER_CODES:
+            return False
+        if warning.at.startswith("findings["):
+            return False
+    return True
+
+
 def conclude_judge(
     interim: CouncilReport,
     judge: Participant,
@@ -148,15 +172,17 @@ def conclude_judge(
       corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
     * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
     * a filed finding the judge left out is kept and listed, but suppressed ("not upheld
-      by the judge"): it neither gates nor posts. Only a judge that ANSWERED readably
-      rules this way — a deliberate ``{"findings": []}`` upholds nothing; a judge that
-      failed, stopped or could not be read leaves the reviewers' findings as they were.
+      by the judge"): it neither gates nor posts. Only a judge whose answer was read
+      WHOLE rules this way (:func:`read_whole`) — a deliberate ``{"findings": []}``
+      upholds nothing; a judge that failed, stopped, could not be read, or whose answer
+      was cut off or lost an entry leaves the findings it did not restate as they were
+      (its silence about them is unknown, not a verdict).
 
     Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
     Source: harvest.md §8, architecture.md (chord → judge → settle).
     """
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
-    ruled = outcome.status == "answered" and unread_code(outcome) is None
+    ruled = read_whole(outcome)
     updated: dict[int, Finding] = {}
     filed: list[Finding] = []
     for verdict in outcome.harvest.findings:

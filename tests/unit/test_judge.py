@@ -107,3 +107,35 @@ def test_judge_journal_rule_in_the_domain() -> None:
     assert decided.harvest == Harvest()
     assert [f.subject for f in silent.harvest.findings] == ["kept in the journal"]
     assert [f.subject for f in reviewer_too.harvest.findings] == ["kept in the journal"]
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        '{"findings": [{"subject": "divides by ze',  # cut inside the first entry
+        '{"findings": [{"subject": "another claim", "label": "issue", "location": '
+        '{"kind": "change"}}, {"subject": "divides',  # one whole entry, then cut
+        '{"findings": [{"label": "issue"}]}',  # an entry that could not be read
+    ],
+    ids=["cut-in-first", "cut-after-one", "unreadable-entry"],
+)
+def test_a_judge_answer_not_read_whole_rules_nothing_out(
+    tmp_path: Path, repo: Path, cut: str
+) -> None:
+    """A judge whose answer was cut off (or lost an entry) gave no verdict on what it did
+    not restate: the reviewers' finding is not suppressed and still gates (exit 1)."""
+    (tmp_path / "j.txt").write_text(cut, encoding="utf-8")
+    path = roster(
+        tmp_path,
+        reviewer("hawk", "replay", answer=answer(tmp_path, "h.json", SAME)),
+        judge_table(answer="j.txt"),
+    )
+    out = tmp_path / "report.json"
+    done = review(
+        repo, tmp_path / "state.json", "--json", str(out), "--fail-on", "medium", roster_path=path
+    )
+    assert done.exit_code == 1, done.output
+    report = report_of(out)
+    subjects = {f["subject"]: f for f in report["findings"]}
+    kept = subjects["divides by zero"]
+    assert str(kept["id"]) not in (report.get("suppressed") or {})
