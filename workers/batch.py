@@ -58,8 +58,10 @@ from workers.review import (
     finished_progress,
     log_finished,
     missing,
+    moved_on,
     now_ms,
     settle,
+    too_late,
     wrong_protocol,
 )
 from workers.runtime import Runtime
@@ -111,6 +113,8 @@ def review_batch(
                 outcomes[pid] = stored
             elif record is None or participant is None or pid not in inputs.prompts:
                 outcomes[pid] = missing(run_id, pid)
+            elif inputs.status is not None and moved_on(inputs.status, participant.role):
+                outcomes[pid] = too_late(pid, participant.role, inputs.status)
             else:
                 runnable.append(participant)
     if record is not None and runnable:

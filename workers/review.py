@@ -65,6 +65,28 @@ def missing(run_id: str, participant_id: str) -> ParticipantOutcome:
     )
 
 
+def moved_on(status: str | None, role: str) -> bool:
+    """Whether a participant's task came after its run stopped needing it: a reviewer's
+    once the run is no longer ``open`` (its reviewers were filed, or it settled: a task
+    redelivered after its worker was lost, say), the judge's once it is no longer
+    ``judging``. False for an unknown run (that is :func:`missing`)."""
+    if status is None:
+        return False
+    return status != ("judging" if role == "judge" else "open")
+
+
+def too_late(participant_id: str, role: str, status: str) -> ParticipantOutcome:
+    """The failed outcome of a task that came after its run ended (see :func:`moved_on`;
+    logs ``review_skipped_run_ended``; not stored: the run is settled already)."""
+    log.warning("review_skipped_run_ended", run_status=status)
+    return _failed(
+        participant_id,
+        role,
+        f"the run was already {status} when this task arrived (a redelivery after its "
+        f"worker was lost, say); nothing was sent to the reviewer",
+    )
+
+
 def crashed(exc: Exception, started: float) -> ReviewResult:
     """The failed result of a review the worker could not run (logs ``review_crashed``
     with the traceback). ``started`` is the ``time.monotonic()`` of the attempt's start."""
@@ -140,6 +162,9 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     prompt = rt.runs.prompt(run_id, participant_id)
     if record is None or participant is None or prompt is None:
         return missing(run_id, participant_id)
+    status = rt.runs.status(run_id)
+    if status is not None and moved_on(status, participant.role):
+        return too_late(participant_id, participant.role, status)
     attempt = rt.journals.next_attempt(run_id, participant_id)
     structlog.contextvars.bind_contextvars(
         run_id=run_id, session=record.session, participant=participant_id, attempt=attempt

@@ -397,3 +397,33 @@ def test_settling_crash_fails_that_participant(
     assert hawk.status == "failed" and hawk.failure is not None and "KeyError" in hawk.failure
     assert rt.runs.outcome("r1", "hawk") == hawk
     assert owl.status == "answered" and len(owl.harvest.findings) == 3
+
+
+@pytest.mark.parametrize("status", ["settled", "partial", "cancelled", "judging"])
+def test_a_task_arriving_after_its_run_ended_sends_nothing(
+    rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str
+) -> None:
+    """A batch or a single review redelivered after its run moved on (settled by the
+    watchdog after a lost worker, say) runs no backend, starts no attempt, stores
+    nothing, and says why; a reviewer's task is late once the run is judging, too."""
+    people = [_replay(tmp_path, pid) for pid in ("hawk", "owl")]
+    _open(rt, "r1", people)
+    rt.client.hset(rt.keys.run("r1"), "status", status)
+    reviewer = Scripted({"hawk": ReviewResult(answer="{}"), "owl": ReviewResult(answer="{}")})
+    _use(monkeypatch, reviewer)
+    outcomes = [*review_batch(rt, "r1", ["hawk"], PROTOCOL), review(rt, "r1", "owl", PROTOCOL)]
+    assert reviewer.called == []
+    for outcome in outcomes:
+        assert outcome.status == "failed"
+        assert f"the run was already {status} when this task arrived" in (outcome.failure or "")
+    assert rt.journals.attempts("r1", "hawk") == rt.journals.attempts("r1", "owl") == 0
+    assert rt.runs.outcome("r1", "hawk") is None and rt.runs.outcome("r1", "owl") is None
+
+
+def test_the_judge_runs_while_the_run_is_judging(rt: Runtime, tmp_path: Path) -> None:
+    """The judge's task is the one expected once the reviewers are filed."""
+    judge = _replay(tmp_path, "arbiter").model_copy(update={"role": "judge"})
+    _open(rt, "r1", [judge])
+    rt.client.hset(rt.keys.run("r1"), "status", "judging")
+    outcome = review(rt, "r1", "arbiter", PROTOCOL)
+    assert outcome.status == "answered" and outcome.attempts == 1

@@ -116,7 +116,8 @@ class BatchInputs:
 
     Each mapping holds only the participants found: a missing id has no participant,
     prompt, stored outcome or program under its key. ``change`` is the run's diff text
-    ("" when none was stored); ``record`` is None when the run is unknown or expired.
+    ("" when none was stored); ``record`` is None when the run is unknown or expired;
+    ``status`` is the run's status (None then too).
     """
 
     record: RunRecord | None
@@ -125,6 +126,7 @@ class BatchInputs:
     prompts: dict[str, str]
     outcomes: dict[str, ParticipantOutcome]
     programs: dict[str, bytes]
+    status: RunStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -257,12 +259,13 @@ class RunStore:
         return raw.decode("utf-8", errors="replace") if raw is not None else ""
 
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
-        """The record, the diff, and each participant's checked entry, prompt, stored
-        outcome and base-tree program, in ONE pipelined round trip (HGET, GET, HMGET ×2,
-        MGET ×2), however many participants. Ids not found are left out of the maps."""
+        """The record, the status, the diff, and each participant's checked entry,
+        prompt, stored outcome and base-tree program, in ONE pipelined round trip (HMGET,
+        GET, HMGET ×2, MGET ×2), however many participants. Ids not found are left out of
+        the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
-        pipe.hget(k.run(run_id), "record")
+        pipe.hmget(k.run(run_id), ["record", "status"])
         pipe.get(k.run_change(run_id))
         if ids:
             pipe.hmget(k.run_participants(run_id), ids)
@@ -270,7 +273,7 @@ class RunStore:
             pipe.mget([k.run_outcome(run_id, p) for p in ids])
             pipe.mget([k.run_program(run_id, p) for p in ids])
         replies = pipe.execute()
-        record, change = replies[0], replies[1]
+        (record, status), change = replies[0], replies[1]
         people, prompts, outcomes, programs = replies[2:] if ids else ([], [], [], [])
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
@@ -291,6 +294,7 @@ class RunStore:
                 if raw is not None
             },
             programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
+            status=status.decode() if status is not None else None,
         )
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
