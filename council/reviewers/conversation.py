@@ -161,6 +161,7 @@ class _Run:
         # One key, the most specific: the limiter holds it to every limit that covers it
         # (the model's and the provider's). Acquiring both would count a request twice.
         self.keys = (f"{provider.backend}:{participant.model}",)
+        self.key_env = key_env(participant) or provider.key_env
         self.texts: list[str] = []
         self.notes: list[str] = []
         self.usage = Usage()
@@ -262,7 +263,7 @@ class _Run:
             else:
                 trouble = Trouble("the stream ended before its final event", retryable=True)
             if not trouble.retryable:
-                return _Outcome(text=partial, failure=trouble.message)
+                return _Outcome(text=partial, failure=trouble.message + self._hint(trouble))
             if attempt >= self.owner.backoff.attempts:
                 return _Outcome(
                     text=partial,
@@ -317,6 +318,17 @@ class _Run:
         note = f"the rate limiter failed ({type(error).__name__}); requests went without it"
         if note not in self.notes:
             self.notes.append(note)
+
+    def _hint(self, trouble: Trouble) -> str:
+        """What to check after a refused request, by its HTTP status ("" when nothing)."""
+        if trouble.status in (401, 403):
+            return f"; check the key in {self.key_env} (the participant's api_key_env)"
+        if trouble.status == 404:
+            return (
+                "; check base_url (OpenAI-compatible servers usually serve under /v1) "
+                "and the model name"
+            )
+        return ""
 
     def _timeout(self) -> httpx2.Timeout:
         """Socket timeouts (s) for the next request: the clocks bound every wait."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -104,16 +105,21 @@ def transport_trouble(api: str, base_url: str, error: BaseException) -> Trouble:
     connection as a connect *timeout* (openai's copy maps ``ClientConnectionError`` to
     ``ConnectTimeout``); the chain of causes keeps what really happened.
     """
-    root = error
-    seen = 0
-    while root.__cause__ is not None and seen < 10:
-        root, seen = root.__cause__, seen + 1
-    if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
-        return Trouble(f"the request to the {api} API at {base_url} timed out", retryable=True)
+    chain = [error]
+    while chain[-1].__cause__ is not None and len(chain) < 10:
+        chain.append(chain[-1].__cause__)
+    root = chain[-1]
     said = str(root).strip()
     detail = f"{type(root).__name__}: {said}" if said else type(root).__name__
-    return Trouble(
-        f"the connection to the {api} API at {base_url} failed ({detail}); "
-        f"check base_url and the network",
-        retryable=True,
+    connecting = isinstance(root, ConnectionRefusedError | socket.gaierror) or any(
+        "Connect" in type(link).__name__ for link in chain
     )
+    if connecting and not isinstance(root, TimeoutError):
+        return Trouble(
+            f"the connection to the {api} API at {base_url} failed ({detail}); "
+            f"check base_url and the network",
+            retryable=True,
+        )
+    if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
+        return Trouble(f"the request to the {api} API at {base_url} timed out", retryable=True)
+    return Trouble(f"the stream from the {api} API at {base_url} broke ({detail})", retryable=True)

@@ -207,6 +207,7 @@ def test_401_fails_at_once_without_the_key(backend: Backend, server: FakeServer)
     result = backend.reviewer().review(request(participant(backend, server)))
     assert result.failure is not None and "HTTP 401: Incorrect API key provided" in result.failure
     assert f"API at {server.base_url} answered" in result.failure
+    assert "check the key in TEST_KEY" in result.failure
     assert KEY not in result.failure and "sk-test" not in result.failure
     assert server.count == 1 and result.stop is None
     assert result.usage is not None and result.usage.requests == 1
@@ -220,6 +221,8 @@ def test_other_4xx_fail_at_once(backend: Backend, server: FakeServer, status: in
     assert result.failure is not None
     assert f"HTTP {status}: model does not support reasoning_effort 'xhigh'" in result.failure
     assert server.count == 1
+    hints = {403: "check the key in TEST_KEY", 404: "check base_url"}
+    assert (hints[status] in result.failure) if status in hints else "; check" not in result.failure
 
 
 def test_missing_key_fails_before_sending(backend: Backend, server: FakeServer) -> None:
