@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -508,3 +509,22 @@ def test_a_chord_that_cannot_be_sent_leaves_no_open_run(
     assert rt.runs.status(round_.record.run_id) == "cancelled"
     report = rt.runs.report(round_.record.run_id)
     assert report is not None and report.status == "cancelled"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``council check … | head -1`` on a prompt larger than a pipe holds: no traceback,
+    no "internal error", exit 141 (as a command killed by SIGPIPE)."""
+    big = new_repo(tmp_path / "big", {"app.py": "x = 1\n"})
+    commit(big, {"app.py": "".join(f"y{i} = {i}\n" for i in range(20_000))}, "grow")
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")))
+    argv = [sys.executable, "-m", "workers.cli", "check", "--repo", str(big)]
+    argv += ["--base", "HEAD~1", "--roster", str(rp), "--state", str(tmp_path / "s.json")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNCIL_")}
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr

@@ -7,6 +7,7 @@ style.md habit 12; issue "The council end to end".
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from typing import Any
@@ -20,6 +21,9 @@ from workers.cli.readback import ledger_command, release_command, runs_command, 
 from workers.cli.review import check_command, review_command
 from workers.cli.suppression import baseline_command, dismiss_command
 from workers.cli.worker import worker_command
+
+BROKEN_PIPE_EXIT = 141
+"""The exit code when stdout's reader went away: 128 + SIGPIPE, as a shell reports it."""
 
 INTERNAL_ERROR_EXIT = 3
 """The exit code of a crash: the council could not complete (never 1, the gate's code)."""
@@ -35,6 +39,12 @@ class CouncilGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (``council runs | head``): stop quietly, as a command
+            # killed by SIGPIPE would; later writes go nowhere instead of failing again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(BROKEN_PIPE_EXIT)
         except Exception as error:
             traceback.print_exc(file=sys.stderr)
             click.echo(
