@@ -183,6 +183,13 @@ def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> li
                 index.add(subject, path, len(kept) - 1)
             else:
                 kept[at].absorb(participant, finding)
+    return _finished(kept, order)
+
+
+def _finished(kept: Sequence[_Kept], order: dict[str, int]) -> list[Finding]:
+    """The kept findings with their ``raised_by``: every raiser in roster order (``order``:
+    id → roster position; others after, first-seen first); None for one raiser alone
+    who carried none."""
     merged: list[Finding] = []
     for k in kept:
         rank = {name: (order.get(name, len(order)), seen) for seen, name in enumerate(k.credited)}

@@ -12,13 +12,15 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.consolidation import _Kept, merge_across
+from council.consolidation import _finished, _Kept, merge_across
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
 from council.sameness import says_the_same
 
 
 def reference_merge(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> list[Finding]:
-    """The plain definition: scan every kept finding for each finding (quadratic)."""
+    """The plain definition: scan every kept finding for each finding (quadratic). Only
+    the search differs from merge_across; the absorbing and the raisers' order are
+    shared (``_Kept``, ``_finished``)."""
     order: dict[str, int] = {}
     for participant, _ in per_participant:
         order.setdefault(participant, len(order))
@@ -39,13 +41,7 @@ def reference_merge(per_participant: Sequence[tuple[str, Sequence[Finding]]]) ->
                 kept.append(fresh)
             else:
                 target.absorb(participant, finding)
-    merged: list[Finding] = []
-    for k in kept:
-        rank = {name: (order.get(name, len(order)), seen) for seen, name in enumerate(k.credited)}
-        names = tuple(sorted(k.credited, key=rank.__getitem__))
-        raised_by = names if (k.carried or len(names) >= 2) else None
-        merged.append(k.finding.model_copy(update={"raised_by": raised_by}))
-    return merged
+    return _finished(kept, order)
 
 
 SUBJECTS = ["Leaks the handle", "leaks  the handle.", "Off by one", "off-by-one"]
