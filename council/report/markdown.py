@@ -185,9 +185,14 @@ def _counts(report: CouncilReport) -> str:
     ]
     if still:
         lines += ["", open_line]
-    suppressed = sum(1 for f in report.open_findings if f.id in report.suppressed)
-    if suppressed:
-        lines += ["", f"**Not gated:** {suppressed} dismissed or baselined."]
+    sources = [
+        report.suppressed[f.id].source for f in report.open_findings if f.id in report.suppressed
+    ]
+    if sources:
+        judged = sources.count("judge")
+        parts = [f"{len(sources) - judged} dismissed or baselined"] if len(sources) > judged else []
+        parts += [f"{judged} not upheld by the judge"] if judged else []
+        lines += ["", f"**Not gated:** {', '.join(parts)}."]
     return "\n".join(lines)
 
 

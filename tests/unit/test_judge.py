@@ -139,3 +139,16 @@ def test_a_judge_answer_not_read_whole_rules_nothing_out(
     subjects = {f["subject"]: f for f in report["findings"]}
     kept = subjects["divides by zero"]
     assert str(kept["id"]) not in (report.get("suppressed") or {})
+
+
+def test_the_report_says_not_upheld_by_the_judge(tmp_path: Path, repo: Path) -> None:
+    """The Markdown names the judge's rejections as such, not as dismissals."""
+    verdict = dict(SAME, subject="the divisor comes from user input", raisedBy=["owl"])
+    path = roster(
+        tmp_path,
+        reviewer("hawk", "replay", answer=answer(tmp_path, "h.json", SAME)),
+        judge_table(answer=answer(tmp_path, "j.json", verdict)),
+    )
+    done = review(repo, tmp_path / "state.json", "--fail-on", "never", roster_path=path)
+    assert done.exit_code == 0, done.output
+    assert "**Not gated:** 1 not upheld by the judge." in done.stdout
