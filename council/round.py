@@ -171,6 +171,8 @@ def conclude_judge(
       place and under its id: the judge's anchor, label, severity and confidence (its
       corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
     * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
+    * ids the judge credits (``raisedBy``) that are not the round's participants are left
+      out, with a note: the judge names raisers, it cannot invent them;
     * a filed finding the judge left out is kept and listed, but suppressed ("not upheld
       by the judge"): it neither gates nor posts. Only a judge whose answer was read
       WHOLE rules this way (:func:`read_whole`) — a deliberate ``{"findings": []}``
@@ -185,7 +187,14 @@ def conclude_judge(
     ruled = read_whole(outcome)
     updated: dict[int, Finding] = {}
     filed: list[Finding] = []
+    roster = {p.id for p in interim.participants}
+    strangers: list[str] = []
     for verdict in outcome.harvest.findings:
+        named = verdict.raised_by or ()
+        strangers += [r for r in named if r not in roster and r not in strangers]
+        if any(r not in roster for r in named):
+            kept = tuple(r for r in named if r in roster)
+            verdict = verdict.model_copy(update={"raised_by": kept or None})
         match = next(
             (
                 f
@@ -253,7 +262,18 @@ def conclude_judge(
                 *interim.warnings,
                 *(_attributed(w, judge.id) for w in outcome.harvest.warnings),
             ),
-            "notes": (*interim.notes, *(f"{judge.id}: {n}" for n in outcome.notes)),
+            "notes": (
+                *interim.notes,
+                *(f"{judge.id}: {n}" for n in outcome.notes),
+                *(
+                    (
+                        f"{judge.id}: credited raisers who are not on the roster "
+                        f"({', '.join(strangers)}); they were left out of raised_by",
+                    )
+                    if strangers
+                    else ()
+                ),
+            ),
             "settled_ms": settled_ms,
         }
     )

@@ -152,3 +152,12 @@ def test_the_report_says_not_upheld_by_the_judge(tmp_path: Path, repo: Path) -> 
     done = review(repo, tmp_path / "state.json", "--fail-on", "never", roster_path=path)
     assert done.exit_code == 0, done.output
     assert "**Not gated:** 1 not upheld by the judge." in done.stdout
+
+
+def test_raisers_the_judge_invents_are_left_out_with_a_note(tmp_path: Path, repo: Path) -> None:
+    """raisedBy naming someone not on the roster: not credited, and the report says so."""
+    verdict = dict(SAME, raisedBy=["hawk", "nobody"])
+    report = run(tmp_path, repo, judge_table(answer=answer(tmp_path, "j.json", verdict)))
+    (only,) = report["findings"]
+    assert "nobody" not in (only.get("raised_by") or [])
+    assert any("not on the roster (nobody)" in note for note in report["notes"])
