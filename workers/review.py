@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import structlog
 
@@ -26,6 +27,7 @@ from council.outcome import ParticipantOutcome, settle_outcome
 from council.participant import Participant
 from council.reviewers import reviewer_for
 from council.reviewers.base import ReviewResult
+from workers.logging import redact_text
 from workers.request import build_request, run_share
 from workers.runtime import Runtime
 from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
@@ -106,7 +108,17 @@ def settle(
     attempt: int,
 ) -> ParticipantOutcome:
     """Fold the attempt's result and every attempt's journal (``journals``, in attempt
-    order) into the participant's outcome, with the settings' reading caps."""
+    order) into the participant's outcome, with the settings' reading caps.
+
+    The failure and the notes are free text from the reviewer (a program's stderr, a
+    provider's message): secret shapes in them are masked (:func:`redact_text`) before
+    they reach the report, which is posted on pull requests.
+    """
+    result = replace(
+        result,
+        failure=redact_text(result.failure) if result.failure is not None else None,
+        notes=tuple(redact_text(note) for note in result.notes),
+    )
     return settle_outcome(
         participant.id,
         participant.role,

@@ -333,6 +333,26 @@ def test_failing_command_reviewers_make_the_run_partial(repo: Path, tmp_path: Pa
     assert "council-no-such-program" in done.stdout
 
 
+def test_secrets_a_failing_program_prints_are_masked_in_the_report(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A program's stderr goes into its failure reason, which is posted on pull requests:
+    secret shapes in it (token=…, sk-…, Bearer …) are masked there."""
+    leaky = tmp_path / "leaky.sh"
+    leaky.write_text(
+        "#!/bin/sh\necho 'broke: token=abc123 key sk-live0123456789abcdef "
+        "Authorization: Bearer eyJhbGciOi' >&2\nexit 7\n"
+    )
+    leaky.chmod(0o755)
+    rp = roster(tmp_path, reviewer("leaky", "command", program="./leaky.sh"))
+    out = tmp_path / "report.json"
+    done = review(repo, tmp_path / "state.json", "--json", str(out), roster_path=rp)
+    failure = {p["id"]: p.get("failure", "") for p in report_of(out)["participants"]}["leaky"]
+    assert "status 7" in failure and "broke" in failure
+    for secret in ("abc123", "sk-live0123456789abcdef", "eyJhbGciOi"):
+        assert secret not in failure and secret not in done.output
+
+
 def test_a_failed_participants_progress_line_says_why(repo: Path, tmp_path: Path) -> None:
     """In a CI log (progress as plain lines) a failure's line carries its reason, so the
     log alone tells what went wrong."""
