@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from council.consolidation import merge_across
+from council.consolidation import file_findings, merge_across, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.findings import Finding, Origin, Warning
 from council.outcome import ParticipantOutcome, unread_code
@@ -67,9 +67,8 @@ def conclude_round(
         outcome = outcomes.get(p.id)
         found = outcome.harvest.findings if outcome is not None else ()
         origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
-        per_participant.append((p.id, [f.model_copy(update={"origin": origin}) for f in found]))
-    merged = merge_across(per_participant)
-    filed = [f.model_copy(update={"id": first_id + i}) for i, f in enumerate(merged)]
+        per_participant.append((p.id, with_origin(found, origin)))
+    filed = file_findings(merge_across(per_participant), first_id)
 
     summaries: list[ParticipantSummary] = []
     warnings: list[Warning] = []

@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from council.gate import FAIL_ON
+from council.gate import DEFAULT_FAIL_ON, FAIL_ON
 from council.report import read_json, render_markdown
 from council.report.github_review import fit_body, render_github_review
 from council.report.jsonreport import UnreadableReport
@@ -78,7 +78,7 @@ def publish_group() -> None:
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
-    default="critical",
+    default=DEFAULT_FAIL_ON,
     show_default=True,
     help="With --report: the gate the review's verdict is rendered with.",
 )

@@ -19,7 +19,7 @@ import redis
 
 from council.diff import Change
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
-from council.gate import exit_code, gate_summary, parse_fail_on
+from council.gate import DEFAULT_FAIL_ON, FAIL_ON, exit_code, gate_summary, parse_fail_on
 from council.ledger import Ledger, attributed_ids
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, Incomplete, UsageProblem
@@ -41,8 +41,6 @@ from workers.review import now_ms
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress
-
-FAIL_ON = ["critical", "medium", "minor", "never"]
 
 _repo_option = click.option(
     "--repo",
@@ -111,7 +109,7 @@ _state_option = click.option(
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
-    default="critical",
+    default=DEFAULT_FAIL_ON,
     show_default=True,
     help="Exit 1 when an open finding (this round's, or one carried by --since-last) is at "
     "or above this severity.",
