@@ -30,7 +30,6 @@ extended thinking with ``budget_tokens`` >= 1024 and < ``max_tokens``, tool use)
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,13 +41,13 @@ from council.participant import Participant
 from council.reviewers.conversation import ModelReviewer
 from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
-from council.reviewers.provider import estimate_tokens
+from council.reviewers.provider import Api, estimate_tokens
 from council.reviewers.retry import (
     Backoff,
     Trouble,
-    retry_after_ms,
-    retryable_status,
+    status_trouble,
     transport_trouble,
+    unreadable_trouble,
 )
 from council.reviewers.sse import EventReader
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
@@ -250,18 +249,12 @@ class AnthropicMessages:
                 return Trouble(
                     f"the Anthropic API's stream reported an error: {message}", retryable=True
                 )
-            return Trouble(
-                f"the Anthropic API at {self.base_url} answered HTTP {status}: {message}",
-                retryable=retryable_status(status),
-                status=status,
-                retry_after_ms=retry_after_ms(error.response.headers, time.time()),
+            return status_trouble(
+                "Anthropic", self.base_url, status, message, error.response.headers
             )
         if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
             return transport_trouble("Anthropic", self.base_url, error)
-        return Trouble(
-            f"the Anthropic API's stream could not be read ({type(error).__name__}: {error})",
-            retryable=False,
-        )
+        return unreadable_trouble("Anthropic", error)
 
 
 class _MessageReader:
@@ -363,26 +356,12 @@ def _input(call: PendingCall) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class AnthropicProvider:
-    """The Anthropic Messages API (a :class:`~council.reviewers.provider.Provider`)."""
-
-    backend = "anthropic"
-    title = "Anthropic"
-    key_env = KEY_ENV
-
-    def check(self, participant: Participant, where: str) -> None:
-        """:func:`check_participant`."""
-        check_participant(participant, where)
-
-    def open(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
-    ) -> AnthropicMessages:
-        """A new conversation (no network until the first turn)."""
-        return AnthropicMessages(participant, key, prompt, tools)
+PROVIDER = Api("anthropic", "Anthropic", KEY_ENV, check_participant, AnthropicMessages)
+"""The Anthropic Messages API, as the conversation loop sees it."""
 
 
 class AnthropicReviewer(ModelReviewer):
     """The ``anthropic`` backend's reviewer; ``backoff`` tunes its retries."""
 
     def __init__(self, backoff: Backoff | None = None) -> None:
-        super().__init__(AnthropicProvider(), backoff)
+        super().__init__(PROVIDER, backoff)

@@ -30,7 +30,6 @@ Source: issue "Model reviewers"; OpenAI API reference, "Create chat completion"
 from __future__ import annotations
 
 import json
-import time
 import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -44,13 +43,13 @@ from council.participant import Participant
 from council.reviewers.conversation import ModelReviewer
 from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
-from council.reviewers.provider import estimate_tokens
+from council.reviewers.provider import Api, estimate_tokens
 from council.reviewers.retry import (
     Backoff,
     Trouble,
-    retry_after_ms,
-    retryable_status,
+    status_trouble,
     transport_trouble,
+    unreadable_trouble,
 )
 from council.reviewers.sse import EventReader
 from council.reviewers.stream_watch import PendingCall, StreamedTurn
@@ -228,20 +227,12 @@ class OpenAIChat:
             body = error.body
             said = body.get("message") if isinstance(body, dict) else None
             message = said if isinstance(said, str) and said else error.message
-            return Trouble(
-                f"the OpenAI API at {self.base_url} answered HTTP {status}: {message}",
-                retryable=retryable_status(status),
-                status=status,
-                retry_after_ms=retry_after_ms(error.response.headers, time.time()),
-            )
+            return status_trouble("OpenAI", self.base_url, status, message, error.response.headers)
         if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
             return transport_trouble("OpenAI", self.base_url, error)
         if isinstance(error, openai.APIError):
             return Trouble(f"the OpenAI API's stream reported an error: {error}", retryable=True)
-        return Trouble(
-            f"the OpenAI API's stream could not be read ({type(error).__name__}: {error})",
-            retryable=False,
-        )
+        return unreadable_trouble("OpenAI", error)
 
 
 def _read_chunk(turn: StreamedTurn, response: httpx2.Response, chunk: Any) -> None:
@@ -293,26 +284,12 @@ def _read_chunk(turn: StreamedTurn, response: httpx2.Response, chunk: Any) -> No
             turn.finished = True
 
 
-class OpenAIProvider:
-    """The OpenAI chat completions API (a :class:`~council.reviewers.provider.Provider`)."""
-
-    backend = "openai"
-    title = "OpenAI"
-    key_env = KEY_ENV
-
-    def check(self, participant: Participant, where: str) -> None:
-        """:func:`check_participant`."""
-        check_participant(participant, where)
-
-    def open(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
-    ) -> OpenAIChat:
-        """A new conversation (no network until the first turn)."""
-        return OpenAIChat(participant, key, prompt, tools)
+PROVIDER = Api("openai", "OpenAI", KEY_ENV, check_participant, OpenAIChat)
+"""The OpenAI chat completions API, as the conversation loop sees it."""
 
 
 class OpenAIReviewer(ModelReviewer):
     """The ``openai`` backend's reviewer; ``backoff`` tunes its retries (tests shorten it)."""
 
     def __init__(self, backoff: Backoff | None = None) -> None:
-        super().__init__(OpenAIProvider(), backoff)
+        super().__init__(PROVIDER, backoff)

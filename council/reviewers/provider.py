@@ -12,7 +12,8 @@ Source: architecture.md "Layers" (one adapter per backend), issue "Model reviewe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import httpx2
@@ -83,6 +84,29 @@ class Provider(Protocol):
     ) -> Session:
         """A new conversation holding ``prompt`` as its first message (no network)."""
         ...
+
+
+@dataclass
+class Api:
+    """A :class:`Provider` made of its parts: the names, the option check (raises
+    RosterError at ``{where}.{field}``) and the session class. Each backend module
+    describes its API with one of these rather than writing the class out again."""
+
+    backend: str
+    title: str
+    key_env: str
+    checker: Callable[[Participant, str], None]
+    session: Callable[[Participant, str, str, Sequence[ToolSpec]], Session]
+
+    def check(self, participant: Participant, where: str) -> None:
+        """Refuse bad settings (RosterError at ``{where}.{field}``)."""
+        self.checker(participant, where)
+
+    def open(
+        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+    ) -> Session:
+        """A new conversation (no network until the first turn)."""
+        return self.session(participant, key, prompt, tools)
 
 
 def estimate_tokens(chars: int, output_cap: int) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -123,3 +124,26 @@ def transport_trouble(api: str, base_url: str, error: BaseException) -> Trouble:
     if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
         return Trouble(f"the request to the {api} API at {base_url} timed out", retryable=True)
     return Trouble(f"the stream from the {api} API at {base_url} broke ({detail})", retryable=True)
+
+
+def status_trouble(
+    api: str, base_url: str, status: int, message: str, headers: Mapping[str, str]
+) -> Trouble:
+    """An HTTP error status from ``api`` at ``base_url``, judged by the status (see
+    :func:`retryable_status`), with the server's ``Retry-After`` when it sent one;
+    ``message`` is the provider's own words."""
+    return Trouble(
+        f"the {api} API at {base_url} answered HTTP {status}: {message}",
+        retryable=retryable_status(status),
+        status=status,
+        retry_after_ms=retry_after_ms(headers, time.time()),
+    )
+
+
+def unreadable_trouble(api: str, error: BaseException) -> Trouble:
+    """A stream ``api`` sent that could not be read (bad JSON, an odd shape): not worth
+    another try, the same request would be answered the same way."""
+    return Trouble(
+        f"the {api} API's stream could not be read ({type(error).__name__}: {error})",
+        retryable=False,
+    )
