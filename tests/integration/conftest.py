@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.fakes import FakeOpenAI
+from tests.fakes.review import KEY
 from tests.services import ROOT, ServiceError, start_redis, worker_argv
 
 
@@ -41,7 +43,7 @@ def redis_url(redis_server: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def real_redis(redis_url: str) -> Iterator[redis.Redis]:  # type: ignore[type-arg]
+def real_redis(redis_url: str) -> Iterator[redis.Redis]:
     """A client on the emptied test Redis."""
     client = redis.Redis.from_url(redis_url)
     yield client
@@ -49,6 +51,13 @@ def real_redis(redis_url: str) -> Iterator[redis.Redis]:  # type: ignore[type-ar
 
 
 WorkerFactory = Callable[..., subprocess.Popen[bytes]]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI server on this process's loopback, expecting the test key."""
+    with FakeOpenAI(api_key=KEY) as fake:
+        yield fake
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +65,6 @@ def _scenario(text: str, usage: Usage) -> Scenario:
         cached_tokens=usage.cached,
         reasoning_tokens=usage.reasoning,
     )
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    """A fake OpenAI server on this process's loopback, expecting the test key."""
-    with FakeOpenAI(api_key=KEY) as fake:
-        yield fake
 
 
 @pytest.fixture

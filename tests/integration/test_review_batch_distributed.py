@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,6 @@ def _finding(subject: str) -> dict[str, Any]:
         "severity": "minor",
         "location": {"kind": "line", "file": "app.py", "start": 2},
     }
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    """A fake OpenAI server on this process's loopback, expecting the test key."""
-    with FakeOpenAI(api_key=KEY) as fake:
-        yield fake
 
 
 @pytest.fixture
