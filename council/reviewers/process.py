@@ -50,6 +50,15 @@ STDERR_TAIL_BYTES = 4096
 STDERR_TAIL_LINES = 10
 """How many of the last stderr lines a failure message quotes."""
 
+BUSY_RETRY_MS = (10, 20, 50, 100, 200, 500, 1000)
+"""Waits, in ms, before each new try to start a program the kernel calls busy (ETXTBSY).
+
+Why: a program file written by this process (a base-tree program, see
+``workers.trees``) stays open for writing in any child another thread forked in the
+instant before the write's descriptor closed, until that child execs. Starting the
+program then fails with "Text file busy" though nothing is wrong with it; the window is
+a few milliseconds (golang/go#22315 describes the same race)."""
+
 JOURNAL_ENV = "COUNCIL_JOURNAL"
 """The variable that names the journal file (JSONL, one finding per line) to a program."""
 
@@ -288,8 +297,25 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
         env[JOURNAL_ENV] = str(journal)
         try:
             argv = [_locate(request, env), *args]
+            proc = _start(argv, workdir, env)
+        except _CannotStart as error:
+            return Ran(failure=error.reason)
+        except OSError as error:
+            hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
+            return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
+        return _supervise(proc, request, JournalFollower(journal, request.journal), started)
+
+
+def _start(argv: list[str], workdir: Path | None, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start the program in its own session with piped stdio; raises ``OSError``.
+
+    A start refused as "Text file busy" is tried again after each wait of
+    :data:`BUSY_RETRY_MS` (about 1.9 s in all) before the error is raised.
+    """
+    for wait_ms in (*BUSY_RETRY_MS, None):
+        try:
             # Running the roster's program is this module's job; argv, never a shell.
-            proc = subprocess.Popen(  # nosec B603
+            return subprocess.Popen(  # nosec B603
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -298,12 +324,11 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
                 env=env,
                 start_new_session=True,
             )
-        except _CannotStart as error:
-            return Ran(failure=error.reason)
         except OSError as error:
-            hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
-            return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
-        return _supervise(proc, request, JournalFollower(journal, request.journal), started)
+            if error.errno != errno.ETXTBSY or wait_ms is None:
+                raise
+            time.sleep(wait_ms / 1000)
+    raise AssertionError("unreachable: the last try raises or returns")
 
 
 def _supervise(

@@ -344,3 +344,37 @@ def test_environment_is_not_leaked_into_the_result(tmp_path: Path) -> None:
     before = dict(os.environ)
     review(python("print(1)", tmp_path, env={"EXTRA_FOR_CHILD": "1"}))
     assert dict(os.environ) == before
+
+
+def test_program_busy_for_a_moment_starts_once_its_writer_closes(tmp_path: Path) -> None:
+    """A program file still open for writing (another thread's fork held the writer's
+    descriptor) is "Text file busy" to exec: the start is tried again, and succeeds."""
+    script = tmp_path / "reviewer.sh"
+    script.write_text("#!/bin/sh\necho started\n")
+    script.chmod(0o755)
+    writer = os.open(script, os.O_WRONLY)
+    closer = threading.Timer(0.15, os.close, args=(writer,))
+    closer.start()
+    participant = Participant(id="p", backend="command", options={"program": str(script)})
+    result = review(ReviewRequest(participant=participant, prompt="", journal=MemorySink()))
+    closer.join()
+    assert result.failure is None, result.failure
+    assert result.answer == "started\n"
+
+
+def test_program_busy_for_good_fails_naming_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that stays busy past every retry fails with the system's reason."""
+    monkeypatch.setattr(process, "BUSY_RETRY_MS", (1, 1))
+    script = tmp_path / "reviewer.sh"
+    script.write_text("#!/bin/sh\necho started\n")
+    script.chmod(0o755)
+    writer = os.open(script, os.O_WRONLY)
+    try:
+        participant = Participant(id="p", backend="command", options={"program": str(script)})
+        result = review(ReviewRequest(participant=participant, prompt="", journal=MemorySink()))
+    finally:
+        os.close(writer)
+    assert result.failure is not None
+    assert "Text file busy" in result.failure and str(script) in result.failure
