@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -60,14 +60,32 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
+WORKER_LOG_TAIL_LINES = 60
+"""Lines of each worker's log shown when a test that started workers fails."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the test item, so fixtures can see a failed call."""
+    report = yield
+    setattr(item, f"council_report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
+def start_worker(
+    redis_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[WorkerFactory]:
     """Start real ``celery worker`` processes on the test Redis; all killed at teardown.
 
     ``start_worker(name, env={...}, threads=16)`` returns the Popen once the worker
-    answers a ping; its log goes to ``tmp_path / f"{name}.log"``.
+    answers a ping; its log goes to ``tmp_path / f"{name}.log"``. When the test fails,
+    the tail of each worker's log is printed (it shows under "Captured stdout teardown").
     """
     procs: list[subprocess.Popen[bytes]] = []
+    names: list[str] = []
 
     def start(
         name: str = "w1", env: dict[str, str] | None = None, threads: int = 16
@@ -89,6 +107,7 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
                 start_new_session=True,
             )
         procs.append(proc)
+        names.append(name)
         _wait_ready(redis_url, f"{name}@", proc, tmp_path / f"{name}.log")
         return proc
 
@@ -97,6 +116,12 @@ def start_worker(redis_url: str, tmp_path: Path) -> Iterator[WorkerFactory]:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+    call = getattr(request.node, "council_report_call", None)
+    if call is not None and call.failed:
+        for name in names:
+            lines = (tmp_path / f"{name}.log").read_text(errors="replace").splitlines()
+            print(f"--- last {WORKER_LOG_TAIL_LINES} lines of worker {name}'s log ---")
+            print("\n".join(lines[-WORKER_LOG_TAIL_LINES:]))
 
 
 def _wait_ready(url: str, prefix: str, proc: subprocess.Popen[bytes], log: Path) -> None:

@@ -64,8 +64,8 @@ def test_example_roster_reviews_real_history(
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
-    assert report["status"] == "settled", report
     states = {p["id"]: p["state"] for p in report["participants"]}
+    assert report["status"] == "settled", report["participants"]
     assert states == {"ruff": "answered", "bandit": "answered", "smells": "answered"}
     by_origin: dict[str, list[dict[str, Any]]] = {}
     for f in report["findings"]:
