@@ -433,7 +433,7 @@ class Waiter:
             if self.stop_requested():
                 return self._halt("cancelled", Stop(limit="cancelled"))
             if self.timeout_ms is not None and now - started >= self.timeout_ms:
-                return self._halt("timeout", Stop(limit="wall-clock", budget_ms=self.timeout_ms))
+                return self._halt("timeout", Stop(limit="cancelled", budget_ms=self.timeout_ms))
             if now >= deadline:
                 log.warning("watchdog_fired", run_id=run_id)
                 report = settle_run(
@@ -459,7 +459,7 @@ class Waiter:
         """Cancel the reviewers, give them a moment to stop, settle with what is kept."""
         run_id = self.record.run_id
         forced: RunStatus = "cancelled" if status == "cancelled" else "timeout"
-        self.rt.runs.cancel(run_id, forced)
+        self.rt.runs.cancel(run_id, forced, stop.budget_ms)
         grace_end = now_ms() + CANCEL_GRACE_MS
         while now_ms() < grace_end:
             if self.rt.runs.status(run_id) not in ("open", "judging"):

@@ -112,12 +112,17 @@ def settle(
 
     The failure and the notes are free text from the reviewer (a program's stderr, a
     provider's message): secret shapes in them are masked (:func:`redact_text`) before
-    they reach the report, which is posted on pull requests.
+    they reach the report, which is posted on pull requests. A ``cancelled`` stop gets
+    what cancelled the run (:meth:`RunStore.cancel_stop`: the ``--timeout``, say).
     """
+    stop = result.stop
+    if stop is not None and stop.limit == "cancelled" and stop.budget_ms is None:
+        stop = rt.runs.cancel_stop(record.run_id) or stop  # the run's --timeout, say
     result = replace(
         result,
         failure=redact_text(result.failure) if result.failure is not None else None,
         notes=tuple(redact_text(note) for note in result.notes),
+        stop=stop,
     )
     return settle_outcome(
         participant.id,

@@ -26,8 +26,10 @@ StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-
 class Stop(BaseModel):
     """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
 
-    ``budget_ms`` is the limit that fired, in milliseconds (None for ``cancelled`` and
-    ``worker-lost``, which have no budget). A stop is never a failure.
+    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
+    which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
+    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). A stop is never a
+    failure.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -49,6 +51,8 @@ class Stop(BaseModel):
             "worker-lost": ("the loss of its worker", ""),
         }
         name, setting = names[self.limit]
+        if self.budget_ms is not None and self.limit == "cancelled":
+            return f"the run's --timeout ({self.budget_ms} ms)"
         if self.budget_ms is not None and self.limit == "soft-deadline":
             return f"{name} ({self.budget_ms} ms, {setting})"
         if self.budget_ms is not None:

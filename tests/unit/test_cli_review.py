@@ -464,6 +464,8 @@ def test_timeout_settles_as_timeout_and_files_the_journal(repo: Path, tmp_path: 
     subjects = {f["subject"] for f in report["findings"]}
     assert subjects and all(s.startswith("recorded finding") for s in subjects)
     assert "timed out" in done.stderr
+    (slow,) = report["participants"]
+    assert slow["stop"] == {"limit": "cancelled", "budget_ms": 2000}, slow
 
 
 def test_sigterm_cancels_and_files_the_journal(repo: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from council.findings import FileAnchor, Finding, Origin
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport
+from council.reviewers.base import Stop
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore
@@ -105,6 +106,19 @@ def test_progress_and_cancel_flag(client: Any) -> None:
     assert not runs.cancelled("r1")
     runs.cancel("r1")
     assert runs.cancelled("r1")
+    assert runs.cancel_status("r1") == "cancelled"
+    assert runs.cancel_stop("r1") == Stop(limit="cancelled")
+
+
+def test_timeout_cancel_carries_its_budget(client: Any) -> None:
+    """A run cancelled by --timeout settles as timeout; its stops name the timeout in ms."""
+    runs = RunStore(client, KEYS)
+    assert runs.cancel_stop("r1") is None
+    runs.cancel("r1", "timeout", 2000)
+    assert runs.cancel_status("r1") == "timeout"
+    assert runs.cancel_stop("r1") == Stop(limit="cancelled", budget_ms=2000)
+    assert Stop(limit="cancelled", budget_ms=2000).describe() == "the run's --timeout (2000 ms)"
+    assert Stop(limit="cancelled").describe() == "a cancellation"
 
 
 def test_open_run_claims_and_writes_record(client: Any) -> None:

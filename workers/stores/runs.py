@@ -30,6 +30,7 @@ from council.cost import PriceTable
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
+from council.reviewers.base import Stop
 from council.roster.limits import RateLimit
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
@@ -319,14 +320,18 @@ class RunStore:
         """Whether the run was cancelled."""
         return bool(self._r.exists(self._keys.run_cancel(run_id)))
 
-    def cancel(self, run_id: str, status: RunStatus = "cancelled") -> None:
+    def cancel(
+        self, run_id: str, status: RunStatus = "cancelled", budget_ms: int | None = None
+    ) -> None:
         """Mark the run cancelled; reviewers watching it stop as ``cancelled``.
 
         ``status`` (``cancelled``, or ``timeout`` for ``--timeout``) is what the run
         settles as, whoever settles it: the waiting CLI, or the consolidation that the
-        stopped reviewers' tasks fire first.
+        stopped reviewers' tasks fire first. ``budget_ms`` is the ``--timeout`` that ran
+        out (stored as ``timeout:MS``), so the stops say what cancelled them.
         """
-        self._r.set(self._keys.run_cancel(run_id), status.encode(), ex=7 * 24 * 3600)
+        value = f"{status}:{budget_ms}" if budget_ms is not None else status
+        self._r.set(self._keys.run_cancel(run_id), value.encode(), ex=7 * 24 * 3600)
 
     def cancelled_many(self, run_ids: Sequence[str]) -> list[bool]:
         """Whether each run is cancelled, in one pipelined round trip."""
@@ -340,7 +345,16 @@ class RunStore:
         raw = self._r.get(self._keys.run_cancel(run_id))
         if raw is None:
             return None
-        return "timeout" if raw == b"timeout" else "cancelled"
+        return "timeout" if raw.partition(b":")[0] == b"timeout" else "cancelled"
+
+    def cancel_stop(self, run_id: str) -> Stop | None:
+        """The stop of a reviewer this run's cancellation stopped: ``cancelled`` with the
+        ``--timeout`` in ms as its budget when that cancelled it (None: not cancelled)."""
+        raw = self._r.get(self._keys.run_cancel(run_id))
+        if raw is None:
+            return None
+        budget = raw.partition(b":")[2]
+        return Stop(limit="cancelled", budget_ms=int(budget) if budget.isdigit() else None)
 
     # -- progress and outcomes --------------------------------------------------------------
     def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:
