@@ -69,6 +69,9 @@ _DROPPED_ENV: frozenset[str] = frozenset(
 change the diff's shape; the child process never sees them."""
 
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_SHORT_SHA = re.compile(r"[0-9a-f]{4,39}")
+_RELATIVE = re.compile(r"[~^]|@\{")
+"""Where a relative ref (``HEAD~5``, ``main^2``, ``@{upstream}``) starts its steps."""
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SCP_LIKE = re.compile(r"^(?P<user>[^/@]+)@(?P<rest>[^/@:]+:.*)$")
 
@@ -163,10 +166,88 @@ class Repository:
             sha = done.stdout.decode().strip()
             if done.returncode == 0 and _SHA.fullmatch(sha):
                 return sha
-        raise RepositoryError(
-            f"unknown ref {ref!r} in {self.path}: it names no commit here",
-            f"fetch it (`git fetch origin {ref}`; a shallow CI clone needs "
-            "`git fetch --unshallow` or fetch-depth 0), or pick one from `git log --oneline`",
+        raise self._unknown_ref(ref)
+
+    def _unknown_ref(self, ref: str) -> RepositoryError:
+        """The error for a ref that names no commit, with the way out that fits it.
+
+        Fetching is offered only for a ref that can be fetched (a branch or tag name, a
+        full sha): ``git fetch origin HEAD~5`` or ``git fetch origin ''`` would only fail
+        again. A relative ref (``~``, ``^``, ``@{``) whose start resolves means the
+        history is too short (a shallow clone); an empty ref is said to be empty.
+        """
+        if not ref.strip():
+            return RepositoryError(
+                f"the ref is empty ({ref!r}): it names no commit",
+                "Pass a branch, a tag or a commit sha (e.g. --base origin/main); an empty "
+                "ref often comes from an unset CI variable",
+            )
+        problem = f"unknown ref {ref!r} in {self.path}: it names no commit here"
+        start = _RELATIVE.search(ref)
+        if start is not None and not ref.startswith("-"):
+            root = ref[: start.start()]
+            if root and not self._names_commit(root):
+                inner = self._unknown_ref(root)
+                return RepositoryError(
+                    problem, f"Its start {root!r} names no commit here either. {inner.fix}"
+                )
+            what = root or "HEAD"
+            if "@{" in ref:
+                return RepositoryError(
+                    problem,
+                    f"The reflog or upstream entry it names is not in this clone (`git reflog "
+                    f"{what}` lists the entries there are), or the history is too short; "
+                    "pick a commit from `git log --oneline`",
+                )
+            return RepositoryError(
+                problem,
+                f"The history here is too short: {what} has fewer ancestors than it asks "
+                "for. A shallow clone needs more depth (`git fetch --deepen=N` or "
+                "`git fetch --unshallow`; in CI, fetch-depth 0), or pick a commit from "
+                "`git log --oneline`",
+            )
+        if ref.startswith("-") or "\0" in ref or not self._valid_name(ref):
+            return RepositoryError(
+                f"{ref!r} is not a ref git can read",
+                "Pass a branch, a tag, a commit sha or a relative ref like HEAD~1 (a ref "
+                "cannot start with '-' nor hold spaces, ':', '?', '*', '[' or '..')",
+            )
+        return RepositoryError(problem, self._fetch_hint(ref))
+
+    def _names_commit(self, ref: str) -> bool:
+        """Whether ``ref`` names a commit here (no error when it does not)."""
+        done = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        return done.returncode == 0
+
+    def _valid_name(self, ref: str) -> bool:
+        """Whether ``ref`` is a well-formed ref name or a full sha (something fetchable)."""
+        if _SHA.fullmatch(ref):
+            return True
+        return self._git("check-ref-format", "--allow-onelevel", ref).returncode == 0
+
+    def _fetch_hint(self, ref: str) -> str:
+        """How to fetch a branch, tag or full sha this clone lacks (one sentence)."""
+        if _SHORT_SHA.fullmatch(ref):
+            return (
+                f"If {ref} is an abbreviated sha, git cannot fetch it by that: fetch the "
+                "branch that holds it, or pass the full sha (a shallow CI clone needs "
+                "`git fetch --unshallow` or fetch-depth 0); or pick a commit from "
+                "`git log --oneline`"
+            )
+        remote, name = "origin", ref.removeprefix("refs/remotes/")
+        if name != ref or "/" in name:
+            remotes = self._git("remote").stdout.decode("utf-8", "replace").split()
+            for candidate in sorted(remotes, key=len, reverse=True):
+                if name.startswith(candidate + "/"):
+                    remote, name = candidate, name.removeprefix(candidate + "/")
+                    break
+            else:
+                # No such remote here: a clone's usual one is origin (``origin/main``).
+                name = name.removeprefix("origin/") if name.startswith("origin/") else ref
+        return (
+            f"Fetch it (`git fetch {remote} {name}`; a shallow CI clone needs "
+            "`git fetch --unshallow` or fetch-depth 0), or pick a commit from "
+            "`git log --oneline`"
         )
 
     def diff(self, base_sha: str, head_sha: str) -> bytes:

@@ -83,13 +83,71 @@ def test_resolve_branch_and_short_sha(repo: Path) -> None:
     assert r.resolve("main") == sha == r.resolve("HEAD") == r.resolve(sha[:8])
 
 
-@pytest.mark.parametrize("ref", ["no-such-branch", "--output=/tmp/x", "", "HEAD~5"])
-def test_unknown_ref(repo: Path, ref: str) -> None:
-    """An unknown ref is refused naming it, with git fetch and git log as the way out."""
+def test_unknown_ref(repo: Path) -> None:
+    """An unknown branch is refused naming it, with git fetch and git log as the way out;
+    the sentence after the full stop starts with a capital."""
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve("no-such-branch")
+    assert repr("no-such-branch") in caught.value.problem
+    assert "`git fetch origin no-such-branch`" in caught.value.fix
+    assert "git log --oneline" in caught.value.fix
+    assert ". Fetch it (" in str(caught.value)
+
+
+@pytest.mark.parametrize("ref", ["HEAD~5", "main^^", "main~1^2"])
+def test_relative_ref_beyond_the_history(repo: Path, ref: str) -> None:
+    """A relative ref past the (shallow) history says the history is too short and how
+    to deepen it; it never suggests fetching the relative ref itself."""
     with pytest.raises(RepositoryError) as caught:
         Repository(repo).resolve(ref)
     assert repr(ref) in caught.value.problem
-    assert "git fetch" in caught.value.fix and "git log --oneline" in caught.value.fix
+    fix = caught.value.fix
+    assert "history here is too short" in fix and "--deepen" in fix
+    assert f"git fetch origin {ref}" not in fix
+
+
+def test_relative_ref_on_a_missing_branch(repo: Path) -> None:
+    """``feature~2`` without ``feature``: fetch the branch, not ``feature~2``."""
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve("feature~2")
+    assert "'feature' names no commit here either" in caught.value.fix
+    assert "`git fetch origin feature`" in caught.value.fix
+
+
+@pytest.mark.parametrize("ref", ["", "  "])
+def test_empty_ref(repo: Path, ref: str) -> None:
+    """An empty ref is said to be empty; nothing is offered to fetch."""
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve(ref)
+    assert "the ref is empty" in caught.value.problem
+    assert "git fetch" not in caught.value.fix
+    assert caught.value.fix.startswith("Pass a branch")
+
+
+@pytest.mark.parametrize("ref", ["--output=/tmp/x", "a b", "x:y"])
+def test_malformed_ref(repo: Path, ref: str) -> None:
+    """A ref git cannot read (an option, a space, a colon) is refused without a fetch."""
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve(ref)
+    assert repr(ref) in caught.value.problem
+    assert "git fetch" not in caught.value.fix
+
+
+def test_fetch_hint_names_the_remote_and_the_branch(repo: Path) -> None:
+    """``origin/main`` is fetched as ``git fetch origin main``; an abbreviated sha is not
+    offered to fetch (git cannot fetch one by its abbreviation)."""
+    git(repo, "remote", "add", "upstream", "https://example.invalid/x.git")
+    r = Repository(repo)
+    with pytest.raises(RepositoryError) as caught:
+        r.resolve("upstream/feature")
+    assert "`git fetch upstream feature`" in caught.value.fix
+    with pytest.raises(RepositoryError) as caught:
+        r.resolve("origin/feature")
+    assert "`git fetch origin feature`" in caught.value.fix
+    with pytest.raises(RepositoryError) as caught:
+        r.resolve("abc1234")
+    assert "abbreviated sha" in caught.value.fix
+    assert "git fetch origin abc1234" not in caught.value.fix
 
 
 def test_diff_rename_binary_non_utf8_and_odd_paths(repo: Path) -> None:
