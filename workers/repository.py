@@ -117,7 +117,7 @@ class Repository:
 
     def __init__(self, path: Path | str) -> None:
         start = Path(path).expanduser().absolute()
-        fix = "run council review inside a clone, or pass --repo PATH"
+        fix = "Run council review inside a clone, or pass --repo PATH"
         if not start.is_dir():
             raise RepositoryError(f"{start} is not a git repository (no such directory)", fix)
         self.path = start
@@ -142,7 +142,7 @@ class Repository:
         except FileNotFoundError:
             raise RepositoryError(
                 "git is not installed (no `git` on PATH)",
-                "install git, or run council where git is available",
+                "Install git, or run council where git is available",
             ) from None
 
     def _must(self, *args: str) -> bytes:
@@ -151,7 +151,7 @@ class Repository:
         if done.returncode != 0:
             raise RepositoryError(
                 f"git {args[0]} failed in {self.path}: {_first_line(done.stderr)}",
-                "check that the repository is intact (`git fsck`) and readable",
+                "Check that the repository is intact (`git fsck`) and readable",
             )
         return done.stdout
 
@@ -330,7 +330,7 @@ class Repository:
                 errors.seek(0)
                 raise RepositoryError(
                     f"git archive failed in {self.path}: {_first_line(errors.read())}",
-                    "check that the head commit's objects are present (`git fsck`)",
+                    "Check that the head commit's objects are present (`git fsck`)",
                 )
         if packed.tell() > cap_bytes:
             raise ChangeTooLarge("packed head tree", packed.tell(), cap_bytes, TREE_KNOB)
@@ -374,7 +374,7 @@ def _refuse(name: str, why: str) -> RepositoryError:
     """The error for an archive member that must not be unpacked."""
     return RepositoryError(
         f"the tree archive holds an unsafe member {name!r} ({why})",
-        "rebuild the run's tree with `council review`: a tree archive must come from "
+        "Rebuild the run's tree with `council review`: a tree archive must come from "
         "`git archive` of the head commit",
     )
 
@@ -422,7 +422,7 @@ def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> 
             if max_bytes is not None and total > max_bytes:
                 raise RepositoryError(
                     f"the tree archive unpacks to {total} bytes, over the cap of {max_bytes}",
-                    f"narrow the change or raise the cap with {TREE_KNOB}",
+                    f"Narrow the change or raise the cap with {TREE_KNOB}",
                 )
             dest.mkdir(parents=True, exist_ok=True)
             tar.extractall(dest, filter="data")
@@ -431,5 +431,5 @@ def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> 
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise RepositoryError(
             f"the tree archive cannot be read ({exc})",
-            "rebuild the run's tree with `council review`",
+            "Rebuild the run's tree with `council review`",
         ) from None
