@@ -37,8 +37,10 @@ def check_clock(value: object, path: str) -> int:
     Why: a clock written as ``30`` almost surely meant seconds and would stop every
     reviewer at once; a float or a string is a slip, not a duration to guess at. A TOML
     boolean is not a number. ``answer_ms = 0`` is the one value below the floor that is
-    allowed (it switches the wrap-up off). ``path`` names the field
-    (``reviewers[2].idle_ms``). Raises :class:`~council.errors.RosterError`.
+    allowed (it switches the wrap-up off). A negative or zero clock is refused as not
+    positive, its example keeping the magnitude written (``-5``: "write 5000 for 5 s",
+    never "-5000 for -5 s"). ``path`` names the field (``reviewers[2].idle_ms``).
+    Raises :class:`~council.errors.RosterError`.
     Source: identity-and-clocks.md "Clocks".
     """
     name = path.rsplit(".", 1)[-1]
@@ -55,8 +57,23 @@ def check_clock(value: object, path: str) -> int:
         raise RosterError(path, f"{value!r} is not a whole number of milliseconds", fix)
     if value == 0 and name == "answer_ms":
         return 0
+    allowed_zero = " (or 0 to switch the wrap-up off)" if name == "answer_ms" else ""
+    if value <= 0:
+        # No sign slip is worth guessing at: say what a clock is, with an example that
+        # keeps the magnitude written (-5 → 5000 for 5 s; -5000 → 5000 for 5 s).
+        size = -value
+        example = "write 600000 for 10 minutes"
+        if 0 < size < FLOOR_MS:
+            example = f"write {size * 1000} for {size} s"
+        elif FLOOR_MS <= size <= CEILING_MS:
+            example = f"write {size} for {size / 1000:g} s"
+        raise RosterError(
+            path,
+            f"{value} is not a positive number of milliseconds",
+            f"A clock must be a positive number of milliseconds, {FLOOR_MS} to {CEILING_MS}: "
+            f"{example}{allowed_zero}",
+        )
     if value < FLOOR_MS:
-        allowed_zero = " (or 0 to switch the wrap-up off)" if name == "answer_ms" else ""
         raise RosterError(
             path,
             f"{value} is below the floor of {FLOOR_MS} ms",

@@ -7,6 +7,7 @@ import pytest
 from council.clocks import CEILING_MS, FLOOR_MS, check_clock, check_clock_table, resolve_clocks
 from council.errors import RosterError
 from council.participant import Clocks
+from council.roster import parse_roster
 
 
 def test_defaults_when_nothing_is_written() -> None:
@@ -94,6 +95,38 @@ def test_seconds_slip_says_milliseconds() -> None:
         check_clock(30, "reviewers[2].idle_ms")
     assert "milliseconds, not seconds" in caught.value.fix
     assert "30000" in caught.value.fix
+
+
+@pytest.mark.parametrize(
+    ("value", "example"), [(-5, "write 5000 for 5 s"), (-5000, "write 5000 for 5 s")]
+)
+def test_negative_clock_must_be_positive(value: int, example: str) -> None:
+    """A negative clock is refused as not positive, its example a positive duration
+    (never "write -5000 for -5 s")."""
+    with pytest.raises(RosterError) as caught:
+        check_clock(value, "council.backstop_ms")
+    assert "not a positive number of milliseconds" in caught.value.problem
+    assert "must be a positive number of milliseconds" in caught.value.fix
+    assert example in caught.value.fix
+    assert "-5000" not in caught.value.fix and "-5 s" not in caught.value.fix
+
+
+def test_zero_clock_must_be_positive() -> None:
+    """A zero backstop is not positive; its example is not "write 0 for 0 s"."""
+    with pytest.raises(RosterError) as caught:
+        check_clock(0, "reviewers[0].backstop_ms")
+    assert "must be a positive number of milliseconds" in caught.value.fix
+    assert "write 0 for 0 s" not in caught.value.fix
+
+
+def test_negative_roster_clock_through_parse_roster() -> None:
+    """The user's case: ``backstop_ms = -5`` in a roster file."""
+    text = '[council]\nbackstop_ms = -5\n[[reviewers]]\nid = "r"\nbackend = "replay"\n'
+    text += 'answer = "a.json"\n'
+    with pytest.raises(RosterError) as caught:
+        parse_roster(text, "council.toml")
+    assert caught.value.path == "council.backstop_ms"
+    assert "write 5000 for 5 s" in str(caught.value)
 
 
 def test_fractional_seconds_slip_says_milliseconds() -> None:
