@@ -43,12 +43,25 @@ class Runtime:
     mode: str = "distributed"
 
 
-def connect(url: str) -> RedisClient:
+REDIS_ENV = "COUNCIL_REDIS_URL"
+"""Where the Redis URL comes from unless the user passed ``--redis``."""
+
+
+def connect(url: str, *, source: str = REDIS_ENV) -> RedisClient:
     """A Redis client for ``url``, checked with a PING within 5 s.
 
-    Raises :class:`StoreUnavailable` naming the URL without its password.
+    ``source`` names where the URL came from (``COUNCIL_REDIS_URL``, or ``--redis``
+    when the user passed the flag), so an error names what the user wrote. Raises
+    :class:`ConfigurationError` for a URL redis-py cannot read and
+    :class:`StoreUnavailable` naming the URL without its password.
     """
     shown = redact_url(url)
+    fix = (
+        "Start redis-server there, fix COUNCIL_REDIS_URL, or unset it to run in embedded mode."
+        if source == REDIS_ENV
+        else f"Start redis-server there, fix the {source} URL, or leave {source} out (and "
+        f"{REDIS_ENV} unset) to run in embedded mode."
+    )
     try:
         client: RedisClient = redis.Redis.from_url(
             url,
@@ -60,31 +73,39 @@ def connect(url: str) -> RedisClient:
     except ValueError:
         # redis-py's message quotes the URL's parts, the password among them.
         raise ConfigurationError(
-            f"COUNCIL_REDIS_URL {shown} cannot be read: write it as "
+            f"{source} {shown} cannot be read: write it as "
             "redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in the password)"
         ) from None
     try:
         client.ping()
     except redis.AuthenticationError:
         raise StoreUnavailable(
-            shown, "Redis refused the credentials", "Check the user and password in the URL."
+            shown,
+            "Redis refused the credentials",
+            f"Check the user and password in the {source} URL.",
         ) from None
     except (redis.RedisError, OSError) as exc:
-        raise StoreUnavailable(shown, redact_text(str(exc)) or type(exc).__name__) from None
+        reason = redact_text(str(exc)) or type(exc).__name__
+        raise StoreUnavailable(shown, reason, fix) from None
     return client
 
 
 def build_runtime(
-    settings: Settings, client: RedisClient | None = None, *, mode: str = "distributed"
+    settings: Settings,
+    client: RedisClient | None = None,
+    *,
+    mode: str = "distributed",
+    source: str = REDIS_ENV,
 ) -> Runtime:
-    """Build the stores over ``client`` (or a checked connection to the settings' URL)."""
+    """Build the stores over ``client`` (or a checked connection to the settings' URL;
+    ``source`` names where that URL came from, for :func:`connect`'s errors)."""
     if client is None:
         url = settings.redis_url_value()
         if url is None:
             raise StoreUnavailable(
                 "(no COUNCIL_REDIS_URL)", "a worker needs COUNCIL_REDIS_URL to find its broker"
             )
-        client = connect(url)
+        client = connect(url, source=source)
     keys = Keys(settings.prefix)
     return Runtime(
         settings=settings,

@@ -49,3 +49,40 @@ def test_unreachable_error_hides_the_password() -> None:
     text = str(caught.value)
     assert "hunter2" not in text and "127.0.0.1:1" in text
     assert ".." not in text
+
+
+def test_bad_redis_flag_names_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--redis notaurl``: the error names --redis, which the user wrote, not the
+    environment variable the user never set."""
+    monkeypatch.delenv("COUNCIL_REDIS_URL", raising=False)
+    result = CliRunner().invoke(main, ["--redis", "notaurl", "runs"])
+    assert result.exit_code == 2
+    assert "--redis: must be a Redis URL" in result.output
+    assert "COUNCIL_REDIS_URL" not in result.output
+    assert "Value error" not in result.output
+
+
+def test_bad_redis_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same URL from COUNCIL_REDIS_URL is reported under that name."""
+    monkeypatch.setenv("COUNCIL_REDIS_URL", "notaurl")
+    result = CliRunner().invoke(main, ["runs"])
+    assert result.exit_code == 2
+    assert "COUNCIL_REDIS_URL: must be a Redis URL" in result.output
+
+
+def test_unreachable_redis_flag_names_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unreachable or unreadable ``--redis`` URL: the way out names --redis."""
+    monkeypatch.delenv("COUNCIL_REDIS_URL", raising=False)
+    result = CliRunner().invoke(main, ["--redis", "redis://127.0.0.1:1/0", "runs"])
+    assert result.exit_code == 3
+    assert "fix the --redis URL" in result.output
+    assert "fix COUNCIL_REDIS_URL" not in result.output
+    result = CliRunner().invoke(main, ["--redis", "redis://h:notaport/0", "runs"])
+    assert result.exit_code == 2
+    assert "--redis redis://h:notaport/0 cannot be read" in result.output
+
+
+def test_unreachable_redis_variable_names_the_variable() -> None:
+    """connect() without a source names COUNCIL_REDIS_URL, as before."""
+    with pytest.raises(StoreUnavailable, match="fix COUNCIL_REDIS_URL"):
+        connect("redis://127.0.0.1:1/0")

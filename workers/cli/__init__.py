@@ -13,6 +13,7 @@ import traceback
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from workers.cli.context import CliContext
 from workers.cli.journal import harvest_command, record_command
@@ -21,6 +22,7 @@ from workers.cli.readback import ledger_command, release_command, runs_command, 
 from workers.cli.review import check_command, review_command
 from workers.cli.suppression import baseline_command, dismiss_command
 from workers.cli.worker import worker_command
+from workers.runtime import REDIS_ENV
 
 BROKEN_PIPE_EXIT = 141
 """The exit code when stdout's reader went away: 128 + SIGPIPE, as a shell reports it."""
@@ -87,7 +89,12 @@ def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
       council worker            # on any number of hosts
       council review --repo . --base origin/main
     """
-    ctx.obj = CliContext.build(redis_url=redis_url, log_level=log_level)
+    given = ctx.get_parameter_source("redis_url") is ParameterSource.COMMANDLINE
+    ctx.obj = CliContext.build(
+        redis_url=redis_url,
+        log_level=log_level,
+        redis_source="--redis" if given else REDIS_ENV,
+    )
 
 
 for command in (

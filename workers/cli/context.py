@@ -8,7 +8,7 @@ import click
 from pydantic import SecretStr, ValidationError
 
 from workers.logging import configure_logging
-from workers.runtime import Runtime, build_runtime
+from workers.runtime import REDIS_ENV, Runtime, build_runtime
 from workers.settings import Settings
 
 
@@ -30,19 +30,30 @@ class CliContext:
 
     settings: Settings
     log_level: str
+    redis_source: str = REDIS_ENV
+    """Where the Redis URL came from: ``--redis`` when the user passed the flag, else
+    ``COUNCIL_REDIS_URL``; errors about the URL name it."""
 
     @classmethod
-    def build(cls, *, redis_url: str | None, log_level: str) -> CliContext:
-        """Settings from the environment, with ``--redis`` on top; logging to stderr."""
+    def build(
+        cls, *, redis_url: str | None, log_level: str, redis_source: str = REDIS_ENV
+    ) -> CliContext:
+        """Settings from the environment, with ``--redis`` on top; logging to stderr.
+
+        ``redis_source`` is ``"--redis"`` when ``redis_url`` came from the flag (the
+        group asks click), so a malformed URL is reported under the name the user wrote.
+        """
         configure_logging(level=log_level.upper())
         overrides = {"redis_url": SecretStr(redis_url)} if redis_url else {}
         try:
             settings = Settings(**overrides)  # type: ignore[arg-type]
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = "COUNCIL_" + "_".join(str(p) for p in first["loc"]).upper()
-            raise UsageProblem(f"{where}: {first['msg']}") from None
-        return cls(settings=settings, log_level=log_level)
+            field = "_".join(str(p) for p in first["loc"])
+            where = redis_source if field == "redis_url" else "COUNCIL_" + field.upper()
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise UsageProblem(f"{where}: {message}") from None
+        return cls(settings=settings, log_level=log_level, redis_source=redis_source)
 
     @property
     def distributed(self) -> bool:
@@ -58,7 +69,7 @@ class CliContext:
         from council.errors import ConfigurationError, StoreUnavailable
 
         try:
-            return build_runtime(self.settings)
+            return build_runtime(self.settings, source=self.redis_source)
         except ConfigurationError as exc:
             raise UsageProblem(str(exc)) from None
         except StoreUnavailable as exc:
