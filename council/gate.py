@@ -91,18 +91,15 @@ def _blocks(finding: Finding, threshold: int) -> bool:
 
 
 def answered_reviewers(report: CouncilReport) -> int:
-    """How many reviewers (role ``reviewer``) answered in full (state ``answered``),
-    with an answer that could be read (an unreadable answer is not heard).
+    """How many reviewers (role ``reviewer``) were heard in full: state ``answered``,
+    with an answer read whole (an unreadable answer is not heard; one read only up to a
+    break, ``cut-off`` or ``malformed-json``, was heard in part).
 
     Why: the quorum counts independent reviews that completed. A stopped reviewer's
     pass is partial (harvest.md §7) and a judge only re-reads what reviewers filed, so
     neither counts towards it.
     """
-    return sum(
-        1
-        for p in report.participants
-        if p.role == "reviewer" and p.state == "answered" and p.unread is None
-    )
+    return sum(1 for p in report.participants if p.role == "reviewer" and p.heard_in_full)
 
 
 def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:

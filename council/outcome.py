@@ -49,6 +49,41 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
     return None
 
 
+READ_IN_PART_CODES = ("cut-off", "malformed-json")
+"""Answer-level codes meaning the answer was read only up to a break (harvest.md §3.3):
+the entries before it were kept, any after it were never read."""
+
+
+def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
+    """The code saying an ANSWERED participant's answer was read only in part, or None.
+
+    ``cut-off`` when the text ended inside the findings list (``harvest.truncated``, a
+    reply cut at the output limit, a stdout over its cap), ``malformed-json`` when the
+    list broke at an entry that is not JSON. None when the answer was read whole or could
+    not be read at all (that is :func:`unread_code`).
+
+    Why: whatever came after the break is unknown, so such a participant was not heard in
+    full: the run is partial and it does not count towards the quorum, exactly like a
+    stopped reviewer whose findings were kept.
+    """
+    if outcome.status != "answered" or unread_code(outcome) is not None:
+        return None
+    for w in outcome.harvest.warnings:
+        if w.at == "answer" and w.code in READ_IN_PART_CODES:
+            return w.code
+    return "cut-off" if outcome.harvest.truncated else None
+
+
+def heard_in_full(outcome: ParticipantOutcome) -> bool:
+    """Whether a participant answered and its answer was read whole (neither unread nor
+    read only in part)."""
+    return (
+        outcome.status == "answered"
+        and unread_code(outcome) is None
+        and read_in_part_code(outcome) is None
+    )
+
+
 class ParticipantOutcome(BaseModel):
     """The settled result of one participant in one run (small, JSON, Celery-safe).
 

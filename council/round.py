@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from council.consolidation import file_findings, merge_across, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.findings import Finding, Origin, Warning
-from council.outcome import ParticipantOutcome, unread_code
+from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.participant import Participant
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
@@ -39,10 +39,12 @@ def round_status(
     outcomes: Mapping[str, ParticipantOutcome],
     forced: RunStatus | None = None,
 ) -> RunStatus:
-    """``settled`` when every participant answered; else ``partial`` (or ``forced``)."""
+    """``settled`` when every participant was heard in full (it answered, and its answer
+    was read whole: :func:`council.outcome.heard_in_full`); else ``partial`` (or
+    ``forced``)."""
     if forced is not None:
         return forced
-    whole = all(p.id in outcomes and outcomes[p.id].status == "answered" for p in participants)
+    whole = all(p.id in outcomes and heard_in_full(outcomes[p.id]) for p in participants)
     return "settled" if whole else "partial"
 
 
@@ -89,6 +91,7 @@ def conclude_round(
                 attempts=o.attempts if o is not None else 0,
                 duration_ms=o.duration_ms if o is not None else 0,
                 unread=unread_code(o) if o is not None else None,
+                read_in_part=read_in_part_code(o) if o is not None else None,
                 usage=o.usage if o is not None else None,
                 cost_usd=(
                     cost_usd(o.usage, p.backend, p.model, facts.prices)
@@ -237,6 +240,7 @@ def conclude_judge(
         attempts=outcome.attempts,
         duration_ms=outcome.duration_ms,
         unread=unread_code(outcome),
+        read_in_part=read_in_part_code(outcome),
         usage=outcome.usage,
         cost_usd=(
             cost_usd(outcome.usage, judge.backend, judge.model, prices or PriceTable())

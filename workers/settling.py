@@ -17,7 +17,7 @@ from council.diff import Change, parse_diff
 from council.findings import Finding, Read
 from council.harvest import JournalCaps
 from council.landing import land
-from council.outcome import ParticipantOutcome, settle_outcome
+from council.outcome import ParticipantOutcome, heard_in_full, settle_outcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers.base import Stop
@@ -167,8 +167,8 @@ def _settle_judge(
     if forced is not None:
         status: RunStatus = forced
     else:
-        reviewers_whole = all(p.state == "answered" for p in interim.participants)
-        status = "settled" if reviewers_whole and outcome.status == "answered" else "partial"
+        reviewers_whole = all(p.heard_in_full for p in interim.participants)
+        status = "settled" if reviewers_whole and heard_in_full(outcome) else "partial"
     settled_at = now_ms()
     marks = session_marks(rt, record)
 

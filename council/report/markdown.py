@@ -134,11 +134,7 @@ def _where(report: CouncilReport) -> str:
 def _partial(report: CouncilReport) -> str:
     if not report.partial:
         return ""
-    items = [
-        _why_partial(p)
-        for p in report.participants
-        if p.state != "answered" or p.unread is not None
-    ]
+    items = [_why_partial(p) for p in report.participants if not p.heard_in_full]
     lines = [
         "**PARTIAL:** this review did not hear every reviewer in full (run status "
         f"{report.status}); a finding missing below may simply not have been read."
@@ -163,6 +159,12 @@ def _why_partial(p: ParticipantSummary) -> str:
         return (
             f"{who} answered, but its answer could not be read ({code(p.unread)}); "
             f"{_count(p.findings, 'finding')} from its journal."
+        )
+    if p.read_in_part is not None:
+        where = "was cut off" if p.read_in_part == "cut-off" else "broke off in invalid JSON"
+        return (
+            f"{who} answered, but its answer {where} ({code(p.read_in_part)}); "
+            f"{_count(p.findings, 'finding')} read before the break, none after it."
         )
     return f"{who} never answered (still {p.state})."
 

@@ -42,11 +42,21 @@ class ParticipantSummary(BaseModel):
     """For an ``answered`` participant whose answer could not be read at all: the
     answer-level warning code (``no-json``, ``no-findings-array``, ``said-nothing``).
     Such a participant answered, but nothing was heard from it."""
+    read_in_part: str | None = None
+    """For an ``answered`` participant whose answer was read only up to a break: the
+    answer-level warning code (``cut-off``, ``malformed-json``). The findings before the
+    break are filed; whatever came after it was not heard."""
     usage: Usage | None = None
     """Tokens a model reviewer used (None for programs, analyzers and replays)."""
     cost_usd: float | None = None
     """What ``usage`` cost in US dollars (:func:`council.cost.cost_usd`); None when the
     participant used no tokens or its model has no price in the roster."""
+
+    @property
+    def heard_in_full(self) -> bool:
+        """Whether it answered and its answer was read whole (not unread, not read only
+        up to a break): what the quorum counts and a ``settled`` run requires."""
+        return self.state == "answered" and self.unread is None and self.read_in_part is None
 
 
 class Suppression(BaseModel):
@@ -117,6 +127,4 @@ class CouncilReport(BaseModel):
     @property
     def partial(self) -> bool:
         """Whether some participant stopped or failed, or the run did not settle whole."""
-        return self.status != "settled" or any(
-            p.state in ("stopped", "failed") or p.unread is not None for p in self.participants
-        )
+        return self.status != "settled" or not all(p.heard_in_full for p in self.participants)
