@@ -270,6 +270,17 @@ class _Run:
                     failure=f"gave up after {attempt} attempts; the last: {trouble.message}",
                 )
             wait_ms = self.owner.backoff.delay_ms(attempt, trouble.retry_after_ms, self.owner.rng)
+            if wait_ms >= self.watch.remaining_ms() and self._heard_nothing(partial):
+                # Never reached the model: a failure that says why, not a clock's stop.
+                backstop_ms = self.request.participant.clocks.backstop_ms
+                return _Outcome(
+                    text=partial,
+                    failure=(
+                        f"{trouble.message}{self._hint(trouble)}; gave up after {attempt} "
+                        f"attempt(s): the wait before another ({wait_ms} ms) would pass "
+                        f"the wall (backstop_ms = {backstop_ms} ms)"
+                    ),
+                )
             if wait_ms >= self.watch.remaining_ms():
                 self.notes.append(
                     f"{trouble.message}; the wait before a retry ({wait_ms} ms) would pass "
@@ -280,6 +291,11 @@ class _Run:
             limit = await self.watch.sleep(wait_ms, soft=soft)
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
+
+    def _heard_nothing(self, partial: str) -> bool:
+        """Whether nothing came from the model in this review yet: no text of this turn
+        or an earlier one, and no journal entry recorded through its tools."""
+        return not partial and not self.texts and self.tools.entries == 0
 
     async def _admit(self, estimate: int, soft: bool) -> tuple[list[str], StopLimit | None]:
         """Wait for the rate limiter; the keys admitted, or the clock that fired."""

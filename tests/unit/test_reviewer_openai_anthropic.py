@@ -191,13 +191,34 @@ def test_retries_are_bounded(backend: Backend, server: FakeServer) -> None:
     assert result.usage is not None and result.usage.requests == 4
 
 
-def test_retry_after_past_the_wall_stops(backend: Backend, server: FakeServer) -> None:
-    """A Retry-After longer than the time left stops at once as wall-clock, saying why."""
+def test_retry_after_past_the_wall_fails_at_once_saying_why(
+    backend: Backend, server: FakeServer
+) -> None:
+    """A Retry-After longer than the time left, before the model said anything: a failure
+    at once that names the provider's answer and the wall (not "stopped by the backstop
+    clock", which read as if the review had run for backstop_ms)."""
     server.script(Scenario.error(429, "later", retry_after="3600"))
     started = time.monotonic()
     result = backend.reviewer().review(request(participant(backend, server)))
-    assert result.stop is not None and result.stop.limit == "wall-clock"
+    assert result.stop is None
+    assert result.failure is not None and "HTTP 429: later" in result.failure
+    assert "would pass the wall (backstop_ms = " in result.failure
     assert time.monotonic() - started < 1.0
+
+
+def test_retry_after_past_the_wall_keeps_what_was_streamed(
+    backend: Backend, server: FakeServer
+) -> None:
+    """Once the model has said something, a retry that would pass the wall is a stop at
+    the wall (harvest.md §7): the text streamed before the cut is kept, the note says why."""
+    server.script(
+        Scenario(text=ANSWER, chunk_chars=8, cut_after=4),
+        Scenario.error(429, "later", retry_after="3600"),
+    )
+    result = backend.reviewer().review(request(participant(backend, server)))
+    assert result.failure is None
+    assert result.stop is not None and result.stop.limit == "wall-clock"
+    assert result.answer and ANSWER.startswith(result.answer)
     assert any("would pass the wall" in note for note in result.notes)
 
 
