@@ -34,7 +34,9 @@ class JournalFollower:
     entries). :meth:`poll` forwards the complete lines that appeared since the last call;
     :meth:`finish` does the same and then forwards a final unterminated line. A line longer
     than ``line_cap_bytes`` is not forwarded; it is counted in :attr:`notes` (no silent
-    loss). A file that shrank (rewritten by the program) is read again from its start.
+    loss), and so are lines the sink refused (its reply starts "Not recorded": the
+    journal store is full, say), since a program reading no replies cannot know. A file
+    that shrank (rewritten by the program) is read again from its start.
     Never raises: a file that cannot be read is treated as not (yet) written.
 
     Usage::
@@ -55,8 +57,20 @@ class JournalFollower:
         self._skipping = False
         self.forwarded = 0
         """How many entries were forwarded to the sink so far."""
-        self.notes: list[str] = []
-        """Sentences about lines that were not forwarded (over the cap)."""
+        self.refused = 0
+        """How many forwarded lines the sink did not record."""
+        self._refusal = ""
+        self._notes: list[str] = []
+
+    @property
+    def notes(self) -> list[str]:
+        """Sentences about lines that were not forwarded (over the cap) or not recorded."""
+        if not self.refused:
+            return list(self._notes)
+        return [
+            *self._notes,
+            f"{self.refused} journal line(s) were not recorded; the first reply: {self._refusal}",
+        ]
 
     def poll(self) -> int:
         """Forward the complete lines written since the last call; return how many."""
@@ -103,7 +117,7 @@ class JournalFollower:
         if len(self._pending) > self._cap:
             self._pending.clear()
             self._skipping = True
-            self.notes.append(
+            self._notes.append(
                 f"a journal line longer than {self._cap} bytes was not forwarded "
                 f"(after {self.forwarded} forwarded entries)"
             )
@@ -114,10 +128,13 @@ class JournalFollower:
         if not line.strip():
             return
         if len(line) > self._cap:
-            self.notes.append(
+            self._notes.append(
                 f"a journal line longer than {self._cap} bytes was not forwarded "
                 f"(after {self.forwarded} forwarded entries)"
             )
             return
-        self._sink.append(line.decode("utf-8", errors="replace"))
+        reply = self._sink.append(line.decode("utf-8", errors="replace"))
         self.forwarded += 1
+        if reply.startswith("Not recorded"):
+            self.refused += 1
+            self._refusal = self._refusal or reply

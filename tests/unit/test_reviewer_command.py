@@ -378,3 +378,37 @@ def test_program_busy_for_good_fails_naming_why(
         os.close(writer)
     assert result.failure is not None
     assert "Text file busy" in result.failure and str(script) in result.failure
+
+
+class FullSink(MemorySink):
+    """A journal sink that records ``room`` entries, then refuses, as a full store does."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def append(self, raw: str) -> str:
+        if len(self.entries) >= self.room:
+            return "Not recorded (the journal is full); keep it for your final answer."
+        return super().append(raw)
+
+
+def test_journal_lines_the_store_refused_are_noted(tmp_path: Path) -> None:
+    """A program cannot read the sink's replies: lines refused by a full journal are
+    counted in the notes with the first reply, never dropped silently."""
+    code = (
+        "import json, os\n"
+        "with open(os.environ['COUNCIL_JOURNAL'], 'a') as j:\n"
+        "    for i in range(5):\n"
+        "        j.write(json.dumps({'subject': f's{i}'}) + '\\n')\n"
+        "print('{\"findings\": []}')\n"
+    )
+    sink = FullSink(room=2)
+    result = review(python(code, tmp_path, sink=sink))
+    assert len(sink.entries) == 2
+    assert result.journal_entries == 5
+    refused = [n for n in result.notes if "not recorded" in n]
+    assert refused == [
+        "3 journal line(s) were not recorded; the first reply: Not recorded (the journal "
+        "is full); keep it for your final answer."
+    ]
