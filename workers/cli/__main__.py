@@ -1,5 +1,5 @@
-"""``python -m workers.cli``: the same as the ``council`` command."""
+"""``python -m workers.cli``: the same as the ``council`` command (:mod:`workers.entry`)."""
 
-from workers.cli import main
+from workers.entry import main
 
 main()

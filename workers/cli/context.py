@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 from pydantic import SecretStr, ValidationError
 
 from workers.logging import configure_logging
-from workers.runtime import REDIS_ENV, Runtime, build_runtime
 from workers.settings import Settings
+
+if TYPE_CHECKING:
+    from workers.runtime import Runtime
+
+REDIS_ENV = "COUNCIL_REDIS_URL"
+"""Where the Redis URL comes from unless the user passed ``--redis``."""
 
 
 class UsageProblem(click.ClickException):
@@ -66,7 +72,10 @@ class CliContext:
             raise UsageProblem(
                 "this command reads what Redis holds: set COUNCIL_REDIS_URL or pass --redis URL"
             )
+        # Imported here: redis and the stores are for the commands that reach Redis,
+        # not for every start of the CLI (``council record`` runs once per finding).
         from council.errors import ConfigurationError, StoreUnavailable
+        from workers.runtime import build_runtime
 
         try:
             return build_runtime(self.settings, source=self.redis_source)

@@ -1,0 +1,150 @@
+"""Ctrl-C while ``council`` starts: exit 130 and one line, never a traceback.
+
+The subprocess tests run the console script as ``pyproject.toml`` declares it, and
+``python -m workers.cli``, with ``PYTHONPROFILEIMPORTTIME=1``: Python then writes a line
+on stderr as each import finishes, so the test can send SIGINT once ``click`` is imported
+(the start-up handler is installed by then) and tell from the lines that follow whether
+the signal landed while the review command's modules were still loading. A signal that
+arrived too late on a busy machine (start-up already over) is tried again, not counted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tests.gitrepo import ROOT
+from workers import entry
+from workers.cli import main
+
+TRIGGER = "click"
+"""Imported inside the guarded start-up, before any of the review command's modules."""
+
+LATE = "workers.cli.review"
+"""Finished importing only when the review command's start-up imports are done."""
+
+ATTEMPTS = 6
+
+
+def console_script() -> list[str]:
+    """The ``council`` script as pip writes it, from pyproject.toml's [project.scripts]."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, function = scripts["council"].partition(":")
+    code = f"import sys\nfrom {module} import {function}\nsys.exit({function}())\n"
+    return [sys.executable, "-c", code]
+
+
+def imported(line: str) -> str | None:
+    """The module an ``-X importtime`` line reports, or None for any other line."""
+    if not line.startswith("import time:") or line.count("|") != 2:
+        return None
+    name = line.rsplit("|", 1)[1].strip()
+    return None if name == "imported package" else name
+
+
+def interrupt_at_start(command: list[str], tmp_path: Path) -> tuple[int, str, bool]:
+    """Start ``command review`` and send SIGINT once TRIGGER is imported.
+
+    Returns the exit code, stderr, and whether the signal landed during start-up (the
+    review command's modules were not all imported yet).
+    """
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_REDIS_URL", None)
+    argv = [*command, "review", "--repo", str(tmp_path), "--base", "HEAD", "--no-progress"]
+    seen: list[bytes] = []
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    ) as proc:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            seen.append(raw)
+            if imported(raw.decode("utf-8", "replace")) == TRIGGER:
+                proc.send_signal(signal.SIGINT)
+                break
+        seen.append(proc.stderr.read())
+        code = proc.wait(timeout=120)
+    stderr = b"".join(seen).decode("utf-8", "replace")
+    modules = {imported(line) for line in stderr.splitlines()}
+    return code, stderr, TRIGGER in modules and LATE not in modules
+
+
+def said(stderr: str) -> list[str]:
+    """The stderr lines that are not Python's import timings."""
+    return [
+        line for line in stderr.splitlines() if line.strip() and not line.startswith("import time:")
+    ]
+
+
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """Restore this process's SIGINT handler after a test that changes it."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [console_script(), [sys.executable, "-m", "workers.cli"]],
+    ids=["console-script", "python-m"],
+)
+def test_ctrl_c_while_importing_exits_130_quietly(command: list[str], tmp_path: Path) -> None:
+    """SIGINT while the review command's modules (pydantic, redis, ...) load: exit 130,
+    one line on stderr, no traceback."""
+    for _ in range(ATTEMPTS):
+        code, stderr, during_start_up = interrupt_at_start(command, tmp_path)
+        assert "Traceback" not in stderr, stderr
+        if during_start_up:
+            assert code == entry.INTERRUPTED_EXIT, stderr
+            assert said(stderr) == [entry.INTERRUPTED_LINE]
+            return
+    pytest.fail(f"SIGINT never landed during start-up in {ATTEMPTS} attempts")
+
+
+def test_interrupt_a_command_did_not_handle_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt out of a command (Ctrl-C before a review installs its own
+    handling): exit 130 with one line, not click's "Aborted!" and exit 1 (the gate's)."""
+
+    @click.command("sleepy")
+    def sleepy() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(main.commands, "sleepy", sleepy)
+    done = CliRunner().invoke(main, ["sleepy"])
+    assert done.exit_code == entry.INTERRUPTED_EXIT
+    assert done.output.strip() == entry.INTERRUPTED_LINE
+    assert "Aborted!" not in done.output
+
+
+@pytest.mark.usefixtures("sigint_default")
+def test_started_hands_ctrl_c_back_to_python() -> None:
+    """Once a command is about to run, Ctrl-C is a KeyboardInterrupt again (the review
+    turns it into a cancellation), not the start-up's immediate exit."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    entry._quiet_start()
+    assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    entry.started()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("sigint_default")
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """A parent that ignores SIGINT (nohup) keeps it ignored through start-up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    entry._quiet_start()
+    entry.started()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN

@@ -1,0 +1,135 @@
+"""The ``council`` command line: one click group, a context built once, thin commands.
+
+Exit codes a CI job can tell apart: 0 passed, 1 the ``--fail-on`` gate tripped, 2 usage
+or configuration error (nothing was sent), 3 the council could not complete. Source:
+style.md habit 12; issue "The council end to end". An interrupt (Ctrl-C) before a
+command has its own handling exits 130 with one line, never a traceback.
+
+The group is light to import: each command's module (pydantic, redis, celery, ...) is
+imported when that command runs (:data:`COMMANDS`), so ``council record``, called by a
+reviewer for every finding, loads only what it uses. The console script is
+:func:`workers.entry.main`, which also turns an interrupt during imports into exit 130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from workers.entry import INTERRUPTED_EXIT, INTERRUPTED_LINE, started
+
+BROKEN_PIPE_EXIT = 141
+"""The exit code when stdout's reader went away: 128 + SIGPIPE, as a shell reports it."""
+
+INTERNAL_ERROR_EXIT = 3
+"""The exit code of a crash: the council could not complete (never 1, the gate's code)."""
+
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "review": ("workers.cli.review", "review_command"),
+    "check": ("workers.cli.review", "check_command"),
+    "worker": ("workers.cli.worker", "worker_command"),
+    "record": ("workers.cli.journal", "record_command"),
+    "harvest": ("workers.cli.journal", "harvest_command"),
+    "runs": ("workers.cli.readback", "runs_command"),
+    "show": ("workers.cli.readback", "show_command"),
+    "ledger": ("workers.cli.readback", "ledger_command"),
+    "release": ("workers.cli.readback", "release_command"),
+    "dismiss": ("workers.cli.suppression", "dismiss_command"),
+    "baseline": ("workers.cli.suppression", "baseline_command"),
+    "publish": ("workers.cli.publish", "publish_group"),
+}
+"""Command name → (module, attribute): imported when the command is asked for."""
+
+
+class CouncilGroup(click.Group):
+    """The command group, with one rule added: an exception no command turned into an
+    exit code is a crash, and a crash exits 3 ("could not complete"), never Python's 1,
+    which CI would read as "a finding tripped the gate". The traceback goes to stderr.
+    An interrupt no command handled (Ctrl-C while a command's modules load, or before a
+    review starts) exits 130 with one line: click would say "Aborted!" and exit 1.
+    Commands are loaded when asked for (:data:`COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, loaded or not, sorted (as click lists them)."""
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, importing its module the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo(INTERRUPTED_LINE, err=True)
+            ctx.exit(INTERRUPTED_EXIT)
+        except BrokenPipeError:
+            # The reader went away (``council runs | head``): stop quietly, as a command
+            # killed by SIGPIPE would; later writes go nowhere instead of failing again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(BROKEN_PIPE_EXIT)
+        except Exception as error:
+            traceback.print_exc(file=sys.stderr)
+            click.echo(
+                f"council: internal error ({type(error).__name__}: {error}); the council "
+                f"could not complete (exit {INTERNAL_ERROR_EXIT}). The traceback above says "
+                f"where; please report it.",
+                err=True,
+            )
+            ctx.exit(INTERNAL_ERROR_EXIT)
+
+
+@click.group(
+    cls=CouncilGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--redis",
+    "redis_url",
+    envvar="COUNCIL_REDIS_URL",
+    metavar="URL",
+    help="Redis for broker, results and state (env COUNCIL_REDIS_URL). Unset: embedded mode.",
+)
+@click.option(
+    "--log-level",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="Level of the JSON log lines written to stderr.",
+)
+@click.version_option(package_name="council")
+@click.pass_context
+def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
+    """A code-review council: several reviewers, one consolidated set of findings.
+
+    \b
+    Review the last commit of a repository, with nothing but this package installed:
+      council review --repo . --base HEAD~1 --roster examples/council.toml
+    Across workers on Redis:
+      export COUNCIL_REDIS_URL=redis://localhost:6379/0
+      council worker            # on any number of hosts
+      council review --repo . --base origin/main
+    """
+    from workers.cli.context import CliContext
+
+    given = ctx.get_parameter_source("redis_url") is ParameterSource.COMMANDLINE
+    where = {"redis_source": "--redis"} if given else {}
+    ctx.obj = CliContext.build(redis_url=redis_url, log_level=log_level, **where)
+    started()
+
+
+__all__ = ["main"]

@@ -1,0 +1,88 @@
+"""The ``council`` console script: the command line, with an interrupt at start-up quiet.
+
+Start-up (importing pydantic, redis, celery ...: most of a second, more on a busy CI
+runner) does nothing that needs undoing, so Ctrl-C during it ends the process at once:
+one line on stderr, exit 130, never a traceback from inside an import. The start-up
+handler is installed before anything heavy is imported and handed back to Python's
+(``KeyboardInterrupt``) by :func:`started` once the group has built its context, just
+before a command runs: from then on an interrupt is the command's to handle (``council
+review`` cancels its run), and one no command handled still exits 130 with the same line
+(:class:`workers.cli.group.CouncilGroup`).
+
+This module imports only the standard library. ``pyproject.toml`` names :func:`main` as
+the ``council`` script; ``python -m workers.cli`` calls it too. Ctrl-C in the first tens
+of milliseconds, while the interpreter itself starts (before any council code runs), is
+Python's own and may still print its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+INTERRUPTED_EXIT = 130
+"""128 + SIGINT, as a shell reports a command stopped by Ctrl-C."""
+
+INTERRUPTED_LINE = "council: interrupted"
+"""The one line on stderr when an interrupt stops the command line before a command
+handles it."""
+
+
+def main() -> None:
+    """Run the ``council`` command line; Ctrl-C before a command runs exits 130 quietly."""
+    _quiet_start()
+    try:
+        from workers.cli import main as council
+
+        council()
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def started() -> None:
+    """Hand Ctrl-C back to Python's default (``KeyboardInterrupt``): a command is about to
+    run and handles interrupts itself. Does nothing when :func:`main` did not install the
+    start-up handler (the CLI invoked in a test, or SIGINT ignored by the parent)."""
+    if signal.getsignal(signal.SIGINT) is _start_up_interrupt and _on_main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def interrupted() -> None:
+    """Say "council: interrupted" on stderr and exit 130, whatever stderr's state."""
+    _say_interrupted()
+    raise SystemExit(INTERRUPTED_EXIT)
+
+
+def _quiet_start() -> None:
+    """Install the start-up handler, unless SIGINT is not Python's default (a parent that
+    ignores it, as ``nohup`` does, keeps it ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler and _on_main_thread():
+        signal.signal(signal.SIGINT, _start_up_interrupt)
+
+
+def _start_up_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C during start-up: nothing was sent or written yet, so end now. Why not
+    raise: a ``KeyboardInterrupt`` raised inside an import can land in one of
+    importlib's weakref callbacks, where Python prints "Exception ignored ... Traceback"
+    and carries on."""
+    _say_interrupted()
+    os._exit(INTERRUPTED_EXIT)
+
+
+def _say_interrupted() -> None:
+    try:
+        sys.stderr.write(INTERRUPTED_LINE + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass  # stderr closed, or a second Ctrl-C: the exit code still says it
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+if __name__ == "__main__":
+    main()
