@@ -35,7 +35,7 @@ def test_record_appends_to_the_participants_journal(redis_url: str, tmp_path: Pa
         },
     )
     assert done.exit_code == 0, done.output
-    assert done.stdout.strip() == "Recorded."
+    assert done.stdout == "" and done.stderr.strip() == "Recorded."
     assert [json.loads(raw) for raw in journals.read("run-1", "hawk", 2)] == [entry]
     assert journals.read("run-1", "hawk", 1) == []
     assert not side_file.exists()

@@ -112,13 +112,13 @@ def journal_lines(path: Path) -> list[Any]:
 
 
 def test_record_appends_an_object_to_the_journal_file(tmp_path: Path) -> None:
-    """One finding object: exit 0, 'Recorded.', one line in COUNCIL_JOURNAL."""
+    """One finding object: exit 0, 'Recorded.' on stderr, one line in COUNCIL_JOURNAL."""
     path = tmp_path / "journal.jsonl"
     done = council(
         "record", "--json", '{"subject": "a", "label": "issue"}', env={"COUNCIL_JOURNAL": str(path)}
     )
     assert done.exit_code == 0, done.output
-    assert done.stdout.strip() == "Recorded."
+    assert done.stderr.strip() == "Recorded."
     assert journal_lines(path) == [{"subject": "a", "label": "issue"}]
 
 
@@ -127,8 +127,24 @@ def test_record_keeps_the_objects_of_a_list(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     done = council("record", "--json", '[{"subject": "b"}, 42]', env={"COUNCIL_JOURNAL": str(path)})
     assert done.exit_code == 0, done.output
-    assert "1" in done.stdout and "not" in done.stdout
+    assert "1" in done.stderr and "not" in done.stderr
     assert journal_lines(path) == [{"subject": "b"}]
+
+
+def test_record_leaves_stdout_to_the_reviewers_answer(tmp_path: Path) -> None:
+    """A command reviewer's stdout is its answer: every reply of `council record`
+    (recorded, nothing to record, not recorded) goes to stderr, stdout stays empty."""
+    path = tmp_path / "journal.jsonl"
+    env = {"COUNCIL_JOURNAL": str(path)}
+    recorded = council("record", "--json", '{"subject": "a"}', env=env)
+    nothing = council("record", "--json", "42", env=env)
+    unwritable = {"COUNCIL_JOURNAL": str(tmp_path / "missing" / "journal.jsonl")}
+    failed = council("record", "--json", '{"subject": "a"}', env=unwritable)
+    assert [d.exit_code for d in (recorded, nothing, failed)] == [0, 2, 1]
+    assert [d.stdout for d in (recorded, nothing, failed)] == ["", "", ""]
+    assert recorded.stderr.strip() == "Recorded."
+    assert nothing.stderr.startswith("Nothing was recorded")
+    assert failed.stderr.startswith("Not recorded (cannot append to")
 
 
 def test_record_reads_a_json_string_of_an_object(tmp_path: Path) -> None:

@@ -52,8 +52,11 @@ def record_command(
 ) -> None:
     """Append a finding to the running reviewer's journal, as soon as you are sure of it.
 
-    Prints the one-sentence reply ("Recorded." …). Run inside a reviewer started by a
-    council worker, which sets COUNCIL_RUN, COUNCIL_PARTICIPANT and COUNCIL_JOURNAL.
+    Prints the one-sentence reply ("Recorded." …) on stderr, never stdout: a command
+    reviewer's stdout is its answer, so calling this from one leaves the answer clean.
+    Exit 0 recorded, 1 not recorded (keep the finding for the answer), 2 nothing to
+    record. Run inside a reviewer started by a council worker, which sets COUNCIL_RUN,
+    COUNCIL_PARTICIPANT and COUNCIL_JOURNAL.
 
     \b
     Example:
@@ -69,7 +72,7 @@ def record_command(
         ) from None
     recording = split_recorded(value)
     if not recording.entries:
-        click.echo(reply(0, recording.rejected))
+        click.echo(reply(0, recording.rejected), err=True)
         raise SystemExit(2)
     if cli.distributed and run and participant:
         rt = cli.runtime()
@@ -77,7 +80,7 @@ def record_command(
         replies = [rt.journals.append(run, participant, n, e) for e in recording.entries]
         failed = [r for r in replies if r != "Recorded."]
         if failed:
-            click.echo(failed[0])
+            click.echo(failed[0], err=True)
             raise SystemExit(1)
     elif journal_file is not None:
         try:
@@ -87,14 +90,14 @@ def record_command(
                 out.flush()
                 os.fsync(out.fileno())
         except OSError as exc:
-            click.echo(reply(0, 0, f"cannot append to {journal_file}: {exc.strerror}"))
+            click.echo(reply(0, 0, f"cannot append to {journal_file}: {exc.strerror}"), err=True)
             raise SystemExit(1) from None
     else:
         raise UsageProblem(
             "council record runs inside a reviewer: it needs COUNCIL_RUN, COUNCIL_PARTICIPANT "
             "and COUNCIL_REDIS_URL, or COUNCIL_JOURNAL (the worker sets them)"
         )
-    click.echo(reply(len(recording.entries), recording.rejected))
+    click.echo(reply(len(recording.entries), recording.rejected), err=True)
 
 
 @click.command("harvest")
