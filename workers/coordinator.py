@@ -14,6 +14,8 @@ other participant is one ``council.review_participant`` task.
 
 from __future__ import annotations
 
+import os
+import shlex
 import time
 import uuid
 import warnings
@@ -155,12 +157,13 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     participants = tuple(_with_base_dir(p, options, repo.path) for p in roster.reviewers)
     judge = _with_base_dir(roster.judge, options, repo.path) if roster.judge else None
     everyone = (*participants, *((judge,) if judge else ()))
-    for where, p in [
+    placed = [
         *((f"reviewers[{i}]", p) for i, p in enumerate(participants)),
         *((("judge", judge),) if judge else ()),
-    ]:
+    ]
+    for where, p in placed:
         check_options(p, where)
-    programs = _programs(repo, base, options, everyone)
+    programs = _programs(repo, base, options, placed)
     personas = {
         p.id: _persona_text(repo, base, options, roster, p.persona)
         for p in everyone
@@ -263,34 +266,125 @@ def _with_base_dir(p: Participant, options: ReviewOptions, repo_path: Path) -> P
 
 
 def _programs(
-    repo: Repository, base: str, options: ReviewOptions, participants: tuple[Participant, ...]
+    repo: Repository, base: str, options: ReviewOptions, placed: Sequence[tuple[str, Participant]]
 ) -> dict[str, bytes]:
     """Programs named by a relative path: beside an explicit ``--roster`` file, else read
-    from the BASE tree. Never from the head under review."""
+    from the BASE tree. Never from the head under review.
+
+    ``placed`` pairs each participant with its place in the roster (``reviewers[2]``,
+    ``judge``). Each such program must be an executable file where it is read: beside the
+    roster, a file with an execute permission; in the base tree, a blob committed with
+    git mode 100755 (a worker writes the bytes out executable, so this is the one place
+    the mode is still known). Raises :class:`RosterError` (exit 2) naming the reviewer,
+    the path and the fix otherwise. A bare name (looked up on each worker's PATH) and an
+    absolute path (read on the worker's host) are left to the worker.
+    """
     out: dict[str, bytes] = {}
-    for i, p in enumerate(participants):
+    for where, p in placed:
         program = p.options.get("program")
         if p.backend not in ("command", "sarif") or not isinstance(program, str):
             continue
         if "/" not in program or program.startswith("/"):
             continue
         if options.roster is not None:
-            beside = options.roster.resolve().parent / program
-            blob = beside.read_bytes() if beside.is_file() else None
-            where = f"beside the roster ({beside})"
+            out[p.id] = _program_beside(options.roster, where, p.id, program)
         else:
-            blob = repo.read_file(base, program.removeprefix("./"))
-            where = f"in the base tree at {base[:12]}"
-        if blob is None:
-            raise RosterError(
-                f"reviewers[{i}].program",
-                f"{program!r} is not {where}",
-                "A relative program path is read beside an explicit --roster, or from the "
-                "BASE ref when the roster is the base tree's council.toml: put it there, "
-                "or name a program on PATH or an absolute path.",
-            )
-        out[p.id] = blob
+            out[p.id] = _program_in_tree(repo, base, where, p.id, program)
     return out
+
+
+_RELATIVE_FIX = (
+    "A relative program path is read beside an explicit --roster, or from the BASE ref "
+    "when the roster is the base tree's council.toml: put it there, or name a program on "
+    "PATH or an absolute path."
+)
+
+
+def _program_beside(roster: Path, where: str, pid: str, program: str) -> bytes:
+    """The bytes of a relative program beside an explicit roster file, checked to be an
+    executable file; :class:`RosterError` naming the path and the fix otherwise."""
+    beside = roster.resolve().parent / program
+    field = f"{where}.program"
+    named = f"{program!r} (reviewer {pid!r})"
+    if beside.is_dir():
+        raise RosterError(
+            field,
+            f"{named} is a directory beside the roster ({beside}), not a program",
+            "Name the executable file itself.",
+        )
+    if not beside.is_file():
+        raise RosterError(field, f"{named} is not beside the roster ({beside})", _RELATIVE_FIX)
+    if not os.access(beside, os.X_OK):
+        raise RosterError(
+            field,
+            f"{named} beside the roster ({beside}) is not executable",
+            f"Make it executable: chmod +x {shlex.quote(str(beside))}",
+        )
+    try:
+        return beside.read_bytes()
+    except OSError as exc:
+        raise RosterError(
+            field,
+            f"{named} beside the roster ({beside}) cannot be read ({exc.strerror})",
+            f"Make it readable: chmod +r {shlex.quote(str(beside))}",
+        ) from None
+
+
+def _program_in_tree(repo: Repository, base: str, where: str, pid: str, program: str) -> bytes:
+    """The bytes of a relative program in the BASE tree, checked to be committed as an
+    executable file (git mode 100755); :class:`RosterError` naming the path, the mode
+    and the fix otherwise."""
+    path = program.removeprefix("./").rstrip("/")
+    at = f"in the base tree at {base[:12]}"
+    field = f"{where}.program"
+    named = f"{program!r} (reviewer {pid!r})"
+    mode = _tree_mode(repo, base, path)
+    if mode is None:
+        raise RosterError(field, f"{named} is not {at}", _RELATIVE_FIX)
+    if mode == "040000":
+        raise RosterError(
+            field, f"{named} is a directory {at}, not a program", "Name the executable file itself."
+        )
+    if mode == "120000":
+        raise RosterError(
+            field,
+            f"{named} is a symbolic link {at}; council sends a program's bytes to the "
+            f"workers, not a link",
+            "Commit the program itself at that path, or name it by its absolute path.",
+        )
+    if mode == "100644":
+        quoted = shlex.quote(path)
+        raise RosterError(
+            field,
+            f"{named} is not executable {at} (committed with git mode 100644)",
+            f"Commit it executable on the base branch: git update-index --chmod=+x {quoted} "
+            f"(or chmod +x {quoted} && git add {quoted}), then commit.",
+        )
+    blob = repo.read_file(base, path) if mode == "100755" else None
+    if blob is None:
+        raise RosterError(
+            field,
+            f"{named} is not a file {at} (git mode {mode})",
+            "Commit the program itself (an executable file, git mode 100755) at that path.",
+        )
+    return blob
+
+
+def _tree_mode(repo: Repository, base: str, path: str) -> str | None:
+    """The git mode of ``path`` in the tree of ``base`` (``100755``, ``100644``,
+    ``120000``, ``040000``, ``160000``), or None when nothing is at that path."""
+    if not path:
+        return None
+    # Repository has no reader of a tree entry's mode; its _git runs git with the
+    # environment it pins (no GIT_DIR from a hook), which a bare subprocess would not.
+    done = repo._git("ls-tree", "-z", "--full-tree", base, "--", path)
+    if done.returncode != 0:
+        return None
+    for entry in done.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        if name.decode("utf-8", errors="surrogateescape") == path:
+            return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
+    return None
 
 
 def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:

@@ -62,7 +62,12 @@ class TreeCache:
             return dest
 
     def program(self, run_id: str, participant: str, blob: bytes) -> Path:
-        """Write a base-tree program for a participant and make it executable."""
+        """Write a base-tree program for a participant and make it executable.
+
+        The bytes carry no mode: the coordinator sends only programs that were executable
+        where it read them (git mode 100755, or a file beside ``--roster`` with an execute
+        permission) and refuses the others, so the mode set here restores theirs.
+        """
         path = self._root / run_id / "programs" / participant
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, staging = tempfile.mkstemp(dir=path.parent, prefix=".program-")
