@@ -136,6 +136,11 @@ def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
         path = Path(name).expanduser()
         if not path.is_absolute():
             path = Path(str(request.participant.options.get("base_dir") or ".")) / path
+    if path.is_dir():
+        raise _CannotStart(
+            f"program '{path}' is a directory, not a program; set the reviewer's program "
+            f"option to the executable file inside it"
+        )
     if not path.is_file():
         raise _CannotStart(f"program '{path}' not found; check the reviewer's program option")
     if not os.access(path, os.X_OK):
