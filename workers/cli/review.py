@@ -21,7 +21,9 @@ from council.diff import Change
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.gate import DEFAULT_FAIL_ON, FAIL_ON, exit_code, gate_summary, parse_fail_on
 from council.ledger import Ledger, attributed_ids
+from council.participant import Participant
 from council.report.model import CouncilReport
+from council.reviewers.options import BASE_DIR
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
@@ -212,10 +214,7 @@ def review_command(
     except (IncompleteError, redis.RedisError) as exc:
         raise Incomplete(redact_text(str(exc))) from None
     except KeyboardInterrupt:
-        raise Incomplete(
-            f"run {round_.record.run_id} was abandoned at the second interrupt, before it "
-            "settled; reviewers on workers may still be running (see `council show RUN`)"
-        ) from None
+        raise Incomplete(_abandoned(round_.record.run_id, mode)) from None
     finally:
         if show is not None:
             show.close()
@@ -223,6 +222,25 @@ def review_command(
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=quorum))
+
+
+def _abandoned(run_id: str, mode: str) -> str:
+    """What a run abandoned at the second interrupt leaves behind, in ``mode``.
+
+    Distributed: the run is in Redis and its reviewers on workers, which may still be
+    running. Embedded: the run, its reviewers and its state lived in this process and
+    end with it; nothing of the run is kept to show.
+    """
+    head = f"run {run_id} was abandoned at the second interrupt, before it settled"
+    if mode == "distributed":
+        return (
+            f"{head}; reviewers on workers may still be running until they see the "
+            f"cancellation (see `council show {run_id}`)"
+        )
+    return (
+        f"{head}; in embedded mode its reviewers ran in this process and were told to "
+        "stop, and nothing of the run was filed in the session: run the review again"
+    )
 
 
 def _with_state(cli: CliContext, state: Path | None) -> Settings:
@@ -353,6 +371,12 @@ def check_command(
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+    problems, warnings = _runnable(round_, mode)
+    if problems:
+        raise UsageProblem(
+            "a reviewer cannot run on this machine (embedded mode runs every reviewer "
+            "here):\n" + "\n".join(f"  {problem}" for problem in problems)
+        )
     ledger, attributed = _ledger_for(cli, settings, round_.record.session)
     try:
         ledger.claim_round(round_.roster.claims(), attributed)
@@ -373,7 +397,7 @@ def check_command(
         )
     for note in round_.notes:
         click.echo(f"note: {note}")
-    for warning in _runnable_warnings(round_):
+    for warning in warnings:
         click.echo(f"warning: {warning}")
     judged = " and a judge" if round_.judge is not None else ""
     click.echo(
@@ -383,32 +407,102 @@ def check_command(
     )
 
 
-def _runnable_warnings(round_: Round) -> list[str]:
-    """What would make a participant fail on THIS machine (a worker may differ)."""
+def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
+    """What would make a participant fail on THIS machine: ``(problems, warnings)``.
+
+    Programs named by an absolute path and replay files must be there, and be what they
+    should (an executable file, a readable file). In embedded mode every reviewer runs
+    here, so these are problems (``council check`` exits 2); in distributed mode a
+    worker's host may differ, so they are warnings. A program missing from PATH and an
+    API key missing from the environment stay warnings in both modes (CI often installs
+    the one and exports the other only for the review step). Relative programs are
+    checked by :func:`~workers.coordinator.prepare` where it reads them.
+    """
     from council.reviewers import BUILT_BACKENDS, key_env
 
-    out: list[str] = []
+    problems: list[str] = []
+    warnings: list[str] = []
+
+    def here(subject: str, what: str, fix: str) -> None:
+        if mode == "embedded":
+            problems.append(f"{subject} {what}; {fix}")
+        else:
+            warnings.append(
+                f"{subject} {what} on this machine; a worker where it is the same fails "
+                f"this participant ({fix})"
+            )
+
     for p in (*round_.participants, *((round_.judge,) if round_.judge else ())):
         name = key_env(p)
         if name and not os.environ.get(name):
-            out.append(
+            warnings.append(
                 f"{p.id}: its API key variable {name} is not set here; a worker without "
                 "it fails this participant"
             )
         if p.backend not in BUILT_BACKENDS:
-            out.append(f"{p.id}: backend {p.backend!r} is not built in this version; it will fail")
-        program = p.options.get("program")
-        if (
-            p.backend in ("command", "sarif")
-            and isinstance(program, str)
-            and "/" not in program
-            and shutil.which(program) is None
-        ):
-            out.append(
-                f"{p.id}: program {program!r} is not on PATH here; a worker without it "
-                "fails this participant"
+            warnings.append(
+                f"{p.id}: backend {p.backend!r} is not built in this version; it will fail"
             )
+        program = p.options.get("program")
+        if p.backend in ("command", "sarif") and isinstance(program, str):
+            if "/" not in program and shutil.which(program) is None:
+                warnings.append(
+                    f"{p.id}: program {program!r} is not on PATH here; a worker without it "
+                    "fails this participant"
+                )
+            elif program.startswith("/"):
+                cannot = _program_trouble(Path(program))
+                if cannot:
+                    here(f"{p.id}: program {program!r}", *cannot)
+        for key, path in _replay_files(p):
+            unreadable = _file_trouble(path)
+            if unreadable:
+                here(
+                    f"{p.id}: replay {key} file '{path}'",
+                    unreadable,
+                    f"write it there, or set {key} to its path (a relative path is read "
+                    "beside an explicit --roster, else from the repository's root)",
+                )
+    return problems, warnings
+
+
+def _replay_files(p: Participant) -> list[tuple[str, Path]]:
+    """A replay participant's files (``answer``, ``journal``) where the backend reads them:
+    as given when absolute, else under its ``base_dir``."""
+    if p.backend != "replay":
+        return []
+    out: list[tuple[str, Path]] = []
+    for key in ("answer", "journal"):
+        value = p.options.get(key)
+        if not isinstance(value, str):
+            continue
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            path = Path(str(p.options.get(BASE_DIR) or ".")) / path
+        out.append((key, path))
     return out
+
+
+def _program_trouble(path: Path) -> tuple[str, str] | None:
+    """Why the program at an absolute ``path`` cannot run here, and the fix; None if it can."""
+    if path.is_dir():
+        return "is a directory, not a program", "set program to the executable file inside it"
+    if not path.is_file():
+        return "does not exist", "install it there, or set program to the path of an executable"
+    if not os.access(path, os.X_OK):
+        return "is not executable", f"run chmod +x {shlex.quote(str(path))}"
+    return None
+
+
+def _file_trouble(path: Path) -> str | None:
+    """Why the file at ``path`` cannot be read here, or None."""
+    if path.is_dir():
+        return "is a directory, not a file"
+    if not path.is_file():
+        return "does not exist"
+    if not os.access(path, os.R_OK):
+        return "cannot be read"
+    return None
 
 
 def _ledger_for(cli: CliContext, settings: Settings, session: str) -> tuple[Ledger, set[str]]:
