@@ -150,12 +150,18 @@ def _kind(value: object) -> str:
 
 
 def write_baseline(
-    findings: Iterable[Finding], reason: str, *, existing: Baseline | None = None
+    findings: Iterable[Finding],
+    reason: str,
+    *,
+    existing: Baseline | None = None,
+    reasons: Mapping[str, str] | None = None,
 ) -> str:
     """The text of a baseline accepting ``findings`` for ``reason``, newline-terminated.
 
     One entry per distinct fingerprint; entries of ``existing`` are kept with their own
-    reason (accepting a finding again does not rewrite why it was accepted). Entries are
+    reason (accepting a finding again does not rewrite why it was accepted). ``reasons``
+    maps a fingerprint to the reason a person already gave for that finding (a
+    dismissal's): it wins over ``reason``, the generic one, for a new entry. Entries are
     sorted by path, then fingerprint, and written with a 2-space indent and non-ASCII
     kept as is, so the same findings always give the same bytes and a diff of the
     committed file shows only what changed. Never raises.
@@ -169,7 +175,7 @@ def write_baseline(
         if value not in by_fingerprint:
             by_fingerprint[value] = BaselineEntry(
                 fingerprint=value,
-                reason=reason,
+                reason=(reasons or {}).get(value) or reason,
                 subject=finding.subject,
                 path=anchor_path(finding.anchor) or "",
             )

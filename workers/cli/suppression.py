@@ -124,7 +124,8 @@ def dismiss_command(
     "--reason",
     default="accepted when the baseline was written",
     show_default=True,
-    help="The reason recorded for the new entries.",
+    help="The reason recorded for the new entries; a finding dismissed in the session "
+    "(or in the report) keeps its dismissal's reason.",
 )
 @_session_options
 @click.pass_obj
@@ -140,7 +141,8 @@ def baseline_command(
 ) -> None:
     """Write the baseline (.council-baseline.json) from the findings still open after the
     latest completed run of the session (its own and those it carried), or from a JSON
-    report (its findings and carried ones); entries already in the file keep their reason.
+    report (its findings and carried ones); entries already in the file keep their reason,
+    and a finding dismissed in the session keeps the reason it was dismissed for.
 
     Commit the file to the base branch: `council review` reads it from the BASE ref.
 
@@ -149,11 +151,11 @@ def baseline_command(
       council baseline --session pr-42
       council baseline --from-json council-out/council.json --output .council-baseline.json
     """
-    findings = (
+    findings, reasons = (
         _report_findings(from_json) if from_json else _latest_run(cli, session, repo, head, state)
     )
     existing = _existing(output)
-    text = baseline_text(findings, reason, existing=existing)
+    text = baseline_text(findings, reason, existing=existing, reasons=reasons)
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -166,18 +168,33 @@ def baseline_command(
     )
 
 
-def _report_findings(path: Path) -> list[Finding]:
+def _report_findings(path: Path) -> tuple[list[Finding], dict[str, str]]:
+    """A report's open findings, and fingerprint → reason for those it lists as dismissed
+    or baselined (the reason a person gave carries into the baseline)."""
     try:
-        return list(read_json(path.read_bytes()).open_findings)
+        report = read_json(path.read_bytes())
     except OSError as exc:
         raise UsageProblem(f"--from-json {path} cannot be read ({exc.strerror})") from None
     except UnreadableReport as exc:
         raise UsageProblem(f"--from-json {path}: {exc}") from None
+    findings = list(report.open_findings)
+    reasons = {
+        fingerprint(f): held.reason
+        for f in findings
+        if f.id is not None
+        and (held := report.suppressed.get(f.id)) is not None
+        and held.source in ("dismissed", "baseline")
+        and held.reason
+    }
+    return findings, reasons
 
 
 def _latest_run(
     cli: CliContext, session: str | None, repo: Path, head: str, state: Path | None
-) -> list[Finding]:
+) -> tuple[list[Finding], dict[str, str]]:
+    """The findings still open after the session's latest completed run, and fingerprint
+    → reason for each finding dismissed in the session (its reason carries into the
+    baseline instead of the generic --reason)."""
     key = _session_key(session, repo, head)
     with _store(cli, state, save=False) as store:
         reviewed = store.reviewed(key)
@@ -186,7 +203,8 @@ def _latest_run(
                 f"session {key!r} has no completed run; run `council review` first, or pass "
                 "--from-json REPORT"
             )
-        return store.open_findings(key)
+        dismissed = {print_: d.reason for print_, d in store.dismissals(key).items()}
+        return store.open_findings(key), dismissed
 
 
 def _existing(output: Path) -> Baseline | None:
