@@ -86,3 +86,13 @@ def test_unreachable_redis_variable_names_the_variable() -> None:
     """connect() without a source names COUNCIL_REDIS_URL, as before."""
     with pytest.raises(StoreUnavailable, match="fix COUNCIL_REDIS_URL"):
         connect("redis://127.0.0.1:1/0")
+
+
+def test_redis_after_the_command_says_where_it_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``council review --redis URL``: --redis is the group's option; the error says to
+    put it before the command instead of offering --repo."""
+    monkeypatch.delenv("COUNCIL_REDIS_URL", raising=False)
+    result = CliRunner().invoke(main, ["review", "--redis", "notaurl"])
+    assert result.exit_code == 2
+    assert "put it before the command (council --redis VALUE review" in result.output
+    assert "--repo" not in result.output

@@ -47,6 +47,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 
+GROUP_OPTIONS = frozenset({"--redis", "--log-level"})
+"""Options of ``council`` itself, which go before the command name."""
+
 
 class CouncilGroup(click.Group):
     """The command group, with one rule added: an exception no command turned into an
@@ -71,6 +74,17 @@ class CouncilGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            if exc.option_name in GROUP_OPTIONS:
+                # ``council review --redis URL``: the option is the group's, not the
+                # command's; say where it goes rather than "did you mean --repo?".
+                exc.message = (
+                    f"{exc.option_name} is an option of council itself, not of the command: "
+                    f"put it before the command (council {exc.option_name} VALUE "
+                    f"{ctx.invoked_subcommand or 'COMMAND'} ...)"
+                )
+                exc.possibilities = None
+            raise
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
