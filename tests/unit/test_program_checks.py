@@ -102,6 +102,24 @@ def test_check_refuses_an_absolute_program_that_is_missing(repo: Path, tmp_path:
     assert "roster OK" not in done.output
 
 
+def test_embedded_review_refuses_what_check_refuses(repo: Path, tmp_path: Path) -> None:
+    """In embedded mode `council review` runs every reviewer here: an absolute program
+    that is missing, or a replay file that is not there, is exit 2 before anything runs
+    (it was exit 3, "participant failed", after the run)."""
+    missing = tmp_path / "nowhere" / "prog"
+    rp = roster(
+        tmp_path,
+        reviewer("ghost", "command", program=str(missing)),
+        reviewer("rep", "replay", answer="absent.json"),
+    )
+    done = review(repo, tmp_path, rp)
+    assert done.exit_code == 2, done.output
+    assert "cannot run on this machine" in done.output
+    assert f"ghost: program '{missing}' does not exist" in done.output
+    assert "rep: replay answer file" in done.output
+    assert not (tmp_path / "state.json").exists()  # no run was opened
+
+
 def test_check_refuses_a_directory_as_program(repo: Path, tmp_path: Path) -> None:
     """``program = "/some/dir"``: exit 2 saying it is a directory, not a program."""
     folder = tmp_path / "tools"

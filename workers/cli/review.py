@@ -189,6 +189,9 @@ def review_command(
         sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on))
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+    problems, _ = _runnable(round_, mode)
+    if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
+        raise UsageProblem(_cannot_run(problems))
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -373,10 +376,7 @@ def check_command(
         raise UsageProblem(str(exc)) from None
     problems, warnings = _runnable(round_, mode)
     if problems:
-        raise UsageProblem(
-            "a reviewer cannot run on this machine (embedded mode runs every reviewer "
-            "here):\n" + "\n".join(f"  {problem}" for problem in problems)
-        )
+        raise UsageProblem(_cannot_run(problems))
     ledger, attributed = _ledger_for(cli, settings, round_.record.session)
     try:
         ledger.claim_round(round_.roster.claims(), attributed)
@@ -464,6 +464,14 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
                     "beside an explicit --roster, else from the repository's root)",
                 )
     return problems, warnings
+
+
+def _cannot_run(problems: list[str]) -> str:
+    """The usage error for reviewers that cannot run here (see :func:`_runnable`)."""
+    return (
+        "a reviewer cannot run on this machine (embedded mode runs every reviewer here):\n"
+        + "\n".join(f"  {problem}" for problem in problems)
+    )
 
 
 def _replay_files(p: Participant) -> list[tuple[str, Path]]:
