@@ -338,7 +338,7 @@ def _program_in_tree(repo: Repository, base: str, where: str, pid: str, program:
     at = f"in the base tree at {base[:12]}"
     field = f"{where}.program"
     named = f"{program!r} (reviewer {pid!r})"
-    mode = _tree_mode(repo, base, path)
+    mode = repo.tree_mode(base, path)
     if mode is None:
         raise RosterError(field, f"{named} is not {at}", _RELATIVE_FIX)
     if mode == "040000":
@@ -368,23 +368,6 @@ def _program_in_tree(repo: Repository, base: str, where: str, pid: str, program:
             "Commit the program itself (an executable file, git mode 100755) at that path.",
         )
     return blob
-
-
-def _tree_mode(repo: Repository, base: str, path: str) -> str | None:
-    """The git mode of ``path`` in the tree of ``base`` (``100755``, ``100644``,
-    ``120000``, ``040000``, ``160000``), or None when nothing is at that path."""
-    if not path:
-        return None
-    # Repository has no reader of a tree entry's mode; its _git runs git with the
-    # environment it pins (no GIT_DIR from a hook), which a bare subprocess would not.
-    done = repo._git("ls-tree", "-z", "--full-tree", base, "--", path)
-    if done.returncode != 0:
-        return None
-    for entry in done.stdout.split(b"\0"):
-        meta, _, name = entry.partition(b"\t")
-        if name.decode("utf-8", errors="surrogateescape") == path:
-            return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
-    return None
 
 
 def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:

@@ -270,6 +270,23 @@ class Repository:
         done = self._git("cat-file", "blob", f"{sha}:{path}")
         return done.stdout if done.returncode == 0 else None
 
+    def tree_mode(self, ref: str, path: str) -> str | None:
+        """The git mode of ``path`` in the tree of ``ref`` (``100755`` an executable
+        file, ``100644`` a file, ``120000`` a symbolic link, ``040000`` a directory,
+        ``160000`` a submodule), or None when nothing is at that path (or ``path`` is
+        empty). Raises :class:`RepositoryError` for an unknown ref."""
+        if not path:
+            return None
+        sha = self.resolve(ref)
+        done = self._git("ls-tree", "-z", "--full-tree", sha, "--", path)
+        if done.returncode != 0:
+            return None
+        for entry in done.stdout.split(b"\0"):
+            meta, _, name = entry.partition(b"\t")
+            if name.decode("utf-8", errors="surrogateescape") == path:
+                return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
+        return None
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether ``older`` is an ancestor of ``newer`` (``git merge-base --is-ancestor``)."""
         return self._git("merge-base", "--is-ancestor", older, newer).returncode == 0

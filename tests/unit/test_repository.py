@@ -12,6 +12,7 @@ import pytest
 
 from council.diff import decode_diff, parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
+from tests.gitrepo import commit, new_repo
 from workers.repository import Repository, unpack_tree, url_without_credentials
 
 
@@ -394,3 +395,17 @@ def test_unpack_caps_the_unpacked_size(tmp_path: Path) -> None:
     with pytest.raises(RepositoryError, match="over the cap"):
         unpack_tree(archive, tmp_path / "t", max_bytes=100_000)
     assert not (tmp_path / "t").exists()
+
+
+def test_tree_mode_reads_a_tree_entrys_git_mode(tmp_path: Path) -> None:
+    """tree_mode gives the git mode at a ref: executable, plain file, directory, none."""
+    path = new_repo(tmp_path / "r", {"tools/run.sh": "#!/bin/sh\n", "README": "x\n"})
+    (path / "tools" / "run.sh").chmod(0o755)
+    commit(path, {"tools/run.sh": "#!/bin/sh\necho\n"}, "exec")
+    repo = Repository(path)
+    assert repo.tree_mode("HEAD", "tools/run.sh") == "100755"
+    assert repo.tree_mode("HEAD~1", "tools/run.sh") == "100644"
+    assert repo.tree_mode("HEAD", "README") == "100644"
+    assert repo.tree_mode("HEAD", "tools") == "040000"
+    assert repo.tree_mode("HEAD", "missing") is None
+    assert repo.tree_mode("HEAD", "") is None
