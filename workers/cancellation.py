@@ -39,7 +39,7 @@ class CancelWatch:
         event = threading.Event()
         with self._lock:
             self._events.setdefault(run_id, set()).add(event)
-            if self._thread is None or not self._thread.is_alive():
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="cancel-watch", daemon=True)
                 self._thread.start()
         try:
@@ -53,12 +53,16 @@ class CancelWatch:
                         del self._events[run_id]
 
     def _run(self) -> None:
+        """Poll until no review is watched, then end (the next :meth:`watching` starts a
+        new thread): a process that stopped reviewing, an embedded council that ended,
+        keeps no thread behind."""
         while True:
             threading.Event().wait(self._poll_s)
             with self._lock:
                 runs = list(self._events)
-            if not runs:
-                continue
+                if not runs:
+                    self._thread = None
+                    return
             try:
                 flags = self._check(runs)
             except Exception:
