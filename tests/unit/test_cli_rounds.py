@@ -355,3 +355,26 @@ def test_session_without_open_findings_falls_back_to_the_runs_own(tmp_path: Path
     load_state(client, Keys(), path)
     store = SessionStore(client, Keys(), session_retention_s=60, run_retention_s=60)
     assert [f.subject for f in store.open_findings("old")] == ["a"]
+
+
+BROKEN = '{"findings": [{"label": "issue", "subject": "divides by zero" "severity": "critical"}]}'
+"""An answer that breaks off at its first finding (a missing comma): heard in part."""
+
+
+def test_since_last_after_an_incomplete_round_reviews_it_again(session: Session) -> None:
+    """A round the gate called incomplete (exit 3) did not review its head: the same
+    --since-last again asks the reviewer and exits 3 again, never "nothing to review"
+    and exit 0; once the reviewer is heard, the whole change since the last complete
+    round is reviewed (the commit of the incomplete round included)."""
+    commit(session.repo, {"app.py": "x = 1\ny = 1 / 0\n", "answer.json": BROKEN}, "broken")
+    first, _ = session.review("--since-last")
+    assert first.exit_code == 3, first.output
+    again, report = session.review("--since-last")
+    assert again.exit_code == 3, again.output
+    assert "no change after" not in again.output
+    assert report is not None and [p.id for p in report.participants] == ["rep"]
+    session.push({"README": "docs\n"}, div0())
+    heard, report = session.review("--since-last")
+    assert heard.exit_code == 1, heard.output
+    assert report is not None and report.base == session.base
+    assert [f.subject for f in report.findings] == ["divides by zero"]

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -199,6 +200,7 @@ def review_command(
             f"--quorum {quorum} asks for more answers than the roster has reviewers "
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
+    round_ = replace(round_, record=round_.record.model_copy(update={"quorum": quorum}))
     for note in round_.notes:
         click.echo(f"council: note: {note}", err=True)
     show = Progress.for_stream(sys.stderr) if progress else None

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from council.findings import FINDING, FINDINGS, Finding
 from council.fingerprint import fingerprint
+from council.gate import incomplete_reasons
 from council.ledger import Ledger, attributed_ids
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
@@ -208,12 +209,21 @@ class SessionStore:
     def _remember_round(
         self, pipe: redis.client.Pipeline, record: RunRecord, report: CouncilReport, now_ms: int
     ) -> None:
-        """Queue the fingerprints a completed round reported, its reviewed head, and the
-        findings still open after it (:func:`council.rounds.still_open`)."""
+        """Queue the fingerprints a completed round reported and, when enough reviewers
+        were heard in full for its gate (``record.quorum``), its reviewed head and the
+        findings still open after it (:func:`council.rounds.still_open`).
+
+        Why: a round the gate called incomplete (exit 3: fewer than the quorum heard in
+        full) reviewed nothing for sure; marking its head reviewed would let the next
+        ``--since-last`` find "nothing to review" and pass. Its findings are still
+        remembered as reported, so a new round does not post them again.
+        """
         k, s = self._keys, record.session
         prints = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
         if prints:
             pipe.hset(k.session_fingerprints(s), mapping=prints)
+        if incomplete_reasons(report, record.quorum):
+            return
         still = FINDINGS.dump_json(list(still_open(report)), exclude_none=True).decode()
         pipe.hset(
             k.session_reviewed(s),
