@@ -116,7 +116,7 @@ def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:
         reasons.append(_STATUS_PHRASES[report.status])
     answered = answered_reviewers(report)
     if answered < quorum:
-        reasons.append(f"{answered} reviewer(s) answered, quorum is {quorum}")
+        reasons.append(f"{answered} reviewer(s) heard in full, quorum is {quorum}")
     return reasons
 
 
@@ -146,7 +146,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int = 1) -> str
     Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
     ``gate: no finding at or above critical → exit 0``;
     ``gate: fail-on never, 5 finding(s) not gated → exit 0``;
-    ``gate: council incomplete (the run timed out; 0 reviewer(s) answered, quorum is 1);
+    ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
     1 finding(s) at or above critical → exit 3``.
     """
     level = parse_fail_on(fail_on)

@@ -126,4 +126,4 @@ def test_cli_broken_answer_exits_incomplete(repo: Path, tmp_path: Path) -> None:
     assert report["status"] == "partial"
     assert states(report) == {"rep": "answered"}
     assert report["participants"][0]["read_in_part"] == "malformed-json"
-    assert "0 reviewer(s) answered" in done.stderr
+    assert "0 reviewer(s) heard in full" in done.stderr

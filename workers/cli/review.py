@@ -120,7 +120,8 @@ _state_option = click.option(
 @click.option(
     "--quorum",
     type=click.IntRange(min=0),
-    help="Exit 3 when fewer reviewers than this answered in full; 0 switches the count "
+    help="Exit 3 when fewer reviewers than this were heard in full (answered, and their "
+    "whole answer was read); 0 switches the count "
     "off (default: the roster's [council] quorum, 1).",
 )
 @click.option(
@@ -162,7 +163,7 @@ def review_command(
     Prints a Markdown report on stdout (or writes each --format into --output DIR) and
     exits 0 (passed), 1 (a finding at or above --fail-on), 2 (usage or configuration
     error; nothing sent) or 3 (the council could not complete: Redis unreachable,
-    --timeout, or fewer than --quorum answered). Findings dismissed in the session or
+    --timeout, or fewer than --quorum heard in full). Findings dismissed in the session or
     in the BASE ref's .council-baseline.json are listed but never gate.
 
     \b
