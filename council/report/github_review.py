@@ -62,6 +62,18 @@ def render_github_review(
     quorum: int = 1,
     change: Change | None = None,
 ) -> str:
+    """The review as JSON text (see :func:`render_github_review_with_cuts`)."""
+    text, _ = render_github_review_with_cuts(report, fail_on=fail_on, quorum=quorum, change=change)
+    return text
+
+
+def render_github_review_with_cuts(
+    report: CouncilReport,
+    *,
+    fail_on: str,
+    quorum: int = 1,
+    change: Change | None = None,
+) -> tuple[str, list[str]]:
     """The review as JSON text (2-space indent, newline-terminated) for GitHub's API.
 
     ``event`` is ``REQUEST_CHANGES`` when :func:`council.gate.gate_tripped` finds a
@@ -76,6 +88,10 @@ def render_github_review(
     ``off_diff`` is trusted and old-side findings stay in the body, because GitHub
     addresses a renamed file by its new path, which only the change knows. Raises
     ValueError for an unknown ``fail_on`` or a negative quorum.
+
+    Also returns one sentence per cut made to fit GitHub's limits (empty: none): the
+    comments beyond :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units; each
+    cut is said in the body too, and the CLI repeats it on stderr.
     """
     level = parse_fail_on(fail_on)
     seen = frozenset(report.seen)
@@ -94,7 +110,19 @@ def render_github_review(
     review["body"] = fit_body(body)
     review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
-    return json.dumps(review, indent=2, ensure_ascii=False) + "\n"
+    cuts: list[str] = []
+    if len(placed) > len(chosen):
+        cuts.append(
+            f"github-review: {len(chosen)} of the {len(placed)} findings on the diff are "
+            f"line comments (GitHub reviews take at most {MAX_COMMENTS}); the other "
+            f"{len(placed) - len(chosen)}, least severe first, are listed in the body"
+        )
+    if review["body"] != body:
+        cuts.append(
+            f"github-review: the review body was cut to GitHub's limit of {BODY_UNITS:,} "
+            "characters; the whole report is in the Markdown and JSON outputs"
+        )
+    return json.dumps(review, indent=2, ensure_ascii=False) + "\n", cuts
 
 
 def _comment(

@@ -15,6 +15,7 @@ from council.report.github_review import (
     MAX_COMMENTS,
     comment_body,
     render_github_review,
+    render_github_review_with_cuts,
 )
 from council.report.model import Suppression
 from tests.forge_cases import (
@@ -254,3 +255,24 @@ def test_a_huge_subject_cannot_push_a_comment_past_the_limit() -> None:
     body = comment_body(finding)
     assert len(body.encode("utf-16-le")) // 2 <= BODY_UNITS
     assert "subject cut" in body
+
+
+def test_cuts_are_said_for_stderr() -> None:
+    """Each cut to GitHub's limits comes back as a sentence (the CLI prints it on stderr,
+    as it does SARIF's); a review that fits says nothing."""
+    landed = [finding(i, LineAnchor(path=CAFE, line=2)) for i in range(1, 61)]
+    _, cuts = render_github_review_with_cuts(
+        report(*landed), fail_on="critical", change=messy_change()
+    )
+    assert cuts == [
+        f"github-review: {MAX_COMMENTS} of the 60 findings on the diff are line comments "
+        f"(GitHub reviews take at most {MAX_COMMENTS}); the other 10, least severe first, "
+        "are listed in the body"
+    ]
+    big = [finding(i, discussion="ü" * 300) for i in range(1, 2_001)]
+    _, cuts = render_github_review_with_cuts(report(*big), fail_on="critical")
+    assert [c.split(";")[0] for c in cuts] == [
+        "github-review: the review body was cut to GitHub's limit of 65,536 characters"
+    ]
+    _, cuts = render_github_review_with_cuts(report(*landed[:3]), fail_on="critical")
+    assert cuts == []

@@ -28,7 +28,7 @@ import click
 from council.diff import Change
 from council.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from council.report import render_json, render_markdown
-from council.report.github_review import render_github_review
+from council.report.github_review import render_github_review_with_cuts
 from council.report.gitlab import render_gitlab_codequality
 from council.report.model import CouncilReport
 from council.report.sarif import render_sarif_with_cuts
@@ -145,7 +145,10 @@ def write_outputs(
             text, cuts = render_sarif_with_cuts(report)
             done.messages += cuts
         elif name == "github-review":
-            text = render_github_review(report, fail_on=fail_on, quorum=quorum, change=change)
+            text, cuts = render_github_review_with_cuts(
+                report, fail_on=fail_on, quorum=quorum, change=change
+            )
+            done.messages += cuts
         else:
             text = render_gitlab_codequality(report)
         _write(plan.directory / FILE_NAMES[name], text, f"--format {name}", done)
