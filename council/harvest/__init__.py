@@ -11,6 +11,7 @@ package is split by concept:
   bare array) and the answer-level warnings;
 * :mod:`~council.harvest.entries`, :mod:`~council.harvest.location`,
   :mod:`~council.harvest.fields` — reading one entry;
+* :mod:`~council.harvest.paths` — the plain spelling of an anchor path;
 * :mod:`~council.harvest.answer` — :func:`harvest` itself;
 * :mod:`~council.harvest.journal` — the journal reader and the fold.
 

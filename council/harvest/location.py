@@ -6,7 +6,8 @@ change. Each degradation warns, in the order of the table of harvest.md §4 (the
 location rows): ``no-location``, ``wrong-type`` (kind, then file/path),
 ``file-without-path`` / ``line-without-path``, ``bad-line-number``,
 ``line-without-number``, ``reversed-range``, ``wrong-type`` (side) / ``unknown-side``,
-``unknown-location-kind``.
+``unknown-location-kind``. The path is read in its plain spelling (``./app.py`` is
+``app.py``; :func:`council.harvest.paths.tidy_path`), without a warning.
 
 Source: harvest.md §1 (the location shape), §2 (anchors), §4 (the location rows).
 """
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 
 from council.findings import Anchor, ChangeAnchor, FileAnchor, LineAnchor
 from council.harvest.fields import EntryWarnings, first_text, shown, text_value, type_name
+from council.harvest.paths import tidy_path
 
 _DIGITS = re.compile(r"[0-9]+")
 """A line number written as text: ASCII digits only (``"12"``; not ``"12.0"``)."""
@@ -91,7 +93,7 @@ def read_location(
             f"has a location {name} that is {type_name(location.get(name))}, not text; it "
             "was read as absent.",
         )
-    path = path_field.text
+    path = tidy_path(path_field.text) if path_field.text is not None else None
     if folded in ("file", "line") and path is None:
         notes.add(
             "file-without-path" if folded == "file" else "line-without-path",
