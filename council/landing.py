@@ -94,6 +94,25 @@ def resolve_anchor(anchor: Anchor, change: Change, roots: Sequence[str] = ()) ->
     return _resolved(anchor, _changed_paths(change), roots)
 
 
+def resolve_findings(
+    findings: Sequence[Finding], change: Change, roots: Sequence[str] = ()
+) -> list[Finding]:
+    """``findings`` with each anchor path read by :func:`resolve_path` against
+    ``change``'s paths (a finding whose path is already what it names is kept as it is).
+
+    Why before consolidation: ``/repo/app.py`` from one reviewer and ``app.py`` from
+    another must merge, and the session files the clean path. Never raises.
+    """
+    changed = _changed_paths(change)
+    out: list[Finding] = []
+    for finding in findings:
+        anchor = _resolved(finding.anchor, changed, roots)
+        out.append(
+            finding if anchor is finding.anchor else finding.model_copy(update={"anchor": anchor})
+        )
+    return out
+
+
 def _changed_paths(change: Change) -> frozenset[str]:
     """Every path of the change, new and old sides (a rename's both names)."""
     return frozenset(p for f in change.files for p in (f.path, f.old_path) if p is not None)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from council.consolidation import file_findings, merge_across, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
+from council.diff import Change
 from council.findings import Finding, Origin, Warning
+from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.participant import Participant
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
@@ -56,18 +58,25 @@ def conclude_round(
     *,
     status: RunStatus,
     settled_ms: int,
+    change: Change | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Merge the round's findings in ROSTER order, give them ids, and build the report.
 
     ``outcomes`` must hold one outcome per participant (the caller settles the missing
     ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
     on who answered first. Each finding's origin names the first participant that raised
-    it; agreement is in ``raised_by`` (harvest.md §8).
+    it; agreement is in ``raised_by`` (harvest.md §8). With ``change`` (the round's
+    diff), anchor paths are first read as the repository paths they name
+    (:func:`council.landing.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
+    ``app.py``), so two spellings of one place merge.
     """
+    roots = (facts.repository,) if facts.repository else ()
     per_participant: list[tuple[str, list[Finding]]] = []
     for p in participants:
         outcome = outcomes.get(p.id)
-        found = outcome.harvest.findings if outcome is not None else ()
+        found: Sequence[Finding] = outcome.harvest.findings if outcome is not None else ()
+        if change is not None:
+            found = resolve_findings(found, change, roots)
         origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
         per_participant.append((p.id, with_origin(found, origin)))
     filed = file_findings(merge_across(per_participant), first_id)
@@ -164,8 +173,11 @@ def conclude_judge(
     status: RunStatus,
     settled_ms: int,
     prices: PriceTable | None = None,
+    change: Change | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
+
+    With ``change``, the judge's anchor paths are read as in :func:`conclude_round`.
 
     The judge is asked for the consolidated findings (council/prompt.py). Its answer:
 
@@ -191,7 +203,11 @@ def conclude_judge(
     filed: list[Finding] = []
     roster = {p.id for p in interim.participants}
     strangers: list[str] = []
-    for verdict in outcome.harvest.findings:
+    verdicts: Sequence[Finding] = outcome.harvest.findings
+    if change is not None:
+        roots = (interim.repository,) if interim.repository else ()
+        verdicts = resolve_findings(verdicts, change, roots)
+    for verdict in verdicts:
         named = verdict.raised_by or ()
         strangers += [r for r in named if r not in roster and r not in strangers]
         if any(r not in roster for r in named):

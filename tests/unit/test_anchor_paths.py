@@ -18,6 +18,10 @@ from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.harvest import also_recorded, harvest
 from council.harvest.paths import tidy_path
 from council.landing import land, resolve_anchor, resolve_path
+from council.outcome import settle_outcome
+from council.participant import Participant
+from council.reviewers.base import ReviewResult
+from council.round import RoundFacts, conclude_round
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster
@@ -287,3 +291,33 @@ def test_cli_review_reports_the_relative_path(tmp_path: Path) -> None:
     assert uris == ["app.py", "app.py"]
     gitlab = json.loads((outputs / "gl-code-quality-report.json").read_text(encoding="utf-8"))
     assert [entry["location"]["path"] for entry in gitlab] == ["app.py", "app.py"]
+
+
+# --- consolidation: spellings of one place merge ----------------------------------------
+
+
+def test_two_spellings_of_one_line_merge_into_one_finding() -> None:
+    """``/repo/app.py:3`` from one reviewer and ``app.py:3`` from another are one place:
+    with the change at hand the round reads the paths first, so they merge (agreement)
+    and the filed finding carries ``app.py``."""
+
+    def said(path: str) -> str:
+        location = {"kind": "line", "path": path, "line": 3}
+        entry = {"label": "issue", "subject": "y3 is unused", "location": location}
+        return json.dumps({"findings": [entry]})
+
+    people = [Participant(id="a", backend="replay"), Participant(id="b", backend="replay")]
+    outcomes = {
+        "a": settle_outcome("a", "reviewer", ReviewResult(answer=said("/repo/app.py")), []),
+        "b": settle_outcome("b", "reviewer", ReviewResult(answer=said("app.py")), []),
+    }
+    facts = RoundFacts(run_id="r1", session="s1", repository="/repo")
+    change = parse_diff(APP_DIFF)
+    filed, _ = conclude_round(
+        facts, people, outcomes, 1, status="settled", settled_ms=0, change=change
+    )
+    (only,) = filed
+    assert isinstance(only.anchor, LineAnchor) and only.anchor.path == "app.py"
+    assert only.raised_by == ("a", "b")
+    unread, _ = conclude_round(facts, people, outcomes, 1, status="settled", settled_ms=0)
+    assert len(unread) == 2  # without the change, the two spellings stay apart
