@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 import uuid
 import warnings
@@ -23,11 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import redis
 import structlog
 from celery import Celery, Signature, chord
+from celery.result import AsyncResult, ResultBase
 
 from council.diff import Change, read_change
-from council.errors import ChangeTooLarge, ConfigurationError, RosterError
+from council.errors import ChangeTooLarge, ConfigurationError, RosterError, StoreUnavailable
 from council.participant import Participant
 from council.personas import load_persona, parse_charter
 from council.prompt import build_prompt, change_notes
@@ -37,6 +40,7 @@ from council.reviewers.base import Stop
 from council.roster import Roster, parse_roster
 from workers.celery_config import queue_for
 from workers.judging import PERSONA_SUFFIX
+from workers.logging import redact_text, redact_url
 from workers.repository import Repository
 from workers.review import now_ms
 from workers.runtime import Runtime
@@ -57,6 +61,19 @@ PROGRESS_S = 0.25
 
 CANCEL_GRACE_MS = 5_000
 """Milliseconds a cancelled run waits for reviewers to stop before it is settled."""
+
+REDIS_OUTAGE_S = 30.0
+"""Seconds the waiting CLI keeps retrying an unreachable Redis before it gives up (exit 3).
+
+A restart or failover of a few seconds is ridden out; the run goes on on the workers
+meanwhile."""
+
+OUTAGE_PAUSE_S = (0.25, 4.0)
+"""The first and the longest pause between reads of an unreachable Redis (doubling)."""
+
+NO_WORKER_HINT_S = 30.0
+"""Seconds with every participant still ``pending`` (no worker started any of the run's
+tasks) before the waiting CLI says so, once, in distributed mode."""
 
 BATCHED_BACKENDS = frozenset({"openai", "anthropic"})
 """Backends whose participants are sent in ``council.review_batch`` tasks (model
@@ -404,8 +421,9 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         rt.runs.cancel(record.run_id)
         settle_run(rt, record.run_id, forced="cancelled", lost=Stop(limit="cancelled"))
         raise
-    # Drop the result handle now, while the backend is reachable: its finalizer
+    # Drop the result handles now, while the backend is reachable: their finalizer
     # unsubscribes from the result backend (celery.md §1.12, noise at exit).
+    release_results(app, sent)
     del sent
     log.info(
         "run_dispatched",
@@ -414,6 +432,46 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         participants=len(round_.participants),
         tasks=len(header),
     )
+
+
+def release_results(app: Celery, sent: ResultBase) -> None:
+    """Stop ``app``'s result backend tracking a sent chord's results; leave none behind.
+
+    Why: the CLI never reads the chord's results (it polls the run in Redis), but the
+    Redis result backend keeps every header task's result object among its pending
+    results, subscribed to its channel, for the life of the process, and not only the
+    ones reachable from ``sent``: the chord's own group result registers other objects
+    for the same task ids. Each one's ``AsyncResult.__del__`` then unsubscribes at
+    interpreter shutdown, and when Redis went away meanwhile it tries to reconnect while
+    Python is tearing down ("Exception ignored in: AsyncResult.__del__", ImportError:
+    sys.meta_path is None). Called right after dispatch, while Redis answers: every
+    object tracked for the chord's task ids is removed (unsubscribing once); any that
+    cannot be (Redis dropped in between) loses its backend, so its finalizer does nothing.
+    """
+    handles: list[AsyncResult] = []
+    node: ResultBase | None = sent
+    while node is not None:
+        if isinstance(node, AsyncResult):
+            handles.append(node)
+        children = getattr(node, "results", None) or ()
+        handles.extend(r for r in children if isinstance(r, AsyncResult))
+        node = node.parent
+    backend = app.backend
+    # The backend's registry of pending results is private to Celery (asynchronous.py's
+    # AsyncBackendMixin): read it when it is there, the handles above are enough otherwise.
+    registries = getattr(backend, "_pending_results", None) or ()
+    ids = {h.id for h in handles}
+    for registry in registries:
+        for task_id in ids:
+            waiters = registry.get(task_id) if hasattr(registry, "get") else None
+            if waiters:
+                handles.extend(w for w in list(waiters.values()) if isinstance(w, AsyncResult))
+    for handle in handles:
+        try:
+            backend.remove_pending_result(handle)
+        except Exception:  # Redis went away just now: disarm its finalizer instead
+            log.debug("result_release_failed", task_id=handle.id, exc_info=True)
+            handle.backend = None
 
 
 def chord_header(
@@ -472,6 +530,58 @@ def judge_sender(app: Celery, backend: str) -> JudgeDispatch:
     return send
 
 
+def say(text: str) -> None:
+    """Write one ``council: …`` line to stderr (the waiting CLI's notices)."""
+    sys.stderr.write(f"council: {text}\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class _Outage:
+    """Rides out a short Redis outage while waiting: bounded backoff, said once per outage."""
+
+    url: str
+    """The Redis URL, its password masked."""
+    run_id: str
+    notify: Callable[[str], None]
+    budget_s: float = REDIS_OUTAGE_S
+    since: float | None = None
+    pause: float = OUTAGE_PAUSE_S[0]
+
+    def failed(self, exc: redis.RedisError) -> None:
+        """Redis did not answer: pause (doubling, bounded), or give up once the outage has
+        lasted ``budget_s``, raising :class:`StoreUnavailable` (exit 3)."""
+        now = time.monotonic()
+        reason = redact_text(str(exc)) or type(exc).__name__
+        if self.since is None:
+            self.since, self.pause = now, OUTAGE_PAUSE_S[0]
+            log.warning("redis_unreachable", run_id=self.run_id, error=reason)
+            self.notify(
+                f"Redis at {self.url} is unreachable ({reason}); retrying for up to "
+                f"{self.budget_s:g} s (the reviews go on on the workers)"
+            )
+        lasted = now - self.since
+        if lasted >= self.budget_s:
+            raise StoreUnavailable(
+                self.url,
+                f"it did not answer for {lasted:.0f} s while this CLI waited for run "
+                f"{self.run_id} (last error: {reason})",
+                f"The run may still settle on the workers once Redis is back: see "
+                f"`council show {self.run_id}`. Start redis-server there or fix "
+                f"COUNCIL_REDIS_URL (or --redis), then run the review again if it did not.",
+            ) from exc
+        time.sleep(min(self.pause, self.budget_s - lasted))
+        self.pause = min(2 * self.pause, OUTAGE_PAUSE_S[1])
+
+    def answered(self) -> None:
+        """Redis answered: an outage in progress is over (said once)."""
+        if self.since is not None:
+            lasted = time.monotonic() - self.since
+            self.since = None
+            log.info("redis_reachable", run_id=self.run_id, outage_s=round(lasted, 1))
+            self.notify(f"Redis at {self.url} answers again (after {lasted:.1f} s); waiting on")
+
+
 @dataclass
 class Waiter:
     """Waits for a run to settle, showing progress; cancels, times out, or finalizes.
@@ -479,8 +589,14 @@ class Waiter:
     * ``timeout_ms``: the user's ``--timeout`` (None: no limit); on it the run is
       cancelled for the reviewers and settled as ``timeout``.
     * The watchdog: past ``record.deadline_ms`` (the longest backstop plus slack) the run
-      is settled from the journals, as the chord never fired.
+      is settled from the journals, as the chord never fired; a participant no worker
+      ever started then fails naming its queue (:func:`~workers.settling.never_started`).
     * ``stop_requested``: polled; true after Ctrl-C or SIGTERM → settled ``cancelled``.
+    * A Redis outage (connection refused, timeouts) is ridden out for up to
+      :data:`REDIS_OUTAGE_S`, said once through ``notify``; past it
+      :class:`StoreUnavailable` is raised, naming the URL without its password.
+    * In distributed mode, when no participant has started after :data:`NO_WORKER_HINT_S`,
+      ``notify`` says once which queues the tasks wait on.
     """
 
     rt: Runtime
@@ -489,6 +605,8 @@ class Waiter:
     stop_requested: Callable[[], bool]
     timeout_ms: int | None = None
     dispatch_judge: JudgeDispatch | None = None
+    notify: Callable[[str], None] = say
+    """Where one-line notices go (default: stderr, ``council: …``)."""
 
     def wait(self) -> CouncilReport:
         """Block until the run is settled; return its report."""
@@ -496,33 +614,71 @@ class Waiter:
         started = now_ms()
         deadline = self.record.deadline_ms
         shown_at = 0.0
+        hinted = False
+        outage = _Outage(self._redis_shown(), run_id, self.notify, REDIS_OUTAGE_S)
         while True:
-            if self.rt.runs.status(run_id) not in ("open", "judging"):
-                report = self.rt.runs.report(run_id)
-                if report is not None:
-                    self.on_progress(self.rt.runs.progress(run_id))
-                    return report
-            if time.monotonic() - shown_at >= PROGRESS_S:
-                self.on_progress(self._progress())
-                shown_at = time.monotonic()
-                continue  # reading the progress takes a while: look at the status first
-            now = now_ms()
-            if self.stop_requested():
-                return self._halt("cancelled", Stop(limit="cancelled"))
-            if self.timeout_ms is not None and now - started >= self.timeout_ms:
-                return self._halt("timeout", Stop(limit="cancelled", budget_ms=self.timeout_ms))
-            if now >= deadline:
-                log.warning("watchdog_fired", run_id=run_id)
-                report = settle_run(
-                    self.rt,
-                    run_id,
-                    lost=Stop(limit="worker-lost"),
-                    dispatch_judge=self.dispatch_judge,
-                )
-                if report.status != "judging":
-                    return report
-                deadline = now + (self.record.deadline_ms - self.record.created_ms)
+            try:
+                status = self.rt.runs.status(run_id)
+                outage.answered()
+                if status not in ("open", "judging"):
+                    report = self.rt.runs.report(run_id)
+                    if report is not None:
+                        self.on_progress(self.rt.runs.progress(run_id))
+                        return report
+                if time.monotonic() - shown_at >= PROGRESS_S:
+                    progress = self._progress()
+                    self.on_progress(progress)
+                    shown_at = time.monotonic()
+                    if not hinted and now_ms() - started >= NO_WORKER_HINT_S * 1000:
+                        hinted = self._hint_no_worker(progress)
+                    continue  # reading the progress takes a while: look at the status first
+                now = now_ms()
+                if self.stop_requested():
+                    return self._halt("cancelled", Stop(limit="cancelled"))
+                if self.timeout_ms is not None and now - started >= self.timeout_ms:
+                    return self._halt("timeout", Stop(limit="cancelled", budget_ms=self.timeout_ms))
+                if now >= deadline:
+                    log.warning("watchdog_fired", run_id=run_id)
+                    report = settle_run(
+                        self.rt,
+                        run_id,
+                        lost=Stop(limit="worker-lost"),
+                        dispatch_judge=self.dispatch_judge,
+                        deadline_passed=True,
+                    )
+                    if report.status != "judging":
+                        return report
+                    deadline = now + (self.record.deadline_ms - self.record.created_ms)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                outage.failed(exc)
+                continue
             time.sleep(POLL_S)
+
+    def _redis_shown(self) -> str:
+        """The Redis URL for people: its password masked."""
+        url = self.rt.settings.redis_url_value()
+        return redact_url(url) if url else "the council's Redis"
+
+    def _hint_no_worker(self, progress: dict[str, Progress]) -> bool:
+        """Say once (distributed mode) that no worker has started any task of the run yet,
+        naming the queues they wait on; True when said, or when there is nothing to say
+        ever (embedded mode), so it is not asked again."""
+        if self.rt.mode != "distributed":
+            return True
+        if not progress or any(s.state != "pending" for s in progress.values()):
+            return False
+        queues = sorted(
+            {queue_for(p.backend) for p in self.rt.runs.participants(self.record.run_id)}
+        )
+        left_s = max(0, (self.record.deadline_ms - now_ms()) // 1000)
+        self.notify(
+            f"no worker has started any task of run {self.record.run_id} after "
+            f"{NO_WORKER_HINT_S:g} s; they wait on the Celery queue(s) {', '.join(queues)}. "
+            f"Is a `council worker` running on this Redis and consuming them (see README, "
+            f"Distributed mode)? Otherwise the run settles at its deadline, in {left_s} s, "
+            f"with those reviewers failed."
+        )
+        return True
 
     def _progress(self) -> dict[str, Progress]:
         states = self.rt.runs.progress(self.record.run_id)

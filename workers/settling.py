@@ -2,7 +2,9 @@
 
 The stored outcomes are the source of truth (chord results only say who finished). A
 participant with no stored outcome (its task died, the chord never fired, the run was
-cancelled) is settled as a stop from its journals, so what it wrote down is filed.
+cancelled) is settled as a stop from its journals, so what it wrote down is filed; when
+the watchdog settles a run, one whose task no worker ever started is a failure naming the
+queue it waited on (:func:`never_started`), not a lost worker.
 Filing happens once: :meth:`SessionStore.settle` is one transaction and a second call
 returns the settled report. Source: celery.md §1.4, harvest.md §7-§8.
 """
@@ -20,8 +22,9 @@ from council.landing import land
 from council.outcome import ParticipantOutcome, heard_in_full, settle_outcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
-from council.reviewers.base import Stop
+from council.reviewers.base import ReviewResult, Stop
 from council.round import RoundFacts, conclude_judge, conclude_round, round_status
+from workers.celery_config import queue_for
 from workers.marking import session_marks
 from workers.review import now_ms
 from workers.runtime import Runtime
@@ -44,6 +47,23 @@ JudgeDispatch = Callable[[str], None]
 """Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
 
 
+def never_started(participant: Participant) -> str:
+    """The failure of a participant whose task no worker took before the run's deadline.
+
+    Says which Celery queue the task waited on (``queue_for(backend)``) and how to get a
+    worker onto it, so an operator looks at the workers, not at a crash that never was.
+    """
+    queue = queue_for(participant.backend)
+    short = queue.removeprefix("council.")
+    return (
+        f"no worker took {participant.id}'s task before the run's deadline: it waited on "
+        f"the Celery queue {queue}, which no running worker consumed (or every worker "
+        f"consuming it stayed busy). Start `council worker` on this Redis consuming that "
+        f"queue (`council worker --queues {short},consolidate`, or no --queues for every "
+        f"queue); see README, Distributed mode."
+    )
+
+
 def settle_run(
     rt: Runtime,
     run_id: str,
@@ -51,13 +71,16 @@ def settle_run(
     forced: RunStatus | None = None,
     lost: Stop | None = None,
     dispatch_judge: JudgeDispatch | None = None,
+    deadline_passed: bool = False,
 ) -> CouncilReport:
     """Settle ``run_id`` from what Redis holds; return its report (idempotent).
 
     ``forced`` sets the status (``cancelled``, ``timeout``) instead of deriving it; when
     it is None, a run cancelled with :meth:`RunStore.cancel` gets the status given there;
     ``lost`` is the stop given to participants without an outcome (default
-    ``worker-lost``).
+    ``worker-lost``). ``deadline_passed`` is the watchdog's: a participant without an
+    outcome that no worker ever started (no attempt, its progress still ``pending``)
+    then FAILS with :func:`never_started` instead, because no worker was lost.
 
     A run with a judge settles in two steps (architecture.md: chord → judge → settle):
     the reviewers' findings are filed and the run becomes ``judging`` (then
@@ -83,6 +106,7 @@ def settle_run(
     reviewers = [p for p in participants if p.role != "judge"]
 
     stored_outcomes = rt.runs.outcomes_many(run_id, [p.id for p in participants])
+    progress = rt.runs.progress(run_id) if deadline_passed else {}
 
     def outcome_of(p: Participant) -> ParticipantOutcome:
         stored = stored_outcomes.get(p.id)
@@ -90,18 +114,23 @@ def settle_run(
             stored = rt.runs.outcome(run_id, p.id)
         if stored is not None:
             return stored
+        attempts = rt.journals.attempts(run_id, p.id)
+        shown = progress.get(p.id)
+        unstarted = (
+            deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
+        )
         made = settle_outcome(
             p.id,
             p.role,
-            None,
+            ReviewResult(failure=never_started(p)) if unstarted else None,
             rt.journals.read_all(run_id, p.id),
             read=read,
             caps=caps,
-            attempts=rt.journals.attempts(run_id, p.id),
+            attempts=attempts,
             lost=lost or Stop(limit="worker-lost"),
         )
         log.warning(
-            "participant_settled_without_outcome",
+            "participant_never_started" if unstarted else "participant_settled_without_outcome",
             run_id=run_id,
             participant=p.id,
             stop=made.stop.limit if made.stop else None,
