@@ -159,7 +159,13 @@ def settle_run(
 
         def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
             filed, report = conclude_round(
-                facts, reviewers, outcomes, first_id, status=step, settled_ms=settled_at
+                facts,
+                reviewers,
+                outcomes,
+                first_id,
+                status=step,
+                settled_ms=settled_at,
+                change=change,
             )
             return filed, marks.apply(land(report, change))
 
@@ -210,6 +216,7 @@ def _settle_judge(
             status=status,
             settled_ms=settled_at,
             prices=record.prices,
+            change=change,
         )
         return filed, marks.apply(land(report, change))
 

@@ -321,3 +321,26 @@ def test_two_spellings_of_one_line_merge_into_one_finding() -> None:
     assert only.raised_by == ("a", "b")
     unread, _ = conclude_round(facts, people, outcomes, 1, status="settled", settled_ms=0)
     assert len(unread) == 2  # without the change, the two spellings stay apart
+
+
+def test_cli_two_reviewers_spelling_one_place_two_ways_agree(tmp_path: Path) -> None:
+    """End to end: ``<repo>/app.py:4`` from one reviewer and ``app.py:4`` from another
+    are one finding raised by both, filed as ``app.py``."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {"app.py": "x = 1\n" + "".join(f"y{n} = {n}\n" for n in range(2, 9))}, "grow")
+
+    def unused(path: str) -> dict[str, object]:
+        location = {"kind": "line", "file": path, "start": 4}
+        return {"subject": "y4 is unused", "label": "issue", "location": location}
+
+    rp = roster(
+        tmp_path,
+        reviewer("one", "replay", answer=answer(tmp_path, "1.json", unused(f"{repo}/app.py"))),
+        reviewer("two", "replay", answer=answer(tmp_path, "2.json", unused("app.py"))),
+    )
+    out = tmp_path / "report.json"
+    done = review(repo, tmp_path / "state.json", "--json", str(out), roster_path=rp)
+    assert done.exit_code == 0, done.output
+    (only,) = report_of(out)["findings"]
+    assert only["anchor"]["path"] == "app.py"
+    assert only["raised_by"] == ["one", "two"]
