@@ -140,28 +140,18 @@ def _attributed(warning: Warning, participant: str) -> Warning:
     return warning.model_copy(update={"at": f"{participant}: {warning.at}"})
 
 
-READ_WHOLE_ANSWER_CODES = frozenset({"bare-array"})
-"""Answer-level warnings that lose nothing: a bare array is a whole list of findings."""
-
-
 def read_whole(outcome: ParticipantOutcome) -> bool:
     """Whether a judge's answer was read whole, so leaving a finding out is a verdict.
 
-    True only for an ANSWERED judge whose answer was not cut off (``harvest.truncated``)
-    and carried no warning about the answer (but a bare array) or about any of its
-    entries (an entry that could not be read may have restated a filed finding).
-    Source: harvest.md §3.3 (a cut-off list: absence means unknown), §8.
+    True only for a judge heard in full (:func:`council.outcome.heard_in_full`: it
+    answered, and its answer was neither unreadable nor cut off nor broken off; a bare
+    array is whole) whose entries all could be read (an entry that could not may have
+    restated a filed finding). Source: harvest.md §3.3 (a cut-off list: absence means
+    unknown), §8.
     """
-    if outcome.status != "answered" or unread_code(outcome) is not None:
+    if not heard_in_full(outcome):
         return False
-    if outcome.harvest.truncated:
-        return False
-    for warning in outcome.harvest.warnings:
-        if warning.at == "answer" and warning.code not in READ_WHOLE_ANSWER_CODES:
-            return False
-        if warning.at.startswith("findings["):
-            return False
-    return True
+    return not any(w.at.startswith("findings[") for w in outcome.harvest.warnings)
 
 
 def conclude_judge(
