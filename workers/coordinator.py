@@ -14,7 +14,6 @@ other participant is one ``council.review_participant`` task.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
@@ -37,6 +36,7 @@ from council.prompt import build_prompt, change_notes
 from council.report.model import CouncilReport, RunStatus
 from council.reviewers import check_options
 from council.reviewers.base import Stop
+from council.reviewers.process import program_trouble
 from council.roster import Roster, parse_roster
 from workers.celery_config import queue_for
 from workers.judging import PERSONA_SUFFIX
@@ -323,15 +323,16 @@ def _program_beside(roster: Path, where: str, pid: str, program: str) -> bytes:
     beside = roster.resolve().parent / program
     field = f"{where}.program"
     named = f"{program!r} (reviewer {pid!r})"
-    if beside.is_dir():
+    trouble = program_trouble(beside)
+    if trouble == "directory":
         raise RosterError(
             field,
             f"{named} is a directory beside the roster ({beside}), not a program",
             "Name the executable file itself.",
         )
-    if not beside.is_file():
+    if trouble == "missing":
         raise RosterError(field, f"{named} is not beside the roster ({beside})", _RELATIVE_FIX)
-    if not os.access(beside, os.X_OK):
+    if trouble == "not-executable":
         raise RosterError(
             field,
             f"{named} beside the roster ({beside}) is not executable",

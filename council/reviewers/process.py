@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Literal, cast
 
 from council.reviewers.activity import Activity
 from council.reviewers.base import ReviewRequest, Stop
@@ -117,6 +117,26 @@ class _CannotStart(Exception):
         super().__init__(reason)
 
 
+ProgramTrouble = Literal["directory", "missing", "not-executable"]
+"""Why a path cannot be run as a program (see :func:`program_trouble`)."""
+
+
+def program_trouble(path: Path) -> ProgramTrouble | None:
+    """Why ``path`` cannot be run as a program here, or None when it can: a directory,
+    nothing there (or not a regular file), or no execute permission for this process.
+
+    One check for every place that reads a program: the runner, the coordinator (a
+    program beside ``--roster``) and ``council check``; each words the fix for its reader.
+    """
+    if path.is_dir():
+        return "directory"
+    if not path.is_file():
+        return "missing"
+    if not os.access(path, os.X_OK):
+        return "not-executable"
+    return None
+
+
 def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
     """The executable to run: the materialized one, else the option, found and checked."""
     if request.program is not None:
@@ -136,14 +156,15 @@ def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
         path = Path(name).expanduser()
         if not path.is_absolute():
             path = Path(str(request.participant.options.get("base_dir") or ".")) / path
-    if path.is_dir():
+    trouble = program_trouble(path)
+    if trouble == "directory":
         raise _CannotStart(
             f"program '{path}' is a directory, not a program; set the reviewer's program "
             f"option to the executable file inside it"
         )
-    if not path.is_file():
+    if trouble == "missing":
         raise _CannotStart(f"program '{path}' not found; check the reviewer's program option")
-    if not os.access(path, os.X_OK):
+    if trouble == "not-executable":
         raise _CannotStart(f"program '{path}' is not executable; run chmod +x on it")
     return str(path)
 

@@ -25,6 +25,7 @@ from council.ledger import Ledger, attributed_ids
 from council.participant import Participant
 from council.report.model import CouncilReport
 from council.reviewers.options import BASE_DIR
+from council.reviewers.process import program_trouble
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
@@ -496,11 +497,12 @@ def _replay_files(p: Participant) -> list[tuple[str, Path]]:
 
 def _program_trouble(path: Path) -> tuple[str, str] | None:
     """Why the program at an absolute ``path`` cannot run here, and the fix; None if it can."""
-    if path.is_dir():
+    trouble = program_trouble(path)
+    if trouble == "directory":
         return "is a directory, not a program", "set program to the executable file inside it"
-    if not path.is_file():
+    if trouble == "missing":
         return "does not exist", "install it there, or set program to the path of an executable"
-    if not os.access(path, os.X_OK):
+    if trouble == "not-executable":
         return "is not executable", f"run chmod +x {shlex.quote(str(path))}"
     return None
 
