@@ -666,8 +666,10 @@ class Waiter:
         ever (embedded mode), so it is not asked again."""
         if self.rt.mode != "distributed":
             return True
-        if not progress or any(s.state != "pending" for s in progress.values()):
+        if not progress:
             return False
+        if any(s.state != "pending" for s in progress.values()):
+            return True  # a worker took a task: nothing to say, ever
         queues = sorted(
             {queue_for(p.backend) for p in self.rt.runs.participants(self.record.run_id)}
         )
