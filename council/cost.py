@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from council.errors import RosterError
 
 if TYPE_CHECKING:
-    from council.reviewers.base import Usage
+    from council.review_result import Usage
 
 PER_TOKENS = 1_000_000
 """Prices are per this many tokens (one million), as providers publish them."""

@@ -1,6 +1,6 @@
 """What one participant's review came to: answered, stopped or failed, with its harvest.
 
-:func:`settle_outcome` is the one rule that turns a backend's result plus every attempt's
+:func:`harvest_outcome` is the one rule that turns a backend's result plus every attempt's
 journal into a :class:`ParticipantOutcome`, in embedded and distributed mode alike.
 
 Source: harvest.md §5 (every attempt's journal is folded), §7 (stops are not failures).
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from council.findings import Harvest, Read, Warning
 from council.harvest import JournalCaps, fold_journal, harvest, read_journal
 from council.participant import Role
-from council.reviewers.base import ReviewResult, Stop, Usage
+from council.review_result import ReviewResult, Stop, Usage
 
 Status = Literal["answered", "stopped", "failed"]
 
@@ -114,7 +114,7 @@ class ParticipantOutcome(BaseModel):
     failure ("stdout was over … the middle was dropped"), for the report."""
 
 
-def settle_outcome(
+def harvest_outcome(
     participant: str,
     role: Role,
     result: ReviewResult | None,

@@ -11,7 +11,7 @@ Per participant the semantics are :func:`workers.review.review`'s, using the sam
 (imported from there) and the same request (:mod:`workers.request`): the protocol check;
 a stored outcome is kept and its backend not run (so a redelivered batch re-runs only the
 participants without an outcome); a new attempt number; progress ``running`` then the
-terminal state; every attempt's journal folded by ``settle_outcome``; the first stored
+terminal state; every attempt's journal folded by ``harvest_outcome``; the first stored
 outcome wins (SET NX); a missing entry or a crashing backend fails that participant only,
 never the batch; log lines about a participant carry its ``run_id``, ``session``,
 ``participant`` and ``attempt``, and each gets its ``review_finished`` line.
@@ -49,18 +49,19 @@ import structlog
 
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
+from council.review_result import ReviewResult
 from council.reviewers import Reviewer, reviewer_for
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.reviewers.base import ReviewRequest
 from council.reviewers.stream_loop import stream_loop
+from workers.clock import now_ms
 from workers.request import RunShare, build_request, run_share
 from workers.review import (
     crashed,
     finished_progress,
+    fold_attempt,
     log_finished,
     missing,
     moved_on,
-    now_ms,
-    settle,
     too_late,
     wrong_protocol,
 )
@@ -272,10 +273,10 @@ def _settle_group(
         p = now.participant
         with structlog.contextvars.bound_contextvars(**now.context):
             try:
-                outcome = settle(rt, record, p, result, journals[p.id], now.attempt)
+                outcome = fold_attempt(rt, record, p, result, journals[p.id], now.attempt)
             except Exception as exc:
                 result = crashed(exc, started)
-                outcome = settle(rt, record, p, result, [], now.attempt)
+                outcome = fold_attempt(rt, record, p, result, [], now.attempt)
         progress = finished_progress(outcome, now.started_ms, now.attempt)
         settled.append(Settled(outcome, result.answer, progress))
     kept = rt.runs.put_outcomes(run_id, settled)

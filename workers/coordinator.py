@@ -34,15 +34,15 @@ from council.participant import Participant
 from council.personas import load_persona, parse_charter
 from council.prompt import build_prompt, change_notes
 from council.report.model import CouncilReport, RunStatus
+from council.review_result import Stop
 from council.reviewers import check_options
-from council.reviewers.base import Stop
 from council.reviewers.process import program_trouble
 from council.roster import Roster, parse_roster
 from workers.celery_config import queue_for
+from workers.clock import now_ms
 from workers.judging import PERSONA_SUFFIX
 from workers.logging import redact_text, redact_url
 from workers.repository import Repository
-from workers.review import now_ms
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.settling import JudgeDispatch, settle_run

@@ -7,7 +7,7 @@ results (celery.md §0 item 3). Idempotent under redelivery: a stored outcome is
 as it is; otherwise a new attempt runs and folds every attempt's journal.
 
 The per-participant rules (:func:`wrong_protocol`, :func:`missing`, :func:`crashed`,
-:func:`settle`, :func:`finished_progress`, :func:`log_finished`) are public because a
+:func:`fold_attempt`, :func:`finished_progress`, :func:`log_finished`) are public because a
 batch of participants (:mod:`workers.batch`) applies the very same ones; the request a
 backend gets is built by :mod:`workers.request` for both.
 """
@@ -23,10 +23,11 @@ import structlog
 
 from council.findings import Read
 from council.harvest import JournalCaps
-from council.outcome import ParticipantOutcome, settle_outcome
+from council.outcome import ParticipantOutcome, harvest_outcome
 from council.participant import Participant
+from council.review_result import ReviewResult
 from council.reviewers import reviewer_for
-from council.reviewers.base import ReviewResult
+from workers.clock import now_ms
 from workers.logging import redact_text
 from workers.request import build_request, run_share
 from workers.runtime import Runtime
@@ -35,13 +36,8 @@ from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
 log = structlog.get_logger("council.review")
 
 
-def now_ms() -> int:
-    """Wall-clock milliseconds since the epoch."""
-    return int(time.time() * 1000)
-
-
 def _failed(participant: str, role: str, reason: str) -> ParticipantOutcome:
-    return settle_outcome(participant, role, ReviewResult(failure=reason), [])  # type: ignore[arg-type]
+    return harvest_outcome(participant, role, ReviewResult(failure=reason), [])  # type: ignore[arg-type]
 
 
 def wrong_protocol(participant_id: str, protocol: int) -> ParticipantOutcome:
@@ -99,7 +95,7 @@ def crashed(exc: Exception, started: float) -> ReviewResult:
     )
 
 
-def settle(
+def fold_attempt(
     rt: Runtime,
     record: RunRecord,
     participant: Participant,
@@ -124,7 +120,7 @@ def settle(
         notes=tuple(redact_text(note) for note in result.notes),
         stop=stop,
     )
-    return settle_outcome(
+    return harvest_outcome(
         participant.id,
         participant.role,
         result,
@@ -193,7 +189,7 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
         Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
     )
     result = _run_backend(rt, record, participant, prompt, attempt)
-    outcome = settle(
+    outcome = fold_attempt(
         rt, record, participant, result, rt.journals.read_all(run_id, participant_id), attempt
     )
     if not rt.runs.put_outcome(run_id, outcome, result.answer):

@@ -19,15 +19,15 @@ from council.diff import Change, parse_diff
 from council.findings import Finding, Read
 from council.harvest import JournalCaps
 from council.landing import land
-from council.outcome import ParticipantOutcome, heard_in_full, settle_outcome
+from council.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
-from council.reviewers.base import ReviewResult, Stop
+from council.review_result import ReviewResult, Stop
 from council.round import RoundFacts, conclude_judge, conclude_round, round_status
 from workers.celery_config import queue_for
-from workers.marking import session_marks
-from workers.review import now_ms
+from workers.clock import now_ms
 from workers.runtime import Runtime
+from workers.session_marks import session_marks
 from workers.stores.runs import RunRecord
 
 log = structlog.get_logger("council.settle")
@@ -119,7 +119,7 @@ def settle_run(
         unstarted = (
             deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
         )
-        made = settle_outcome(
+        made = harvest_outcome(
             p.id,
             p.role,
             ReviewResult(failure=never_started(p)) if unstarted else None,

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.findings import Finding, Warning
-from council.reviewers.base import Stop, Usage
+from council.review_result import Stop, Usage
 
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
@@ -109,7 +109,7 @@ class CouncilReport(BaseModel):
     """Findings of earlier rounds whose code this round's change edited or removed."""
     carried: tuple[Finding, ...] = ()
     """Findings of earlier rounds still open at this head, which a ``--since-last`` round
-    did not review again (:func:`council.rounds.carry`): listed, written to SARIF and
+    did not review again (:func:`council.earlier_rounds.carry`): listed, written to SARIF and
     GitLab, gated, never posted again as line comments. Anchored on this head."""
     cost_usd: float | None = None
     """What the participants' tokens cost in US dollars, summed over those with a price

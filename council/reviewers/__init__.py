@@ -22,14 +22,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from council.participant import Participant
+from council.review_result import ReviewResult, Stop
 from council.reviewers import command, replay, sarif
-from council.reviewers.base import (
-    JournalSink,
-    Reviewer,
-    ReviewRequest,
-    ReviewResult,
-    Stop,
-)
+from council.reviewers.base import JournalSink, Reviewer, ReviewRequest
 from council.reviewers.options import key_env, where_of
 from council.reviewers.unavailable import UnavailableReviewer
 

@@ -14,50 +14,10 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
-
-from pydantic import BaseModel, ConfigDict
+from typing import Protocol
 
 from council.participant import Participant
-
-StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
-
-
-class Stop(BaseModel):
-    """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
-
-    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
-    which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
-    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). A stop is never a
-    failure.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    limit: StopLimit
-    budget_ms: int | None = None
-
-    def describe(self) -> str:
-        """A phrase for people: 'the idle clock (idle_ms = 60000 ms)'.
-
-        The number is the budget that ran out, not the time the review took (a review
-        whose next retry would pass the wall stops before the wall).
-        """
-        names = {
-            "wall-clock": ("the backstop clock", "backstop_ms"),
-            "idle": ("the idle clock", "idle_ms"),
-            "soft-deadline": ("the soft deadline", "answer_ms before the wall"),
-            "cancelled": ("a cancellation", ""),
-            "worker-lost": ("the loss of its worker", ""),
-        }
-        name, setting = names[self.limit]
-        if self.budget_ms is not None and self.limit == "cancelled":
-            return f"the run's --timeout ({self.budget_ms} ms)"
-        if self.budget_ms is not None and self.limit == "soft-deadline":
-            return f"{name} ({self.budget_ms} ms, {setting})"
-        if self.budget_ms is not None:
-            return f"{name} ({setting} = {self.budget_ms} ms)"
-        return f"{name} ({setting})" if setting else name
+from council.review_result import ReviewResult
 
 
 class JournalSink(Protocol):
@@ -71,47 +31,19 @@ class JournalSink(Protocol):
     def append(self, raw: str) -> str: ...
 
 
-class Usage(BaseModel):
-    """Tokens a model reviewer used, summed over every request of the review.
-
-    Counts come from the provider's own usage fields: ``input`` (prompt tokens, cached
-    ones included), ``output`` (completion tokens, reasoning included), ``cached`` (the
-    part of ``input`` served from the provider's cache), ``reasoning`` (the part of
-    ``output`` spent thinking). ``requests`` counts HTTP requests made, failed and retried
-    ones included, so a cost computed from it is never an undercount.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    input: int = 0
-    output: int = 0
-    cached: int = 0
-    reasoning: int = 0
-    requests: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input=self.input + other.input,
-            output=self.output + other.output,
-            cached=self.cached + other.cached,
-            reasoning=self.reasoning + other.reasoning,
-            requests=self.requests + other.requests,
-        )
-
-
 class RateLimiter(Protocol):
     """Admission to a provider shared by every worker (requests and tokens per minute).
 
     ``acquire`` blocks until one request estimated at ``tokens`` may be sent, or until
     ``deadline`` (a ``time.monotonic()`` value) passes, and returns whether it was
-    admitted. ``settle`` corrects the token count once the real usage is known. ``key``
+    admitted. ``correct`` corrects the token count once the real usage is known. ``key``
     is ``"<backend>:<model>"``; the limiter holds it to every limit covering it (the
     model's and the provider's), so a caller acquires once per request.
     """
 
     def acquire(self, key: str, tokens: int, deadline: float) -> bool: ...
 
-    def settle(self, key: str, estimated: int, actual: int) -> None: ...
+    def correct(self, key: str, estimated: int, actual: int) -> None: ...
 
 
 class EventLog(Protocol):
@@ -160,28 +92,6 @@ class ReviewRequest:
     rate_limiter: RateLimiter | None = None
     witness: str | None = None
     events: EventLog = ignore_events
-
-
-@dataclass(frozen=True)
-class ReviewResult:
-    """What one backend call produced.
-
-    ``answer`` is the raw text (possibly partial when stopped); ``journal_entries``
-    counts journal entries the backend forwarded to the sink. Exactly one of: a normal
-    answer, a ``stop`` (partial answer kept), or a ``failure`` (the reason, verbatim).
-    ``notes`` are sentences for people about what the backend did to the answer or the
-    journal that is neither a stop nor a failure ("stdout was cut at 20971520 bytes",
-    "exited with status 1 after printing its answer"). ``duration_ms`` is wall time in ms.
-    """
-
-    answer: str = ""
-    stop: Stop | None = None
-    failure: str | None = None
-    duration_ms: int = 0
-    journal_entries: int = 0
-    notes: tuple[str, ...] = ()
-    usage: Usage | None = None
-    """Token usage of a model reviewer (None for programs and replays)."""
 
 
 class Reviewer(Protocol):

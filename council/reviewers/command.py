@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from council.errors import RosterError
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 from council.reviewers.options import check_program_options, where_of
 from council.reviewers.process import run_program
 

@@ -31,7 +31,8 @@ import httpx2
 
 from council.errors import RosterError
 from council.harvest import harvest
-from council.reviewers.base import ReviewRequest, ReviewResult, Stop, StopLimit, Usage
+from council.review_result import ReviewResult, Stop, StopLimit, Usage
+from council.reviewers.base import ReviewRequest
 from council.reviewers.options import key_env, where_of
 from council.reviewers.provider import Provider
 from council.reviewers.retry import Backoff, Trouble
@@ -249,7 +250,7 @@ class _Run:
             limit = await run_streamed(self.watch, turn, work, soft=soft)
             used = turn.usage
             self.usage += used
-            await self._settle(admitted, estimate, used.input + used.output)
+            await self._correct(admitted, estimate, used.input + used.output)
             partial = turn.text_so_far() or partial
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
@@ -308,7 +309,7 @@ class _Run:
             while True:
                 limit = self.watch.fired(soft=soft, idle=False)
                 if limit is not None:
-                    await self._settle(admitted, estimate, 0)
+                    await self._correct(admitted, estimate, 0)
                     return [], limit
                 deadline = min(wall, time.monotonic() + ACQUIRE_SLICE_MS / 1000)
                 try:
@@ -321,12 +322,12 @@ class _Run:
                 break
         return admitted, None
 
-    async def _settle(self, admitted: Sequence[str], estimate: int, actual: int) -> None:
+    async def _correct(self, admitted: Sequence[str], estimate: int, actual: int) -> None:
         limiter = self.request.rate_limiter
         if limiter is not None:
             for key in admitted:
                 try:
-                    await asyncio.to_thread(limiter.settle, key, estimate, actual)
+                    await asyncio.to_thread(limiter.correct, key, estimate, actual)
                 except Exception as error:  # a broken limiter must not cost the review
                     self._limiter_broke(error)
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, cast
 
+from council.review_result import Stop
 from council.reviewers.activity import Activity
-from council.reviewers.base import ReviewRequest, Stop
+from council.reviewers.base import ReviewRequest
 from council.reviewers.journal_file import JournalFollower
 
 POLL_MS = 100

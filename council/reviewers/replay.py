@@ -29,7 +29,8 @@ from typing import Any
 
 from council.errors import RosterError
 from council.participant import Clocks
-from council.reviewers.base import ReviewRequest, ReviewResult, Stop
+from council.review_result import ReviewResult, Stop
+from council.reviewers.base import ReviewRequest
 from council.reviewers.options import BASE_DIR, refuse_unknown, where_of
 
 LATENCY_CEILING_MS = 8 * 60 * 60 * 1000

@@ -37,7 +37,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from council.errors import RosterError
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 from council.reviewers.options import DEFAULT_SARIF_SCOPE, check_sarif_options, where_of
 from council.reviewers.process import run_program
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from council.participant import Clocks
+from council.review_result import Stop, StopLimit, Usage
 from council.reviewers.activity import Activity
-from council.reviewers.base import Stop, StopLimit, Usage
 
 JOIN_GRACE_MS = 1000
 """How long a cancelled stream gets to wind down (close its connection), in milliseconds."""

@@ -10,7 +10,8 @@ Source: identity-and-clocks.md "Participant" (backends), harvest.md §7.
 
 from __future__ import annotations
 
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 
 
 class UnavailableReviewer:

@@ -68,7 +68,7 @@ class CountingLimiter:
             time.sleep(max(0.0, min(0.2, deadline - time.monotonic())))
         return self.admit
 
-    def settle(self, key: str, estimated: int, actual: int) -> None:
+    def correct(self, key: str, estimated: int, actual: int) -> None:
         self.settled.append((key, estimated, actual))
 
 

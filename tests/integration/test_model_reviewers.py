@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from council.cost import Price, PriceTable, cost_usd
-from council.reviewers.base import Usage
+from council.review_result import Usage
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo

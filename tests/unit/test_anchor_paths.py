@@ -18,9 +18,9 @@ from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.harvest import also_recorded, harvest
 from council.harvest.paths import tidy_path
 from council.landing import land, resolve_anchor, resolve_path
-from council.outcome import settle_outcome
+from council.outcome import harvest_outcome
 from council.participant import Participant
-from council.reviewers.base import ReviewResult
+from council.review_result import ReviewResult
 from council.round import RoundFacts, conclude_round
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
@@ -308,8 +308,8 @@ def test_two_spellings_of_one_line_merge_into_one_finding() -> None:
 
     people = [Participant(id="a", backend="replay"), Participant(id="b", backend="replay")]
     outcomes = {
-        "a": settle_outcome("a", "reviewer", ReviewResult(answer=said("/repo/app.py")), []),
-        "b": settle_outcome("b", "reviewer", ReviewResult(answer=said("app.py")), []),
+        "a": harvest_outcome("a", "reviewer", ReviewResult(answer=said("/repo/app.py")), []),
+        "b": harvest_outcome("b", "reviewer", ReviewResult(answer=said("app.py")), []),
     }
     facts = RoundFacts(run_id="r1", session="s1", repository="/repo")
     change = parse_diff(APP_DIFF)

@@ -7,7 +7,7 @@ import pytest
 from council.cost import CostSummary, Price, PriceTable, cost_usd, parse_prices, sum_costs
 from council.errors import RosterError
 from council.report.model import CouncilReport, ParticipantSummary
-from council.reviewers.base import Usage
+from council.review_result import Usage
 from council.roster import RateLimit, limit_key, limits_for, parse_limits, parse_roster
 
 HAWK = """

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from council.findings import Harvest
-from council.outcome import settle_outcome
-from council.reviewers.base import ReviewResult
+from council.outcome import harvest_outcome
+from council.review_result import ReviewResult
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, journal, report_of, review, reviewer, roster, states
 
@@ -99,11 +99,13 @@ def test_unreadable_judge_answer_falls_back_to_journal(tmp_path: Path, repo: Pat
 
 
 def test_judge_journal_rule_in_the_domain() -> None:
-    """settle_outcome reads a judge's journal only when its answer says nothing readable."""
+    """harvest_outcome reads a judge's journal only when its answer says nothing readable."""
     entry = [b'{"subject": "kept in the journal", "label": "issue"}']
-    decided = settle_outcome("j", "judge", ReviewResult(answer='{"findings": []}'), [entry])
-    silent = settle_outcome("j", "judge", ReviewResult(answer="no json here"), [entry])
-    reviewer_too = settle_outcome("r", "reviewer", ReviewResult(answer='{"findings": []}'), [entry])
+    decided = harvest_outcome("j", "judge", ReviewResult(answer='{"findings": []}'), [entry])
+    silent = harvest_outcome("j", "judge", ReviewResult(answer="no json here"), [entry])
+    reviewer_too = harvest_outcome(
+        "r", "reviewer", ReviewResult(answer='{"findings": []}'), [entry]
+    )
     assert decided.harvest == Harvest()
     assert [f.subject for f in silent.harvest.findings] == ["kept in the journal"]
     assert [f.subject for f in reviewer_too.harvest.findings] == ["kept in the journal"]

@@ -20,8 +20,8 @@ from council.errors import StoreUnavailable
 from council.participant import Participant
 from council.report.model import CouncilReport
 from workers import coordinator
+from workers.clock import now_ms
 from workers.coordinator import Waiter
-from workers.review import now_ms
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
 from workers.settling import settle_run

@@ -56,7 +56,7 @@ def test_unlimited_key_is_admitted_at_once_without_touching_redis(client: Any) -
     """A key no limit applies to is admitted even past its deadline, and writes nothing."""
     limiter = _limiter(client, openai=RateLimit(rpm=1, tpm=1))
     assert limiter.acquire("anthropic:claude-sonnet-4", 10**9, time.monotonic() - 1)
-    limiter.settle("anthropic:claude-sonnet-4", 10**9, 1)
+    limiter.correct("anthropic:claude-sonnet-4", 10**9, 1)
     assert client.dbsize() == 0
 
 
@@ -152,7 +152,7 @@ def test_settle_gives_back_unused_tokens(client: Any) -> None:
     limiter = _limiter(client, openai=RateLimit(tpm=100))
     assert limiter.acquire("openai:m", 80, _soon())
     assert not limiter.acquire("openai:m", 70, _soon(0.05))
-    limiter.settle("openai:m", 80, 20)
+    limiter.correct("openai:m", 80, 20)
     assert limiter.acquire("openai:m", 70, _soon(0.05))
 
 
@@ -160,7 +160,7 @@ def test_settle_counts_tokens_above_the_estimate(client: Any) -> None:
     """An admission settled above its estimate holds back the excess."""
     limiter = _limiter(client, openai=RateLimit(tpm=100))
     assert limiter.acquire("openai:m", 10, _soon())
-    limiter.settle("openai:m", 10, 90)
+    limiter.correct("openai:m", 10, 90)
     assert not limiter.acquire("openai:m", 20, _soon(0.05))
     assert limiter.acquire("openai:m", 10, _soon(0.05))
 
@@ -168,9 +168,9 @@ def test_settle_counts_tokens_above_the_estimate(client: Any) -> None:
 def test_settle_without_an_admission_counts_only_an_excess(client: Any) -> None:
     """Settling what this thread never acquired counts an excess and ignores a shortfall."""
     limiter = _limiter(client, openai=RateLimit(tpm=100))
-    limiter.settle("openai:m", 50, 10)
+    limiter.correct("openai:m", 50, 10)
     assert client.dbsize() == 0
-    limiter.settle("openai:m", 0, 80)
+    limiter.correct("openai:m", 0, 80)
     assert not limiter.acquire("openai:m", 30, _soon(0.05))
     assert limiter.acquire("openai:m", 20, _soon(0.05))
 
@@ -205,7 +205,7 @@ def test_rpm_only_limit_writes_no_tokens_key(client: Any) -> None:
     """A limit without tpm keeps only the requests log."""
     limiter = _limiter(client, openai=RateLimit(rpm=5))
     assert limiter.acquire("openai:m", 10, _soon())
-    limiter.settle("openai:m", 10, 500)
+    limiter.correct("openai:m", 10, 500)
     assert client.keys("*") == [KEYS.ratelimit_requests("openai").encode()]
 
 

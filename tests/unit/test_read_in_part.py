@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from council.gate import EXIT_INCOMPLETE, EXIT_TRIPPED, answered_reviewers, exit_code
-from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, settle_outcome
+from council.outcome import ParticipantOutcome, harvest_outcome, heard_in_full, read_in_part_code
 from council.participant import Participant
 from council.report.markdown import render_markdown
-from council.reviewers.base import ReviewResult, Stop
+from council.review_result import ReviewResult, Stop
 from council.round import RoundFacts, conclude_round, round_status
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import report_of, review, reviewer, roster, states
@@ -47,7 +47,7 @@ def repo(tmp_path: Path) -> Path:
 
 def outcome(answer: str, pid: str = "hawk") -> ParticipantOutcome:
     """The outcome of a reviewer that answered ``answer`` (no journal)."""
-    return settle_outcome(pid, "reviewer", ReviewResult(answer=answer), [])
+    return harvest_outcome(pid, "reviewer", ReviewResult(answer=answer), [])
 
 
 @pytest.mark.parametrize("name", ANSWERS)
@@ -64,7 +64,7 @@ def test_read_in_part_code_names_the_break(name: str) -> None:
 
 def test_a_stopped_reviewer_is_not_read_in_part() -> None:
     """A stop is its own reason (harvest.md §7); read_in_part is for answers only."""
-    stopped = settle_outcome(
+    stopped = harvest_outcome(
         "hawk", "reviewer", ReviewResult(answer='{"findings": [{"sub', stop=Stop(limit="idle")), []
     )
     assert stopped.status == "stopped" and read_in_part_code(stopped) is None

@@ -7,7 +7,7 @@ from council.findings import Harvest
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report import render_markdown
-from council.reviewers.base import Usage
+from council.review_result import Usage
 from council.round import RoundFacts, conclude_round
 
 USAGE = Usage(input=1_000_000, output=100_000, requests=1)

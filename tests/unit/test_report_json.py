@@ -19,7 +19,7 @@ from council.findings import (
 from council.report import CouncilReport, ParticipantSummary, read_json, render_json
 from council.report.jsonreport import UnknownSchemaVersion, UnreadableReport
 from council.report.model import SCHEMA_VERSION
-from council.reviewers.base import Stop
+from council.review_result import Stop
 
 
 def _report() -> CouncilReport:

@@ -20,7 +20,7 @@ from council.gate import FailOn, exit_code
 from council.report import CouncilReport, ParticipantSummary, render_markdown
 from council.report.markdown import RUN_WARNINGS, group_warnings
 from council.report.model import RunStatus
-from council.reviewers.base import Stop
+from council.review_result import Stop
 
 Sev = Literal["critical", "medium", "minor"] | None
 HAWK = Origin(kind="reviewer", run_id="r1", participant="hawk")

@@ -21,7 +21,7 @@ from council.report.sarif import (
     render_sarif,
     render_sarif_with_cuts,
 )
-from council.reviewers.base import Stop
+from council.review_result import Stop
 from tests.forge_cases import (
     BINARY,
     CAFE,

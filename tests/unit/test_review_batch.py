@@ -19,7 +19,8 @@ from structlog.testing import LogCapture
 
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 from tests.roundtrips import CountingClient
 from workers import batch, runtime
 from workers.batch import review_batch
@@ -385,14 +386,14 @@ def test_settling_crash_fails_that_participant(
     """Should folding one participant's journal raise, that participant is stored as
     failed and the rest of the batch is settled as usual."""
     _open(rt, "r1", [_replay(tmp_path, pid) for pid in ("hawk", "owl")])
-    original = batch.settle
+    original = batch.fold_attempt
 
     def fragile(rt: Runtime, record: RunRecord, p: Participant, *args: Any) -> Any:
         if p.id == "hawk" and args[1]:
             raise KeyError("a journal the fold cannot read")
         return original(rt, record, p, *args)
 
-    monkeypatch.setattr(batch, "settle", fragile)
+    monkeypatch.setattr(batch, "fold_attempt", fragile)
     hawk, owl = review_batch(rt, "r1", ["hawk", "owl"], PROTOCOL)
     assert hawk.status == "failed" and hawk.failure is not None and "KeyError" in hawk.failure
     assert rt.runs.outcome("r1", "hawk") == hawk

@@ -114,7 +114,7 @@ class HoldAfterFirstRequest:
             return False
         return True
 
-    def settle(self, key: str, estimated: int, actual: int) -> None:
+    def correct(self, key: str, estimated: int, actual: int) -> None:
         """Nothing to correct."""
 
 

@@ -452,7 +452,7 @@ class BrokenLimiter:
     def acquire(self, key: str, tokens: int, deadline: float) -> bool:
         raise ConnectionError("redis is down")
 
-    def settle(self, key: str, estimated: int, actual: int) -> None:
+    def correct(self, key: str, estimated: int, actual: int) -> None:
         raise ConnectionError("redis is down")
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from council.errors import RosterError
 from council.participant import Clocks, Participant
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 from council.reviewers.replay import ReplayReviewer, check_options
 
 SHORT = Clocks(backstop_ms=2000, idle_ms=1000, answer_ms=0)

@@ -16,7 +16,8 @@ from council.diff import added_lines, parse_diff
 from council.errors import RosterError
 from council.harvest import harvest
 from council.participant import Clocks, Participant
-from council.reviewers.base import ReviewRequest, ReviewResult
+from council.review_result import ReviewResult
+from council.reviewers.base import ReviewRequest
 from council.reviewers.sarif import (
     SarifError,
     SarifReviewer,

@@ -1,12 +1,12 @@
-"""council.rounds: seen, outdated and carried findings across the rounds of a session."""
+"""council.earlier_rounds: seen, outdated and carried findings across the rounds of a session."""
 
 from __future__ import annotations
 
 from council.diff import Change, parse_diff
+from council.earlier_rounds import carry, follow, mark_round, still_open, touched
 from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.fingerprint import fingerprint
 from council.report.model import Suppression
-from council.rounds import carry, follow, mark_round, still_open, touched
 from tests.forge_cases import finding, report
 
 EDIT_LINE_5 = (

@@ -14,7 +14,7 @@ from council.findings import FileAnchor, Finding, Origin
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport
-from council.reviewers.base import Stop
+from council.review_result import Stop
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore

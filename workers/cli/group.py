@@ -78,12 +78,16 @@ class CouncilGroup(click.Group):
             if exc.option_name in GROUP_OPTIONS:
                 # ``council review --redis URL``: the option is the group's, not the
                 # command's; say where it goes rather than "did you mean --repo?".
-                exc.message = (
-                    f"{exc.option_name} is an option of council itself, not of the command: "
-                    f"put it before the command (council {exc.option_name} VALUE "
-                    f"{ctx.invoked_subcommand or 'COMMAND'} ...)"
-                )
-                exc.possibilities = None
+                # A new exception, not an edited one: click 8.5 declares the message Final.
+                raise click.NoSuchOption(
+                    exc.option_name,
+                    message=(
+                        f"{exc.option_name} is an option of council itself, not of the "
+                        f"command: put it before the command (council {exc.option_name} "
+                        f"VALUE {ctx.invoked_subcommand or 'COMMAND'} ...)"
+                    ),
+                    ctx=exc.ctx,
+                ) from None
             raise
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise

@@ -29,6 +29,7 @@ from council.reviewers.process import program_trouble
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
+from workers.clock import now_ms
 from workers.coordinator import (
     NothingToReview,
     ReviewOptions,
@@ -41,7 +42,6 @@ from workers.coordinator import (
 from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.progress import ParticipantProgress, Progress
-from workers.review import now_ms
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress

@@ -7,7 +7,7 @@ baseline (an unreadable one is exit 2 here). Once the run's runtime is up, befor
 run opens: the interdiff since the last reviewed head, the baseline text and whether the
 round carries the earlier open findings are stored on the run
 (:meth:`workers.stores.runs.RunStore.put_session_inputs`), for settling to mark the
-round with (:mod:`workers.marking`). With ``--since-last`` and no new change, no round
+round with (:mod:`workers.session_marks`). With ``--since-last`` and no new change, no round
 runs: :meth:`RoundPlan.carried_report` reports the open findings, which still gate.
 Source: issue "CI outputs that forges accept".
 """
@@ -19,17 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from council.diff import Change
+from council.earlier_rounds import carry
 from council.findings import Finding
 from council.report.model import CouncilReport
-from council.rounds import carry
 from workers.baseline_source import BaselineSource, read_trusted_baseline
 from workers.cli.context import CliContext
 from workers.coordinator import ReviewOptions, Round
 from workers.embedded import state_sessions
-from workers.incremental import SincePlan, full_change, interdiff, plan_since_last
 from workers.repository import Repository
 from workers.runtime import Runtime
 from workers.settings import Settings
+from workers.since_last import SincePlan, full_change, interdiff, plan_since_last
 from workers.stores.sessions import Reviewed, SessionStore
 
 

@@ -30,9 +30,9 @@ from council.fingerprint import fingerprint
 from council.report import read_json
 from council.report.jsonreport import UnreadableReport
 from workers.cli.context import CliContext, UsageProblem
+from workers.clock import now_ms
 from workers.embedded import state_sessions
 from workers.repository import Repository
-from workers.review import now_ms
 from workers.stores.sessions import SessionStore
 
 _PRINT = re.compile(r"([0-9a-f]{64})(?::\d+)?")

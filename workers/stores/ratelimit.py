@@ -34,7 +34,7 @@ WINDOW_MS = 60_000
 """The length of the window ``rpm`` and ``tpm`` count over, in milliseconds (a minute)."""
 
 REMEMBERED = 32
-"""Admissions a thread remembers for :meth:`RedisRateLimiter.settle` (oldest forgotten)."""
+"""Admissions a thread remembers for :meth:`RedisRateLimiter.correct` (oldest forgotten)."""
 
 _ACQUIRE = """
 local t = redis.call('TIME')
@@ -118,7 +118,7 @@ the excess (if any) from now. KEYS: the tokens sets; ARGV: window ms, admission 
 
 @dataclass(frozen=True)
 class _Admission:
-    """One admission a thread made, kept so its ``settle`` can find the Redis entry."""
+    """One admission a thread made, kept so its ``correct`` can find the Redis entry."""
 
     key: str
     admission_id: str
@@ -140,7 +140,7 @@ class RedisRateLimiter:
         limiter = RedisRateLimiter(client, keys, roster.limits)
         if limiter.acquire("openai:gpt-4.1", 12_000, time.monotonic() + 60):
             ...  # send; then, with the provider's usage:
-            limiter.settle("openai:gpt-4.1", 12_000, usage.input + usage.output)
+            limiter.correct("openai:gpt-4.1", 12_000, usage.input + usage.output)
     """
 
     def __init__(
@@ -198,7 +198,7 @@ class RedisRateLimiter:
                 return False
             time.sleep(min((int(value) + 1) / 1000, remaining))
 
-    def settle(self, key: str, estimated: int, actual: int) -> None:
+    def correct(self, key: str, estimated: int, actual: int) -> None:
         """Correct the tokens of a request admitted at ``estimated`` to ``actual``.
 
         The admission is this thread's latest on ``key`` with that estimate. While it

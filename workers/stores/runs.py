@@ -30,7 +30,7 @@ from council.cost import PriceTable
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
-from council.reviewers.base import Stop
+from council.review_result import Stop
 from council.roster.limits import RateLimit
 from workers.stores import RedisClient
 from workers.stores.keys import Keys

@@ -27,13 +27,13 @@ from collections.abc import Callable, Sequence
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from council.earlier_rounds import still_open
 from council.findings import FINDING, FINDINGS, Finding
 from council.fingerprint import fingerprint
 from council.gate import incomplete_reasons
 from council.ledger import Ledger, attributed_ids
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
-from council.rounds import still_open
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps
@@ -211,7 +211,7 @@ class SessionStore:
     ) -> None:
         """Queue the fingerprints a completed round reported and, when enough reviewers
         were heard in full for its gate (``record.quorum``), its reviewed head and the
-        findings still open after it (:func:`council.rounds.still_open`).
+        findings still open after it (:func:`council.earlier_rounds.still_open`).
 
         Why: a round the gate called incomplete (exit 3: fewer than the quorum heard in
         full) reviewed nothing for sure; marking its head reviewed would let the next
@@ -247,7 +247,7 @@ class SessionStore:
 
     def open_findings(self, session: str) -> list[Finding]:
         """The findings still open after the session's last completed run, anchored on
-        the head it reviewed (:func:`council.rounds.still_open`: its own findings, then
+        the head it reviewed (:func:`council.earlier_rounds.still_open`: its own findings, then
         those it carried, less those the judge did not uphold). Empty before the first
         completed run. A session written before the open findings were kept gives the
         run's own findings."""

@@ -7,7 +7,7 @@ A session remembers the head its last completed run reviewed
   when it is an ancestor of the new head; otherwise (a force push rewrote it, or the
   session has none) the whole change, with a note saying why;
 * :func:`interdiff` — the diff from that head to the new head, which the last round's
-  findings are checked on for outdated code (:func:`council.rounds.mark_round`). git
+  findings are checked on for outdated code (:func:`council.earlier_rounds.mark_round`). git
   diffs any two commits, so a force push still has one, as long as the old head's
   objects are in this clone;
 * :func:`full_change` — with ``--since-last`` the round reviews the new commits only, but

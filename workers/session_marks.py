@@ -4,11 +4,11 @@ suppressed.
 Settling builds the round's report from the outcomes and lands it on the diff; this
 module then reads what the session remembers and applies the pure rules:
 
-* :func:`council.rounds.mark_round` — ``seen`` from the fingerprints completed rounds
+* :func:`council.earlier_rounds.mark_round` — ``seen`` from the fingerprints completed rounds
   reported (``session:{s}:fingerprints``), ``outdated`` from the findings still open
   after the last completed run (``session:{s}:reviewed``) checked on the interdiff the
   CLI stored (``run:{id}:since``);
-* :func:`council.rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``), those
+* :func:`council.earlier_rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``), those
   open findings the interdiff did not touch, nobody dismissed or baselined, and the
   round did not raise again: they still stand, and gate;
 * :func:`council.baseline.suppress` — the session's dismissals
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 from council.baseline import Baseline, read_baseline, suppress
 from council.diff import Change, parse_diff
+from council.earlier_rounds import carry, mark_round
 from council.findings import Finding
 from council.report.model import CouncilReport
-from council.rounds import carry, mark_round
 from workers.runtime import Runtime
 from workers.stores.runs import RunRecord
 

@@ -1,0 +1,106 @@
+"""What one review returns: the answer, or a stop or a failure, and the tokens it used.
+
+These are the domain's values: the backends (:mod:`council.reviewers`) produce them, the
+outcome (:mod:`council.outcome`), the report and the run store read them. A backend never
+raises for a reviewer fault: a program that cannot start is a :class:`ReviewResult` with
+``failure`` set; a reviewer our clocks stopped is a result with ``stop`` set and whatever
+answer had arrived.
+
+Source: docs/harvest.md §7 (stops and failures), docs/architecture.md "Layers".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
+
+
+class Stop(BaseModel):
+    """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
+
+    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
+    which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
+    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). A stop is never a
+    failure.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    limit: StopLimit
+    budget_ms: int | None = None
+
+    def describe(self) -> str:
+        """A phrase for people: 'the idle clock (idle_ms = 60000 ms)'.
+
+        The number is the budget that ran out, not the time the review took (a review
+        whose next retry would pass the wall stops before the wall).
+        """
+        names = {
+            "wall-clock": ("the backstop clock", "backstop_ms"),
+            "idle": ("the idle clock", "idle_ms"),
+            "soft-deadline": ("the soft deadline", "answer_ms before the wall"),
+            "cancelled": ("a cancellation", ""),
+            "worker-lost": ("the loss of its worker", ""),
+        }
+        name, setting = names[self.limit]
+        if self.budget_ms is not None and self.limit == "cancelled":
+            return f"the run's --timeout ({self.budget_ms} ms)"
+        if self.budget_ms is not None and self.limit == "soft-deadline":
+            return f"{name} ({self.budget_ms} ms, {setting})"
+        if self.budget_ms is not None:
+            return f"{name} ({setting} = {self.budget_ms} ms)"
+        return f"{name} ({setting})" if setting else name
+
+
+class Usage(BaseModel):
+    """Tokens a model reviewer used, summed over every request of the review.
+
+    Counts come from the provider's own usage fields: ``input`` (prompt tokens, cached
+    ones included), ``output`` (completion tokens, reasoning included), ``cached`` (the
+    part of ``input`` served from the provider's cache), ``reasoning`` (the part of
+    ``output`` spent thinking). ``requests`` counts HTTP requests made, failed and retried
+    ones included, so a cost computed from it is never an undercount.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    reasoning: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cached=self.cached + other.cached,
+            reasoning=self.reasoning + other.reasoning,
+            requests=self.requests + other.requests,
+        )
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """What one backend call produced.
+
+    ``answer`` is the raw text (possibly partial when stopped); ``journal_entries``
+    counts journal entries the backend forwarded to the sink. Exactly one of: a normal
+    answer, a ``stop`` (partial answer kept), or a ``failure`` (the reason, verbatim).
+    ``notes`` are sentences for people about what the backend did to the answer or the
+    journal that is neither a stop nor a failure ("stdout was cut at 20971520 bytes",
+    "exited with status 1 after printing its answer"). ``duration_ms`` is wall time in ms.
+    """
+
+    answer: str = ""
+    stop: Stop | None = None
+    failure: str | None = None
+    duration_ms: int = 0
+    journal_entries: int = 0
+    notes: tuple[str, ...] = ()
+    usage: Usage | None = None
+    """Token usage of a model reviewer (None for programs and replays)."""
