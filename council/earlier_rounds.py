@@ -30,12 +30,49 @@ Pure: the runtime reads the session and computes the interdiff. Source: architec
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 from council.diff import Change, ChangedFile
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
 from council.fingerprint import fingerprint
-from council.report.model import CouncilReport
+from council.gate import incomplete_reasons
+from council.report.model import CouncilReport, RunStatus
+
+COMPLETED: frozenset[RunStatus] = frozenset({"settled", "partial"})
+"""Statuses of a run that reviewed its head: its findings count as reported, and its head
+as reviewed. A cancelled or timed-out run did neither (its report was likely never
+posted), so the next round reviews and posts what it found again."""
+
+
+@dataclass(frozen=True)
+class RoundMemory:
+    """What a completed round leaves its session for the rounds after it.
+
+    ``reported``: content fingerprint → finding id of what it reported (later rounds mark
+    those *seen*). ``still_open``: the findings still open after it, which also marks its
+    head as reviewed for ``--since-last``; None when the gate found the round incomplete.
+    """
+
+    reported: Mapping[str, str]
+    still_open: tuple[Finding, ...] | None
+
+
+def remembered(report: CouncilReport, quorum: int) -> RoundMemory | None:
+    """What the session keeps of a round that settled with ``report`` (None unless it
+    completed: :data:`COMPLETED`).
+
+    Why the head is not always marked: a round the gate called incomplete (exit 3: fewer
+    than ``quorum`` heard in full) reviewed nothing for sure; marking its head reviewed
+    would let the next ``--since-last`` find "nothing to review" and pass. Its findings
+    are still remembered as reported, so a new round does not post them again.
+    """
+    if report.status not in COMPLETED:
+        return None
+    reported = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
+    if incomplete_reasons(report, quorum):
+        return RoundMemory(reported=reported, still_open=None)
+    return RoundMemory(reported=reported, still_open=still_open(report))
 
 
 def mark_round(

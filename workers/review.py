@@ -23,6 +23,7 @@ import structlog
 
 from council.findings import Read
 from council.harvest import JournalCaps
+from council.lifecycle import allows
 from council.outcome import ParticipantOutcome, harvest_outcome
 from council.participant import Participant
 from council.review_result import ReviewResult
@@ -67,10 +68,11 @@ def moved_on(status: str | None, role: str) -> bool:
     """Whether a participant's task came after its run stopped needing it: a reviewer's
     once the run is no longer ``open`` (its reviewers were filed, or it settled: a task
     redelivered after its worker was lost, say), the judge's once it is no longer
-    ``judging``. False for an unknown run (that is :func:`missing`)."""
+    ``judging`` (:mod:`council.lifecycle`: the event its outcome would be is refused).
+    False for an unknown run (that is :func:`missing`)."""
     if status is None:
         return False
-    return status != ("judging" if role == "judge" else "open")
+    return not allows(status, "judge_settled" if role == "judge" else "reviewer_settled")  # type: ignore[arg-type]
 
 
 def too_late(participant_id: str, role: str, status: str) -> ParticipantOutcome:

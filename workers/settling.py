@@ -5,8 +5,11 @@ participant with no stored outcome (its task died, the chord never fired, the ru
 cancelled) is settled as a stop from its journals, so what it wrote down is filed; when
 the watchdog settles a run, one whose task no worker ever started is a failure naming the
 queue it waited on (:func:`never_started`), not a lost worker.
-Filing happens once: :meth:`SessionStore.settle` is one transaction and a second call
-returns the settled report. Source: celery.md §1.4, harvest.md §7-§8.
+Which event leads where is :mod:`council.lifecycle`'s; this module reads what the run
+holds, builds the filing with the domain's rules (:mod:`council.filing`, landing, the
+session's marks) outside any transaction, and hands it to :meth:`SessionStore.commit`,
+which persists the transition compare-and-set on the run's state: filing happens once,
+and a second call returns the settled report. Source: celery.md §1.4, harvest.md §7-§8.
 """
 
 from __future__ import annotations
@@ -15,20 +18,23 @@ from collections.abc import Callable
 
 import structlog
 
-from council.diff import Change, parse_diff
+from council.diff import parse_diff
+from council.earlier_rounds import remembered
+from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Read
 from council.harvest import JournalCaps
 from council.landing import land
+from council.lifecycle import Event, Transition, allows, ending, is_final, step
 from council.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
 from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
 from council.review_result import ReviewResult, Stop
-from council.round import RoundFacts, conclude_judge, conclude_round, round_status
 from workers.celery_config import queue_for
 from workers.clock import now_ms
 from workers.runtime import Runtime
 from workers.session_marks import session_marks
 from workers.stores.runs import RunRecord
+from workers.stores.sessions import Filing
 
 log = structlog.get_logger("council.settle")
 
@@ -72,26 +78,30 @@ def settle_run(
     lost: Stop | None = None,
     dispatch_judge: JudgeDispatch | None = None,
     deadline_passed: bool = False,
+    event: Event = "reviewers_settled",
 ) -> CouncilReport:
     """Settle ``run_id`` from what Redis holds; return its report (idempotent).
 
-    ``forced`` sets the status (``cancelled``, ``timeout``) instead of deriving it; when
-    it is None, a run cancelled with :meth:`RunStore.cancel` gets the status given there;
-    ``lost`` is the stop given to participants without an outcome (default
-    ``worker-lost``). ``deadline_passed`` is the watchdog's: a participant without an
-    outcome that no worker ever started (no attempt, its progress still ``pending``)
-    then FAILS with :func:`never_started` instead, because no worker was lost.
+    ``event`` is what the caller noticed (the chord body: ``reviewers_settled``; its
+    errback: ``worker_lost``); ``forced`` (``cancelled``, ``timeout``) and
+    ``deadline_passed`` (the watchdog) name the event instead, and a run cancelled with
+    :meth:`RunStore.cancel` ends with the status given there. ``lost`` is the stop given
+    to participants without an outcome (default ``worker-lost``); on the watchdog's
+    event, one whose task no worker ever started (no attempt, its progress still
+    ``pending``) FAILS with :func:`never_started` instead, because no worker was lost.
 
-    A run with a judge settles in two steps (architecture.md: chord → judge → settle):
-    the reviewers' findings are filed and the run becomes ``judging`` (then
-    ``dispatch_judge`` sends the judge, once), and when the judge has an outcome (or the
-    run is forced or the watchdog fires) its findings are filed and the run settles.
+    The transitions are :mod:`council.lifecycle`'s: from ``open`` the reviewers' findings
+    are filed, and a run with a judge becomes ``judging`` (``dispatch_judge`` then sends
+    the judge, once); from ``judging``, once the judge has an outcome (or the run is
+    forced, or the watchdog fires), its findings are filed and the run settles. An event
+    the lifecycle refuses (a final run, a chord firing again while the judge works)
+    files nothing and returns the stored report. Raises :class:`RunNotFound`.
     """
     record = rt.runs.record(run_id)
     if record is None:
         raise RunNotFound(run_id)
-    current = rt.runs.status(run_id)
-    if current not in ("open", "judging"):
+    state = rt.runs.status(run_id)
+    if is_final(state):
         settled = rt.runs.report(run_id)
         if settled is not None:
             return settled
@@ -99,35 +109,72 @@ def settle_run(
         # A cancelled run settles as cancelled (or timeout) even when the consolidation,
         # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
         forced = rt.runs.cancel_status(run_id)
-    participants = rt.runs.participants(run_id)
-    read = Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned")
-    caps = JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes)
-    judge = next((p for p in participants if p.role == "judge"), None)
-    reviewers = [p for p in participants if p.role != "judge"]
+    noticed = ending(forced, deadline_passed=deadline_passed) or event
+    heard = _Hearing(rt, record, lost or Stop(limit="worker-lost"), deadline_passed)
+    if state == "open":
+        report = _file_reviewers(heard, noticed)
+        if report.status != "judging":
+            _log_settled(record.session, report)
+            return report
+        if dispatch_judge is not None and rt.runs.claim_judge(run_id):
+            dispatch_judge(run_id)
+        state = "judging"
+    if heard.judge is None:
+        raise RunNotFound(run_id)
+    if noticed not in ("cancelled", "timed_out", "watchdog_fired"):
+        if rt.runs.outcome(run_id, heard.judge.id) is None:
+            return _stored(rt, run_id)  # the judge is still to be heard
+        noticed = "judge_settled"
+    if not allows(state, noticed):
+        return _stored(rt, run_id)
+    report = _file_judge(heard, noticed)
+    _log_settled(record.session, report)
+    return report
 
-    stored_outcomes = rt.runs.outcomes_many(run_id, [p.id for p in participants])
-    progress = rt.runs.progress(run_id) if deadline_passed else {}
 
-    def outcome_of(p: Participant) -> ParticipantOutcome:
-        stored = stored_outcomes.get(p.id)
+class _Hearing:
+    """What settling reads of a run: its participants, their outcomes (stored, or made
+    from the journals for a participant without one), the change, the session's marks."""
+
+    def __init__(self, rt: Runtime, record: RunRecord, lost: Stop, deadline_passed: bool):
+        self.rt, self.record, self.lost = rt, record, lost
+        self.deadline_passed = deadline_passed
+        participants = rt.runs.participants(record.run_id)
+        self.judge = next((p for p in participants if p.role == "judge"), None)
+        self.reviewers = [p for p in participants if p.role != "judge"]
+        self.stored = rt.runs.outcomes_many(record.run_id, [p.id for p in participants])
+        self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
+        self.change = parse_diff(rt.runs.change(record.run_id))
+        self.marks = session_marks(rt, record)
+
+    def outcome(self, p: Participant) -> ParticipantOutcome:
+        """``p``'s stored outcome, or one made from its journals: a stop with the lost
+        stop, or, on the watchdog's event, a failure when no worker ever started it."""
+        run_id = self.record.run_id
+        stored = self.stored.get(p.id)
         if stored is None and p.role == "judge":  # the judge's may have come since
-            stored = rt.runs.outcome(run_id, p.id)
+            stored = self.rt.runs.outcome(run_id, p.id)
         if stored is not None:
             return stored
-        attempts = rt.journals.attempts(run_id, p.id)
-        shown = progress.get(p.id)
+        attempts = self.rt.journals.attempts(run_id, p.id)
+        shown = self.progress.get(p.id)
         unstarted = (
-            deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
+            self.deadline_passed
+            and attempts == 0
+            and (shown is None or shown.state == "pending")
         )
+        witness = self.record.witness
         made = harvest_outcome(
             p.id,
             p.role,
             ReviewResult(failure=never_started(p)) if unstarted else None,
-            rt.journals.read_all(run_id, p.id),
-            read=read,
-            caps=caps,
+            self.rt.journals.read_all(run_id, p.id),
+            read=Read(witness=witness) if witness else Read(unpinned="no tree pinned"),
+            caps=JournalCaps(
+                self.rt.settings.journal_max_entries, self.rt.settings.journal_max_entry_bytes
+            ),
             attempts=attempts,
-            lost=lost or Stop(limit="worker-lost"),
+            lost=self.lost,
         )
         log.warning(
             "participant_never_started" if unstarted else "participant_settled_without_outcome",
@@ -138,89 +185,97 @@ def settle_run(
         )
         return made
 
+
+def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
+    """Apply ``event`` to an ``open`` run: file the reviewers' findings (interim when the
+    run goes on to its judge)."""
+    record = heard.record
+    outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
+    whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
+    transition = step(
+        "open", event, judge=heard.judge is not None, whole="whole" if whole else "in part"
+    )
+    facts = RoundFacts(
+        run_id=record.run_id,
+        session=record.session,
+        repository=record.repository,
+        base=record.base,
+        head=record.head,
+        mode=record.mode,
+        notes=record.notes,
+        created_ms=record.created_ms,
+        prices=record.prices,
+    )
     settled_at = now_ms()
-    change = parse_diff(rt.runs.change(run_id))
-    if current != "judging":
-        marks = session_marks(rt, record)
-        outcomes = {p.id: outcome_of(p) for p in reviewers}
-        status = round_status(reviewers, outcomes, forced)
-        facts = RoundFacts(
-            run_id=run_id,
-            session=record.session,
-            repository=record.repository,
-            base=record.base,
-            head=record.head,
-            mode=record.mode,
-            notes=record.notes,
-            created_ms=record.created_ms,
-            prices=record.prices,
+
+    def build(first_id: int) -> tuple[list[Finding], CouncilReport]:
+        filed, report = conclude_round(
+            facts,
+            heard.reviewers,
+            outcomes,
+            first_id,
+            status=transition.target,
+            settled_ms=settled_at,
+            change=heard.change,
         )
-        step: RunStatus = "judging" if judge is not None and forced is None else status
+        return filed, heard.marks.apply(land(report, heard.change))
 
-        def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
-            filed, report = conclude_round(
-                facts,
-                reviewers,
-                outcomes,
-                first_id,
-                status=step,
-                settled_ms=settled_at,
-                change=change,
-            )
-            return filed, marks.apply(land(report, change))
+    return _commit(heard, transition, build, settled_at)
 
-        report = rt.sessions.settle(record, step, conclude, settled_at)
-        if report.status != "judging" or judge is None:
-            # A run cancelled or timed out before its judge was sent settles without it.
-            _log_settled(record.session, report)
-            return report
-        if dispatch_judge is not None and rt.runs.claim_judge(run_id):
-            dispatch_judge(run_id)
-        judged = rt.runs.outcome(run_id, judge.id)
-        if judged is None:
-            return report
-    interim = rt.runs.report(run_id)
+
+def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
+    """Apply ``event`` to a ``judging`` run: file the judge's verdicts over the interim
+    report and settle."""
+    record, judge = heard.record, heard.judge
+    interim = heard.rt.runs.report(record.run_id)
     if interim is None or judge is None:
-        raise RunNotFound(run_id)
-    report = _settle_judge(rt, record, interim, judge, outcome_of, change, forced=forced)
-    _log_settled(record.session, report)
-    return report
-
-
-def _settle_judge(
-    rt: Runtime,
-    record: RunRecord,
-    interim: CouncilReport,
-    judge: Participant,
-    outcome_of: Callable[[Participant], ParticipantOutcome],
-    change: Change,
-    *,
-    forced: RunStatus | None = None,
-) -> CouncilReport:
-    """File the judge's findings on top of the interim report and settle the run."""
-    outcome = outcome_of(judge)
-    if forced is not None:
-        status: RunStatus = forced
-    else:
-        reviewers_whole = all(p.heard_in_full for p in interim.participants)
-        status = "settled" if reviewers_whole and heard_in_full(outcome) else "partial"
+        raise RunNotFound(record.run_id)
+    outcome = heard.outcome(judge)
+    whole = all(p.heard_in_full for p in interim.participants) and heard_in_full(outcome)
+    transition = step("judging", event, whole="whole" if whole else "in part")
     settled_at = now_ms()
-    marks = session_marks(rt, record)
 
-    def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
+    def build(first_id: int) -> tuple[list[Finding], CouncilReport]:
         filed, report = conclude_judge(
             interim,
             judge,
             outcome,
             first_id,
-            status=status,
+            status=transition.target,
             settled_ms=settled_at,
             prices=record.prices,
-            change=change,
+            change=heard.change,
         )
-        return filed, marks.apply(land(report, change))
+        return filed, heard.marks.apply(land(report, heard.change))
 
-    return rt.sessions.settle(record, status, conclude, settled_at, expect="judging")
+    return _commit(heard, transition, build, settled_at)
+
+
+def _commit(
+    heard: _Hearing,
+    transition: Transition,
+    build: Callable[[int], tuple[list[Finding], CouncilReport]],
+    now: int,
+) -> CouncilReport:
+    """Build the filing from the session's next finding id and commit it; build again
+    when another run of the session took ids first (the store's compare-and-set)."""
+    sessions, record = heard.rt.sessions, heard.record
+    while True:
+        first_id = sessions.next_finding_id(record.session)
+        findings, report = build(first_id)
+        memory = remembered(report, record.quorum) if transition.final else None
+        filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
+        committed = sessions.commit(record, transition, filing, now)
+        if committed is not None:
+            return committed
+
+
+def _stored(rt: Runtime, run_id: str) -> CouncilReport:
+    """The report the run holds now (an event was refused: its state stands)."""
+    report = rt.runs.report(run_id)
+    if report is None:
+        raise RunNotFound(run_id)
+    return report
 
 
 def _log_settled(session: str, report: CouncilReport) -> None:

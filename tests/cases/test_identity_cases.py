@@ -9,7 +9,6 @@ The shared folder is found beside the repository (``../shared/cases``) or at
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,17 +17,9 @@ import pytest
 
 from council.errors import IdentityRefused
 from council.ledger import Ledger, attributed_ids
+from tests.cases.loader import cases_root
 
-
-def _cases_root() -> Path:
-    """The shared cases folder: $COUNCIL_SHARED_CASES, else ../shared/cases beside the repo."""
-    override = os.environ.get("COUNCIL_SHARED_CASES")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "cases"
-
-
-IDENTITY_DIR = _cases_root() / "identity"
+IDENTITY_DIR = cases_root() / "identity"
 CASE_FILES = sorted(IDENTITY_DIR.glob("*.json")) if IDENTITY_DIR.is_dir() else []
 PARAMS = [pytest.param(path, id=path.name) for path in CASE_FILES] or [
     pytest.param(None, id="identity-cases-missing")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from council.diff import parse_diff
+from council.filing import RoundFacts, conclude_round
 from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.harvest import also_recorded, harvest
 from council.harvest.paths import tidy_path
@@ -21,7 +22,6 @@ from council.landing import land, resolve_anchor, resolve_path
 from council.outcome import harvest_outcome
 from council.participant import Participant
 from council.review_result import ReviewResult
-from council.round import RoundFacts, conclude_round
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from council.cost import PriceTable, parse_prices
+from council.filing import RoundFacts, conclude_round
 from council.findings import Harvest
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report import render_markdown
 from council.review_result import Usage
-from council.round import RoundFacts, conclude_round
 
 USAGE = Usage(input=1_000_000, output=100_000, requests=1)
 

@@ -11,6 +11,7 @@ import pytest
 
 from council.errors import IdentityRefused
 from council.findings import FileAnchor, Finding, Origin
+from council.lifecycle import step
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport
@@ -18,7 +19,7 @@ from council.review_result import Stop
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore
-from workers.stores.sessions import SessionStore
+from workers.stores.sessions import Filing, RunNotSettled, SessionStore
 
 KEYS = Keys("council:")
 
@@ -154,47 +155,81 @@ def test_stale_open_run_does_not_hold_ids(client: Any) -> None:
     assert held[0].model == "m2"
 
 
-def _conclude(run_id: str, n: int) -> Any:
-    def conclude(first_id: int) -> tuple[list[Finding], CouncilReport]:
-        origin = Origin(kind="reviewer", run_id=run_id, participant="hawk")
-        found = [
-            Finding(
-                id=first_id + i,
-                anchor=FileAnchor(path=f"f{i}.py"),
-                label="issue",
-                subject=f"s{i}",
-                origin=origin,
-            )
-            for i in range(n)
-        ]
-        return found, CouncilReport(
-            run_id=run_id, session="s1", status="settled", findings=tuple(found)
+def _filing(run_id: str, n: int, first_id: int) -> Filing:
+    origin = Origin(kind="reviewer", run_id=run_id, participant="hawk")
+    found = [
+        Finding(
+            id=first_id + i,
+            anchor=FileAnchor(path=f"f{i}.py"),
+            label="issue",
+            subject=f"s{i}",
+            origin=origin,
         )
+        for i in range(n)
+    ]
+    report = CouncilReport(run_id=run_id, session="s1", status="settled", findings=tuple(found))
+    return Filing(first_id=first_id, findings=found, report=report)
 
-    return conclude
+
+SETTLED = step("open", "reviewers_settled")
+
+
+def _settle(sessions: SessionStore, record: RunRecord, n: int, now: int) -> CouncilReport:
+    """File ``n`` findings and settle the run, as settling does: build from the next id,
+    commit, build again when the counter moved."""
+    while True:
+        filing = _filing(record.run_id, n, sessions.next_finding_id(record.session))
+        committed = sessions.commit(record, SETTLED, filing, now)
+        if committed is not None:
+            return committed
 
 
 def test_settle_files_once_with_counter_ids(client: Any) -> None:
     """Ids come from the session counter; a second settle files nothing and returns the report."""
     sessions, runs = _sessions(client), RunStore(client, KEYS)
     sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
-    report = sessions.settle(_record("r1"), "settled", _conclude("r1", 2), 3000)
+    report = _settle(sessions, _record("r1"), 2, 3000)
     assert [f.id for f in report.findings] == [1, 2]
-    again = sessions.settle(_record("r1"), "settled", _conclude("r1", 5), 4000)
+    again = _settle(sessions, _record("r1"), 5, 4000)
     assert again == report
     assert client.get(KEYS.session_issued("s1")) == b"2"
     assert runs.status("r1") == "settled"
     sessions.open_run(_record("r2"), [("reviewer", _participant("hawk"))], 5000)
-    later = sessions.settle(_record("r2"), "settled", _conclude("r2", 1), 6000)
+    later = _settle(sessions, _record("r2"), 1, 6000)
     assert [f.id for f in later.findings] == [3]
     assert [f.id for f in sessions.findings("s1")] == [1, 2, 3]
+
+
+def test_commit_refuses_a_filing_built_on_a_moved_counter(client: Any) -> None:
+    """Compare-and-set on the id counter: a filing whose first id another run of the
+    session took meanwhile is refused (None, nothing written), so ids are never reused."""
+    sessions = _sessions(client)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    sessions.open_run(_record("r2"), [("reviewer", _participant("hawk"))], 2000)
+    stale = _filing("r1", 2, sessions.next_finding_id("s1"))
+    _settle(sessions, _record("r2"), 1, 2500)
+    assert sessions.commit(_record("r1"), SETTLED, stale, 3000) is None
+    assert RunStore(client, KEYS).status("r1") == "open"
+    assert [f.id for f in _settle(sessions, _record("r1"), 2, 3000).findings] == [2, 3]
+
+
+def test_commit_refuses_a_transition_from_another_state(client: Any) -> None:
+    """Compare-and-set on the state: a judge's transition (from judging) on a run that is
+    still open writes nothing; with no report stored there is nothing to return, so it
+    raises RunNotSettled."""
+    sessions = _sessions(client)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    judged = step("judging", "judge_settled")
+    with pytest.raises(RunNotSettled):
+        sessions.commit(_record("r1"), judged, _filing("r1", 1, 1), 3000)
+    assert client.get(KEYS.session_issued("s1")) is None
 
 
 def test_findings_attribute_ids_for_later_claims(client: Any) -> None:
     """Once findings are filed under an id, another meaning for it is refused."""
     sessions = _sessions(client)
     sessions.open_run(_record("r1"), [("reviewer", _participant("hawk", "m1"))], 2000)
-    sessions.settle(_record("r1"), "settled", _conclude("r1", 1), 3000)
+    _settle(sessions, _record("r1"), 1, 3000)
     with pytest.raises(IdentityRefused):
         sessions.open_run(_record("r2"), [("reviewer", _participant("hawk", "m2"))], 4000)
     assert sessions.release("s1", "hawk")
@@ -210,7 +245,7 @@ def test_run_keys_expire_session_keys_stay(client: Any) -> None:
     runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {})
     n = journals.next_attempt("r1", "hawk")
     journals.append("r1", "hawk", n, "{}")
-    sessions.settle(rec, "settled", _conclude("r1", 1), 3000)
+    _settle(sessions, rec, 1, 3000)
     for key in (
         KEYS.run("r1"),
         KEYS.run_tree("r1"),

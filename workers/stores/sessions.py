@@ -14,37 +14,47 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
   it); written when a run settles.
 * ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason.
 
-Filing is one transaction too (WATCH the run record): a second consolidation of the same
-run sees it settled and files nothing. Source: architecture.md "State in Redis",
-identity-and-clocks.md "Identity and the ledger", harvest.md §8.
+Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
+and the id counter): a second consolidation of the same run sees it moved on and files
+nothing. The store persists transitions; :mod:`council.lifecycle` says which exist.
+Source: architecture.md "State in Redis", identity-and-clocks.md "Identity and the
+ledger", harvest.md §8.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from council.earlier_rounds import still_open
+from council.earlier_rounds import RoundMemory
 from council.findings import FINDING, FINDINGS, Finding
-from council.fingerprint import fingerprint
-from council.gate import incomplete_reasons
 from council.ledger import Ledger, attributed_ids
+from council.lifecycle import Transition
 from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps
 
-Conclude = Callable[[int], tuple[list[Finding], CouncilReport]]
-"""Given the first free finding id, the findings to file (ids set) and the report."""
 
-COMPLETED = ("settled", "partial")
-"""Statuses of a run that reviewed its head: its findings count as reported, and its head
-as reviewed. A cancelled or timed-out run did neither (its report was likely never
-posted), so the next round reviews and posts what it found again."""
+@dataclass(frozen=True)
+class Filing:
+    """What one transition writes, built by the workers from the domain's rules.
+
+    ``findings``: new ones with ids from ``first_id`` on (``first_id`` is what
+    :meth:`SessionStore.next_finding_id` said), and earlier ones of this run updated in
+    place (a judge's restatements); ``report``: the run's report after the transition;
+    ``memory``: for a completed round, what the session keeps of it (None otherwise).
+    """
+
+    first_id: int
+    findings: Sequence[Finding]
+    report: CouncilReport
+    memory: RoundMemory | None = None
 
 
 _EXPIRE_ALL = """
@@ -139,92 +149,105 @@ class SessionStore:
                 except redis.WatchError:
                     continue
 
-    def settle(
+    def next_finding_id(self, session: str) -> int:
+        """The id the session's next new finding gets (ids are issued once, never reused).
+
+        A filing is built from it outside any transaction and committed with
+        :meth:`commit`, which refuses it when the counter moved meanwhile.
+        """
+        return int(self._r.get(self._keys.session_issued(session)) or 0) + 1
+
+    def commit(
         self,
         record: RunRecord,
-        status: str,
-        conclude: Conclude,
+        transition: Transition,
+        filing: Filing,
         now_ms: int,
-        *,
-        expect: str = "open",
-    ) -> CouncilReport:
-        """File a round's findings and move the run from ``expect`` to ``status``, once.
+    ) -> CouncilReport | None:
+        """Persist one lifecycle transition of the run and what it files, atomically.
 
-        ``conclude(first_id)`` builds the findings to write — new ones with ids from
-        ``first_id`` on, and earlier ones of this run it updated (the judge's merge) — and
-        the report. When the run is no longer in ``expect``, the stored report is returned
-        and nothing is filed. ``status = "judging"`` is the interim step of a run with a
-        judge (reviewers' findings filed, the run still open for the judge); any other
-        status settles it: run keys get their retention TTL, session keys are refreshed.
+        Compare-and-set: the run must still be in ``transition.source`` and the session's
+        id counter where ``filing.first_id`` read it (WATCH on both, one MULTI). Returns
+        the filed report; when the run has left ``source`` (someone else filed first),
+        the report stored with its state, and nothing is written; None when the id
+        counter moved (another run of the session filed first): rebuild the filing from
+        :meth:`next_finding_id` and commit again. A final transition gives the run's keys
+        their retention TTL and removes the run from the session's open runs.
+        Raises :class:`RunNotSettled` when the run left ``source`` without a report.
+        Which transitions exist and what they file is :mod:`council.lifecycle`'s; this
+        method runs no domain rule.
         """
         k, s, rid = self._keys, record.session, record.run_id
+        everyone = (*record.participants, *((record.judge,) if record.judge else ()))
         with self._r.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(k.run(rid), k.session_issued(s))
                     current = pipe.hget(k.run(rid), "status")
-                    if current is not None and current.decode() != expect:
+                    if current is not None and current.decode() != transition.source:
                         stored = pipe.hget(k.run(rid), "report")
                         pipe.unwatch()
                         if stored is not None:
                             return CouncilReport.model_validate_json(stored)
-                        raise RunNotSettled(rid, current.decode(), expect)
+                        raise RunNotSettled(rid, current.decode(), str(transition.source))
                     issued = int(pipe.get(k.session_issued(s)) or 0)
-                    findings, report = conclude(issued + 1)
-                    everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+                    if issued != filing.first_id - 1:
+                        pipe.unwatch()
+                        return None
                     counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
                     attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
                     pipe.multi()
-                    new = sum(1 for f in findings if (f.id or 0) > issued)
-                    if new:
-                        pipe.incrby(k.session_issued(s), new)
-                    if findings:
-                        pipe.hset(
-                            k.session_findings(s),
-                            mapping={
-                                str(f.id): f.model_dump_json(exclude_none=True) for f in findings
-                            },
-                        )
-                        credited = attributed_ids(findings)
-                        if credited:
-                            pipe.sadd(k.session_attributed(s), *sorted(credited))
-                    final = status != "judging"
-                    fields = {"status": status, "report": report.model_dump_json(exclude_none=True)}
-                    if final:
+                    self._file(pipe, record, filing)
+                    fields = {
+                        "status": transition.target,
+                        "report": filing.report.model_dump_json(exclude_none=True),
+                    }
+                    if transition.final:
                         fields["settled_ms"] = str(now_ms)
                         pipe.hdel(k.session_open(s), rid)
-                    if status in COMPLETED:
-                        self._remember_round(pipe, record, report, now_ms)
+                    if filing.memory is not None:
+                        self._remember_round(pipe, record, filing.memory, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
-                    if final:
+                    if transition.final:
                         expiring = k.run_keys(rid, everyone, attempts)
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)
                     pipe.execute()
-                    return report
+                    return filing.report
                 except redis.WatchError:
                     continue
 
-    def _remember_round(
-        self, pipe: redis.client.Pipeline, record: RunRecord, report: CouncilReport, now_ms: int
-    ) -> None:
-        """Queue the fingerprints a completed round reported and, when enough reviewers
-        were heard in full for its gate (``record.quorum``), its reviewed head and the
-        findings still open after it (:func:`council.earlier_rounds.still_open`).
-
-        Why: a round the gate called incomplete (exit 3: fewer than the quorum heard in
-        full) reviewed nothing for sure; marking its head reviewed would let the next
-        ``--since-last`` find "nothing to review" and pass. Its findings are still
-        remembered as reported, so a new round does not post them again.
-        """
+    def _file(self, pipe: redis.client.Pipeline, record: RunRecord, filing: Filing) -> None:
+        """Queue the filing's findings: new ids issued, findings written, raisers noted
+        as attributed (so the ledger refuses to re-point them)."""
         k, s = self._keys, record.session
-        prints = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
-        if prints:
-            pipe.hset(k.session_fingerprints(s), mapping=prints)
-        if incomplete_reasons(report, record.quorum):
+        new = sum(1 for f in filing.findings if (f.id or 0) >= filing.first_id)
+        if new:
+            pipe.incrby(k.session_issued(s), new)
+        if filing.findings:
+            pipe.hset(
+                k.session_findings(s),
+                mapping={
+                    str(f.id): f.model_dump_json(exclude_none=True) for f in filing.findings
+                },
+            )
+            credited = attributed_ids(filing.findings)
+            if credited:
+                pipe.sadd(k.session_attributed(s), *sorted(credited))
+
+    def _remember_round(
+        self, pipe: redis.client.Pipeline, record: RunRecord, memory: RoundMemory, now_ms: int
+    ) -> None:
+        """Queue what a completed round leaves for later ones: the fingerprints it
+        reported and, when the gate found it complete, its head as reviewed with the
+        findings still open after it (:func:`council.earlier_rounds.remembered` decides)."""
+        k, s = self._keys, record.session
+        if memory.reported:
+            pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
+        if memory.still_open is None:
             return
-        still = FINDINGS.dump_json(list(still_open(report)), exclude_none=True).decode()
+        still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()
         pipe.hset(
             k.session_reviewed(s),
             mapping={

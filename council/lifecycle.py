@@ -1,0 +1,210 @@
+"""The run lifecycle: the states a run is in, the events that move it, what each files.
+
+A run is opened ``open`` (the identity claims and the run record in one transaction),
+its reviewers are dispatched as one chord, and it ends in one of four final states. A
+run with a judge passes through ``judging`` between the reviewers' filing and the
+judge's. This module is the authority: the workers name the event, :func:`step` says
+where it leads (or refuses it), and the store only persists the transition atomically,
+compare-and-set on the state (``workers.stores.sessions.SessionStore.commit``).
+
+======== =================== ============================ =================================
+from     event               to                           files
+======== =================== ============================ =================================
+(none)   opened              open                         the run record and the claims
+open     dispatched          open                         nothing (the chord is on its way)
+open     reviewer_settled    open                         that participant's outcome
+open     reviewers_settled   judging (a judge on roster)  the reviewers' findings (interim)
+open     reviewers_settled   settled | partial            the reviewers' findings (final)
+open     worker_lost         judging | settled | partial  as reviewers_settled; a reviewer
+                                                          without an outcome is a stop
+                                                          ``worker-lost`` from its journal
+open     watchdog_fired      judging | settled | partial  as worker_lost; a reviewer no
+                                                          worker ever started FAILS naming
+                                                          its queue
+open     cancelled           cancelled                    what the reviewers' outcomes and
+                                                          journals hold
+open     timed_out           timeout                      the same
+judging  judge_settled       settled | partial            the judge's verdicts: updates,
+                                                          new findings, "not upheld"
+judging  watchdog_fired      settled | partial            the judge's journal, as a stop
+judging  cancelled           cancelled                    the judge's outcome or journal
+judging  timed_out           timeout                      the same
+======== =================== ============================ =================================
+
+``settled`` when every participant of the step was heard in full (it answered and its
+answer was read whole; for the judge's step, the reviewers too), else ``partial``. Any
+other pair is refused (:class:`TransitionRefused`): every event on a final state (a
+second consolidation, a redelivered task, a late errback: the stored report stands, so
+filing happens once), ``reviewer_settled`` on ``judging`` (the reviewers were filed; a
+late outcome cannot change them), and ``reviewers_settled`` / ``worker_lost`` on
+``judging`` (the chord fired again; the judge is still to be heard).
+
+What happens when a worker dies mid-review: its task is not acknowledged, so the broker
+redelivers it after the visibility timeout and another worker runs a new attempt that
+folds the dead attempt's journal (``reviewer_settled``, nothing filed twice). If the
+run's deadline passes first, the waiting CLI's watchdog fires: the participant is
+settled as a stop ``worker-lost`` from its journal and the run ends ``partial``.
+
+Room for what comes next: a run waiting on a person will be the state ``waiting``
+(entered from ``open`` or ``judging`` when asks are pending; the CLI exits; an answer
+resumes it). It is one more row set in :data:`TRANSITIONS`, not a new mechanism.
+
+Source: docs/architecture.md "The run lifecycle".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from council.report.model import RunStatus
+
+Event = Literal[
+    "opened",
+    "dispatched",
+    "reviewer_settled",
+    "reviewers_settled",
+    "worker_lost",
+    "watchdog_fired",
+    "judge_settled",
+    "cancelled",
+    "timed_out",
+]
+"""What happened to a run, as the runtime notices it."""
+
+EVENTS: tuple[Event, ...] = (
+    "opened",
+    "dispatched",
+    "reviewer_settled",
+    "reviewers_settled",
+    "worker_lost",
+    "watchdog_fired",
+    "judge_settled",
+    "cancelled",
+    "timed_out",
+)
+
+Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge"]
+"""What a transition writes: the run record and identity claims; nothing; one
+participant's outcome; the reviewers' findings (a round's filing); the judge's."""
+
+FINAL: frozenset[RunStatus] = frozenset({"settled", "partial", "cancelled", "timeout"})
+"""States a run never leaves: its report is stored, its keys expire."""
+
+STATES: tuple[RunStatus, ...] = ("open", "judging", "settled", "partial", "cancelled", "timeout")
+
+Whole = Literal["whole", "in part"]
+"""Whether every participant of the step was heard in full."""
+
+_WHOLE_TARGET: dict[Whole, RunStatus] = {"whole": "settled", "in part": "partial"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the table: ``source`` + ``event`` → a target, and what it files.
+
+    ``target`` is a state, or ``"heard"`` (settled or partial, by who was heard in
+    full), or ``"judge-or-heard"`` (``judging`` when the roster has a judge, else as
+    ``"heard"``).
+    """
+
+    source: RunStatus | None
+    event: Event
+    target: RunStatus | Literal["heard", "judge-or-heard"]
+    files: Filing
+
+
+TRANSITIONS: tuple[Rule, ...] = (
+    Rule(None, "opened", "open", "claims"),
+    Rule("open", "dispatched", "open", "nothing"),
+    Rule("open", "reviewer_settled", "open", "outcome"),
+    Rule("open", "reviewers_settled", "judge-or-heard", "reviewers"),
+    Rule("open", "worker_lost", "judge-or-heard", "reviewers"),
+    Rule("open", "watchdog_fired", "judge-or-heard", "reviewers"),
+    Rule("open", "cancelled", "cancelled", "reviewers"),
+    Rule("open", "timed_out", "timeout", "reviewers"),
+    Rule("judging", "judge_settled", "heard", "judge"),
+    Rule("judging", "watchdog_fired", "heard", "judge"),
+    Rule("judging", "cancelled", "cancelled", "judge"),
+    Rule("judging", "timed_out", "timeout", "judge"),
+)
+"""Every allowed transition; any pair not here is refused."""
+
+_RULES: dict[tuple[RunStatus | None, Event], Rule] = {(r.source, r.event): r for r in TRANSITIONS}
+
+
+@dataclass(frozen=True)
+class Transition:
+    """An allowed move: from ``source`` to ``target`` on ``event``, filing ``files``."""
+
+    source: RunStatus | None
+    event: Event
+    target: RunStatus
+    files: Filing
+
+    @property
+    def final(self) -> bool:
+        """Whether the run ends here (its report is final, its keys get their TTL)."""
+        return self.target in FINAL
+
+
+class TransitionRefused(ValueError):
+    """``event`` cannot happen to a run in ``state``: the stored state stands.
+
+    Not a fault in itself: a second consolidation of a settled run, or a task
+    redelivered after its run moved on, is refused and answered with the stored report.
+    """
+
+    def __init__(self, state: RunStatus | None, event: Event) -> None:
+        self.state, self.event = state, event
+        where = f"a run in state {state!r}" if state is not None else "a run not yet opened"
+        super().__init__(f"{event} cannot happen to {where}")
+
+
+def step(
+    state: RunStatus | None, event: Event, *, judge: bool = False, whole: Whole = "whole"
+) -> Transition:
+    """The transition ``event`` makes from ``state``.
+
+    ``judge``: the roster has a judge (the reviewers' filing then leads to ``judging``).
+    ``whole``: whether every participant of this step was heard in full (for the judge's
+    step: the reviewers and the judge), which decides ``settled`` or ``partial``.
+    Raises :class:`TransitionRefused` for a pair the table does not allow.
+    """
+    rule = _RULES.get((state, event))
+    if rule is None:
+        raise TransitionRefused(state, event)
+    if rule.target == "judge-or-heard":
+        target: RunStatus = "judging" if judge else _WHOLE_TARGET[whole]
+    elif rule.target == "heard":
+        target = _WHOLE_TARGET[whole]
+    else:
+        target = rule.target
+    return Transition(source=state, event=event, target=target, files=rule.files)
+
+
+def allows(state: RunStatus | None, event: Event) -> bool:
+    """Whether ``event`` may happen to a run in ``state`` (:func:`step` would not refuse)."""
+    return (state, event) in _RULES
+
+
+def is_final(state: RunStatus | None) -> bool:
+    """Whether ``state`` is one a run never leaves."""
+    return state in FINAL
+
+
+def ending(forced: RunStatus | None, *, deadline_passed: bool = False) -> Event | None:
+    """The event a forced status or the watchdog names, if any.
+
+    ``forced`` is ``cancelled`` (Ctrl-C, SIGTERM, a cancellation stored on the run) or
+    ``timeout`` (``--timeout``); ``deadline_passed`` is the waiting CLI's watchdog.
+    Returns None when neither applies (the chord's own settling).
+    Raises ValueError for a forced status that is not an ending.
+    """
+    if forced == "cancelled":
+        return "cancelled"
+    if forced == "timeout":
+        return "timed_out"
+    if forced is not None:
+        raise ValueError(f"a run cannot be forced to {forced!r}: only cancelled or timeout")
+    return "watchdog_fired" if deadline_passed else None
