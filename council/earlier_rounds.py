@@ -58,7 +58,7 @@ class RoundMemory:
     still_open: tuple[Finding, ...] | None
 
 
-def remembered(report: CouncilReport, quorum: int) -> RoundMemory | None:
+def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
     """What the session keeps of a round that settled with ``report`` (None unless it
     completed: :data:`COMPLETED`).
 

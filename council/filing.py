@@ -125,13 +125,19 @@ def summarize(
     its usage and cost (``pending`` with nothing when it has no outcome yet)."""
     if outcome is None:
         return ParticipantSummary(
-            id=p.id, role=p.role, backend=p.backend, model=p.model, state="pending"
+            id=p.id,
+            role=p.role,
+            backend=p.backend,
+            model=p.model,
+            state="pending",
+            optional=p.optional,
         )
     return ParticipantSummary(
         id=p.id,
         role=p.role,
         backend=p.backend,
         model=p.model,
+        optional=p.optional,
         state=outcome.status,
         stop=outcome.stop,
         failure=outcome.failure,

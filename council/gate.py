@@ -26,7 +26,7 @@ from council.findings import Finding, severity_rank
 
 if TYPE_CHECKING:
     # Under TYPE_CHECKING: council.report imports this module for its verdict.
-    from council.report.model import CouncilReport
+    from council.report.model import CouncilReport, ParticipantSummary
 
 FailOn = Literal["critical", "medium", "minor", "never"]
 """The lowest severity that fails the gate, or ``never`` to report without gating."""
@@ -102,22 +102,49 @@ def answered_reviewers(report: CouncilReport) -> int:
     return sum(1 for p in report.participants if p.role == "reviewer" and p.heard_in_full)
 
 
-def incomplete_reasons(report: CouncilReport, quorum: int = 1) -> list[str]:
+def incomplete_reasons(report: CouncilReport, quorum: int | None = None) -> list[str]:
     """Why the council could not complete, as short phrases; empty when it completed.
 
-    A run is incomplete when its status is ``open``, ``cancelled`` or ``timeout``, or
-    when fewer reviewers answered than ``quorum`` (``quorum`` 0 disables the count).
-    Raises ValueError for a negative quorum.
+    A run is incomplete when its status is ``open``, ``judging``, ``cancelled`` or
+    ``timeout``, or when not enough reviewers were heard in full. With ``quorum`` None
+    (the default: the gate fails closed) every reviewer the roster did not mark
+    ``optional`` must be heard in full, and at least one reviewer; the phrase names each
+    one that was not, and why. A number counts instead: fewer reviewers heard in full
+    than ``quorum`` (0 disables the count). Raises ValueError for a negative quorum.
     """
-    if quorum < 0:
+    if quorum is not None and quorum < 0:
         raise ValueError(f"quorum must be 0 or more, not {quorum}")
     reasons: list[str] = []
     if report.status in INCOMPLETE_STATUSES:
         reasons.append(_STATUS_PHRASES[report.status])
     answered = answered_reviewers(report)
-    if answered < quorum:
-        reasons.append(f"{answered} reviewer(s) heard in full, quorum is {quorum}")
+    if quorum is not None:
+        if answered < quorum:
+            reasons.append(f"{answered} reviewer(s) heard in full, quorum is {quorum}")
+        return reasons
+    unheard = [p for p in report.participants if p.role == "reviewer" and not p.heard_in_full]
+    required = [p for p in unheard if not p.optional]
+    if required:
+        who = "; ".join(f"{p.id} {not_heard_why(p)}" for p in required)
+        reasons.append(f"{len(required)} reviewer(s) not heard in full ({who})")
+    elif answered == 0 and report.status not in INCOMPLETE_STATUSES:
+        reasons.append("no reviewer was heard in full")
     return reasons
+
+
+def not_heard_why(p: ParticipantSummary) -> str:
+    """Why a reviewer was not heard in full, in a few words: ``failed``, ``stopped by the
+    idle clock (idle_ms = 60000 ms)``, ``answered nothing readable (no-json)``,
+    ``answered in part (cut-off)``, ``never ran``."""
+    if p.state == "failed":
+        return "failed"
+    if p.state == "stopped":
+        return f"stopped by {p.stop.describe()}" if p.stop is not None else "stopped"
+    if p.state == "answered" and p.unread is not None:
+        return f"answered nothing readable ({p.unread})"
+    if p.state == "answered" and p.read_in_part is not None:
+        return f"answered in part ({p.read_in_part})"
+    return "never ran"
 
 
 _STATUS_PHRASES = {
@@ -128,7 +155,7 @@ _STATUS_PHRASES = {
 }
 
 
-def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int = 1) -> int:
+def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = None) -> int:
     """The process exit code for this report: 0 passed, 1 tripped, 3 incomplete.
 
     Why: CI gates on one number. Incomplete (3) wins over tripped (1): a council that
@@ -140,14 +167,16 @@ def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int = 1) -> int
     return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
 
 
-def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int = 1) -> str:
+def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = None) -> str:
     """One line for CI logs saying what the gate decided and why.
 
     Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
     ``gate: no finding at or above critical → exit 0``;
     ``gate: fail-on never, 5 finding(s) not gated → exit 0``;
     ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
-    1 finding(s) at or above critical → exit 3``.
+    1 finding(s) at or above critical → exit 3``;
+    ``gate: council incomplete (1 reviewer(s) not heard in full (ruff failed)); no finding
+    at or above critical → exit 3``.
     """
     level = parse_fail_on(fail_on)
     reasons = incomplete_reasons(report, quorum)

@@ -98,6 +98,9 @@ class Participant(BaseModel):
     persona: str | None = None
     clocks: Clocks = Clocks()
     options: dict[str, Any] = Field(default_factory=dict)
+    optional: bool = False
+    """A reviewer the gate may do without (``optional = true``): when it is not heard in
+    full the run is still partial, but the council can complete. Not identity."""
 
     def identity(self) -> Identity:
         """The identity this entry claims in the ledger (tools as a sorted set)."""

@@ -287,6 +287,14 @@ class Repository:
                 return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
         return None
 
+    def merge_base(self, one: str, other: str) -> str | None:
+        """The best common ancestor of two commits (``git merge-base``), or None when
+        they share no history."""
+        done = self._git("merge-base", one, other)
+        if done.returncode != 0:
+            return None
+        return done.stdout.decode("ascii", errors="replace").strip() or None
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether ``older`` is an ancestor of ``newer`` (``git merge-base --is-ancestor``)."""
         return self._git("merge-base", "--is-ancestor", older, newer).returncode == 0

@@ -59,7 +59,7 @@ def render_github_review(
     report: CouncilReport,
     *,
     fail_on: str,
-    quorum: int = 1,
+    quorum: int | None = None,
     change: Change | None = None,
 ) -> str:
     """The review as JSON text (see :func:`render_github_review_with_cuts`)."""
@@ -71,7 +71,7 @@ def render_github_review_with_cuts(
     report: CouncilReport,
     *,
     fail_on: str,
-    quorum: int = 1,
+    quorum: int | None = None,
     change: Change | None = None,
 ) -> tuple[str, list[str]]:
     """The review as JSON text (2-space indent, newline-terminated) for GitHub's API.

@@ -73,7 +73,7 @@ def render_markdown(
     report: CouncilReport,
     *,
     fail_on: str = "critical",
-    quorum: int = 1,
+    quorum: int | None = None,
     posted: Collection[int] = frozenset(),
 ) -> str:
     """The report as Markdown for people, ending with a newline.
@@ -101,7 +101,7 @@ def render_markdown(
     return "\n\n".join(part for part in sections if part) + "\n"
 
 
-def _title(report: CouncilReport, level: FailOn, quorum: int) -> str:
+def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     reasons = incomplete_reasons(report, quorum)
     tripped = len(gate_tripped(report, level))
     if reasons:

@@ -48,6 +48,8 @@ class ParticipantSummary(BaseModel):
     break are filed; whatever came after it was not heard."""
     usage: Usage | None = None
     """Tokens a model reviewer used (None for programs, analyzers and replays)."""
+    optional: bool = False
+    """The roster marked it ``optional = true``: the gate may complete without it."""
     cost_usd: float | None = None
     """What ``usage`` cost in US dollars (:func:`council.cost.cost_usd`); None when the
     participant used no tokens or its model has no price in the roster."""

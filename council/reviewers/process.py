@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import signal
 import subprocess  # nosec B404
 import tempfile
@@ -34,6 +33,7 @@ from council.review_result import Stop
 from council.reviewers.activity import Activity
 from council.reviewers.base import ReviewRequest
 from council.reviewers.journal_file import JournalFollower
+from council.reviewers.program_search import find_program, interpreter_bin
 
 POLL_MS = 100
 """How often the clocks are checked and the journal file is read, in milliseconds."""
@@ -147,10 +147,12 @@ def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
         if not name:
             raise _CannotStart("no program to run: the reviewer has no 'program' option")
         if os.sep not in name and (os.altsep is None or os.altsep not in name):
-            found = shutil.which(name, path=env.get("PATH", os.defpath))
+            found = find_program(name, env.get("PATH"))
             if found is None:
                 raise _CannotStart(
-                    f"program {name!r} not found on PATH; install it, or set the "
+                    f"program {name!r} not found beside council's interpreter "
+                    f"({interpreter_bin()}) nor on PATH; install it (pip install it into "
+                    f"council's virtualenv, or with your package manager), or set the "
                     f"reviewer's program option to its absolute path"
                 )
             return found

@@ -80,8 +80,9 @@ class Roster(BaseModel):
     (harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
     are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
     many reviewers must answer in full for the council to complete (see
-    :func:`council.gate.incomplete_reasons`): default 1, 0 switches the count off, never
-    more than the number of reviewers. ``persona_dirs`` are searched for persona charters
+    :func:`council.gate.incomplete_reasons`): by default (None) every reviewer not marked
+    ``optional``; a number counts instead, 0 switches the count off, never more than the
+    number of reviewers. ``persona_dirs`` are searched for persona charters
     before the built-in ones, as written (the caller resolves relative ones);
     ``prices`` and ``limits`` are checked by :func:`council.cost.parse_prices` and
     :func:`council.roster.limits.parse_limits`.
@@ -97,7 +98,9 @@ class Roster(BaseModel):
     clocks: Clocks = Clocks()
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
-    quorum: int = 1
+    quorum: int | None = None
+    """How many reviewers must be heard in full; None (the default): every reviewer not
+    marked ``optional`` (the gate fails closed)."""
     persona_dirs: tuple[str, ...] = ()
     prices: PriceTable = PriceTable()
     limits: dict[str, RateLimit] = Field(default_factory=dict)
@@ -232,9 +235,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
             )
     quorum_fix = "Write quorum as a whole number of reviewers, 0 to switch the count off"
     quorum = whole(round_table, "quorum", "council", quorum_fix, low=0, high=None)
-    if quorum is None:
-        quorum = 1
-    if quorum > len(reviewers):
+    if quorum is not None and quorum > len(reviewers):
         raise RosterError(
             "council.quorum",
             f"quorum {quorum} is more than the {len(reviewers)} reviewers of the roster",

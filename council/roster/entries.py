@@ -25,7 +25,15 @@ from council.participant import (
 )
 from council.personas import PERSONA_ID
 from council.reviewers.options import LEVELS_FIX, SARIF_SCOPES, check_levels
-from council.roster.values import refuse_unknown, required_text, table_at, text, text_list, whole
+from council.roster.values import (
+    flag,
+    refuse_unknown,
+    required_text,
+    table_at,
+    text,
+    text_list,
+    whole,
+)
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """What a participant id looks like: it becomes part of Redis keys and queue names."""
@@ -37,6 +45,7 @@ COMMON_KEYS: tuple[str, ...] = (
     "thinking_level",
     "tools",
     "persona",
+    "optional",
     *CLOCK_FIELDS,
 )
 """Keys every participant table may hold, whatever its backend."""
@@ -216,6 +225,18 @@ def read_participant(
     persona = text(table, "persona", where, persona_fix)
     if persona is not None and not PERSONA_ID.fullmatch(persona):
         raise RosterError(f"{where}.persona", f"{persona!r} is not a persona id", persona_fix)
+    optional = flag(
+        table,
+        "optional",
+        where,
+        "Write optional = true for a reviewer the gate may do without, or leave it out",
+    )
+    if optional and role == "judge":
+        raise RosterError(
+            f"{where}.optional",
+            "a judge cannot be optional: the judge's silence would un-gate findings",
+            "Leave optional out of [judge]",
+        )
     options = backend_options(table, backend, where)
     if base_dir is not None and backend in PATH_BACKENDS:
         options["base_dir"] = base_dir
@@ -229,4 +250,5 @@ def read_participant(
         persona=persona,
         clocks=resolve_clocks(round_table, table, "council", where),
         options=options,
+        optional=bool(optional),
     )

@@ -104,6 +104,16 @@ def text_list(
     return tuple(cast(list[str], value))
 
 
+def flag(table: Mapping[str, object], key: str, where: str, fix: str) -> bool | None:
+    """A TOML boolean (``true``/``false``), or None when absent; ``"yes"`` or ``1`` is not."""
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, bool):
+        raise RosterError(f"{where}.{key}", f"must be true or false, not {value!r}", fix)
+    return value
+
+
 def whole(
     table: Mapping[str, object], key: str, where: str, fix: str, *, low: int, high: int | None
 ) -> int | None:

@@ -308,29 +308,45 @@ def test_a_crash_exits_3_not_the_gates_1(
     assert "internal error (ModuleNotFoundError: No module named 'packaging')" in done.output
 
 
-def test_failing_command_reviewers_make_the_run_partial(repo: Path, tmp_path: Path) -> None:
-    """A missing program and a crashing one fail with their reason; the rest is filed."""
+def _crash_script(tmp_path: Path) -> None:
     crash = tmp_path / "crash.sh"
     crash.write_text("#!/bin/sh\necho 'segfault in the reviewer' >&2\nexit 3\n")
     crash.chmod(0o755)
+
+
+def test_failing_command_reviewers_make_the_run_partial(repo: Path, tmp_path: Path) -> None:
+    """A crashing program fails with its reason; the rest is filed. By default that fails
+    closed (exit 3); with --quorum 1 the run gates on what was filed (exit 1). A program
+    that is nowhere to be found is refused before anything runs (exit 2), naming it."""
+    _crash_script(tmp_path)
     rp = roster(
         tmp_path,
         reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)),
-        reviewer("ghost", "command", program="council-no-such-program"),
         reviewer("crash", "command", program="./crash.sh"),
     )
     out = tmp_path / "report.json"
     done = review(repo, tmp_path / "state.json", "--json", str(out), roster_path=rp)
+    assert done.exit_code == 3, done.output
+    assert "crash failed" in done.stderr
+    done = review(
+        repo, tmp_path / "state.json", "--json", str(out), "--quorum", "1", roster_path=rp
+    )
     assert done.exit_code == 1, done.output
     report = report_of(out)
     assert report["status"] == "partial"
-    assert states(report) == {"rep": "answered", "ghost": "failed", "crash": "failed"}
+    assert states(report) == {"rep": "answered", "crash": "failed"}
     failures = {p["id"]: p.get("failure", "") for p in report["participants"]}
-    assert "council-no-such-program" in failures["ghost"] and "not found" in failures["ghost"]
     assert "status 3" in failures["crash"] and "segfault in the reviewer" in failures["crash"]
     assert [f["subject"] for f in report["findings"]] == [CRITICAL["subject"]]
     assert "PARTIAL" in done.stdout
-    assert "council-no-such-program" in done.stdout
+    ghost = roster(
+        tmp_path,
+        reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)),
+        reviewer("ghost", "command", program="council-no-such-program"),
+    )
+    refused = review(repo, tmp_path / "state.json", roster_path=ghost)
+    assert refused.exit_code == 2, refused.output
+    assert "council-no-such-program" in refused.output and "nor on PATH" in refused.output
 
 
 def test_secrets_a_failing_program_prints_are_masked_in_the_report(
@@ -386,10 +402,11 @@ def test_finding_without_severity_never_trips(repo: Path, tmp_path: Path) -> Non
 
 def test_quorum_not_met_wins_over_a_tripped_gate(repo: Path, tmp_path: Path) -> None:
     """--quorum 2, one of two reviewers answering with a critical finding: exit 3."""
+    _crash_script(tmp_path)
     rp = roster(
         tmp_path,
         reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL)),
-        reviewer("ghost", "command", program="council-no-such-program"),
+        reviewer("crash", "command", program="./crash.sh"),
     )
     done = review(repo, tmp_path / "state.json", "--quorum", "2", roster_path=rp)
     assert done.exit_code == 3, done.output
@@ -417,10 +434,11 @@ def test_unusable_state_path_is_a_usage_error(repo: Path, tmp_path: Path) -> Non
 
 def test_roster_quorum_is_the_default(repo: Path, tmp_path: Path) -> None:
     """[council] quorum = 2 with one of two reviewers failing: exit 3 without --quorum."""
+    _crash_script(tmp_path)
     rp = roster(
         tmp_path,
         reviewer("rep", "replay", answer=answer(tmp_path, "a.json", UNRATED)),
-        reviewer("ghost", "command", program="council-no-such-program"),
+        reviewer("crash", "command", program="./crash.sh"),
         head=ROUND + "quorum = 2\n",
     )
     done = review(repo, tmp_path / "state.json", roster_path=rp)

@@ -143,9 +143,11 @@ def test_incomplete_status_exits_three(status: RunStatus) -> None:
 
 
 def test_partial_run_with_quorum_is_complete() -> None:
-    """A partial run where enough reviewers answered is gated normally."""
+    """A partial run where enough reviewers answered for the quorum is gated normally;
+    with no quorum given, the stopped reviewer fails the gate closed."""
     report = _report(("critical",), status="partial", states=("answered", "stopped"))
-    assert exit_code(report, "critical") == EXIT_TRIPPED
+    assert exit_code(report, "critical", quorum=1) == EXIT_TRIPPED
+    assert exit_code(report, "critical") == EXIT_INCOMPLETE
 
 
 def test_below_quorum_exits_three() -> None:

@@ -70,7 +70,7 @@ def test_a_stopped_reviewer_is_not_read_in_part() -> None:
     assert stopped.status == "stopped" and read_in_part_code(stopped) is None
 
 
-def _round(*answers: str) -> tuple[str, int, str]:
+def _round(*answers: str, quorum: int | None = None) -> tuple[str, int, str]:
     """Settle a round of reviewers p0, p1, … answering ``answers``; return its status,
     the gate's exit code at --fail-on critical, and the Markdown report."""
     people = [Participant(id=f"p{i}", backend="replay") for i in range(len(answers))]
@@ -78,7 +78,7 @@ def _round(*answers: str) -> tuple[str, int, str]:
     status = round_status(people, outcomes)
     facts = RoundFacts(run_id="r1", session="s1")
     _, report = conclude_round(facts, people, outcomes, 1, status=status, settled_ms=0)
-    return report.status, exit_code(report, "critical"), render_markdown(report)
+    return report.status, exit_code(report, "critical", quorum=quorum), render_markdown(report)
 
 
 def test_malformed_answer_cannot_pass_the_gate_alone() -> None:
@@ -92,10 +92,13 @@ def test_malformed_answer_cannot_pass_the_gate_alone() -> None:
 
 
 def test_cut_off_reviewer_keeps_its_findings_but_not_its_vote() -> None:
-    """Beside a whole reviewer, a cut-off one is filed and the run gates on what was read."""
-    status, code, markdown = _round(f'{{"findings": [{CRITICAL}]}}', ANSWERS["cut-mid-entry"][0])
+    """Beside a whole reviewer, a cut-off one is filed; with a quorum of 1 the run gates
+    on what was read, and by default (every reviewer heard in full) it fails closed."""
+    answers = (f'{{"findings": [{CRITICAL}]}}', ANSWERS["cut-mid-entry"][0])
+    status, code, markdown = _round(*answers)
     assert status == "partial"
-    assert code == EXIT_TRIPPED
+    assert code == EXIT_INCOMPLETE
+    assert _round(*answers, quorum=1)[1] == EXIT_TRIPPED
     assert "`p1` answered, but its answer was cut off (`cut-off`)" in markdown
     assert "name y better" in markdown
 
@@ -126,4 +129,4 @@ def test_cli_broken_answer_exits_incomplete(repo: Path, tmp_path: Path) -> None:
     assert report["status"] == "partial"
     assert states(report) == {"rep": "answered"}
     assert report["participants"][0]["read_in_part"] == "malformed-json"
-    assert "0 reviewer(s) heard in full" in done.stderr
+    assert "rep answered in part (malformed-json)" in done.stderr

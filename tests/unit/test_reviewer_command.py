@@ -140,7 +140,7 @@ def test_program_not_on_path_fails_naming_it(tmp_path: Path) -> None:
     request = ReviewRequest(participant=participant, prompt="", journal=MemorySink())
     result = review(request)
     assert result.failure is not None
-    assert "'no-such-reviewer-xyz' not found on PATH" in result.failure
+    assert "'no-such-reviewer-xyz' not found beside council's interpreter" in result.failure
     assert "absolute path" in result.failure
 
 

@@ -100,7 +100,7 @@ def test_full_roster_reads_every_field() -> None:
 def test_minimal_roster_gets_defaults() -> None:
     """One reviewer and nothing else: default clocks, caps, no judge, no paths."""
     roster = parse_roster(HAWK, "council.toml")
-    assert roster.judge is None and roster.quorum == 1
+    assert roster.judge is None and roster.quorum is None
     assert (roster.include, roster.exclude) == ((), ())
     assert (roster.max_diff_bytes, roster.max_tree_bytes) == (
         DEFAULT_MAX_DIFF_BYTES,

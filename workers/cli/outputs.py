@@ -114,7 +114,7 @@ def write_outputs(
     plan: OutputPlan,
     *,
     fail_on: str,
-    quorum: int,
+    quorum: int | None,
     change: Change | None,
 ) -> Written:
     """Render and write every output of ``plan``; return what was done.
@@ -156,7 +156,12 @@ def write_outputs(
 
 
 def emit(
-    report: CouncilReport, plan: OutputPlan, *, fail_on: str, quorum: int, change: Change | None
+    report: CouncilReport,
+    plan: OutputPlan,
+    *,
+    fail_on: str,
+    quorum: int | None,
+    change: Change | None,
 ) -> None:
     """Write the outputs; Markdown to stdout when no file takes it; the files written
     and what a renderer cut to stderr."""

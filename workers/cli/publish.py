@@ -85,9 +85,8 @@ def publish_group() -> None:
 @click.option(
     "--quorum",
     type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="With --report: the quorum the verdict is rendered with.",
+    help="With --report: the quorum the verdict is rendered with (default: every reviewer "
+    "not marked optional must have been heard in full).",
 )
 def publish_github_command(
     repo_name: str,
@@ -96,7 +95,7 @@ def publish_github_command(
     report: Path | None,
     api_url: str,
     fail_on: str,
-    quorum: int,
+    quorum: int | None,
 ) -> None:
     """Post ONE review and update ONE summary comment on a GitHub pull request.
 
@@ -205,7 +204,7 @@ def _comments_in_body(review: dict[str, Any], why: str) -> dict[str, Any]:
 
 
 def _inputs(
-    from_dir: Path | None, report: Path | None, fail_on: str, quorum: int
+    from_dir: Path | None, report: Path | None, fail_on: str, quorum: int | None
 ) -> tuple[dict[str, Any], str]:
     """The review body (JSON object) and the summary Markdown, from --from or --report."""
     if (from_dir is None) == (report is None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import sys
 import threading
@@ -26,6 +25,7 @@ from council.participant import Participant
 from council.report.model import CouncilReport
 from council.reviewers.options import BASE_DIR
 from council.reviewers.process import program_trouble
+from council.reviewers.program_search import find_program, interpreter_bin
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
@@ -68,7 +68,15 @@ _state_option = click.option(
 @click.command("review")
 @_repo_option
 @click.option(
-    "--base", required=True, help="The ref the change starts from (e.g. origin/main, HEAD~3)."
+    "--base",
+    required=True,
+    help="The branch the change goes into (e.g. origin/main, HEAD~3): the change is read "
+    "from the merge base of BASE and HEAD, as a pull request shows it.",
+)
+@click.option(
+    "--base-exact",
+    is_flag=True,
+    help="Diff against BASE itself instead of the merge base (two dots, not three).",
 )
 @click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
 @_roster_option
@@ -122,8 +130,9 @@ _state_option = click.option(
     "--quorum",
     type=click.IntRange(min=0),
     help="Exit 3 when fewer reviewers than this were heard in full (answered, and their "
-    "whole answer was read); 0 switches the count "
-    "off (default: the roster's [council] quorum, 1).",
+    "whole answer was read); 0 switches the count off. Default: the roster's [council] "
+    "quorum, else every reviewer not marked optional = true must be heard in full (a "
+    "reviewer that failed, stopped or answered nothing readable fails closed: exit 3).",
 )
 @click.option(
     "--timeout",
@@ -144,6 +153,7 @@ def review_command(
     cli: CliContext,
     repo: Path,
     base: str,
+    base_exact: bool,
     head: str,
     roster: Path | None,
     json_out: Path | None,
@@ -159,7 +169,8 @@ def review_command(
     state: Path | None,
     progress: bool,
 ) -> None:
-    """Review the change BASE..HEAD of a repository with the roster's council.
+    """Review the change of HEAD since it left BASE (their merge base) with the roster's
+    council.
 
     Prints a Markdown report on stdout (or writes each --format into --output DIR) and
     exits 0 (passed), 1 (a finding at or above --fail-on), 2 (usage or configuration
@@ -186,8 +197,9 @@ def review_command(
             session=session,
             since_last=since_last,
             baseline=baseline_path,
+            exact_base=base_exact,
         )
-        round_ = prepare(settings, plan.options(repo, base, head, roster), mode=mode)
+        round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
     except NothingToReview as done:
         sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on))
     except ConfigurationError as exc:
@@ -417,10 +429,12 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
     Programs named by an absolute path and replay files must be there, and be what they
     should (an executable file, a readable file). In embedded mode every reviewer runs
     here, so these are problems (``council check`` exits 2); in distributed mode a
-    worker's host may differ, so they are warnings. A program missing from PATH and an
-    API key missing from the environment stay warnings in both modes (CI often installs
-    the one and exports the other only for the review step). Relative programs are
-    checked by :func:`~workers.coordinator.prepare` where it reads them.
+    worker's host may differ, so they are warnings. The same holds for a program found
+    neither beside council's interpreter nor on PATH, and for a model reviewer whose API
+    key variable is unset: in embedded mode this machine is the worker, so a reviewer
+    that cannot run is refused before anything is sent instead of failing the gate later.
+    Relative programs are checked by :func:`~workers.coordinator.prepare` where it reads
+    them.
     """
     from council.reviewers import BUILT_BACKENDS, key_env
 
@@ -439,9 +453,11 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
     for p in (*round_.participants, *((round_.judge,) if round_.judge else ())):
         name = key_env(p)
         if name and not os.environ.get(name):
-            warnings.append(
-                f"{p.id}: its API key variable {name} is not set here; a worker without "
-                "it fails this participant"
+            here(
+                f"{p.id}: its API key variable {name}",
+                "is not set",
+                f"export {name} before running council (the roster names the variable, "
+                "never the key)",
             )
         if p.backend not in BUILT_BACKENDS:
             warnings.append(
@@ -449,10 +465,13 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
             )
         program = p.options.get("program")
         if p.backend in ("command", "sarif") and isinstance(program, str):
-            if "/" not in program and shutil.which(program) is None:
-                warnings.append(
-                    f"{p.id}: program {program!r} is not on PATH here; a worker without it "
-                    "fails this participant"
+            if "/" not in program and find_program(program, os.environ.get("PATH")) is None:
+                here(
+                    f"{p.id}: program {program!r}",
+                    f"is found neither beside council's interpreter ({interpreter_bin()}) "
+                    "nor on PATH",
+                    "install it into council's virtualenv (pip install) or on PATH, or set "
+                    "program to its absolute path",
                 )
             elif program.startswith("/"):
                 cannot = _program_trouble(Path(program))

@@ -14,15 +14,18 @@ Source: issue "CI outputs that forges accept".
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from council.diff import Change
 from council.earlier_rounds import carry
+from council.errors import RepositoryError
 from council.findings import Finding
 from council.report.model import CouncilReport
 from workers.baseline_source import BaselineSource, read_trusted_baseline
+from workers.ci_session import ci_session
 from workers.cli.context import CliContext
 from workers.coordinator import ReviewOptions, Round
 from workers.embedded import state_sessions
@@ -47,6 +50,8 @@ class RoundPlan:
     run (:meth:`~workers.stores.sessions.SessionStore.open_findings`)."""
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """With ``--since-last``: the session's dismissals, fingerprint → reason."""
+    notes: tuple[str, ...] = ()
+    """The CLI's own notes for the round (where the change was read from)."""
 
     def options(self, repo: Path, base: str, head: str, roster: Path | None) -> ReviewOptions:
         """The coordinator's options for this plan (its notes go to the prompts too)."""
@@ -57,7 +62,7 @@ class RoundPlan:
             roster=roster,
             session=self.session,
             since=self.since.since,
-            notes=(*self.since.notes, *self.baseline.notes),
+            notes=(*self.notes, *self.since.notes, *self.baseline.notes),
         )
 
     def carried_report(self, text: str) -> CouncilReport | None:
@@ -97,24 +102,89 @@ def plan_round(
     session: str | None,
     since_last: bool,
     baseline: Path | None,
+    exact_base: bool = False,
 ) -> RoundPlan:
     """The round's plan. Raises :class:`~council.errors.ConfigurationError` (exit 2) for
     a bad repository, ref or baseline; reaching Redis for ``--since-last`` may raise
-    :class:`~workers.cli.context.Incomplete` (exit 3)."""
+    :class:`~workers.cli.context.Incomplete` (exit 3).
+
+    The change starts at the merge base of ``base`` and ``head`` (what a forge shows as a
+    pull request: three dots), unless ``exact_base`` (``--base-exact``: two dots).
+    """
     repository = Repository(repo)
-    key = session or repository.default_session_key(head)
-    source = read_trusted_baseline(repo, base, head, baseline)
+    start, notes = _start_of_change(repository, base, head, exact_base)
+    key, said = _session_key(repository, head, session)
+    source = read_trusted_baseline(repo, start, head, baseline)
     source.parsed()
+    notes += said
     if not since_last:
-        return RoundPlan(session=key, base=base, since=SincePlan(), baseline=source)
+        return RoundPlan(session=key, base=start, since=SincePlan(), baseline=source, notes=notes)
     reviewed, still_open, dismissals = _session_view(cli, settings, key)
     return RoundPlan(
         session=key,
-        base=base,
+        base=start,
         since=plan_since_last(repository, reviewed, head),
         baseline=source,
         still_open=still_open,
         dismissals=dismissals,
+        notes=notes,
+    )
+
+
+def _start_of_change(
+    repository: Repository, base: str, head: str, exact: bool
+) -> tuple[str, tuple[str, ...]]:
+    """Where the change starts, and a note saying so when it is not ``base`` itself.
+
+    Why the merge base: when the base branch moved on after the branch left it, diffing
+    against its tip shows the base's new commits reversed (a file main added appears
+    deleted). Raises :class:`~council.errors.ConfigurationError` for an unknown ref or
+    two commits with no common history.
+    """
+    base_sha = repository.resolve(base)
+    if exact:
+        return base, ()
+    head_sha = repository.resolve(head)
+    start = repository.merge_base(base_sha, head_sha)
+    if start is None:
+        raise RepositoryError(
+            f"{base} and {head} share no history, so they have no merge base to review from",
+            f"Pass --base-exact to diff {head} against {base} itself",
+        )
+    if start == base_sha:
+        return base, ()
+    return start, (
+        f"reviewed from {start[:12]}, the merge base of {base} and {head} (as a pull "
+        f"request shows it); {base} itself is at {base_sha[:12]} (--base-exact diffs "
+        f"against it)",
+    )
+
+
+def _session_key(
+    repository: Repository, head: str, given: str | None
+) -> tuple[str, tuple[str, ...]]:
+    """The round's session: ``--session``, else the CI's pull or merge request
+    (:func:`workers.ci_session.ci_session`), else the repository and the branch. A
+    detached head with none of those gets a per-commit session, and a note says so.
+    Raises :class:`~council.errors.ConfigurationError` for a blank ``--session``."""
+    if given is not None:
+        if not given.strip():
+            raise RepositoryError(
+                "--session is blank",
+                "Give the session a name (for example the pull request: --session "
+                "myrepo#pr-42), or leave --session out for the default",
+            )
+        return given, ()
+    from_ci = ci_session(os.environ)
+    if from_ci is not None:
+        return from_ci, ()
+    key = repository.default_session_key(head)
+    if "#detached-" not in key:
+        return key, ()
+    return key, (
+        "the head is detached and no CI pull-request variable names the change, so this "
+        "round's session is this commit alone: dismissals and --since-last start over on "
+        "every push; pass --session (e.g. --session myrepo#pr-42) to keep them",
     )
 
 

@@ -90,10 +90,12 @@ class RunRecord(BaseModel):
     created_ms: int = 0
     deadline_ms: int = 0
     protocol: int = PROTOCOL
-    quorum: int = Field(default=1, ge=0)
+    quorum: int | None = Field(default=1, ge=0)
     """Reviewers that must be heard in full for the round to count as a review of its
-    head (``--quorum``, else the roster's): an incomplete round does not move the
-    session's reviewed head, so ``--since-last`` reviews its commits again."""
+    head (``--quorum``, else the roster's); None: every reviewer not marked optional (the
+    default, failing closed). An incomplete round does not move the session's reviewed
+    head, so ``--since-last`` reviews its commits again. Records written before it was
+    kept read as 1."""
 
 
 class Progress(BaseModel):

@@ -1,0 +1,171 @@
+"""Fail closed, and right on the first run (embedded ``council review``): a reviewer that
+was not heard in full makes the council incomplete (exit 3) unless the roster marks it
+optional or sets a quorum; the change is read from the merge base; the session comes from
+the CI's pull request; analyzers installed beside council's interpreter are found."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from council.gate import exit_code, gate_summary, incomplete_reasons
+from council.report.model import CouncilReport, ParticipantSummary
+from council.reviewers.program_search import find_program, interpreter_bin, search_path
+from tests.gitrepo import commit, git, new_repo
+from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster
+from workers.ci_session import ci_session
+
+CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
+
+
+def _report(*people: ParticipantSummary) -> CouncilReport:
+    return CouncilReport(run_id="r", session="s", status="partial", participants=people)
+
+
+HEARD = ParticipantSummary(id="hawk", backend="replay", state="answered")
+FAILED = ParticipantSummary(id="ruff", backend="sarif", state="failed", failure="not found")
+
+
+def test_a_failed_reviewer_fails_the_gate_by_default() -> None:
+    report = _report(HEARD, FAILED)
+    assert exit_code(report, "critical") == 3
+    assert incomplete_reasons(report) == ["1 reviewer(s) not heard in full (ruff failed)"]
+    assert "ruff failed" in gate_summary(report, "critical")
+
+
+def test_an_optional_reviewer_or_a_quorum_lets_the_council_complete() -> None:
+    optional = FAILED.model_copy(update={"optional": True})
+    assert exit_code(_report(HEARD, optional), "critical") == 0
+    assert exit_code(_report(HEARD, FAILED), "critical", quorum=1) == 0
+    assert exit_code(_report(optional), "critical") == 3, "someone must be heard"
+
+
+def test_unreadable_and_cut_off_answers_are_named() -> None:
+    unread = HEARD.model_copy(update={"id": "owl", "unread": "no-json"})
+    cut = HEARD.model_copy(update={"id": "kite", "read_in_part": "cut-off"})
+    (reason,) = incomplete_reasons(_report(HEARD, unread, cut))
+    assert "owl answered nothing readable (no-json)" in reason
+    assert "kite answered in part (cut-off)" in reason
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(path, {"app.py": "x = 1\ny = 1 / 0\n"}, "divide")
+    return path
+
+
+def test_review_exits_3_naming_a_reviewer_that_could_not_run(tmp_path: Path, repo: Path) -> None:
+    """A command reviewer whose program exits without an answer fails; the other answers."""
+    broken = tmp_path / "broken.sh"
+    broken.write_text("#!/bin/sh\nexit 7\n")
+    broken.chmod(0o755)
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL))
+    tables += reviewer("broken", "command", program=str(broken))
+    done = review(
+        repo,
+        tmp_path / "s.json",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--fail-on",
+        "never",
+        roster_path=roster(tmp_path, tables),
+    )
+    assert done.exit_code == 3, done.output
+    assert "broken failed" in done.stderr
+    marked = roster(tmp_path, tables.replace('id = "broken"', 'id = "broken"\noptional = true'))
+    again = review(repo, tmp_path / "s2.json", "--fail-on", "never", roster_path=marked)
+    assert again.exit_code == 0, again.output
+
+
+def test_a_judge_cannot_be_optional(tmp_path: Path, repo: Path) -> None:
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json"))
+    tables += '[judge]\nid = "arbiter"\nbackend = "replay"\nanswer = "a.json"\noptional = true\n'
+    done = review(repo, tmp_path / "s.json", roster_path=roster(tmp_path, tables))
+    assert done.exit_code == 2
+    assert "judge cannot be optional" in done.output + done.stderr
+
+
+def test_the_change_is_read_from_the_merge_base(tmp_path: Path) -> None:
+    """main moved on after the branch left it: main's new file is not shown deleted."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    git(repo, "checkout", "-q", "-b", "feature")
+    commit(repo, {"app.py": "x = 1\ny = 2\n"}, "feature work")
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"later.py": "z = 3\n"}, "main moves on")
+    git(repo, "checkout", "-q", "feature")
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json"))
+    out = tmp_path / "r.json"
+    done = review(
+        repo,
+        tmp_path / "s.json",
+        "--json",
+        str(out),
+        base="main",
+        roster_path=roster(tmp_path, tables),
+    )
+    assert done.exit_code == 0, done.output
+    assert "merge base of main and HEAD" in done.stderr
+    reported = json.dumps(report_of(out))
+    assert "later.py" not in reported
+    exact = review(
+        repo,
+        tmp_path / "s2.json",
+        "--json",
+        str(out),
+        "--base-exact",
+        base="main",
+        roster_path=roster(tmp_path, tables),
+    )
+    assert exact.exit_code == 0, exact.output
+    assert "merge base" not in exact.stderr
+
+
+def test_blank_session_is_refused(tmp_path: Path, repo: Path) -> None:
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json"))
+    done = review(repo, tmp_path / "s.json", "--session", " ", roster_path=roster(tmp_path, tables))
+    assert done.exit_code == 2
+    assert "--session is blank" in done.output + done.stderr
+
+
+def test_ci_variables_name_the_session(tmp_path: Path) -> None:
+    github = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": "o/n",
+        "GITHUB_REF": "refs/pull/7/merge",
+    }
+    assert ci_session(github) == "github:o/n#pr-7"
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 12}}))
+    on_event = {**github, "GITHUB_REF": "refs/heads/x", "GITHUB_EVENT_PATH": str(event)}
+    assert ci_session(on_event) == "github:o/n#pr-12"
+    gitlab = {"GITLAB_CI": "true", "CI_PROJECT_PATH": "g/p", "CI_MERGE_REQUEST_IID": "3"}
+    assert ci_session(gitlab) == "gitlab:g/p#mr-3"
+    assert ci_session({"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "o/n"}) is None
+    assert ci_session({}) is None
+
+
+def test_a_detached_head_outside_ci_says_how_to_keep_the_session(
+    tmp_path: Path, repo: Path
+) -> None:
+    git(repo, "checkout", "-q", "--detach")
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json"))
+    done = review(
+        repo,
+        tmp_path / "s.json",
+        roster_path=roster(tmp_path, tables),
+        env={"GITHUB_ACTIONS": "", "GITLAB_CI": ""},
+    )
+    assert done.exit_code == 0, done.output
+    assert "pass --session" in done.stderr
+
+
+def test_programs_beside_the_interpreter_are_found_before_path(tmp_path: Path) -> None:
+    assert search_path("/usr/bin:relative/bin").split(os.pathsep) == [interpreter_bin(), "/usr/bin"]
+    name = Path(sys.executable).name
+    assert find_program(name, str(tmp_path)) == str(Path(interpreter_bin()) / name)
+    assert find_program("surely-no-such-program-here", str(tmp_path)) is None
