@@ -152,7 +152,8 @@ DISPATCH_THEN_WAIT = """
 import sys
 from pathlib import Path
 from workers.celery_config import create_app
-from workers.coordinator import ReviewOptions, open_and_dispatch, prepare
+from workers.dispatch import open_and_dispatch
+from workers.preparation import ReviewOptions, prepare
 from workers.runtime import build_runtime
 from workers.settings import Settings
 
