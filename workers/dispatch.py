@@ -88,42 +88,46 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
 def _send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultBase:
     """Send the run's chord: ``header`` → ``council.consolidate``, errback
     ``council.finalize`` (both on the consolidate queue). Returns the chord's result
-    (the body's, its parent the header's group); raises what the broker raises."""
+    (the body's, its parent the header's group); raises what the broker raises.
+
+    The header goes in as a generator, as Celery's canvas guide writes them. Why: given
+    a header it can list, the Redis result backend's ``apply_chord`` builds a
+    ``GroupResult`` of its own over the header tasks, whose result objects it then keeps
+    among its pending results, subscribed to their channels, for the life of the
+    process, and no public API hands them back (celery/celery#4823); each one
+    unsubscribes in its ``AsyncResult.__del__`` at interpreter shutdown, when Redis may
+    be gone. Given a generator, the backend builds none: the only result objects are
+    the ones the returned result reaches, which :func:`release_results` releases (the
+    integration test ``test_nothing_of_the_chords_results_is_kept_after_dispatch``
+    fails should a Celery release change that).
+    """
     body = app.signature("council.consolidate", kwargs={"run_id": run_id})
     errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        canvas = chord(header, body)
+        canvas = chord((task for task in header), body)
         canvas.link_error(errback)
         return canvas.apply_async()
 
 
 def release_results(app: Celery, sent: ResultBase) -> None:
-    """Stop ``app``'s result backend tracking a sent chord's results; leave none behind.
+    """Stop ``app``'s result backend tracking the results of a sent canvas; keep none.
 
-    Why: the CLI never reads the chord's results (it polls the run in Redis), but the
-    Redis result backend keeps every header task's result object among its pending
-    results, subscribed to its channel, for the life of the process, and not only the
-    ones reachable from ``sent``: the chord's own group result registers other objects
-    for the same task ids. Each one's ``AsyncResult.__del__`` then unsubscribes at
-    interpreter shutdown, and when Redis went away meanwhile it tries to reconnect while
-    Python is tearing down ("Exception ignored in: AsyncResult.__del__", ImportError:
-    sys.meta_path is None). Called right after dispatch, while Redis answers: every
-    object tracked for the chord's task ids is removed (unsubscribing once); any that
-    cannot be (Redis dropped in between) loses its backend, so its finalizer does nothing.
+    Why: the CLI never reads them (it polls the run in Redis), but the Redis result
+    backend keeps each header task's result object among its pending results, subscribed
+    to its channel, as long as the object lives; its ``AsyncResult.__del__`` then
+    unsubscribes whenever it is collected, and at interpreter shutdown, with Redis gone
+    meanwhile, it tries to reconnect while Python tears down ("Exception ignored in:
+    AsyncResult.__del__", ImportError: sys.meta_path is None). Called right after
+    dispatch, while Redis answers: every result ``sent`` reaches (itself, its parents,
+    the members of each group) is removed through the backend's public
+    ``remove_pending_result`` (unsubscribing once); any that cannot be (Redis dropped in
+    between) loses its backend, so its finalizer does nothing. :func:`_send_chord` sees
+    to it that no other result object exists. A backend without pending results (the
+    embedded ``cache+memory://``) makes this a no-op.
     """
-    handles = list(_reached(sent))
     backend = app.backend
-    # The backend's registry of pending results is private to Celery (asynchronous.py's
-    # AsyncBackendMixin): read it when it is there, the handles above are enough otherwise.
-    registries = getattr(backend, "_pending_results", None) or ()
-    ids = {h.id for h in handles}
-    for registry in registries:
-        for task_id in ids:
-            waiters = registry.get(task_id) if hasattr(registry, "get") else None
-            if waiters:
-                handles.extend(w for w in list(waiters.values()) if isinstance(w, AsyncResult))
-    for handle in handles:
+    for handle in _reached(sent):
         try:
             backend.remove_pending_result(handle)
         except Exception:  # Redis went away just now: disarm its finalizer instead
