@@ -73,7 +73,8 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
 def _store_inputs(rt: Runtime, round_: Round) -> None:
     """Store what the run's tasks read by key (architecture.md "Messages": a message
     carries ids, never megabytes of diff): every participant (the judge too), the
-    prompts, the head tree, the base-tree programs and the diff."""
+    reviewers' prompts, the judge's persona for its prompt built later, the head tree,
+    the base-tree programs and the diff."""
     judge = round_.judge
     rt.runs.put_inputs(
         round_.record.run_id,
@@ -82,6 +83,11 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
         round_.tree,
         round_.programs,
         change=round_.change.text,
+        personas=(
+            {judge.id: round_.judge_persona}
+            if judge is not None and round_.judge_persona is not None
+            else {}
+        ),
     )
 
 

@@ -22,7 +22,6 @@ from council.participant import Participant
 from council.prompt import change_notes
 from council.roster import Roster
 from workers.clock import now_ms
-from workers.judging import PERSONA_SUFFIX
 from workers.repository import Repository
 from workers.settings import Settings
 from workers.stores.runs import RunRecord
@@ -55,7 +54,9 @@ class Round:
     ``participants`` are the reviewers in roster order; ``prompts`` maps each reviewer's
     id to its whole prompt; ``programs`` maps a participant id to the bytes of the
     relative program read for it; ``tree`` is the packed head tree (tar.gz, None when
-    the round has none).
+    the round has none). ``judge_persona`` is the judge's charter body (None: no judge,
+    or a judge without a persona): the judge's prompt is built only once the reviewers
+    are filed, and this travels with the run's inputs until then.
     """
 
     record: RunRecord
@@ -67,6 +68,7 @@ class Round:
     change: Change
     notes: tuple[str, ...] = field(default=())
     judge: Participant | None = None
+    judge_persona: str | None = None
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -116,19 +118,18 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         [*options.notes, *refs.notes, *roster_notes, *excluded_notes],
         change_notes(change, non_utf8=non_utf8),
     )
-    prompts = reviewer_prompts(lineup.reviewers, change, personas, notes)
-    if lineup.judge is not None:
-        prompts[lineup.judge.id + PERSONA_SUFFIX] = personas.get(lineup.judge.id, "")
+    judge = lineup.judge
     return Round(
         record=_record(settings, options, repo, refs, roster, change, lineup, notes, mode),
         roster=roster,
         participants=lineup.reviewers,
-        prompts=prompts,
+        prompts=reviewer_prompts(lineup.reviewers, change, personas, notes),
         programs=programs,
         tree=tree,
         change=change,
         notes=tuple(notes),
-        judge=lineup.judge,
+        judge=judge,
+        judge_persona=personas.get(judge.id) if judge is not None else None,
     )
 
 
