@@ -3,7 +3,7 @@
 Pure: built from what the runtime already read — the trusted roster, the filtered change,
 the persona charters' text, the round's notes — so the same inputs give the same lineup
 and the same prompts, byte for byte. The reads (the base tree, the files beside
-``--roster``) and the checks against the settings are the runtime's
+``--roster``) and the checks (backend options, settings, caps) are the runtime's
 (:mod:`workers.preparation`), and happen first.
 Source: architecture.md "The shape" (read the change and the trusted roster, check
 everything, build the prompts; nothing is sent before every check passed),
@@ -19,14 +19,13 @@ from pathlib import Path
 from council.diff import Change
 from council.participant import Participant
 from council.prompt import build_prompt
-from council.reviewers import check_options
 from council.reviewers.options import BASE_DIR
 from council.roster import Roster
 
 
 @dataclass(frozen=True)
 class Lineup:
-    """The reviewers (in roster order) and the judge of one round, options checked."""
+    """The reviewers (in roster order) and the judge of one round."""
 
     reviewers: tuple[Participant, ...]
     judge: Participant | None = None
@@ -47,22 +46,17 @@ class Lineup:
 
 
 def line_up(roster: Roster, base_dir: Path) -> Lineup:
-    """The roster's participants as this round runs them, their options checked.
+    """The roster's participants as this round runs them; never raises.
 
     A replay participant reads its files relative to ``base_dir`` (beside an explicit
     ``--roster`` file, else the repository root; the caller decides which), unless its
-    entry already names one. Why check here: a replay without ``answer`` or a command
-    without ``program`` must stop the round before anything is read for it or sent.
-    Raises :class:`~council.errors.RosterError` (exit 2) naming the field path
-    (``reviewers[2].answer: …``, ``judge.model: …``), reviewers first, in roster order.
+    entry already names one: a round is replayed from the same trusted place its roster
+    comes from.
     """
-    lineup = Lineup(
+    return Lineup(
         reviewers=tuple(with_base_dir(p, base_dir) for p in roster.reviewers),
         judge=with_base_dir(roster.judge, base_dir) if roster.judge is not None else None,
     )
-    for where, p in lineup.placed:
-        check_options(p, where)
-    return lineup
 
 
 def with_base_dir(p: Participant, base_dir: Path) -> Participant:

@@ -20,6 +20,7 @@ from council.errors import ChangeTooLarge, ConfigurationError
 from council.lineup import Lineup, deadline_ms, line_up, reviewer_prompts
 from council.participant import Participant
 from council.prompt import change_notes
+from council.reviewers import check_options
 from council.roster import Roster
 from workers.clock import now_ms
 from workers.repository import Repository
@@ -111,6 +112,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     _check_visibility_timeout(settings, roster, mode)
     change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
     lineup = line_up(roster, _replay_base_dir(options, repo))
+    _check_options(lineup)
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
     tree = repo.archive(refs.head, settings.max_tree_bytes or roster.max_tree_bytes)
@@ -208,6 +210,18 @@ def _read_change(
             "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)",
         )
     return change, non_utf8, notes
+
+
+def _check_options(lineup: Lineup) -> None:
+    """Refuse a participant's bad backend options, reviewers first, then the judge.
+
+    Why before any program or persona is read: a replay without ``answer`` or a command
+    without ``program`` must stop the round before anything is read for it or sent.
+    Raises :class:`~council.errors.RosterError` (exit 2) naming the field path
+    (``reviewers[2].answer: …``, ``judge.model: …``).
+    """
+    for where, p in lineup.placed:
+        check_options(p, where)
 
 
 def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
