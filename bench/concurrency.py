@@ -700,12 +700,8 @@ def run_councils(
                     fake_cpu_s=cpu_s(fake.pid) - fake_c0,
                 )
             )
-        # The chords' header results wait in the backend's pending table; let them go
-        # while redis-server is still up (their finalizers unsubscribe from it).
-        pending = getattr(app.backend, "_pending_results", None)
-        for by_id in list(getattr(pending, "concrete", {}).values()):
-            for result in list(by_id.values()):
-                app.backend.remove_pending_result(result)
+        # open_and_dispatch released every chord's results; close the result consumer
+        # while redis-server is still up.
         consumer = getattr(app.backend, "result_consumer", None)
         if consumer is not None:
             consumer.stop()
