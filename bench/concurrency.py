@@ -75,10 +75,12 @@ from tests.gitrepo import commit, git, new_repo  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.celery_config import create_app  # noqa: E402
 from workers.clock import now_ms  # noqa: E402
-from workers.coordinator import ReviewOptions, Round, Waiter, open_and_dispatch, prepare  # noqa: E402
+from workers.dispatch import open_and_dispatch  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402
+from workers.preparation import ReviewOptions, Round, prepare  # noqa: E402
 from workers.runtime import Runtime, build_runtime  # noqa: E402
 from workers.settings import Settings  # noqa: E402
+from workers.waiting import Waiter  # noqa: E402
 
 STREAM_MS = 2000
 """How long every scripted answer streams, in milliseconds."""
@@ -698,12 +700,8 @@ def run_councils(
                     fake_cpu_s=cpu_s(fake.pid) - fake_c0,
                 )
             )
-        # The chords' header results wait in the backend's pending table; let them go
-        # while redis-server is still up (their finalizers unsubscribe from it).
-        pending = getattr(app.backend, "_pending_results", None)
-        for by_id in list(getattr(pending, "concrete", {}).values()):
-            for result in list(by_id.values()):
-                app.backend.remove_pending_result(result)
+        # open_and_dispatch released every chord's results; close the result consumer
+        # while redis-server is still up.
         consumer = getattr(app.backend, "result_consumer", None)
         if consumer is not None:
             consumer.stop()

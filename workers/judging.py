@@ -19,12 +19,15 @@ from workers.settling import RunNotFound, settle_run
 
 log = structlog.get_logger("council.judge")
 
-PERSONA_SUFFIX = "#persona"
-"""The prompt-hash field holding the judge's charter text (ids never contain '#')."""
-
 
 def judge_run(rt: Runtime, run_id: str, protocol: int) -> CouncilReport:
-    """Ask the run's judge about the filed findings, then settle the run."""
+    """Ask the run's judge about the filed findings, then settle the run.
+
+    The judge's prompt is built here, from the stored change, the run's notes, the filed
+    findings and its persona's charter as the run's inputs hold it
+    (:meth:`~workers.stores.runs.RunStore.persona`). Raises :class:`RunNotFound` when the
+    run, its judge or its interim report is not (or no longer) in Redis.
+    """
     record = rt.runs.record(run_id)
     interim = rt.runs.report(run_id)
     if record is None or record.judge is None or interim is None:
@@ -33,7 +36,7 @@ def judge_run(rt: Runtime, run_id: str, protocol: int) -> CouncilReport:
         judge = rt.runs.participant(run_id, record.judge)
         if judge is None:
             raise RunNotFound(run_id)
-        persona = rt.runs.prompt(run_id, judge.id + PERSONA_SUFFIX) or None
+        persona = rt.runs.persona(run_id, judge.id)
         change = parse_diff(rt.runs.change(run_id))
         prompt = build_prompt(
             judge,

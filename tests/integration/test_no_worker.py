@@ -152,7 +152,8 @@ DISPATCH_THEN_WAIT = """
 import sys
 from pathlib import Path
 from workers.celery_config import create_app
-from workers.coordinator import ReviewOptions, open_and_dispatch, prepare
+from workers.dispatch import open_and_dispatch
+from workers.preparation import ReviewOptions, prepare
 from workers.runtime import build_runtime
 from workers.settings import Settings
 
@@ -193,3 +194,60 @@ def test_a_cli_exiting_while_redis_is_down_leaves_no_result_finalizer_noise(
     _, stderr = proc.communicate("\n", timeout=60)
     assert proc.returncode == 0, stderr
     assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr
+
+
+DISPATCH_THEN_COUNT = """
+import gc
+import sys
+from pathlib import Path
+from celery.result import AsyncResult
+from workers.celery_config import create_app
+from workers.dispatch import open_and_dispatch
+from workers.preparation import ReviewOptions, prepare
+from workers.runtime import build_runtime
+from workers.settings import Settings
+
+settings = Settings()
+rt = build_runtime(settings)
+options = ReviewOptions(repo=Path(sys.argv[1]), base=sys.argv[2], roster=Path(sys.argv[3]))
+round_ = prepare(settings, options, mode="distributed")
+app = create_app(settings)
+open_and_dispatch(app, rt, round_)
+gc.collect()
+alive = sum(isinstance(o, AsyncResult) for o in gc.get_objects())
+print(f"alive {alive}", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_nothing_of_the_chords_results_is_kept_after_dispatch(
+    restartable: RestartableRedis, tmp_path: Path
+) -> None:
+    """Right after dispatch the CLI holds no AsyncResult and listens on no result channel
+    (the Redis result backend kept none of the header's results for the process's life)."""
+    repo, base = project_history_repo(tmp_path / "repo")
+    (tmp_path / "answer.json").write_text(json.dumps({"findings": []}))
+    roster = tmp_path / "council.toml"
+    roster.write_text(ROSTER)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DISPATCH_THEN_COUNT, str(repo), base, str(roster)],
+        cwd=ROOT,
+        env={**os.environ, "COUNCIL_REDIS_URL": restartable.url},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    while (line := proc.stdout.readline()) and not line.startswith("alive "):
+        pass  # structlog's lines go to stdout too
+    assert line.startswith("alive "), proc.stderr and proc.stderr.read()
+    client = redis.Redis.from_url(restartable.url)
+    try:
+        channels = client.pubsub_channels("celery-task-meta-*")
+    finally:
+        client.close()
+    _, stderr = proc.communicate("\n", timeout=60)
+    assert proc.returncode == 0, stderr
+    assert line.strip() == "alive 0"
+    assert channels == []

@@ -1,4 +1,4 @@
-"""The coordinator's chord header (workers.coordinator.chord_header): model participants
+"""The coordinator's chord header (workers.dispatch.chord_header): model participants
 in ``council.review_batch`` tasks of at most ``COUNCIL_BATCH_SIZE`` per provider queue,
 every other participant one ``council.review_participant`` task; and an embedded council
 of model participants, settled through those batches."""
@@ -21,7 +21,7 @@ from tests.gitrepo import commit, git, new_repo
 from workers import tasks
 from workers.celery_config import create_app
 from workers.cli import main
-from workers.coordinator import chord_header
+from workers.dispatch import chord_header
 from workers.settings import Settings
 from workers.stores.runs import PROTOCOL
 

@@ -526,7 +526,7 @@ def test_a_chord_that_cannot_be_sent_leaves_no_open_run(
     ``cancelled`` at once (not left ``open`` for a watchdog), and the error goes on up."""
     import fakeredis
 
-    from workers import coordinator
+    from workers import dispatch, preparation
     from workers.celery_config import create_app
     from workers.runtime import build_runtime
     from workers.settings import Settings
@@ -534,16 +534,16 @@ def test_a_chord_that_cannot_be_sent_leaves_no_open_run(
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise ConnectionError("the broker refused the connection")
 
-    monkeypatch.setattr(coordinator, "chord", refused)
+    monkeypatch.setattr(dispatch, "chord", refused)
     rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")))
     settings = Settings(work_dir=tmp_path / "work")
     rt = build_runtime(settings, fakeredis.FakeRedis(server=fakeredis.FakeServer()))
-    options = coordinator.ReviewOptions(repo=repo, base="HEAD~1", roster=rp, session="s")
-    round_ = coordinator.prepare(settings, options, mode="embedded")
+    options = preparation.ReviewOptions(repo=repo, base="HEAD~1", roster=rp, session="s")
+    round_ = preparation.prepare(settings, options, mode="embedded")
     app = create_app(settings, embedded=True)
     try:
         with pytest.raises(ConnectionError, match="refused"):
-            coordinator.open_and_dispatch(app, rt, round_)
+            dispatch.open_and_dispatch(app, rt, round_)
     finally:
         app.close()
     assert rt.runs.status(round_.record.run_id) == "cancelled"

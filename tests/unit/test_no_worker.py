@@ -1,5 +1,5 @@
 """The waiting CLI when no worker takes the run's tasks, and when Redis goes away for a
-while (workers.coordinator.Waiter, workers.settling.settle_run's ``deadline_passed``).
+while (workers.waiting.Waiter, workers.settling.settle_run's ``deadline_passed``).
 
 A participant no worker ever started fails at the watchdog, naming the queue its task
 waited on; one whose worker was lost keeps its ``worker-lost`` stop. A short Redis outage
@@ -19,13 +19,13 @@ import redis
 from council.errors import StoreUnavailable
 from council.participant import Participant
 from council.report.model import CouncilReport
-from workers import coordinator
+from workers import waiting
 from workers.clock import now_ms
-from workers.coordinator import Waiter
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
 from workers.settling import settle_run
 from workers.stores.runs import RunRecord
+from workers.waiting import Waiter
 
 SECRET_URL = "redis://:sekrit@db.internal:6379/0"
 
@@ -121,8 +121,8 @@ def test_the_cli_says_once_when_no_worker_started_anything(
 ) -> None:
     """Every participant still pending past NO_WORKER_HINT_S: one notice naming the
     queues and `council worker`, however many polls follow."""
-    monkeypatch.setattr(coordinator, "NO_WORKER_HINT_S", 0.0)
-    monkeypatch.setattr(coordinator, "CANCEL_GRACE_MS", 0)
+    monkeypatch.setattr(waiting, "NO_WORKER_HINT_S", 0.0)
+    monkeypatch.setattr(waiting, "CANCEL_GRACE_MS", 0)
     record = _open(rt, deadline_ms=now_ms() + 600_000)
     said: list[str] = []
     report = _waiter(rt, record, said, timeout_ms=800).wait()
@@ -136,8 +136,8 @@ def test_the_cli_says_once_when_no_worker_started_anything(
 
 def test_no_hint_once_a_worker_started_a_task(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
     """One participant started: workers are there; nothing is said about them."""
-    monkeypatch.setattr(coordinator, "NO_WORKER_HINT_S", 0.0)
-    monkeypatch.setattr(coordinator, "CANCEL_GRACE_MS", 0)
+    monkeypatch.setattr(waiting, "NO_WORKER_HINT_S", 0.0)
+    monkeypatch.setattr(waiting, "CANCEL_GRACE_MS", 0)
     record = _open(rt, deadline_ms=now_ms() + 600_000)
     rt.runs.start_attempts("r1", ["rep"], now_ms())
     said: list[str] = []
@@ -163,7 +163,7 @@ def test_a_short_redis_outage_is_ridden_out_and_said_once(
 ) -> None:
     """Six failed reads in a row: one notice naming the URL without its password, one
     when Redis answers again, and the run settles as if nothing happened."""
-    monkeypatch.setattr(coordinator, "OUTAGE_PAUSE_S", (0.001, 0.004))
+    monkeypatch.setattr(waiting, "OUTAGE_PAUSE_S", (0.001, 0.004))
     record = _open(rt, deadline_ms=now_ms() - 1)
     flaky = Flaky(rt.runs.status, down=6)
     monkeypatch.setattr(rt.runs, "status", flaky)
@@ -182,8 +182,8 @@ def test_a_long_redis_outage_ends_in_store_unavailable_naming_the_url(
 ) -> None:
     """Past REDIS_OUTAGE_S of failed reads: StoreUnavailable (exit 3 in the CLI) naming
     the URL without its password, the run and how to see it later; said once before."""
-    monkeypatch.setattr(coordinator, "OUTAGE_PAUSE_S", (0.01, 0.05))
-    monkeypatch.setattr(coordinator, "REDIS_OUTAGE_S", 0.3)
+    monkeypatch.setattr(waiting, "OUTAGE_PAUSE_S", (0.01, 0.05))
+    monkeypatch.setattr(waiting, "REDIS_OUTAGE_S", 0.3)
     record = _open(rt, deadline_ms=now_ms() + 600_000)
     flaky = Flaky(rt.runs.status, down=10**9)
     monkeypatch.setattr(rt.runs, "status", flaky)

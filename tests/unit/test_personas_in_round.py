@@ -73,3 +73,32 @@ def test_roster_persona_dir_overrides_the_builtin(tmp_path: Path) -> None:
     code, out = _check(tmp_path, roster)
     assert code == 0, out
     assert "Check every SQL string twice." in out
+
+
+def test_the_judges_persona_travels_with_the_round_into_its_late_prompt(tmp_path: Path) -> None:
+    """A judge with persona = "security": its charter is the round's ``judge_persona``, not
+    an entry of the reviewers' prompts, and the judge's prompt, built once the reviewers
+    are filed, reads it from the run's inputs."""
+    from workers.dispatch import open_and_dispatch
+    from workers.embedded import embedded_council
+    from workers.preparation import ReviewOptions, prepare
+    from workers.settings import Settings
+    from workers.waiting import Waiter
+
+    roster = _roster(tmp_path, "tests")
+    with roster.open("a", encoding="utf-8") as out:
+        out.write('\n[judge]\nid = "arbiter"\nbackend = "replay"\nanswer = "a.json"\n')
+        out.write('persona = "security"\n')
+    settings = Settings(work_dir=tmp_path / "work", state_path=tmp_path / "state.json")
+    options = ReviewOptions(repo=_repo(tmp_path), base="HEAD~1", roster=roster, session="s")
+    round_ = prepare(settings, options, mode="embedded")
+    charter = load_persona("security").body
+    assert round_.judge_persona == charter
+    assert set(round_.prompts) == {"sec"}
+    with embedded_council(settings, 1) as (app, rt):
+        open_and_dispatch(app, rt, round_)
+        report = Waiter(rt, round_.record, lambda _s: None, lambda: False).wait()
+        judged = rt.runs.prompt(round_.record.run_id, "arbiter")
+    assert report.status == "settled"
+    body_line = next(line for line in charter.splitlines() if line.strip())
+    assert judged is not None and body_line in judged

@@ -88,6 +88,22 @@ def test_run_inputs_round_trip(client: Any) -> None:
     }
 
 
+def test_a_persona_is_stored_beside_the_prompts(client: Any) -> None:
+    """A persona for a prompt built later (the judge's) is stored with the inputs and read
+    back by participant, not as a prompt; a run of an earlier version, whose prompt map
+    carried it as ``<id>#persona`` ("" for none), reads back the same."""
+    runs = RunStore(client, KEYS)
+    ps = [_participant("hawk"), _participant("arbiter")]
+    runs.put_inputs("r1", ps, {"hawk": "prompt h"}, None, {}, personas={"arbiter": "Lens."})
+    assert runs.persona("r1", "arbiter") == "Lens."
+    assert runs.persona("r1", "hawk") is None
+    assert runs.prompt("r1", "arbiter") is None
+    runs.put_inputs("r2", ps, {"hawk": "prompt h", "arbiter#persona": "Old lens."}, None, {})
+    runs.put_inputs("r3", ps, {"hawk": "prompt h", "arbiter#persona": ""}, None, {})
+    assert runs.persona("r2", "arbiter") == "Old lens."
+    assert runs.persona("r3", "arbiter") is None
+
+
 def test_first_outcome_wins(client: Any) -> None:
     """A second outcome for the same participant is not stored (redelivery files nothing twice)."""
     runs = RunStore(client, KEYS)

@@ -30,21 +30,15 @@ from workers.cli.context import CliContext, Incomplete, UsageProblem
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
-from workers.coordinator import (
-    NothingToReview,
-    ReviewOptions,
-    Round,
-    Waiter,
-    judge_sender,
-    open_and_dispatch,
-    prepare,
-)
+from workers.dispatch import judge_sender, open_and_dispatch
 from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
+from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress
+from workers.waiting import Waiter
 
 _repo_option = click.option(
     "--repo",
@@ -433,7 +427,7 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
     neither beside council's interpreter nor on PATH, and for a model reviewer whose API
     key variable is unset: in embedded mode this machine is the worker, so a reviewer
     that cannot run is refused before anything is sent instead of failing the gate later.
-    Relative programs are checked by :func:`~workers.coordinator.prepare` where it reads
+    Relative programs are checked by :func:`~workers.preparation.prepare` where it reads
     them.
     """
     from council.reviewers import BUILT_BACKENDS, key_env

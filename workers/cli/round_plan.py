@@ -27,8 +27,8 @@ from council.report.model import CouncilReport
 from workers.baseline_source import BaselineSource, read_trusted_baseline
 from workers.ci_session import ci_session
 from workers.cli.context import CliContext
-from workers.coordinator import ReviewOptions, Round
 from workers.embedded import state_sessions
+from workers.preparation import ReviewOptions, Round
 from workers.repository import Repository
 from workers.runtime import Runtime
 from workers.settings import Settings

@@ -5,7 +5,8 @@ Structures (see :mod:`workers.stores.keys`):
 * ``run:{id}`` — a hash: ``record`` (:class:`RunRecord` JSON, written ``open`` before any
   task is sent), ``status``, ``report`` (the settled CouncilReport JSON), ``settled_ms``.
 * ``run:{id}:roster`` / ``:prompt`` / ``:tree`` / ``:program:{p}`` — what tasks read by
-  key, so messages carry ids, never megabytes of diff.
+  key, so messages carry ids, never megabytes of diff. ``:prompt`` maps a participant to
+  its prompt, and ``{p}#persona`` to the persona of one whose prompt is built later.
 * ``run:{id}:state`` — participant → progress JSON, for the waiting CLI.
 * ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
   wins, so a redelivered task returns it instead of filing twice.
@@ -39,6 +40,11 @@ PROTOCOL = 1
 """Message protocol number carried by every task; a worker serving another refuses."""
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
+
+_PERSONA_FIELD = "#persona"
+"""Suffix of the prompt-hash field holding a participant's persona text (ids never
+contain '#'). The field is where earlier versions kept the judge's persona, so runs and
+workers of either version read each other's."""
 
 _START_ATTEMPTS = """
 local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
@@ -161,8 +167,15 @@ class RunStore:
         tree: bytes | None,
         programs: dict[str, bytes],
         change: str = "",
+        *,
+        personas: Mapping[str, str] | None = None,
     ) -> None:
-        """Store the roster, prompts, head tree, base-tree programs and diff of a run."""
+        """Store the roster, prompts, head tree, base-tree programs and diff of a run.
+
+        ``personas``: participant id → its persona charter's body, for a participant
+        whose prompt is built later (the judge's, once the reviewers are filed); read
+        back with :meth:`persona`.
+        """
         k = self._keys
         pipe = self._r.pipeline(transaction=True)
         pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"))
@@ -171,8 +184,9 @@ class RunStore:
             k.run_participants(run_id),
             mapping={p.id: p.model_dump_json() for p in participants},
         )
-        if prompts:
-            pipe.hset(k.run_prompt(run_id), mapping=prompts)
+        stored = {**prompts, **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()}}
+        if stored:
+            pipe.hset(k.run_prompt(run_id), mapping=stored)
         if tree is not None:
             pipe.set(k.run_tree(run_id), tree)
         for pid, blob in programs.items():
@@ -259,6 +273,14 @@ class RunStore:
         """The prompt stored for the participant."""
         raw = self._r.hget(self._keys.run_prompt(run_id), participant)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def persona(self, run_id: str, participant: str) -> str | None:
+        """The persona charter body stored for a participant (see :meth:`put_inputs`),
+        None when none was stored or it is empty (a run of an earlier version stored ""
+        for a judge without a persona)."""
+        raw = self._r.hget(self._keys.run_prompt(run_id), participant + _PERSONA_FIELD)
+        text = raw.decode("utf-8", errors="replace") if raw is not None else ""
+        return text or None
 
     def change(self, run_id: str) -> str:
         """The (filtered) diff text the run reviewed; "" when none was stored."""

@@ -1,0 +1,278 @@
+"""Preparing a round: read the change and the trusted configuration, check, build.
+
+The reads come first, in the design's order (architecture.md "The shape"): the refs; the
+TRUSTED roster, from the base ref, never the head under review; the filtered change; the
+programs and persona charters the roster names (trusted like it, so read where it is:
+:mod:`workers.trusted`); the head tree. Then :mod:`council.lineup` builds the round from
+what was read, purely. Nothing is sent: :func:`prepare` returns a :class:`Round`, which
+:mod:`workers.dispatch` opens and sends and :mod:`workers.waiting` waits for.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from council.diff import Change, read_change
+from council.errors import ChangeTooLarge, ConfigurationError
+from council.lineup import Lineup, deadline_ms, line_up, reviewer_prompts
+from council.participant import Participant
+from council.prompt import change_notes
+from council.reviewers import check_options
+from council.roster import Roster
+from workers.clock import now_ms
+from workers.repository import Repository
+from workers.settings import Settings
+from workers.stores.runs import RunRecord
+from workers.trusted import persona_texts, read_programs, read_roster
+
+EXCLUDED_SHOWN = 20
+"""At most this many excluded paths are named in the round's note about them."""
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """What ``council review`` was asked (refs as given by the user)."""
+
+    repo: Path
+    base: str
+    head: str = "HEAD"
+    roster: Path | None = None
+    session: str | None = None
+    since: str | None = None
+    """Review the diff from this commit to ``head`` instead of from ``base``
+    (``--since-last``); trusted configuration is still read from ``base``."""
+    notes: tuple[str, ...] = ()
+    """Notes the caller adds to the round's (and the prompts') notes."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """A prepared round: everything checked, nothing sent yet.
+
+    ``participants`` are the reviewers in roster order; ``prompts`` maps each reviewer's
+    id to its whole prompt; ``programs`` maps a participant id to the bytes of the
+    relative program read for it; ``tree`` is the packed head tree (tar.gz, None when
+    the round has none). ``judge_persona`` is the judge's charter body (None: no judge,
+    or a judge without a persona): the judge's prompt is built only once the reviewers
+    are filed, and this travels with the run's inputs until then.
+    """
+
+    record: RunRecord
+    roster: Roster
+    participants: tuple[Participant, ...]
+    prompts: dict[str, str]
+    programs: dict[str, bytes]
+    tree: bytes | None
+    change: Change
+    notes: tuple[str, ...] = field(default=())
+    judge: Participant | None = None
+    judge_persona: str | None = None
+
+    def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
+        """The same prepared round as a new run (benchmarks run one change many times);
+        times in ms since the epoch."""
+        record = self.record.model_copy(
+            update={"run_id": run_id, "created_ms": created_ms, "deadline_ms": deadline_ms}
+        )
+        return replace(self, record=record)
+
+
+class NothingToReview(Exception):
+    """The change is empty, or every file of it is excluded. Exit 0."""
+
+
+@dataclass(frozen=True)
+class _Refs:
+    """The commits a round is about (full ids), and what the refs as given say."""
+
+    base: str
+    """Trusted configuration (roster, programs, personas) is read here."""
+    head: str
+    start: str
+    """Where the reviewed diff starts: the ``--since-last`` commit, else ``base``."""
+    notes: tuple[str, ...] = ()
+    """What the refs as given say about the change (it runs backwards)."""
+
+
+def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
+    """Read the repository and the roster, check everything, build the prompts.
+
+    ``mode`` is ``distributed`` or ``embedded``. The steps run in this order, each
+    refusing before the next reads anything: refs, roster, the visibility timeout, the
+    change, participants' options, programs, personas, the head tree. Raises
+    :class:`ConfigurationError` subclasses (exit 2) for a bad repository, ref, roster or
+    cap; :class:`NothingToReview` (exit 0) for an empty change.
+    """
+    repo = Repository(options.repo)
+    refs = _resolve_refs(repo, options)
+    roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
+    _check_visibility_timeout(settings, roster, mode)
+    change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
+    lineup = line_up(roster, _replay_base_dir(options, repo))
+    _check_options(lineup)
+    programs = read_programs(repo, refs.base, options.roster, lineup.placed)
+    personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
+    tree = repo.archive(refs.head, settings.max_tree_bytes or roster.max_tree_bytes)
+    notes = _with_new(
+        [*options.notes, *refs.notes, *roster_notes, *excluded_notes],
+        change_notes(change, non_utf8=non_utf8),
+    )
+    judge = lineup.judge
+    return Round(
+        record=_record(settings, options, repo, refs, roster, change, lineup, notes, mode),
+        roster=roster,
+        participants=lineup.reviewers,
+        prompts=reviewer_prompts(lineup.reviewers, change, personas, notes),
+        programs=programs,
+        tree=tree,
+        change=change,
+        notes=tuple(notes),
+        judge=judge,
+        judge_persona=personas.get(judge.id) if judge is not None else None,
+    )
+
+
+def _resolve_refs(repo: Repository, options: ReviewOptions) -> _Refs:
+    """The refs as commit ids, so every later read sees the same commits.
+
+    Why the note: a head that is an ancestor of the base reviews the change backwards
+    (``--base`` and ``--head`` swapped, usually); the round still runs, and says so.
+    Raises :class:`~council.errors.RepositoryError` (exit 2) for a ref that names no
+    commit, with how to fetch it.
+    """
+    base = repo.resolve(options.base)
+    head = repo.resolve(options.head)
+    start = repo.resolve(options.since) if options.since else base
+    notes: tuple[str, ...] = ()
+    if base != head and repo.is_ancestor(head, base):
+        notes = (
+            f"the head {options.head} is an ancestor of the base {options.base}: this "
+            f"reviews the change backwards (were --base and --head swapped?)",
+        )
+    return _Refs(base=base, head=head, start=start, notes=notes)
+
+
+def _check_visibility_timeout(settings: Settings, roster: Roster, mode: str) -> None:
+    """Refuse (distributed mode) a backstop Redis would cut short.
+
+    Why: Redis delivers an unacknowledged task again after the visibility timeout (in
+    seconds), so a review must end well within it, or a healthy review is started a
+    second time. Raises :class:`ConfigurationError` (exit 2) when twice the longest
+    backstop (ms) exceeds ``COUNCIL_VISIBILITY_TIMEOUT_S``.
+    """
+    if mode != "distributed":
+        return
+    if 2 * roster.longest_backstop_ms > settings.visibility_timeout_s * 1000:
+        raise ConfigurationError(
+            f"the longest backstop ({roster.longest_backstop_ms} ms) needs a visibility "
+            f"timeout above twice its length, and COUNCIL_VISIBILITY_TIMEOUT_S is "
+            f"{settings.visibility_timeout_s} s: Redis would start a healthy review again. "
+            f"Raise COUNCIL_VISIBILITY_TIMEOUT_S (on workers and CLI alike) or lower backstop_ms."
+        )
+
+
+def _read_change(
+    settings: Settings, repo: Repository, refs: _Refs, roster: Roster
+) -> tuple[Change, tuple[str, ...], tuple[str, ...]]:
+    """The change under review, filtered by the roster's ``[paths]``, within its cap.
+
+    Returns ``(change, non_utf8, notes)``: the paths shown with replacement characters,
+    and the note naming the excluded files (no silent loss). Raises
+    :class:`NothingToReview` when no file is left, and :class:`ChangeTooLarge` (exit 2)
+    when the diff is over ``COUNCIL_MAX_DIFF_BYTES`` (which wins), else the roster's
+    ``max_diff_bytes`` (bytes), before any reviewer is asked.
+    """
+    change, excluded, non_utf8 = read_change(
+        repo.diff(refs.start, refs.head), roster.include, roster.exclude
+    )
+    notes: tuple[str, ...] = ()
+    if excluded:
+        notes = (
+            f"{len(excluded)} file(s) excluded by [paths] in the roster: "
+            + ", ".join(excluded[:EXCLUDED_SHOWN])
+            + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
+        )
+    if not change.files:
+        raise NothingToReview(
+            "nothing to review: the change is empty"
+            if not excluded
+            else "nothing to review: every file of the change is excluded by [paths]"
+        )
+    cap = settings.max_diff_bytes or roster.max_diff_bytes
+    if change.total_bytes > cap:
+        raise ChangeTooLarge(
+            "diff",
+            change.total_bytes,
+            cap,
+            "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)",
+        )
+    return change, non_utf8, notes
+
+
+def _check_options(lineup: Lineup) -> None:
+    """Refuse a participant's bad backend options, reviewers first, then the judge.
+
+    Why before any program or persona is read: a replay without ``answer`` or a command
+    without ``program`` must stop the round before anything is read for it or sent.
+    Raises :class:`~council.errors.RosterError` (exit 2) naming the field path
+    (``reviewers[2].answer: …``, ``judge.model: …``).
+    """
+    for where, p in lineup.placed:
+        check_options(p, where)
+
+
+def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
+    """Where replay files resolve: beside an explicit roster, else at the repository root
+    (the same trusted places the roster itself comes from)."""
+    return options.roster.resolve().parent if options.roster is not None else repo.path
+
+
+def _with_new(notes: list[str], more: Sequence[str]) -> list[str]:
+    """``notes`` followed by those of ``more`` not already there (in order, once each):
+    a change note the caller already gave is not said twice."""
+    out = list(notes)
+    for note in more:
+        if note not in out:
+            out.append(note)
+    return out
+
+
+def _record(
+    settings: Settings,
+    options: ReviewOptions,
+    repo: Repository,
+    refs: _Refs,
+    roster: Roster,
+    change: Change,
+    lineup: Lineup,
+    notes: Sequence[str],
+    mode: str,
+) -> RunRecord:
+    """The run record, with a new run id, written ``open`` before any task is sent.
+
+    Its ``deadline_ms`` (ms since the epoch) is the watchdog's: the longest reviewer
+    backstop, then the judge's, plus ``COUNCIL_WATCHDOG_SLACK_MS``. The session is the
+    one asked for, else the repository's default for the head ref. Source:
+    architecture.md "State in Redis".
+    """
+    created = now_ms()
+    return RunRecord(
+        run_id=uuid.uuid4().hex[:16],
+        session=options.session or repo.default_session_key(options.head),
+        repository=str(repo.path),
+        base=refs.start,
+        head=refs.head,
+        witness=refs.head,
+        mode="distributed" if mode == "distributed" else "embedded",
+        participants=tuple(p.id for p in lineup.reviewers),
+        judge=lineup.judge.id if lineup.judge is not None else None,
+        limits=dict(roster.limits),
+        prices=roster.prices,
+        changed_paths=change.paths,
+        notes=tuple(notes),
+        created_ms=created,
+        deadline_ms=deadline_ms(created, lineup, settings.watchdog_slack_ms),
+    )
