@@ -82,7 +82,10 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
     return [
         f
         for f in report.open_findings
-        if f.severity is not None and f.id not in report.suppressed and _blocks(f, threshold)
+        if f.severity is not None
+        and f.id not in report.suppressed
+        and f.id not in report.filtered
+        and _blocks(f, threshold)
     ]
 
 

@@ -30,12 +30,12 @@ from pydantic import TypeAdapter
 
 from council.errors import IdentityRefused
 from council.findings import Finding
-from council.participant import Identity, Participant, Role
+from council.participant import PROGRAM_BACKENDS, Identity, Participant, Role
 
 ROLES: tuple[str, ...] = ("reviewer", "judge")
 """The roles an id can be claimed in."""
 
-_TEXT_FIELDS: tuple[str, ...] = ("backend", "model", "thinking_level", "persona")
+_TEXT_FIELDS: tuple[str, ...] = ("backend", "model", "thinking_level", "persona", "program")
 """Identity fields that are plain text when set (``tools`` is the one list)."""
 
 _IDENTITIES: TypeAdapter[list[Identity]] = TypeAdapter(list[Identity])
@@ -53,6 +53,20 @@ def _normalized(identity: Identity) -> Identity:
     if identity.tools is None:
         return identity
     return identity.model_copy(update={"tools": tuple(sorted(set(identity.tools)))})
+
+
+def _before_programs_were_identity(held: Identity, asked: Identity) -> bool:
+    """Whether ``held`` is ``asked`` as a ledger written before a program reviewer's
+    program and args were identity recorded it (a ``command``/``sarif`` identity with no
+    program: such a reviewer always has one). Why: refusing those would break every
+    session of an upgraded council; the claim then records the program from now on."""
+    return (
+        held.backend in PROGRAM_BACKENDS
+        and held.program is None
+        and held.args is None
+        and asked.program is not None
+        and held == asked.model_copy(update={"program": None, "args": None})
+    )
 
 
 def _identity_from_mapping(role: Role, entry: Mapping[str, object]) -> Identity:
@@ -80,14 +94,26 @@ def _identity_from_mapping(role: Role, entry: Mapping[str, object]) -> Identity:
         thinking_level=text["thinking_level"],
         tools=tool_set,
         persona=text["persona"],
+        program=text["program"],
+        args=_text_tuple(pid, "args", entry.get("args")),
     )
+
+
+def _text_tuple(pid: str, name: str, value: object) -> tuple[str, ...] | None:
+    """A list of text kept in order, or None when absent (ValueError otherwise)."""
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"participant {pid!r}: {name} must be a list of text, got {value!r}")
+    return tuple(cast("Sequence[str]", value))
 
 
 def identity_of(role: str, participant: Participant | Mapping[str, object]) -> Identity:
     """The identity a participant claims in ``role``: what its id is trusted to mean.
 
     Why: identity is ``{id, role, backend, model, thinking_level, tools (a set),
-    persona}``; clocks and backend options are not part of it, so a roster that only
+    persona}``, and for a program reviewer (``command``, ``sarif``) its ``program`` and
+    ``args``; clocks and other backend options are not part of it, so a roster that only
     changes how long a reviewer may take keeps its id.
 
     ``participant`` is a checked :class:`Participant` or a plain mapping of roster fields
@@ -174,8 +200,11 @@ class Ledger:
     @staticmethod
     def _check(held: Identity | None, asked: Identity, attributed: AbstractSet[str]) -> None:
         """Raise IdentityRefused when ``asked`` would re-point an id with findings."""
-        if held is not None and held != asked and asked.id in attributed:
-            raise IdentityRefused(asked.id, held, asked)
+        if held is None or held == asked or asked.id not in attributed:
+            return
+        if _before_programs_were_identity(held, asked):
+            return
+        raise IdentityRefused(asked.id, held, asked)
 
     def claim(
         self,

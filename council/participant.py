@@ -46,11 +46,17 @@ class Clocks(BaseModel):
         return None if self.answer_ms == 0 else self.backstop_ms - self.answer_ms
 
 
+PROGRAM_BACKENDS = frozenset({"command", "sarif"})
+"""Backends whose reviewer IS a program: its program and args are part of its identity
+(re-pointing ``id = "mine"`` from ``./mine.py`` to ``./smells.py`` is a new meaning)."""
+
+
 class Identity(BaseModel):
     """What a participant id means: the fields a reader trusts the id to stand for.
 
-    ``tools`` is a set (kept sorted, duplicates folded). Absent fields are None and
-    omitted from JSON. Clocks are not identity. Source: identity-and-clocks.md.
+    ``tools`` is a set (kept sorted, duplicates folded). A program reviewer's ``program``
+    and ``args`` (in order) are identity too. Absent fields are None and omitted from
+    JSON. Clocks are not identity. Source: identity-and-clocks.md.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -62,6 +68,10 @@ class Identity(BaseModel):
     thinking_level: str | None = None
     tools: tuple[str, ...] | None = None
     persona: str | None = None
+    program: str | None = None
+    """A program reviewer's (``command``, ``sarif``) program, as the roster names it."""
+    args: tuple[str, ...] | None = None
+    """Its arguments, in order: they select what it checks (``["check", "src"]``)."""
 
     def describe(self) -> str:
         """One phrase naming every identity field that is set, e.g. for a refusal."""
@@ -76,6 +86,10 @@ class Identity(BaseModel):
             parts.append("tools [" + ", ".join(self.tools) + "]")
         if self.persona is not None:
             parts.append(f"persona {self.persona}")
+        if self.program is not None:
+            parts.append(f"program {self.program}")
+        if self.args is not None:
+            parts.append("args [" + ", ".join(self.args) + "]")
         return ", ".join(parts)
 
 
@@ -105,6 +119,8 @@ class Participant(BaseModel):
     def identity(self) -> Identity:
         """The identity this entry claims in the ledger (tools as a sorted set)."""
         tools = tuple(sorted(set(self.tools))) if self.tools is not None else None
+        program = self.options.get("program") if self.backend in PROGRAM_BACKENDS else None
+        args = self.options.get("args") if program is not None else None
         return Identity(
             id=self.id,
             role=self.role,
@@ -113,4 +129,6 @@ class Participant(BaseModel):
             thinking_level=self.thinking_level,
             tools=tools,
             persona=self.persona,
+            program=program if isinstance(program, str) else None,
+            args=tuple(str(a) for a in args) if isinstance(args, list | tuple) else None,
         )

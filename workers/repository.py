@@ -287,6 +287,18 @@ class Repository:
                 return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
         return None
 
+    def tree_paths(self, ref: str, cap: int = 1_000_000) -> frozenset[str] | None:
+        """Every file path of ``ref``'s tree (``git ls-tree -r``), or None when the tree
+        holds more than ``cap`` paths or cannot be listed (then no path is called
+        invented)."""
+        done = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", ref)
+        if done.returncode != 0:
+            return None
+        names = done.stdout.split(b"\0")
+        if len(names) > cap + 1:
+            return None
+        return frozenset(n.decode("utf-8", errors="surrogateescape") for n in names if n)
+
     def merge_base(self, one: str, other: str) -> str | None:
         """The best common ancestor of two commits (``git merge-base``), or None when
         they share no history."""

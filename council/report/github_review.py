@@ -133,7 +133,12 @@ def _comment(
     ident = finding.id
     if not isinstance(anchor, LineAnchor) or not anchor.path or ident is None:
         return None
-    if ident in report.off_diff or ident in report.suppressed or ident in seen:
+    if (
+        ident in report.off_diff
+        or ident in report.suppressed
+        or ident in report.filtered
+        or ident in seen
+    ):
         return None
     path = _pull_request_path(anchor, change)
     if path is None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
+from council.diff_filter import FILTER_REASONS
 from council.findings import (
     LABELS,
     SEVERITIES,
@@ -92,6 +93,7 @@ def render_markdown(
         _participants(report),
         _findings(report, posted),
         _off_diff(report),
+        _filtered(report),
         _carried(report),
         _suppressed(report),
         _outdated(report),
@@ -236,7 +238,10 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
     shown = [
         f
         for f in report.findings
-        if f.id not in posted and f.id not in report.off_diff and f.id not in report.suppressed
+        if f.id not in posted
+        and f.id not in report.off_diff
+        and f.id not in report.suppressed
+        and f.id not in report.filtered
     ]
     count = sum(1 for f in report.findings if f.id in posted)
     if not shown and not count:
@@ -252,7 +257,9 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
 
 def _off_diff(report: CouncilReport) -> str:
     missed = [
-        f for f in report.findings if f.id in report.off_diff and f.id not in report.suppressed
+        f
+        for f in report.findings
+        if f.id in report.off_diff and f.id not in report.suppressed and f.id not in report.filtered
     ]
     if not missed:
         return ""
@@ -261,6 +268,30 @@ def _off_diff(report: CouncilReport) -> str:
     lead = "Their anchors do not land on a line the diff shows, so they cannot be line comments."
     blocks = [_finding(f, seen=f.id in seen, missed=_missed(report, f)) for f in ordered]
     return "\n\n".join(["### Not on a changed line", lead, *blocks])
+
+
+def _filtered(report: CouncilReport) -> str:
+    """The findings ``--filter`` kept from gating and inline posting, each with why."""
+    kept_out = [
+        f for f in report.findings if f.id in report.filtered and f.id not in report.suppressed
+    ]
+    if not kept_out:
+        return ""
+    lead = (
+        f"Outside the filter ({code(report.filter or 'added')}): listed here, never posted "
+        "as line comments, never gating."
+    )
+    ordered = sorted(kept_out, key=lambda f: -severity_rank(f.severity))
+    blocks = [
+        _finding(f, seen=False, missed="outside the filter: " + _filter_why(report, f))
+        for f in ordered
+    ]
+    return "\n\n".join(["### Outside the filter", lead, *blocks])
+
+
+def _filter_why(report: CouncilReport, finding: Finding) -> str:
+    reason = report.filtered.get(finding.id, "") if finding.id is not None else ""
+    return FILTER_REASONS.get(reason, reason)
 
 
 def _missed(report: CouncilReport, finding: Finding) -> str:

@@ -98,6 +98,11 @@ class CouncilReport(BaseModel):
     notes: tuple[str, ...] = ()
     created_ms: int = 0
     settled_ms: int | None = None
+    filtered: dict[int, str] = Field(default_factory=dict)
+    """Finding id → why ``--filter`` kept it from gating and from inline posting
+    (:mod:`council.diff_filter`): listed, never dropped."""
+    filter: str | None = None
+    """The ``--filter`` mode the report was gated with (None: not filtered)."""
     off_diff: dict[int, str] = Field(default_factory=dict)
     """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
     range-crosses-hunks, range-inverted). Such a finding is never dropped: it is shown

@@ -207,14 +207,16 @@ def test_a_refused_key_fails_one_reviewer_and_the_gate_still_decides(
     change: tuple[Path, str],
     tmp_path: Path,
 ) -> None:
-    """A 401 fails that participant with the provider's message; the other's critical gates."""
+    """A 401 fails that participant with the provider's message; with --quorum 1 the
+    other's critical gates (without it the failed reviewer fails the gate closed: exit 3,
+    tests/unit/test_fail_closed.py)."""
     repo, base = change
     start_worker("w1", env={**WORKER_KEYS, "WRONG_KEY": "sk-wrong-0000000000000000"})
     server.script(_scenario(HAWK_ANSWER, HAWK_USAGE), model="gpt-hawk")
     reviewers = [("hawk", "gpt-hawk", None), ("owl", "gpt-owl", "WRONG_KEY")]
     roster = _roster(tmp_path / "council.toml", reviewers, server.base_url)
     out = tmp_path / "report.json"
-    done = _review(repo, base, roster, out, redis_url, "--fail-on", "critical")
+    done = _review(repo, base, roster, out, redis_url, "--fail-on", "critical", "--quorum", "1")
     assert done.returncode == 1, done.stderr
     report = json.loads(out.read_text())
     people = _by_id(report)

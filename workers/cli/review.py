@@ -18,6 +18,7 @@ import click
 import redis
 
 from council.diff import Change
+from council.diff_filter import DEFAULT_FILTER, FILTER_MODES, apply_filter, parse_filter
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.gate import DEFAULT_FAIL_ON, FAIL_ON, exit_code, gate_summary, parse_fail_on
 from council.ledger import Ledger, attributed_ids
@@ -35,6 +36,7 @@ from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
+from workers.repository import Repository
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress
@@ -129,6 +131,17 @@ _state_option = click.option(
     "reviewer that failed, stopped or answered nothing readable fails closed: exit 3).",
 )
 @click.option(
+    "--filter",
+    "filter_mode",
+    type=click.Choice(FILTER_MODES),
+    default=DEFAULT_FILTER,
+    show_default=True,
+    help="Which findings gate and post inline: added (a line finding touching an added "
+    "line, a finding on a changed file, a change-level one), diff_context (any line the "
+    "diff shows), file (anywhere in a changed file), nofilter (all). The rest is listed, "
+    "marked, never gating; a finding on a path that exists nowhere never gates.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
@@ -158,6 +171,7 @@ def review_command(
     baseline_path: Path | None,
     fail_on: str,
     quorum: int | None,
+    filter_mode: str,
     timeout: float | None,
     session: str | None,
     state: Path | None,
@@ -231,6 +245,8 @@ def review_command(
     finally:
         if show is not None:
             show.close()
+    tree = Repository(repo).tree_paths(round_.record.head)
+    report = apply_filter(report, change, parse_filter(filter_mode), tree)
     emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
