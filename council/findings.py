@@ -45,6 +45,7 @@ WarningCode = Literal[
     "cut-off",
     "malformed-json",
     "bare-array",
+    "several-lists",
     # entry level (at = "findings[i]" or "recorded[i]")
     "not-an-object",
     "no-subject",

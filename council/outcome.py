@@ -26,7 +26,10 @@ UNREAD_CODES = frozenset({"said-nothing", "no-json", "no-findings-array"})
 ANSWER_SHAPE_CODES = frozenset(
     {"said-nothing", "no-json", "no-findings-array", "cut-off", "malformed-json", "bare-array"}
 )
-"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop."""
+"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop.
+
+``several-lists`` is not among them: it warns about where the kept findings came from
+(a list the reviewer quoted may be among them), which a stop does not make moot."""
 
 
 def _unreadable(h: Harvest) -> bool:

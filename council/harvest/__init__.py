@@ -7,12 +7,13 @@ package is split by concept:
 * :mod:`~council.harvest.scan` — the one linear pass over the text, and the lenient
   JSON decoder;
 * :mod:`~council.harvest.fences` — closed Markdown fences;
-* :mod:`~council.harvest.locate` — which JSON holds the findings (candidate, salvage,
-  bare array) and the answer-level warnings;
+* :mod:`~council.harvest.locate` — which JSON holds the findings (every candidate,
+  salvage, bare array) and the answer-level warnings;
 * :mod:`~council.harvest.entries`, :mod:`~council.harvest.location`,
   :mod:`~council.harvest.fields` — reading one entry;
 * :mod:`~council.harvest.paths` — the plain spelling of an anchor path;
-* :mod:`~council.harvest.answer` — :func:`harvest` itself;
+* :mod:`~council.harvest.answer` — :func:`harvest` itself: the repeats across an
+  answer's lists and ``several-lists``;
 * :mod:`~council.harvest.journal` — the journal reader and the fold.
 
 Usage::

@@ -1,10 +1,11 @@
 """Choosing which JSON in an answer holds the findings: candidate, salvage or bare array.
 
-A model may answer twice (a draft, then the final answer), wrap its answer, stop in the
-middle of an entry, forget the wrapper or break the JSON with a trailing comma. This
-module applies harvest.md §3 to what :func:`council.harvest.scan.scan` found and returns
-the raw entries to read, the answer-level warnings (always first in a harvest) and
-whether the answer was cut off.
+A model may answer twice (a draft, then the final answer), quote a findings list it read
+in the change, wrap its answer, stop in the middle of an entry, forget the wrapper or
+break the JSON with a trailing comma. This module applies harvest.md §3 to what
+:func:`council.harvest.scan.scan` found and returns the raw entries to read (every
+candidate's, in text order: nothing is chosen away), which candidate each came from, the
+answer-level warnings (always first in a harvest) and whether the answer was cut off.
 
 Source: harvest.md §3.1-§3.4.
 """
@@ -21,8 +22,10 @@ from council.harvest.scan import Candidate, FindingsArray, Scan, decode, scan
 
 @dataclass(frozen=True)
 class Located:
-    """The entries an answer's findings list holds, as decoded JSON values.
+    """The entries an answer's findings list(s) hold, as decoded JSON values.
 
+    ``lists`` says, for each entry, which candidate it came from (its index among the
+    candidates), or is empty when every entry came from one list (salvage, a bare array).
     ``warnings`` are answer-level (``at = "answer"``), in the order a harvest reports
     them; ``truncated`` is true when the entries are what survived a cut-off list, so a
     missing finding means *unknown*, not *nothing to report*. Source: harvest.md §2, §3.
@@ -31,17 +34,20 @@ class Located:
     entries: tuple[object, ...]
     warnings: tuple[Warning, ...] = ()
     truncated: bool = False
+    lists: tuple[int, ...] = ()
 
 
 def locate(answer: str) -> Located:
-    """Find the findings list of one answer by the rules of harvest.md §3.
+    """Find the findings list(s) of one answer by the rules of harvest.md §3.
 
-    1. The candidate (outermost complete object whose ``findings`` is a list) with the
-       most entries wins; ties go to the one that ends later.
+    1. EVERY candidate (outermost complete object whose ``findings`` is a list) is read:
+       their entries, one list in text order, with the candidate each came from
+       (``lists``); which of them are repeats is decided once they are read (§3.1,
+       :func:`council.harvest.answer.harvest`).
     2. Salvage: the findings array outside every candidate with the most whole entries
-       (ties: later) wins when it has STRICTLY more than that candidate, or when there
-       is no candidate at all: ``cut-off`` (truncated) if the text ended inside it, else
-       ``malformed-json``.
+       (ties: later) wins when it has STRICTLY more than all the candidates' entries
+       together, or when there is no candidate at all: ``cut-off`` (truncated) if the
+       text ended inside it, else ``malformed-json``.
     3. Neither: a complete bare array (the whole answer or a closed fence's whole
        content, the most items winning) with ``bare-array``; else one of
        ``said-nothing``, ``no-findings-array``, ``no-json``.
@@ -51,22 +57,24 @@ def locate(answer: str) -> Located:
     if not answer.strip():
         return Located((), (_answer("said-nothing", "The answer is blank: nothing was said."),))
     found = scan(answer)
-    best = _best_candidate(found.candidates)
-    walk = _best_walk(found, found.candidates)
-    if walk is not None and (best is None or len(walk.entries) > len(best.entries)):
+    candidates = found.candidates
+    listed = sum(len(candidate.entries) for candidate in candidates)
+    walk = _best_walk(found, candidates)
+    if walk is not None and (not candidates or len(walk.entries) > listed):
         return _salvaged(walk)
-    if best is not None:
-        return Located(tuple(best.entries))
+    if candidates:
+        return _read_all(candidates)
     return _without_findings_list(answer, found)
 
 
-def _best_candidate(candidates: tuple[Candidate, ...]) -> Candidate | None:
-    """The candidate with the most entries; ties to the later (they come in text order)."""
-    best: Candidate | None = None
-    for candidate in candidates:
-        if best is None or len(candidate.entries) >= len(best.entries):
-            best = candidate
-    return best
+def _read_all(candidates: tuple[Candidate, ...]) -> Located:
+    """Every candidate's entries, one list in text order (harvest.md §3.1)."""
+    entries: list[object] = []
+    lists: list[int] = []
+    for index, candidate in enumerate(candidates):
+        entries.extend(candidate.entries)
+        lists.extend([index] * len(candidate.entries))
+    return Located(tuple(entries), lists=tuple(lists))
 
 
 def _best_walk(found: Scan, candidates: tuple[Candidate, ...]) -> FindingsArray | None:
