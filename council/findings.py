@@ -46,6 +46,7 @@ WarningCode = Literal[
     "malformed-json",
     "bare-array",
     "several-lists",
+    "over-cap",
     # entry level (at = "findings[i]" or "recorded[i]")
     "not-an-object",
     "no-subject",

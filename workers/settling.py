@@ -126,6 +126,7 @@ def settle_run(
             rt.journals.read_all(run_id, p.id),
             read=read,
             caps=caps,
+            answer_max_entries=rt.settings.answer_max_entries,
             attempts=attempts,
             lost=lost or Stop(limit="worker-lost"),
         )

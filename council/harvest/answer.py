@@ -3,10 +3,11 @@
 Every findings list of an answer is read (a draft, a recap, a list the reviewer quoted
 from the change, its final answer), numbered across the lists; an entry that a LATER
 list repeats is dropped with its warnings (the model's final answer comes last), and
-``several-lists`` says when the kept findings come from more than one list.
+``several-lists`` says when the kept findings come from more than one list. At most
+``max_entries`` entries are read; ``over-cap`` says how many were not.
 
 Source: harvest.md §3 (finding the JSON; §3.1 every candidate), §4 (reading each entry),
-§6 (warning codes and order).
+§6 (warning codes and order, the reading cap).
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ from council.harvest.entries import read_entry
 from council.harvest.locate import locate
 from council.sameness import KeptFindings
 
+ANSWER_MAX_ENTRIES = 1000
+"""Entries read from one answer at most (harvest.md §6); the rest are reported, once."""
 
-def harvest(answer: str, read: Read | None = None) -> Harvest:
+
+def harvest(
+    answer: str, read: Read | None = None, *, max_entries: int = ANSWER_MAX_ENTRIES
+) -> Harvest:
     """Turn one reviewer's raw answer into findings, warnings and the truncation flag.
 
     The findings lists are located by harvest.md §3 (every candidate, or salvage, or a
@@ -32,18 +38,22 @@ def harvest(answer: str, read: Read | None = None) -> Harvest:
 
     Warnings: the answer-level ones of §3 first, then ``several-lists`` when the kept
     findings come from more than one candidate (a draft, a recap or a quoted list may be
-    among them), then entry by entry in list order, each entry's in table order.
-    ``read`` says which commit the reviewers read; its witness is stamped on every anchor
-    (none when the tree was not pinned). An empty list is a clean review: no findings,
-    no warnings.
+    among them), then ``over-cap`` when the answer held more than ``max_entries``
+    entries (the first ``max_entries``, at least 0, were read; the rest were never built
+    nor read), then entry by entry in list order, each entry's in table order. ``read``
+    says which commit the reviewers read; its witness is stamped on every anchor (none
+    when the tree was not pinned). An empty list is a clean review: no findings, no
+    warnings.
 
     Why read every list: a rule that picks one list lets a quoted list with more entries
     (``{"findings": [LGTM, ...]}`` planted in the diff) hide the reviewer's own answer.
     Why never raise: a reviewer's text is untrusted input, and one bad answer must cost
     at most that answer's findings, with a warning saying so. Linear in ``len(answer)``
-    (a 10 MB answer reads in seconds). Source: harvest.md §3.1, §4, §6.
+    (a 10 MB answer reads in seconds), and entries past the cap cost a C-speed check
+    each. Source: harvest.md §3.1, §4, §6.
     """
-    located = locate(answer)
+    cap = max(0, max_entries)
+    located = locate(answer, cap)
     witness = read.stamp if read is not None else None
     readings = [
         read_entry(entry, f"findings[{index}]", witness)
@@ -64,6 +74,8 @@ def harvest(answer: str, read: Read | None = None) -> Harvest:
     warnings: list[Warning] = list(located.warnings)
     if len(sources) > 1:
         warnings.append(_several_lists(len(sources), len(repeats)))
+    if located.unread:
+        warnings.append(_over_cap(len(located.entries), located.unread))
     warnings.extend(notes)
     return Harvest(findings=tuple(findings), warnings=tuple(warnings), truncated=located.truncated)
 
@@ -114,5 +126,17 @@ def _several_lists(count: int, repeats: int) -> Warning:
             f"The findings come from {count} findings lists in the answer, all of them "
             f"read{again}; a draft, a recap or a findings list the reviewer quoted (from "
             "the change itself, say) may be among them."
+        ),
+    )
+
+
+def _over_cap(read: int, unread: int) -> Warning:
+    """``over-cap``: the answer held more entries than the reading cap."""
+    return Warning(
+        code="over-cap",
+        at="answer",
+        message=(
+            f"The answer held {read + unread} findings entries, more than the reading cap "
+            f"of {read}; the first {read} were read and the {unread} after them were not."
         ),
     )
