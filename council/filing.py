@@ -182,10 +182,10 @@ def read_whole(outcome: ParticipantOutcome) -> bool:
     """Whether a judge's answer was read whole, so leaving a finding out is a verdict.
 
     True only for a judge heard in full (:func:`council.outcome.heard_in_full`: it
-    answered, and its answer was neither unreadable nor cut off nor broken off; a bare
-    array is whole) whose entries all could be read (an entry that could not may have
-    restated a filed finding). Source: harvest.md §3.3 (a cut-off list: absence means
-    unknown), §8.
+    answered, and its answer was neither unreadable nor cut off nor broken off nor over
+    the reading cap; a bare array is whole) whose entries all could be read (an entry
+    that could not may have restated a filed finding). Source: harvest.md §3.3 (a
+    cut-off list: absence means unknown), §6 (the reading cap), §8.
     """
     if not heard_in_full(outcome):
         return False

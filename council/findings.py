@@ -45,6 +45,8 @@ WarningCode = Literal[
     "cut-off",
     "malformed-json",
     "bare-array",
+    "several-lists",
+    "over-cap",
     # entry level (at = "findings[i]" or "recorded[i]")
     "not-an-object",
     "no-subject",

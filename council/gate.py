@@ -96,7 +96,8 @@ def _blocks(finding: Finding, threshold: int) -> bool:
 def answered_reviewers(report: CouncilReport) -> int:
     """How many reviewers (role ``reviewer``) were heard in full: state ``answered``,
     with an answer read whole (an unreadable answer is not heard; one read only up to a
-    break, ``cut-off`` or ``malformed-json``, was heard in part).
+    break, ``cut-off`` or ``malformed-json``, or up to the reading cap, ``over-cap``, was
+    heard in part).
 
     Why: the quorum counts independent reviews that completed. A stopped reviewer's
     pass is partial (harvest.md §7) and a judge only re-reads what reviewers filed, so

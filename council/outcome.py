@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from council.findings import Harvest, Read, Warning
-from council.harvest import JournalCaps, fold_journal, harvest, read_journal
+from council.harvest import ANSWER_MAX_ENTRIES, JournalCaps, fold_journal, harvest, read_journal
 from council.participant import Role
 from council.review_result import ReviewResult, Stop, Usage
 
@@ -26,7 +26,11 @@ UNREAD_CODES = frozenset({"said-nothing", "no-json", "no-findings-array"})
 ANSWER_SHAPE_CODES = frozenset(
     {"said-nothing", "no-json", "no-findings-array", "cut-off", "malformed-json", "bare-array"}
 )
-"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop."""
+"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop.
+
+``several-lists`` and ``over-cap`` are not among them: the first warns about where the
+kept findings came from (a quoted list may be among them), the second is a cut the
+harvest made, which must never be silent (harvest.md §6)."""
 
 
 def _unreadable(h: Harvest) -> bool:
@@ -49,9 +53,10 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
     return None
 
 
-READ_IN_PART_CODES = ("cut-off", "malformed-json")
-"""Answer-level codes meaning the answer was read only up to a break (harvest.md §3.3):
-the entries before it were kept, any after it were never read."""
+READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
+"""Answer-level codes meaning the answer was read only up to a break (harvest.md §3.3) or
+up to the reading cap (§6): the entries before it were kept, any after it were never
+read."""
 
 
 def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
@@ -59,12 +64,15 @@ def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
 
     ``cut-off`` when the text ended inside the findings list (``harvest.truncated``, a
     reply cut at the output limit, a stdout over its cap), ``malformed-json`` when the
-    list broke at an entry that is not JSON. None when the answer was read whole or could
-    not be read at all (that is :func:`unread_code`).
+    list broke at an entry that is not JSON, ``over-cap`` when the answer held more
+    entries than the harvest's reading cap (harvest.md §6) and the rest were not read.
+    None when the answer was read whole or could not be read at all (that is
+    :func:`unread_code`).
 
     Why: whatever came after the break is unknown, so such a participant was not heard in
     full: the run is partial and it does not count towards the quorum, exactly like a
-    stopped reviewer whose findings were kept.
+    stopped reviewer whose findings were kept. A cut the harvest made itself is no
+    different: what it did not read may hold the finding that matters.
     """
     if outcome.status != "answered" or unread_code(outcome) is not None:
         return None
@@ -122,6 +130,7 @@ def harvest_outcome(
     *,
     read: Read | None = None,
     caps: JournalCaps | None = None,
+    answer_max_entries: int = ANSWER_MAX_ENTRIES,
     attempts: int = 1,
     lost: Stop | None = None,
 ) -> ParticipantOutcome:
@@ -134,6 +143,7 @@ def harvest_outcome(
     stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
     ``judge`` the journal is read only when its answer could not be read at all
     (harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
+    ``caps`` are the journal's reading caps (§5), ``answer_max_entries`` the answer's (§6).
 
     Rules: a failure keeps no answer findings but still files its journal (a reviewer
     that wrote things down before its program crashed worked); a stop replaces the
@@ -147,7 +157,7 @@ def harvest_outcome(
     else:
         stop, answer, failure = result.stop, result.answer, result.failure
         duration_ms = result.duration_ms
-    answered = harvest("" if failure is not None else answer, read)
+    answered = harvest("" if failure is not None else answer, read, max_entries=answer_max_entries)
     if role == "judge" and not _unreadable(answered):
         # A judge's answer is its decision, even an empty one; its journal is only a
         # fallback for an answer that could not be read at all (harvest.md §8).

@@ -1,17 +1,20 @@
 """When two findings make the same claim: the subject folding and ``says_the_same``.
 
 A reviewer records a finding in its journal the moment it is sure of it, then repeats it
-in its answer; two reviewers often raise the same point in slightly different words of
-punctuation and case. Counting each telling separately would invent findings (within one
-reviewer) or hide agreement (across reviewers), so both the journal fold and the
-consolidation ask the one question answered here.
+in its answer (or gives a draft list, then its final one); two reviewers often raise the
+same point in slightly different words of punctuation and case. Counting each telling
+separately would invent findings (within one reviewer) or hide agreement (across
+reviewers), so the answer's several lists, the journal fold and the consolidation ask the
+one question answered here.
 
-Source: harvest.md §5 (``says_the_same``), §8 (consolidation uses the same relation).
+Source: harvest.md §3.1 (repeats across an answer's lists), §5 (``says_the_same``), §8
+(consolidation uses the same relation).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from council.findings import Finding, anchor_path
 
@@ -57,3 +60,38 @@ def says_the_same(a: Finding, b: Finding) -> bool:
         return False
     path_a, path_b = anchor_path(a.anchor), anchor_path(b.anchor)
     return path_a is None or path_b is None or path_a == path_b
+
+
+class KeptFindings:
+    """The findings kept so far, indexed to ask ``says_the_same`` of all of them at once.
+
+    A new finding says the same as some kept one exactly when a kept finding has its
+    folded subject and either of the two names no file, or both name the same file
+    (harvest.md §5). Indexed by folded subject, so a fold stays linear however many
+    findings were kept. Used for the repeats across an answer's lists (harvest.md §3.1)
+    and the journal fold (§5).
+    """
+
+    def __init__(self, findings: Iterable[Finding] = ()) -> None:
+        self._fileless: set[str] = set()
+        """Folded subjects some kept finding tells without naming a file."""
+        self._files: dict[str, set[str]] = {}
+        """Folded subject → the files kept findings with that subject name."""
+        for finding in findings:
+            self.add(finding)
+
+    def add(self, finding: Finding) -> None:
+        """Index one more kept finding (harvest.md §5)."""
+        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
+        if path is None:
+            self._fileless.add(subject)
+        else:
+            self._files.setdefault(subject, set()).add(path)
+
+    def says_the_same(self, finding: Finding) -> bool:
+        """Whether some kept finding says the same as ``finding`` (harvest.md §5)."""
+        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
+        if subject in self._fileless:
+            return True
+        files = self._files.get(subject)
+        return files is not None and (path is None or path in files)

@@ -129,6 +129,7 @@ def fold_attempt(
         journals,
         read=Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned"),
         caps=JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes),
+        answer_max_entries=rt.settings.answer_max_entries,
         attempts=attempt,
     )
 

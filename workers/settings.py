@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     journal_max_entry_bytes: int = Field(default=65536, ge=1)
     """UTF-8 bytes per journal entry read (harvest.md §5)."""
 
+    answer_max_entries: int = Field(default=1000, ge=1)
+    """Findings entries read from one answer (harvest.md §6); the rest are reported
+    (``over-cap``) and the reviewer counts as heard in part."""
+
     watchdog_slack_ms: int = Field(default=60_000, ge=0)
     """Milliseconds the waiting CLI allows past the longest backstop before it
     finalizes the run from the journals itself (a chord that never fires)."""

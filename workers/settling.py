@@ -173,6 +173,7 @@ class _Hearing:
             caps=JournalCaps(
                 self.rt.settings.journal_max_entries, self.rt.settings.journal_max_entry_bytes
             ),
+            answer_max_entries=self.rt.settings.answer_max_entries,
             attempts=attempts,
             lost=self.lost,
         )

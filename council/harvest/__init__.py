@@ -7,17 +7,18 @@ package is split by concept:
 * :mod:`~council.harvest.scan` — the one linear pass over the text, and the lenient
   JSON decoder;
 * :mod:`~council.harvest.fences` — closed Markdown fences;
-* :mod:`~council.harvest.locate` — which JSON holds the findings (candidate, salvage,
-  bare array) and the answer-level warnings;
+* :mod:`~council.harvest.locate` — which JSON holds the findings (every candidate,
+  salvage, bare array), under the reading cap, and the answer-level warnings;
 * :mod:`~council.harvest.entries`, :mod:`~council.harvest.location`,
   :mod:`~council.harvest.fields` — reading one entry;
 * :mod:`~council.harvest.paths` — the plain spelling of an anchor path;
-* :mod:`~council.harvest.answer` — :func:`harvest` itself;
+* :mod:`~council.harvest.answer` — :func:`harvest` itself: the repeats across an
+  answer's lists, ``several-lists`` and ``over-cap``;
 * :mod:`~council.harvest.journal` — the journal reader and the fold.
 
 Usage::
 
-    h = harvest(answer, read)
+    h = harvest(answer, read)                  # max_entries=ANSWER_MAX_ENTRIES (1,000)
     h = fold_journal(h, read_journal(stored_entries), read)   # or also_recorded(h, values)
 
 Source: harvest.md §3-§6.
@@ -25,7 +26,7 @@ Source: harvest.md §3-§6.
 
 from __future__ import annotations
 
-from council.harvest.answer import harvest
+from council.harvest.answer import ANSWER_MAX_ENTRIES, harvest
 from council.harvest.journal import (
     DEFAULT_CAPS,
     JournalCaps,
@@ -38,6 +39,7 @@ from council.harvest.journal import (
 )
 
 __all__ = [
+    "ANSWER_MAX_ENTRIES",
     "DEFAULT_CAPS",
     "JournalCaps",
     "JournalEntry",

@@ -1,35 +1,142 @@
 """The harvest of one answer: whatever a reviewer sent back, as findings and warnings.
 
-Source: harvest.md §3 (finding the JSON), §4 (reading each entry), §6 (warning order).
+Every findings list of an answer is read (a draft, a recap, a list the reviewer quoted
+from the change, its final answer), numbered across the lists; an entry that a LATER
+list repeats is dropped with its warnings (the model's final answer comes last), and
+``several-lists`` says when the kept findings come from more than one list. At most
+``max_entries`` entries are read; ``over-cap`` says how many were not.
+
+Source: harvest.md §3 (finding the JSON; §3.1 every candidate), §4 (reading each entry),
+§6 (warning codes and order, the reading cap).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from council.findings import Finding, Harvest, Read, Warning
 from council.harvest.entries import read_entry
 from council.harvest.locate import locate
+from council.sameness import KeptFindings
+
+ANSWER_MAX_ENTRIES = 1000
+"""Entries read from one answer at most (harvest.md §6); the rest are reported, once."""
 
 
-def harvest(answer: str, read: Read | None = None) -> Harvest:
+def harvest(
+    answer: str, read: Read | None = None, *, max_entries: int = ANSWER_MAX_ENTRIES
+) -> Harvest:
     """Turn one reviewer's raw answer into findings, warnings and the truncation flag.
 
-    The findings list is located by harvest.md §3 (candidate, salvage, bare array), then
-    each entry is read by §4 with ``at = findings[i]``. Warnings come answer-level first,
-    then entry by entry in list order, each entry's in table order. ``read`` says which
-    commit the reviewers read; its witness is stamped on every anchor (none when the tree
-    was not pinned). An empty list is a clean review: no findings, no warnings.
+    The findings lists are located by harvest.md §3 (every candidate, or salvage, or a
+    bare array), then each entry is read by §4 with ``at = findings[i]``, ``i`` counted
+    across the candidates in text order. Going from the last candidate back to the
+    first, an entry that says the same (:func:`council.sameness.says_the_same`) as a
+    finding kept from a LATER candidate is a repeat: it is dropped with its reading
+    warnings (the later telling wins); repeats inside one candidate are kept. The
+    findings keep text order.
 
+    Warnings: the answer-level ones of §3 first, then ``several-lists`` when the kept
+    findings come from more than one candidate (a draft, a recap or a quoted list may be
+    among them), then ``over-cap`` when the answer held more than ``max_entries``
+    entries (the first ``max_entries``, at least 0, were read; the rest were never built
+    nor read), then entry by entry in list order, each entry's in table order. ``read``
+    says which commit the reviewers read; its witness is stamped on every anchor (none
+    when the tree was not pinned). An empty list is a clean review: no findings, no
+    warnings.
+
+    Why read every list: a rule that picks one list lets a quoted list with more entries
+    (``{"findings": [LGTM, ...]}`` planted in the diff) hide the reviewer's own answer.
     Why never raise: a reviewer's text is untrusted input, and one bad answer must cost
     at most that answer's findings, with a warning saying so. Linear in ``len(answer)``
-    (a 10 MB answer reads in seconds). Source: harvest.md §3, §4, §6.
+    (a 10 MB answer reads in seconds), and entries past the cap cost a C-speed check
+    each. Source: harvest.md §3.1, §4, §6.
     """
-    located = locate(answer)
+    cap = max(0, max_entries)
+    located = locate(answer, cap)
     witness = read.stamp if read is not None else None
+    readings = [
+        read_entry(entry, f"findings[{index}]", witness)
+        for index, entry in enumerate(located.entries)
+    ]
+    repeats = _repeats([finding for finding, _ in readings], located.lists)
     findings: list[Finding] = []
-    warnings: list[Warning] = list(located.warnings)
-    for index, entry in enumerate(located.entries):
-        finding, notes = read_entry(entry, f"findings[{index}]", witness)
-        warnings.extend(notes)
+    notes: list[Warning] = []
+    sources: set[int] = set()
+    for index, (finding, said) in enumerate(readings):
+        if index in repeats:
+            continue
+        notes.extend(said)
         if finding is not None:
             findings.append(finding)
+            if located.lists:
+                sources.add(located.lists[index])
+    warnings: list[Warning] = list(located.warnings)
+    if len(sources) > 1:
+        warnings.append(_several_lists(len(sources), len(repeats)))
+    if located.unread:
+        warnings.append(_over_cap(len(located.entries), located.unread))
+    warnings.extend(notes)
     return Harvest(findings=tuple(findings), warnings=tuple(warnings), truncated=located.truncated)
+
+
+def _repeats(found: Sequence[Finding | None], lists: Sequence[int]) -> set[int]:
+    """The indices of the entries a LATER candidate repeats (harvest.md §3.1).
+
+    ``lists[i]`` is the candidate entry ``i`` came from (non-decreasing, text order);
+    empty means one list, which has no repeats. Walks the candidates from the last to
+    the first, checking each entry against the findings kept from the candidates after
+    its own, so repeats inside one candidate are never dropped. Linear: kept findings
+    are indexed by folded subject.
+    """
+    dropped: set[int] = set()
+    later = KeptFindings()
+    end = len(lists)
+    while end > 0:
+        start = end - 1
+        while start > 0 and lists[start - 1] == lists[end - 1]:
+            start -= 1
+        kept_here: list[Finding] = []
+        for index in range(start, end):
+            finding = found[index]
+            if finding is None:
+                continue
+            if later.says_the_same(finding):
+                dropped.add(index)
+            else:
+                kept_here.append(finding)
+        for finding in kept_here:
+            later.add(finding)
+        end = start
+    return dropped
+
+
+def _several_lists(count: int, repeats: int) -> Warning:
+    """``several-lists``: the kept findings come from ``count`` findings lists."""
+    again = (
+        f"; {repeats} entr{'y' if repeats == 1 else 'ies'} that a later list repeated "
+        "were kept only once, in the later telling"
+        if repeats
+        else ""
+    )
+    return Warning(
+        code="several-lists",
+        at="answer",
+        message=(
+            f"The findings come from {count} findings lists in the answer, all of them "
+            f"read{again}; a draft, a recap or a findings list the reviewer quoted (from "
+            "the change itself, say) may be among them."
+        ),
+    )
+
+
+def _over_cap(read: int, unread: int) -> Warning:
+    """``over-cap``: the answer held more entries than the reading cap."""
+    return Warning(
+        code="over-cap",
+        at="answer",
+        message=(
+            f"The answer held {read + unread} findings entries, more than the reading cap "
+            f"of {read}; the first {read} were read and the {unread} after them were not."
+        ),
+    )

@@ -17,13 +17,13 @@ Source: harvest.md §5.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from council.findings import Finding, Harvest, Read, Warning, WarningCode, anchor_path
+from council.findings import Finding, Harvest, Read, Warning, WarningCode
 from council.harvest.entries import read_entry
 from council.harvest.scan import NOT_JSON, decode
-from council.sameness import fold_subject
+from council.sameness import KeptFindings
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def fold_journal(h: Harvest, reading: JournalReading, read: Read | None = None) 
     stays the answer's. Never raises.
     """
     witness = read.stamp if read is not None else None
-    kept = _Kept(h.findings)
+    kept = KeptFindings(h.findings)
     added: list[Finding] = []
     tail: list[Warning] = []
     for item in _in_journal_order(reading):
@@ -166,40 +166,6 @@ def also_recorded(h: Harvest, recorded: Sequence[object], read: Read | None = No
     """
     entries = tuple(JournalEntry(index, value) for index, value in enumerate(recorded))
     return fold_journal(h, JournalReading(entries), read)
-
-
-class _Kept:
-    """The findings kept so far, indexed to ask ``says_the_same`` of all of them at once.
-
-    A new finding says the same as some kept one exactly when a kept finding has its
-    folded subject and either of the two names no file, or both name the same file
-    (harvest.md §5). Indexed by folded subject, so the fold stays linear however long
-    the answer's list is.
-    """
-
-    def __init__(self, findings: Iterable[Finding]) -> None:
-        self._fileless: set[str] = set()
-        """Folded subjects some kept finding tells without naming a file."""
-        self._files: dict[str, set[str]] = {}
-        """Folded subject → the files kept findings with that subject name."""
-        for finding in findings:
-            self.add(finding)
-
-    def add(self, finding: Finding) -> None:
-        """Index one more kept finding (harvest.md §5)."""
-        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
-        if path is None:
-            self._fileless.add(subject)
-        else:
-            self._files.setdefault(subject, set()).add(path)
-
-    def says_the_same(self, finding: Finding) -> bool:
-        """Whether some kept finding says the same as ``finding`` (harvest.md §5)."""
-        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
-        if subject in self._fileless:
-            return True
-        files = self._files.get(subject)
-        return files is not None and (path is None or path in files)
 
 
 def _in_journal_order(reading: JournalReading) -> list[JournalEntry | JournalProblem]:

@@ -6,12 +6,23 @@ is not JSON dies, with every frame around it, and then only its kind is kept (to
 closers). A complete live object holding a ``findings`` list is a candidate; the ``[``
 after a ``"findings":`` key opens a findings array walked for salvage, live or not.
 
-Source: harvest.md §3 (finding the JSON; linear reading).
+With a reading cap (``cap``), a findings array (and, for :func:`.decode`, a root array)
+keeps the values of its first ``cap`` whole entries only and COUNTS the rest: the grammar
+is still checked to the end, so what is a candidate, where it ends and how many entries
+it held do not depend on the cap, but an object or array entry past the cap is checked
+by Python's C decoder in one call (its value thrown away) instead of token by token. An
+entry that call cannot vouch for (it mentions ``findings``, may spell a key with a
+``\\u`` escape, holds a raw control character, nests too deep, or is not JSON) is read
+by the machine as before.
+
+Source: harvest.md §3 (finding the JSON; linear reading), §6 (``over-cap``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from json import JSONDecodeError, JSONDecoder
 from typing import Any, Literal
 
 from council.harvest.tokens import (
@@ -41,17 +52,48 @@ capped).
 """
 
 
+class Entries(list[object]):
+    """The items of a capped array as built, and how many whole items after them were
+    only counted (``skipped``): the reading cap of harvest.md §6."""
+
+    __slots__ = ("skipped",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped = 0
+
+
+def held(items: list[object]) -> int:
+    """How many whole items an array held: those built, plus those past the cap."""
+    return len(items) + (items.skipped if isinstance(items, Entries) else 0)
+
+
+def _no_constant(name: str) -> object:
+    """``NaN`` and ``Infinity`` are not JSON (Python's decoder would accept them)."""
+    raise ValueError(name)
+
+
+_SKIM = JSONDecoder(strict=False, parse_constant=_no_constant)
+"""Checks an entry past the cap in one C call; raw control characters are checked apart."""
+
+_ESCAPED_LETTER = re.compile(r"\\u00[67]")
+"""A ``\\u`` escape of a lowercase letter: a key spelled so may decode to ``findings``."""
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A complete JSON object whose ``findings`` value is a list (outermost only).
 
     ``start``/``end`` are character offsets into the answer (``end`` exclusive);
-    ``entries`` is the decoded findings list. Source: harvest.md §3.1.
+    ``entries`` is the decoded findings list (under a reading cap, at least its first
+    ``cap`` entries). Source: harvest.md §3.1, §6.
     """
 
     start: int
     end: int
     entries: list[object]
+    count: int
+    """How many entries the list held, past the reading cap too (harvest.md §6)."""
 
 
 @dataclass
@@ -59,14 +101,20 @@ class FindingsArray:
     """The ``[`` after a ``"findings":`` key, walked for salvage (harvest.md §3.2).
 
     ``at`` is the offset of the ``[``. ``entries`` are the whole entries read before the
-    walk ended. ``ending``: ``closed`` (its ``]`` arrived and every entry was JSON),
-    ``stopped`` (an entry, or what followed one, was not JSON although the text went
-    on), ``open`` (the text ended first: the list was cut off).
+    walk ended (under a reading cap, at least the first ``cap`` of them: :attr:`count`
+    says how many there were). ``ending``: ``closed`` (its ``]`` arrived and every entry was
+    JSON), ``stopped`` (an entry, or what followed one, was not JSON although the text
+    went on), ``open`` (the text ended first: the list was cut off).
     """
 
     at: int
     entries: list[object] = field(default_factory=list)
     ending: Literal["closed", "stopped", "open"] = "open"
+
+    @property
+    def count(self) -> int:
+        """How many whole entries the walk found, past the reading cap too (harvest.md §6)."""
+        return held(self.entries)
 
 
 class NotJson(Exception):
@@ -74,22 +122,39 @@ class NotJson(Exception):
 
 
 class _Frame:
-    """One open, live ``{`` or ``[``: its grammar state and the value built so far."""
+    """One open, live ``{`` or ``[``: its grammar state and the value built so far.
 
-    __slots__ = ("array", "key", "kind", "start", "state", "value")
+    ``limit`` (arrays only): how many items are built; the rest are counted. ``exact``:
+    the value must be built whole, because it is (inside) an entry that will be read.
+    """
 
-    def __init__(self, kind: int, start: int, array: FindingsArray | None) -> None:
+    __slots__ = ("array", "exact", "key", "kind", "limit", "start", "state", "value")
+
+    def __init__(
+        self,
+        kind: int,
+        start: int,
+        array: FindingsArray | None,
+        exact: bool = False,
+        limit: int | None = None,
+    ) -> None:
         self.kind = kind
         self.start = start
         self.key = ""
         self.state = _KEY_OR_CLOSE if kind == OBJECT else _ITEM_OR_CLOSE
         self.array = array
+        self.exact = exact
+        self.limit = limit if kind == ARRAY else None
         self.value: Any = {}
         if kind == ARRAY:
-            items: list[object] = []
+            items: list[object] = Entries() if self.limit is not None else []
             self.value = items
             if array is not None:
                 array.entries = items  # the walk's whole entries are this list, as built
+
+    def child_exact(self) -> bool:
+        """Whether a value opening inside this frame now must be built whole."""
+        return self.exact or (self.limit is not None and len(self.value) < self.limit)
 
 
 class Machine:
@@ -100,12 +165,19 @@ class Machine:
     match closers), one byte each; live frames carry their grammar state and value, at
     most :data:`MAX_NESTING` of them. ``strict`` (the decoder) raises :class:`NotJson`
     at the first token that is not JSON instead of killing frames; prose mode never
-    raises. Source: harvest.md §3.
+    raises. ``cap`` (None: none) is the reading cap: how many entries of each findings
+    array (of the root array, for the decoder) are built; the rest are only counted.
+    Source: harvest.md §3, §6.
     """
 
-    def __init__(self, text: str, strict: bool) -> None:
+    def __init__(self, text: str, strict: bool, cap: int | None = None) -> None:
         self.text = text
         self.strict = strict
+        self.cap = cap
+        self.skim_from = 0
+        """No skim starts before this offset: the C decoder already read up to it."""
+        self.skim_depth = MAX_NESTING
+        """No skim starts deeper than this: inside an entry the C decoder gave up on."""
         self.dead = bytearray()
         self.live: list[_Frame] = []
         self.candidates: list[Candidate] = []
@@ -174,9 +246,10 @@ class Machine:
     def open_root(self, char: str) -> None:
         """Start strict reading at offset 0, where the root ``{`` or ``[`` stands.
 
-        Used by ``decode`` (harvest.md §3.4, §5). Never raises.
+        Used by ``decode`` (harvest.md §3.4, §5); a root array is capped by ``cap``.
+        Never raises.
         """
-        self._open(OBJECT if char == "{" else ARRAY, 0)
+        self._open(OBJECT if char == "{" else ARRAY, 0, self.cap)
 
     def finish(self) -> None:
         """Record the findings arrays the end of the text left open (the list was cut).
@@ -240,7 +313,7 @@ class Machine:
             else:
                 self._poison()
         elif state in (_ITEM_OR_CLOSE, _ITEM):
-            top.value.append(value)
+            _append(top, value)
             top.state = _NEXT
         else:
             self._poison()
@@ -255,6 +328,11 @@ class Machine:
         text = self.text
         after = p + 1
         if char == "{" or char == "[":
+            live = self.live
+            if live and self._may_skim(live[-1], p):
+                end = self._skim(live[-1], p)
+                if end > 0:
+                    return end
             if text.startswith(char, after):
                 after = run_end(text, p)
             if char == "{" and after == p + 1 and text.startswith("}", after) and not self.live:
@@ -278,6 +356,49 @@ class Machine:
                 self._poison()
         return after
 
+    def _may_skim(self, top: _Frame, p: int) -> bool:
+        """Whether the value opening at ``p`` is an item of ``top`` past its cap that the C
+        decoder may check (not where an earlier C call already read or gave up)."""
+        return (
+            top.limit is not None
+            and top.state != _NEXT
+            and len(top.value) >= top.limit
+            and p >= self.skim_from
+            and len(self.live) <= self.skim_depth
+        )
+
+    def _skim(self, top: _Frame, p: int) -> int:
+        """Count the entry opening at ``p`` without building it; where it ends, or -1.
+
+        -1 when the C decoder cannot vouch that the machine would read the entry as one
+        whole JSON value with no effect but its count (it is not JSON, is cut, holds a raw
+        control character, mentions ``findings`` or a ``\\u00[67]`` escape that might
+        spell it, or nests past :data:`MAX_NESTING`): the machine then reads it token by
+        token, and no later skim starts inside what the C decoder read (so nothing is
+        read twice by it: linear). Source: harvest.md §3 (linear), §6 (the cap).
+        """
+        text, depth = self.text, len(self.live)
+        self.skim_depth = MAX_NESTING  # a skim at this depth: any entry given up on closed
+        try:
+            end = _SKIM.raw_decode(text, p)[1]
+        except JSONDecodeError as error:
+            self.skim_from = max(self.skim_from, error.pos)
+            return -1
+        except (ValueError, RecursionError):  # a constant, a huge number, deep nesting
+            self.skim_depth = depth
+            return -1
+        if (
+            text.find("findings", p, end) >= 0
+            or _ESCAPED_LETTER.search(text, p, end) is not None
+            or CONTROL.search(text, p, end) is not None
+            or depth + text.count("{", p, end) + text.count("[", p, end) > MAX_NESTING
+        ):
+            self.skim_from = end
+            return -1
+        top.value.skipped += 1
+        top.state = _NEXT
+        return end
+
     def _open_run(self, char: str, p: int, end: int) -> None:
         """Open the brackets of ``text[p:end]`` (all ``{`` or all ``[``), as one by one.
 
@@ -296,11 +417,13 @@ class Machine:
             live.append(_Frame(OBJECT, end - 1, None))
             return
         for q in range(p + 1, end):
+            exact = False
             if len(live) >= MAX_NESTING:
                 self._poison()
             else:
+                exact = live[-1].child_exact()
                 live[-1].state = _NEXT
-            live.append(_Frame(ARRAY, q, None))
+            live.append(_Frame(ARRAY, q, None, exact))
 
     def _close_dead_objects(self, count: int) -> None:
         """``count`` closing braces while no frame is live: pop that many dead objects."""
@@ -312,21 +435,27 @@ class Machine:
                 return  # back in prose: the remaining braces are prose
             dead.pop()
 
-    def _open(self, kind: int, p: int) -> None:
-        """Push a live frame, whatever its parent is (an answer may sit inside prose)."""
+    def _open(self, kind: int, p: int, limit: int | None = None) -> None:
+        """Push a live frame, whatever its parent is (an answer may sit inside prose).
+
+        A findings array is capped (``limit``) unless it is inside an entry being built.
+        """
         live = self.live
+        exact = False
         if live:
             parent = live[-1]
             if len(live) >= MAX_NESTING:
                 self._poison()
             elif parent.state in (_VALUE, _ITEM_OR_CLOSE, _ITEM):
+                exact = parent.child_exact()
                 parent.state = _NEXT  # the value arrives when this child closes
             else:
                 self._poison()
         array = None
         if kind == ARRAY and p == self.array_at and not self.strict:
             array = FindingsArray(p)
-        self.live.append(_Frame(kind, p, array))
+            limit = None if exact else self.cap
+        self.live.append(_Frame(kind, p, array, exact, limit))
 
     def _close_object(self, p: int) -> None:
         """A ``}``: close the innermost object (arrays left open inside it are not JSON)."""
@@ -353,7 +482,7 @@ class Machine:
                 kept = self.candidates
                 while kept and kept[-1].start > top.start:
                     kept.pop()  # nested inside this one: part of it, never a candidate
-                kept.append(Candidate(top.start, p + 1, listed))
+                kept.append(Candidate(top.start, p + 1, listed, held(listed)))
             else:
                 self.not_a_list = True
         self._deliver(found)
@@ -382,7 +511,7 @@ class Machine:
             if parent.kind == OBJECT:
                 parent.value[parent.key] = value
             else:
-                parent.value.append(value)
+                _append(parent, value)
         elif not self.dead:
             self.root = value
 
@@ -400,3 +529,12 @@ class Machine:
                 self.arrays.append(frame.array)
             self.dead.append(frame.kind)
         self.live.clear()
+
+
+def _append(frame: _Frame, value: object) -> None:
+    """Add an item to an array frame: built while under its limit, else only counted."""
+    items = frame.value
+    if frame.limit is not None and len(items) >= frame.limit:
+        items.skipped += 1
+    else:
+        items.append(value)

@@ -21,28 +21,32 @@ left to right, with a stack of open ``{``/``[`` frames:
   counts once its last character arrived; the walk stops at the first entry that is not
   JSON although its text went on.
 
+* Under a reading cap, each findings array builds its first ``cap`` entries and only
+  counts the rest (they are checked, not built): harvest.md §6, ``over-cap``.
+
 The same machine, with no prose around it, is the lenient decoder :func:`decode` (the
 whole answer, a fence's content, a stored journal entry). The machine itself lives in
 :mod:`council.harvest.machine`, its tokens in :mod:`council.harvest.tokens`.
 
-Source: harvest.md §3 (finding the JSON, linear reading), §5 (journal entries).
+Source: harvest.md §3 (finding the JSON, linear reading), §5 (journal entries), §6.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from council.harvest.machine import Candidate, FindingsArray, Machine, NotJson
+from council.harvest.machine import Candidate, FindingsArray, Machine, NotJson, held
 from council.harvest.tokens import CONTROL, JSON_SPACE, LITERALS, NUMBER, STRING_REST, STRINGS
 
-__all__ = ["NOT_JSON", "Candidate", "FindingsArray", "Scan", "decode", "scan"]
+__all__ = ["NOT_JSON", "Candidate", "FindingsArray", "Scan", "decode", "held", "scan"]
 
 
 @dataclass(frozen=True)
 class Scan:
     """What one pass over an answer found.
 
-    * ``candidates``: outermost complete objects holding a findings list, in text order.
+    * ``candidates``: outermost complete objects holding a findings list, in text order
+      (each with its first ``cap`` entries and the count of all of them).
     * ``arrays``: every findings array (inside candidates too), in order of their ``[``.
     * ``findings_not_a_list``: some complete object holds a ``findings`` key whose value
       is not a list (``{"findings": null}``).
@@ -55,13 +59,15 @@ class Scan:
     findings_not_a_list: bool
 
 
-def scan(text: str) -> Scan:
+def scan(text: str, cap: int | None = None) -> Scan:
     """Read ``text`` once and report its candidates and findings arrays (harvest.md §3).
 
     Linear in ``len(text)``: no decoder is started per ``{``; each value is built once,
-    as its tokens arrive. Never raises.
+    as its tokens arrive. ``cap`` (None: no cap): entries past the first ``cap`` of a
+    findings array are counted, not built (harvest.md §6); what is found and counted is
+    the same whatever the cap. Never raises.
     """
-    machine = Machine(text, strict=False)
+    machine = Machine(text, strict=False, cap=cap)
     machine.run(0)
     machine.finish()
     arrays = sorted(machine.arrays, key=lambda array: array.at)
@@ -72,20 +78,23 @@ NOT_JSON = object()
 """What :func:`decode` returns for text that is not one JSON value."""
 
 
-def decode(text: str) -> object:
+def decode(text: str, cap: int | None = None) -> object:
     """Decode ``text`` as exactly one JSON value, leniently; :data:`NOT_JSON` otherwise.
 
     Surrounding JSON whitespace is allowed. The leniency is the harvest's, no more: raw
     LF, CR and tab inside strings, duplicated keys keep their last value. ``NaN``,
-    comments, trailing commas and single quotes are not JSON. Linear, never raises.
+    comments, trailing commas and single quotes are not JSON. ``cap``: a root ARRAY
+    keeps its first ``cap`` items and counts the rest (:func:`held` says how many it
+    held), for the bare array of harvest.md §3.4 under the cap of §6. Linear, never
+    raises.
 
-    Source: harvest.md §3 ("JSON is read leniently"), §5 (journal-unreadable).
+    Source: harvest.md §3 ("JSON is read leniently"), §5 (journal-unreadable), §6.
     """
     body = text.strip(JSON_SPACE)
     if not body:
         return NOT_JSON
     if body[0] in "{[":
-        machine = Machine(body, strict=True)
+        machine = Machine(body, strict=True, cap=cap)
         machine.open_root(body[0])
         try:
             end = machine.run(1)

@@ -162,6 +162,12 @@ def _why_partial(p: ParticipantSummary) -> str:
             f"{who} answered, but its answer could not be read ({code(p.unread)}); "
             f"{_count(p.findings, 'finding')} from its journal."
         )
+    if p.read_in_part == "over-cap":
+        return (
+            f"{who} answered, but its answer held more entries than the council reads "
+            f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from the first "
+            "ones, the rest were not read."
+        )
     if p.read_in_part is not None:
         where = "was cut off" if p.read_in_part == "cut-off" else "broke off in invalid JSON"
         return (

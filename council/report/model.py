@@ -44,8 +44,9 @@ class ParticipantSummary(BaseModel):
     Such a participant answered, but nothing was heard from it."""
     read_in_part: str | None = None
     """For an ``answered`` participant whose answer was read only up to a break: the
-    answer-level warning code (``cut-off``, ``malformed-json``). The findings before the
-    break are filed; whatever came after it was not heard."""
+    answer-level warning code (``cut-off``, ``malformed-json``, or ``over-cap`` when the
+    answer held more entries than the reading cap). The findings before the break are
+    filed; whatever came after it was not heard."""
     usage: Usage | None = None
     """Tokens a model reviewer used (None for programs, analyzers and replays)."""
     optional: bool = False
