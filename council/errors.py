@@ -10,7 +10,8 @@ stopped and why. These classes are for callers that must act differently::
     │   ├── MalformedCharter          a persona's charter file cannot be read
     │   ├── IdentityRefused           a participant id would change meaning
     │   ├── RepositoryError           not a git repository, unknown ref
-    │   └── ChangeTooLarge            the diff or the tree is over a cap (names the knob)
+    │   ├── ChangeTooLarge            the diff or the tree is over a cap (names the knob)
+    │   └── AskRefused                a typed ask refused where it was raised (``code``)
     └── IncompleteError               exit 3: the council could not complete
         └── StoreUnavailable          Redis cannot be reached (URL shown without password)
 
@@ -128,6 +129,43 @@ class ChangeTooLarge(ConfigurationError):
             f"Narrow the change with [paths] include/exclude in the roster, or raise "
             f"the cap with {knob}."
         )
+
+
+class AskRefused(ConfigurationError, ValueError):
+    """A typed human ask was refused at its source, when it was raised (evidence-and-asks.md §2).
+
+    ``code`` is what a program reads: ``shape`` (the component is malformed), ``no-store``
+    (a ``props_ref`` with no artifact store attached) or ``unresolved-ref`` (a
+    ``props_ref`` that is not an artifact of the run). ``door`` names where the ask came
+    in (``council ask --check``, a reviewer's question, a policy's confirmation);
+    ``description`` says what is wrong by the offending value's SHAPE ("a string of 3
+    characters, all whitespace"), never by quoting it; ``fix`` replaces the code's usual
+    way out when it does not fit. The raise fails instead of pausing: a question the
+    screen cannot render is worse than none.
+    """
+
+    def __init__(self, code: str, door: str, description: str, fix: str | None = None) -> None:
+        self.code, self.door, self.description = code, door, description
+        way_out = fix if fix is not None else _ASK_FIXES.get(code, "")
+        super().__init__(f"{door}: ask refused ({code}): {description}. {way_out}".rstrip())
+
+
+_ASK_FIXES = {
+    "shape": (
+        'Give the component as {"component_id": "<registered id>"} plus, optionally, '
+        '"props" (a JSON object of at most 16 KiB) and "props_ref" (an artifact ref); '
+        "leave out a key rather than setting it to null, and add no other key."
+    ),
+    "no-store": (
+        "Attach the run's artifact store, or pass the props inline as props "
+        "(at most 16 KiB) instead of props_ref."
+    ),
+    "unresolved-ref": (
+        "Store the props in this run's artifact store first and pass the ref it returned; "
+        "a ref of another run, or of an expired one, never resolves."
+    ),
+}
+"""The way out of each refusal code of :class:`AskRefused`."""
 
 
 class IncompleteError(CouncilError):

@@ -18,6 +18,7 @@ from workers.cancellation import CancelWatch
 from workers.logging import redact_text, redact_url
 from workers.settings import Settings
 from workers.stores import RedisClient
+from workers.stores.artifacts import ArtifactStore
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import RunStore
@@ -40,6 +41,8 @@ class Runtime:
     sessions: SessionStore
     trees: TreeCache
     cancels: CancelWatch
+    artifacts: ArtifactStore
+    """Each run's artifacts (an ask's large props), by ref, scoped to the run."""
     mode: str = "distributed"
 
 
@@ -121,6 +124,12 @@ def build_runtime(
         ),
         trees=TreeCache(settings.work_dir),
         cancels=CancelWatch(RunStore(client, keys).cancelled_many),
+        artifacts=ArtifactStore(
+            client,
+            keys,
+            max_bytes=settings.artifact_max_bytes,
+            run_max_bytes=settings.artifact_run_max_bytes,
+        ),
         mode=mode,
     )
 

@@ -78,6 +78,15 @@ class Settings(BaseSettings):
     """Findings entries read from one answer (harvest.md §6); the rest are reported
     (``over-cap``) and the reviewer counts as heard in part."""
 
+    artifact_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    """Largest artifact one put may store (bytes as given, JSON as compact UTF-8): 1 MiB.
+    The artifact store holds what is too large to ride a checkpoint (an ask's props over
+    16 KiB); a larger put is refused, naming this cap."""
+
+    artifact_run_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    """Bytes all of one run's artifacts may take together (16 MiB), so a run that puts in
+    a loop cannot fill Redis; a put past it is refused, naming this cap."""
+
     watchdog_slack_ms: int = Field(default=60_000, ge=0)
     """Milliseconds the waiting CLI allows past the longest backstop before it
     finalizes the run from the journals itself (a chord that never fires)."""

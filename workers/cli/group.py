@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dismiss": ("workers.cli.suppression", "dismiss_command"),
     "baseline": ("workers.cli.suppression", "baseline_command"),
     "publish": ("workers.cli.publish", "publish_group"),
+    "ask": ("workers.cli.ask", "ask_command"),
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 

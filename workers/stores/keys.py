@@ -93,6 +93,13 @@ class Keys:
         """String: the verbatim answer, archived for audit."""
         return f"{self.prefix}run:{run_id}:answer:{participant}"
 
+    def run_artifacts(self, run_id: str) -> str:
+        """Hash: the run's artifacts (the large halves of its asks' props): ``{ref}`` →
+        the stored bytes, ``{ref}:kind`` → ``bytes`` or ``json``, ``total`` → the bytes
+        of all of them. One hash per run, so a ref resolves only in its own run's scope
+        and expires with the run's other keys."""
+        return f"{self.prefix}run:{run_id}:artifacts"
+
     def run_cancel(self, run_id: str) -> str:
         """String flag: set when the run is cancelled; reviewers stop as ``cancelled``."""
         return f"{self.prefix}run:{run_id}:cancel"
@@ -120,6 +127,7 @@ class Keys:
             self.run_change(run_id),
             self.run_judge_sent(run_id),
             self.run_cancel(run_id),
+            self.run_artifacts(run_id),
         ]
         for p in participants:
             keys += [

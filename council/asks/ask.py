@@ -1,0 +1,77 @@
+"""A human ask: the question a paused piece of work puts to a person, and optionally which
+registered screen component should collect the answer.
+
+The question is prose; the component (:class:`~council.asks.component.Component`) is the
+typed half. An ask is built only through :func:`checked_ask`, at the door it is raised
+through, so a malformed component or a ``props_ref`` that does not resolve in the run's
+own scope fails the raise loudly instead of pausing.
+
+Raising an ask for real (storing it, the run's ``waiting`` state, ``council asks`` and
+``council answer``) is built on this later; this module is the pure value and its check.
+
+Source: docs/evidence-and-asks.md §2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
+
+from council.asks.component import ArtifactScope, Component, checked_component
+from council.errors import AskRefused
+
+_QUESTION_FIX = "Ask the question in prose: a non-blank string a person can answer."
+"""The way out of a refused question."""
+
+
+class Ask(BaseModel):
+    """A question for a person, with the component that should collect the answer.
+
+    Frozen and strict: reading a stored ask back applies the component's shape rules
+    again (a value the source would have refused does not read). Source:
+    docs/evidence-and-asks.md §2.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+
+    question: str
+    """The question in prose, never blank: a person reads it whatever the screen shows."""
+
+    component: Component | None = None
+    """Which registered component collects the answer; None: a plain text answer."""
+
+    @model_serializer(mode="plain")
+    def _json(self) -> dict[str, Any]:
+        """The ask as plain JSON, the component left out when there is none (never null)."""
+        out: dict[str, Any] = {"question": self.question}
+        if self.component is not None:
+            out["component"] = self.component.as_json()
+        return out
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, question: str) -> str:
+        """Refuse a blank question (the ask would show nothing to answer)."""
+        if not question.strip():
+            raise ValueError("the question is blank")
+        return question
+
+
+def checked_ask(
+    question: object, component: object, scope: ArtifactScope | None, *, door: str
+) -> Ask:
+    """The ask to raise, checked at its source; ``component`` None means no component.
+
+    ``scope`` is the run's artifact scope (None: no artifact store attached). Raises
+    :class:`~council.errors.AskRefused` naming ``door``: ``shape`` for a question that is
+    not a non-blank string or a malformed component; ``no-store`` and ``unresolved-ref``
+    for a ``props_ref`` with no store or one the run's scope does not hold (see
+    :func:`~council.asks.component.component_refusal`). Source:
+    docs/evidence-and-asks.md §2.
+    """
+    if not isinstance(question, str) or not question.strip():
+        shown = "blank" if isinstance(question, str) else "not a string"
+        raise AskRefused("shape", door, f"the question is {shown}", _QUESTION_FIX)
+    checked = None if component is None else checked_component(component, scope, door=door)
+    return Ask(question=question, component=checked)
