@@ -28,17 +28,31 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_REGIONS = 64
 """Most regions one text has read; the rest are counted as dropped."""
 
-_FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})([^\n]*)", re.MULTILINE)
-"""A line that may open or close a fence: its indentation (spaces), its run of fence
-characters, and the rest of the line. ``^`` follows LF only, so no other line break
-starts a line."""
+_FENCE_LINE = re.compile(r"^( {0,3})(`{3,}+|~{3,}+)([^\n]*+)", re.MULTILINE)
+"""A line that may open a fence: its indentation (spaces), its run of fence characters,
+and the rest of the line. ``^`` follows LF only, so no other line break starts a line."""
 
 _FENCE_SPACE = " \t\r"
 """What a fence line may end with, and what an info string is trimmed of."""
+
+
+@lru_cache(maxsize=256)
+def _closing_line(char: str, length: int) -> re.Pattern[str]:
+    """The closing fence of a block opened by ``length`` times ``char``: at most 3 spaces,
+    at least as many of the same character, then only spaces, tabs and CR to the LF.
+    (Possessive quantifiers: no backtracking, so a search is linear in the text.)"""
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{length},}}+[ \t\r]*+$", re.MULTILINE)
+
+
+@lru_cache(maxsize=4)
+def _indentation(spaces: int) -> re.Pattern[str]:
+    """One to ``spaces`` spaces at the start of a line."""
+    return re.compile(rf"^ {{1,{spaces}}}", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -75,82 +89,44 @@ class Regions:
     dropped: int = 0
 
 
-@dataclass
-class _Open:
-    """A fence opened and not yet closed."""
-
-    char: str
-    length: int
-    indent: int
-    start: int
-    content_start: int
-    info: str
-
-
 def code_regions(text: str, max_regions: int = MAX_REGIONS) -> Regions:
     """Every fenced code block of ``text``: the first ``max_regions`` read, the rest counted.
 
     Why: a block is evidence only as the exact program it shows, so the fence rules are
-    applied to the letter (module docstring). Linear in ``len(text)``: one regular
-    expression pass finds the candidate fence lines, and each block's content is sliced
-    (and de-indented) once. Never raises.
+    applied to the letter (module docstring). Linear in ``len(text)``: regular
+    expressions without backtracking find each opening line and then its closing line
+    (Python never loops over the lines between), and each block read is sliced and
+    de-indented once. Never raises.
     """
     read: list[CodeRegion] = []
     dropped = 0
-    opened: _Open | None = None
-    for line in _FENCE_LINE.finditer(text):
-        indent, run, rest = line.group(1), line.group(2), line.group(3)
-        if opened is None:
-            if run[0] == "`" and "`" in rest:
-                continue  # a backtick info string may not hold a backtick: not a fence
-            opened = _Open(
-                char=run[0],
-                length=len(run),
-                indent=len(indent),
-                start=line.start(),
-                content_start=min(line.end() + 1, len(text)),
-                info=rest.strip(_FENCE_SPACE),
-            )
+    size = len(text)
+    at = 0
+    while (line := _FENCE_LINE.search(text, at)) is not None:
+        indent, run, rest = line.group(1, 2, 3)
+        if run[0] == "`" and "`" in rest:
+            at = line.end()  # a backtick info string may not hold a backtick: not a fence
             continue
-        if run[0] != opened.char or len(run) < opened.length or rest.strip(_FENCE_SPACE):
-            continue  # content of the open block
-        end = min(line.end() + 1, len(text))
+        closing = _closing_line(run[0], len(run)).search(text, line.end())
         if len(read) < max_regions:
-            read.append(_region(text, opened, len(read) + 1, line.start(), end, closed=True))
+            raw = text[line.end() + 1 : size if closing is None else closing.start()]
+            if raw.endswith("\n"):
+                raw = raw[:-1]  # the LF ending the last content line belongs to what follows
+            if indent:
+                raw = _indentation(len(indent)).sub("", raw)
+            read.append(
+                CodeRegion(
+                    position=len(read) + 1,
+                    start=line.start(),
+                    end=size if closing is None else min(closing.end() + 1, size),
+                    info=rest.strip(_FENCE_SPACE),
+                    content=raw,
+                    closed=closing is not None,
+                )
+            )
         else:
             dropped += 1
-        opened = None
-    if opened is not None:
-        if len(read) < max_regions:
-            read.append(_region(text, opened, len(read) + 1, len(text), len(text), closed=False))
-        else:
-            dropped += 1
+        if closing is None:
+            break  # an unclosed fence runs to the end of the text
+        at = closing.end()
     return Regions(read=tuple(read), dropped=dropped)
-
-
-def _region(
-    text: str, opened: _Open, position: int, content_end: int, end: int, *, closed: bool
-) -> CodeRegion:
-    """The region of ``opened``, whose content lines end at offset ``content_end``."""
-    raw = text[opened.content_start : content_end]
-    if raw.endswith("\n"):
-        raw = raw[:-1]  # the LF ending the last content line belongs to what follows
-    content = _dedented(raw, opened.indent) if opened.indent else raw
-    return CodeRegion(
-        position=position,
-        start=opened.start,
-        end=end,
-        info=opened.info,
-        content=content,
-        closed=closed,
-    )
-
-
-def _dedented(raw: str, indent: int) -> str:
-    """``raw`` with up to ``indent`` leading spaces removed from each LF-separated line."""
-    pad = " " * indent
-    lines = raw.split("\n")
-    for index, line in enumerate(lines):
-        # A line with fewer spaces than the fence loses the spaces it has (CommonMark).
-        lines[index] = line[indent:] if line.startswith(pad) else line.lstrip(" ")
-    return "\n".join(lines)

@@ -210,11 +210,104 @@ def test_verdict_models_refuse_an_exit_code_the_label_cannot_carry() -> None:
         UnmatchedBlock.model_validate({"block": 1, "reason": "kept-out", "tool": "t"})
 
 
-TEXT = st.text(alphabet=st.sampled_from("`~ \t\r\n>-xé\u2028"), max_size=200)
+FENCY = st.lists(
+    st.sampled_from(
+        [
+            "```",
+            "~~~",
+            "````",
+            "~~~~~",
+            "`",
+            "~",
+            " ",
+            "   ",
+            "    ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\r",
+            ">",
+            "- ",
+            "x",
+            "é",
+            "\u2028",
+            "diff",
+            "sh",
+            " suggestion",
+        ]
+    ),
+    max_size=60,
+).map("".join)
+"""Texts made of the pieces fence rules are about."""
+
+
+def reference_regions(text: str) -> list[tuple[int, int, str, str, bool]]:
+    """The fence rules read line by line, as the design states them: ``(start, end, info,
+    content, closed)`` of every region. Slow and plain, to check the fast reader against."""
+    lines: list[tuple[int, str]] = []
+    at = 0
+    while at < len(text):
+        stop = text.find("\n", at)
+        stop = len(text) if stop == -1 else stop
+        lines.append((at, text[at:stop]))
+        at = stop + 1
+
+    def fence(line: str) -> tuple[int, str, str] | None:
+        spaces = len(line) - len(line.lstrip(" "))
+        body = line[spaces:]
+        if spaces > 3 or body[:3] not in ("```", "~~~"):
+            return None
+        run = len(body) - len(body.lstrip(body[0]))
+        return spaces, body[:run], body[run:]
+
+    found: list[tuple[int, int, str, str, bool]] = []
+    index = 0
+    while index < len(lines):
+        start, line = lines[index]
+        opener = fence(line)
+        index += 1
+        if opener is None or (opener[1][0] == "`" and "`" in opener[2]):
+            continue
+        indent, run, rest = opener
+        body: list[str] = []
+        end, closed = len(text), False
+        while index < len(lines):
+            at, line = lines[index]
+            index += 1
+            closer = fence(line)
+            closes = closer and closer[1][0] == run[0] and len(closer[1]) >= len(run)
+            if closes and not closer[2].strip(" \t\r"):
+                end, closed = min(at + len(line) + 1, len(text)), True
+                break
+            cut = min(indent, len(line) - len(line.lstrip(" ")))
+            body.append(line[cut:])
+        found.append((start, end, rest.strip(" \t\r"), "\n".join(body), closed))
+    return found
+
+
+@settings(max_examples=1000, deadline=None)
+@given(FENCY)
+def test_the_fast_reader_agrees_with_the_rules_read_line_by_line(text: str) -> None:
+    """code_regions finds exactly the regions a plain line-by-line reading of §1 finds."""
+    regions = code_regions(text, max_regions=10_000)
+    assert regions.dropped == 0
+    found = [(r.start, r.end, r.info, r.content, r.closed) for r in regions.read]
+    assert found == reference_regions(text)
+    assert [r.position for r in regions.read] == list(range(1, len(found) + 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(FENCY, st.integers(min_value=0, max_value=4))
+def test_regions_past_the_cap_are_counted_not_read(text: str, cap: int) -> None:
+    """The first ``cap`` regions are read, the rest only counted."""
+    every = code_regions(text, max_regions=10_000).read
+    capped = code_regions(text, max_regions=cap)
+    assert capped.read == every[:cap]
+    assert capped.dropped == max(0, len(every) - cap)
 
 
 @settings(max_examples=300, deadline=None)
-@given(TEXT, st.lists(st.text(alphabet="`~ \n\rx", max_size=12), max_size=4))
+@given(FENCY, st.lists(st.text(alphabet="`~ \n\rx", max_size=12), max_size=4))
 def test_the_prose_is_the_text_without_exactly_the_matched_blocks(
     text: str, programs: list[str]
 ) -> None:
