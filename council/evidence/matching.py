@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from council.evidence.regions import MAX_REGIONS, CodeRegion, code_regions
 from council.evidence.submissions import TurnSubmissions
-from council.evidence.verdict import Evidence, MatchedBlock, UnmatchedBlock
+from council.evidence.verdict import Evidence, MatchedBlock, UnmatchedBlock, UnmatchedReason
 
 SCRIPT_MAX_BYTES = 65536
 """The per-script cap, in UTF-8 bytes (64 KiB): a longer block is ``over-size``."""
@@ -42,37 +42,45 @@ def match_evidence(text: str, turn: TurnSubmissions) -> Evidence:
     Source: docs/evidence-and-asks.md §1.
     """
     regions = code_regions(text, MAX_REGIONS)
-    compared = [r for r in regions.read if not proposes_change(r.info) and fits_cap(r.content)]
-    found = turn.lookup(r.content for r in compared)
+    screened = [(region, _never_compared(region)) for region in regions.read]
+    found = turn.lookup(region.content for region, reason in screened if reason is None)
     verdicts: list[MatchedBlock | UnmatchedBlock] = []
     cut: list[CodeRegion] = []
-    for region in regions.read:
-        if proposes_change(region.info):
-            verdicts.append(UnmatchedBlock(block=region.position, reason="kept-out"))
-        elif not fits_cap(region.content):
-            verdicts.append(UnmatchedBlock(block=region.position, reason="over-size"))
-        elif (submission := found.get(region.content)) is None:
-            verdicts.append(UnmatchedBlock(block=region.position, reason="no-submission-this-turn"))
-        else:
-            row = submission.latest
+    for region, reason in screened:
+        submission = None if reason is not None else found.get(region.content)
+        if submission is None:
             verdicts.append(
-                MatchedBlock(
-                    block=region.position,
-                    label=row.outcome,
-                    tool_call_id=row.tool_call_id,
-                    tool=row.tool,
-                    dispatch=row.dispatch,
-                    also_matches=submission.also_matches,
-                    exit_code=row.exit_code,
-                )
+                UnmatchedBlock(block=region.position, reason=reason or "no-submission-this-turn")
             )
-            cut.append(region)
+            continue
+        row = submission.latest
+        verdicts.append(
+            MatchedBlock(
+                block=region.position,
+                label=row.outcome,
+                tool_call_id=row.tool_call_id,
+                tool=row.tool,
+                dispatch=row.dispatch,
+                also_matches=submission.also_matches,
+                exit_code=row.exit_code,
+            )
+        )
+        cut.append(region)
     return Evidence(
         blocks=tuple(verdicts),
         regions_dropped=regions.dropped,
         earlier_turn_rows=turn.earlier_turn_rows,
         prose=_without(text, cut),
     )
+
+
+def _never_compared(region: CodeRegion) -> UnmatchedReason | None:
+    """Why ``region`` is not compared at all (kept-out first, then over-size), or None."""
+    if proposes_change(region.info):
+        return "kept-out"
+    if not fits_cap(region.content):
+        return "over-size"
+    return None
 
 
 def proposes_change(info: str) -> bool:

@@ -87,29 +87,32 @@ class TurnSubmissions:
     """
 
     rows: tuple[ScriptRow, ...] = ()
+    """The current turn's rows; constructing keeps the last row per call."""
+
     earlier_turn_rows: int = 0
     """Calls of earlier turns (the last row per call counted once)."""
 
     _by_length: Mapping[int, tuple[tuple[str, ScriptRow], ...]] = field(
-        default_factory=dict, repr=False, compare=False
+        init=False, repr=False, compare=False
     )
     """Comparable rows (those with a text), with their text, by its length in characters."""
+
+    def __post_init__(self) -> None:
+        rows = tuple(_last_per_call(self.rows))
+        by_length: dict[int, list[tuple[str, ScriptRow]]] = {}
+        for row in rows:
+            if row.text is not None:
+                by_length.setdefault(len(row.text), []).append((row.text, row))
+        object.__setattr__(self, "rows", rows)
+        index = {length: tuple(group) for length, group in by_length.items()}
+        object.__setattr__(self, "_by_length", index)
 
     @classmethod
     def of(cls, current: Iterable[ScriptRow], earlier: Iterable[ScriptRow] = ()) -> Self:
         """The submissions of the turn whose rows are ``current``; ``earlier`` are the
         rows of the participant's earlier turns, only counted. Linear in the number of
         rows (no text is read here). Never raises."""
-        rows = tuple(_last_per_call(current))
-        by_length: dict[int, list[tuple[str, ScriptRow]]] = {}
-        for row in rows:
-            if row.text is not None:
-                by_length.setdefault(len(row.text), []).append((row.text, row))
-        return cls(
-            rows=rows,
-            earlier_turn_rows=sum(1 for _ in _last_per_call(earlier)),
-            _by_length={length: tuple(group) for length, group in by_length.items()},
-        )
+        return cls(rows=tuple(current), earlier_turn_rows=len(_last_per_call(earlier)))
 
     def find(self, program: str) -> Submission | None:
         """The calls of this turn that submitted exactly ``program``, or None.
@@ -117,8 +120,8 @@ class TurnSubmissions:
         Exact means equal code point for code point (so byte for byte in UTF-8): no
         trim, no line-ending rewrite, no Unicode normalization, no nearest match.
         Several calls: the latest is the one with the greatest ``dispatch`` (the later
-        row on a tie). Costs ``len(program)`` per candidate of the same length. Never
-        raises.
+        row on a tie). Costs hashing ``program`` and each row of its length (a text's
+        hash is computed once and cached by Python). Never raises.
         """
         return self.lookup((program,)).get(program)
 

@@ -94,23 +94,29 @@ VERDICT: TypeAdapter[MatchedBlock | UnmatchedBlock] = TypeAdapter(Verdict)
 """Validates one verdict's JSON value (created once, at import)."""
 
 
-class Evidence(_Plain):
+class Evidence(BaseModel):
     """What the matcher found in one text against one turn's submissions.
 
     JSON: ``{"blocks": [verdict, ...], "regions_dropped", "earlier_turn_rows",
-    "prose"}`` (:func:`evidence_json`). Source: docs/evidence-and-asks.md §1.
+    "prose"}`` (:func:`evidence_json`); ``Evidence.model_validate`` reads that object
+    back with strict types, raising pydantic's ``ValidationError``. Stored verdicts are
+    read with :func:`council.evidence.reader.read_verdicts`, which also refuses a
+    ``null`` and counts what it refuses instead of raising.
+    Source: docs/evidence-and-asks.md §1.
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     blocks: tuple[Verdict, ...] = ()
     """One verdict per region read (at most 64), in text order."""
 
-    regions_dropped: int = Field(default=0, ge=0)
+    regions_dropped: int = Field(default=0, ge=0, strict=True)
     """Regions past the 64 read: not judged, left in the prose."""
 
-    earlier_turn_rows: int = Field(default=0, ge=0)
+    earlier_turn_rows: int = Field(default=0, ge=0, strict=True)
     """Calls of earlier turns: counted, never compared."""
 
-    prose: str = ""
+    prose: str = Field(default="", strict=True)
     """The text with every MATCHED block cut out as whole lines (fence lines included):
     what the other checks read as prose. Unmatched, kept-out and dropped blocks stay."""
 

@@ -92,6 +92,14 @@ def test_a_row_reported_again_keeps_its_last_report() -> None:
     assert turn.rows[0].outcome == "ok"
 
 
+def test_constructing_directly_keeps_the_last_row_per_call_too() -> None:
+    """TurnSubmissions(rows=...) indexes and keeps the last row per call, like of()."""
+    turn = TurnSubmissions(rows=(row("ls", 1, outcome="error", exit_code=None), row("ls", 1)))
+    found = turn.find("ls")
+    assert found is not None
+    assert (found.latest.outcome, found.also_matches, len(turn.rows)) == ("ok", 0, 1)
+
+
 def test_earlier_rows_are_counted_once_per_call() -> None:
     """Earlier turns' rows are only counted, the last row per call once."""
     earlier = [row("ls", 1), row("ls", 1), row("pwd", 2)]
