@@ -19,6 +19,7 @@ lint: $(STAMP)
 
 bench: $(STAMP) redis-server
 	$(PY) bench/harvest.py
+	$(PY) bench/evidence.py
 	$(PY) bench/overhead.py
 	$(PY) bench/concurrency.py
 
