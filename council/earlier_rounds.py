@@ -56,6 +56,10 @@ class RoundMemory:
 
     reported: Mapping[str, str]
     still_open: tuple[Finding, ...] | None
+    heard: tuple[str, ...] = ()
+    """The reviewers heard in full in it: their last heard head becomes its head."""
+    reviewers: tuple[str, ...] = ()
+    """Every reviewer of the round, heard or not."""
 
 
 def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
@@ -70,9 +74,12 @@ def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
     if report.status not in COMPLETED:
         return None
     reported = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
-    if incomplete_reasons(report, quorum):
-        return RoundMemory(reported=reported, still_open=None)
-    return RoundMemory(reported=reported, still_open=still_open(report))
+    reviewers = tuple(p.id for p in report.participants if p.role == "reviewer")
+    heard = tuple(
+        p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full
+    )
+    kept = still_open(report) if not incomplete_reasons(report, quorum) else None
+    return RoundMemory(reported=reported, still_open=kept, heard=heard, reviewers=reviewers)
 
 
 def mark_round(

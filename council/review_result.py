@@ -11,6 +11,7 @@ Source: docs/harvest.md §7 (stops and failures), docs/architecture.md "Layers".
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -104,3 +105,27 @@ class ReviewResult:
     notes: tuple[str, ...] = ()
     usage: Usage | None = None
     """Token usage of a model reviewer (None for programs and replays)."""
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
+"""The lone surrogates ``surrogateescape`` decodes each invalid byte to."""
+
+
+def decode_answer(raw: bytes) -> tuple[str, tuple[str, ...]]:
+    """A reviewer's raw answer as text, and a note when it was not valid UTF-8.
+
+    Invalid bytes become U+FFFD (the answer is still read: one bad byte must not cost
+    the whole answer), and the note says how many bytes were replaced, so a mangled
+    answer is never taken silently for what the reviewer sent.
+    """
+    try:
+        return raw.decode("utf-8"), ()
+    except UnicodeDecodeError:
+        pass
+    escaped = raw.decode("utf-8", errors="surrogateescape")
+    bad = len(_ESCAPED.findall(escaped))
+    text = _ESCAPED.sub("\ufffd", escaped)
+    return text, (
+        f"its answer was not valid UTF-8: {bad} byte(s) were replaced with U+FFFD before "
+        "it was read",
+    )

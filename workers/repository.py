@@ -182,6 +182,12 @@ class Repository:
                 "Pass a branch, a tag or a commit sha (e.g. --base origin/main); an empty "
                 "ref often comes from an unset CI variable",
             )
+        if not self._names_commit("HEAD") and self._git("rev-parse", "--git-dir").returncode == 0:
+            return RepositoryError(
+                f"the repository {self.path} has no commits yet, so {ref!r} names nothing",
+                "Commit the code to review first (git add, git commit), then review a "
+                "range of its history",
+            )
         problem = f"unknown ref {ref!r} in {self.path}: it names no commit here"
         start = _RELATIVE.search(ref)
         if start is not None and not ref.startswith("-"):

@@ -71,6 +71,9 @@ def plan_since_last(repo: Repository, reviewed: Reviewed | None, head: str) -> S
             )
         )
     if last == new or repo.is_ancestor(last, new):
+        unheard = _unheard_since(repo, reviewed, last, new)
+        if unheard is not None:
+            return unheard
         return SincePlan(
             since=last,
             head=new,
@@ -84,6 +87,50 @@ def plan_since_last(repo: Repository, reviewed: Reviewed | None, head: str) -> S
             f"--since-last: the last reviewed head {short} is no longer an ancestor of "
             "the head (a force push?); the whole change was reviewed",
         )
+    )
+
+
+def _unheard_since(repo: Repository, reviewed: Reviewed, last: str, new: str) -> SincePlan | None:
+    """The plan when a reviewer of the last round was not heard in full in it: the round
+    starts from the oldest head such a reviewer was last heard in (the whole change when
+    one was never heard, or its head is gone), so its share of the commits is reviewed;
+    None when every reviewer of the last round was heard in full.
+
+    Why: a round can meet its quorum with a reviewer failed; marking its head reviewed for
+    everyone would leave that reviewer's share of the commits unreviewed, silently. The
+    others review those commits again (their repeats are marked seen, not posted again).
+    """
+    behind = [
+        pid for pid in reviewed.reviewers or () if reviewed.heard.get(pid) != reviewed.head
+    ]
+    if not behind:
+        return None
+    names = ", ".join(behind)
+    start = last
+    for pid in behind:
+        heard = reviewed.heard.get(pid)
+        try:
+            older = repo.resolve(heard) if heard else None
+        except RepositoryError:
+            older = None
+        if older is None or not repo.is_ancestor(older, new):
+            return SincePlan(
+                notes=(
+                    f"--since-last: {pid} was not heard in full in the last round and has no "
+                    "earlier head it was heard in that is still an ancestor; the whole "
+                    f"change was reviewed (not heard: {names})",
+                )
+            )
+        if repo.is_ancestor(older, start):
+            start = older
+    return SincePlan(
+        since=start,
+        head=new,
+        notes=(
+            f"--since-last: {names} not heard in full in the last round (run "
+            f"{reviewed.run}); this round reviews from {start[:12]}, the oldest head "
+            "they were last heard in, so their share of the commits is reviewed",
+        ),
     )
 
 

@@ -18,7 +18,10 @@ from collections.abc import Callable
 
 _BACKTICKS = re.compile(r"`+")
 _WHITESPACE = re.compile(r"\s+")
-_BLOCK_MARK = re.compile(r"^([#>\-+*=|])")
+_BLOCK_MARK = re.compile(r"^([#>|]|[-+*](?=\s|$)|[-*_=](?=[-*_=\s]*$))")
+"""A line start Markdown would read as a block: a heading, quote or table mark; a bullet
+(``-``, ``+``, ``*`` followed by a space or nothing: ``--since-last`` is no bullet); or a
+line of only ``-``/``*``/``_``/``=`` (a thematic break, a setext underline)."""
 _ORDERED_MARK = re.compile(r"^(\d{1,9})([.)])")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 

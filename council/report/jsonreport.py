@@ -60,6 +60,20 @@ def render_json(report: CouncilReport) -> str:
     return json.dumps(canonical(report), indent=2, ensure_ascii=False) + "\n"
 
 
+def _other_kind(data: dict[str, Any]) -> str | None:
+    """What a JSON object without ``schema_version`` looks like instead, if anything we
+    know: a SARIF log, a Harvest JSON, a GitHub review body, or an answer."""
+    if "runs" in data and ("version" in data or "$schema" in data):
+        return "a SARIF log"
+    if {"findings", "warnings", "truncated"} <= data.keys():
+        return "a Harvest JSON (council harvest's output)"
+    if "event" in data and ("comments" in data or "body" in data):
+        return "a GitHub review body (github-review.json)"
+    if "findings" in data:
+        return "a reviewer's answer"
+    return None
+
+
 def read_json(text: str | bytes) -> CouncilReport:
     """Read a JSON report written by :func:`render_json`.
 
@@ -74,6 +88,13 @@ def read_json(text: str | bytes) -> CouncilReport:
         raise UnreadableReport(f"not JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise UnreadableReport(f"expected a JSON object, found {type(data).__name__}")
+    if "schema_version" not in data:
+        kind = _other_kind(data)
+        if kind is not None:
+            raise UnreadableReport(
+                f"this is {kind}, not a council JSON report (write one with "
+                "council review --json FILE, or --format json)"
+            )
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
         raise UnknownSchemaVersion(version, SCHEMA_VERSION)

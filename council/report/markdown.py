@@ -220,7 +220,8 @@ def _participants(report: CouncilReport) -> str:
         name = cell(p.id) + (" (judge)" if p.role == "judge" else "")
         engine = cell(p.backend if p.model is None else f"{p.backend} / {p.model}")
         state = p.state + (f" ({p.attempts} attempts)" if p.attempts > 1 else "")
-        duration = _seconds(p.duration_ms)
+        unmeasured = p.duration_ms == 0 and p.state in ("failed", "pending")
+        duration = "—" if unmeasured else _seconds(p.duration_ms)
         row = f"| {name} | {engine} | {state} | {p.findings} | {p.warnings} | {duration} |"
         if priced:
             tokens = f"{p.usage.input} / {p.usage.output}" if p.usage is not None else ""

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from council.errors import RosterError
-from council.review_result import ReviewResult
+from council.review_result import ReviewResult, decode_answer
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import check_program_options, where_of
 from council.reviewers.process import run_program
@@ -58,9 +58,10 @@ class CommandReviewer:
         ran = run_program(request, [str(a) for a in options.get("args", [])])
         if ran.failure is not None:
             return ReviewResult(failure=ran.failure, duration_ms=ran.duration_ms)
-        notes = ran.notes
+        answer, decoding = decode_answer(ran.stdout)
+        notes = (*decoding, *ran.notes)
         if ran.stop is None and ran.status != 0:
-            if not ran.answer.strip():
+            if not answer.strip():
                 return ReviewResult(
                     failure=ran.exit_reason(),
                     duration_ms=ran.duration_ms,
@@ -68,9 +69,9 @@ class CommandReviewer:
                     notes=notes,
                 )
             notes = (f"the program {ran.exit_reason()}; its stdout was read as the answer",)
-            notes += ran.notes
+            notes += (*decoding, *ran.notes)
         return ReviewResult(
-            answer=ran.answer,
+            answer=answer,
             stop=ran.stop,
             duration_ms=ran.duration_ms,
             journal_entries=ran.journal_entries,

@@ -29,7 +29,7 @@ from typing import Any
 
 from council.errors import RosterError
 from council.participant import Clocks
-from council.review_result import ReviewResult, Stop
+from council.review_result import ReviewResult, Stop, decode_answer
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import BASE_DIR, refuse_unknown, where_of
 
@@ -142,10 +142,12 @@ class ReplayReviewer:
                 request.journal.append(entries[index])
                 forwarded += 1
             last_ms = at_ms
+        text, notes = decode_answer(answer)
         return ReviewResult(
-            answer=answer.decode("utf-8", errors="replace"),
+            answer=text,
             duration_ms=_elapsed_ms(started),
             journal_entries=forwarded,
+            notes=notes,
         )
 
 

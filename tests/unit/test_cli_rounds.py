@@ -378,3 +378,37 @@ def test_since_last_after_an_incomplete_round_reviews_it_again(session: Session)
     assert heard.exit_code == 1, heard.output
     assert report is not None and report.base == session.base
     assert [f.subject for f in report.findings] == ["divides by zero"]
+
+
+TWO = (
+    ROUND
+    + "quorum = 1\n"
+    + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
+    + '[[reviewers]]\nid = "flaky"\nbackend = "replay"\nanswer = "flaky.json"\n'
+)
+
+
+def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: Path) -> None:
+    """A round that met its quorum with one reviewer broken still leaves that reviewer's
+    share unreviewed: the next --since-last reviews from the last head IT was heard in
+    (here: never, so the whole change), and says so; once both were heard, only the new
+    commits."""
+    session = Session(tmp_path)
+    session.repo = new_repo(
+        tmp_path / "two",
+        {"app.py": "x = 1\n", "answer.json": '{"findings": []}', "council.toml": TWO},
+    )
+    session.base = git(session.repo, "rev-parse", "HEAD")
+    commit(session.repo, {"app.py": "x = 1\ny = 2\n", "flaky.json": BROKEN}, "flaky breaks")
+    first, _ = session.review("--since-last")
+    assert first.exit_code == 0, first.output
+    commit(session.repo, {"b.py": "b = 1\n", "flaky.json": '{"findings": []}'}, "flaky mends")
+    second, report = session.review("--since-last")
+    assert second.exit_code == 0, second.output
+    assert report is not None and report.base == session.base
+    assert any("flaky was not heard in full" in n for n in report.notes), report.notes
+    commit(session.repo, {"c.py": "c = 1\n"}, "more")
+    third, report = session.review("--since-last")
+    assert third.exit_code == 0, third.output
+    assert report is not None and report.base != session.base
+    assert any("only the commits after" in n for n in report.notes), report.notes

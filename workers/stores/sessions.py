@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from council.earlier_rounds import RoundMemory
 from council.findings import FINDING, FINDINGS, Finding
@@ -39,6 +39,10 @@ from council.report.model import CouncilReport
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps
+
+HEARD = "heard:"
+"""Prefix of the ``session:{s}:reviewed`` fields that hold, per reviewer, the head of the
+last completed round it was heard in full in (``heard:hawk`` → sha)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ class Reviewed(BaseModel):
     run: str
     head: str
     settled_ms: int = 0
+    heard: dict[str, str] = Field(default_factory=dict)
+    """Reviewer id → the head of the last completed round it was heard in full in."""
+    reviewers: tuple[str, ...] | None = None
+    """The reviewers of that run (None: written before they were kept)."""
 
 
 class Dismissal(BaseModel):
@@ -245,6 +253,9 @@ class SessionStore:
         k, s = self._keys, record.session
         if memory.reported:
             pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
+        if memory.heard:
+            heard = {HEARD + pid: record.head for pid in memory.heard}
+            pipe.hset(k.session_reviewed(s), mapping=heard)
         if memory.still_open is None:
             return
         still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()
@@ -255,6 +266,7 @@ class SessionStore:
                 "head": record.head,
                 "settled_ms": str(now_ms),
                 "open": still,
+                "reviewers": json.dumps(list(memory.reviewers)),
             },
         )
 
@@ -266,7 +278,15 @@ class SessionStore:
         }
         if not raw.get("run") or not raw.get("head"):
             return None
-        return Reviewed(run=raw["run"], head=raw["head"], settled_ms=int(raw.get("settled_ms", 0)))
+        heard = {k.removeprefix(HEARD): v for k, v in raw.items() if k.startswith(HEARD)}
+        reviewers = tuple(json.loads(raw["reviewers"])) if raw.get("reviewers") else None
+        return Reviewed(
+            run=raw["run"],
+            head=raw["head"],
+            settled_ms=int(raw.get("settled_ms", 0)),
+            heard=heard,
+            reviewers=reviewers,
+        )
 
     def open_findings(self, session: str) -> list[Finding]:
         """The findings still open after the session's last completed run, anchored on
