@@ -5,8 +5,10 @@ code (architecture.md, "exit code from --fail-on")::
 
     0  passed     no open finding at or above the threshold
     1  tripped    at least one open finding at or above the threshold
-    3  incomplete the council could not complete; wins over 1, because a gate that
-                  only saw part of the council cannot say the change is clean
+    3  incomplete the council could not complete; wins over 4 and 1, because a gate
+                  that only saw part of the council cannot say the change is clean
+    4  waiting    a person must answer first (``[policy] confirm``); wins over 1: the
+                  findings waiting on a person may yet be dismissed
 
 Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.errors`.
 
@@ -45,6 +47,9 @@ EXIT_TRIPPED = 1
 
 EXIT_INCOMPLETE = 3
 """Exit code: the council could not complete (same code as :class:`IncompleteError`)."""
+
+EXIT_WAITING = 4
+"""Exit code: the run waits on a person's answers (``council answer``, then run again)."""
 
 INCOMPLETE_STATUSES: frozenset[str] = frozenset({"open", "judging", "cancelled", "timeout"})
 """Run statuses that mean the council did not complete: never settled, cancelled, or
@@ -168,6 +173,8 @@ def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = No
     """
     if incomplete_reasons(report, quorum):
         return EXIT_INCOMPLETE
+    if report.status == "waiting":
+        return EXIT_WAITING
     return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
 
 
@@ -196,4 +203,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
         )
     if reasons:
         return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"
+    if report.status == "waiting":
+        asked = sum(1 for a in report.asks if a.answer is None)
+        return f"gate: waiting on a person ({asked} question(s) to answer); {found} → exit {code}"
     return f"gate: {found} → exit {code}"

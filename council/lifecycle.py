@@ -24,12 +24,24 @@ open     watchdog_fired      judging | settled | partial  as worker_lost; a revi
 open     cancelled           cancelled                    what the reviewers' outcomes and
                                                           journals hold
 open     timed_out           timeout                      the same
-judging  judge_settled       settled | partial            the judge's verdicts: updates,
+judging  judge_settled       waiting | settled | partial  the judge's verdicts: updates,
                                                           new findings, "not upheld"
-judging  watchdog_fired      settled | partial            the judge's journal, as a stop
+judging  watchdog_fired      waiting | settled | partial  the judge's journal, as a stop
 judging  cancelled           cancelled                    the judge's outcome or journal
 judging  timed_out           timeout                      the same
+waiting  answered            settled | partial            the person's answers (a rejected
+                                                          finding is dismissed with their
+                                                          reason)
 ======== =================== ============================ =================================
+
+``waiting`` (a run waiting on a person): where the reviewers' (or the judge's) filing
+would settle the run, but a policy asks a person first (``[policy] confirm``: each
+finding at or above a severity must be confirmed before it may fail the gate), the run
+waits instead, with its questions in its report. The CLI prints them and exits 4; the
+run's keys get their retention (asks expire with the run). ``council answer`` records an
+answer; the next ``council review`` of the session (or ``council resume RUN``) applies
+the answers once every ask is answered (``answered``) and the run settles as it would
+have. An unanswered ask never passes the gate.
 
 ``settled`` when every participant of the step was heard in full (it answered and its
 answer was read whole; for the judge's step, the reviewers too), else ``partial``. Any
@@ -45,9 +57,6 @@ folds the dead attempt's journal (``reviewer_settled``, nothing filed twice). If
 run's deadline passes first, the waiting CLI's watchdog fires: the participant is
 settled as a stop ``worker-lost`` from its journal and the run ends ``partial``.
 
-Room for what comes next: a run waiting on a person will be the state ``waiting``
-(entered from ``open`` or ``judging`` when asks are pending; the CLI exits; an answer
-resumes it). It is one more row set in :data:`TRANSITIONS`, not a new mechanism.
 
 Source: docs/architecture.md "The run lifecycle".
 """
@@ -69,6 +78,7 @@ Event = Literal[
     "judge_settled",
     "cancelled",
     "timed_out",
+    "answered",
 ]
 """What happened to a run, as the runtime notices it."""
 
@@ -82,16 +92,29 @@ EVENTS: tuple[Event, ...] = (
     "judge_settled",
     "cancelled",
     "timed_out",
+    "answered",
 )
 
-Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge"]
+Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge", "answers"]
 """What a transition writes: the run record and identity claims; nothing; one
-participant's outcome; the reviewers' findings (a round's filing); the judge's."""
+participant's outcome; the reviewers' findings (a round's filing); the judge's; a
+person's answers."""
 
 FINAL: frozenset[RunStatus] = frozenset({"settled", "partial", "cancelled", "timeout"})
 """States a run never leaves: its report is stored, its keys expire."""
 
-STATES: tuple[RunStatus, ...] = ("open", "judging", "settled", "partial", "cancelled", "timeout")
+STATES: tuple[RunStatus, ...] = (
+    "open",
+    "judging",
+    "waiting",
+    "settled",
+    "partial",
+    "cancelled",
+    "timeout",
+)
+
+PARKED: frozenset[RunStatus] = FINAL | {"waiting"}
+"""States in which no worker works on the run: its keys get their retention TTL."""
 
 Whole = Literal["whole", "in part"]
 """Whether every participant of the step was heard in full."""
@@ -104,13 +127,14 @@ class Rule:
     """One row of the table: ``source`` + ``event`` → a target, and what it files.
 
     ``target`` is a state, or ``"heard"`` (settled or partial, by who was heard in
-    full), or ``"judge-or-heard"`` (``judging`` when the roster has a judge, else as
-    ``"heard"``).
+    full), or ``"ask-or-heard"`` (``waiting`` when a person must be asked first, else as
+    ``"heard"``), or ``"judge-or-heard"`` (``judging`` when the roster has a judge, else
+    as ``"ask-or-heard"``).
     """
 
     source: RunStatus | None
     event: Event
-    target: RunStatus | Literal["heard", "judge-or-heard"]
+    target: RunStatus | Literal["heard", "ask-or-heard", "judge-or-heard"]
     files: Filing
 
 
@@ -123,10 +147,11 @@ TRANSITIONS: tuple[Rule, ...] = (
     Rule("open", "watchdog_fired", "judge-or-heard", "reviewers"),
     Rule("open", "cancelled", "cancelled", "reviewers"),
     Rule("open", "timed_out", "timeout", "reviewers"),
-    Rule("judging", "judge_settled", "heard", "judge"),
-    Rule("judging", "watchdog_fired", "heard", "judge"),
+    Rule("judging", "judge_settled", "ask-or-heard", "judge"),
+    Rule("judging", "watchdog_fired", "ask-or-heard", "judge"),
     Rule("judging", "cancelled", "cancelled", "judge"),
     Rule("judging", "timed_out", "timeout", "judge"),
+    Rule("waiting", "answered", "heard", "answers"),
 )
 """Every allowed transition; any pair not here is refused."""
 
@@ -144,8 +169,14 @@ class Transition:
 
     @property
     def final(self) -> bool:
-        """Whether the run ends here (its report is final, its keys get their TTL)."""
+        """Whether the run ends here (its report is final)."""
         return self.target in FINAL
+
+    @property
+    def parks(self) -> bool:
+        """Whether no worker works on the run after it (final, or waiting on a person):
+        its keys get their retention TTL and it leaves the session's open runs."""
+        return self.target in PARKED
 
 
 class TransitionRefused(ValueError):
@@ -162,11 +193,17 @@ class TransitionRefused(ValueError):
 
 
 def step(
-    state: RunStatus | None, event: Event, *, judge: bool = False, whole: Whole = "whole"
+    state: RunStatus | None,
+    event: Event,
+    *,
+    judge: bool = False,
+    whole: Whole = "whole",
+    ask: bool = False,
 ) -> Transition:
     """The transition ``event`` makes from ``state``.
 
     ``judge``: the roster has a judge (the reviewers' filing then leads to ``judging``).
+    ``ask``: a person must be asked before the run may settle (it then goes ``waiting``).
     ``whole``: whether every participant of this step was heard in full (for the judge's
     step: the reviewers and the judge), which decides ``settled`` or ``partial``.
     Raises :class:`TransitionRefused` for a pair the table does not allow.
@@ -174,10 +211,13 @@ def step(
     rule = _RULES.get((state, event))
     if rule is None:
         raise TransitionRefused(state, event)
+    heard = _WHOLE_TARGET[whole]
     if rule.target == "judge-or-heard":
-        target: RunStatus = "judging" if judge else _WHOLE_TARGET[whole]
+        target: RunStatus = "judging" if judge else ("waiting" if ask else heard)
+    elif rule.target == "ask-or-heard":
+        target = "waiting" if ask else heard
     elif rule.target == "heard":
-        target = _WHOLE_TARGET[whole]
+        target = heard
     else:
         target = rule.target
     return Transition(source=state, event=event, target=target, files=rule.files)

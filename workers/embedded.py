@@ -168,7 +168,7 @@ def state_sessions(settings: Settings, *, save: bool) -> Iterator[SessionStore]:
             lock.close()
 
 
-_SESSION_TAILS = (":ledger", ":dismissed", ":reviewed")
+_SESSION_TAILS = (":ledger", ":dismissed", ":reviewed", ":waiting", ":answers")
 """Keys whose presence makes a session worth saving: a session may hold only dismissals
 (``council dismiss`` before its first review)."""
 
@@ -191,8 +191,9 @@ def save_state(client: Any, keys: Keys, path: Path) -> None:
     """Write every session's ledger, findings, id counter, reported fingerprints, last
     reviewed run and dismissals to ``path`` (atomic).
 
-    The last three were added after version 1 was first written; they are optional in
-    the file, so an older file still loads and an older council ignores them.
+    The last three, and the runs waiting on a person with the answers given to them,
+    were added after version 1 was first written; they are optional in the file, so an
+    older file still loads and an older council ignores them.
     """
     sessions: dict[str, Any] = {}
     for s in sorted(_sessions(client, keys)):
@@ -204,6 +205,8 @@ def save_state(client: Any, keys: Keys, path: Path) -> None:
             "fingerprints": _hash(client, keys.session_fingerprints(s)),
             "reviewed": _hash(client, keys.session_reviewed(s)),
             "dismissed": _hash(client, keys.session_dismissed(s)),
+            "waiting": _hash(client, keys.session_waiting(s)),
+            "answers": _hash(client, keys.session_answers(s)),
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
@@ -233,6 +236,8 @@ def load_state(client: Any, keys: Keys, path: Path) -> None:
                 ("fingerprints", keys.session_fingerprints(s)),
                 ("reviewed", keys.session_reviewed(s)),
                 ("dismissed", keys.session_dismissed(s)),
+                ("waiting", keys.session_waiting(s)),
+                ("answers", keys.session_answers(s)),
             ):
                 if v.get(name):
                     client.hset(key, mapping=dict(v[name]))

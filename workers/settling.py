@@ -18,7 +18,10 @@ from collections.abc import Callable
 
 import structlog
 
+from council.asks.confirm import confirmation_asks, waiting_report
+from council.asks.pending import PendingAsk
 from council.diff import parse_diff
+from council.diff_filter import apply_filter, parse_filter
 from council.earlier_rounds import remembered
 from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Read
@@ -101,10 +104,10 @@ def settle_run(
     if record is None:
         raise RunNotFound(run_id)
     state = rt.runs.status(run_id)
-    if is_final(state):
+    if is_final(state) or state == "waiting":
         settled = rt.runs.report(run_id)
         if settled is not None:
-            return settled
+            return settled  # a waiting run moves on only with its answers (council.resume)
     if forced is None:
         # A cancelled run settles as cancelled (or timeout) even when the consolidation,
         # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
@@ -146,6 +149,19 @@ class _Hearing:
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
         self.change = parse_diff(rt.runs.change(record.run_id))
         self.marks = session_marks(rt, record)
+        self.paths = rt.runs.paths(record.run_id)
+
+    def finish(self, report: CouncilReport) -> CouncilReport:
+        """A filed report landed on the diff, marked against the session, and filtered
+        (``--filter``, the head tree's paths: :mod:`council.diff_filter`)."""
+        marked = self.marks.apply(land(report, self.change))
+        return apply_filter(marked, self.change, parse_filter(self.record.filter), self.paths)
+
+    def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
+        """The questions ``[policy] confirm`` puts to a person before the run may settle."""
+        if self.record.confirm is None:
+            return ()
+        return confirmation_asks(report, self.record.confirm)
 
     def outcome(self, p: Participant) -> ParticipantOutcome:
         """``p``'s stored outcome, or one made from its journals: a stop with the lost
@@ -159,9 +175,7 @@ class _Hearing:
         attempts = self.rt.journals.attempts(run_id, p.id)
         shown = self.progress.get(p.id)
         unstarted = (
-            self.deadline_passed
-            and attempts == 0
-            and (shown is None or shown.state == "pending")
+            self.deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
         )
         witness = self.record.witness
         made = harvest_outcome(
@@ -193,9 +207,8 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     record = heard.record
     outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
     whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
-    transition = step(
-        "open", event, judge=heard.judge is not None, whole="whole" if whole else "in part"
-    )
+    judge = heard.judge is not None
+    plain = step("open", event, judge=judge, whole="whole" if whole else "in part")
     facts = RoundFacts(
         run_id=record.run_id,
         session=record.session,
@@ -209,19 +222,24 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     )
     settled_at = now_ms()
 
-    def build(first_id: int) -> tuple[list[Finding], CouncilReport]:
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
         filed, report = conclude_round(
             facts,
             heard.reviewers,
             outcomes,
             first_id,
-            status=transition.target,
+            status=plain.target,
             settled_ms=settled_at,
             change=heard.change,
         )
-        return filed, heard.marks.apply(land(report, heard.change))
+        report = heard.finish(report)
+        asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
+        if not asks:
+            return plain, filed, report
+        asking = step("open", event, judge=judge, whole="whole" if whole else "in part", ask=True)
+        return asking, filed, waiting_report(report, asks)
 
-    return _commit(heard, transition, build, settled_at)
+    return _commit(heard, build, settled_at)
 
 
 def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
@@ -233,37 +251,42 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
         raise RunNotFound(record.run_id)
     outcome = heard.outcome(judge)
     whole = all(p.heard_in_full for p in interim.participants) and heard_in_full(outcome)
-    transition = step("judging", event, whole="whole" if whole else "in part")
+    plain = step("judging", event, whole="whole" if whole else "in part")
     settled_at = now_ms()
 
-    def build(first_id: int) -> tuple[list[Finding], CouncilReport]:
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
         filed, report = conclude_judge(
             interim,
             judge,
             outcome,
             first_id,
-            status=transition.target,
+            status=plain.target,
             settled_ms=settled_at,
             prices=record.prices,
             change=heard.change,
         )
-        return filed, heard.marks.apply(land(report, heard.change))
+        report = heard.finish(report)
+        asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
+        if not asks:
+            return plain, filed, report
+        asking = step("judging", event, whole="whole" if whole else "in part", ask=True)
+        return asking, filed, waiting_report(report, asks)
 
-    return _commit(heard, transition, build, settled_at)
+    return _commit(heard, build, settled_at)
 
 
 def _commit(
     heard: _Hearing,
-    transition: Transition,
-    build: Callable[[int], tuple[list[Finding], CouncilReport]],
+    build: Callable[[int], tuple[Transition, list[Finding], CouncilReport]],
     now: int,
 ) -> CouncilReport:
-    """Build the filing from the session's next finding id and commit it; build again
-    when another run of the session took ids first (the store's compare-and-set)."""
+    """Build the transition and its filing from the session's next finding id and commit
+    them; build again when another run of the session took ids first (the store's
+    compare-and-set)."""
     sessions, record = heard.rt.sessions, heard.record
     while True:
         first_id = sessions.next_finding_id(record.session)
-        findings, report = build(first_id)
+        transition, findings, report = build(first_id)
         memory = remembered(report, record.quorum) if transition.final else None
         filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
         committed = sessions.commit(record, transition, filing, now)

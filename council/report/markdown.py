@@ -88,6 +88,7 @@ def render_markdown(
     level = parse_fail_on(fail_on)
     sections = [
         _title(report, level, quorum),
+        _questions(report),
         _partial(report),
         _counts(report),
         _participants(report),
@@ -108,6 +109,8 @@ def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     tripped = len(gate_tripped(report, level))
     if reasons:
         head = "## ⚠️ Council review: incomplete"
+    elif report.status == "waiting":
+        head = "## ⏸️ Council review: waiting on a person"
     elif level == "never":
         head = "## ℹ️ Council review: not gated (fail-on never)"
     elif tripped:
@@ -275,6 +278,31 @@ def _off_diff(report: CouncilReport) -> str:
     lead = "Their anchors do not land on a line the diff shows, so they cannot be line comments."
     blocks = [_finding(f, seen=f.id in seen, missed=_missed(report, f)) for f in ordered]
     return "\n\n".join(["### Not on a changed line", lead, *blocks])
+
+
+def _questions(report: CouncilReport) -> str:
+    """The questions a waiting run puts to a person, each with the command that answers
+    it (answered ones, on a settled run, with the answer given)."""
+    if not report.asks:
+        return ""
+    lines = ["### Questions for a person"]
+    for ask in report.asks:
+        lines.append("")
+        lines.append(f"- {code(ask.id)}: {inline(ask.ask.question)}")
+        if ask.answer is not None:
+            why = f" ({inline(ask.answer.reason)})" if ask.answer.reason else ""
+            lines.append(f"  answered {code(ask.answer.value)}{why}")
+            continue
+        takes = "yes|no" if ask.confirms else "VALUE"
+        command = f'council answer {ask.id} {takes} --reason "…"'
+        lines.append(f"  answer: {code(command)}")
+    if report.status == "waiting":
+        lines += [
+            "",
+            "Then run the same `council review` again (or `council resume "
+            f"{report.run_id}`): the run settles with the answers.",
+        ]
+    return "\n".join(lines)
 
 
 def _filtered(report: CouncilReport) -> str:

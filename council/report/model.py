@@ -12,13 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from council.asks.pending import PendingAsk
 from council.findings import Finding, Warning
 from council.review_result import Stop, Usage
 
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
 
-RunStatus = Literal["open", "judging", "settled", "partial", "cancelled", "timeout"]
+RunStatus = Literal["open", "judging", "waiting", "settled", "partial", "cancelled", "timeout"]
 ParticipantState = Literal["pending", "running", "answered", "stopped", "failed"]
 
 
@@ -99,6 +100,11 @@ class CouncilReport(BaseModel):
     notes: tuple[str, ...] = ()
     created_ms: int = 0
     settled_ms: int | None = None
+    asks: tuple[PendingAsk, ...] = ()
+    """The questions the run waits on (or waited on, with their answers): a run
+    ``waiting`` settles once every one is answered (:mod:`council.asks.confirm`)."""
+    resumes_as: RunStatus | None = None
+    """For a ``waiting`` run: the status it settles as once answered."""
     filtered: dict[int, str] = Field(default_factory=dict)
     """Finding id → why ``--filter`` kept it from gating and from inline posting
     (:mod:`council.diff_filter`): listed, never dropped."""

@@ -49,7 +49,7 @@ from council.errors import RosterError
 from council.participant import Clocks, Participant, Role
 from council.roster.entries import read_participant
 from council.roster.limits import RateLimit, parse_limits
-from council.roster.values import refuse_unknown, table_at, text_list, whole
+from council.roster.values import refuse_unknown, table_at, text, text_list, whole
 
 DEFAULT_MAX_DIFF_BYTES = 1_000_000
 """The largest diff sent to reviewers, in bytes, unless ``[council] max_diff_bytes``."""
@@ -57,7 +57,19 @@ DEFAULT_MAX_DIFF_BYTES = 1_000_000
 DEFAULT_MAX_TREE_BYTES = 50 * 1024 * 1024
 """The largest packed head tree, in bytes (50 MiB), unless ``[council] max_tree_bytes``."""
 
-TABLES: tuple[str, ...] = ("council", "paths", "reviewers", "judge", "prices", "limits")
+TABLES: tuple[str, ...] = (
+    "council",
+    "paths",
+    "reviewers",
+    "judge",
+    "prices",
+    "limits",
+    "policy",
+)
+
+POLICY_KEYS: tuple[str, ...] = ("confirm",)
+"""What ``[policy]`` may set: ``confirm`` (a person confirms each finding at or above a
+severity before it may fail the gate)."""
 """The top-level tables a roster may hold."""
 
 COUNCIL_KEYS: tuple[str, ...] = (
@@ -98,6 +110,9 @@ class Roster(BaseModel):
     clocks: Clocks = Clocks()
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
+    confirm: str | None = None
+    """``[policy] confirm``: the lowest severity a person must confirm before a finding may
+    fail the gate (``critical``, ``medium``, ``minor``); None: nobody is asked."""
     quorum: int | None = None
     """How many reviewers must be heard in full; None (the default): every reviewer not
     marked ``optional`` (the gate fails closed)."""
@@ -254,4 +269,16 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         persona_dirs=_persona_dirs(round_table),
         prices=parse_prices(doc.get("prices", {}), "prices"),
         limits=parse_limits(doc.get("limits", {}), "limits"),
+        confirm=_confirm(doc.get("policy", {})),
     )
+
+
+def _confirm(value: object) -> str | None:
+    """``[policy] confirm``, checked: one of the severities, or None when absent."""
+    table = table_at(value, "policy", "Write [policy] with confirm = \"critical\"")
+    refuse_unknown(table, POLICY_KEYS, "policy")
+    fix = 'Write confirm = "critical" (or "medium", "minor"), or leave it out'
+    confirm = text(table, "confirm", "policy", fix)
+    if confirm is not None and confirm not in ("critical", "medium", "minor"):
+        raise RosterError("policy.confirm", f"unknown severity {confirm!r}", fix)
+    return confirm

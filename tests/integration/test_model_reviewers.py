@@ -239,7 +239,17 @@ def test_a_refused_key_fails_one_reviewer_and_the_gate_still_decides(
     server.script(_scenario(minor_only, HAWK_USAGE), model="gpt-hawk")
     out = tmp_path / "minor.json"
     passed = _review(
-        repo, base, roster, out, redis_url, "--fail-on", "critical", "--session", "minor"
+        repo,
+        base,
+        roster,
+        out,
+        redis_url,
+        "--fail-on",
+        "critical",
+        "--session",
+        "minor",
+        "--quorum",
+        "1",
     )
     assert passed.returncode == 0, passed.stderr
     report = json.loads(out.read_text())

@@ -29,15 +29,16 @@ ALLOWED: dict[tuple[RunStatus | None, Event], tuple[str, ...]] = {
     (None, "opened"): ("open",),
     ("open", "dispatched"): ("open",),
     ("open", "reviewer_settled"): ("open",),
-    ("open", "reviewers_settled"): ("judging", "settled", "partial"),
-    ("open", "worker_lost"): ("judging", "settled", "partial"),
-    ("open", "watchdog_fired"): ("judging", "settled", "partial"),
+    ("open", "reviewers_settled"): ("judging", "waiting", "settled", "partial"),
+    ("open", "worker_lost"): ("judging", "waiting", "settled", "partial"),
+    ("open", "watchdog_fired"): ("judging", "waiting", "settled", "partial"),
     ("open", "cancelled"): ("cancelled",),
     ("open", "timed_out"): ("timeout",),
-    ("judging", "judge_settled"): ("settled", "partial"),
-    ("judging", "watchdog_fired"): ("settled", "partial"),
+    ("judging", "judge_settled"): ("waiting", "settled", "partial"),
+    ("judging", "watchdog_fired"): ("waiting", "settled", "partial"),
     ("judging", "cancelled"): ("cancelled",),
     ("judging", "timed_out"): ("timeout",),
+    ("waiting", "answered"): ("settled", "partial"),
 }
 """The table of council/lifecycle.py's docstring, written out again by hand."""
 
@@ -46,7 +47,15 @@ EVERY_PAIR = [(state, event) for state in (None, *STATES) for event in EVENTS]
 
 def test_the_status_names_scripts_read_are_kept() -> None:
     """The states are today's status names and spellings, and the Literal lists them all."""
-    assert STATES == ("open", "judging", "settled", "partial", "cancelled", "timeout")
+    assert STATES == (
+        "open",
+        "judging",
+        "waiting",
+        "settled",
+        "partial",
+        "cancelled",
+        "timeout",
+    )
     assert set(typing.get_args(RunStatus)) == set(STATES)
     assert set(typing.get_args(Event)) == set(EVENTS)
     assert {"settled", "partial", "cancelled", "timeout"} == FINAL
@@ -61,9 +70,10 @@ def test_every_allowed_transition_reaches_its_targets(
     state: RunStatus | None, event: Event
 ) -> None:
     reached = {
-        step(state, event, judge=judge, whole=whole).target
+        step(state, event, judge=judge, whole=whole, ask=ask).target
         for judge in (False, True)
         for whole in ("whole", "in part")
+        for ask in (False, True)
     }
     assert reached == set(ALLOWED[(state, event)])
     assert allows(state, event)
@@ -96,6 +106,7 @@ def test_a_final_state_refuses_every_event() -> None:
         assert is_final(state)
         assert not any(allows(state, event) for event in EVENTS)
     assert not is_final("open") and not is_final("judging") and not is_final(None)
+    assert not is_final("waiting")
 
 
 def test_ending_names_the_forced_event() -> None:

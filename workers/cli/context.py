@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -13,6 +16,7 @@ from workers.settings import Settings
 
 if TYPE_CHECKING:
     from workers.runtime import Runtime
+    from workers.stores.sessions import SessionStore
 
 REDIS_ENV = "COUNCIL_REDIS_URL"
 """Where the Redis URL comes from unless the user passed ``--redis``."""
@@ -83,3 +87,24 @@ class CliContext:
             raise UsageProblem(str(exc)) from None
         except StoreUnavailable as exc:
             raise Incomplete(str(exc)) from None
+
+
+@contextlib.contextmanager
+def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[SessionStore]:
+    """The session store: Redis's with COUNCIL_REDIS_URL, else the embedded state file's
+    (``state``, or the default; written back when ``save``). A state file that cannot be
+    read is a usage error (exit 2)."""
+    from council.errors import ConfigurationError
+    from workers.embedded import state_sessions
+
+    if cli.distributed:
+        yield cli.runtime().sessions
+        return
+    settings = cli.settings
+    if state is not None:
+        settings = settings.model_copy(update={"state_path": state})
+    try:
+        with state_sessions(settings, save=save) as store:
+            yield store
+    except ConfigurationError as exc:
+        raise UsageProblem(str(exc)) from None

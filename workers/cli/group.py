@@ -46,6 +46,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("workers.cli.suppression", "baseline_command"),
     "publish": ("workers.cli.publish", "publish_group"),
     "ask": ("workers.cli.ask", "ask_command"),
+    "asks": ("workers.cli.answers", "asks_command"),
+    "answer": ("workers.cli.answers", "answer_command"),
+    "resume": ("workers.cli.answers", "resume_command"),
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 

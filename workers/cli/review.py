@@ -18,16 +18,23 @@ import click
 import redis
 
 from council.diff import Change
-from council.diff_filter import DEFAULT_FILTER, FILTER_MODES, apply_filter, parse_filter
+from council.diff_filter import DEFAULT_FILTER, FILTER_MODES
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
-from council.gate import DEFAULT_FAIL_ON, FAIL_ON, exit_code, gate_summary, parse_fail_on
+from council.gate import (
+    DEFAULT_FAIL_ON,
+    EXIT_WAITING,
+    FAIL_ON,
+    exit_code,
+    gate_summary,
+    parse_fail_on,
+)
 from council.ledger import Ledger, attributed_ids
 from council.participant import Participant
 from council.report.model import CouncilReport
 from council.reviewers.options import BASE_DIR
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
-from workers.cli.context import CliContext, Incomplete, UsageProblem
+from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
 from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
@@ -36,7 +43,7 @@ from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
-from workers.repository import Repository
+from workers.resume import finish
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.runs import Progress as StoredProgress
@@ -207,6 +214,7 @@ def review_command(
             baseline=baseline_path,
             exact_base=base_exact,
         )
+        _settle_waiting(cli, state, plan.session, outputs, fail_on)
         round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
     except NothingToReview as done:
         sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on))
@@ -222,7 +230,8 @@ def review_command(
             f"--quorum {quorum} asks for more answers than the roster has reviewers "
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
-    round_ = replace(round_, record=round_.record.model_copy(update={"quorum": quorum}))
+    gated = {"quorum": quorum, "filter": filter_mode, "confirm": round_.roster.confirm}
+    round_ = replace(round_, record=round_.record.model_copy(update=gated))
     for note in round_.notes:
         click.echo(f"council: note: {note}", err=True)
     show = Progress.for_stream(sys.stderr) if progress else None
@@ -245,12 +254,44 @@ def review_command(
     finally:
         if show is not None:
             show.close()
-    tree = Repository(repo).tree_paths(round_.record.head)
-    report = apply_filter(report, change, parse_filter(filter_mode), tree)
     emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=quorum))
+
+
+def _settle_waiting(
+    cli: CliContext, state: Path | None, session: str, outputs: Any, fail_on: str
+) -> None:
+    """Before a new round: a run of the session waiting on a person settles now when
+    every question is answered (its report is the output), or the review stops at it
+    again (exit 4: an unanswered ask never passes the gate). Returns when none waits."""
+    with session_store(cli, state, save=True) as sessions:
+        waiting = sessions.waiting(session)
+        if not waiting:
+            return
+        parked = waiting[0]
+        report = finish(sessions, parked)
+    record = parked.record
+    threshold = parse_fail_on(fail_on)
+    if report is None:
+        left = len([a for a in parked.report.asks if a.answer is None])
+        click.echo(
+            f"council: run {record.run_id} of this session waits on a person ({left} "
+            "question(s)); answer them (council asks lists them), then run this again",
+            err=True,
+        )
+        emit(parked.report, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
+        click.echo(gate_summary(parked.report, threshold, record.quorum), err=True)
+        sys.exit(EXIT_WAITING)
+    click.echo(
+        f"council: run {record.run_id} waited on a person and every question is answered: "
+        "it settles now with the answers; run this again to review later commits",
+        err=True,
+    )
+    emit(report, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
+    click.echo(gate_summary(report, threshold, record.quorum), err=True)
+    sys.exit(exit_code(report, threshold, quorum=record.quorum))
 
 
 def _abandoned(run_id: str, mode: str) -> str:

@@ -223,6 +223,7 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
         baseline=plan.baseline.text,
         ttl_s=rt.settings.run_retention_s,
         carry=plan.since.since is not None,
+        paths=repository.tree_paths(record.head),
     )
     if plan.since.since is None:
         return round_.change

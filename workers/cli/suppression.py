@@ -14,9 +14,8 @@ Source: issue "CI outputs that forges accept"; :mod:`council.baseline`.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +28,8 @@ from council.findings import Finding
 from council.fingerprint import fingerprint
 from council.report import read_json
 from council.report.jsonreport import UnreadableReport
-from workers.cli.context import CliContext, UsageProblem
+from workers.cli.context import CliContext, UsageProblem, session_store
 from workers.clock import now_ms
-from workers.embedded import state_sessions
 from workers.repository import Repository
 from workers.stores.sessions import SessionStore
 
@@ -92,7 +90,7 @@ def dismiss_command(
     if not reason.strip():
         raise UsageProblem("--reason must say why (it is shown in every later report)")
     key = _session_key(session, repo, head)
-    with _store(cli, state, save=True) as store:
+    with session_store(cli, state, save=True) as store:
         value, found = _resolve(store, key, finding)
         added = store.dismiss(key, value, reason.strip(), now_ms())
         reported = value in store.fingerprints(key)
@@ -196,7 +194,7 @@ def _latest_run(
     → reason for each finding dismissed in the session (its reason carries into the
     baseline instead of the generic --reason)."""
     key = _session_key(session, repo, head)
-    with _store(cli, state, save=False) as store:
+    with session_store(cli, state, save=False) as store:
         reviewed = store.reviewed(key)
         if reviewed is None:
             raise UsageProblem(
@@ -244,20 +242,3 @@ def _session_key(session: str | None, repo: Path, head: str) -> str:
         return Repository(repo).default_session_key(head)
     except ConfigurationError as exc:
         raise UsageProblem(f"{exc} (or pass --session KEY)") from None
-
-
-@contextlib.contextmanager
-def _store(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[SessionStore]:
-    """The session store: Redis's with COUNCIL_REDIS_URL, else the embedded state file's
-    (written back when ``save``)."""
-    if cli.distributed:
-        yield cli.runtime().sessions
-        return
-    settings = cli.settings
-    if state is not None:
-        settings = settings.model_copy(update={"state_path": state})
-    try:
-        with state_sessions(settings, save=save) as store:
-            yield store
-    except ConfigurationError as exc:
-        raise UsageProblem(str(exc)) from None

@@ -64,6 +64,21 @@ class Keys:
         are carried into its report; absent otherwise."""
         return f"{self.prefix}run:{run_id}:carry"
 
+    def run_paths(self, run_id: str) -> str:
+        """String: the head tree's file paths, NUL-separated (``--filter`` tells a
+        model's invented path from a real unchanged file by them); absent when the tree
+        was too large to list."""
+        return f"{self.prefix}run:{run_id}:paths"
+
+    def session_waiting(self, session: str) -> str:
+        """Hash: run id → the run waiting on a person (its record, its report with the
+        questions): what ``council review`` or ``council resume`` finishes once answered."""
+        return f"{self.prefix}session:{session}:waiting"
+
+    def session_answers(self, session: str) -> str:
+        """Hash: ask id → the person's answer (JSON), kept until its run is finished."""
+        return f"{self.prefix}session:{session}:answers"
+
     def run_tree(self, run_id: str) -> str:
         """String: the head commit's tree, ``git archive`` tar.gz bytes."""
         return f"{self.prefix}run:{run_id}:tree"
@@ -211,4 +226,6 @@ class Keys:
             self.session_fingerprints(session),
             self.session_reviewed(session),
             self.session_dismissed(session),
+            self.session_waiting(session),
+            self.session_answers(session),
         ]

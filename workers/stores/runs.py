@@ -21,7 +21,7 @@ Source: architecture.md "State in Redis", "Messages"; celery.md §1.8.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,6 +96,12 @@ class RunRecord(BaseModel):
     created_ms: int = 0
     deadline_ms: int = 0
     protocol: int = PROTOCOL
+    filter: str = "added"
+    """The ``--filter`` mode the round's findings are gated with
+    (:mod:`council.diff_filter`); applied when the run settles."""
+    confirm: str | None = None
+    """``[policy] confirm``: the lowest severity a person must confirm before a finding
+    may fail the gate (None: nobody is asked)."""
     quorum: int | None = Field(default=1, ge=0)
     """Reviewers that must be heard in full for the round to count as a review of its
     head (``--quorum``, else the roster's); None: every reviewer not marked optional (the
@@ -205,6 +211,7 @@ class RunStore:
         baseline: str | None,
         ttl_s: int,
         carry: bool = False,
+        paths: Collection[str] | None = None,
     ) -> None:
         """Store what settling marks the round with: the interdiff since the session's
         last reviewed head, the trusted baseline text (each absent when None), and
@@ -223,12 +230,24 @@ class RunStore:
             pipe.set(k.run_baseline(run_id), baseline.encode("utf-8"), ex=ttl_s)
         if carry:
             pipe.set(k.run_carry(run_id), b"1", ex=ttl_s)
+        if paths is not None:
+            joined = "\0".join(sorted(paths)).encode("utf-8", "surrogateescape")
+            pipe.set(k.run_paths(run_id), joined, ex=ttl_s)
         pipe.execute()
 
     def carry(self, run_id: str) -> bool:
         """Whether the run carries the earlier findings it does not touch (see
         :meth:`put_session_inputs`)."""
         return bool(self._r.exists(self._keys.run_carry(run_id)))
+
+    def paths(self, run_id: str) -> frozenset[str] | None:
+        """The head tree's file paths (see :meth:`put_session_inputs`), None when not
+        stored."""
+        raw = self._r.get(self._keys.run_paths(run_id))
+        if raw is None:
+            return None
+        text = raw.decode("utf-8", errors="surrogateescape")
+        return frozenset(p for p in text.split("\0") if p)
 
     def since(self, run_id: str) -> str | None:
         """The interdiff since the session's last reviewed head, None when unknown."""

@@ -24,12 +24,13 @@ ledger", harvest.md §8.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
+from council.asks.pending import Answer
 from council.earlier_rounds import RoundMemory
 from council.findings import FINDING, FINDINGS, Finding
 from council.ledger import Ledger, attributed_ids
@@ -53,12 +54,18 @@ class Filing:
     :meth:`SessionStore.next_finding_id` said), and earlier ones of this run updated in
     place (a judge's restatements); ``report``: the run's report after the transition;
     ``memory``: for a completed round, what the session keeps of it (None otherwise).
+    A transition to ``waiting`` also keeps the run's record and report in the session
+    (``session:{s}:waiting``), so it can be finished once answered, in any process; the
+    transition out of ``waiting`` removes them and the answers.
     """
 
     first_id: int
     findings: Sequence[Finding]
     report: CouncilReport
     memory: RoundMemory | None = None
+    dismissals: Mapping[str, str] = field(default_factory=dict)
+    """Content fingerprint → reason: findings a person rejected when asked (recorded as
+    the session's dismissals, so later rounds keep them dismissed)."""
 
 
 _EXPIRE_ALL = """
@@ -69,6 +76,16 @@ return #KEYS
 """
 """KEYS: the keys to expire; ARGV: the TTL in seconds. One command for a run's thousands
 of keys (a pipelined EXPIRE each cost 21 ms of a 500-participant settle, py-spy)."""
+
+
+class Waiting(BaseModel):
+    """A run waiting on a person, as its session keeps it: its record and its report
+    (the questions in ``report.asks``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: RunRecord
+    report: CouncilReport
 
 
 class Reviewed(BaseModel):
@@ -212,11 +229,13 @@ class SessionStore:
                     }
                     if transition.final:
                         fields["settled_ms"] = str(now_ms)
+                    if transition.parks:
                         pipe.hdel(k.session_open(s), rid)
                     if filing.memory is not None:
                         self._remember_round(pipe, record, filing.memory, now_ms)
+                    self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
-                    if transition.final:
+                    if transition.parks:
                         expiring = k.run_keys(rid, everyone, attempts)
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
                     for key in k.session_keys(s):
@@ -225,6 +244,59 @@ class SessionStore:
                     return filing.report
                 except redis.WatchError:
                     continue
+
+    def _wait_or_finish(
+        self,
+        pipe: redis.client.Pipeline,
+        record: RunRecord,
+        transition: Transition,
+        filing: Filing,
+        now_ms: int,
+    ) -> None:
+        """Queue what a run waiting on a person keeps in its session (entering
+        ``waiting``), or drop it with its answers and record the person's dismissals
+        (leaving it)."""
+        k, s, rid = self._keys, record.session, record.run_id
+        if transition.target == "waiting":
+            parked = Waiting(record=record, report=filing.report)
+            pipe.hset(k.session_waiting(s), rid, parked.model_dump_json(exclude_none=True))
+        elif transition.source == "waiting":
+            pipe.hdel(k.session_waiting(s), rid)
+            asked = [a.id for a in filing.report.asks]
+            if asked:
+                pipe.hdel(k.session_answers(s), *asked)
+        for print_, reason in filing.dismissals.items():
+            value = Dismissal(reason=reason, dismissed_ms=now_ms).model_dump_json()
+            pipe.hset(k.session_dismissed(s), print_, value)
+
+    def waiting_sessions(self) -> list[str]:
+        """Every session with a run waiting on a person (a SCAN over the session keys:
+        for ``council asks`` and ``council answer ASK``, which are given no session)."""
+        marker, tail = f"{self._keys.prefix}session:", ":waiting"
+        found = {
+            raw.decode()[len(marker) : -len(tail)]
+            for raw in self._r.scan_iter(match=f"{marker}*{tail}", count=1000)
+        }
+        return sorted(found)
+
+    def waiting(self, session: str) -> list[Waiting]:
+        """The session's runs waiting on a person, oldest first."""
+        raw = self._r.hvals(self._keys.session_waiting(session))
+        parked = [Waiting.model_validate_json(v) for v in raw]
+        return sorted(parked, key=lambda w: (w.record.created_ms, w.record.run_id))
+
+    def answers(self, session: str) -> dict[str, Answer]:
+        """The answers people gave to the session's pending asks (ask id → answer)."""
+        raw = self._r.hgetall(self._keys.session_answers(session))
+        return {key.decode(): Answer.model_validate_json(value) for key, value in raw.items()}
+
+    def answer(self, session: str, ask: str, answer: Answer) -> None:
+        """Record ``answer`` to ``ask`` (a later answer replaces an earlier one)."""
+        key = self._keys.session_answers(session)
+        with self._r.pipeline() as pipe:
+            pipe.hset(key, ask, answer.model_dump_json(exclude_none=True))
+            pipe.expire(key, self._session_ttl)
+            pipe.execute()
 
     def _file(self, pipe: redis.client.Pipeline, record: RunRecord, filing: Filing) -> None:
         """Queue the filing's findings: new ids issued, findings written, raisers noted

@@ -1,0 +1,96 @@
+"""[policy] confirm = "critical": a person confirms each critical finding before it may
+fail the gate. The run waits (exit 4), `council answer` answers, the next `council
+review` of the session settles it: "no" dismisses with the person's reason (exit 0),
+"yes" lets it gate (exit 1). Embedded mode, the state file keeping the waiting run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from council.lifecycle import step
+from tests.unit.test_cli_review import ROUND, answer, review, reviewer, roster
+from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
+from workers.cli import main
+
+CRITICAL = {
+    "subject": "divides by zero",
+    "label": "issue",
+    "severity": "critical",
+    "location": {"kind": "line", "file": "app.py", "line": 2},
+}
+
+
+def _roster(tmp_path: Path) -> Path:
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL))
+    return roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+
+
+def _cli(state: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, [*args, "--state", str(state)])
+
+
+def _asks(state: Path) -> list[dict[str, Any]]:
+    listed = _cli(state, "asks", "--json")
+    assert listed.exit_code == 0, listed.output
+    out: list[dict[str, Any]] = json.loads(listed.stdout)
+    return out
+
+
+def test_a_critical_finding_waits_for_a_person_who_rejects_it(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+) -> None:
+    state, rp = tmp_path / "state.json", _roster(tmp_path)
+    first = review(repo, state, roster_path=rp)
+    assert first.exit_code == 4, first.output
+    assert "waiting on a person" in first.stdout and "council answer ask_" in first.stdout
+    (ask,) = _asks(state)
+    assert ask["component"]["component_id"] == "confirm-finding"
+    assert ask["component"]["props"]["finding"]["subject"] == "divides by zero"
+    still = review(repo, state, roster_path=rp)
+    assert still.exit_code == 4, "an unanswered ask never passes the gate"
+    refused = _cli(state, "answer", ask["id"], "maybe")
+    assert refused.exit_code == 2 and "yes or no" in refused.output
+    said = _cli(state, "answer", ask["id"], "no", "--reason", "false positive: y is never 0")
+    assert said.exit_code == 0, said.output
+    assert _asks(state) == []
+    out = tmp_path / "r.json"
+    settled = review(repo, state, "--json", str(out), roster_path=rp)
+    assert settled.exit_code == 0, settled.output
+    report = json.loads(out.read_text())
+    assert report["status"] == "settled"
+    (suppression,) = report["suppressed"].values()
+    assert suppression == {"source": "dismissed", "reason": "false positive: y is never 0"}
+    again = review(repo, state, "--json", str(out), roster_path=rp)
+    assert again.exit_code == 0, "the dismissal holds for the next round"
+
+
+def test_a_confirmed_finding_gates(tmp_path: Path, repo: Path) -> None:  # noqa: F811
+    state, rp = tmp_path / "state.json", _roster(tmp_path)
+    assert review(repo, state, roster_path=rp).exit_code == 4
+    (ask,) = _asks(state)
+    assert _cli(state, "answer", ask["id"], "yes").exit_code == 0
+    resumed = _cli(state, "resume", ask["run"])
+    assert resumed.exit_code == 1, resumed.output
+    assert "gate tripped" in resumed.stdout
+
+
+def test_an_unknown_ask_is_refused(tmp_path: Path) -> None:
+    done = _cli(tmp_path / "state.json", "answer", "ask_nope", "yes")
+    assert done.exit_code == 2 and "no run waits on an ask" in done.output
+
+
+@pytest.mark.parametrize("whole", ["whole", "in part"])
+def test_the_lifecycle_waits_only_where_it_would_settle(whole: str) -> None:
+    assert step("open", "reviewers_settled", ask=True).target == "waiting"
+    assert step("open", "reviewers_settled", judge=True, ask=True).target == "judging"
+    assert step("judging", "judge_settled", ask=True).target == "waiting"
+    assert step("open", "cancelled", ask=True).target == "cancelled"
+    resumed = step("waiting", "answered", whole=whole)  # type: ignore[arg-type]
+    assert resumed.target == ("settled" if whole == "whole" else "partial")
+    assert step("open", "reviewers_settled", ask=True).parks
