@@ -49,7 +49,9 @@ Source: architecture.md "The shape" (workers run reviewers on the pinned tree), 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import re
 import shutil
 import subprocess  # nosec B404
@@ -344,13 +346,30 @@ def _under(path: Path, roots: Iterable[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
+def _homes() -> list[Path]:
+    """The worker's home directories ($HOME and the account's), resolved."""
+    homes = [os.environ.get("HOME", "")]
+    with contextlib.suppress(KeyError):
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    return [Path(h).resolve() for h in homes if h]
+
+
+def _too_wide(path: Path) -> bool:
+    """Whether showing ``path`` would show the worker's whole home (it is the home, or
+    holds it: a Python installed with ``--prefix ~``, say)."""
+    real = path.resolve()
+    return any(real == home or real in home.parents for home in _homes())
+
+
 def _user_mounts(box: Box, needed: Sequence[Path] = ()) -> list[str]:
-    """The box's own paths (and ``needed``, read-only) as bwrap arguments, parents before
-    children (a later mount on a parent would hide a child), each path once."""
+    """The box's own paths (and ``needed``, read-only, unless one would show the whole
+    home, see :func:`_too_wide`) as bwrap arguments, parents before children (a later
+    mount on a parent would hide a child), each path once."""
     system = [Path(name) for name in SYSTEM_DIRS if os.path.isdir(name)]
     system = [path for path in system if not path.is_symlink()]
     mounts: list[tuple[str, str, str]] = []
     shown: list[Path] = [*system]
+    needed = [path for path in needed if not _too_wide(path)]
     for path in (*needed, *box.read_only, *((box.workdir,) if box.workdir else ())):
         if not os.path.lexists(path):
             continue

@@ -248,7 +248,7 @@ def test_council_record_inside_lands_in_the_journal(
     entry = {"subject": "Token is logged", "label": "issue"}
     script.write_text(
         f"#!/bin/sh\n{council} record --json '{json.dumps(entry)}' || exit 9\n"
-        'echo \'{"findings": []}\'\n'
+        "echo '{\"findings\": []}'\n"
     )
     script.chmod(0o755)
     participant = Participant(
