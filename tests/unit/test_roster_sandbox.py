@@ -11,13 +11,17 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import fakeredis
 import pytest
 
 from council.errors import RosterError
+from council.participant import Participant
 from council.roster import parse_roster
 from workers.base_args import repository_path
 from workers.request import sandbox_policy
 from workers.settings import Settings
+from workers.stores.keys import Keys
+from workers.stores.runs import RunStore
 from workers.trees import TreeCache
 
 HEAD = "[council]\nbackstop_ms = 60000\n"
@@ -160,3 +164,19 @@ def test_each_run_has_a_private_directory(tmp_path: Path) -> None:
     assert program.parent.parent == one and stat.S_IMODE(program.stat().st_mode) == 0o755
     assert list(files) == [0] and files[0].name == "rev.py" and one in files[0].parents
     assert stat.S_IMODE(files[0].stat().st_mode) == 0o644
+
+
+def test_args_files_travel_with_the_run_and_expire_with_it() -> None:
+    """Stored with the run's inputs, read by one review and by a batch (same round
+    trip), and listed among the run's keys for expiry."""
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    runs = RunStore(client, Keys("council:"))
+    people = [
+        Participant(id=pid, backend="command", options={"program": "python3", "args": ["a.py"]})
+        for pid in ("lint", "rev")
+    ]
+    files = {"rev": {"0:755:tools/rev.py": b"print(1)\n"}}
+    runs.put_inputs("r1", people, {"lint": "p", "rev": "p"}, None, {}, arg_files=files)
+    assert runs.arg_files("r1", "rev") == files["rev"] and runs.arg_files("r1", "lint") == {}
+    assert runs.batch_inputs("r1", ["lint", "rev"]).arg_files == files
+    assert "council:run:r1:args:rev" in Keys("council:").run_keys("r1", ["rev"], {})

@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -430,3 +431,25 @@ def test_clean_path_drops_relative_entries_and_the_tree(tmp_path: Path) -> None:
     assert clean_path(f":bin:./x:/usr/bin:{tree}:{tree}/bin:/usr/bin:/opt/t", tree) == (
         "/usr/bin:/opt/t"
     )
+
+
+@needs_bwrap
+def test_a_program_busy_for_a_moment_starts_once_its_writer_closes(tree: Path) -> None:
+    """bwrap's own exec of a program still open for writing fails "Text file busy" (as
+    after another thread's fork); the runner tries again, as it does unsandboxed."""
+    script = tree.parent / "reviewer.sh"
+    script.write_text("#!/bin/sh\necho started\n")
+    script.chmod(0o755)
+    writer = os.open(script, os.O_WRONLY)
+    closer = threading.Timer(0.15, os.close, args=(writer,))
+    closer.start()
+    participant = Participant(
+        id="p", backend="command", clocks=CLOCKS, options={"program": str(script)}
+    )
+    request = ReviewRequest(
+        participant=participant, prompt="", journal=Sink(), workdir=tree, sandbox=SandboxPolicy()
+    )
+    result = review(request)
+    closer.join()
+    assert result.failure is None, result.failure
+    assert result.answer == "started\n"
