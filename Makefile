@@ -48,7 +48,8 @@ bubblewrap:
 	    echo "installing bubblewrap from Debian's packages"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 	  else \
-	    echo "bubblewrap is missing: install it with 'sudo apt-get install bubblewrap' (Debian/Ubuntu); the sandbox tests are skipped without it (outside CI)"; \
+	    echo "bubblewrap is missing: install it with 'sudo apt-get install bubblewrap'"; \
+	    echo "(Debian/Ubuntu); outside CI the sandbox tests are skipped without it"; \
 	  fi; }
 
 clean:
