@@ -149,15 +149,17 @@ def sandbox_policy(settings: Settings, mode: str) -> SandboxPolicy:
 
 
 def sandbox_outlook(
-    settings: Settings, mode: str, participants: Sequence[Participant]
+    settings: Settings, mode: str, participants: Sequence[Participant], *, ran: bool = True
 ) -> tuple[str | None, str | None]:
     """What the CLI tells about sandboxing before an embedded run: ``(note, warning)``.
 
     Only in embedded mode (a distributed run's programs run on workers, which decide
     there), only when ``participants`` run programs and bubblewrap cannot run here. The
-    note (for the run's notes: the report says it in its first lines) when the programs
-    will run unsandboxed; the warning when they will fail instead (CI, or the roster's
-    ``sandbox = "required"``). ``(None, None)`` otherwise.
+    note when the programs will run unsandboxed: for the run's notes (the report says it
+    in its first lines), beginning with :data:`~council.report.model.UNSANDBOXED`, or
+    with ``ran`` False in the future tense (``council check``). The warning when they
+    will fail instead (CI, or the roster's ``sandbox = "required"``). ``(None, None)``
+    otherwise.
     """
     programs = [p.id for p in participants if p.backend in ("command", "sarif")]
     if mode != "embedded" or not programs:
@@ -173,8 +175,9 @@ def sandbox_outlook(
         return None, (
             f"reviewer programs ({who}) will fail: they run only in a sandbox {why}, and {trouble}"
         )
+    said = UNSANDBOXED if ran else "reviewer programs will run WITHOUT a sandbox"
     return (
-        f"{UNSANDBOXED} ({who}): {trouble}. The change under review could read this "
+        f"{said} ({who}): {trouble}. The change under review could read this "
         f"machine's files through them, and this process's environment in /proc (their "
         f'own is an allowlist). Set sandbox = "required" in the roster\'s [council] '
         f"table to refuse instead."

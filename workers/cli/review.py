@@ -405,7 +405,9 @@ def check_command(
     problems, warnings = _runnable(round_, mode)
     if problems:
         raise UsageProblem(_cannot_run(problems))
-    round_ = _with_sandbox_note(round_, settings, mode)
+    everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
+    unsandboxed, failing = sandbox_outlook(settings, mode, everyone, ran=False)
+    warnings += [w for w in (unsandboxed, failing) if w is not None]
     ledger, attributed = _ledger_for(cli, settings, round_.record.session)
     try:
         ledger.claim_round(round_.roster.claims(), attributed)
