@@ -12,7 +12,7 @@ Source: identity-and-clocks.md "Participant" (every refusal names the field path
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -128,20 +128,21 @@ _NEVER_PASSED: dict[str, str] = {
 }
 
 
-def check_env_names(names: object, where: str, keys: Sequence[str] = ()) -> list[str]:
+def check_env_names(names: object, where: str) -> list[str]:
     """A program reviewer's ``env``: names of the worker's variables passed on, checked.
 
     Each is a variable name (letters, digits, ``_``, not starting with a digit). Refused,
     with a :class:`RosterError` at ``{where}.env`` saying why: a provider's key
-    (:data:`PROVIDER_KEYS`, the defaults of ``api_key_env``, and ``keys``: what the
-    roster's model reviewers name in ``api_key_env``), ``COUNCIL_REDIS_URL`` and every
-    other ``COUNCIL_`` setting, and ``PATH``/``HOME``/``TMPDIR`` (council sets them).
-    Why: the program reads the change under review, which comes from anyone.
+    (:data:`PROVIDER_KEYS` and the defaults of ``api_key_env``; the roster reader also
+    refuses what the roster's model reviewers name in ``api_key_env``),
+    ``COUNCIL_REDIS_URL`` and every other ``COUNCIL_`` setting, and
+    ``PATH``/``HOME``/``TMPDIR`` (council sets them). Why: the program reads the change
+    under review, which comes from anyone.
     """
     fix = 'List the variables the program needs, e.g. env = ["SSL_CERT_FILE"]'
     if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
         raise RosterError(f"{where}.env", "not a list of variable names", fix)
-    secret = {*PROVIDER_KEYS, *DEFAULT_KEY_ENV.values(), *keys}
+    secret = {*PROVIDER_KEYS, *DEFAULT_KEY_ENV.values()}
     for name in names:
         why: str | None = None
         if not _ENV_NAME.fullmatch(name):
