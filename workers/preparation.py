@@ -4,9 +4,9 @@ The reads come first, in the design's order (architecture.md "The shape"): the r
 TRUSTED roster, from the base ref, never the head under review; the filtered change; the
 programs and persona charters the roster names (trusted like it, so read where it is:
 :mod:`workers.trusted`) and the base files its ``args`` name (:mod:`workers.base_args`);
-the head tree. Then :mod:`council.lineup` builds the round from
-what was read, purely. Nothing is sent: :func:`prepare` returns a :class:`Round`, which
-:mod:`workers.dispatch` opens and sends and :mod:`workers.waiting` waits for.
+the head tree. Then :mod:`council.lineup` builds the round from what was read, purely.
+Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.dispatch`
+opens and sends and :mod:`workers.waiting` waits for.
 """
 
 from __future__ import annotations
