@@ -5,9 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit lint bench redis-server clean
+.PHONY: test unit lint bench redis-server bubblewrap clean
 
-test: $(STAMP) redis-server
+test: $(STAMP) redis-server bubblewrap
 	$(PY) -m pytest
 
 unit: $(STAMP)
@@ -38,6 +38,18 @@ redis-server:
 	  else \
 	    echo "redis-server is missing: install it with 'sudo apt-get install redis-server' (Debian/Ubuntu) or 'brew install redis' (macOS)"; \
 	    exit 1; \
+	  fi; }
+
+# Reviewer programs run in bubblewrap's sandbox (Debian's package bubblewrap); the sandbox
+# tests run the real one.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "bubblewrap is missing: install it with 'sudo apt-get install bubblewrap'"; \
+	    echo "(Debian/Ubuntu); outside CI the sandbox tests are skipped without it"; \
 	  fi; }
 
 clean:

@@ -214,6 +214,7 @@ def _prepare(
                 now.attempt,
                 cancel,
                 inputs.programs.get(p.id),
+                inputs.arg_files.get(p.id),
             )
         except Exception as exc:
             return crashed(exc, started)

@@ -74,7 +74,7 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
     """Store what the run's tasks read by key (architecture.md "Messages": a message
     carries ids, never megabytes of diff): every participant (the judge too), the
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
-    the base-tree programs and the diff."""
+    the base-tree programs and the files ``args`` name, and the diff."""
     judge = round_.judge
     rt.runs.put_inputs(
         round_.record.run_id,
@@ -88,6 +88,7 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
             if judge is not None and round_.judge_persona is not None
             else {}
         ),
+        arg_files=round_.arg_files,
     )
 
 

@@ -3,9 +3,10 @@
 The reads come first, in the design's order (architecture.md "The shape"): the refs; the
 TRUSTED roster, from the base ref, never the head under review; the filtered change; the
 programs and persona charters the roster names (trusted like it, so read where it is:
-:mod:`workers.trusted`); the head tree. Then :mod:`council.lineup` builds the round from
-what was read, purely. Nothing is sent: :func:`prepare` returns a :class:`Round`, which
-:mod:`workers.dispatch` opens and sends and :mod:`workers.waiting` waits for.
+:mod:`workers.trusted`) and the base files its ``args`` name (:mod:`workers.base_args`);
+the head tree. Then :mod:`council.lineup` builds the round from what was read, purely.
+Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.dispatch`
+opens and sends and :mod:`workers.waiting` waits for.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from council.participant import Participant
 from council.prompt import change_notes
 from council.reviewers import check_options
 from council.roster import Roster
+from workers.base_args import base_arg_files
 from workers.clock import now_ms
 from workers.repository import Repository
 from workers.settings import Settings
@@ -54,7 +56,8 @@ class Round:
 
     ``participants`` are the reviewers in roster order; ``prompts`` maps each reviewer's
     id to its whole prompt; ``programs`` maps a participant id to the bytes of the
-    relative program read for it; ``tree`` is the packed head tree (tar.gz, None when
+    relative program read for it, ``arg_files`` to the base-tree files its ``args`` name
+    (:mod:`workers.base_args`); ``tree`` is the packed head tree (tar.gz, None when
     the round has none). ``judge_persona`` is the judge's charter body (None: no judge,
     or a judge without a persona): the judge's prompt is built only once the reviewers
     are filed, and this travels with the run's inputs until then.
@@ -70,6 +73,7 @@ class Round:
     notes: tuple[str, ...] = field(default=())
     judge: Participant | None = None
     judge_persona: str | None = None
+    arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -114,6 +118,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     lineup = line_up(roster, _replay_base_dir(options, repo))
     _check_options(lineup)
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
+    arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
     tree = repo.archive(refs.head, settings.max_tree_bytes or roster.max_tree_bytes)
     notes = _with_new(
@@ -132,6 +137,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         notes=tuple(notes),
         judge=judge,
         judge_persona=personas.get(judge.id) if judge is not None else None,
+        arg_files=arg_files,
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +28,13 @@ import structlog
 
 from council.diff import added_lines, parse_diff
 from council.participant import Participant
+from council.report.model import UNSANDBOXED
 from council.reviewers import key_env
 from council.reviewers.base import ReviewRequest
+from council.reviewers.options import SANDBOX_OPTION
+from council.reviewers.sandbox import Bubblewrap, SandboxPolicy
 from workers.runtime import Runtime
+from workers.settings import Settings
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.runs import RunRecord
 
@@ -83,23 +87,29 @@ def build_request(
     attempt: int,
     cancel: threading.Event,
     program: bytes | None,
+    arg_files: Mapping[str, bytes] | None = None,
 ) -> ReviewRequest:
     """One participant's request for attempt number ``attempt`` of its review.
 
     ``program`` is the base-tree program the coordinator stored for it (None: the
-    roster's ``program`` is used as given); it is written under the run's directory.
-    ``cancel`` is set when the run is cancelled. Raises ``OSError`` when the program
-    cannot be written.
+    roster's ``program`` is used as given); ``arg_files`` the base-tree files its
+    ``args`` name (see :mod:`workers.base_args`); both are written under the run's
+    private directory. ``cancel`` is set when the run is cancelled. The sandbox policy
+    comes from the worker's settings (:func:`sandbox_policy`). Raises ``OSError`` when a
+    file cannot be written.
     """
     record = share.record
     run_id = record.run_id
     path = rt.trees.program(run_id, participant.id, program) if program is not None else None
+    args = rt.trees.arg_files(run_id, participant.id, arg_files) if arg_files else {}
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
         journal=RedisJournal(rt, run_id, participant.id, attempt),
         workdir=share.workdir,
         program=path,
+        arg_files=args,
+        sandbox=sandbox_policy(rt.settings, record.mode),
         env={
             "COUNCIL_RUN": run_id,
             "COUNCIL_PARTICIPANT": participant.id,
@@ -122,6 +132,56 @@ def build_request(
         witness=record.witness,
         events=_log_event,
     )
+
+
+def sandbox_policy(settings: Settings, mode: str) -> SandboxPolicy:
+    """How this worker confines reviewer programs: bubblewrap (``COUNCIL_BWRAP``), and
+    whether a program may run unsandboxed where bubblewrap cannot run: never in CI
+    (``CI`` set) nor on a distributed worker (``mode`` is the run's, ``distributed`` or
+    ``embedded``); in embedded mode elsewhere it may, with a note (a laptop reviewing its
+    own repository), unless the roster says ``sandbox = "required"``."""
+    required = None
+    if settings.in_ci:
+        required = "in CI (CI is set)"
+    elif mode == "distributed" or settings.redis_url is not None:
+        required = "on a distributed worker"
+    return SandboxPolicy(bwrap=settings.bwrap, required=required)
+
+
+def sandbox_outlook(
+    settings: Settings, mode: str, participants: Sequence[Participant], *, ran: bool = True
+) -> tuple[str | None, str | None]:
+    """What the CLI tells about sandboxing before an embedded run: ``(note, warning)``.
+
+    Only in embedded mode (a distributed run's programs run on workers, which decide
+    there), only when ``participants`` run programs and bubblewrap cannot run here. The
+    note when the programs will run unsandboxed: for the run's notes (the report says it
+    in its first lines), beginning with :data:`~council.report.model.UNSANDBOXED`, or
+    with ``ran`` False in the future tense (``council check``). The warning when they
+    will fail instead (CI, or the roster's ``sandbox = "required"``). ``(None, None)``
+    otherwise.
+    """
+    programs = [p.id for p in participants if p.backend in ("command", "sarif")]
+    if mode != "embedded" or not programs:
+        return None, None
+    trouble = Bubblewrap(settings.bwrap).trouble()
+    if trouble is None:
+        return None, None
+    who = ", ".join(programs)
+    policy = sandbox_policy(settings, mode)
+    required = any(p.options.get(SANDBOX_OPTION) == "required" for p in participants)
+    if policy.required is not None or required:
+        why = policy.required or 'as the roster says sandbox = "required"'
+        return None, (
+            f"reviewer programs ({who}) will fail: they run only in a sandbox {why}, and {trouble}"
+        )
+    said = UNSANDBOXED if ran else "reviewer programs will run WITHOUT a sandbox"
+    return (
+        f"{said} ({who}): {trouble}. The change under review could read this "
+        f"machine's files through them, and this process's environment in /proc (their "
+        f'own is an allowlist). Set sandbox = "required" in the roster\'s [council] '
+        f"table to refuse instead."
+    ), None
 
 
 def _log_event(event: str, **fields: object) -> None:

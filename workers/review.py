@@ -226,7 +226,9 @@ def _ask(
     try:
         share = run_share(rt, record, rt.runs.change(run_id))
         program = rt.runs.program(run_id, participant.id)
-        request = build_request(rt, share, participant, prompt, attempt, cancel, program)
+        runs_program = participant.backend in ("command", "sarif")
+        arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
+        request = build_request(rt, share, participant, prompt, attempt, cancel, program, arg_files)
         return reviewer_for(participant).review(request)
     except Exception as exc:
         return crashed(exc, started)

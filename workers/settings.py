@@ -96,7 +96,17 @@ class Settings(BaseSettings):
     user's cache directory)."""
 
     work_dir: Path | None = None
-    """Where workers unpack run trees (default: the system temp directory)."""
+    """Where workers unpack run trees (default: the system temp directory), each run in a
+    private directory (0700) of its own."""
+
+    bwrap: str = "bwrap"
+    """The bubblewrap binary reviewer programs run in (a name on PATH or a path; Debian's
+    package ``bubblewrap``). Naming one that is not there shows what happens without it
+    (``COUNCIL_BWRAP=/nonexistent``)."""
+
+    ci: str | None = Field(default=None, validation_alias="CI")
+    """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs
+    unsandboxed. Unset, empty, ``0`` or ``false``: not CI."""
 
     @field_validator("redis_url", mode="before")
     @classmethod
@@ -111,6 +121,11 @@ class Settings(BaseSettings):
                 "(e.g. redis://localhost:6379/0)"
             )
         return value
+
+    @property
+    def in_ci(self) -> bool:
+        """Whether ``CI`` says this runs in CI (set, and not empty, ``0`` or ``false``)."""
+        return self.ci is not None and self.ci.strip().lower() not in ("", "0", "false", "no")
 
     def redis_url_value(self) -> str | None:
         """The Redis URL in clear, for opening connections only (never log it)."""

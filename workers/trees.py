@@ -3,17 +3,25 @@
 A worker never reads a repository's working directory: it unpacks the run's ``git
 archive`` from Redis into its own directory, once, however many of the run's reviewers it
 serves (a lock per run keeps threads from unpacking twice). Programs a command reviewer
-names by relative path are written beside it from the BASE tree, never from the head.
+names by relative path, and the files its ``args`` name, are written beside it from the
+BASE tree, never from the head.
+
+Each run gets a private directory (mode 0700, a name no one can guess, made with
+``mkdtemp``) under the work directory, instead of a shared, well-known
+``/tmp/council-trees``: another user of the machine can neither read a run's tree nor
+plant a directory or link where the worker will write one. A reviewer's sandbox shows
+only its own run's tree and programs (:mod:`council.reviewers.sandbox`).
 Source: architecture.md "State in Redis" (tree archive).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from workers.repository import unpack_tree
@@ -21,12 +29,18 @@ from workers.repository import unpack_tree
 KEEP_RUNS = 8
 """Unpacked runs kept per worker; older ones are removed when a new one arrives."""
 
+RUN_PREFIX = "council-run-"
+"""What the name of a run's private directory starts with (the run id and random
+characters follow)."""
+
 
 class TreeCache:
-    """Directories of unpacked run trees under one root."""
+    """Private directories of unpacked run trees under one root (``root``, default the
+    system temp directory), one per run, created on first use."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self._root = (root or Path(tempfile.gettempdir())) / "council-trees"
+        self._root = root
+        self._runs: dict[str, Path] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._order: list[str] = []
@@ -35,20 +49,32 @@ class TreeCache:
         with self._guard:
             return self._locks.setdefault(run_id, threading.Lock())
 
+    def run_dir(self, run_id: str) -> Path:
+        """The run's private directory (0700), made on first use. Raises ``OSError``."""
+        with self._guard:
+            found = self._runs.get(run_id)
+            if found is not None and found.is_dir():
+                return found
+            root = self._root or Path(tempfile.gettempdir())
+            root.mkdir(parents=True, exist_ok=True)
+            made = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{run_id}-", dir=root))
+            self._runs[run_id] = made
+        self._remember(run_id)
+        return made
+
     def tree(self, run_id: str, fetch: Callable[[], bytes | None]) -> Path | None:
         """The unpacked head tree of a run (None when the run stored no tree).
 
-        Unpacked into a fresh directory, then renamed into place (atomic), so worker
-        processes sharing one work directory never see half a tree nor clash.
+        Unpacked into a fresh directory, then renamed into place (atomic), so a thread
+        never sees half a tree.
         """
-        dest = self._root / run_id / "tree"
         with self._lock_for(run_id):
+            dest = self.run_dir(run_id) / "tree"
             if dest.is_dir():
                 return dest
             archive = fetch()
             if archive is None:
                 return None
-            dest.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".unpacking-"))
             try:
                 unpack_tree(archive, staging)
@@ -58,7 +84,6 @@ class TreeCache:
                     raise
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
-            self._remember(run_id)
             return dest
 
     def program(self, run_id: str, participant: str, blob: bytes) -> Path:
@@ -68,12 +93,36 @@ class TreeCache:
         where it read them (git mode 100755, or a file beside ``--roster`` with an execute
         permission) and refuses the others, so the mode set here restores theirs.
         """
-        path = self._root / run_id / "programs" / participant
+        return self._write(self.run_dir(run_id) / "programs" / participant, blob, 0o755)
+
+    def arg_files(
+        self, run_id: str, participant: str, files: Mapping[str, bytes]
+    ) -> dict[int, Path]:
+        """Write the base-tree files a participant's ``args`` name; index → path.
+
+        ``files`` maps ``"<index>:<mode>:<path>"`` (mode ``755`` or ``644``, the path as
+        the roster wrote it; see :func:`workers.base_args.base_arg_files`) to the bytes.
+        Each is written under the run's directory with the file's own name, so a program
+        that looks at the name or the extension (an interpreter, ``ruff``) still sees it.
+        A key of another shape is skipped. Raises ``OSError`` when a file cannot be written.
+        """
+        out: dict[int, Path] = {}
+        for key, blob in files.items():
+            index, mode, name = [*key.split(":", 2), "", ""][:3]
+            if not index.isdigit() or mode not in ("755", "644") or not name:
+                continue
+            base = posixpath.basename(name.rstrip("/")) or "file"
+            folder = self.run_dir(run_id) / "args" / participant / index
+            out[int(index)] = self._write(folder / base, blob, int(mode, 8))
+        return out
+
+    @staticmethod
+    def _write(path: Path, blob: bytes, mode: int) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, staging = tempfile.mkstemp(dir=path.parent, prefix=".program-")
         with os.fdopen(fd, "wb") as out:
             out.write(blob)
-        os.chmod(staging, 0o755)
+        os.chmod(staging, mode)
         os.replace(staging, path)
         return path
 
@@ -84,5 +133,7 @@ class TreeCache:
             self._order.append(run_id)
             while len(self._order) > KEEP_RUNS:
                 old = self._order.pop(0)
-                shutil.rmtree(self._root / old, ignore_errors=True)
+                gone = self._runs.pop(old, None)
+                if gone is not None:
+                    shutil.rmtree(gone, ignore_errors=True)
                 self._locks.pop(old, None)

@@ -5,6 +5,7 @@ Layout, top to bottom::
     ## ❌ Council review: gate tripped            the verdict, from council.gate
     repository · base..head · run · session
     **Incomplete:** ... / **PARTIAL:** ...        said plainly, with who and why
+    **Not sandboxed:** ...                        reviewer programs ran unconfined
     counts by severity and by label
     participants table                            id, backend / model, state, findings...
     findings, blocking first                      Conventional Comments form
@@ -46,7 +47,7 @@ from council.findings import (
 )
 from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
 from council.report.escape import block, cell, code, inline
-from council.report.model import CouncilReport, ParticipantSummary
+from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
 """The Conventional Comments decoration a severity adds to a finding's label."""
@@ -121,7 +122,14 @@ def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     lines = [head, "", _where(report)]
     if reasons:
         lines += ["", "**Incomplete:** " + inline("; ".join(reasons)) + "."]
+    for note in filter(_unsandboxed, report.notes):
+        lines += ["", "**Not sandboxed:** " + inline(note)]
     return "\n".join(lines)
+
+
+def _unsandboxed(note: str) -> bool:
+    """Whether a run note says the reviewer programs ran unconfined (shown first)."""
+    return note.startswith(UNSANDBOXED)
 
 
 def _where(report: CouncilReport) -> str:
@@ -444,9 +452,10 @@ def raised_text(finding: Finding) -> str:
 
 
 def _notes(report: CouncilReport) -> str:
-    if not report.notes:
+    notes = [note for note in report.notes if not _unsandboxed(note)]
+    if not notes:
         return ""
-    return "\n".join(["### Notes", "", *(f"- {inline(note)}" for note in report.notes)])
+    return "\n".join(["### Notes", "", *(f"- {inline(note)}" for note in notes)])
 
 
 def _warnings(report: CouncilReport) -> str:

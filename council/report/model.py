@@ -72,6 +72,11 @@ class Suppression(BaseModel):
     reason: str = ""
 
 
+UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
+"""How the run note of an embedded run whose reviewer programs ran unconfined begins
+(bubblewrap could not run there; see :mod:`council.reviewers.sandbox`)."""
+
+
 class CouncilReport(BaseModel):
     """Everything one run settled to (architecture.md; reports read this).
 
@@ -81,7 +86,9 @@ class CouncilReport(BaseModel):
     * ``carried``: earlier rounds' findings still open that this round did not review
       again (``--since-last``); they gate like ``findings``.
     * ``notes``: sentences for people (the roster was edited by the change and the base
-      version used; paths excluded; binary files not shown).
+      version used; paths excluded; binary files not shown; reviewer programs ran
+      without a sandbox: such a note begins with :data:`UNSANDBOXED` and the Markdown
+      report shows it under its title).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from council.participant import Participant
 from council.review_result import ReviewResult
+from council.reviewers.sandbox import SandboxPolicy
 
 
 class JournalSink(Protocol):
@@ -67,7 +68,15 @@ class ReviewRequest:
     * ``workdir``: the unpacked pinned head tree (None when the backend needs no tree).
     * ``program``: a program materialized from the BASE tree when the roster names a
       relative path (None otherwise: ``options["program"]`` is then used as given).
-    * ``env``: extra environment for a child process (``COUNCIL_RUN``, ...).
+    * ``arg_files``: index in ``options["args"]`` → the file of the BASE tree that entry
+      names, materialized (a program-running backend passes its path instead of the
+      entry, so a change cannot swap the script an interpreter runs).
+    * ``env``: council's variables for a child process (``COUNCIL_RUN``,
+      ``COUNCIL_PARTICIPANT``, ``COUNCIL_ATTEMPT``); the rest of its environment is an
+      allowlist (:func:`council.reviewers.sandbox.program_env`).
+    * ``sandbox``: how a program is confined (:class:`~council.reviewers.sandbox.SandboxPolicy`);
+      a worker always sets it. None runs a program unconfined, with the allowlisted
+      environment and no note: for tests and tools that run trusted programs only.
     * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
     * ``changed_paths``: the files of the change as reviewers see them (new side).
     * ``changed_lines``: new-side path → the numbers of its added lines, from the run's
@@ -84,7 +93,9 @@ class ReviewRequest:
     journal: JournalSink
     workdir: Path | None = None
     program: Path | None = None
+    arg_files: Mapping[int, Path] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: SandboxPolicy | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     changed_paths: tuple[str, ...] = ()
     changed_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)

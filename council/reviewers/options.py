@@ -23,6 +23,17 @@ from council.reviewers.tools import TOOL_NAMES
 BASE_DIR = "base_dir"
 """Option set by the roster loader: the roster file's directory, for relative paths."""
 
+SANDBOX_OPTION = "sandbox"
+"""Option set by the roster loader on program-running reviewers from ``[council]
+sandbox``: ``"required"`` refuses to run a program unconfined where bubblewrap cannot run
+(see :mod:`council.reviewers.process`); absent or ``"auto"``: the worker decides."""
+
+SANDBOX_MODES: tuple[str, ...] = ("auto", "required")
+"""Values of ``[council] sandbox``."""
+
+PROGRAM_OPTIONS: tuple[str, ...] = ("program", "args", "env", "network")
+"""The options a program-running backend (``command``, ``sarif``) reads from the roster."""
+
 
 def where_of(participant: Participant) -> str:
     """The roster path prefix of a participant: ``reviewers[<id>]`` or ``judge``."""
@@ -38,7 +49,7 @@ def refuse_unknown(
     Raises :class:`RosterError` at ``{where}.{option}``.
     """
     for key in options:
-        if key not in known and key != BASE_DIR:
+        if key not in known and key not in (BASE_DIR, SANDBOX_OPTION):
             raise RosterError(
                 f"{where}.{key}",
                 f"unknown option for the {backend} backend",
@@ -58,11 +69,14 @@ def check_program_options(
     """Refuse bad options of a program-running backend (``command``, ``sarif``).
 
     ``program`` is a non-empty string: a bare name looked up on PATH, an absolute path, or
-    a path relative to the roster; ``args`` (optional) a list of strings; ``more`` names
-    the backend's other options (checked by the backend). Raises :class:`RosterError` at
-    ``{where}.program`` / ``{where}.args``.
+    a path relative to the roster; ``args`` (optional) a list of strings; ``env``
+    (optional) names of variables passed on from the worker (:func:`check_env_names`);
+    ``network`` (optional) a boolean; ``sandbox`` (set by the loader) one of
+    :data:`SANDBOX_MODES`; ``more`` names the backend's other options (checked by the
+    backend). Raises :class:`RosterError` at ``{where}.program`` / ``.args`` / ``.env`` /
+    ``.network`` / ``.sandbox``.
     """
-    refuse_unknown(options, ("program", "args", *more), where, backend)
+    refuse_unknown(options, (*PROGRAM_OPTIONS, *more), where, backend)
     program = options.get("program")
     if not isinstance(program, str) or not program.strip() or "\0" in program:
         raise RosterError(
@@ -73,6 +87,83 @@ def check_program_options(
     args = options.get("args", [])
     if not isinstance(args, list | tuple) or not all(isinstance(a, str) for a in args):
         raise RosterError(f"{where}.args", "not a list of strings", 'Write args = ["--flag"]')
+    check_env_names(options.get("env", []), where)
+    if not isinstance(options.get("network", False), bool):
+        raise RosterError(
+            f"{where}.network",
+            "is not true or false",
+            "Write network = true for a program that needs the network; leave it out if not",
+        )
+    mode = options.get(SANDBOX_OPTION, "auto")
+    if mode not in SANDBOX_MODES:
+        raise RosterError("council.sandbox", f"{mode!r} is not a sandbox mode", SANDBOX_FIX)
+
+
+SANDBOX_FIX = (
+    'Write sandbox = "required" (never run a reviewer program unsandboxed) or "auto" '
+    "(the default: unsandboxed, with a note, only in embedded mode outside CI)"
+)
+
+PROVIDER_KEYS: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "OPENROUTER_API_KEY",
+)
+"""Model providers' key variables a reviewer program never gets (with every variable a
+roster's ``api_key_env`` names, see :func:`check_env_names`)."""
+
+_NEVER_PASSED: dict[str, str] = {
+    "COUNCIL_REDIS_URL": (
+        "it is the council's Redis, with its password: a program reading the change "
+        "under review could rewrite every run's state (council record works without it, "
+        "through the journal file)"
+    ),
+    "PATH": "council sets PATH itself (the worker's, without relative entries)",
+    "HOME": "council sets HOME itself, to a private directory of the sandbox",
+    "TMPDIR": "council sets TMPDIR itself, to a private directory of the sandbox",
+}
+
+
+def check_env_names(names: object, where: str) -> list[str]:
+    """A program reviewer's ``env``: names of the worker's variables passed on, checked.
+
+    Each is a variable name (letters, digits, ``_``, not starting with a digit). Refused,
+    with a :class:`RosterError` at ``{where}.env`` saying why: a provider's key
+    (:data:`PROVIDER_KEYS` and the defaults of ``api_key_env``; the roster reader also
+    refuses what the roster's model reviewers name in ``api_key_env``),
+    ``COUNCIL_REDIS_URL`` and every other ``COUNCIL_`` setting, and
+    ``PATH``/``HOME``/``TMPDIR`` (council sets them). Why: the program reads the change
+    under review, which comes from anyone.
+    """
+    fix = 'List the variables the program needs, e.g. env = ["SSL_CERT_FILE"]'
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise RosterError(f"{where}.env", "not a list of variable names", fix)
+    secret = {*PROVIDER_KEYS, *DEFAULT_KEY_ENV.values()}
+    for name in names:
+        why: str | None = None
+        if not _ENV_NAME.fullmatch(name):
+            raise RosterError(f"{where}.env", f"{name!r} is not an environment variable name", fix)
+        if name in secret:
+            why = (
+                "it holds a model provider's API key, and a reviewer program runs on the "
+                "change under review, which comes from anyone"
+            )
+        elif name in _NEVER_PASSED:
+            why = _NEVER_PASSED[name]
+        elif name.startswith("COUNCIL_"):
+            why = (
+                "it is a council setting of the worker; council sets the reviewer's own "
+                "variables (COUNCIL_RUN, COUNCIL_PARTICIPANT, COUNCIL_ATTEMPT, COUNCIL_JOURNAL)"
+            )
+        if why is not None:
+            raise RosterError(
+                f"{where}.env", f"{name} is never passed to a reviewer program: {why}", fix
+            )
+    return list(names)
 
 
 SARIF_SCOPES: tuple[str, ...] = ("lines", "files")

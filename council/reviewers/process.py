@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Literal, cast
 
@@ -33,7 +33,15 @@ from council.review_result import Stop
 from council.reviewers.activity import Activity
 from council.reviewers.base import ReviewRequest
 from council.reviewers.journal_file import JournalFollower
-from council.reviewers.program_search import find_program, interpreter_bin
+from council.reviewers.options import SANDBOX_OPTION
+from council.reviewers.program_search import find_program, interpreter_bin, search_path
+from council.reviewers.sandbox import (
+    Box,
+    Bubblewrap,
+    SandboxError,
+    busy_start,
+    program_env,
+)
 
 POLL_MS = 100
 """How often the clocks are checked and the journal file is read, in milliseconds."""
@@ -302,10 +310,25 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     argv = [program] + ``args``; program = ``request.program`` when set (materialized
     from the base tree), else ``options["program"]`` (a bare name on the child's PATH, an
     absolute path, or a path relative to ``options["base_dir"]``, else the current
-    directory). cwd = ``request.workdir``; env = this process's environment +
-    ``request.env`` + ``COUNCIL_JOURNAL`` (a fresh, empty JSONL file in a temp dir, removed
-    afterwards). The journal file is followed every ``POLL_MS`` ms, each complete line
-    forwarded to ``request.journal``.
+    directory); an entry of ``args`` that names a file of the BASE tree is replaced by
+    that file, materialized (``request.arg_files``). cwd = ``request.workdir``.
+
+    The environment is an allowlist (:func:`~council.reviewers.sandbox.program_env`):
+    PATH (council's interpreter's ``bin/`` first, as programs are found, see
+    :mod:`~council.reviewers.program_search`) without relative entries nor entries in the
+    tree, HOME and TMPDIR in a private temp dir, LANG/LC_ALL/TZ,
+    council's ``request.env``, ``COUNCIL_JOURNAL`` (a fresh, empty JSONL file, removed
+    afterwards) and the variables the roster entry lists in ``env``; never a provider's
+    key nor ``COUNCIL_REDIS_URL``. The journal file is followed every ``POLL_MS`` ms,
+    each complete line forwarded to ``request.journal``.
+
+    Confinement (``request.sandbox``, see :mod:`council.reviewers.sandbox`): the program
+    runs in a bubblewrap sandbox (the tree read-only, no network unless the entry says
+    ``network = true``, the worker's home hidden). When bubblewrap cannot run here, a
+    policy with ``required`` set (CI, a distributed worker) or a roster with
+    ``[council] sandbox = "required"`` makes it a failure naming the package; otherwise
+    it runs unconfined with a note saying so. ``request.sandbox`` None: unconfined, no
+    note (tests and tools that run trusted programs).
 
     Clocks (ms): ``backstop_ms`` → stop ``wall-clock``; ``idle_ms`` with no stdout byte and
     no new journal line → stop ``idle``; ``request.cancel`` → stop ``cancelled``. On a stop
@@ -318,21 +341,89 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     workdir = request.workdir
     if workdir is not None and not workdir.is_dir():
         return Ran(failure=f"working directory '{workdir}' does not exist")
-    with tempfile.TemporaryDirectory(prefix="council-journal-", ignore_cleanup_errors=True) as tmp:
-        journal = Path(tmp) / "journal.jsonl"
-        journal.touch()
-        env = dict(os.environ)
-        env.update(request.env)
-        env[JOURNAL_ENV] = str(journal)
+    args = [str(request.arg_files.get(i, arg)) for i, arg in enumerate(args)]
+    options = request.participant.options
+    bwrap, note, failure = _confinement(request)
+    if failure is not None:
+        return Ran(failure=failure)
+    with tempfile.TemporaryDirectory(prefix="council-program-", ignore_cleanup_errors=True) as tmp:
+        journal = Path(tmp) / "journal" / "journal.jsonl"
+        journal.parent.mkdir(mode=0o700)
+        journal.touch(mode=0o600)
+        box_dir = Path(tmp) / "box"
+        box_dir.mkdir(mode=0o700)
+        env = program_env(
+            {**os.environ, "PATH": search_path(os.environ.get("PATH"))},
+            temp_dir=box_dir,
+            council={**request.env, JOURNAL_ENV: str(journal)},
+            names=[str(n) for n in options.get("env", [])],
+            tree=workdir,
+            sandbox="bwrap" if bwrap is not None else "none",
+        )
         try:
             argv = [_locate(request, env), *args]
-            proc = _start(argv, workdir, env)
         except _CannotStart as error:
             return Ran(failure=error.reason)
-        except OSError as error:
-            hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
-            return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
-        return _supervise(proc, request, JournalFollower(journal, request.journal), started)
+        box = Box(
+            temp_dir=box_dir,
+            workdir=workdir,
+            read_only=tuple(request.arg_files.values()),
+            writable=(journal,),
+            network=options.get("network") is True,
+        )
+        notes = (note,) if note is not None else ()
+        for wait_ms in (*BUSY_RETRY_MS, None):
+            try:
+                proc = bwrap.start(box, argv, env) if bwrap else _start(argv, workdir, env)
+            except SandboxError as error:
+                return Ran(failure=f"cannot sandbox program '{argv[0]}': {error}")
+            except OSError as error:
+                hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
+                return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
+            ran = _supervise(proc, request, JournalFollower(journal, request.journal), started)
+            if not _busy(bwrap, ran):
+                return replace(ran, notes=(*notes, *ran.notes))
+            if wait_ms is None:
+                break
+            time.sleep(wait_ms / 1000)
+        return Ran(
+            failure=f"could not start program '{argv[0]}': Text file busy",
+            duration_ms=ran.duration_ms,
+        )
+
+
+def _busy(bwrap: Bubblewrap | None, ran: Ran) -> bool:
+    """Whether a sandboxed program never started because its file was busy (bwrap's own
+    exec failed; see :data:`BUSY_RETRY_MS`): nothing was printed nor journalled."""
+    return (
+        bwrap is not None
+        and not ran.stdout
+        and not ran.journal_entries
+        and busy_start(ran.status, ran.stderr_tail)
+    )
+
+
+def _confinement(request: ReviewRequest) -> tuple[Bubblewrap | None, str | None, str | None]:
+    """How to run the request's program: ``(bwrap, note, failure)``.
+
+    Confined: ``(bwrap, None, None)``. bubblewrap cannot run here: ``(None, None,
+    failure)`` when the worker's policy or the roster forbids running unconfined, else
+    ``(None, note, None)`` (the result's note; the CLI adds the run's). No policy:
+    ``(None, None, None)``.
+    """
+    policy = request.sandbox
+    if policy is None:
+        return None, None, None
+    bwrap = Bubblewrap(policy.bwrap)
+    trouble = bwrap.trouble()
+    if trouble is None:
+        return bwrap, None, None
+    refused = "the program was not run: a reviewer program runs only in a sandbox"
+    if policy.required is not None:
+        return None, None, f"{refused} {policy.required}, and {trouble}"
+    if request.participant.options.get(SANDBOX_OPTION) == "required":
+        return None, None, f'{refused} (the roster says sandbox = "required"), and {trouble}'
+    return None, f"ran WITHOUT a sandbox: {trouble}", None
 
 
 def _start(argv: list[str], workdir: Path | None, env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -12,6 +12,7 @@ Shape::
     backstop_ms = 2700000          # milliseconds
     max_diff_bytes = 1000000
     persona_dirs = ["reviewers/personas"]   # searched before the built-in personas
+    sandbox = "required"           # never run a reviewer program unsandboxed (default "auto")
     [paths]                        # optional: glob patterns of the change to review
     include = ["src/**"]
     exclude = ["vendor/**"]
@@ -47,7 +48,8 @@ from council.clocks import CLOCK_FIELDS, resolve_clocks
 from council.cost import PriceTable, parse_prices
 from council.errors import RosterError
 from council.participant import Clocks, Participant, Role
-from council.roster.entries import read_participant
+from council.reviewers.options import SANDBOX_FIX, SANDBOX_MODES, key_env
+from council.roster.entries import PROGRAM_BACKENDS, read_participant
 from council.roster.limits import RateLimit, parse_limits
 from council.roster.values import refuse_unknown, table_at, text, text_list, whole
 
@@ -78,6 +80,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
     "max_tree_bytes",
     "quorum",
     "persona_dirs",
+    "sandbox",
 )
 """Keys of the ``[council]`` table."""
 
@@ -97,7 +100,9 @@ class Roster(BaseModel):
     number of reviewers. ``persona_dirs`` are searched for persona charters
     before the built-in ones, as written (the caller resolves relative ones);
     ``prices`` and ``limits`` are checked by :func:`council.cost.parse_prices` and
-    :func:`council.roster.limits.parse_limits`.
+    :func:`council.roster.limits.parse_limits`. ``sandbox`` is ``auto`` (where bubblewrap
+    cannot run, a reviewer program fails in CI and on distributed workers, and runs
+    unsandboxed with a note in embedded mode elsewhere) or ``required`` (it always fails).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -117,6 +122,7 @@ class Roster(BaseModel):
     """How many reviewers must be heard in full; None (the default): every reviewer not
     marked ``optional`` (the gate fails closed)."""
     persona_dirs: tuple[str, ...] = ()
+    sandbox: str = "auto"
     prices: PriceTable = PriceTable()
     limits: dict[str, RateLimit] = Field(default_factory=dict)
 
@@ -156,6 +162,9 @@ def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, in
     """The ``[council]`` table, its resolved round clocks and the two byte caps."""
     table = table_at(doc.get("council", {}), "council", "Write the round's settings as [council]")
     refuse_unknown(table, COUNCIL_KEYS, "council")
+    sandbox = table.get("sandbox", "auto")
+    if sandbox not in SANDBOX_MODES:
+        raise RosterError("council.sandbox", f"{sandbox!r} is not a sandbox mode", SANDBOX_FIX)
     clocks = resolve_clocks(table, {}, "council", "council")
     caps: list[int] = []
     for key, default in (
@@ -193,6 +202,28 @@ def _persona_dirs(round_table: Mapping[str, object]) -> tuple[str, ...]:
     fix = 'Write persona_dirs as a list of directories, e.g. persona_dirs = ["personas"]'
     dirs = text_list(round_table, "persona_dirs", "council", fix, non_empty=False, blank_ok=False)
     return dirs or ()
+
+
+def _no_keys_to_programs(reviewers: list[Participant], judge: Participant | None) -> None:
+    """Refuse a program reviewer's ``env`` naming a variable a model participant of the
+    same roster reads its API key from (``api_key_env``): RosterError at
+    ``reviewers[i].env`` (or ``judge.env``). (The well-known key names are refused per entry.)"""
+    placed = [(f"reviewers[{i}]", p) for i, p in enumerate(reviewers)]
+    placed += [("judge", judge)] if judge else []
+    keys = {name: p.id for _, p in placed if (name := key_env(p)) is not None}
+    for where, p in placed:
+        if p.backend not in PROGRAM_BACKENDS:
+            continue
+        for name in p.options.get("env", []):
+            if name in keys:
+                raise RosterError(
+                    f"{where}.env",
+                    f"{name} is never passed to a reviewer program: it holds the API key "
+                    f"of {keys[name]!r} (its api_key_env), and a reviewer program runs on "
+                    f"the change under review, which comes from anyone",
+                    "Remove it from env; a program that needs a model's key is not a "
+                    "reviewer council can sandbox",
+                )
 
 
 def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Roster:
@@ -248,6 +279,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
                 f"id {judge.id!r} is already a reviewer's ({seen[judge.id]})",
                 "Give the judge an id of its own: its findings must not pass as a reviewer's",
             )
+    _no_keys_to_programs(reviewers, judge)
     quorum_fix = "Write quorum as a whole number of reviewers, 0 to switch the count off"
     quorum = whole(round_table, "quorum", "council", quorum_fix, low=0, high=None)
     if quorum is not None and quorum > len(reviewers):
@@ -267,6 +299,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         max_tree_bytes=max_tree,
         quorum=quorum,
         persona_dirs=_persona_dirs(round_table),
+        sandbox=str(round_table.get("sandbox", "auto")),
         prices=parse_prices(doc.get("prices", {}), "prices"),
         limits=parse_limits(doc.get("limits", {}), "limits"),
         confirm=_confirm(doc.get("policy", {})),

@@ -24,7 +24,13 @@ from council.participant import (
     ThinkingLevel,
 )
 from council.personas import PERSONA_ID
-from council.reviewers.options import LEVELS_FIX, SARIF_SCOPES, check_levels
+from council.reviewers.options import (
+    LEVELS_FIX,
+    SANDBOX_OPTION,
+    SARIF_SCOPES,
+    check_env_names,
+    check_levels,
+)
 from council.roster.values import (
     flag,
     refuse_unknown,
@@ -53,14 +59,17 @@ COMMON_KEYS: tuple[str, ...] = (
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
-    "command": ("program", "args"),
+    "command": ("program", "args", "env", "network"),
     "replay": ("answer", "journal", "latency_ms"),
-    "sarif": ("program", "args", "scope", "levels"),
+    "sarif": ("program", "args", "env", "network", "scope", "levels"),
 }
 """The backend's own keys, stored in :attr:`Participant.options` as given."""
 
 PATH_BACKENDS: tuple[str, ...] = ("command", "replay", "sarif")
 """Backends whose options may name files relative to the roster (they get ``base_dir``)."""
+
+PROGRAM_BACKENDS: tuple[str, ...] = ("command", "sarif")
+"""Backends that run a program (confined, see :mod:`council.reviewers.sandbox`)."""
 
 MODEL_BACKENDS: tuple[str, ...] = ("openai", "anthropic")
 """Backends that cannot run without a ``model``."""
@@ -79,6 +88,15 @@ def _program_options(table: Mapping[str, object], backend: str, where: str) -> d
     args = text_list(table, "args", where, args_fix, non_empty=False, blank_ok=True)
     if args is not None:
         options["args"] = list(args)
+    if "env" in table:
+        options["env"] = check_env_names(table["env"], where)
+    network_fix = (
+        "Write network = true for a program that needs the network (it has none in its "
+        "sandbox otherwise), or leave it out"
+    )
+    network = flag(table, "network", where, network_fix)
+    if network is not None:
+        options["network"] = network
     return options
 
 
@@ -152,7 +170,10 @@ def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
 def backend_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
     """The backend's own settings from a participant table, checked, as written.
 
-    ``command``/``sarif``: ``program`` (required text) and ``args`` (list of text);
+    ``command``/``sarif``: ``program`` (required text), ``args`` (list of text), ``env``
+    (names of the worker's variables the program gets; never a key, see
+    :func:`~council.reviewers.options.check_env_names`) and ``network`` (a boolean: the
+    sandbox keeps the network);
     ``sarif`` also ``scope`` (``lines`` or ``files``) and ``levels`` (a table of SARIF
     level → severity or ``none``);
     ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,
@@ -195,7 +216,8 @@ def read_participant(
     field. ``where`` is the table's path (``reviewers[2]``, ``judge``); ``role`` comes
     from the table kind, never from the table. Clocks (ms) are the table's own over the
     round's (``round_table``, path ``council``). ``base_dir``, when given, is stored as
-    ``options["base_dir"]`` for backends that read files relative to the roster.
+    ``options["base_dir"]`` for backends that read files relative to the roster; the
+    round's ``sandbox = "required"`` as ``options["sandbox"]`` for program backends.
     Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
     """
     how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
@@ -240,6 +262,8 @@ def read_participant(
     options = backend_options(table, backend, where)
     if base_dir is not None and backend in PATH_BACKENDS:
         options["base_dir"] = base_dir
+    if backend in PROGRAM_BACKENDS and round_table.get(SANDBOX_OPTION) == "required":
+        options[SANDBOX_OPTION] = "required"
     return Participant(
         id=pid,
         role=role,

@@ -43,6 +43,7 @@ from workers.embedded import embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
+from workers.request import sandbox_outlook
 from workers.resume import finish
 from workers.runtime import Runtime
 from workers.settings import Settings
@@ -223,6 +224,7 @@ def review_command(
     problems, _ = _runnable(round_, mode)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(_cannot_run(problems))
+    round_ = _with_sandbox_note(round_, settings, mode)
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -444,6 +446,9 @@ def check_command(
     problems, warnings = _runnable(round_, mode)
     if problems:
         raise UsageProblem(_cannot_run(problems))
+    everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
+    unsandboxed, failing = sandbox_outlook(settings, mode, everyone, ran=False)
+    warnings += [w for w in (unsandboxed, failing) if w is not None]
     ledger, attributed = _ledger_for(cli, settings, round_.record.session)
     try:
         ledger.claim_round(round_.roster.claims(), attributed)
@@ -472,6 +477,21 @@ def check_command(
         f"session {round_.record.session!r} (against what is attributed, a review may still "
         f"be refused if findings are filed meanwhile)."
     )
+
+
+def _with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:
+    """The round with the run note of an unsandboxed embedded run, when it is one; a
+    warning on stderr when its reviewer programs will fail for want of a sandbox (see
+    :func:`~workers.request.sandbox_outlook`)."""
+    everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
+    note, warning = sandbox_outlook(settings, mode, everyone)
+    if warning is not None:
+        click.echo(f"council: warning: {warning}", err=True)
+    if note is None:
+        return round_
+    notes = (note, *round_.notes)
+    record = round_.record.model_copy(update={"notes": (note, *round_.record.notes)})
+    return replace(round_, notes=notes, record=record)
 
 
 def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:

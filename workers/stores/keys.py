@@ -87,6 +87,11 @@ class Keys:
         """String: a command reviewer's program as read from the BASE tree."""
         return f"{self.prefix}run:{run_id}:program:{participant}"
 
+    def run_args(self, run_id: str, participant: str) -> str:
+        """Hash: the files a program reviewer's ``args`` name, as read from the BASE tree
+        (field ``"<index>:<mode>:<path>"`` → bytes, see :mod:`workers.base_args`)."""
+        return f"{self.prefix}run:{run_id}:args:{participant}"
+
     def run_attempts(self, run_id: str, participant: str) -> str:
         """Counter: attempts started for one participant (INCR at task start)."""
         return f"{self.prefix}run:{run_id}:attempts:{participant}"
@@ -147,6 +152,7 @@ class Keys:
         for p in participants:
             keys += [
                 self.run_program(run_id, p),
+                self.run_args(run_id, p),
                 self.run_attempts(run_id, p),
                 self.run_outcome(run_id, p),
                 self.run_answer(run_id, p),

@@ -4,9 +4,10 @@ Structures (see :mod:`workers.stores.keys`):
 
 * ``run:{id}`` — a hash: ``record`` (:class:`RunRecord` JSON, written ``open`` before any
   task is sent), ``status``, ``report`` (the settled CouncilReport JSON), ``settled_ms``.
-* ``run:{id}:roster`` / ``:prompt`` / ``:tree`` / ``:program:{p}`` — what tasks read by
-  key, so messages carry ids, never megabytes of diff. ``:prompt`` maps a participant to
-  its prompt, and ``{p}#persona`` to the persona of one whose prompt is built later.
+* ``run:{id}:roster`` / ``:prompt`` / ``:tree`` / ``:program:{p}`` / ``:args:{p}`` — what
+  tasks read by key, so messages carry ids, never megabytes of diff. ``:prompt`` maps a
+  participant to its prompt, and ``{p}#persona`` to the persona of one whose prompt is
+  built later.
 * ``run:{id}:state`` — participant → progress JSON, for the waiting CLI.
 * ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
   wins, so a redelivered task returns it instead of filing twice.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -146,6 +147,9 @@ class BatchInputs:
     outcomes: dict[str, ParticipantOutcome]
     programs: dict[str, bytes]
     status: RunStatus | None = None
+    arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    """Participant → the base-tree files its ``args`` name (see :meth:`RunStore.arg_files`);
+    only participants that have some."""
 
 
 @dataclass(frozen=True)
@@ -175,12 +179,15 @@ class RunStore:
         change: str = "",
         *,
         personas: Mapping[str, str] | None = None,
+        arg_files: Mapping[str, Mapping[str, bytes]] | None = None,
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
 
         ``personas``: participant id → its persona charter's body, for a participant
         whose prompt is built later (the judge's, once the reviewers are filed); read
-        back with :meth:`persona`.
+        back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
+        its ``args`` name (field → bytes, see :mod:`workers.base_args`), read back with
+        :meth:`arg_files`.
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=True)
@@ -197,6 +204,9 @@ class RunStore:
             pipe.set(k.run_tree(run_id), tree)
         for pid, blob in programs.items():
             pipe.set(k.run_program(run_id, pid), blob)
+        for pid, files in (arg_files or {}).items():
+            if files:
+                pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
         pipe.hset(
             k.run_state(run_id),
             mapping={p.id: Progress().model_dump_json() for p in participants},
@@ -308,9 +318,9 @@ class RunStore:
 
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
-        prompt, stored outcome and base-tree program, in ONE pipelined round trip (HMGET,
-        GET, HMGET ×2, MGET ×2), however many participants. Ids not found are left out of
-        the maps."""
+        prompt, stored outcome, base-tree program and args files, in ONE pipelined round
+        trip (HMGET, GET, HMGET ×2, MGET ×2, HGETALL per participant), however many
+        participants. Ids not found are left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
         pipe.hmget(k.run(run_id), ["record", "status"])
@@ -320,9 +330,12 @@ class RunStore:
             pipe.hmget(k.run_prompt(run_id), ids)
             pipe.mget([k.run_outcome(run_id, p) for p in ids])
             pipe.mget([k.run_program(run_id, p) for p in ids])
+            for p in ids:
+                pipe.hgetall(k.run_args(run_id, p))
         replies = pipe.execute()
         (record, status), change = replies[0], replies[1]
-        people, prompts, outcomes, programs = replies[2:] if ids else ([], [], [], [])
+        people, prompts, outcomes, programs = replies[2:6] if ids else ([], [], [], [])
+        args = replies[6:] if ids else []
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -343,6 +356,7 @@ class RunStore:
             },
             programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
             status=status.decode() if status is not None else None,
+            arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
         )
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
@@ -358,6 +372,11 @@ class RunStore:
         """A program read from the base tree for a command reviewer, if any."""
         blob: bytes | None = self._r.get(self._keys.run_program(run_id, participant))
         return blob
+
+    def arg_files(self, run_id: str, participant: str) -> dict[str, bytes]:
+        """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
+        when it names none)."""
+        return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
 
     def claim_judge(self, run_id: str) -> bool:
         """True for the one caller that may send the run's judge (SET NX), else False."""
@@ -537,3 +556,8 @@ class RunStore:
 def dumps(value: object) -> str:
     """Compact JSON for small records."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:
+    """A Redis hash of bytes values, with its field names as text."""
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
