@@ -159,9 +159,7 @@ class _Hearing:
         attempts = self.rt.journals.attempts(run_id, p.id)
         shown = self.progress.get(p.id)
         unstarted = (
-            self.deadline_passed
-            and attempts == 0
-            and (shown is None or shown.state == "pending")
+            self.deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
         )
         witness = self.record.witness
         made = harvest_outcome(
