@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 
-from council.diff import parse_diff, selects
+from council.diff import ChangedFile, parse_diff, selects
 from council.errors import ChangeTooLarge, RepositoryError
 
 TREE_KNOB = "COUNCIL_MAX_TREE_BYTES"
@@ -62,6 +62,14 @@ ATTRIBUTES_FILE = ".gitattributes"
 ATTRIBUTES_MAX_BYTES = 1024 * 1024
 """The largest BASE-tree ``.gitattributes`` file applied to the diff (1 MiB); a larger
 one is not applied (git itself ignores attributes files over 100 MiB)."""
+
+DIFF_FILE_MAX_BYTES = 16 * 1024 * 1024
+"""The largest file (either side) git is asked to diff as text (16 MiB): git holds both
+sides and a record per line while it diffs, so a 99 MB file of short lines took it
+gigabytes. A larger text file of the change is measured instead: refused as over the
+diff cap when its size alone passes it, else refused naming it (exclude it with
+``[paths]``); one the roster excludes, or a binary one, is diffed as binary (git's
+``core.bigFileThreshold``), which costs nothing."""
 
 DIFF_HEADER_MAX_BYTES = 64 * 1024
 """Bytes of one file's ``diff --git`` header read before it is judged kept or excluded
@@ -496,8 +504,118 @@ class Repository:
 
         cut = _DiffCut(keeps if include or exclude else None, cap_bytes, knob)
         with self._neutral_worktree(attributes_from) as (cwd, env):
-            self._stream(["diff", *_DIFF_OPTIONS, base, head], cut.feed, cwd=cwd, env=env)
+            self._refuse_big_files(base, head, include, exclude, cap_bytes, knob, cwd, env)
+            big = f"core.bigFileThreshold={DIFF_FILE_MAX_BYTES}"
+            args = ["-c", big, "diff", *_DIFF_OPTIONS, base, head]
+            self._stream(args, cut.feed, cwd=cwd, env=env)
         return cut.finish()
+
+    def _refuse_big_files(
+        self,
+        base: str,
+        head: str,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        cap_bytes: int | None,
+        knob: str,
+        cwd: Path,
+        env: dict[str, str],
+    ) -> None:
+        """Measure, before git diffs anything, the kept text files over
+        :data:`DIFF_FILE_MAX_BYTES` (from ``git diff --raw`` and the blobs' sizes, never
+        their content but the first 8000 bytes that tell a binary file).
+
+        Raises :class:`ChangeTooLarge` (at least the size difference, which the diff must
+        hold) when that passes ``cap_bytes``, else :class:`RepositoryError` naming the file
+        and the way out. A binary one (a NUL byte early on, or ``-diff`` in the base
+        tree's attributes) is left to git, which shows it as binary.
+        """
+        listing = self._must(
+            "diff", "--raw", "-z", "--no-abbrev", "-M", "--no-relative", base, head
+        )
+        fields = listing.split(b"\0")
+        entries: list[tuple[str, str, str, ChangedFile]] = []
+        i = 0
+        while i < len(fields) and fields[i].startswith(b":"):
+            _, _, old, new, status = fields[i][1:].decode("ascii", "replace").split()[:5]
+            count = 2 if status[:1] in ("R", "C") else 1
+            names = [os.fsdecode(n) for n in fields[i + 1 : i + 1 + count]]
+            path = names[0] if status[:1] == "D" else names[-1]
+            changed = ChangedFile(path=path, old_path=None if status[:1] == "A" else names[0])
+            entries.append((old, new, status[:1], changed))
+            i += 1 + count
+        blobs = {sha for old, new, *_ in entries for sha in (old, new) if set(sha) != {"0"}}
+        sizes = self._sizes(sorted(blobs))
+        for old, new, status, changed in entries:
+            old_size, new_size = sizes.get(old, 0), sizes.get(new, 0)
+            largest = max(old_size, new_size)
+            if largest <= DIFF_FILE_MAX_BYTES or not selects(changed, include, exclude):
+                continue
+            path = changed.path
+            biggest = new if new_size >= old_size else old
+            if self._binary(biggest) or self._binary_by_attributes(path, cwd, env):
+                continue
+            bound = abs(new_size - old_size) if status not in ("A", "D") else largest
+            if cap_bytes is not None and bound > cap_bytes:
+                raise ChangeTooLarge("diff", bound, cap_bytes, knob, at_least=True)
+            raise RepositoryError(
+                f"the change's file {path!r} is {largest} bytes, over the "
+                f"{DIFF_FILE_MAX_BYTES} bytes council diffs as text (git would hold it "
+                f"whole, line by line)",
+                "Leave it out of the review with [paths] exclude in the roster (reviewers "
+                "still read it in the tree), or split it",
+            )
+
+    def _sizes(self, objects: Sequence[str]) -> dict[str, int]:
+        """Object id → size in bytes (``git cat-file --batch-check``); missing ones left out."""
+        if not objects:
+            return {}
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.path), "cat-file", "--batch-check"],
+                input="".join(f"{o}\n" for o in objects).encode("ascii"),
+                capture_output=True,
+                env=_git_env(),
+                check=False,
+            )
+        except FileNotFoundError:
+            return {}
+        out: dict[str, int] = {}
+        for line in done.stdout.decode("ascii", "replace").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[2].isdigit():
+                out[parts[0]] = int(parts[2])
+        return out
+
+    def _binary(self, obj: str) -> bool:
+        """Whether git takes the blob ``obj`` for binary: a NUL byte in its first 8000
+        bytes (only those are read; git is stopped after them)."""
+        proc = subprocess.Popen(
+            ["git", "-C", str(self.path), "cat-file", "blob", obj],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=_git_env(),
+        )
+        assert proc.stdout is not None  # stdout=PIPE
+        try:
+            head = proc.stdout.read(8000)
+        finally:
+            proc.stdout.close()
+            proc.kill()
+            proc.wait()
+        return b"\0" in head
+
+    def _binary_by_attributes(self, path: str, cwd: Path, env: dict[str, str]) -> bool:
+        """Whether the attributes in force (the base tree's) mark ``path`` ``-diff``."""
+        done = subprocess.run(
+            ["git", "-C", str(cwd), "check-attr", "-z", "diff", "--", path],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+        fields = done.stdout.split(b"\0")
+        return len(fields) >= 3 and fields[2] == b"unset"
 
     @contextmanager
     def _neutral_worktree(

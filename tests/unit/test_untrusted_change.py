@@ -247,24 +247,26 @@ def test_a_models_tools_stay_bounded_on_the_changes_tree(tmp_path: Path) -> None
 # -- 4. the diff's size is measured while it is read -------------------------------------
 
 
+DUMP = "INSERT INTO t VALUES (1);\n"
+
+
 @pytest.fixture(scope="module")
 def huge(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A repository whose head adds a 60 MB text file (and a small edit)."""
+    """A repository whose head adds a 60 MB text file, a 5 MB one and a small edit."""
     repo = new_repo(tmp_path_factory.mktemp("huge") / "repo", {"app.py": "x = 1\n"})
-    commit(
-        repo, {"data/dump.sql": "INSERT INTO t VALUES (1);\n" * 2_400_000, "app.py": "2\n"}, "dump"
-    )
+    files = {"data/dump.sql": DUMP * 2_400_000, "data/seed.sql": DUMP * 200_000, "app.py": "2\n"}
+    commit(repo, files, "dump")
     return repo
 
 
-def test_a_huge_diff_is_refused_once_reading_passes_the_cap(huge: Path, tmp_path: Path) -> None:
-    """A 60 MB file: git is stopped once the kept bytes pass the cap (1,000,000), not read
-    whole and parsed first; the error is the cap's, with the knob."""
+def test_a_huge_file_is_measured_not_diffed(huge: Path, tmp_path: Path) -> None:
+    """A 60 MB text file (over the 16 MiB git is asked to diff): refused from its size
+    alone, before git reads it; the error is the cap's, with the knob."""
     with pytest.raises(ChangeTooLarge) as caught:
         Repository(huge).diff("HEAD~1", "HEAD", cap_bytes=1_000_000)
     error = caught.value
     assert error.what == "diff" and error.at_least and error.cap == 1_000_000
-    assert 1_000_000 < error.size <= 1_000_000 + 2 * READ_CHUNK
+    assert error.size == len(DUMP) * 2_400_000
     assert "COUNCIL_MAX_DIFF_BYTES" in str(error)
 
     done = review(huge, tmp_path, roster=roster_beside(tmp_path))
@@ -272,10 +274,29 @@ def test_a_huge_diff_is_refused_once_reading_passes_the_cap(huge: Path, tmp_path
     assert "the diff is at least" in done.output and "over the cap of 1000000 bytes" in done.output
 
 
+def test_a_large_diff_stops_being_read_at_the_cap(huge: Path) -> None:
+    """A 5 MB text file git may diff: git is stopped once the kept bytes pass the cap
+    (1,000,000), so the diff is never read whole, then parsed, then measured."""
+    with pytest.raises(ChangeTooLarge) as caught:
+        Repository(huge).diff("HEAD~1", "HEAD", exclude=["data/dump.sql"], cap_bytes=1_000_000)
+    error = caught.value
+    assert error.at_least and 1_000_000 < error.size <= 1_000_000 + 2 * READ_CHUNK
+
+
+def test_a_huge_text_file_under_the_cap_by_size_is_refused_naming_it(tmp_path: Path) -> None:
+    """A one-line edit of a 20 MB text file: too big to diff here, refused with the file
+    named and the way out ([paths] exclude), rather than shown as binary (hidden)."""
+    repo = new_repo(tmp_path / "repo", {"big.txt": DUMP * 800_000})
+    commit(repo, {"big.txt": "changed\n" + DUMP * 800_000}, "edit")
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).diff("HEAD~1", "HEAD", cap_bytes=1_000_000)
+    assert "'big.txt'" in caught.value.problem and "[paths] exclude" in caught.value.fix
+
+
 def test_an_excluded_huge_file_is_not_held(huge: Path, tmp_path: Path) -> None:
     """The same file excluded by [paths]: only its header is kept, and the rest reviews."""
     raw = Repository(huge).diff("HEAD~1", "HEAD", exclude=["data/**"], cap_bytes=1_000_000)
-    assert len(raw) < 2_000
+    assert len(raw) < 2_000 and b"data/dump.sql" in raw and b"data/seed.sql" in raw
     out = tmp_path / "report.json"
     rp = roster_beside(tmp_path, extra='[paths]\nexclude = ["data/**"]\n')
     done = review(huge, tmp_path, "--json", str(out), roster=rp)
