@@ -391,3 +391,27 @@ def test_gitlab_merge_request_job(tmp_path: Path, tools: Path) -> None:
     assert second.code == 0, second.output[-3000:]
     assert json.loads((forge.workspace / report_path).read_text()) == []
     assert "session group/app!3" in second.output
+
+
+def test_gitlab_job_never_reads_a_state_the_merge_request_commits(
+    tmp_path: Path, tools: Path
+) -> None:
+    """A merge request that commits the cache folder's state.json (forged dismissals, a
+    forged reviewed head) stops the job (exit 2) before anything is read from it."""
+    recipe = load("gitlab-ci.yml")
+    forge = Forge(tmp_path)
+    env = base_env(
+        tmp_path,
+        tools,
+        CI_PIPELINE_SOURCE="merge_request_event",
+        CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
+        CI_MERGE_REQUEST_IID="4",
+        CI_PROJECT_PATH="group/app",
+    )
+    forged = json.dumps({"version": 1, "sessions": {}})
+    commit(forge.dev, {".council-cache/state.json": forged, "app.py": "y = 1 / 0\n"}, "forge")
+    git(forge.dev, "push", "-q", "-f", "origin", "feature")
+    job = run_gitlab(recipe, forge, git(forge.dev, "rev-parse", "HEAD"), env)
+    assert job.code == 2, job.output[-3000:]
+    assert ".council-cache/ is tracked by git" in job.output
+    assert not (forge.workspace / "council-out").exists()

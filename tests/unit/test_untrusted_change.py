@@ -26,7 +26,7 @@ from council.diff import parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import ROOT, commit, new_repo
 from workers.cli import main
-from workers.coordinator import ReviewOptions, prepare
+from workers.preparation import ReviewOptions, prepare
 from workers.repository import READ_CHUNK, Repository, unpack_tree
 from workers.settings import Settings
 from workers.trees import TreeCache
