@@ -100,9 +100,7 @@ def _unheard_since(repo: Repository, reviewed: Reviewed, last: str, new: str) ->
     everyone would leave that reviewer's share of the commits unreviewed, silently. The
     others review those commits again (their repeats are marked seen, not posted again).
     """
-    behind = [
-        pid for pid in reviewed.reviewers or () if reviewed.heard.get(pid) != reviewed.head
-    ]
+    behind = [pid for pid in reviewed.reviewers or () if reviewed.heard.get(pid) != reviewed.head]
     if not behind:
         return None
     names = ", ".join(behind)

@@ -384,12 +384,16 @@ def test_since_last_after_an_incomplete_round_reviews_it_again(session: Session)
     assert [f.subject for f in report.findings] == ["divides by zero"]
 
 
-TWO = (
-    ROUND
-    + "quorum = 1\n"
-    + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
-    + '[[reviewers]]\nid = "flaky"\nbackend = "replay"\nanswer = "flaky.json"\n'
-)
+def two(tmp: Path) -> str:
+    """A roster of two replay reviewers whose answers are files outside the repository
+    (``rep.json``, ``flaky.json`` in ``tmp``), by their absolute paths; quorum 1."""
+    (tmp / "rep.json").write_text('{"findings": []}')
+    return (
+        ROUND
+        + "quorum = 1\n"
+        + f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{tmp / "rep.json"}"\n'
+        + f'[[reviewers]]\nid = "flaky"\nbackend = "replay"\nanswer = "{tmp / "flaky.json"}"\n'
+    )
 
 
 def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: Path) -> None:
@@ -398,15 +402,15 @@ def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: 
     (here: never, so the whole change), and says so; once both were heard, only the new
     commits."""
     session = Session(tmp_path)
-    session.repo = new_repo(
-        tmp_path / "two",
-        {"app.py": "x = 1\n", "answer.json": '{"findings": []}', "council.toml": TWO},
-    )
+    session.repo = new_repo(tmp_path / "two", {"app.py": "x = 1\n", "council.toml": two(tmp_path)})
     session.base = git(session.repo, "rev-parse", "HEAD")
-    commit(session.repo, {"app.py": "x = 1\ny = 2\n", "flaky.json": BROKEN}, "flaky breaks")
+    flaky = tmp_path / "flaky.json"
+    flaky.write_text(BROKEN)
+    commit(session.repo, {"app.py": "x = 1\ny = 2\n"}, "flaky breaks")
     first, _ = session.review("--since-last")
     assert first.exit_code == 0, first.output
-    commit(session.repo, {"b.py": "b = 1\n", "flaky.json": '{"findings": []}'}, "flaky mends")
+    flaky.write_text('{"findings": []}')
+    commit(session.repo, {"b.py": "b = 1\n"}, "flaky mends")
     second, report = session.review("--since-last")
     assert second.exit_code == 0, second.output
     assert report is not None and report.base == session.base

@@ -135,7 +135,7 @@ def test_change_notes(change: Change) -> None:
     odd = parse_diff(DIFF + "diff --git a/x b/x\n@@ nonsense @@\n")
     notes = change_notes(odd, non_utf8=["latin.txt"])
     assert notes[0] == 'binary file "logo.png": not shown'
-    assert notes[1].startswith('file "x": hunk \'@@ nonsense @@\' could not be read')
+    assert notes[1].startswith("file \"x\": hunk '@@ nonsense @@' could not be read")
     assert notes[2] == 'non-UTF-8 file "latin.txt": shown with replacement characters'
     assert change_notes(Change()) == []
 
