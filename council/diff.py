@@ -34,6 +34,7 @@ from unidiff.patch import PatchSet
 from council.diff_header import FileHeader, Status
 from council.findings import Anchor, ChangeAnchor, FileAnchor
 from council.path_patterns import matches_any
+from council.quoted_paths import shown
 
 LandingMiss = Literal["file-absent", "line-absent", "range-crosses-hunks", "range-inverted"]
 """Why an anchor does not land on the diff (a stable code; see :func:`landing`)."""
@@ -318,15 +319,23 @@ def filter_paths(
     kept: list[ChangedFile] = []
     excluded: list[str] = []
     for changed in change.files:
-        names = [changed.path]
-        if changed.old_path is not None and changed.old_path != changed.path:
-            names.append(changed.old_path)
-        wanted = not include or any(matches_any(n, include) for n in names)
-        if wanted and not any(matches_any(n, exclude) for n in names):
+        if selects(changed, include, exclude):
             kept.append(changed)
         else:
             excluded.append(changed.path)
     return change.model_copy(update={"files": tuple(kept)}), excluded
+
+
+def selects(changed: ChangedFile, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether the roster's ``[paths]`` keep one file of the change (see
+    :func:`filter_paths`): ``include`` empty or selecting its path or old path, and no
+    ``exclude`` pattern selecting either. Why one function: the diff is cut to the kept
+    files while it is read (:meth:`workers.repository.Repository.diff`), with the same rule."""
+    names = [changed.path]
+    if changed.old_path is not None and changed.old_path != changed.path:
+        names.append(changed.old_path)
+    wanted = not include or any(matches_any(n, include) for n in names)
+    return wanted and not any(matches_any(n, exclude) for n in names)
 
 
 def added_lines(change: Change) -> dict[str, frozenset[int]]:
@@ -399,16 +408,19 @@ def _spans(side: str, ranges: Sequence[tuple[int, int]]) -> str:
 def anchor_map(change: Change) -> list[str]:
     """One line per file saying where a finding on it may anchor, in diff order.
 
-    Shapes: ``src/app.py: new lines 10-24, 40-41; old lines 12-20`` (old ranges only when
-    lines were removed), ``src/old.py (deleted): old lines 1-30``, ``b.py (renamed from
-    a.py): new lines 3-9; old lines 3-8 of a.py``, ``logo.png (binary): the file as a
-    whole``. Why: reviewers anchor better when told which lines the diff can carry.
+    Shapes: ``"src/app.py": new lines 10-24, 40-41; old lines 12-20`` (old ranges only
+    when lines were removed), ``"src/old.py" (deleted): old lines 1-30``, ``"b.py"
+    (renamed from "a.py"): new lines 3-9; old lines 3-8 of "a.py"``, ``"logo.png"
+    (binary): the file as a whole``. Paths are JSON strings
+    (:func:`council.quoted_paths.shown`): the change names its files, and a name holding
+    a newline must not write lines of its own. Why: reviewers anchor better when told
+    which lines the diff can carry.
     """
     out: list[str] = []
     for changed in change.files:
-        label = changed.path
+        label = shown(changed.path)
         if changed.status == "renamed":
-            label += f" (renamed from {changed.old_path})"
+            label += f" (renamed from {shown(changed.old_path or '')})"
         elif changed.status in ("added", "deleted"):
             label += f" ({changed.status})"
         if changed.binary:
@@ -421,7 +433,7 @@ def anchor_map(change: Change) -> list[str]:
         if changed.status != "deleted" and new_ranges:
             parts.append(_spans("new", new_ranges))
         if old_ranges and (changed.status == "deleted" or changed.removed):
-            of = f" of {changed.old_path}" if changed.status == "renamed" else ""
+            of = f" of {shown(changed.old_path or '')}" if changed.status == "renamed" else ""
             parts.append(_spans("old", old_ranges) + of)
         out.append(f"{label}: " + ("; ".join(parts) if parts else "the file as a whole"))
     return out

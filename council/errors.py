@@ -120,12 +120,21 @@ class RepositoryError(ConfigurationError):
 
 
 class ChangeTooLarge(ConfigurationError):
-    """The diff or the packed tree is larger than its cap."""
+    """The diff or the tree (packed or unpacked) is larger than its cap.
 
-    def __init__(self, what: str, size: int, cap: int, knob: str) -> None:
+    ``size`` is the size measured, in bytes; with ``at_least`` it is where reading
+    stopped, once past the cap (the rest was never read), and the message says "at
+    least". ``knob`` names the setting that raises the cap.
+    """
+
+    def __init__(
+        self, what: str, size: int, cap: int, knob: str, *, at_least: bool = False
+    ) -> None:
         self.what, self.size, self.cap, self.knob = what, size, cap, knob
+        self.at_least = at_least
+        measured = f"at least {size}" if at_least else f"{size}"
         super().__init__(
-            f"the {what} is {size} bytes, over the cap of {cap} bytes. "
+            f"the {what} is {measured} bytes, over the cap of {cap} bytes. "
             f"Narrow the change with [paths] include/exclude in the roster, or raise "
             f"the cap with {knob}."
         )

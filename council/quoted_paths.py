@@ -11,7 +11,9 @@ This module is pure text handling for :mod:`council.diff`. Source: architecture.
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 
 _ESCAPES: dict[str, int] = {
     "a": 0x07,
@@ -119,3 +121,33 @@ def header_names(rest: str) -> tuple[str, str] | None:
         left, _, right = rest.partition(" b/")
         return left, "b/" + right
     return None
+
+
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+"""Unicode categories escaped by :func:`shown`: controls (newline, escape), format
+characters (bidirectional overrides, zero-width), line and paragraph separators, and
+lone surrogates (undecodable bytes of a file name)."""
+
+
+def shown(path: str) -> str:
+    """A path as council writes it in text a model or a person reads: a JSON string.
+
+    ``src/app.py`` → ``"src/app.py"``; ``a\nb`` → ``"a\\nb"``. Every character that could
+    end a line, start a terminal escape or reorder the text around it (categories
+    :data:`_UNSAFE_CATEGORIES`) is written as ``\\uXXXX``; everything else is kept as it
+    is, non-ASCII letters included. Why: a file name is chosen by the change under
+    review, and one holding a newline must not write its own lines into a prompt or a log.
+    """
+    out = []
+    for char in json.dumps(path, ensure_ascii=False):
+        if unicodedata.category(char) in _UNSAFE_CATEGORIES:
+            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else _surrogates(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _surrogates(char: str) -> str:
+    """A character beyond U+FFFF as JSON's two ``\\uXXXX`` escapes."""
+    high, low = divmod(ord(char) - 0x10000, 0x400)
+    return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"

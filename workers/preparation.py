@@ -21,11 +21,13 @@ from council.errors import ChangeTooLarge, ConfigurationError
 from council.lineup import Lineup, deadline_ms, line_up, reviewer_prompts
 from council.participant import Participant
 from council.prompt import change_notes
+from council.quoted_paths import shown
 from council.reviewers import check_options
 from council.roster import Roster
 from workers.base_args import base_arg_files
 from workers.clock import now_ms
-from workers.repository import Repository
+from workers.recordings import recorded_lineup
+from workers.repository import DIFF_KNOB, Repository, attributes_notes
 from workers.settings import Settings
 from workers.stores.runs import RunRecord
 from workers.trusted import persona_texts, read_programs, read_roster
@@ -113,14 +115,21 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     repo = Repository(options.repo)
     refs = _resolve_refs(repo, options)
     roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
+    roster_notes = (*roster_notes, *attributes_notes(repo.changed_paths(refs.base, refs.head)))
     _check_visibility_timeout(settings, roster, mode)
     change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
     lineup = line_up(roster, _replay_base_dir(options, repo))
+    if options.roster is None:  # replay files of a base-tree roster: the base tree's
+        lineup = recorded_lineup(lineup, repo, refs.base)
     _check_options(lineup)
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
     arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
-    tree = repo.archive(refs.head, settings.max_tree_bytes or roster.max_tree_bytes)
+    tree = repo.archive(
+        refs.head,
+        settings.max_tree_bytes or roster.max_tree_bytes,
+        max_unpacked_bytes=settings.max_unpacked_tree_bytes,
+    )
     notes = _with_new(
         [*options.notes, *refs.notes, *roster_notes, *excluded_notes],
         change_notes(change, non_utf8=non_utf8),
@@ -189,16 +198,25 @@ def _read_change(
     and the note naming the excluded files (no silent loss). Raises
     :class:`NothingToReview` when no file is left, and :class:`ChangeTooLarge` (exit 2)
     when the diff is over ``COUNCIL_MAX_DIFF_BYTES`` (which wins), else the roster's
-    ``max_diff_bytes`` (bytes), before any reviewer is asked.
+    ``max_diff_bytes`` (bytes), before any reviewer is asked: while git writes the diff
+    (:meth:`~workers.repository.Repository.diff` stops it at the cap), and again once it
+    is decoded. The diff is read with the BASE tree's ``.gitattributes`` only.
     """
-    change, excluded, non_utf8 = read_change(
-        repo.diff(refs.start, refs.head), roster.include, roster.exclude
+    cap = settings.max_diff_bytes or roster.max_diff_bytes
+    raw = repo.diff(
+        refs.start,
+        refs.head,
+        attributes_from=refs.base,
+        include=roster.include,
+        exclude=roster.exclude,
+        cap_bytes=cap,
     )
+    change, excluded, non_utf8 = read_change(raw, roster.include, roster.exclude)
     notes: tuple[str, ...] = ()
     if excluded:
         notes = (
             f"{len(excluded)} file(s) excluded by [paths] in the roster: "
-            + ", ".join(excluded[:EXCLUDED_SHOWN])
+            + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
             + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
         )
     if not change.files:
@@ -207,14 +225,8 @@ def _read_change(
             if not excluded
             else "nothing to review: every file of the change is excluded by [paths]"
         )
-    cap = settings.max_diff_bytes or roster.max_diff_bytes
     if change.total_bytes > cap:
-        raise ChangeTooLarge(
-            "diff",
-            change.total_bytes,
-            cap,
-            "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)",
-        )
+        raise ChangeTooLarge("diff", change.total_bytes, cap, DIFF_KNOB)
     return change, non_utf8, notes
 
 
@@ -231,8 +243,9 @@ def _check_options(lineup: Lineup) -> None:
 
 
 def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
-    """Where replay files resolve: beside an explicit roster, else at the repository root
-    (the same trusted places the roster itself comes from)."""
+    """Where replay files resolve: beside an explicit roster. Without one the relative
+    files are read from the BASE tree instead (:func:`~workers.recordings.recorded_lineup`),
+    never from the repository's working directory, which is the change under review."""
     return options.roster.resolve().parent if options.roster is not None else repo.path
 
 

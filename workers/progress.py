@@ -30,6 +30,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from council.report.escape import for_log
 from council.report.model import ParticipantState
 
 STATE_STYLES: dict[str, str] = {
@@ -139,9 +140,13 @@ class PlainProgress(Progress):
             self._stream.flush()
 
     def _line(self, now: ParticipantProgress) -> str:
+        """One line for a log: the detail (free text from a reviewer, a program's stderr)
+        has its whitespace folded and its control characters and workflow commands
+        escaped (:func:`~council.report.escape.for_log`)."""
         counts = f"{_findings(now.findings)}, {_seconds(now.elapsed_ms)}"
         detail = f": {' '.join(now.detail.split())}" if now.detail.strip() else ""
-        return f"{self._prefix}: {now.participant} {now.state} ({counts}){detail}"
+        line = f"{self._prefix}: {now.participant} {now.state} ({counts}){detail}"
+        return for_log(line, one_line=True)
 
     def close(self) -> None:
         """Stop accepting updates; the lines already written stay as they are."""
@@ -154,7 +159,8 @@ class LiveProgress(Progress):
     The table starts with the first update (nothing is drawn for a run that ends before
     its first poll). While it is live, rich redirects prints to stdout and stderr above
     it, so log lines do not tear the table. Text from participants is shown literally,
-    never read as rich markup.
+    never read as rich markup, and with its control characters escaped (rich keeps an
+    escape sequence as it is: ``\x1b]`` would reach the terminal).
     """
 
     def __init__(self, console: Console) -> None:
@@ -190,11 +196,11 @@ class LiveProgress(Progress):
         table.add_column("detail", overflow="fold")
         for row in rows:
             table.add_row(
-                Text(row.participant),
+                Text(for_log(row.participant, one_line=True)),
                 Text(row.state, style=STATE_STYLES[row.state]),
                 Text(str(row.findings)),
                 Text(_seconds(row.elapsed_ms)),
-                Text(row.detail),
+                Text(for_log(row.detail, one_line=True)),
             )
         return table
 

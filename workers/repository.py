@@ -7,14 +7,23 @@ detection on. The same change then gives the same diff, the same prompt and the 
 anchors on every host. Workers never read a clone: they get the head tree as a capped
 tar.gz (:meth:`Repository.archive`) and unpack it safely (:func:`unpack_tree`).
 
+The change under review is untrusted, and so are the ``.gitattributes`` files it
+carries: ``*.py -diff`` would show every Python file as "Binary files differ", and
+``export-ignore`` would leave a file out of ``git archive``. So the diff is read with the
+attributes of the trusted BASE tree only (:meth:`Repository.diff`), and the head tree is
+packed from ``git ls-tree`` and ``git cat-file`` rather than ``git archive``, with no
+attributes at all. Every size read has a cap, enforced while reading: the diff
+(``max_diff_bytes``), the packed and the unpacked tree.
+
 Runtime layer (runs subprocesses). Source: architecture.md "The shape", "State in Redis"
-(tree archive), "Layers".
+(tree archive), "Layers"; issue "The change under review is untrusted".
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import posixpath
 import re
@@ -22,13 +31,49 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 
+from council.diff import ChangedFile, parse_diff, selects
 from council.errors import ChangeTooLarge, RepositoryError
 
 TREE_KNOB = "COUNCIL_MAX_TREE_BYTES"
 """The setting that raises the packed-tree cap (named in :class:`ChangeTooLarge`)."""
+
+UNPACKED_TREE_KNOB = "COUNCIL_MAX_UNPACKED_TREE_BYTES"
+"""The setting that raises the unpacked-tree cap (named in :class:`ChangeTooLarge`)."""
+
+DIFF_KNOB = "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)"
+"""Where the diff cap is raised (named in :class:`ChangeTooLarge`)."""
+
+DEFAULT_MAX_UNPACKED_TREE_BYTES = 512 * 1024 * 1024
+"""The largest unpacked head tree, in bytes (512 MiB), unless
+``COUNCIL_MAX_UNPACKED_TREE_BYTES``; counted as :func:`tar_bytes` counts."""
+
+TAR_BLOCK = 512
+"""Bytes of one tar block: every entry has a header block, content is padded to blocks."""
+
+ATTRIBUTES_FILE = ".gitattributes"
+"""The name of an in-tree git attributes file."""
+
+ATTRIBUTES_MAX_BYTES = 1024 * 1024
+"""The largest BASE-tree ``.gitattributes`` file applied to the diff (1 MiB); a larger
+one is not applied (git itself ignores attributes files over 100 MiB)."""
+
+DIFF_FILE_MAX_BYTES = 16 * 1024 * 1024
+"""The largest file (either side) git is asked to diff as text (16 MiB): git holds both
+sides and a record per line while it diffs, so a 99 MB file of short lines took it
+gigabytes. A larger text file of the change is measured instead: refused as over the
+diff cap when its size alone passes it, else refused naming it (exclude it with
+``[paths]``); one the roster excludes, or a binary one, is diffed as binary (git's
+``core.bigFileThreshold``), which costs nothing."""
+
+DIFF_HEADER_MAX_BYTES = 64 * 1024
+"""Bytes of one file's ``diff --git`` header read before it is judged kept or excluded
+(a header is a few lines; one this long is judged on what was read)."""
 
 READ_CHUNK = 1 << 16
 """Bytes read from ``git archive`` at a time while packing (64 KiB)."""
@@ -105,6 +150,171 @@ def url_without_credentials(url: str) -> str:
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
     match = _SCP_LIKE.match(url)
     return match.group("rest") if match else url
+
+
+def tar_bytes(size: int) -> int:
+    """The bytes one tree entry takes in a tar stream: a header block, and its ``size``
+    bytes of content padded to whole blocks (0 for a directory or a link). What the
+    unpacked-tree cap counts, so a tree of a million empty files counts too."""
+    return TAR_BLOCK + -(-size // TAR_BLOCK) * TAR_BLOCK
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of ``git ls-tree -r -l``: git ``mode`` (``100644``, ``100755``,
+    ``120000`` a link, ``040000`` a directory, ``160000`` a submodule), ``kind`` (blob,
+    tree, commit), object id, size in bytes (0 for a tree or a submodule) and the path
+    from the tree's root (undecodable bytes kept as surrogates)."""
+
+    mode: str
+    kind: str
+    obj: str
+    size: int
+    path: str
+
+    @classmethod
+    def read(cls, raw: bytes) -> TreeEntry:
+        """One NUL-terminated record of ``git ls-tree -r -z -l`` (the NUL removed)."""
+        meta, _, name = raw.partition(b"\t")
+        mode, kind, obj, size = meta.decode("ascii", "replace").split()
+        return cls(mode, kind, obj, int(size) if size.isdigit() else 0, os.fsdecode(name))
+
+
+def attributes_notes(changed: Sequence[str]) -> list[str]:
+    """The run's note when the change edits a ``.gitattributes`` file (any depth), else
+    none: its paths JSON-quoted, and what council did about it."""
+    edited = [p for p in changed if posixpath.basename(p) == ATTRIBUTES_FILE]
+    if not edited:
+        return []
+    named = ", ".join(json.dumps(p, ensure_ascii=False) for p in edited[:20])
+    more = f" and {len(edited) - 20} more" if len(edited) > 20 else ""
+    return [
+        f"the change edits {named}{more}; the diff was read with the base tree's "
+        f".gitattributes and the tree with none (a change cannot mark its own files "
+        f"binary, nor leave them out of the tree reviewers read)"
+    ]
+
+
+class _DiffCut:
+    """Streamed ``git diff`` bytes, cut to what the caller keeps, counted against a cap.
+
+    The stream is cut before every ``diff --git`` line (a hunk line never starts with
+    one). While a file's header is read (up to its first ``@@``, ``Binary files`` or
+    ``GIT binary patch`` line, at most :data:`DIFF_HEADER_MAX_BYTES`) nothing is decided;
+    then ``keeps(header)`` says whether the file is kept (None: every file is). A kept
+    file goes on whole and its bytes count; an excluded one keeps its header only. Past
+    ``cap_bytes`` counted, :class:`ChangeTooLarge` is raised at once (at least the count).
+    """
+
+    _MARK = b"\ndiff --git "
+    _BODY = (b"\n@@", b"\nBinary files ", b"\nGIT binary patch")
+
+    def __init__(self, keeps: Callable[[bytes], bool] | None, cap_bytes: int | None, knob: str):
+        self.keeps, self.cap, self.knob = keeps, cap_bytes, knob
+        self.out = bytearray()
+        self.buf = bytearray()
+        self.header = bytearray()
+        self.state = "header"
+        self.kept = 0
+        """Bytes of kept files so far (what the cap counts)."""
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next bytes git wrote."""
+        self.buf += chunk
+        while True:
+            cut = self.buf.find(self._MARK)
+            if cut < 0:
+                self._take(len(self.buf) - (len(self._MARK) - 1))
+                return
+            self._take(cut + 1)
+            self._close()
+
+    def finish(self) -> bytes:
+        """The kept bytes, once git is done."""
+        self._take(len(self.buf))
+        self._close()
+        return bytes(self.out)
+
+    def _take(self, count: int) -> None:
+        if count <= 0:
+            return
+        piece = bytes(self.buf[:count])
+        del self.buf[:count]
+        if self.state == "keep":
+            self._keep(piece)
+            return
+        if self.state == "drop":
+            return
+        self.header += piece
+        starts = [i for i in (self.header.find(m) for m in self._BODY) if i >= 0]
+        if not starts and len(self.header) <= DIFF_HEADER_MAX_BYTES:
+            return
+        at = min(starts) + 1 if starts else len(self.header)
+        head, body = bytes(self.header[:at]), bytes(self.header[at:])
+        self.header = bytearray()
+        if self.keeps is None or self.keeps(head):
+            self.state = "keep"
+            self._keep(head + body)
+        else:
+            self.state = "drop"
+            self.out += head
+
+    def _close(self) -> None:
+        """The file being read ended (the next one starts, or the stream ended)."""
+        if self.state == "header" and self.header:
+            head = bytes(self.header)
+            if self.keeps is None or self.keeps(head):
+                self._keep(head)
+            else:
+                self.out += head
+        self.header = bytearray()
+        self.state = "header"
+
+    def _keep(self, data: bytes) -> None:
+        self.out += data
+        self.kept += len(data)
+        if self.cap is not None and self.kept > self.cap:
+            raise ChangeTooLarge("diff", self.kept, self.cap, self.knob, at_least=True)
+
+
+class _Blobs:
+    """A ``git cat-file --batch`` process: one object's bytes at a time, by id."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._in, self._out = proc.stdin, proc.stdout
+        self._left = 0
+        self._newline = False
+
+    def open(self, obj: str) -> int:
+        """Ask for the object ``obj``; its size in bytes (then :meth:`read` its bytes).
+        Raises :class:`RepositoryError` when the object is not in the repository."""
+        self._in.write(obj.encode("ascii") + b"\n")
+        self._in.flush()
+        line = self._out.readline(4096).decode("ascii", "replace").split()
+        if len(line) != 3 or not line[2].isdigit():
+            raise RepositoryError(
+                f"the object {obj} of the head tree cannot be read ({' '.join(line)})",
+                "Check that the head commit's objects are present (`git fsck`)",
+            )
+        self._left = int(line[2])
+        self._newline = True
+        self._end()
+        return self._left
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes of the object asked for last (all that is left: -1)."""
+        want = self._left if size < 0 else min(size, self._left)
+        data = self._out.read(want) if want else b""
+        self._left -= len(data)
+        self._end()
+        return data
+
+    def _end(self) -> None:
+        """Past an object's last byte, read the newline git writes after it (once)."""
+        if self._left == 0 and self._newline:
+            self._out.read(1)
+            self._newline = False
 
 
 class Repository:
@@ -256,15 +466,306 @@ class Repository:
             "`git log --oneline`"
         )
 
-    def diff(self, base_sha: str, head_sha: str) -> bytes:
+    def diff(
+        self,
+        base_sha: str,
+        head_sha: str,
+        *,
+        attributes_from: str | None = None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        cap_bytes: int | None = None,
+        knob: str = DIFF_KNOB,
+    ) -> bytes:
         """The raw ``git diff base head`` bytes, the same whatever the user's git config.
 
         Bytes, because files need not be UTF-8: decode with
         :func:`council.diff.decode_diff`, which also names the files that were not.
-        Raises :class:`RepositoryError` for an unknown ref.
+
+        * Attributes: only the ``.gitattributes`` files of the commit ``attributes_from``
+          (the trusted BASE ref; None: none at all) apply, never the change's own nor the
+          working tree's (:meth:`_neutral_worktree`).
+        * ``include``/``exclude`` (the roster's ``[paths]``): a file they leave out keeps
+          only its ``diff --git`` header lines, so :func:`council.diff.filter_paths` still
+          names it as excluded, and its hunks are never held.
+        * ``cap_bytes``: the kept files' bytes are counted while git writes them; past
+          the cap git is stopped and :class:`ChangeTooLarge` (``diff``, at least the bytes
+          read, ``knob``) is raised, so a huge change is never read whole. The cap counts
+          undecoded bytes, never more than :attr:`council.diff.Change.total_bytes` of the
+          same files, so the caller's check after decoding still decides a change under it.
+
+        Raises :class:`RepositoryError` for an unknown ref or when git fails.
         """
         base, head = self.resolve(base_sha), self.resolve(head_sha)
-        return self._must("diff", *_DIFF_OPTIONS, base, head)
+
+        def keeps(header: bytes) -> bool:
+            files = parse_diff(header.decode("utf-8", "replace")).files
+            return not files or selects(files[0], include, exclude)
+
+        cut = _DiffCut(keeps if include or exclude else None, cap_bytes, knob)
+        with self._neutral_worktree(attributes_from) as (cwd, env):
+            self._refuse_big_files(base, head, include, exclude, cap_bytes, knob, cwd, env)
+            big = f"core.bigFileThreshold={DIFF_FILE_MAX_BYTES}"
+            args = ["-c", big, "diff", *_DIFF_OPTIONS, base, head]
+            self._stream(args, cut.feed, cwd=cwd, env=env)
+        return cut.finish()
+
+    def _refuse_big_files(
+        self,
+        base: str,
+        head: str,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        cap_bytes: int | None,
+        knob: str,
+        cwd: Path,
+        env: dict[str, str],
+    ) -> None:
+        """Measure, before git diffs anything, the kept text files over
+        :data:`DIFF_FILE_MAX_BYTES` (from ``git diff --raw`` and the blobs' sizes, never
+        their content but the first 8000 bytes that tell a binary file).
+
+        Raises :class:`ChangeTooLarge` (at least the size difference, which the diff must
+        hold) when that passes ``cap_bytes``, else :class:`RepositoryError` naming the file
+        and the way out. A binary one (a NUL byte early on, or ``-diff`` in the base
+        tree's attributes) is left to git, which shows it as binary.
+        """
+        listing = self._must(
+            "diff", "--raw", "-z", "--no-abbrev", "-M", "--no-relative", base, head
+        )
+        fields = listing.split(b"\0")
+        entries: list[tuple[str, str, str, ChangedFile]] = []
+        i = 0
+        while i < len(fields) and fields[i].startswith(b":"):
+            _, _, old, new, status = fields[i][1:].decode("ascii", "replace").split()[:5]
+            count = 2 if status[:1] in ("R", "C") else 1
+            names = [os.fsdecode(n) for n in fields[i + 1 : i + 1 + count]]
+            path = names[0] if status[:1] == "D" else names[-1]
+            changed = ChangedFile(path=path, old_path=None if status[:1] == "A" else names[0])
+            entries.append((old, new, status[:1], changed))
+            i += 1 + count
+        blobs = {sha for old, new, *_ in entries for sha in (old, new) if set(sha) != {"0"}}
+        sizes = self._sizes(sorted(blobs))
+        for old, new, status, changed in entries:
+            old_size, new_size = sizes.get(old, 0), sizes.get(new, 0)
+            largest = max(old_size, new_size)
+            if largest <= DIFF_FILE_MAX_BYTES or not selects(changed, include, exclude):
+                continue
+            path = changed.path
+            biggest = new if new_size >= old_size else old
+            if self._binary(biggest) or self._binary_by_attributes(path, cwd, env):
+                continue
+            bound = abs(new_size - old_size) if status not in ("A", "D") else largest
+            if cap_bytes is not None and bound > cap_bytes:
+                raise ChangeTooLarge("diff", bound, cap_bytes, knob, at_least=True)
+            raise RepositoryError(
+                f"the change's file {path!r} is {largest} bytes, over the "
+                f"{DIFF_FILE_MAX_BYTES} bytes council diffs as text (git would hold it "
+                f"whole, line by line)",
+                "Leave it out of the review with [paths] exclude in the roster (reviewers "
+                "still read it in the tree), or split it",
+            )
+
+    def _sizes(self, objects: Sequence[str]) -> dict[str, int]:
+        """Object id → size in bytes (``git cat-file --batch-check``); missing ones left out."""
+        if not objects:
+            return {}
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.path), "cat-file", "--batch-check"],
+                input="".join(f"{o}\n" for o in objects).encode("ascii"),
+                capture_output=True,
+                env=_git_env(),
+                check=False,
+            )
+        except FileNotFoundError:
+            return {}
+        out: dict[str, int] = {}
+        for line in done.stdout.decode("ascii", "replace").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[2].isdigit():
+                out[parts[0]] = int(parts[2])
+        return out
+
+    def _binary(self, obj: str) -> bool:
+        """Whether git takes the blob ``obj`` for binary: a NUL byte in its first 8000
+        bytes (only those are read; git is stopped after them)."""
+        proc = subprocess.Popen(
+            ["git", "-C", str(self.path), "cat-file", "blob", obj],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=_git_env(),
+        )
+        assert proc.stdout is not None  # stdout=PIPE
+        try:
+            head = proc.stdout.read(8000)
+        finally:
+            proc.stdout.close()
+            proc.kill()
+            proc.wait()
+        return b"\0" in head
+
+    def _binary_by_attributes(self, path: str, cwd: Path, env: dict[str, str]) -> bool:
+        """Whether the attributes in force (the base tree's) mark ``path`` ``-diff``."""
+        done = subprocess.run(
+            ["git", "-C", str(cwd), "check-attr", "-z", "diff", "--", path],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+        fields = done.stdout.split(b"\0")
+        return len(fields) >= 3 and fields[2] == b"unset"
+
+    @contextmanager
+    def _neutral_worktree(
+        self, attributes_from: str | None
+    ) -> Iterator[tuple[Path, dict[str, str]]]:
+        """A place to run git where no attributes of the change apply: ``(cwd, env)``.
+
+        git reads ``.gitattributes`` from the working tree (in CI, the checked-out head:
+        the change itself). Here git runs in a fresh directory that is its working tree,
+        with an empty index of its own, holding only the ``.gitattributes`` files of the
+        commit ``attributes_from`` (none when None); the user's global attributes file
+        and the system one are off. The clone's ``$GIT_DIR/info/attributes`` (local, not
+        from any change) still applies, as git always lets it.
+        """
+        git_dir = self._must("rev-parse", "--absolute-git-dir").decode().strip()
+        with tempfile.TemporaryDirectory(prefix="council-git-") as scratch:
+            root = Path(scratch) / "tree"
+            root.mkdir()
+            if attributes_from is not None:
+                for path, blob in self._attributes_files(attributes_from):
+                    target = root / path
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(blob)
+            env = {
+                **_git_env(),
+                "GIT_DIR": git_dir,
+                "GIT_WORK_TREE": str(root),
+                "GIT_INDEX_FILE": str(Path(scratch) / "index"),
+                "GIT_ATTR_NOSYSTEM": "1",
+            }
+            yield root, env
+
+    def _attributes_files(self, ref: str) -> list[tuple[str, bytes]]:
+        """The ``.gitattributes`` files of ``ref``'s tree: ``(path, bytes)``, in tree order.
+
+        Only regular files at safe paths (no ``..``) of at most
+        :data:`ATTRIBUTES_MAX_BYTES`; the listing is read as a stream, so a tree of any
+        size costs no memory.
+        """
+        sha = self.resolve(ref)
+        found: list[tuple[str, str]] = []
+        for entry in self._tree_entries(sha, with_trees=False):
+            name = entry.path.rsplit("/", 1)[-1]
+            if name != ATTRIBUTES_FILE or entry.mode not in ("100644", "100755"):
+                continue
+            if ".." in entry.path.split("/") or entry.size > ATTRIBUTES_MAX_BYTES:
+                continue
+            found.append((entry.path, entry.obj))
+        out: list[tuple[str, bytes]] = []
+        for path, obj in found:
+            done = self._git("cat-file", "blob", obj)
+            if done.returncode == 0:
+                out.append((path, done.stdout))
+        return out
+
+    def _stream(
+        self,
+        args: Sequence[str],
+        sink: Callable[[bytes], None],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Run ``git ARGS`` and hand its stdout to ``sink`` chunk by chunk (:data:`READ_CHUNK`).
+
+        Nothing is held here: when ``sink`` raises (a cap was passed), git is killed and
+        the error goes on. Raises :class:`RepositoryError` when git fails.
+        """
+        with self._reading(args, cwd=cwd, env=env) as proc:
+            assert proc.stdout is not None  # stdout=PIPE
+            while chunk := proc.stdout.read(READ_CHUNK):
+                sink(chunk)
+
+    @contextmanager
+    def _reading(
+        self,
+        args: Sequence[str],
+        *,
+        stdin: int = subprocess.DEVNULL,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Iterator[subprocess.Popen[bytes]]:
+        """``git -C (cwd or path) ARGS`` running, its stdout (and with ``stdin=PIPE`` its
+        stdin) to use as it comes.
+
+        Leaving the block early (a cap was passed, the reader stopped) kills git; a
+        block that read to the end checks git's exit code, and raises
+        :class:`RepositoryError` with git's first line of stderr when it failed.
+        """
+        argv = [
+            "git",
+            "-C",
+            str(cwd or self.path),
+            "-c",
+            "core.quotePath=true",
+            "-c",
+            "core.attributesFile=/dev/null",
+            *args,
+        ]
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    stdin=stdin,
+                    env=env or _git_env(),
+                )
+            except FileNotFoundError:
+                raise RepositoryError(
+                    "git is not installed (no `git` on PATH)",
+                    "Install git, or run council where git is available",
+                ) from None
+            assert proc.stdout is not None  # stdout=PIPE
+            finished = False
+            try:
+                yield proc
+                finished = True
+            finally:
+                if not finished and proc.poll() is None:
+                    proc.kill()
+                proc.stdout.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                code = proc.wait()
+            if code != 0:
+                errors.seek(0)
+                raise RepositoryError(
+                    f"git {args[0]} failed in {self.path}: {_first_line(errors.read())}",
+                    "Check that the repository is intact (`git fsck`) and readable",
+                )
+
+    def _tree_entries(self, sha: str, *, with_trees: bool = True) -> Iterator[TreeEntry]:
+        """Every entry of the commit ``sha``'s tree, recursively, in git's order, read
+        as a stream (a tree of any size costs no memory here).
+
+        With ``with_trees`` the directories are listed too, each before what it holds.
+        A consumer that stops early stops git. Raises :class:`RepositoryError` when git
+        fails.
+        """
+        args = ["ls-tree", "-r", "-z", "-l", "--full-tree", *(["-t"] if with_trees else []), sha]
+        with self._reading(args) as proc:
+            assert proc.stdout is not None  # stdout=PIPE
+            rest = b""
+            while chunk := proc.stdout.read(READ_CHUNK):
+                *whole, rest = (rest + chunk).split(b"\0")
+                for raw in whole:
+                    yield TreeEntry.read(raw)
+            if rest:
+                yield TreeEntry.read(rest)
 
     def read_file(self, ref: str, path: str) -> bytes | None:
         """The bytes of ``path`` at ``ref``, or None when no file is at that path.
@@ -275,6 +776,15 @@ class Repository:
         sha = self.resolve(ref)
         done = self._git("cat-file", "blob", f"{sha}:{path}")
         return done.stdout if done.returncode == 0 else None
+
+    def file_size(self, ref: str, path: str) -> int | None:
+        """The size in bytes of the file at ``path`` in ``ref``'s tree, read without
+        reading the file; None when no file is there. Raises :class:`RepositoryError`
+        for an unknown ref."""
+        sha = self.resolve(ref)
+        done = self._git("cat-file", "-s", f"{sha}:{path}")
+        text = done.stdout.decode().strip()
+        return int(text) if done.returncode == 0 and text.isdigit() else None
 
     def tree_mode(self, ref: str, path: str) -> str | None:
         """The git mode of ``path`` in the tree of ``ref`` (``100755`` an executable
@@ -313,6 +823,51 @@ class Repository:
             return None
         return done.stdout.decode("ascii", errors="replace").strip() or None
 
+    def tracked(self, path: Path, head: str = "HEAD") -> str | None:
+        """The path of ``path`` from the repository's top when git tracks it here, else None.
+
+        Tracked: in the index (what a checkout wrote) or in the tree of ``head``, the
+        file itself or any directory on its way as a symbolic link (a committed
+        ``.council-state -> elsewhere`` tracks what lies beyond it). ``path`` is looked
+        at as given and with its links resolved. A path outside the repository is never
+        tracked. Why: a file the change committed is the change's, not ours to trust.
+        """
+        tops = {self.path.absolute(), self.path.resolve()}
+        for candidate in dict.fromkeys([Path(os.path.abspath(path)), path.resolve()]):
+            for top in tops:
+                if not candidate.is_relative_to(top) or candidate == top:
+                    continue
+                parts = candidate.relative_to(top).parts
+                prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+                if self._tracks(prefixes, head):
+                    return "/".join(parts)
+        return None
+
+    def _tracks(self, prefixes: list[str], head: str) -> bool:
+        """Whether git tracks ``prefixes[-1]``, or a link at one of the others."""
+        wanted = set(prefixes)
+        specs = [f":(literal){p}" for p in prefixes]
+        listed = self._git("ls-files", "-z", "--stage", "--full-name", "--", *specs)
+        rows = [row.partition(b"\t") for row in listed.stdout.split(b"\0") if row]
+        for meta, _, name in rows:
+            if os.fsdecode(name) == prefixes[-1] or (
+                os.fsdecode(name) in wanted and meta.startswith(b"120000")
+            ):
+                return True
+        sha = self._git("rev-parse", "--verify", "--quiet", f"{head}^{{commit}}")
+        if sha.returncode != 0:
+            return False
+        tree = self._git(
+            "ls-tree", "-z", "--full-tree", sha.stdout.decode().strip(), "--", *prefixes
+        )
+        for row in tree.stdout.split(b"\0"):
+            meta, _, name = row.partition(b"\t")
+            if os.fsdecode(name) == prefixes[-1] and not meta.startswith(b"040000"):
+                return True
+            if os.fsdecode(name) in wanted and meta.startswith(b"120000"):
+                return True
+        return False
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether ``older`` is an ancestor of ``newer`` (``git merge-base --is-ancestor``)."""
         return self._git("merge-base", "--is-ancestor", older, newer).returncode == 0
@@ -336,47 +891,79 @@ class Repository:
             i += 1 + count
         return list(dict.fromkeys(paths))
 
-    def archive(self, head_sha: str, cap_bytes: int) -> bytes:
+    def archive(
+        self,
+        head_sha: str,
+        cap_bytes: int,
+        *,
+        max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    ) -> bytes:
         """The head commit's tree as tar.gz bytes, at most ``cap_bytes`` long.
 
-        ``git archive --format=tar`` is gzipped here (level 6, mtime 0), so the bytes do
-        not depend on the user's ``tar.*.command`` settings; the cap is enforced while
-        reading, so a huge tree is never held whole. Raises :class:`ChangeTooLarge`
-        (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``) past the cap, and
-        :class:`RepositoryError` when git fails. Source: architecture.md "State in Redis".
+        Built here from ``git ls-tree`` and ``git cat-file`` (not ``git archive``, which
+        obeys the tree's own ``export-ignore``/``export-subst`` attributes: a change
+        could leave a file out of what analyzers read). Every file, link, directory and
+        submodule (an empty directory, as ``git archive`` writes it) of the commit is in
+        it; tar entries carry the commit's time, modes 0644/0755/0777, no owner; gzip
+        level 6, mtime 0: the same commit packs to the same bytes.
+
+        Caps, each enforced before or while reading, so a huge tree is never held whole:
+
+        * ``max_unpacked_bytes``: the tree's size as :func:`tar_bytes` counts it, summed
+          from the listing before any file is read; over it, :class:`ChangeTooLarge`
+          (``unpacked head tree``, knob ``COUNCIL_MAX_UNPACKED_TREE_BYTES``).
+        * ``cap_bytes``: the packed bytes, checked as they grow; over it,
+          :class:`ChangeTooLarge` (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``).
+
+        A symbolic link that is absolute or leads out of the tree raises
+        :class:`RepositoryError` naming the link, its target and why: a worker refuses
+        to unpack such a tree, so every reviewer would fail (the check fails closed).
+        Raises :class:`RepositoryError` when git fails. Source: architecture.md "State in
+        Redis"; issue "The change under review is untrusted".
         """
         sha = self.resolve(head_sha)
-        packed = io.BytesIO()
-        with tempfile.TemporaryFile() as errors:
-            proc = subprocess.Popen(
-                ["git", "-C", str(self.path), "archive", "--format=tar", sha],
-                stdout=subprocess.PIPE,
-                stderr=errors,
-                stdin=subprocess.DEVNULL,
-                env=_git_env(),
-            )
-            assert proc.stdout is not None  # stdout=PIPE
-            try:
-                with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as gz:
-                    while chunk := proc.stdout.read(READ_CHUNK):
-                        gz.write(chunk)
-                        if packed.tell() > cap_bytes:
-                            raise ChangeTooLarge(
-                                "packed head tree", packed.tell(), cap_bytes, TREE_KNOB
-                            )
-            finally:
-                proc.stdout.close()
-                if proc.poll() is None:
-                    proc.kill()
-                code = proc.wait()
-            if code != 0:
-                errors.seek(0)
-                raise RepositoryError(
-                    f"git archive failed in {self.path}: {_first_line(errors.read())}",
-                    "Check that the head commit's objects are present (`git fsck`)",
+        total = 0
+        for entry in self._tree_entries(sha):
+            total += tar_bytes(entry.size if entry.kind == "blob" and entry.mode != "120000" else 0)
+            if total > max_unpacked_bytes:
+                raise ChangeTooLarge(
+                    "unpacked head tree",
+                    total,
+                    max_unpacked_bytes,
+                    UNPACKED_TREE_KNOB,
+                    at_least=True,
                 )
-        if packed.tell() > cap_bytes:
-            raise ChangeTooLarge("packed head tree", packed.tell(), cap_bytes, TREE_KNOB)
+        mtime = int(self._must("show", "-s", "--format=%ct", sha).decode().strip() or 0)
+        packed = io.BytesIO()
+
+        def check() -> None:
+            if packed.tell() > cap_bytes:
+                raise ChangeTooLarge("packed head tree", packed.tell(), cap_bytes, TREE_KNOB)
+
+        with (
+            self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch,
+            gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            blobs = _Blobs(batch)
+            for entry in self._tree_entries(sha):
+                info = tarfile.TarInfo(entry.path)
+                info.mtime, info.uname, info.gname = mtime, "", ""
+                if entry.kind in ("tree", "commit"):
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                elif entry.mode == "120000":
+                    blobs.open(entry.obj)
+                    target = os.fsdecode(blobs.read())
+                    _check_link(entry.path, target)
+                    info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, target
+                    tar.addfile(info)
+                else:
+                    info.size = blobs.open(entry.obj)
+                    info.mode = 0o755 if entry.mode == "100755" else 0o644
+                    tar.addfile(info, _Checked(blobs, check))
+                check()
+        check()
         return packed.getvalue()
 
     def default_session_key(self, head_ref: str) -> str:
@@ -413,12 +1000,48 @@ class Repository:
         return full.removeprefix("refs/tags/") if full.startswith("refs/") else full
 
 
-def _refuse(name: str, why: str) -> RepositoryError:
+class _Checked:
+    """A file object over the blob being read, calling ``check`` before each read (the
+    packed-size cap is checked while one large file is added)."""
+
+    def __init__(self, blobs: _Blobs, check: Callable[[], None]) -> None:
+        self._blobs, self._check = blobs, check
+
+    def read(self, size: int = -1) -> bytes:
+        self._check()
+        return self._blobs.read(size)
+
+
+def _link_trouble(name: str, target: str) -> str | None:
+    """Why a symbolic link at ``name`` to ``target`` would leave the tree, or None."""
+    if target.startswith("/") or PurePosixPath(target).is_absolute():
+        return f"it points to the absolute path {target!r}"
+    if _escapes(posixpath.join(posixpath.dirname(name), target)):
+        return f"its target {target!r} leads outside the tree"
+    return None
+
+
+def _check_link(name: str, target: str) -> None:
+    """Refuse, at packing time, a link of the head tree that leaves the tree."""
+    why = _link_trouble(name, target)
+    if why is not None:
+        raise RepositoryError(
+            f"the head tree holds a symbolic link {name!r} that council will not unpack: "
+            f"{why}. Workers refuse a tree whose links lead out of it, so every reviewer "
+            f"would fail",
+            f"Remove the link {name!r} from the change, or make it a relative link to a "
+            f"file inside the repository (a link already on the base branch must be fixed "
+            f"there first)",
+        )
+
+
+def _refuse(name: str, why: str, fix: str | None = None) -> RepositoryError:
     """The error for an archive member that must not be unpacked."""
     return RepositoryError(
         f"the tree archive holds an unsafe member {name!r} ({why})",
-        "Rebuild the run's tree with `council review`: a tree archive must come from "
-        "`git archive` of the head commit",
+        fix
+        or "Rebuild the run's tree with `council review`: a tree archive must come from "
+        "the head commit's tree",
     )
 
 
@@ -426,6 +1049,12 @@ def _escapes(path: str) -> bool:
     """Whether a relative POSIX path climbs above where it starts."""
     normal = posixpath.normpath(path)
     return normal == ".." or normal.startswith("../")
+
+
+_LINK_FIX = (
+    "A link in the reviewed tree may not lead out of it: remove the link from the change, "
+    "or make it a relative link to a file inside the repository"
+)
 
 
 def _check_member(member: tarfile.TarInfo) -> None:
@@ -437,13 +1066,16 @@ def _check_member(member: tarfile.TarInfo) -> None:
         raise _refuse(name, "'..' in its path")
     if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
         raise _refuse(name, "device file or pipe")
-    if member.issym() or member.islnk():
+    if member.issym():
+        why = _link_trouble(name, member.linkname)
+        if why is not None:
+            raise _refuse(name, f"a symbolic link, and {why}", _LINK_FIX)
+    if member.islnk():
         target = member.linkname
         if target.startswith("/") or PurePosixPath(target).is_absolute():
-            raise _refuse(name, f"link to the absolute path {target!r}")
-        start = posixpath.dirname(name) if member.issym() else ""
-        if _escapes(posixpath.join(start, target)):
-            raise _refuse(name, f"link {target!r} points outside the tree")
+            raise _refuse(name, f"a hard link to the absolute path {target!r}")
+        if _escapes(target):
+            raise _refuse(name, f"a hard link whose target {target!r} is outside the tree")
 
 
 def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> None:
@@ -451,22 +1083,27 @@ def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> 
 
     Every member is checked before anything is written: an absolute path, a ``..``
     component, a device file or pipe, or a link pointing outside ``dest`` refuses the
-    whole archive; ``max_bytes`` (when given) caps the unpacked size. Extraction then
-    runs with tarfile's ``data`` filter as a second guard. Raises
+    whole archive (the message names the member and why). ``max_bytes`` (when given)
+    caps the unpacked size, counted as :func:`tar_bytes` counts (content padded to tar
+    blocks, plus a header block per entry), while the members are listed: a small
+    archive of zeros is refused once the count passes the cap, before it is unpacked.
+    Extraction then runs with tarfile's ``data`` filter as a second guard. Raises
     :class:`RepositoryError` for an unsafe, oversized or unreadable archive. Why: the
     archive travels through Redis, and a worker must never write outside its tree.
     """
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            members = tar.getmembers()
-            for member in members:
+            total = 0
+            while (member := tar.next()) is not None:
                 _check_member(member)
-            total = sum(m.size for m in members if m.isfile())
-            if max_bytes is not None and total > max_bytes:
-                raise RepositoryError(
-                    f"the tree archive unpacks to {total} bytes, over the cap of {max_bytes}",
-                    f"Narrow the change or raise the cap with {TREE_KNOB}",
-                )
+                total += tar_bytes(member.size if member.isfile() else 0)
+                if max_bytes is not None and total > max_bytes:
+                    raise RepositoryError(
+                        f"the tree archive unpacks to at least {total} bytes, over the cap "
+                        f"of {max_bytes} bytes",
+                        f"Narrow the change, or raise the cap with {UNPACKED_TREE_KNOB} on "
+                        f"the workers (and on the CLI, which checks it too)",
+                    )
             dest.mkdir(parents=True, exist_ok=True)
             tar.extractall(dest, filter="data")
     except tarfile.FilterError as exc:

@@ -131,6 +131,7 @@ def build_request(
         ),
         witness=record.witness,
         events=_log_event,
+        tool_read_max_bytes=rt.settings.tool_read_max_bytes,
     )
 
 

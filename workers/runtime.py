@@ -122,7 +122,7 @@ def build_runtime(
             session_retention_s=settings.session_retention_s,
             run_retention_s=settings.run_retention_s,
         ),
-        trees=TreeCache(settings.work_dir),
+        trees=TreeCache(settings.work_dir, settings.max_unpacked_tree_bytes),
         cancels=CancelWatch(RunStore(client, keys).cancelled_many),
         artifacts=ArtifactStore(
             client,

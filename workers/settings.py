@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workers.repository import DEFAULT_MAX_UNPACKED_TREE_BYTES
+
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 """URL schemes redis-py accepts for a connection."""
 
@@ -67,6 +69,16 @@ class Settings(BaseSettings):
     max_tree_bytes: int | None = Field(default=None, ge=1)
     """Largest packed head tree (git archive, gzip) stored for workers. When set, it wins
     over the roster's ``[council] max_tree_bytes`` (default 50 MiB)."""
+
+    max_unpacked_tree_bytes: int = Field(default=DEFAULT_MAX_UNPACKED_TREE_BYTES, ge=1)
+    """Largest unpacked head tree (512 MiB), counted as a tar stream counts it (each
+    file's bytes padded to 512-byte blocks, plus a 512-byte header per entry): the CLI
+    refuses a bigger tree before packing it, and a worker refuses to unpack one (a small
+    archive of zeros unpacks to gigabytes). Set it alike on workers and the CLI."""
+
+    tool_read_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    """Most bytes of one file a model reviewer's ``read_file`` tool reads (1 MiB); the
+    reply says where a larger file was cut. Set on the workers."""
 
     journal_max_entries: int = Field(default=100, ge=1)
     """Journal entries read per participant (harvest.md §5); the rest are reported."""

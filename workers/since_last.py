@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from council.diff import Change, read_change
-from council.errors import RepositoryError
+from council.errors import ChangeTooLarge, RepositoryError
 from council.roster import Roster
 from workers.repository import Repository
 from workers.stores.sessions import Reviewed
@@ -100,9 +100,7 @@ def _unheard_since(repo: Repository, reviewed: Reviewed, last: str, new: str) ->
     everyone would leave that reviewer's share of the commits unreviewed, silently. The
     others review those commits again (their repeats are marked seen, not posted again).
     """
-    behind = [
-        pid for pid in reviewed.reviewers or () if reviewed.heard.get(pid) != reviewed.head
-    ]
+    behind = [pid for pid in reviewed.reviewers or () if reviewed.heard.get(pid) != reviewed.head]
     if not behind:
         return None
     names = ", ".join(behind)
@@ -134,24 +132,56 @@ def _unheard_since(repo: Repository, reviewed: Reviewed, last: str, new: str) ->
     )
 
 
-def interdiff(repo: Repository, reviewed: Reviewed | None, head: str, roster: Roster) -> str | None:
+def interdiff(
+    repo: Repository,
+    reviewed: Reviewed | None,
+    head: str,
+    roster: Roster,
+    *,
+    cap_bytes: int | None = None,
+) -> str | None:
     """The diff text from the last reviewed head to ``head``, filtered by the roster's
-    ``[paths]`` like the round's change; None when there is no reviewed head, or this
-    clone lacks its objects (then nothing can be said to be outdated). Never raises
-    for the old head; raises :class:`RepositoryError` for an unknown ``head``."""
+    ``[paths]`` like the round's change; None when there is no reviewed head, this
+    clone lacks its objects, or it is over ``cap_bytes`` (None: the roster's
+    ``max_diff_bytes``; git is stopped at the cap): then nothing can be said to be
+    outdated. Never raises for the old head; raises :class:`RepositoryError` for an
+    unknown ``head``."""
     if reviewed is None:
         return None
     new = repo.resolve(head)
     try:
-        raw = repo.diff(reviewed.head, new)
-    except RepositoryError:
+        raw = _diff(repo, reviewed.head, new, roster, None, cap_bytes)
+    except (RepositoryError, ChangeTooLarge):
         return None
     return _filtered(raw, roster).text
 
 
-def full_change(repo: Repository, base: str, head: str, roster: Roster) -> Change:
-    """The change base..head as the pull request shows it, filtered by ``[paths]``."""
-    return _filtered(repo.diff(repo.resolve(base), repo.resolve(head)), roster)
+def full_change(
+    repo: Repository, base: str, head: str, roster: Roster, *, cap_bytes: int | None = None
+) -> Change:
+    """The change base..head as the pull request shows it, filtered by ``[paths]``, read
+    with the base tree's attributes. Raises :class:`ChangeTooLarge` past ``cap_bytes``
+    (None: the roster's ``max_diff_bytes``), git stopped at the cap."""
+    start = repo.resolve(base)
+    return _filtered(_diff(repo, start, repo.resolve(head), roster, start, cap_bytes), roster)
+
+
+def _diff(
+    repo: Repository,
+    old: str,
+    new: str,
+    roster: Roster,
+    attributes_from: str | None,
+    cap_bytes: int | None,
+) -> bytes:
+    return repo.diff(
+        old,
+        new,
+        attributes_from=attributes_from,
+        include=roster.include,
+        exclude=roster.exclude,
+        cap_bytes=cap_bytes or roster.max_diff_bytes,
+    )
 
 
 def _filtered(raw: bytes, roster: Roster) -> Change:

@@ -59,9 +59,7 @@ def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
 @shared_task(name="council.finalize", bind=True, acks_late=True)
 def finalize(self: Any, run_id: str) -> dict[str, Any]:
     """Settle the run when the chord failed (errback): lost participants get stops."""
-    report = settle_run(
-        runtime.current(), run_id, dispatch_judge=send_judge, event="worker_lost"
-    )
+    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge, event="worker_lost")
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 

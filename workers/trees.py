@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from workers.repository import unpack_tree
+from workers.repository import DEFAULT_MAX_UNPACKED_TREE_BYTES, unpack_tree
 
 KEEP_RUNS = 8
 """Unpacked runs kept per worker; older ones are removed when a new one arrives."""
@@ -36,11 +36,18 @@ characters follow)."""
 
 class TreeCache:
     """Private directories of unpacked run trees under one root (``root``, default the
-    system temp directory), one per run, created on first use."""
+    system temp directory), one per run, created on first use.
 
-    def __init__(self, root: Path | None = None) -> None:
+    ``max_unpacked_bytes`` caps each tree unpacked (``COUNCIL_MAX_UNPACKED_TREE_BYTES``;
+    see :func:`~workers.repository.unpack_tree`, which raises ``RepositoryError`` over it).
+    """
+
+    def __init__(
+        self, root: Path | None = None, max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_TREE_BYTES
+    ) -> None:
         self._root = root
         self._runs: dict[str, Path] = {}
+        self._max_unpacked_bytes = max_unpacked_bytes
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._order: list[str] = []
@@ -77,7 +84,7 @@ class TreeCache:
                 return None
             staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".unpacking-"))
             try:
-                unpack_tree(archive, staging)
+                unpack_tree(archive, staging, max_bytes=self._max_unpacked_bytes)
                 os.rename(staging, dest)
             except OSError:
                 if not dest.is_dir():

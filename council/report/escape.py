@@ -9,6 +9,11 @@ so Markdown a reviewer meant (``code``, **emphasis**, fenced blocks) still rende
 Raw HTML is neutralized (``<`` becomes ``&lt;``) outside code, because GitHub renders
 some HTML and an unbalanced tag breaks the page; inside code spans and fenced blocks
 ``<`` is already literal and is left alone. Every helper is linear in its input.
+
+:func:`for_log` makes any text safe to write to a terminal or a CI log (stdout and
+stderr): a CI runner reads commands from the log (GitHub Actions' ``::error ...`` at the
+start of a line, its older ``##[...]`` anywhere), and a terminal runs escape sequences
+(``\x1b]`` opens an OSC). Source: issue "The change under review is untrusted".
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ _BLOCK_MARK = re.compile(r"^([#>|]|[-+*](?=\s|$)|[-*_=](?=[-*_=\s]*$))")
 line of only ``-``/``*``/``_``/``=`` (a thematic break, a setext underline)."""
 _ORDERED_MARK = re.compile(r"^(\d{1,9})([.)])")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_LOG_UNSAFE = re.compile(f"[{_CONTROLS}]")
+_LOG_UNSAFE_LINE = re.compile(f"[\t\n{_CONTROLS}]")
+_WORKFLOW_COMMAND = re.compile(r"^([^\S\n]*)::", re.MULTILINE)
 
 
 def _no_html(text: str) -> str:
@@ -133,3 +142,27 @@ def _prose(lines: list[str]) -> list[str]:
     if not lines:
         return []
     return _outside_code("\n".join(lines), _no_html).split("\n")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def for_log(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to print on a terminal or into a CI log, still readable.
+
+    * Control characters (escape, carriage return, backspace, C1 controls), line and
+      paragraph separators and bidirectional overrides are written as ``\\x1b`` or
+      ``\\u202e``; newlines and tabs are kept unless ``one_line``.
+    * A line whose first non-blank characters are ``::`` (a GitHub Actions workflow
+      command such as ``::error title=…::`` or ``::add-mask::``) gets a backslash
+      before them, and every ``##[`` (the older command form, read anywhere in a
+      line) becomes ``##\\[``. In Markdown both backslashes are escapes of punctuation:
+      the rendered text is unchanged.
+
+    Idempotent (escaping twice changes nothing more); linear in the text.
+    """
+    escaped = (_LOG_UNSAFE_LINE if one_line else _LOG_UNSAFE).sub(_escape_control, text)
+    escaped = _WORKFLOW_COMMAND.sub(r"\1\\::", escaped)
+    return escaped.replace("##[", "##\\[")

@@ -46,7 +46,7 @@ from council.findings import (
     severity_rank,
 )
 from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
-from council.report.escape import block, cell, code, inline
+from council.report.escape import block, cell, code, for_log, inline
 from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
@@ -84,7 +84,10 @@ def render_markdown(
     :func:`council.gate.exit_code` decides the exit code, so the page and the CI status
     never disagree. ``posted`` holds the ids of findings already shown elsewhere as line
     comments (the body of a pull-request review): they are counted, not repeated.
-    Raises ValueError for an unknown ``fail_on`` or a negative quorum.
+    The page is fit for a CI log as well (:func:`~council.report.escape.for_log`: no
+    control character, no line a runner reads as a workflow command), since it is
+    printed on stdout and ``cat`` in CI jobs. Raises ValueError for an unknown
+    ``fail_on`` or a negative quorum.
     """
     level = parse_fail_on(fail_on)
     sections = [
@@ -102,7 +105,7 @@ def render_markdown(
         _notes(report),
         _warnings(report),
     ]
-    return "\n\n".join(part for part in sections if part) + "\n"
+    return for_log("\n\n".join(part for part in sections if part) + "\n")
 
 
 def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:

@@ -86,6 +86,9 @@ class ReviewRequest:
     * ``rate_limiter``: shared admission to the provider, when the runtime has one.
     * ``witness``: the commit of ``workdir`` when the tree was pinned (tools' anchors).
     * ``events``: where the backend reports tool calls and retries for the logs.
+    * ``tool_read_max_bytes``: the most bytes a model's ``read_file`` tool reads of one
+      file (the worker's ``COUNCIL_TOOL_READ_MAX_BYTES``; None: the tool's default,
+      :data:`council.reviewers.tools.READ_MAX_BYTES`).
     """
 
     participant: Participant
@@ -103,6 +106,7 @@ class ReviewRequest:
     rate_limiter: RateLimiter | None = None
     witness: str | None = None
     events: EventLog = ignore_events
+    tool_read_max_bytes: int | None = None
 
 
 class Reviewer(Protocol):

@@ -38,7 +38,7 @@ from council.reviewers.provider import Provider
 from council.reviewers.retry import Backoff, Trouble
 from council.reviewers.stream_loop import bridge, stream_loop
 from council.reviewers.stream_watch import StreamedTurn, Watch, run_streamed
-from council.reviewers.tools import ToolBox, specs_for
+from council.reviewers.tools import READ_MAX_BYTES, ToolBox, specs_for
 
 DEFAULT_MAX_TURNS = 20
 """Requests one review may make in its tool loop when ``max_turns`` is not set."""
@@ -155,7 +155,12 @@ class _Run:
         specs = specs_for(participant.tools or ())
         names = [spec.name for spec in specs]
         self.tools = ToolBox(
-            names, request.workdir, request.journal, watch.activity.touch, request.events
+            names,
+            request.workdir,
+            request.journal,
+            watch.activity.touch,
+            request.events,
+            read_max_bytes=request.tool_read_max_bytes or READ_MAX_BYTES,
         )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))

@@ -34,6 +34,16 @@ SANDBOX_MODES: tuple[str, ...] = ("auto", "required")
 PROGRAM_OPTIONS: tuple[str, ...] = ("program", "args", "env", "network")
 """The options a program-running backend (``command``, ``sarif``) reads from the roster."""
 
+RECORDED = "recorded"
+"""Option set by the coordinator for a ``replay`` reviewer of a base-tree roster: the
+texts of its relative ``answer``/``journal`` files as the BASE tree holds them
+(``{"answer": text, "journal": text}``, each key only when that path is relative), so a
+worker never reads them from a working directory (the change's files). A roster cannot
+set it: the roster reader refuses the key."""
+
+SET_BY_COUNCIL: tuple[str, ...] = (BASE_DIR, RECORDED)
+"""Options council sets itself, accepted beside the backend's own."""
+
 
 def where_of(participant: Participant) -> str:
     """The roster path prefix of a participant: ``reviewers[<id>]`` or ``judge``."""
@@ -45,11 +55,12 @@ def refuse_unknown(
 ) -> None:
     """Refuse an option the backend does not read (a typo would otherwise be ignored).
 
-    ``known`` lists the options a roster may write; ``base_dir`` is always accepted.
-    Raises :class:`RosterError` at ``{where}.{option}``.
+    ``known`` lists the options a roster may write; those council sets itself
+    (:data:`SET_BY_COUNCIL`) are always accepted. Raises :class:`RosterError` at
+    ``{where}.{option}``.
     """
     for key in options:
-        if key not in known and key not in (BASE_DIR, SANDBOX_OPTION):
+        if key not in known and key not in (*SET_BY_COUNCIL, SANDBOX_OPTION):
             raise RosterError(
                 f"{where}.{key}",
                 f"unknown option for the {backend} backend",

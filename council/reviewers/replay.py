@@ -15,9 +15,12 @@ Roster options::
     journal = "recordings/hawk.journal.jsonl" # optional, one JSON entry per line
     latency_ms = 1500                         # optional, default 0
 
-Relative paths resolve against ``base_dir`` (set by the roster loader to the roster
-file's directory), else the current directory. Source: harvest.md §1, §5, §7;
-identity-and-clocks.md "Clocks".
+Relative paths are trusted configuration, like the roster: beside an explicit
+``--roster`` file (``base_dir``, set by the roster loader), else the BASE tree's files,
+which the coordinator reads and hands over as ``options["recorded"]``; never the
+working directory, which in CI is the change under review. An absolute path is read
+as given. Source: harvest.md §1, §5, §7; identity-and-clocks.md "Clocks"; issue "The
+change under review is untrusted".
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from council.errors import RosterError
 from council.participant import Clocks
 from council.review_result import ReviewResult, Stop, decode_answer
 from council.reviewers.base import ReviewRequest
-from council.reviewers.options import BASE_DIR, refuse_unknown, where_of
+from council.reviewers.options import BASE_DIR, RECORDED, refuse_unknown, where_of
 
 LATENCY_CEILING_MS = 8 * 60 * 60 * 1000
 """Longest latency a replay may ask for, in ms (the clocks' ceiling, 8 h)."""
@@ -78,6 +81,17 @@ def _resolve(options: Mapping[str, Any], value: str) -> Path:
     return Path(str(options.get(BASE_DIR) or ".")) / path
 
 
+def _recording(options: Mapping[str, Any], what: str) -> bytes | str:
+    """The ``answer`` or ``journal`` file's bytes: the base-tree text the coordinator
+    handed over (``options["recorded"]``) when it did, else the file read from disk;
+    or a failure sentence naming the path."""
+    recorded = options.get(RECORDED)
+    if isinstance(recorded, Mapping) and isinstance(recorded.get(what), str):
+        text: str = recorded[what]
+        return text.encode("utf-8")
+    return _read(_resolve(options, options[what]), what)
+
+
 def _read(path: Path, what: str) -> bytes | str:
     """The file's bytes, or a failure sentence naming the path."""
     try:
@@ -113,12 +127,12 @@ class ReplayReviewer:
             check_options(options, where_of(request.participant))
         except RosterError as error:
             return ReviewResult(failure=str(error))
-        answer = _read(_resolve(options, options["answer"]), "answer")
+        answer = _recording(options, "answer")
         if isinstance(answer, str):
             return ReviewResult(failure=answer)
         entries: list[str] = []
         if options.get("journal") is not None:
-            journal = _read(_resolve(options, options["journal"]), "journal")
+            journal = _recording(options, "journal")
             if isinstance(journal, str):
                 return ReviewResult(failure=journal)
             text = journal.decode("utf-8", errors="replace")

@@ -2,7 +2,7 @@
 
 * ``read_file(path, start_line?, end_line?)`` — a file of the pinned tree, lines numbered;
 * ``list_files(dir?)`` — the files under a directory of the tree (recursive, sorted);
-* ``grep(pattern, path?)`` — lines matching a Python regular expression;
+* ``grep(pattern, path?)`` — lines matching a regular expression (RE2 syntax);
 * ``record_finding(finding)`` — one finding appended to the review's journal as it goes.
 
 The tree is ``request.workdir``: the head commit unpacked from ``git archive``, never the
@@ -11,12 +11,19 @@ is read as the root) and may not leave it, by ``..`` or through a symlink. Outpu
 bounded (:data:`READ_MAX_LINES`, :data:`OUTPUT_MAX_CHARS`, ...) and says where it was
 cut. A tool never raises into the model's loop: every error is the tool's reply text.
 
+The tree is the change under review, so it is untrusted input: ``read_file`` reads at
+most ``read_max_bytes`` of a file and shows no binary file; ``grep`` compiles its
+pattern with RE2 (linear time: a pattern like ``(a+)+$`` cannot freeze the worker, as
+Python's backtracking ``re`` would, holding the GIL) and stops at its time budget
+between any two lines, not only between files.
+
 Usage::
 
     box = ToolBox(("read_file", "record_finding"), workdir, request.journal, touch)
     box.call("read_file", '{"path": "src/app.py", "start_line": 10}')
 
-Source: harvest.md §1 (record_finding and its replies), architecture.md (tree archive).
+Source: harvest.md §1 (record_finding and its replies), architecture.md (tree archive),
+issue "The change under review is untrusted".
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import re2
 
 from council.recording import reply, split_recorded
 from council.reviewers.base import EventLog, JournalSink, ignore_events
@@ -45,14 +54,30 @@ LIST_MAX_FILES = 1000
 GREP_MAX_MATCHES = 200
 """Most matching lines one ``grep`` call returns."""
 
+READ_MAX_BYTES = 1024 * 1024
+"""Most bytes of one file ``read_file`` reads (1 MiB) unless the worker's
+``COUNCIL_TOOL_READ_MAX_BYTES`` says otherwise; past it the reply says where the file was
+cut."""
+
+LINE_MAX_CHARS = 4000
+"""A line ``read_file`` shows is cut after this many characters, saying so (a minified
+file is one long line)."""
+
+BINARY_SNIFF_BYTES = 8000
+"""A file holding a NUL byte in its first 8000 bytes is binary (git's own test)."""
+
 GREP_MAX_FILE_BYTES = 2 * 1024 * 1024
-"""Files larger than this (bytes) are skipped by ``grep``."""
+"""Files larger than this (bytes) are skipped by ``grep``; the reply counts them."""
 
 GREP_LINE_CHARS = 400
 """A matching line is quoted up to this many characters."""
 
 GREP_BUDGET_MS = 10_000
-"""Time one ``grep`` call may take, in milliseconds; past it the search stops, saying so."""
+"""Time one ``grep`` call may take, in milliseconds, whatever the files; past it the
+search stops (checked between lines), saying so."""
+
+GREP_MAX_MEM_BYTES = 8 * 1024 * 1024
+"""Memory RE2 may use to compile one ``grep`` pattern (8 MiB, RE2's default)."""
 
 PATTERN_MAX_CHARS = 500
 """Longest ``grep`` pattern accepted."""
@@ -99,9 +124,9 @@ SPECS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "grep",
-        "Search the repository's text files for a regular expression (Python syntax). "
-        "Replies with path:line: text for each matching line. path narrows the search to "
-        "a file or a directory.",
+        "Search the repository's text files for a regular expression (RE2 syntax: no "
+        "backreferences nor lookaround). Replies with path:line: text for each matching "
+        "line. path narrows the search to a file or a directory.",
         {
             "type": "object",
             "properties": {"pattern": {"type": "string"}, "path": _PATH},
@@ -144,7 +169,8 @@ class ToolBox:
     ``names`` are the tools the participant was given; ``workdir`` the pinned tree (None:
     the file tools reply :data:`NO_TREE`); ``journal`` where ``record_finding`` appends;
     ``on_entry`` is called for every entry the journal accepted (the idle clock's
-    activity). :attr:`entries` counts entries forwarded to the journal.
+    activity); ``read_max_bytes`` the most bytes ``read_file`` reads of one file.
+    :attr:`entries` counts entries forwarded to the journal.
     """
 
     def __init__(
@@ -154,8 +180,11 @@ class ToolBox:
         journal: JournalSink,
         on_entry: Callable[[], None] = lambda: None,
         events: EventLog = ignore_events,
+        *,
+        read_max_bytes: int = READ_MAX_BYTES,
     ) -> None:
         self.events = events
+        self.read_max_bytes = read_max_bytes
         self.names = tuple(spec.name for spec in specs_for(names))
         self.root = workdir.resolve() if workdir is not None else None
         self.journal = journal
@@ -195,7 +224,7 @@ class ToolBox:
                 return self._record(parsed)
             if self.root is None:
                 return NO_TREE
-            tree = _Tree(self.root)
+            tree = _Tree(self.root, self.read_max_bytes)
             if name == "read_file":
                 return tree.read_file(parsed)
             if name == "list_files":
@@ -234,8 +263,9 @@ class ToolBox:
 class _Tree:
     """The file tools over one unpacked tree (``root`` already resolved)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, read_max_bytes: int = READ_MAX_BYTES) -> None:
         self.root = root
+        self.read_max_bytes = read_max_bytes
 
     def _resolve(self, value: object, what: str) -> Path | str:
         """The path inside the tree, or the refusal to reply with."""
@@ -252,36 +282,60 @@ class _Tree:
         return path.relative_to(self.root).as_posix() or "."
 
     def read_file(self, args: Mapping[str, Any]) -> str:
+        """Numbered lines of a text file of the tree, bounded three ways: at most
+        ``read_max_bytes`` of the file are read (the reply says "cut at N bytes"), each
+        line shows at most :data:`LINE_MAX_CHARS` characters, and the reply at most
+        :data:`READ_MAX_LINES` lines and :data:`OUTPUT_MAX_CHARS` characters (it says how
+        to read on). A binary file (a NUL byte early on) is not shown."""
         path = self._resolve(args.get("path"), "path")
         if isinstance(path, str):
             return path
         if not path.is_file():
             return f"There is no file {self._relative(path)!r} in the repository."
-        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        name = self._relative(path)
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            data = handle.read(self.read_max_bytes)
+        if b"\0" in data[:BINARY_SNIFF_BYTES]:
+            return f"{name}: binary file, not shown ({size} bytes)."
+        cut = (
+            f"[{name} is {size} bytes; cut at {self.read_max_bytes} bytes: what follows "
+            f"cannot be read with read_file; grep searches files up to "
+            f"{GREP_MAX_FILE_BYTES} bytes]"
+            if size > len(data)
+            else ""
+        )
+        lines = data.decode("utf-8", errors="replace").splitlines()
         start = _line_number(args.get("start_line"), 1)
         end = _line_number(args.get("end_line"), len(lines))
         if start is None or end is None:
             return "start_line and end_line must be whole numbers >= 1."
         if not lines:
-            return f"{self._relative(path)} is empty."
+            return f"{name} is empty."
         if start > len(lines):
-            return f"{self._relative(path)} has only {len(lines)} lines."
+            known = f"only {len(lines)} lines" + (" in its first bytes" if cut else "")
+            return f"{name} has {known}." + (f"\n{cut}" if cut else "")
         end = min(end, len(lines), start + READ_MAX_LINES - 1)
         out: list[str] = []
-        size = 0
+        size_out = 0
         shown = start - 1
         for number in range(start, end + 1):
-            line = f"{number:>6}\t{lines[number - 1]}"
-            if size + len(line) > OUTPUT_MAX_CHARS and out:
+            text = lines[number - 1]
+            if len(text) > LINE_MAX_CHARS:
+                text = text[:LINE_MAX_CHARS] + f" [line cut at {LINE_MAX_CHARS} characters]"
+            line = f"{number:>6}\t{text}"
+            if size_out + len(line) > OUTPUT_MAX_CHARS and out:
                 break
             out.append(line)
-            size += len(line) + 1
+            size_out += len(line) + 1
             shown = number
         if shown < len(lines):
             out.append(
                 f"[shown lines {start}-{shown} of {len(lines)}; read on with "
                 f"start_line={shown + 1}]"
             )
+        if cut:
+            out.append(cut)
         return "\n".join(out)
 
     def list_files(self, args: Mapping[str, Any]) -> str:
@@ -303,15 +357,19 @@ class _Tree:
         return text
 
     def grep(self, args: Mapping[str, Any]) -> str:
+        """Lines of the tree's text files matching an RE2 pattern, within one time
+        budget per call (:data:`GREP_BUDGET_MS`, checked before every line) and at most
+        :data:`GREP_MAX_MATCHES` hits; binary files are skipped, and so are files over
+        :data:`GREP_MAX_FILE_BYTES`, which the reply counts. A pattern RE2 refuses gets the
+        reason back."""
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             return "pattern must be a non-empty regular expression."
         if len(pattern) > PATTERN_MAX_CHARS:
             return f"pattern is longer than {PATTERN_MAX_CHARS} characters."
-        try:
-            regex = re.compile(pattern)
-        except re.error as error:
-            return f"pattern is not a valid regular expression ({error})."
+        regex = _compile(pattern)
+        if isinstance(regex, str):
+            return regex
         base = self._resolve(args.get("path"), "path")
         if isinstance(base, str):
             return base
@@ -319,18 +377,28 @@ class _Tree:
         deadline = time.monotonic() + GREP_BUDGET_MS / 1000
         hits: list[str] = []
         cut = ""
+        skipped = 0
         for path in files:
-            if time.monotonic() > deadline:
-                cut = f"[search stopped after {GREP_BUDGET_MS} ms; narrow path or pattern]"
-                break
-            for number, line in _text_lines(path):
+            lines = _text_lines(path)
+            if lines is None:
+                skipped += _too_large(path)
+                continue
+            for number, line in lines:
+                if time.monotonic() > deadline:
+                    cut = f"[search stopped after {GREP_BUDGET_MS} ms; narrow path or pattern]"
+                    break
                 if regex.search(line[: GREP_LINE_CHARS * 4]):
                     hits.append(f"{self._relative(path)}:{number}: {line[:GREP_LINE_CHARS]}")
                     if len(hits) >= GREP_MAX_MATCHES:
                         cut = f"[stopped at {GREP_MAX_MATCHES} matches; narrow the search]"
                         break
-            if len(hits) >= GREP_MAX_MATCHES:
+            if cut:
                 break
+        if skipped:
+            cut += ("\n" if cut else "") + (
+                f"[{skipped} file(s) over {GREP_MAX_FILE_BYTES} bytes not searched; read "
+                "them with read_file]"
+            )
         if not hits:
             return f"No line matches {pattern!r}." + (f"\n{cut}" if cut else "")
         return _capped("\n".join(hits)) + (f"\n{cut}" if cut else "")
@@ -372,17 +440,47 @@ def _line_number(value: object, default: int) -> int | None:
     return value if isinstance(value, int) and value >= 1 else None
 
 
-def _text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a text file; nothing for a binary, large or unreadable one."""
+def _text_lines(path: Path) -> Iterator[tuple[int, str]] | None:
+    """Numbered lines of a text file; None for a binary, large or unreadable one."""
     try:
         if path.stat().st_size > GREP_MAX_FILE_BYTES:
-            return
-        data = path.read_bytes()
+            return None
+        with path.open("rb") as handle:
+            data = handle.read(GREP_MAX_FILE_BYTES + 1)
     except OSError:
-        return
-    if b"\0" in data[:8192]:
-        return
-    yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+        return None
+    if len(data) > GREP_MAX_FILE_BYTES or b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return None
+    return enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+
+
+def _too_large(path: Path) -> int:
+    """1 when ``path`` is a file ``grep`` skips for its size, else 0."""
+    try:
+        return int(path.stat().st_size > GREP_MAX_FILE_BYTES)
+    except OSError:
+        return 0
+
+
+def _compile(pattern: str) -> Any:
+    """The RE2 form of a ``grep`` pattern, or the reply saying why RE2 refuses it.
+
+    RE2 runs in time linear in the text, so no pattern can hold the worker; it refuses
+    what needs backtracking (backreferences, lookaround) and repetitions over 1000.
+    """
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = GREP_MAX_MEM_BYTES
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        return (
+            f"pattern is not a valid regular expression for RE2 ({reason}); grep uses RE2 "
+            "syntax, which has no backreferences nor lookaround: rewrite it without them."
+        )
 
 
 def _capped(text: str) -> str:

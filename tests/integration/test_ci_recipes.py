@@ -36,10 +36,7 @@ SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 TOKEN = "ghs_recipe-test-token"
 REPO = "octo/app"
 PR = 7
-ROSTER = (
-    "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
-    '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
-)
+ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
 ALWAYS_IF_FILE = re.compile(r"always\(\) && hashFiles\('([^']+)'\) != ''")
 
@@ -55,15 +52,20 @@ def div0(line: int) -> dict[str, Any]:
 
 
 class Forge:
-    """A bare "origin" with main (roster, app.py, an empty answer) and a feature branch
-    pushed from a developer's clone; the CI workspace is a full clone of it."""
+    """A bare "origin" with main (roster, app.py) and a feature branch pushed from a
+    developer's clone; the CI workspace is a full clone of it. The replay reviewer's
+    answer is a file outside every repository, which the roster names by its absolute
+    path (a relative one is read from the base branch, never from the pull request)."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.dev = new_repo(
-            tmp / "dev",
-            {"council.toml": ROSTER, "app.py": "x = 1\n", "answer.json": '{"findings": []}'},
+        self.answer = tmp / "answer.json"
+        self.answer.write_text('{"findings": []}')
+        roster = (
+            f'{ROUND}[[reviewers]]\nid = "rep"\nbackend = "replay"\n'
+            f"answer = {json.dumps(str(self.answer))}\n"
         )
+        self.dev = new_repo(tmp / "dev", {"council.toml": roster, "app.py": "x = 1\n"})
         self.origin = tmp / "origin.git"
         git(tmp, "clone", "-q", "--bare", str(self.dev), str(self.origin))
         git(self.dev, "remote", "add", "origin", str(self.origin))
@@ -71,9 +73,9 @@ class Forge:
         self.workspace = tmp / "workspace"
 
     def push(self, app: str, *findings: dict[str, Any]) -> str:
-        """Commit app.py and the replayed answer on feature, push it; the new head."""
-        answer = json.dumps({"findings": list(findings)})
-        sha = commit(self.dev, {"app.py": app, "answer.json": answer}, "push")
+        """Commit app.py on feature, push it, and set the replayed answer; the new head."""
+        self.answer.write_text(json.dumps({"findings": list(findings)}))
+        sha = commit(self.dev, {"app.py": app}, "push")
         git(self.dev, "push", "-q", "-f", "origin", "feature")
         return sha
 
@@ -181,6 +183,7 @@ def run_github(
         "github.event.pull_request.number": str(PR),
         "github.event.pull_request.head.sha": head,
         "github.run_id": str(run_id),
+        "runner.temp": env["RUNNER_TEMP"],
         **{f"secrets.{k}": v for k, v in secrets.items()},
     }
     job_env = {k: substitute(str(v), values) for k, v in job.get("env", {}).items()}
@@ -192,7 +195,7 @@ def run_github(
             continue
         if "uses" in step:
             with_ = {k: substitute(str(v), values) for k, v in step.get("with", {}).items()}
-            code, output = _local_action(step["uses"], with_, forge)
+            code, output = _local_action(step["uses"], with_, forge, env)
         else:
             step_env = {k: substitute(str(v), values) for k, v in step.get("env", {}).items()}
             script = substitute(step["run"], values)
@@ -212,7 +215,9 @@ def _should_run(condition: str | None, failed: bool, workspace: Path) -> bool:
     return (workspace / match.group(1)).exists()
 
 
-def _local_action(uses: str, with_: dict[str, str], forge: Forge) -> tuple[int, str]:
+def _local_action(
+    uses: str, with_: dict[str, str], forge: Forge, env: dict[str, str]
+) -> tuple[int, str]:
     """The local equivalent of a hosted-runner action."""
     action = uses.split("@")[0]
     if action == "actions/checkout":
@@ -223,8 +228,9 @@ def _local_action(uses: str, with_: dict[str, str], forge: Forge) -> tuple[int, 
         assert with_.get("python-version") == "3.11"
         return 0, f"using {sys.version.split()[0]}"
     if action == "actions/cache":
-        assert with_["path"] == ".council-state"
-        return 0, "the workspace persists between runs: a cache hit"
+        cached = Path(with_["path"])
+        assert cached.is_relative_to(env["RUNNER_TEMP"]), "the state stays outside the checkout"
+        return 0, "the runner's temp directory persists between runs: a cache hit"
     if action == "github/codeql-action/upload-sarif":
         SARIF.validate(json.loads((forge.workspace / with_["sarif_file"]).read_text()))
         return 0, "SARIF valid"
@@ -249,6 +255,7 @@ def github_env(tmp: Path, tools: Path, fake: FakeGitHub) -> dict[str, str]:
         GITHUB_EVENT_NAME="pull_request",
         GITHUB_API_URL=fake.url,
         GITHUB_STEP_SUMMARY=str(tmp / "step-summary.md"),
+        RUNNER_TEMP=str(tmp / "runner-temp"),
     )
 
 
@@ -384,3 +391,27 @@ def test_gitlab_merge_request_job(tmp_path: Path, tools: Path) -> None:
     assert second.code == 0, second.output[-3000:]
     assert json.loads((forge.workspace / report_path).read_text()) == []
     assert "session group/app!3" in second.output
+
+
+def test_gitlab_job_never_reads_a_state_the_merge_request_commits(
+    tmp_path: Path, tools: Path
+) -> None:
+    """A merge request that commits the cache folder's state.json (forged dismissals, a
+    forged reviewed head) stops the job (exit 2) before anything is read from it."""
+    recipe = load("gitlab-ci.yml")
+    forge = Forge(tmp_path)
+    env = base_env(
+        tmp_path,
+        tools,
+        CI_PIPELINE_SOURCE="merge_request_event",
+        CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
+        CI_MERGE_REQUEST_IID="4",
+        CI_PROJECT_PATH="group/app",
+    )
+    forged = json.dumps({"version": 1, "sessions": {}})
+    commit(forge.dev, {".council-cache/state.json": forged, "app.py": "y = 1 / 0\n"}, "forge")
+    git(forge.dev, "push", "-q", "-f", "origin", "feature")
+    job = run_gitlab(recipe, forge, git(forge.dev, "rev-parse", "HEAD"), env)
+    assert job.code == 2, job.output[-3000:]
+    assert ".council-cache/ is tracked by git" in job.output
+    assert not (forge.workspace / "council-out").exists()

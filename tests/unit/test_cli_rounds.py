@@ -22,7 +22,6 @@ from workers.stores.keys import Keys
 from workers.stores.sessions import SessionStore
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
-ROSTER = ROUND + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
 
 
 def div0(line: int = 2, severity: str = "critical") -> dict[str, Any]:
@@ -37,22 +36,26 @@ def div0(line: int = 2, severity: str = "critical") -> dict[str, Any]:
 
 class Session:
     """A repository whose council.toml (base tree) runs one replay reviewer reading
-    answer.json from the head's working tree; rounds share one state file."""
+    answer.json outside the repository, by its absolute path (a relative one is read from
+    the base tree, never from the change); rounds share one state file."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
-        self.repo = new_repo(
-            tmp_path / "repo",
-            {"app.py": "x = 1\n", "answer.json": '{"findings": []}', "council.toml": ROSTER},
+        self.answer = tmp_path / "answer.json"
+        self.answer.write_text('{"findings": []}')
+        roster = (
+            f'{ROUND}[[reviewers]]\nid = "rep"\nbackend = "replay"\n'
+            f"answer = {json.dumps(str(self.answer))}\n"
         )
+        self.repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "council.toml": roster})
         self.base = git(self.repo, "rev-parse", "HEAD")
         self.state = tmp_path / "state.json"
         self.rounds = 0
 
     def push(self, files: dict[str, str | None], *findings: dict[str, Any]) -> str:
-        """Commit ``files`` with the replayed answer holding ``findings``."""
-        answer = json.dumps({"findings": list(findings)})
-        return commit(self.repo, {**files, "answer.json": answer}, f"push {self.rounds}")
+        """Commit ``files``; the replayed answer then holds ``findings``."""
+        self.answer.write_text(json.dumps({"findings": list(findings)}))
+        return commit(self.repo, files, f"push {self.rounds}")
 
     def review(self, *args: str) -> tuple[Result, CouncilReport | None]:
         """One round of session s over base..HEAD; its exit and JSON report."""
@@ -366,7 +369,8 @@ def test_since_last_after_an_incomplete_round_reviews_it_again(session: Session)
     --since-last again asks the reviewer and exits 3 again, never "nothing to review"
     and exit 0; once the reviewer is heard, the whole change since the last complete
     round is reviewed (the commit of the incomplete round included)."""
-    commit(session.repo, {"app.py": "x = 1\ny = 1 / 0\n", "answer.json": BROKEN}, "broken")
+    session.answer.write_text(BROKEN)
+    commit(session.repo, {"app.py": "x = 1\ny = 1 / 0\n"}, "broken")
     first, _ = session.review("--since-last")
     assert first.exit_code == 3, first.output
     again, report = session.review("--since-last")
@@ -380,12 +384,16 @@ def test_since_last_after_an_incomplete_round_reviews_it_again(session: Session)
     assert [f.subject for f in report.findings] == ["divides by zero"]
 
 
-TWO = (
-    ROUND
-    + "quorum = 1\n"
-    + '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "answer.json"\n'
-    + '[[reviewers]]\nid = "flaky"\nbackend = "replay"\nanswer = "flaky.json"\n'
-)
+def two(tmp: Path) -> str:
+    """A roster of two replay reviewers whose answers are files outside the repository
+    (``rep.json``, ``flaky.json`` in ``tmp``), by their absolute paths; quorum 1."""
+    (tmp / "rep.json").write_text('{"findings": []}')
+    return (
+        ROUND
+        + "quorum = 1\n"
+        + f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{tmp / "rep.json"}"\n'
+        + f'[[reviewers]]\nid = "flaky"\nbackend = "replay"\nanswer = "{tmp / "flaky.json"}"\n'
+    )
 
 
 def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: Path) -> None:
@@ -394,15 +402,15 @@ def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: 
     (here: never, so the whole change), and says so; once both were heard, only the new
     commits."""
     session = Session(tmp_path)
-    session.repo = new_repo(
-        tmp_path / "two",
-        {"app.py": "x = 1\n", "answer.json": '{"findings": []}', "council.toml": TWO},
-    )
+    session.repo = new_repo(tmp_path / "two", {"app.py": "x = 1\n", "council.toml": two(tmp_path)})
     session.base = git(session.repo, "rev-parse", "HEAD")
-    commit(session.repo, {"app.py": "x = 1\ny = 2\n", "flaky.json": BROKEN}, "flaky breaks")
+    flaky = tmp_path / "flaky.json"
+    flaky.write_text(BROKEN)
+    commit(session.repo, {"app.py": "x = 1\ny = 2\n"}, "flaky breaks")
     first, _ = session.review("--since-last")
     assert first.exit_code == 0, first.output
-    commit(session.repo, {"b.py": "b = 1\n", "flaky.json": '{"findings": []}'}, "flaky mends")
+    flaky.write_text('{"findings": []}')
+    commit(session.repo, {"b.py": "b = 1\n"}, "flaky mends")
     second, report = session.review("--since-last")
     assert second.exit_code == 0, second.output
     assert report is not None and report.base == session.base

@@ -389,26 +389,26 @@ def test_line_anchor_landing(change: Change, anchor: LineAnchor, expected: str |
 def test_anchor_map_describes_each_file(change: Change) -> None:
     """The anchor map gives each file's anchorable ranges in diff order."""
     assert anchor_map(change) == [
-        "src/app.py: new lines 10-16, 41-42; old lines 10-15, 40-41",
-        "docs/new.md (added): new lines 1-2",
-        "old.txt (deleted): old lines 1-3",
-        "moved.txt (renamed from mv_me.txt): new lines 11-14; old lines 11-14 of mv_me.txt",
-        "logo.png (binary): the file as a whole",
+        '"src/app.py": new lines 10-16, 41-42; old lines 10-15, 40-41',
+        '"docs/new.md" (added): new lines 1-2',
+        '"old.txt" (deleted): old lines 1-3',
+        '"moved.txt" (renamed from "mv_me.txt"): new lines 11-14; old lines 11-14 of "mv_me.txt"',
+        '"logo.png" (binary): the file as a whole',
     ]
 
 
 def test_anchor_map_mode_change_and_single_line() -> None:
     """A mode change is named; a one-line range says `line`."""
     assert anchor_map(parse_diff(MODE + QUOTED)) == [
-        "script.sh (mode 100644 -> 100755): the file as a whole",
-        "ä.py: new line 1; old line 1",
+        '"script.sh" (mode 100644 -> 100755): the file as a whole',
+        '"ä.py": new line 1; old line 1',
     ]
 
 
 def test_render_for_prompt_is_map_then_diff(change: Change) -> None:
     """The rendered diff lists the anchor map, then the files' diff text."""
     rendered = render_for_prompt(change)
-    assert rendered.startswith("Where findings may anchor:\n- src/app.py: new lines 10-16")
+    assert rendered.startswith('Where findings may anchor:\n- "src/app.py": new lines 10-16')
     assert rendered.endswith(change.text)
     assert render_for_prompt(change) == rendered
 

@@ -105,9 +105,9 @@ def test_blank_persona_text_keeps_the_default_lens(change: Change) -> None:
 def test_anchor_section_lists_files_and_ranges(change: Change) -> None:
     """Each changed file is listed with its new-side ranges, old side for deletions."""
     prompt = build_prompt(_reviewer(), change, change.text)
-    assert "- src/app.py: new lines 10-13; old lines 10-12\n" in prompt
-    assert "- old.txt (deleted): old lines 1-2\n" in prompt
-    assert "- logo.png (binary): the file as a whole\n" in prompt
+    assert '- "src/app.py": new lines 10-13; old lines 10-12\n' in prompt
+    assert '- "old.txt" (deleted): old lines 1-2\n' in prompt
+    assert '- "logo.png" (binary): the file as a whole\n' in prompt
 
 
 def test_empty_change_says_so() -> None:
@@ -121,8 +121,8 @@ def test_empty_change_says_so() -> None:
 def test_notes_derived_and_given_without_duplicates(change: Change) -> None:
     """Binary files are noted from the change; given notes follow, duplicates dropped."""
     given = [
-        "binary file logo.png: not shown",
-        "non-UTF-8 file y: shown with replacement characters",
+        'binary file "logo.png": not shown',
+        'non-UTF-8 file "y": shown with replacement characters',
         "the change edits council.toml; the base version is used",
     ]
     prompt = build_prompt(_reviewer(), change, change.text, notes=given)
@@ -134,9 +134,9 @@ def test_change_notes(change: Change) -> None:
     """change_notes names binary, unreadable and non-UTF-8 files, in diff order."""
     odd = parse_diff(DIFF + "diff --git a/x b/x\n@@ nonsense @@\n")
     notes = change_notes(odd, non_utf8=["latin.txt"])
-    assert notes[0] == "binary file logo.png: not shown"
-    assert notes[1].startswith("file x: hunk '@@ nonsense @@' could not be read")
-    assert notes[2] == "non-UTF-8 file latin.txt: shown with replacement characters"
+    assert notes[0] == 'binary file "logo.png": not shown'
+    assert notes[1].startswith("file \"x\": hunk '@@ nonsense @@' could not be read")
+    assert notes[2] == 'non-UTF-8 file "latin.txt": shown with replacement characters'
     assert change_notes(Change()) == []
 
 

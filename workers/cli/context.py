@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from pydantic import SecretStr, ValidationError
 
+from council.report.escape import for_log
 from workers.logging import configure_logging
 from workers.settings import Settings
 
@@ -23,15 +24,26 @@ REDIS_ENV = "COUNCIL_REDIS_URL"
 
 
 class UsageProblem(click.ClickException):
-    """A usage or configuration error: nothing was sent. Exit code 2."""
+    """A usage or configuration error: nothing was sent. Exit code 2.
+
+    The message may name what a change holds (a path, a link): it is printed escaped for
+    a terminal or a CI log (:func:`~council.report.escape.for_log`)."""
 
     exit_code = 2
 
+    def format_message(self) -> str:
+        return for_log(self.message)
+
 
 class Incomplete(click.ClickException):
-    """The council could not complete (Redis unreachable, timeout, quorum). Exit code 3."""
+    """The council could not complete (Redis unreachable, timeout, quorum). Exit code 3.
+
+    Printed escaped for a terminal or a CI log, like :class:`UsageProblem`."""
 
     exit_code = 3
+
+    def format_message(self) -> str:
+        return for_log(self.message)
 
 
 @dataclass

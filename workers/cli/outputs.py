@@ -28,6 +28,7 @@ import click
 from council.diff import Change
 from council.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from council.report import render_json, render_markdown
+from council.report.escape import for_log
 from council.report.github_review import render_github_review_with_cuts
 from council.report.gitlab import render_gitlab_codequality
 from council.report.model import CouncilReport
@@ -167,9 +168,9 @@ def emit(
     and what a renderer cut to stderr."""
     written = write_outputs(report, plan, fail_on=fail_on, quorum=quorum, change=change)
     for message in written.messages:
-        click.echo(f"council: {message}", err=True)
+        click.echo(for_log(f"council: {message}", one_line=True), err=True)
     if written.stdout is not None:
-        click.echo(written.stdout)
+        click.echo(for_log(written.stdout))
     if plan.directory is not None:
         click.echo(f"council: wrote {', '.join(str(p) for p in written.files)}", err=True)
 
@@ -191,7 +192,7 @@ def nothing_to_review(
             f"nothing to review: no change after {since[:12]}, the head the last round of "
             "this session reviewed"
         )
-    click.echo(f"council: {text}", err=True)
+    click.echo(for_log(f"council: {text}", one_line=True), err=True)
     carried = plan.carried_report(f"{text}.") if plan is not None else None
     if carried is not None:
         threshold = parse_fail_on(fail_on)

@@ -30,8 +30,9 @@ from council.gate import (
 )
 from council.ledger import Ledger, attributed_ids
 from council.participant import Participant
+from council.report.escape import for_log
 from council.report.model import CouncilReport
-from council.reviewers.options import BASE_DIR
+from council.reviewers.options import BASE_DIR, RECORDED
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
@@ -39,10 +40,11 @@ from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
 from workers.dispatch import judge_sender, open_and_dispatch
-from workers.embedded import embedded_council, state_sessions
+from workers.embedded import default_state_path, embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
+from workers.repository import Repository
 from workers.request import sandbox_outlook
 from workers.resume import finish
 from workers.runtime import Runtime
@@ -202,6 +204,8 @@ def review_command(
     outputs = plan_outputs(formats, output, json_out, markdown_out)
     settings = _with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
+    if mode == "embedded":
+        _refuse_tracked_state(repo, head, settings)
     plan: RoundPlan | None = None
     try:
         plan = plan_round(
@@ -235,7 +239,7 @@ def review_command(
     gated = {"quorum": quorum, "filter": filter_mode, "confirm": round_.roster.confirm}
     round_ = replace(round_, record=round_.record.model_copy(update=gated))
     for note in round_.notes:
-        click.echo(f"council: note: {note}", err=True)
+        click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
         with _stop_signals() as stopped:
@@ -320,6 +324,33 @@ def _with_state(cli: CliContext, state: Path | None) -> Settings:
     if state is None:
         return cli.settings
     return cli.settings.model_copy(update={"state_path": state})
+
+
+def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
+    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository.
+
+    The state file holds the sessions: finding ids, identities, dismissals and the head
+    the last round reviewed. One committed in the repository (in the index a checkout
+    wrote, or in the head's tree; see :meth:`Repository.tracked`) is the change's own,
+    and a pull request could forge what its review trusts. The CI recipes keep the state
+    outside the checkout (``$RUNNER_TEMP``, the CI cache directory). A path outside any
+    repository, or a repository that cannot be read (``prepare`` says why), passes.
+    """
+    path = settings.state_path or default_state_path()
+    try:
+        repository = Repository(repo)
+        tracked = repository.tracked(path, head)
+    except ConfigurationError:
+        return
+    if tracked is None:
+        return
+    raise UsageProblem(
+        f"the state file {path} is tracked by git in {repository.path} (as {tracked!r}): "
+        f"a change under review could commit forged sessions there (dismissals, the head "
+        f"the last round reviewed), so council will not load it. Keep the state outside "
+        f"the checkout: pass --state with a path outside the repository, e.g. --state "
+        f'"$RUNNER_TEMP/council-state/state.json" in GitHub Actions (see deploy/ci/)'
+    )
 
 
 def _refused(exc: IdentityRefused, session: str, state: Path | None) -> UsageProblem:
@@ -436,6 +467,8 @@ def check_command(
     """
     mode = "distributed" if cli.distributed else "embedded"
     settings = _with_state(cli, state)
+    if mode == "embedded":
+        _refuse_tracked_state(repo, head, settings)
     try:
         round_ = prepare(settings, ReviewOptions(repo, base, head, roster, session), mode=mode)
     except NothingToReview as done:
@@ -459,7 +492,7 @@ def check_command(
         if p.backend == "sarif":
             click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
         else:
-            click.echo(round_.prompts[p.id])
+            click.echo(for_log(round_.prompts[p.id]))
     if round_.judge is not None:
         j = round_.judge
         click.echo(f"===== {j.id} (judge, backend {j.backend}) =====")
@@ -468,9 +501,9 @@ def check_command(
             "filed findings, and its lens" + (f" (persona {j.persona})" if j.persona else "") + ")"
         )
     for note in round_.notes:
-        click.echo(f"note: {note}")
+        click.echo(for_log(f"note: {note}", one_line=True))
     for warning in warnings:
-        click.echo(f"warning: {warning}")
+        click.echo(for_log(f"warning: {warning}", one_line=True))
     judged = " and a judge" if round_.judge is not None else ""
     click.echo(
         f"roster OK: {len(round_.participants)} reviewer(s){judged}; identity claims hold in "
@@ -555,7 +588,7 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
                     f"{p.id}: replay {key} file '{path}'",
                     unreadable,
                     f"write it there, or set {key} to its path (a relative path is read "
-                    "beside an explicit --roster, else from the repository's root)",
+                    "beside an explicit --roster, else from the base tree)",
                 )
     return problems, warnings
 
@@ -570,13 +603,15 @@ def _cannot_run(problems: list[str]) -> str:
 
 def _replay_files(p: Participant) -> list[tuple[str, Path]]:
     """A replay participant's files (``answer``, ``journal``) where the backend reads them:
-    as given when absolute, else under its ``base_dir``."""
+    as given when absolute, else under its ``base_dir``. One read from the base tree
+    already (``options["recorded"]``) is not on disk, and not listed."""
     if p.backend != "replay":
         return []
     out: list[tuple[str, Path]] = []
+    recorded = p.options.get(RECORDED)
     for key in ("answer", "journal"):
         value = p.options.get(key)
-        if not isinstance(value, str):
+        if not isinstance(value, str) or (isinstance(recorded, dict) and key in recorded):
             continue
         path = Path(value).expanduser()
         if not path.is_absolute():

@@ -217,9 +217,10 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
     record = round_.record
     repository = Repository(record.repository)
     reviewed = rt.sessions.reviewed(record.session)
+    cap = rt.settings.max_diff_bytes or round_.roster.max_diff_bytes
     rt.runs.put_session_inputs(
         record.run_id,
-        since=interdiff(repository, reviewed, record.head, round_.roster),
+        since=interdiff(repository, reviewed, record.head, round_.roster, cap_bytes=cap),
         baseline=plan.baseline.text,
         ttl_s=rt.settings.run_retention_s,
         carry=plan.since.since is not None,
@@ -227,4 +228,4 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
     )
     if plan.since.since is None:
         return round_.change
-    return full_change(repository, plan.base, record.head, round_.roster)
+    return full_change(repository, plan.base, record.head, round_.roster, cap_bytes=cap)

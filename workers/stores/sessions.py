@@ -308,9 +308,7 @@ class SessionStore:
         if filing.findings:
             pipe.hset(
                 k.session_findings(s),
-                mapping={
-                    str(f.id): f.model_dump_json(exclude_none=True) for f in filing.findings
-                },
+                mapping={str(f.id): f.model_dump_json(exclude_none=True) for f in filing.findings},
             )
             credited = attributed_ids(filing.findings)
             if credited:
