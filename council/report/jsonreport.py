@@ -69,7 +69,7 @@ def _other_kind(data: dict[str, Any]) -> str | None:
         return "a Harvest JSON (council harvest's output)"
     if "event" in data and ("comments" in data or "body" in data):
         return "a GitHub review body (github-review.json)"
-    if "findings" in data:
+    if "findings" in data and not {"run_id", "participants", "status"} & data.keys():
         return "a reviewer's answer"
     return None
 

@@ -272,6 +272,9 @@ def _settle_waiting(
     """Before a new round: a run of the session waiting on a person settles now when
     every question is answered (its report is the output), or the review stops at it
     again (exit 4: an unanswered ask never passes the gate). Returns when none waits."""
+    with session_store(cli, state, save=False) as sessions:
+        if not sessions.waiting(session):
+            return  # the usual case: nothing written, not even an empty state file
     with session_store(cli, state, save=True) as sessions:
         waiting = sessions.waiting(session)
         if not waiting:
