@@ -70,7 +70,7 @@ def render_github_checks(
     report: CouncilReport,
     *,
     fail_on: str,
-    quorum: int = 1,
+    quorum: int | None = None,
     change: Change | None = None,
 ) -> str:
     """The check run as JSON text (see :func:`render_github_checks_with_cuts`)."""
@@ -82,14 +82,14 @@ def render_github_checks_with_cuts(
     report: CouncilReport,
     *,
     fail_on: str,
-    quorum: int = 1,
+    quorum: int | None = None,
     change: Change | None = None,
 ) -> tuple[str, list[str]]:
     """The check run as JSON text (2-space indent, newline-terminated), and the cuts made.
 
-    ``conclusion`` follows :func:`council.gate.exit_code` exactly (0 ``success``, 1
-    ``failure``, 3 ``failure``, or ``cancelled`` / ``timed_out`` for a run that was), so
-    a required check and the CI gate never disagree. ``title`` is the gate's verdict in
+    ``conclusion`` follows :func:`council.gate.exit_code` exactly (0 ``success``; 1, 3
+    and 4 ``failure``, or ``cancelled`` / ``timed_out`` for a run that was), so a
+    required check and the CI gate never disagree: it passes only when the gate does. ``title`` is the gate's verdict in
     one line, ``summary`` the verdict and what was annotated, ``text`` the Markdown
     report. Pass ``change`` when at hand: a whole-file anchor on a deleted file is then
     kept out of the annotations. Raises ValueError for an unknown ``fail_on``.
@@ -105,7 +105,9 @@ def render_github_checks_with_cuts(
     chosen = sorted(ranked[:MAX_ANNOTATIONS])
     annotations = [placed[i][1] for i in chosen]
     verdict = gate_summary(report, level, quorum).removeprefix("gate: ")
-    title = {0: "passed", 1: "gate tripped", 3: "incomplete"}.get(code, "done")
+    title = {0: "passed", 1: "gate tripped", 3: "incomplete", 4: "waiting on a person"}.get(
+        code, "done"
+    )
     summary = [
         f"**Council review: {title}** — {verdict}.",
         "",
