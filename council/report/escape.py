@@ -171,8 +171,8 @@ def for_log(text: str, *, one_line: bool = False) -> str:
 # -- text posted where a forge acts on it -----------------------------------------------
 
 ZWJ = "\u200d"
-"""The zero-width joiner placed after an ``@``: invisible, and no forge reads
-``@\u200dname`` as a mention."""
+"""The zero-width joiner (U+200D) placed after an ``@``: invisible, and no forge reads
+``@`` + U+200D + ``name`` as a mention."""
 
 _MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9_])")
 """An ``@`` that starts a mention on GitHub or GitLab: ``@user``, ``@org/team``,

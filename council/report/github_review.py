@@ -15,7 +15,8 @@ so a comment is made only from a finding whose anchor landed: a line anchor that
 (a line comment needs a line), findings not on a changed line, findings seen in an
 earlier round (shown, not posted again), suppressed findings (listed with their
 reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
-65,536-character limit, cut at a block boundary with a note when they would not fit.
+65,536-character limit, cut at a block boundary with a note when they would not fit,
+and no mention in them notifies anyone (:func:`council.report.escape.no_mentions`).
 Source: architecture.md (reports); harvest.md §2 (anchors), §8 (raised_by); GitHub REST
 "Create a review for a pull request".
 """

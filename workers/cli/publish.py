@@ -70,11 +70,16 @@ def publish_group() -> None:
     """
 
 
-_head_option = click.option(
+_github_head_option = click.option(
     "--head",
     metavar="SHA",
-    help="The commit the review ran on; the outputs must be of it (default: the pull "
-    "request's head in GitHub Actions' event, else GITHUB_SHA; CI_COMMIT_SHA on GitLab).",
+    help="The commit the review ran on; only outputs of it are posted (default: the "
+    "pull request's head in GitHub Actions' event file, else GITHUB_SHA).",
+)
+_gitlab_head_option = click.option(
+    "--head",
+    metavar="SHA",
+    help="The commit the review ran on; only outputs of it are posted (default: CI_COMMIT_SHA).",
 )
 _from_option = click.option(
     "--from",
@@ -101,7 +106,7 @@ _from_option = click.option(
     help="A JSON report (council.json) to render the review and summary from; its head "
     "must be --head.",
 )
-@_head_option
+@_github_head_option
 @click.option(
     "--checks",
     is_flag=True,
@@ -199,7 +204,7 @@ def publish_github_command(
     help="The merge request's IID (env CI_MERGE_REQUEST_IID).",
 )
 @_from_option
-@_head_option
+@_gitlab_head_option
 @click.option(
     "--api-url",
     envvar="CI_API_V4_URL",

@@ -109,7 +109,9 @@ _state_option = click.option(
     "--output",
     type=click.Path(path_type=Path, file_okay=False),
     help="Write each --format into this directory (council.md, council.json, "
-    "council.sarif, github-review.json, gl-code-quality-report.json).",
+    "council.sarif, github-review.json, github-checks.json, gl-code-quality-report.json, "
+    "gitlab-discussions.json) and council-run.json (run id, head, SHA-256 of each). It "
+    "must be new, empty or an earlier run's outputs (replaced).",
 )
 @click.option(
     "--since-last",
