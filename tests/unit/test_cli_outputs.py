@@ -314,3 +314,12 @@ def test_nothing_to_review_names_the_head(tmp_path: Path, messy: Path) -> None:
     ).stdout.strip()
     assert json.loads((out / MANIFEST_NAME).read_text())["head"] == head
     assert read_json((out / "council.json").read_text()).head == head
+
+
+def test_an_unreadable_manifest_vouches_for_nothing(tmp_path: Path, messy: Path) -> None:
+    """A council-run.json that is not JSON: the directory is refused, naming it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST_NAME).write_text("{not json")
+    done = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
+    assert done.exit_code == 2 and MANIFEST_NAME in done.output

@@ -12,7 +12,7 @@ from council.findings import LineAnchor
 from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import finding
 from tests.forge_outputs import HEAD, PR, REPO, TOKEN, outputs, publish, quick_pacing
-from workers.forge.github import Identity
+from workers.forge.github import GitHubClient, Identity
 from workers.forge.github_publish import REFUSED_HEADING, marked_run, marker
 
 CRITICAL = finding(1, LineAnchor(path="app.py", line=2), severity="critical", subject="div0")
@@ -226,3 +226,11 @@ def test_mentions_are_neutralized_everywhere_posted(github: FakeGitHub, tmp_path
         assert "@octo-org" not in text and "@\u200docto-org/security" in text
     assert "@alice" not in comment and "@\u200dalice" in comment and "@\u200dbob" in comment
     assert "a@b.io" in comment and "`@in-code`" in comment
+
+
+def test_graphql_is_found_on_enterprise_servers() -> None:
+    """GitHub Enterprise Server: REST at /api/v3, GraphQL at /api/graphql."""
+    with GitHubClient(TOKEN, repo=REPO, pr=PR, api_url="https://ghe.example/api/v3") as ghe:
+        assert ghe.graphql_url == "https://ghe.example/api/graphql"
+    with GitHubClient(TOKEN, repo=REPO, pr=PR) as dotcom:
+        assert dotcom.graphql_url == "https://api.github.com/graphql"

@@ -194,6 +194,14 @@ class GitHubClient(ForgeClient):
     def __repr__(self) -> str:
         return f"GitHubClient(repo={self.repo!r}, pr={self.pr}, api_url={self.api_url!r})"
 
+    @property
+    def graphql_url(self) -> str:
+        """GraphQL's endpoint: ``/graphql`` on GitHub.com, ``/api/graphql`` on GitHub
+        Enterprise Server (whose REST API is ``/api/v3``)."""
+        if self.api_url.endswith("/api/v3"):
+            return self.api_url.removesuffix("/v3") + "/graphql"
+        return self.api_url + "/graphql"
+
     # -- who, and where ------------------------------------------------------------------
     def whoami(self) -> Identity:
         """Who the token acts as: ``GET /user``, else (an App's token) GraphQL's viewer."""
@@ -209,7 +217,7 @@ class GitHubClient(ForgeClient):
         answer = self.json_object(
             self.send(
                 "POST",
-                "/graphql",
+                self.graphql_url,
                 "asking GitHub's GraphQL API who the App token is",
                 body={"query": _VIEWER},
                 mutating=False,

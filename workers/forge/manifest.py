@@ -169,13 +169,13 @@ def clear_for_run(directory: Path) -> list[Path]:
     entries = sorted(directory.iterdir())
     if not entries:
         return []
-    document = _load(directory / MANIFEST_NAME)
     listed: set[str] = set()
-    if document is not None:
-        try:
+    try:
+        document = _load(directory / MANIFEST_NAME)
+        if document is not None:
             listed = set(_parse(directory, document).files) | {MANIFEST_NAME}
-        except OutputsRefused:
-            listed = set()
+    except OutputsRefused:
+        listed = set()  # an unreadable manifest vouches for nothing, itself included
     strangers = [e for e in entries if e.name not in listed or e.is_symlink() or not e.is_file()]
     if strangers:
         names = ", ".join(e.name for e in strangers[:5]) + (" …" if len(strangers) > 5 else "")
