@@ -89,10 +89,11 @@ def render_github_checks_with_cuts(
 
     ``conclusion`` follows :func:`council.gate.exit_code` exactly (0 ``success``; 1, 3
     and 4 ``failure``, or ``cancelled`` / ``timed_out`` for a run that was), so a
-    required check and the CI gate never disagree: it passes only when the gate does. ``title`` is the gate's verdict in
-    one line, ``summary`` the verdict and what was annotated, ``text`` the Markdown
-    report. Pass ``change`` when at hand: a whole-file anchor on a deleted file is then
-    kept out of the annotations. Raises ValueError for an unknown ``fail_on``.
+    required check and the CI gate never disagree: it passes only when the gate does.
+    ``title`` is the gate's verdict in one line, ``summary`` the verdict and what was
+    annotated, ``text`` the Markdown report. Pass ``change`` when at hand: a whole-file
+    anchor on a deleted file is then kept out of the annotations. Raises ValueError for
+    an unknown ``fail_on``.
     """
     level = parse_fail_on(fail_on)
     code = exit_code(report, level, quorum=quorum)
