@@ -166,3 +166,88 @@ def for_log(text: str, *, one_line: bool = False) -> str:
     escaped = (_LOG_UNSAFE_LINE if one_line else _LOG_UNSAFE).sub(_escape_control, text)
     escaped = _WORKFLOW_COMMAND.sub(r"\1\\::", escaped)
     return escaped.replace("##[", "##\\[")
+
+
+# -- text posted where a forge acts on it -----------------------------------------------
+
+ZWJ = "\u200d"
+"""The zero-width joiner (U+200D) placed after an ``@``: invisible, and no forge reads
+``@`` + U+200D + ``name`` as a mention."""
+
+_MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9_])")
+"""An ``@`` that starts a mention on GitHub or GitLab: ``@user``, ``@org/team``,
+``@group/subgroup``, ``@all``. Not an e-mail address (a word character before it)."""
+
+_AT_ENTITY = re.compile(r"&(?:#0*64|#[xX]0*40|commat);?")
+"""``@`` written as an HTML entity: GitHub finds mentions in the rendered text, where
+``&#64;user`` has become ``@user``."""
+
+_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>()]+")
+"""A URL: its ``@`` (``https://host/@author``, ``user@host``) is no mention once linked,
+and a joiner in it would break the link."""
+
+_QUICK_ACTION = re.compile(r"^([ \t>]*)/(?=[A-Za-z])", re.MULTILINE)
+"""A line GitLab would run as a quick action (``/merge``, ``/approve``, ``/close``)."""
+
+
+def _defuse_mentions(text: str) -> str:
+    out: list[str] = []
+    position = 0
+    for url in _URL.finditer(text):
+        out.append(_MENTION.sub("@" + ZWJ, _AT_ENTITY.sub("@", text[position : url.start()])))
+        out.append(url.group())
+        position = url.end()
+    out.append(_MENTION.sub("@" + ZWJ, _AT_ENTITY.sub("@", text[position:])))
+    return "".join(out)
+
+
+def _outside_fences(text: str, change: Callable[[str], str]) -> str:
+    """Apply ``change`` to each run of lines outside fenced code blocks (whose text no
+    forge links or acts on), keeping the line breaks as they are."""
+    lines = text.split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        if fence is not None:
+            out.append(line)
+            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+                fence = None
+            continue
+        opened = _FENCE.match(line)
+        if opened is None:
+            prose.append(line)
+            continue
+        if prose:
+            out.append(change("\n".join(prose)))
+            prose = []
+        fence = opened.group(1)
+        out.append(line)
+    if prose:
+        out.append(change("\n".join(prose)))
+    return "\n".join(out)
+
+
+def no_mentions(text: str) -> str:
+    """Markdown with every mention neutralized, for a body a forge will post.
+
+    ``@user`` and ``@org/team`` in reviewer text would notify (or page) whoever they
+    name when the council posts it, under the council's account: a pull request can
+    write them into the code a reviewer quotes. An ``@`` that would mention gets a
+    zero-width joiner after it (it still reads ``@user``); an ``@`` spelt as an HTML
+    entity is written out first so it gets one too. Left alone: code spans and fenced
+    blocks (forges never mention from them), URLs, e-mail addresses. Idempotent and
+    linear; never raises.
+    """
+    return _outside_fences(text, lambda prose: _outside_code(prose, _defuse_mentions))
+
+
+def no_quick_actions(text: str) -> str:
+    """Markdown that GitLab will not run as quick actions, for a GitLab note.
+
+    GitLab runs a note's lines that start with ``/command`` (``/merge``, ``/approve``,
+    ``/assign``) with the permissions of the account posting it; reviewer text can
+    start a line (a quoted discussion, a path). A zero-width joiner before the slash
+    makes it plain text. Fenced blocks are left alone (GitLab ignores them). Idempotent.
+    """
+    return _outside_fences(text, lambda prose: _QUICK_ACTION.sub(r"\1" + ZWJ + "/", prose))

@@ -15,7 +15,8 @@ so a comment is made only from a finding whose anchor landed: a line anchor that
 (a line comment needs a line), findings not on a changed line, findings seen in an
 earlier round (shown, not posted again), suppressed findings (listed with their
 reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
-65,536-character limit, cut at a block boundary with a note when they would not fit.
+65,536-character limit, cut at a block boundary with a note when they would not fit,
+and no mention in them notifies anyone (:func:`council.report.escape.no_mentions`).
 Source: architecture.md (reports); harvest.md §2 (anchors), §8 (raised_by); GitHub REST
 "Create a review for a pull request".
 """
@@ -28,7 +29,7 @@ from typing import Any
 from council.diff import Change, landing
 from council.findings import Finding, LineAnchor, severity_rank
 from council.gate import gate_tripped, parse_fail_on
-from council.report.escape import block, inline
+from council.report.escape import block, inline, no_mentions
 from council.report.markdown import DECORATIONS, raised_text, render_markdown
 from council.report.model import CouncilReport
 
@@ -107,7 +108,7 @@ def render_github_review_with_cuts(
     review: dict[str, Any] = {}
     if report.head:
         review["commit_id"] = report.head
-    review["body"] = fit_body(body)
+    review["body"] = fit_body(no_mentions(body))
     review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
     cuts: list[str] = []
@@ -117,7 +118,7 @@ def render_github_review_with_cuts(
             f"line comments (GitHub reviews take at most {MAX_COMMENTS}); the other "
             f"{len(placed) - len(chosen)}, least severe first, are listed in the body"
         )
-    if review["body"] != body:
+    if review["body"] != no_mentions(body):
         cuts.append(
             f"github-review: the review body was cut to GitHub's limit of {BODY_UNITS:,} "
             "characters; the whole report is in the Markdown and JSON outputs"
@@ -179,7 +180,7 @@ def comment_body(finding: Finding) -> str:
     subject = finding.subject
     if len(subject) > SUBJECT_CHARS:
         subject = subject[:SUBJECT_CHARS] + "… (subject cut; the whole of it is in the report)"
-    head = f"**{label}:** {inline(subject)}"
+    head = no_mentions(f"**{label}:** {inline(subject)}")
     facts = [text for text in (raised_text(finding),) if text]
     if finding.severity is not None:
         facts.append(f"severity {finding.severity}")
@@ -187,7 +188,7 @@ def comment_body(finding: Finding) -> str:
         facts.append(f"confidence {finding.confidence:.2f}")
     if finding.id is not None:
         facts.append(f"council finding {finding.id}")
-    tail = "\n\n" + " · ".join(facts) if facts else ""
+    tail = no_mentions("\n\n" + " · ".join(facts)) if facts else ""
     quoted = _quote(finding.discussion)
     spare = BODY_UNITS - _units(head) - _units(tail) - 2
     if _units(quoted) > spare:
@@ -214,7 +215,7 @@ def _cut_quote(discussion: str, spare: int) -> str:
 def _quote(text: str) -> str:
     if not text.strip():
         return ""
-    return "\n".join(f"> {line}" if line.strip() else ">" for line in block(text))
+    return no_mentions("\n".join(f"> {line}" if line.strip() else ">" for line in block(text)))
 
 
 def _units(text: str) -> int:
@@ -230,16 +231,17 @@ def _shorten(text: str, units: int) -> str:
     return text[:end]
 
 
-def fit_body(body: str) -> str:
+def fit_body(body: str, limit: int = BODY_UNITS) -> str:
     """The body, cut at a block boundary with a note when it is over GitHub's limit.
 
     Public because an issue comment (the summary ``council publish`` keeps up to date)
-    has the same 65,536-unit limit as a review body. Never raises.
+    has the same 65,536-unit limit as a review body; a check run's summary and text
+    have 65,535 (``limit``). Never raises.
     """
-    if _units(body) <= BODY_UNITS:
+    if _units(body) <= limit:
         return body
     closing = "\n\n</details>"
-    prefix = _shorten(body, BODY_UNITS - _units(_CUT_NOTE) - _units(closing))
+    prefix = _shorten(body, limit - _units(_CUT_NOTE) - _units(closing))
     boundary = prefix.rfind("\n\n")
     kept = prefix[:boundary] if boundary > 0 else prefix
     lines = kept.split("\n")

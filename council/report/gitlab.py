@@ -1,4 +1,8 @@
-"""The GitLab Code Quality artifact: what a merge request's Code Quality widget reads.
+"""GitLab's outputs: the Code Quality artifact and the merge request's diff discussions.
+
+:func:`render_gitlab_discussions` writes what ``council publish gitlab`` posts as threads
+on the merge request's diff lines (see its docstring); the rest of this module is the
+Code Quality artifact, what a merge request's Code Quality widget reads.
 
 A JSON array of Code Climate issues, the subset GitLab documents::
 
@@ -25,8 +29,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from council.findings import ChangeAnchor, FileAnchor, Finding
+from council.diff import Change, ChangedFile, Hunk, landing
+from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, severity_rank
 from council.fingerprint import occurrence_fingerprints
+from council.report.escape import no_mentions, no_quick_actions
+from council.report.github_review import MAX_COMMENTS, comment_body
 from council.report.markdown import DECORATIONS, OFF_DIFF_REASONS
 from council.report.model import CouncilReport
 
@@ -104,3 +111,106 @@ def _place(finding: Finding) -> tuple[str, int, list[str]]:
     first = anchor.start_line if anchor.start_line is not None else anchor.line
     where = [f"old side, line {first}"] if anchor.side == "old" else []
     return anchor.path, min(first, anchor.line), where
+
+
+def gitlab_safe(text: str) -> str:
+    """Markdown as it may be posted in a GitLab note: no mention notifies anyone, no
+    line runs as a quick action (:func:`~council.report.escape.no_mentions`,
+    :func:`~council.report.escape.no_quick_actions`). Idempotent."""
+    return no_quick_actions(no_mentions(text))
+
+
+def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> str:
+    """The merge request's diff threads as JSON text (2-space indent, newline-terminated).
+
+    ::
+
+        {"run_id": ..., "head": ...,
+         "discussions": [{"finding": 12, "body": <Markdown>,
+                          "position": {"old_path", "new_path",
+                                       "new_line"?, "old_line"?}}]}
+
+    One thread per finding that would be a GitHub line comment (a line anchor that
+    landed, not suppressed, not seen in an earlier round), at most
+    :data:`~council.report.github_review.MAX_COMMENTS`, the most severe first. GitLab
+    places a thread by the MR version's ``diff_refs`` (``council publish gitlab`` adds
+    them, with ``position_type: text``) and by the line's kind: an added line by
+    ``new_line``, a removed one by ``old_line``, an unchanged (context) line by both,
+    which is why the change is needed; without it there are no threads (the findings
+    are all in the summary note). A range is placed on its last line and says so.
+    Bodies are :func:`~council.report.github_review.comment_body`, made safe with
+    :func:`gitlab_safe`. Never raises.
+    """
+    placed: list[tuple[Finding, dict[str, Any]]] = []
+    seen = frozenset(report.seen)
+    for finding in report.findings:
+        thread = _thread(report, finding, seen, change)
+        if thread is not None:
+            placed.append((finding, thread))
+    ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
+    chosen = sorted(ranked[:MAX_COMMENTS])
+    document = {
+        "run_id": report.run_id,
+        "head": report.head,
+        "discussions": [placed[i][1] for i in chosen],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _thread(
+    report: CouncilReport, finding: Finding, seen: frozenset[int], change: Change | None
+) -> dict[str, Any] | None:
+    anchor = finding.anchor
+    ident = finding.id
+    if change is None or not isinstance(anchor, LineAnchor) or ident is None:
+        return None
+    if ident in report.off_diff or ident in report.suppressed or ident in seen:
+        return None
+    if landing(change, anchor) is not None:
+        return None
+    changed = next((f for f in change.files if f.side_path(anchor.side) == anchor.path), None)
+    if changed is None:
+        return None
+    position = _position(changed, anchor.side, anchor.line)
+    if position is None:
+        return None
+    body = comment_body(finding)
+    if anchor.start_line is not None and anchor.start_line < anchor.line:
+        body = f"*Lines {anchor.start_line}–{anchor.line} ({anchor.side} side):*\n\n{body}"
+    return {"finding": ident, "body": gitlab_safe(body), "position": position}
+
+
+def _position(changed: ChangedFile, side: str, line: int) -> dict[str, Any] | None:
+    """GitLab's text position of one line of a file's diff, or None when no hunk shows it."""
+    new_path = changed.side_path("new") or changed.path
+    old_path = changed.side_path("old") or new_path
+    position: dict[str, Any] = {"old_path": old_path, "new_path": new_path}
+    for hunk in changed.hunks:
+        if side == "new" and line in hunk.added:
+            return {**position, "new_line": line}
+        if side == "old" and line in hunk.removed:
+            return {**position, "old_line": line}
+        other = _context_partner(hunk, side, line)
+        if other is not None:
+            old, new = (line, other) if side == "old" else (other, line)
+            return {**position, "old_line": old, "new_line": new}
+    return None
+
+
+def _context_partner(hunk: Hunk, side: str, line: int) -> int | None:
+    """For an unchanged line of the hunk on ``side``, its number on the other side."""
+    if line not in hunk.lines(side):  # type: ignore[arg-type]
+        return None
+    added, removed = frozenset(hunk.added), frozenset(hunk.removed)
+    old, new = hunk.old_start, hunk.new_start
+    old_end, new_end = old + hunk.old_length, new + hunk.new_length
+    while old < old_end or new < new_end:
+        if new < new_end and new in added:
+            new += 1
+        elif old < old_end and old in removed:
+            old += 1
+        else:
+            if (side == "new" and new == line) or (side == "old" and old == line):
+                return old if side == "new" else new
+            old, new = old + 1, new + 1
+    return None

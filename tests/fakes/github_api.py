@@ -1,163 +1,168 @@
 """A fake GitHub REST API: real HTTP on 127.0.0.1, the calls ``council publish`` makes,
 every request recorded (without its credentials).
 
-It holds pull requests of one repository with their reviews and issue comments, checks
-the bearer token, pages comment and review lists (``per_page``, ``Link: rel="next"``),
-and plays scripted failures first (:meth:`FakeGitHub.fail`), so tests can see rate
-limits, refusals and GitHub's error bodies arrive over a real socket.
+It holds pull requests of one repository (head, reviews with their line comments, issue
+comments) and check runs with their annotations; checks the bearer token; pages lists
+(``per_page``, ``Link: rel="next"``); and plays scripted failures first
+(:meth:`FakeGitHub.fail`), so tests see rate limits, refusals and GitHub's error bodies
+arrive over a real socket.
+
+Like GitHub, it answers **422** to a payload that lacks a field the real API requires
+(a review comment without ``path``, ``body`` or ``line``; a review update or comment
+without ``body``; a dismissal without ``message``; a check run without ``name`` or
+``head_sha``, a completed one without ``conclusion``, an ``output`` without ``title``
+or ``summary``, an annotation without ``path``, ``start_line``, ``end_line``,
+``annotation_level`` or ``message``, more than 50 annotations in one request), so a
+payload the fake takes is one GitHub would take.
+
+Who the token is: with ``app=True`` (the default, like ``GITHUB_TOKEN``) ``GET /user``
+is 403 "Resource not accessible by integration" and GraphQL's ``viewer`` answers the
+bot ``login``; with ``app=False`` (a personal token) ``GET /user`` answers ``login``
+and check runs are refused (403), as GitHub refuses them to anything but an App.
 
 Usage::
 
     with FakeGitHub(token="t0k", repo="octo/app", pulls=(7,)) as github:
         github.fail(429, headers={"Retry-After": "1"})
         ...  # council publish github --api-url github.url ...
-        assert [r.method for r in github.requests] == ["POST", "POST", "GET", "POST"]
+        assert [r.method for r in github.mutations()] == ["POST", "POST"]
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-import time
-from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
 
+from tests.fakes.forge_http import Answer, Failure, FakeForge, Received
 
-@dataclass(frozen=True)
-class Received:
-    """One request: method, path, query, JSON body ({} when none), time of arrival."""
+__all__ = ["Failure", "FakeGitHub", "Pull", "Received"]
 
-    method: str
-    path: str
-    query: dict[str, str]
-    body: dict[str, Any]
-    at: float
-    authorized: bool
+DEFAULT_HEAD = "feed" * 10
+"""The head of every fake pull request unless a test says otherwise."""
 
-
-@dataclass(frozen=True)
-class Failure:
-    """A scripted answer played instead of the real one (``method`` None: any)."""
-
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)
-    body: dict[str, Any] = field(default_factory=dict)
-    method: str | None = None
+LEVELS = ("notice", "warning", "failure")
+CONCLUSIONS = (
+    "action_required",
+    "cancelled",
+    "failure",
+    "neutral",
+    "success",
+    "skipped",
+    "stale",
+    "timed_out",
+)
 
 
 @dataclass
 class Pull:
-    """One pull request's reviews and issue comments, as GitHub would list them."""
+    """One pull request: its head, its reviews (with their line comments, by review id)
+    and its issue comments, as GitHub would list them."""
 
+    head: str = DEFAULT_HEAD
     reviews: list[dict[str, Any]] = field(default_factory=list)
     comments: list[dict[str, Any]] = field(default_factory=list)
+    review_comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-class FakeGitHub:
-    """The fake API server; ``url`` is its base URL (``http://127.0.0.1:PORT``)."""
+def _invalid(*missing: str) -> Answer:
+    """GitHub's 422 for a payload that does not match the endpoint's schema."""
+    errors = [f'"{name}" wasn\'t supplied.' for name in missing]
+    return 422, {}, {"message": "Invalid request.\n\n" + "\n".join(errors), "errors": errors}
 
-    def __init__(self, *, token: str, repo: str, pulls: tuple[int, ...] = (1,)) -> None:
-        self.token, self.repo = token, repo
-        self.pulls: dict[int, Pull] = {n: Pull() for n in pulls}
-        self.requests: list[Received] = []
-        self._failures: deque[Failure] = deque()
-        self._ids = 1000
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
+class FakeGitHub(FakeForge):
+    """The fake GitHub; ``url`` is its base URL (``http://127.0.0.1:PORT``)."""
 
-    def __exit__(
+    def __init__(
         self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def fail(
-        self,
-        status: int,
         *,
-        headers: dict[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-        method: str | None = None,
+        token: str,
+        repo: str,
+        pulls: tuple[int, ...] = (1,),
+        login: str = "github-actions[bot]",
+        app: bool = True,
     ) -> None:
-        """Answer the next request (of ``method``, when given) with this failure."""
-        self._failures.append(Failure(status, headers or {}, body or {}, method))
+        super().__init__()
+        self.token, self.repo, self.login, self.app = token, repo, login, app
+        self.pulls: dict[int, Pull] = {n: Pull() for n in pulls}
+        self.check_runs: list[dict[str, Any]] = []
+        self.annotations: dict[int, list[dict[str, Any]]] = {}
 
-    def mutations(self) -> list[Received]:
-        """The requests that changed something (POST, PATCH, PUT), in order."""
-        return [r for r in self.requests if r.method != "GET"]
+    @property
+    def me(self) -> dict[str, Any]:
+        """The ``user`` of what the token posts."""
+        return {"login": self.login, "type": "Bot" if self.app else "User"}
 
-    # -- serving --------------------------------------------------------------------------
-    def answer(
-        self, method: str, path: str, query: dict[str, str], body: dict[str, Any], auth: str
-    ) -> tuple[int, dict[str, str], Any]:
-        """The status, headers and JSON body for one request."""
-        with self._lock:
-            authorized = auth == f"Bearer {self.token}"
-            self.requests.append(Received(method, path, query, body, time.monotonic(), authorized))
-            failure = next((f for f in self._failures if f.method in (None, method)), None)
-            if failure is not None:
-                self._failures.remove(failure)
-                return failure.status, failure.headers, failure.body
-            if not authorized:
-                return 401, {}, {"message": "Bad credentials"}
-            return self._route(method, path, query, body)
+    def authorized(self, headers: Mapping[str, str]) -> bool:
+        return headers.get("authorization", "") == f"Bearer {self.token}"
 
-    def _route(
-        self, method: str, path: str, query: dict[str, str], body: dict[str, Any]
-    ) -> tuple[int, dict[str, str], Any]:
+    def unauthorized(self) -> Answer:
+        return 401, {}, {"message": "Bad credentials"}
+
+    def is_query(self, received: Received) -> bool:
+        return received.path == "/graphql"
+
+    def route(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: dict[str, Any],
+        headers: Mapping[str, str],
+    ) -> Answer:
+        if path == "/user" and method == "GET":
+            if self.app:
+                return 403, {}, {"message": "Resource not accessible by integration"}
+            return 200, {}, {"login": self.login, "id": 1, "type": "User"}
+        if path == "/graphql" and method == "POST":
+            if "viewer" not in str(body.get("query", "")):
+                return 200, {}, {"errors": [{"message": "unknown query"}]}
+            return 200, {}, {"data": {"viewer": {"login": self.login}}}
         prefix = f"/repos/{self.repo}/"
         if not path.startswith(prefix):
             return 404, {}, {"message": "Not Found"}
         rest = path[len(prefix) :]
+        if rest.startswith("check-runs") or "/check-runs" in rest:
+            return self._checks(method, rest, query, body, path)
+        if m := re.fullmatch(r"pulls/(\d+)", rest):
+            pull = self.pulls.get(int(m[1]))
+            if pull is None or method != "GET":
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"number": int(m[1]), "head": {"sha": pull.head}}
         if m := re.fullmatch(r"pulls/(\d+)/reviews", rest):
             pull = self.pulls.get(int(m[1]))
             if pull is None:
                 return 404, {}, {"message": "Not Found"}
             if method == "GET":
-                return self._page(pull.reviews, query, path)
-            if body.get("event") not in ("COMMENT", "REQUEST_CHANGES", "APPROVE"):
-                return 422, {}, {"message": "Unprocessable Entity", "errors": ["bad event"]}
-            for comment in body.get("comments", []):
-                if comment.get("line") == 999_999:
-                    return (
-                        422,
-                        {},
-                        {
-                            "message": "Unprocessable Entity",
-                            "errors": ["Line could not be resolved"],
-                        },
-                    )
-            state = "CHANGES_REQUESTED" if body["event"] == "REQUEST_CHANGES" else "COMMENTED"
-            review = {
-                "id": self._next(),
-                "state": state,
-                "body": body.get("body", ""),
-                "user": {"login": "github-actions[bot]", "type": "Bot"},
-            }
-            pull.reviews.append(review)
-            return 200, {}, review
+                chunk, links = self.page(pull.reviews, query, path)
+                return 200, links, chunk
+            return self._create_review(pull, body)
+        if m := re.fullmatch(r"pulls/(\d+)/reviews/(\d+)", rest):
+            pull = self.pulls.get(int(m[1]))
+            found = [r for r in (pull.reviews if pull else []) if r["id"] == int(m[2])]
+            if not found or method != "PUT":
+                return 404, {}, {"message": "Not Found"}
+            if not isinstance(body.get("body"), str):
+                return _invalid("body")
+            if found[0]["user"] != self.me:
+                return 403, {}, {"message": "You can only update your own reviews"}
+            found[0]["body"] = body["body"]
+            return 200, {}, found[0]
+        if m := re.fullmatch(r"pulls/(\d+)/reviews/(\d+)/comments", rest):
+            pull = self.pulls.get(int(m[1]))
+            if pull is None or method != "GET":
+                return 404, {}, {"message": "Not Found"}
+            chunk, links = self.page(pull.review_comments.get(int(m[2]), []), query, path)
+            return 200, links, chunk
         if m := re.fullmatch(r"pulls/(\d+)/reviews/(\d+)/dismissals", rest):
             pull = self.pulls.get(int(m[1]))
             found = [r for r in (pull.reviews if pull else []) if r["id"] == int(m[2])]
             if not found or method != "PUT":
                 return 404, {}, {"message": "Not Found"}
+            if not isinstance(body.get("message"), str):
+                return _invalid("message")
             found[0]["state"] = "DISMISSED"
             return 200, {}, found[0]
         if m := re.fullmatch(r"issues/(\d+)/comments", rest):
@@ -165,71 +170,164 @@ class FakeGitHub:
             if pull is None:
                 return 404, {}, {"message": "Not Found"}
             if method == "GET":
-                return self._page(pull.comments, query, path)
-            comment = {
-                "id": self._next(),
-                "body": body.get("body", ""),
-                "user": {"login": "github-actions[bot]", "type": "Bot"},
-            }
+                chunk, links = self.page(pull.comments, query, path)
+                return 200, links, chunk
+            if not isinstance(body.get("body"), str):
+                return _invalid("body")
+            comment = {"id": self.next_id(), "body": body["body"], "user": self.me}
             pull.comments.append(comment)
             return 201, {}, comment
         if (m := re.fullmatch(r"issues/comments/(\d+)", rest)) and method == "PATCH":
+            if not isinstance(body.get("body"), str):
+                return _invalid("body")
             for pull in self.pulls.values():
                 for comment in pull.comments:
-                    if comment["id"] == int(m[1]):
-                        comment["body"] = body.get("body", "")
+                    if comment["id"] == int(m[1]):  # GitHub lets a writer edit anyone's
+                        comment["body"] = body["body"]
                         return 200, {}, comment
         return 404, {}, {"message": "Not Found"}
 
-    def _page(
-        self, items: list[dict[str, Any]], query: dict[str, str], path: str
-    ) -> tuple[int, dict[str, str], Any]:
-        per_page = int(query.get("per_page", "30"))
-        page = int(query.get("page", "1"))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        headers: dict[str, str] = {}
-        if page * per_page < len(items):
-            following = f"{self.url}{path}?per_page={per_page}&page={page + 1}"
-            headers["Link"] = f'<{following}>; rel="next"'
-        return 200, headers, chunk
+    # -- reviews ---------------------------------------------------------------------------
+    def _create_review(self, pull: Pull, body: dict[str, Any]) -> Answer:
+        event = body.get("event")
+        if event is not None and event not in ("COMMENT", "REQUEST_CHANGES", "APPROVE"):
+            return 422, {}, {"message": "Unprocessable Entity", "errors": ["bad event"]}
+        comments = body.get("comments") or []
+        for comment in comments:
+            missing = [k for k in ("path", "body") if not isinstance(comment.get(k), str)]
+            if not isinstance(comment.get("line"), int) and "position" not in comment:
+                missing.append("line")
+            if missing:
+                return _invalid(*missing)
+            if comment.get("side", "RIGHT") not in ("LEFT", "RIGHT"):
+                return 422, {}, {"message": "Unprocessable Entity", "errors": ["bad side"]}
+            start = comment.get("start_line")
+            if start is not None and not start < comment["line"]:
+                return 422, {}, {"message": "Unprocessable Entity", "errors": ["bad start_line"]}
+            if comment.get("line") == 999_999:
+                return (
+                    422,
+                    {},
+                    {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]},
+                )
+        state = {"REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}.get(
+            str(event), "PENDING"
+        )
+        review = {
+            "id": self.next_id(),
+            "state": state,
+            "body": body.get("body", ""),
+            "commit_id": body.get("commit_id", pull.head),
+            "user": self.me,
+        }
+        pull.reviews.append(review)
+        pull.review_comments[review["id"]] = [
+            {
+                "id": self.next_id(),
+                "pull_request_review_id": review["id"],
+                "path": c["path"],
+                "line": c["line"],
+                "original_line": c["line"],
+                "side": c.get("side", "RIGHT"),
+                "start_line": c.get("start_line"),
+                "body": c["body"],
+                "user": self.me,
+            }
+            for c in comments
+        ]
+        return 200, {}, review
 
-    def _next(self) -> int:
-        self._ids += 1
-        return self._ids
+    # -- check runs ------------------------------------------------------------------------
+    def _checks(
+        self, method: str, rest: str, query: dict[str, str], body: dict[str, Any], path: str
+    ) -> Answer:
+        if not self.app:
+            return 403, {}, {"message": "Resource not accessible by personal access token"}
+        if (m := re.fullmatch(r"commits/([0-9a-f]+)/check-runs", rest)) and method == "GET":
+            runs = [r for r in self.check_runs if r["head_sha"] == m[1]]
+            if "check_name" in query:
+                runs = [r for r in runs if r["name"] == query["check_name"]]
+            if query.get("filter", "latest") == "latest":
+                latest: dict[str, dict[str, Any]] = {}
+                for run in runs:
+                    latest[run["name"]] = run
+                runs = list(latest.values())
+            chunk, links = self.page(runs, query, path)
+            return 200, links, {"total_count": len(runs), "check_runs": chunk}
+        if rest == "check-runs" and method == "POST":
+            missing = [k for k in ("name", "head_sha") if not isinstance(body.get(k), str)]
+            if missing:
+                return _invalid(*missing)
+            refused = self._check_fields(body)
+            if refused is not None:
+                return refused
+            ident = self.next_id()
+            run: dict[str, Any] = {
+                "id": ident,
+                "name": body["name"],
+                "head_sha": body["head_sha"],
+                "external_id": body.get("external_id", ""),
+                "status": body.get("status", "queued"),
+                "conclusion": body.get("conclusion"),
+                "output": {"title": None, "summary": None, "text": None, "annotations_count": 0},
+                "app": {"slug": self.login.removesuffix("[bot]")},
+            }
+            self.check_runs.append(run)
+            self.annotations[ident] = []
+            self._apply_output(run, body)
+            return 201, {}, run
+        if (m := re.fullmatch(r"check-runs/(\d+)", rest)) and method == "PATCH":
+            found = [r for r in self.check_runs if r["id"] == int(m[1])]
+            if not found:
+                return 404, {}, {"message": "Not Found"}
+            merged = {"status": found[0]["status"], "conclusion": found[0]["conclusion"], **body}
+            refused = self._check_fields(merged)
+            if refused is not None:
+                return refused
+            for key in ("status", "conclusion", "external_id"):
+                if key in body:
+                    found[0][key] = body[key]
+            self._apply_output(found[0], body)
+            return 200, {}, found[0]
+        return 404, {}, {"message": "Not Found"}
 
-
-def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: tests read :attr:`FakeGitHub.requests`, not stderr."""
-
-        def _serve(self) -> None:
-            parts = urlsplit(self.path)
-            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else {}
-            except ValueError:
-                body = {}
-            status, headers, answer = fake.answer(
-                self.command,
-                parts.path,
-                query,
-                body if isinstance(body, dict) else {},
-                self.headers.get("Authorization", ""),
+    @staticmethod
+    def _check_fields(body: Mapping[str, Any]) -> Answer | None:
+        if body.get("status") == "completed" and body.get("conclusion") not in CONCLUSIONS:
+            return _invalid("conclusion")
+        output = body.get("output")
+        if output is None:
+            return None
+        if not isinstance(output, dict):
+            return _invalid("output")
+        missing = [k for k in ("title", "summary") if not isinstance(output.get(k), str)]
+        if missing:
+            return _invalid(*(f"output.{k}" for k in missing))
+        annotations = output.get("annotations") or []
+        if len(annotations) > 50:
+            return (
+                422,
+                {},
+                {"message": "Only 50 annotations are allowed per request", "errors": []},
             )
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+        for note in annotations:
+            need = ("path", "start_line", "end_line", "annotation_level", "message")
+            missing = [k for k in need if k not in note]
+            if missing:
+                return _invalid(*(f"annotations.{k}" for k in missing))
+            if note["annotation_level"] not in LEVELS:
+                return _invalid("annotations.annotation_level")
+            if not note["start_line"] <= note["end_line"]:
+                return 422, {}, {"message": "start_line must be <= end_line", "errors": []}
+        return None
 
-        do_GET = do_POST = do_PATCH = do_PUT = _serve
-
-    return Handler
+    def _apply_output(self, run: dict[str, Any], body: Mapping[str, Any]) -> None:
+        output = body.get("output")
+        if not isinstance(output, dict):
+            return
+        for key in ("title", "summary", "text"):
+            if key in output:
+                run["output"][key] = output[key]
+        added = list(output.get("annotations") or [])
+        self.annotations[run["id"]].extend(added)
+        run["output"]["annotations_count"] = len(self.annotations[run["id"]])

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.fakes.github_api import FakeGitHub
+from tests.fakes.gitlab_api import FakeGitLab
 from tests.gitrepo import ROOT, commit, git, new_repo
 
 pytestmark = pytest.mark.integration
@@ -34,11 +35,15 @@ SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_te
 SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 
 TOKEN = "ghs_recipe-test-token"
+GL_TOKEN = "glpat-recipe-test-token"
 REPO = "octo/app"
 PR = 7
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
-ALWAYS_IF_FILE = re.compile(r"always\(\) && hashFiles\('([^']+)'\) != ''")
+HASH_FILES = re.compile(r"hashFiles\('([^']+)'\) != ''")
+CONTAINS_OUTPUT = re.compile(
+    r"contains\(fromJSON\('(\[[^']*\])'\), steps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)\)"
+)
 
 
 def div0(line: int) -> dict[str, Any]:
@@ -72,10 +77,11 @@ class Forge:
         git(self.dev, "checkout", "-q", "-b", "feature")
         self.workspace = tmp / "workspace"
 
-    def push(self, app: str, *findings: dict[str, Any]) -> str:
-        """Commit app.py on feature, push it, and set the replayed answer; the new head."""
+    def push(self, app: str, *findings: dict[str, Any], extra: dict[str, str] | None = None) -> str:
+        """Commit app.py (and ``extra`` files) on feature, push it, and set the replayed
+        answer; the new head."""
         self.answer.write_text(json.dumps({"findings": list(findings)}))
-        sha = commit(self.dev, {"app.py": app}, "push")
+        sha = commit(self.dev, {"app.py": app, **(extra or {})}, "push")
         git(self.dev, "push", "-q", "-f", "origin", "feature")
         return sha
 
@@ -188,9 +194,10 @@ def run_github(
     }
     job_env = {k: substitute(str(v), values) for k, v in job.get("env", {}).items()}
     result = Job()
-    for step in job["steps"]:
+    outputs: dict[str, dict[str, str]] = {}
+    for index, step in enumerate(job["steps"]):
         title = step.get("name") or step.get("uses", "")
-        if not _should_run(step.get("if"), result.failed, forge.workspace):
+        if not _should_run(step.get("if"), result.failed, forge.workspace, outputs):
             result.steps.append(Step(title, ran=False))
             continue
         if "uses" in step:
@@ -199,20 +206,48 @@ def run_github(
         else:
             step_env = {k: substitute(str(v), values) for k, v in step.get("env", {}).items()}
             script = substitute(step["run"], values)
-            workspace_env = {"GITHUB_WORKSPACE": str(forge.workspace)}
+            github_output = forge.tmp / f"github-output-{run_id}-{index}"
+            github_output.write_text("")
+            runner_env = {
+                "GITHUB_WORKSPACE": str(forge.workspace),
+                "GITHUB_OUTPUT": str(github_output),
+            }
             code, output = bash(
-                script, forge.workspace, {**env, **workspace_env, **job_env, **step_env}
+                script, forge.workspace, {**env, **runner_env, **job_env, **step_env}
             )
+            if "id" in step:
+                said = dict(
+                    line.split("=", 1)
+                    for line in github_output.read_text().splitlines()
+                    if "=" in line
+                )
+                outputs[step["id"]] = said
+                for name, value in said.items():
+                    values[f"steps.{step['id']}.outputs.{name}"] = value
         result.steps.append(Step(title, ran=True, code=code, output=output))
     return result
 
 
-def _should_run(condition: str | None, failed: bool, workspace: Path) -> bool:
+def _should_run(
+    condition: str | None, failed: bool, workspace: Path, outputs: dict[str, dict[str, str]]
+) -> bool:
+    """A step's ``if:``: ``always()``, ``hashFiles('…') != ''`` and ``contains(fromJSON(
+    '[…]'), steps.ID.outputs.NAME)`` joined by ``&&``; without ``always()`` a failed job
+    skips it, as GitHub's implied ``success()`` does. Anything else fails the test."""
     if condition is None:
         return not failed
-    match = ALWAYS_IF_FILE.fullmatch(condition.strip())
-    assert match is not None, f"the recipe uses the condition {condition!r}, unknown to the test"
-    return (workspace / match.group(1)).exists()
+    always, holds = False, True
+    for term in (t.strip() for t in condition.split("&&")):
+        if term == "always()":
+            always = True
+        elif match := HASH_FILES.fullmatch(term):
+            holds = holds and (workspace / match.group(1)).exists()
+        elif match := CONTAINS_OUTPUT.fullmatch(term):
+            allowed = json.loads(match.group(1))
+            holds = holds and outputs.get(match.group(2), {}).get(match.group(3)) in allowed
+        else:
+            raise AssertionError(f"the recipe uses the condition {term!r}, unknown to the test")
+    return holds and (always or not failed)
 
 
 def _local_action(
@@ -275,6 +310,7 @@ def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHu
     secrets = {"GITHUB_TOKEN": TOKEN, "COUNCIL_REDIS_URL": ""}
 
     head = forge.push("x = 1\ny = 1 / 0\n", div0(2))
+    github.pulls[PR].head = head
     first = run_github(recipe, forge, head, env, secrets, run_id=1)
     assert [s.name for s in first.steps if s.ran and s.code] == ["Gate on the council's verdict"]
     assert first.step("Gate").code == 1
@@ -286,12 +322,16 @@ def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHu
     assert posted["commit_id"] == head
     assert [(c["path"], c["line"]) for c in posted["comments"]] == [("app.py", 2)]
     (summary,) = pull.comments
-    assert summary["body"].startswith("<!-- council:summary -->")
+    assert summary["body"].startswith("<!-- council:summary run=")
     assert "Council review: gate tripped" in (tmp_path / "step-summary.md").read_text()
     assert "install --quiet council[analyzers]" in (tmp_path / "pip.log").read_text()
     assert TOKEN not in "".join(s.output for s in first.steps)
+    (check,) = github.check_runs
+    assert (check["head_sha"], check["conclusion"]) == (head, "failure")
+    assert [a["path"] for a in github.annotations[check["id"]]] == ["app.py"]
 
     head = forge.push("x = 1\ny = 1 / 2\n")
+    github.pulls[PR].head = head
     second = run_github(recipe, forge, head, env, secrets, run_id=2)
     assert not second.failed, [(s.name, s.code, s.output[-2000:]) for s in second.steps]
     assert [r["state"] for r in pull.reviews] == ["DISMISSED", "COMMENTED"]
@@ -299,6 +339,52 @@ def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHu
     assert [r.method for r in github.mutations()].count("PATCH") == 1
     assert "### Outdated" in pull.comments[0]["body"]
     assert (tmp_path / "step-summary.md").read_text().count("Council review:") == 2
+    assert [(c["head_sha"], c["conclusion"]) for c in github.check_runs][1] == (head, "success")
+
+    # A retried publish step (same outputs, same run): nothing is posted or edited.
+    (step,) = [
+        s for s in recipe["jobs"]["council"]["steps"] if s.get("name", "").startswith("Publish")
+    ]
+    before = len(github.mutations())
+    values = {"secrets.GITHUB_TOKEN": TOKEN}
+    step_env = {k: substitute(str(v), values) for k, v in step["env"].items()}
+    job_env = {"PR_NUMBER": str(PR), "HEAD_SHA": head}
+    code, said = bash(step["run"], forge.workspace, {**env, **job_env, **step_env})
+    assert code == 0, said
+    assert len(github.mutations()) == before and "nothing to change" in said
+
+
+def test_github_workflow_refuses_a_committed_council_out(
+    tmp_path: Path, tools: Path, github: FakeGitHub
+) -> None:
+    """A pull request commits its own council-out/ (a passing review, a manifest): the
+    review refuses the directory (exit 2), nothing is uploaded or published, the gate
+    fails."""
+    recipe = load("github-actions.yml")
+    forge = Forge(tmp_path)
+    env = github_env(tmp_path, tools, github)
+    secrets = {"GITHUB_TOKEN": TOKEN, "COUNCIL_REDIS_URL": ""}
+    forged = {
+        "council-out/github-review.json": '{"body": "✅ passed", "event": "COMMENT"}\n',
+        "council-out/council.md": "## ✅ Council review: passed\n",
+        "council-out/council.sarif": '{"version": "2.1.0", "runs": []}\n',
+        "council-out/council-run.json": '{"council_outputs": 1, "run_id": "x", "files": {}}\n',
+    }
+    head = forge.push("y = 1 / 0\n", div0(1), extra=forged)
+    github.pulls[PR].head = head
+    job = run_github(recipe, forge, head, env, secrets, run_id=1)
+    assert job.step("Gate").code == 2
+    assert "council-out is not empty" in job.step("Review").output
+    for name in ("Upload SARIF", "Publish", "Job summary"):
+        assert not job.step(name).ran, name
+    assert github.mutations() == [] and github.requests == []
+
+
+def pushed(forge: Forge, github: FakeGitHub, app: str, *findings: dict[str, Any]) -> str:
+    """Push, and make the fake pull request's head the new commit; the head."""
+    head = forge.push(app, *findings)
+    github.pulls[PR].head = head
+    return head
 
 
 def test_github_workflow_on_a_shared_redis(
@@ -317,10 +403,14 @@ def test_github_workflow_on_a_shared_redis(
     env = github_env(tmp_path, tools, github)
     secrets = {"GITHUB_TOKEN": TOKEN, "COUNCIL_REDIS_URL": redis_url}
 
-    first = run_github(recipe, forge, forge.push("y = 1 / 0\n", div0(1)), env, secrets, 1)
+    first = run_github(
+        recipe, forge, pushed(forge, github, "y = 1 / 0\n", div0(1)), env, secrets, 1
+    )
     assert first.step("Gate").code == 1, first.step("Review").output[-3000:]
     assert "distributed mode" in first.step("Review").output
-    second = run_github(recipe, forge, forge.push("w = 0\ny = 1 / 0\n", div0(2)), env, secrets, 2)
+    second = run_github(
+        recipe, forge, pushed(forge, github, "w = 0\ny = 1 / 0\n", div0(2)), env, secrets, 2
+    )
     assert second.step("Gate").code == 1
     reviews = [r.body for r in github.mutations() if r.path.endswith("/reviews")]
     assert len(reviews[0]["comments"]) == 1 and reviews[1]["comments"] == []
@@ -338,7 +428,7 @@ def test_github_workflow_on_a_shared_redis(
     (entry,) = json.loads((tmp_path / "baseline.json").read_text())["entries"]
     assert entry["subject"] == "divides by zero"
     third = run_github(
-        recipe, forge, forge.push("v = 0\nw = 0\ny = 1 / 0\n", div0(3)), env, secrets, 3
+        recipe, forge, pushed(forge, github, "v = 0\nw = 0\ny = 1 / 0\n", div0(3)), env, secrets, 3
     )
     assert not third.failed, third.step("Review").output[-3000:]
     assert "guarded" in github.pulls[PR].comments[0]["body"]
@@ -359,38 +449,83 @@ def run_gitlab(recipe: dict[str, Any], forge: Forge, head: str, env: dict[str, s
 
 
 def test_gitlab_merge_request_job(tmp_path: Path, tools: Path) -> None:
-    """The job fails on a critical finding with a Code Quality artifact GitLab reads, and
-    passes once it is fixed, the artifact then empty."""
+    """The job fails on a critical finding with a Code Quality artifact GitLab reads, a
+    thread on the line and a summary note; it passes once fixed, the artifact then empty
+    and the same note edited."""
     recipe = load("gitlab-ci.yml")
     forge = Forge(tmp_path)
-    env = base_env(
-        tmp_path,
-        tools,
-        CI_PIPELINE_SOURCE="merge_request_event",
-        CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
-        CI_MERGE_REQUEST_SOURCE_BRANCH_NAME="feature",
-        CI_MERGE_REQUEST_IID="3",
-        CI_PROJECT_PATH="group/app",
-    )
-    report_path = recipe["council"]["artifacts"]["reports"]["codequality"]
-    assert recipe["council"]["artifacts"]["when"] == "always"
+    with FakeGitLab(token=GL_TOKEN, project="42", mrs=(3,)) as gitlab:
+        env = base_env(
+            tmp_path,
+            tools,
+            CI_PIPELINE_SOURCE="merge_request_event",
+            CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
+            CI_MERGE_REQUEST_SOURCE_BRANCH_NAME="feature",
+            CI_MERGE_REQUEST_IID="3",
+            CI_PROJECT_ID="42",
+            CI_PROJECT_PATH="group/app",
+            CI_API_V4_URL=gitlab.url,
+            GITLAB_TOKEN=GL_TOKEN,
+            CI_JOB_TOKEN="job-token-value",
+        )
+        report_path = recipe["council"]["artifacts"]["reports"]["codequality"]
+        assert recipe["council"]["artifacts"]["when"] == "always"
 
-    first = run_gitlab(recipe, forge, forge.push("x = 1\ny = 1 / 0\n", div0(2)), env)
-    assert first.code == 1, first.output[-3000:]
-    (entry,) = json.loads((forge.workspace / report_path).read_text())
-    assert entry["severity"] == "critical" and entry["location"] == {
-        "path": "app.py",
-        "lines": {"begin": 2},
-    }
-    assert len(entry["fingerprint"]) == 64
-    assert "Council review: gate tripped" in first.output
-    for path in recipe["council"]["artifacts"]["paths"]:
-        assert (forge.workspace / path).exists()
+        head = forge.push("x = 1\ny = 1 / 0\n", div0(2))
+        gitlab.mrs[3].head = head
+        first = run_gitlab(recipe, forge, head, {**env, "CI_COMMIT_SHA": head})
+        assert first.code == 1, first.output[-3000:]
+        (entry,) = json.loads((forge.workspace / report_path).read_text())
+        assert entry["severity"] == "critical" and entry["location"] == {
+            "path": "app.py",
+            "lines": {"begin": 2},
+        }
+        assert len(entry["fingerprint"]) == 64
+        assert "Council review: gate tripped" in first.output
+        for path in recipe["council"]["artifacts"]["paths"]:
+            assert (forge.workspace / path).exists()
+        (thread,) = gitlab.mrs[3].discussions
+        position = thread["notes"][0]["position"]
+        assert (position["new_path"], position["new_line"], position["head_sha"]) == (
+            "app.py",
+            2,
+            head,
+        )
+        (note,) = gitlab.mrs[3].notes
+        assert "gate tripped" in note["body"]
 
-    second = run_gitlab(recipe, forge, forge.push("x = 1\ny = 1 / 2\n"), env)
-    assert second.code == 0, second.output[-3000:]
-    assert json.loads((forge.workspace / report_path).read_text()) == []
-    assert "session group/app!3" in second.output
+        head = forge.push("x = 1\ny = 1 / 2\n")
+        gitlab.mrs[3].head = head
+        second = run_gitlab(recipe, forge, head, {**env, "CI_COMMIT_SHA": head})
+        assert second.code == 0, second.output[-3000:]
+        assert json.loads((forge.workspace / report_path).read_text()) == []
+        assert "session group/app!3" in second.output
+        assert len(gitlab.mrs[3].notes) == 1 and "passed" in gitlab.mrs[3].notes[0]["body"]
+        assert GL_TOKEN not in first.output + second.output
+
+
+def test_gitlab_job_refuses_a_committed_council_out(tmp_path: Path, tools: Path) -> None:
+    """A merge request commits its own council-out/: exit 2, nothing posted, and the
+    forged Code Quality artifact is removed before the artifacts are kept."""
+    recipe = load("gitlab-ci.yml")
+    forge = Forge(tmp_path)
+    with FakeGitLab(token=GL_TOKEN, project="42", mrs=(3,)) as gitlab:
+        env = base_env(
+            tmp_path,
+            tools,
+            CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main",
+            CI_MERGE_REQUEST_IID="3",
+            CI_PROJECT_ID="42",
+            CI_PROJECT_PATH="group/app",
+            CI_API_V4_URL=gitlab.url,
+            GITLAB_TOKEN=GL_TOKEN,
+        )
+        forged = {"council-out/gl-code-quality-report.json": "[]\n"}
+        head = forge.push("y = 1 / 0\n", div0(1), extra=forged)
+        job = run_gitlab(recipe, forge, head, {**env, "CI_COMMIT_SHA": head})
+        assert job.code == 2, job.output[-3000:]
+        assert gitlab.requests == []
+        assert not (forge.workspace / "council-out").exists()
 
 
 def test_gitlab_job_never_reads_a_state_the_merge_request_commits(

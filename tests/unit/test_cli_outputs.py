@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tests.forge_cases import many_findings, report
 from tests.gitrepo import commit, new_repo
 from workers.cli import main
 from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
+from workers.forge.manifest import MANIFEST_NAME, read_outputs, sha256
 
 SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_text())
 SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
@@ -70,12 +72,21 @@ def read_all(out: Path, *, schema: bool = True) -> dict[str, Any]:
     assert isinstance(gitlab, list)
     for entry in gitlab:
         assert entry["location"]["path"] and entry["location"]["lines"]["begin"] >= 1
+    checks = json.loads(files["github-checks"])
+    assert checks["name"] == "council" and set(checks["output"]) >= {"title", "summary"}
+    threads = json.loads(files["gitlab-discussions"])
+    for thread in threads["discussions"]:
+        position = thread["position"]
+        assert position["new_path"] and position["old_path"]
+        assert "new_line" in position or "old_line" in position
     return {
         "markdown": files["markdown"],
         "json": read_json(files["json"]),
         "sarif": sarif,
         "github": json.loads(files["github-review"]),
         "gitlab": gitlab,
+        "checks": checks,
+        "threads": threads,
     }
 
 
@@ -108,7 +119,7 @@ def test_output_directory_is_created_and_names_the_files(tmp_path: Path, messy: 
     out = tmp_path / "deep" / "out"
     done = review(tmp_path, messy, *every_format(out), findings=[])
     assert done.exit_code == 0, done.output
-    assert sorted(p.name for p in out.iterdir()) == sorted(FILE_NAMES.values())
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FILE_NAMES.values(), MANIFEST_NAME])
     assert done.stdout == ""
     assert "council.sarif" in done.stderr
 
@@ -223,3 +234,92 @@ def test_thirty_thousand_findings_write_valid_files(tmp_path: Path) -> None:
     assert 0 < kept < 30_000
     assert written.messages and "cut" in written.messages[0]
     assert len(got["github"]["comments"]) <= 50
+
+
+def test_the_manifest_names_the_run_the_head_and_every_file(tmp_path: Path, messy: Path) -> None:
+    """council-run.json: the run id and head of the report, each file's SHA-256; it
+    reads back for that head."""
+    out = tmp_path / "out"
+    done = review(tmp_path, messy, *every_format(out), findings=[])
+    assert done.exit_code == 0, done.output
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    parsed = read_json((out / "council.json").read_text())
+    assert manifest["run_id"] == parsed.run_id and manifest["head"] == parsed.head
+    assert sorted(manifest["files"]) == sorted(FILE_NAMES.values())
+    for name, digest in manifest["files"].items():
+        assert sha256((out / name).read_bytes()) == digest
+    assert read_outputs(out, parsed.head).run_id == parsed.run_id
+
+
+def test_a_directory_it_did_not_write_is_refused(tmp_path: Path, messy: Path) -> None:
+    """--output naming a directory that holds someone's files (a pull request's own
+    council-out/): exit 2 naming it, before any run; the files are left alone."""
+    out = tmp_path / "council-out"
+    out.mkdir()
+    (out / "github-review.json").write_text('{"body": "✅ passed", "event": "COMMENT"}')
+    done = review(tmp_path, messy, *every_format(out), findings=[])
+    assert done.exit_code == 2, done.output
+    assert str(out) in done.output and "github-review.json" in done.output
+    assert "council: run" not in done.output
+    assert sorted(p.name for p in out.iterdir()) == ["github-review.json"]
+
+
+def test_a_forged_manifest_beside_a_stranger_is_refused(tmp_path: Path, messy: Path) -> None:
+    """A manifest listing some files does not vouch for one it does not list."""
+    out = tmp_path / "out"
+    assert (
+        review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[]).exit_code
+        == 0
+    )
+    (out / "exit-code").write_text("0\n")
+    done = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
+    assert done.exit_code == 2 and "exit-code" in done.output
+
+
+def test_an_earlier_runs_outputs_are_replaced(tmp_path: Path, messy: Path) -> None:
+    """Reviewing again into the same directory: the earlier run's files are removed
+    first, so a format not asked for again does not linger beside the new manifest."""
+    out = tmp_path / "out"
+    first = review(
+        tmp_path, messy, "--format", "sarif", "--format", "json", "--output", str(out), findings=[]
+    )
+    assert first.exit_code == 0, first.output
+    again = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in out.iterdir()) == ["council-run.json", "council.json"]
+    assert "removed the earlier outputs" in again.stderr
+
+
+def test_a_symlinked_output_directory_is_refused(tmp_path: Path, messy: Path) -> None:
+    """--output a symbolic link (a pull request can commit one): exit 2."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "elsewhere")
+    done = review(
+        tmp_path, messy, "--format", "json", "--output", str(tmp_path / "out"), findings=[]
+    )
+    assert done.exit_code == 2 and "symbolic link" in done.output
+
+
+def test_nothing_to_review_names_the_head(tmp_path: Path, messy: Path) -> None:
+    """An empty change: the empty report's outputs still name the head, so CI can
+    publish them for it."""
+    out = tmp_path / "out"
+    (tmp_path / "roster.toml").write_text(ROSTER, encoding="utf-8")
+    argv = ["review", "--repo", str(messy), "--base", "HEAD", "--no-progress"]
+    argv += ["--roster", str(tmp_path / "roster.toml"), "--state", str(tmp_path / "s.json")]
+    done = CliRunner().invoke(main, [*argv, "--format", "json", "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    head = subprocess.run(
+        ["git", "-C", str(messy), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert json.loads((out / MANIFEST_NAME).read_text())["head"] == head
+    assert read_json((out / "council.json").read_text()).head == head
+
+
+def test_an_unreadable_manifest_vouches_for_nothing(tmp_path: Path, messy: Path) -> None:
+    """A council-run.json that is not JSON: the directory is refused, naming it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST_NAME).write_text("{not json")
+    done = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
+    assert done.exit_code == 2 and MANIFEST_NAME in done.output

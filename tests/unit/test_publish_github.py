@@ -1,28 +1,38 @@
-"""``council publish github`` and its client, against a fake GitHub API over real HTTP."""
+"""``council publish github`` and its client, against a fake GitHub API over real HTTP.
+
+The outputs are written as ``council review --output`` writes them (with their
+``council-run.json``); idempotency, forged outputs and check runs have their own
+files (``test_publish_idempotent.py``, ``test_publish_forged.py``,
+``test_publish_checks.py``)."""
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from council.findings import LineAnchor
-from council.report import render_json, render_markdown
-from council.report.github_review import render_github_review
+from council.report import render_json
 from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import finding, report
+from tests.forge_outputs import (
+    CI_ENV,
+    HEAD,
+    PR,
+    REPO,
+    TOKEN,
+    outputs,
+    publish,
+    quick_pacing,
+    rewrite,
+)
 from workers.cli import main
 from workers.cli import publish as publish_module
 from workers.forge.github import GitHubClient, GitHubUnavailable, Pacer
-
-TOKEN = "ghs_s3cr3t-token-value"
-REPO = "octo/app"
-PR = 7
+from workers.forge.manifest import MANIFEST_NAME
 
 CRITICAL = finding(1, LineAnchor(path="app.py", line=2), severity="critical", subject="div0")
 
@@ -31,41 +41,23 @@ CRITICAL = finding(1, LineAnchor(path="app.py", line=2), severity="critical", su
 def github() -> Iterator[FakeGitHub]:
     """A fake GitHub holding pull request 7 of octo/app."""
     with FakeGitHub(token=TOKEN, repo=REPO, pulls=(PR,)) as fake:
+        fake.pulls[PR].head = HEAD
         yield fake
 
 
 @pytest.fixture(autouse=True)
-def quick_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pace mutations 50 ms apart in these tests (the 1 s default has its own test)."""
-    monkeypatch.setattr(
-        publish_module, "GitHubClient", functools.partial(GitHubClient, min_interval_s=0.05)
-    )
-
-
-def outputs(tmp_path: Path, *findings: Any, name: str = "out") -> Path:
-    """A --output directory as `council review` writes it, for a report of ``findings``."""
-    out = tmp_path / name
-    out.mkdir()
-    rep = report(*findings)
-    (out / "github-review.json").write_text(render_github_review(rep, fail_on="critical"))
-    (out / "council.md").write_text(render_markdown(rep))
-    (out / "council.json").write_text(render_json(rep))
-    return out
-
-
-def publish(github: FakeGitHub, *args: str, token: str | None = TOKEN) -> Result:
-    """Run ``council publish github`` against the fake."""
-    env = {"GITHUB_TOKEN": token} if token is not None else {"GITHUB_TOKEN": ""}
-    argv = ["publish", "github", "--repo", REPO, "--pr", str(PR), "--api-url", github.url]
-    return CliRunner().invoke(main, [*argv, *args], env=env)
+def paced_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pace mutations 20 ms apart in these tests (the 1 s default has its own test)."""
+    quick_pacing(monkeypatch)
 
 
 def test_one_review_and_one_summary_then_patched(github: FakeGitHub, tmp_path: Path) -> None:
-    """First publish: a review and a new summary comment; the second edits that comment."""
-    out = outputs(tmp_path, CRITICAL)
-    first = publish(github, "--from", str(out))
+    """First round: a review and a new summary comment; the next round (another run) a
+    new review, and the same comment edited."""
+    first = publish(github, "--from", str(outputs(tmp_path, CRITICAL)))
     assert first.exit_code == 0, first.output
-    second = publish(github, "--from", str(out))
+    later = outputs(tmp_path, CRITICAL, name="later", run_id="r2")
+    second = publish(github, "--from", str(later))
     assert second.exit_code == 0, second.output
     calls = [(r.method, r.path.split(f"/{PR}/")[-1]) for r in github.mutations()]
     assert calls == [
@@ -76,9 +68,10 @@ def test_one_review_and_one_summary_then_patched(github: FakeGitHub, tmp_path: P
     ]
     pull = github.pulls[PR]
     assert len(pull.reviews) == 2 and len(pull.comments) == 1
-    assert pull.comments[0]["body"].startswith("<!-- council:summary -->\n## ")
+    assert pull.comments[0]["body"].startswith(f"<!-- council:summary run=r2 head={HEAD} -->\n## ")
     review = github.mutations()[0].body
-    assert review["event"] == "REQUEST_CHANGES"
+    assert review["body"].startswith(f"<!-- council:review run=r1 head={HEAD} -->\n")
+    assert review["event"] == "REQUEST_CHANGES" and review["commit_id"] == HEAD
     assert review["comments"][0]["path"] == "app.py" and review["comments"][0]["line"] == 2
     assert TOKEN not in first.output + second.output
 
@@ -89,7 +82,7 @@ def test_passing_round_dismisses_councils_stale_request(github: FakeGitHub, tmp_
         {"id": 5, "state": "CHANGES_REQUESTED", "body": "a person's review", "user": {}}
     )
     assert publish(github, "--from", str(outputs(tmp_path, CRITICAL))).exit_code == 0
-    done = publish(github, "--from", str(outputs(tmp_path, name="clean")))
+    done = publish(github, "--from", str(outputs(tmp_path, name="clean", run_id="r2")))
     assert done.exit_code == 0, done.output
     states = {r["id"]: r["state"] for r in github.pulls[PR].reviews}
     assert states[5] == "CHANGES_REQUESTED"
@@ -110,7 +103,7 @@ def test_summary_found_on_a_later_page(github: FakeGitHub, tmp_path: Path) -> No
     """The marked comment sits on page 3 of the comments: it is found and edited."""
     pull = github.pulls[PR]
     pull.comments += [{"id": i, "body": f"chatter {i}", "user": {}} for i in range(250)]
-    pull.comments.append({"id": 900, "body": "<!-- council:summary -->\nold", "user": {}})
+    pull.comments.append({"id": 900, "body": "<!-- council:summary -->\nold", "user": github.me})
     done = publish(github, "--from", str(outputs(tmp_path)))
     assert done.exit_code == 0, done.output
     assert pull.comments[-1]["body"] != "<!-- council:summary -->\nold"
@@ -123,15 +116,17 @@ def test_summary_found_on_a_later_page(github: FakeGitHub, tmp_path: Path) -> No
     ("status", "words"),
     [
         (401, ["401", "GITHUB_TOKEN", "missing, expired or wrong"]),
-        (403, ["403", "pull-requests: write"]),
+        (403, ["403", "GITHUB_TOKEN", "pull-requests: write"]),
         (404, ["404", "octo/app", "#7", "token"]),
     ],
 )
 def test_refusals_are_explained(
     github: FakeGitHub, tmp_path: Path, status: int, words: list[str]
 ) -> None:
-    """401, 403 and 404: exit 2 with what to fix; the token is never printed."""
-    github.fail(status, body={"message": "nope"})
+    """401, 403 and 404: exit 2 with what to fix (the token's variable, the permission
+    the call needs); the token is never printed."""
+    path = "/reviews" if status == 403 else None
+    github.fail(status, body={"message": "nope"}, path_contains=path)
     done = publish(github, "--from", str(outputs(tmp_path)))
     assert done.exit_code == 2, done.output
     for word in words:
@@ -142,8 +137,9 @@ def test_refusals_are_explained(
 def test_unknown_pull_request_is_404(github: FakeGitHub, tmp_path: Path) -> None:
     """A PR the repository does not have: exit 2 naming it."""
     argv = ["publish", "github", "--repo", REPO, "--pr", "8", "--api-url", github.url]
+    argv += ["--head", HEAD]
     done = CliRunner().invoke(
-        main, [*argv, "--from", str(outputs(tmp_path))], env={"GITHUB_TOKEN": TOKEN}
+        main, [*argv, "--from", str(outputs(tmp_path))], env={**CI_ENV, "GITHUB_TOKEN": TOKEN}
     )
     assert done.exit_code == 2 and "#8 was not found (404)" in done.output
 
@@ -167,9 +163,6 @@ def test_422_quotes_github_and_falls_back_to_the_body(github: FakeGitHub, tmp_pa
     body, one review is created."""
     bad = finding(2, LineAnchor(path="app.py", line=999_999), severity="minor", subject="far")
     out = outputs(tmp_path, bad)
-    review = json.loads((out / "github-review.json").read_text())
-    review["comments"] = [{"path": "app.py", "line": 999_999, "side": "RIGHT", "body": "far"}]
-    (out / "github-review.json").write_text(json.dumps(review))
     done = publish(github, "--from", str(out))
     assert done.exit_code == 0, done.output
     assert "Line could not be resolved" in done.output
@@ -181,7 +174,7 @@ def test_422_quotes_github_and_falls_back_to_the_body(github: FakeGitHub, tmp_pa
 def test_invalid_event_is_422_with_githubs_message(github: FakeGitHub, tmp_path: Path) -> None:
     """A review GitHub refuses whole (no comments to move): exit 2 quoting GitHub."""
     out = outputs(tmp_path)
-    (out / "github-review.json").write_text(json.dumps({"body": "x", "event": "SHOUT"}))
+    rewrite(out, "github-review.json", json.dumps({"body": "x", "event": "SHOUT"}))
     done = publish(github, "--from", str(out))
     assert done.exit_code == 2 and "422" in done.output and "bad event" in done.output
 
@@ -193,10 +186,11 @@ def test_inputs_are_checked_first(github: FakeGitHub, tmp_path: Path) -> None:
     empty.mkdir()
     done = publish(github, "--from", str(empty))
     assert done.exit_code == 2 and "council review" in done.output
+    assert MANIFEST_NAME in done.output
     bad = CliRunner().invoke(
         main,
         ["publish", "github", "--repo", "not a repo", "--pr", "1", "--from", str(empty)],
-        env={"GITHUB_TOKEN": TOKEN},
+        env={**CI_ENV, "GITHUB_TOKEN": TOKEN},
     )
     assert bad.exit_code == 2 and "OWNER/NAME" in bad.output
     assert github.requests == []
@@ -249,8 +243,9 @@ def test_wait_past_the_bound_is_an_error(github: FakeGitHub, tmp_path: Path) -> 
 def test_unreachable_api_is_exit_3(tmp_path: Path) -> None:
     """Nothing listens at --api-url: exit 3 naming the URL."""
     argv = ["publish", "github", "--repo", REPO, "--pr", "1", "--api-url", "http://127.0.0.1:9"]
+    argv += ["--head", HEAD]
     done = CliRunner().invoke(
-        main, [*argv, "--from", str(outputs(tmp_path))], env={"GITHUB_TOKEN": TOKEN}
+        main, [*argv, "--from", str(outputs(tmp_path))], env={**CI_ENV, "GITHUB_TOKEN": TOKEN}
     )
     assert done.exit_code == 3 and "127.0.0.1:9" in done.output
 

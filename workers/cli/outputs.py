@@ -8,7 +8,14 @@ or a CI recipe can point at::
     json                council.json                 council publish, other tools
     sarif               council.sarif                code scanning (upload-sarif)
     github-review       github-review.json           POST .../pulls/{n}/reviews
+    github-checks       github-checks.json           POST .../check-runs (council publish --checks)
     gitlab-codequality  gl-code-quality-report.json  artifacts: reports: codequality
+    gitlab-discussions  gitlab-discussions.json      council publish gitlab (diff threads)
+
+``--output DIR`` must be new, empty, or hold only an earlier run's outputs (they are
+removed first); anything else is refused (exit 2) before the run. After the files, the
+run writes ``council-run.json`` (:mod:`workers.forge.manifest`): its run id, head and
+each file's SHA-256, which ``council publish`` checks before posting anything.
 
 Without ``--output`` only Markdown can be written, to stdout; asking for another format
 is a usage error (exit 2) found before anything is sent, like a missing directory: a
@@ -29,19 +36,23 @@ from council.diff import Change
 from council.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from council.report import render_json, render_markdown
 from council.report.escape import for_log
+from council.report.github_checks import render_github_checks_with_cuts
 from council.report.github_review import render_github_review_with_cuts
-from council.report.gitlab import render_gitlab_codequality
+from council.report.gitlab import render_gitlab_codequality, render_gitlab_discussions
 from council.report.model import CouncilReport
 from council.report.sarif import render_sarif_with_cuts
 from workers.cli.context import UsageProblem
 from workers.cli.round_plan import RoundPlan
+from workers.forge.manifest import MANIFEST_NAME, OutputsRefused, clear_for_run, render_manifest
 
 FILE_NAMES: dict[str, str] = {
     "markdown": "council.md",
     "json": "council.json",
     "sarif": "council.sarif",
     "github-review": "github-review.json",
+    "github-checks": "github-checks.json",
     "gitlab-codequality": "gl-code-quality-report.json",
+    "gitlab-discussions": "gitlab-discussions.json",
 }
 """Each ``--format`` and the file it is written to in ``--output DIR``."""
 
@@ -83,8 +94,10 @@ def plan_outputs(
     """Check the output options; create ``directory`` when missing.
 
     Raises :class:`UsageProblem` (exit 2) for a format other than Markdown without
-    ``--output``, an output directory that cannot be created, or a ``--json`` /
-    ``--markdown`` file in a directory that does not exist.
+    ``--output``, an output directory that cannot be created or holds files no council
+    run wrote (:func:`~workers.forge.manifest.clear_for_run`; an earlier run's outputs
+    are removed), or a ``--json`` / ``--markdown`` file in a directory that does not
+    exist.
     """
     chosen = tuple(dict.fromkeys(formats)) or ("markdown",)
     files_only = [f for f in chosen if f != "markdown"]
@@ -94,6 +107,20 @@ def plan_outputs(
             "goes to stdout)"
         )
     if directory is not None:
+        try:
+            cleared = clear_for_run(directory)
+        except OutputsRefused as exc:
+            raise UsageProblem(str(exc)) from None
+        except OSError as exc:
+            raise UsageProblem(
+                f"--output {directory}: an earlier run's outputs cannot be removed "
+                f"({exc.strerror}); pass a new directory"
+            ) from None
+        if cleared:
+            click.echo(
+                f"council: removed the earlier outputs in {directory} ({len(cleared)} files)",
+                err=True,
+            )
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -121,8 +148,10 @@ def write_outputs(
     """Render and write every output of ``plan``; return what was done.
 
     ``change`` is the diff the pull request shows (for the GitHub review's line
-    comments); None when unknown. Raises :class:`UsageProblem` naming the option when
-    a file cannot be written (the run itself settled).
+    comments); None when unknown. Into ``plan.directory``, the manifest is written
+    last (a run that fails half-way leaves none, and nothing to publish). Raises
+    :class:`UsageProblem` naming the option when a file cannot be written (the run
+    itself settled).
     """
     done = Written()
     markdown: str | None = None
@@ -137,6 +166,7 @@ def write_outputs(
         done.stdout = _encodable(markdown)
     if plan.directory is None:
         return done
+    written: dict[str, bytes] = {}
     for name in plan.formats:
         if name == "markdown" and markdown is not None:
             text = markdown
@@ -150,9 +180,25 @@ def write_outputs(
                 report, fail_on=fail_on, quorum=quorum, change=change
             )
             done.messages += cuts
+        elif name == "github-checks":
+            text, cuts = render_github_checks_with_cuts(
+                report, fail_on=fail_on, quorum=quorum, change=change
+            )
+            done.messages += cuts
+        elif name == "gitlab-discussions":
+            text = render_gitlab_discussions(report, change)
         else:
             text = render_gitlab_codequality(report)
-        _write(plan.directory / FILE_NAMES[name], text, f"--format {name}", done)
+        file = FILE_NAMES[name]
+        written[file] = _write(plan.directory / file, text, f"--format {name}", done)
+    manifest = render_manifest(
+        run_id=report.run_id,
+        session=report.session,
+        head=report.head,
+        base=report.base,
+        files=written,
+    )
+    _write(plan.directory / MANIFEST_NAME, manifest, "--output", done)
     return done
 
 
@@ -176,7 +222,7 @@ def emit(
 
 
 def nothing_to_review(
-    text: str, plan: RoundPlan | None, outputs: OutputPlan, *, fail_on: str
+    text: str, plan: RoundPlan | None, outputs: OutputPlan, *, fail_on: str, head: str = ""
 ) -> int:
     """Say there was nothing to review; return the exit code.
 
@@ -185,7 +231,8 @@ def nothing_to_review(
     reviewer is asked, so no quorum applies), written like any report, and gated.
     Otherwise the exit is 0, and requested files are still written, from an empty
     passing report (no run, no participant, the reason in its notes), so a CI job's
-    later steps (upload, publish) find what they read."""
+    later steps (upload, publish) find what they read; ``head`` (the commit sha, when
+    known) is the empty report's, so its outputs can be published for that head."""
     since = plan.since.since if plan is not None else None
     if since is not None and "empty" in text:
         text = (
@@ -204,25 +251,40 @@ def nothing_to_review(
         return EXIT_PASSED
     notes = (f"{text}.", *(plan.since.notes if plan is not None else ()))
     session = plan.session if plan is not None else ""
-    empty = CouncilReport(run_id="none", session=session, status="settled", notes=notes)
+    empty = CouncilReport(run_id="none", session=session, head=head, status="settled", notes=notes)
     emit(empty, outputs, fail_on=fail_on, quorum=0, change=None)
     return EXIT_PASSED
 
 
-def _write(path: Path, text: str, option: str, done: Written) -> None:
-    """Write a report file; a failure is exit 2 naming the option, never a traceback.
+def head_sha(repo: Path, ref: str) -> str:
+    """The commit sha ``ref`` names in ``repo``; empty when it cannot be read (the
+    outputs then name no head, and ``council publish`` refuses them)."""
+    from council.errors import ConfigurationError
+    from workers.repository import Repository
+
+    try:
+        return Repository(repo).resolve(ref)
+    except ConfigurationError:
+        return ""
+
+
+def _write(path: Path, text: str, option: str, done: Written) -> bytes:
+    """Write a report file; its bytes. A failure is exit 2 naming the option, never a
+    traceback.
 
     A lone surrogate (a reviewer's JSON may hold ``"\\ud800"``) cannot be UTF-8: it is
     written as ``?``, so the file stays valid UTF-8 (and valid JSON).
     """
+    data = text.encode("utf-8", errors="replace")
     try:
-        path.write_bytes(text.encode("utf-8", errors="replace"))
+        path.write_bytes(data)
     except OSError as exc:
         raise UsageProblem(
             f"{option} {path} cannot be written ({exc.strerror}); the run itself settled. "
             "Pass a writable path"
         ) from None
     done.files.append(path)
+    return data
 
 
 def _encodable(text: str) -> str:

@@ -1,15 +1,24 @@
-"""``council publish github``: post a round's outputs on its pull request.
+"""``council publish github`` and ``council publish gitlab``: post a run's outputs on
+its pull (merge) request, idempotently, and only outputs the run provably wrote.
 
-One round, one review: the ``github-review.json`` that ``council review --format
-github-review`` wrote (line comments where lines landed, the rest in its body). And one
-summary comment for the pull request's whole life, found again on every round by a
-hidden marker and edited in place, so the conversation does not grow a comment per push.
-When the round passes, council's earlier reviews that still request changes are
-dismissed, or they would keep blocking the merge after the code was fixed.
+GitHub: ONE review per run (line comments where lines landed, the rest in its body),
+ONE summary comment for the pull request's whole life, and with ``--checks`` ONE check
+run with annotations. GitLab: one thread per line finding on the diff, ONE summary
+note. What was posted before is found by a hidden marker carrying the run id and head
+AND the token's own user, so a retried CI step updates instead of duplicating, and no
+one else's comment is ever edited (:mod:`workers.forge.github_publish`,
+:mod:`workers.forge.gitlab_publish`).
 
-The token is read from ``GITHUB_TOKEN`` (never an option: options end up in shell
-history and process lists) and never printed. Source: issue "CI outputs that forges
-accept"; GitHub REST (see :mod:`workers.forge.github`).
+Before any request, the outputs are checked (:mod:`workers.forge.manifest`): the
+directory's ``council-run.json`` must name the head CI names (``--head``, else from the
+CI's environment), and every file posted must be one it lists, byte for byte. A pull
+request that commits its own ``council-out/`` is refused (exit 2), as is a directory of
+another run or head.
+
+Tokens are read from the environment (``GITHUB_TOKEN``; ``GITLAB_TOKEN``, else
+``CI_JOB_TOKEN``), never from an option (options end up in shell history and process
+lists), and never printed. Source: issue "CI outputs that forges accept"; GitHub and
+GitLab REST (see :mod:`workers.forge.github`, :mod:`workers.forge.gitlab`).
 """
 
 from __future__ import annotations
@@ -23,28 +32,61 @@ import click
 
 from council.gate import DEFAULT_FAIL_ON, FAIL_ON
 from council.report import read_json, render_markdown
-from council.report.github_review import fit_body, render_github_review
+from council.report.github_checks import render_github_checks
+from council.report.github_review import render_github_review
 from council.report.jsonreport import UnreadableReport
+from council.report.model import CouncilReport
 from workers.cli.context import Incomplete, UsageProblem
 from workers.cli.outputs import FILE_NAMES
-from workers.forge.github import (
-    DEFAULT_API_URL,
-    GitHubClient,
-    GitHubInvalid,
-    PublishError,
-    check_repo,
+from workers.forge import gitlab as gitlab_api
+from workers.forge.github import DEFAULT_API_URL, GitHubClient, PublishError, check_repo
+from workers.forge.github_publish import GitHubPost, publish_github
+from workers.forge.gitlab import GitLabClient, TokenKind
+from workers.forge.gitlab_publish import GitLabPost, publish_gitlab
+from workers.forge.manifest import (
+    MANIFEST_NAME,
+    OutputsRefused,
+    RunOutputs,
+    check_head,
+    read_outputs,
 )
-
-SUMMARY_MARKER = "<!-- council:summary -->"
-"""The first line of the summary comment: how the next round finds it again."""
-
-REVIEW_MARKER = "<!-- council:review -->"
-"""The first line of every review council posts: how a later round finds its own."""
 
 
 @click.group("publish")
 def publish_group() -> None:
-    """Post a review's outputs to a code host (GitHub)."""
+    """Post a review's outputs on a pull request (GitHub) or merge request (GitLab).
+
+    \b
+    council publish github   ONE review per run, ONE summary comment per pull
+                             request, with --checks ONE check run with annotations
+    council publish gitlab   a thread per line finding on the merge request's diff,
+                             ONE summary note per merge request
+
+    Both post only what `council review --output DIR` wrote for the head CI names
+    (DIR/council-run.json: run id, head, each file's SHA-256), and are idempotent:
+    publishing the same run again updates what it posted, never duplicates it, and
+    never edits what another user posted. Mentions (@user, @org/team) in findings
+    are neutralized.
+    """
+
+
+_github_head_option = click.option(
+    "--head",
+    metavar="SHA",
+    help="The commit the review ran on; only outputs of it are posted (default: the "
+    "pull request's head in GitHub Actions' event file, else GITHUB_SHA).",
+)
+_gitlab_head_option = click.option(
+    "--head",
+    metavar="SHA",
+    help="The commit the review ran on; only outputs of it are posted (default: CI_COMMIT_SHA).",
+)
+_from_option = click.option(
+    "--from",
+    "from_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The --output DIR of `council review` (with its council-run.json).",
+)
 
 
 @publish_group.command("github")
@@ -57,16 +99,21 @@ def publish_group() -> None:
     help="The repository (env GITHUB_REPOSITORY, set in GitHub Actions).",
 )
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="The pull request number.")
-@click.option(
-    "--from",
-    "from_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="The --output DIR of `council review` (github-review.json, council.md, council.json).",
-)
+@_from_option
 @click.option(
     "--report",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="A JSON report (council.json) to render the review and summary from.",
+    help="A JSON report (council.json) to render the review and summary from; its head "
+    "must be --head.",
+)
+@_github_head_option
+@click.option(
+    "--checks",
+    is_flag=True,
+    help="Also create or update the check run `council` on the head (annotations in "
+    "the diff, also on private repositories without code scanning; from "
+    "github-checks.json, or rendered from council.json). Needs `permissions: checks: "
+    "write` (an App token: GITHUB_TOKEN in Actions).",
 )
 @click.option(
     "--api-url",
@@ -93,25 +140,39 @@ def publish_github_command(
     pr: int,
     from_dir: Path | None,
     report: Path | None,
+    head: str | None,
+    checks: bool,
     api_url: str,
     fail_on: str,
     quorum: int | None,
 ) -> None:
     """Post ONE review and update ONE summary comment on a GitHub pull request.
 
-    Reads the token from GITHUB_TOKEN. Exit 2 when the inputs, the token or its
-    permissions are wrong (nothing posted, or GitHub refused it), 3 when GitHub cannot
-    be reached or rate-limits past a minute.
+    The review has a line comment per finding on a changed line, the rest in its body;
+    the summary comment (council.md) is edited in place on every round. A re-run of
+    the same run (a retried CI step) posts no second review: it brings the body of the
+    one it posted up to date, and only the summary comment posted by the token's own
+    user is ever edited. When a round passes, council's earlier reviews that still
+    request changes are dismissed. With --checks, also ONE check run `council` on the
+    head (idempotent by the run id), annotations batched 50 a request.
+
+    Reads the token from GITHUB_TOKEN (`permissions: pull-requests: write`; with
+    --checks also `checks: write`). Exit 2 when the outputs are not this head's run's
+    (no council-run.json, another head, a changed or unlisted file), or the token or
+    its permissions are wrong (nothing posted, or GitHub refused it); 3 when GitHub
+    cannot be reached or rate-limits past a minute.
 
     \b
     Example (in a workflow, after `council review ... --output council-out`):
-      council publish github --repo "$GITHUB_REPOSITORY" --pr 42 --from council-out
+      council publish github --repo "$GITHUB_REPOSITORY" --pr 42 \\
+        --head "${{ github.event.pull_request.head.sha }}" --from council-out --checks
     """
     try:
         check_repo(repo_name)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    review, summary = _inputs(from_dir, report, fail_on, quorum)
+    sha = _checked_head(head if head is not None else _github_head())
+    post = _github_inputs(from_dir, report, sha, checks, fail_on, quorum)
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise UsageProblem(
@@ -121,133 +182,267 @@ def publish_github_command(
         )
     try:
         with GitHubClient(token, repo=repo_name, pr=pr, api_url=api_url) as github:
-            _publish(github, review, summary)
+            publish_github(github, post, click.echo, _warn)
     except PublishError as exc:
-        if exc.exit_code == 3:
-            raise Incomplete(str(exc)) from None
+        _raise(exc)
+
+
+@publish_group.command("gitlab")
+@click.option(
+    "--project",
+    envvar="CI_PROJECT_ID",
+    required=True,
+    metavar="ID",
+    help="The project's id or path (env CI_PROJECT_ID, set in GitLab CI).",
+)
+@click.option(
+    "--mr",
+    envvar="CI_MERGE_REQUEST_IID",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="IID",
+    help="The merge request's IID (env CI_MERGE_REQUEST_IID).",
+)
+@_from_option
+@_gitlab_head_option
+@click.option(
+    "--api-url",
+    envvar="CI_API_V4_URL",
+    default=gitlab_api.DEFAULT_API_URL,
+    show_default=True,
+    help="GitLab's API (env CI_API_V4_URL, set in GitLab CI).",
+)
+def publish_gitlab_command(
+    project: str, mr: int, from_dir: Path | None, head: str | None, api_url: str
+) -> None:
+    """Post threads on a GitLab merge request's diff lines and ONE summary note.
+
+    A thread per finding on a changed line (gitlab-discussions.json, placed with the
+    merge request's diff_refs: base_sha, start_sha, head_sha), and the summary note
+    (council.md), edited in place on every round. A re-run of the same run posts only
+    the threads it has not posted yet; only the note posted by the token's own user is
+    ever edited. The Code Quality widget reads gl-code-quality-report.json as an
+    artifact (`artifacts: reports: codequality`), not through this command.
+
+    Reads the token from GITLAB_TOKEN (a project access token with the `api` scope and
+    the Reporter role), else CI_JOB_TOKEN (which GitLab may not let write notes). Exit
+    2 when the outputs are not this head's run's, or the token or its permissions are
+    wrong; 3 when GitLab cannot be reached or rate-limits past a minute.
+
+    \b
+    Example (in a merge request pipeline, after `council review ... --output council-out`):
+      council publish gitlab --from council-out
+    """
+    sha = _checked_head(head if head is not None else os.environ.get("CI_COMMIT_SHA", ""))
+    post = _gitlab_inputs(from_dir, sha)
+    token, kind = _gitlab_token()
+    try:
+        client = GitLabClient(token, token_kind=kind, project=project, mr=mr, api_url=api_url)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    try:
+        with client as gitlab:
+            publish_gitlab(gitlab, post, click.echo, _warn)
+    except PublishError as exc:
+        _raise(exc)
+
+
+# -- inputs ------------------------------------------------------------------------------
+def _github_head() -> str:
+    """The pull request's head from GitHub Actions' event file, else ``GITHUB_SHA`` (on
+    ``pull_request`` events that is GitHub's merge commit, which the review's outputs
+    are not of: the refusal then says so)."""
+    event_path = os.environ.get("GITHUB_EVENT_PATH", "")
+    if event_path:
+        try:
+            event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            event = None
+        pull = event.get("pull_request") if isinstance(event, dict) else None
+        head = pull.get("head") if isinstance(pull, dict) else None
+        sha = head.get("sha") if isinstance(head, dict) else None
+        if isinstance(sha, str) and sha:
+            return sha
+    return os.environ.get("GITHUB_SHA", "")
+
+
+def _checked_head(head: str) -> str:
+    if not head.strip():
+        raise UsageProblem(
+            "pass --head SHA, the commit the review ran on (GitHub: "
+            "${{ github.event.pull_request.head.sha }}; GitLab: $CI_COMMIT_SHA): only "
+            "outputs of that head are published"
+        )
+    try:
+        return check_head(head)
+    except OutputsRefused as exc:
         raise UsageProblem(str(exc)) from None
 
 
-def _publish(github: GitHubClient, review: dict[str, Any], summary: str) -> None:
-    review = {**review, "body": fit_body(f"{REVIEW_MARKER}\n{review.get('body', '')}")}
-    comments = review.get("comments") or []
-    try:
-        review_id = github.create_review(review)
-    except GitHubInvalid as exc:
-        if not comments:
-            raise
-        click.echo(
-            f"council: {exc}; posting the review again with its line comments in the body",
-            err=True,
-        )
-        review_id = github.create_review(_comments_in_body(review, str(exc)))
-        comments = []
-    event = review.get("event", "COMMENT")
-    click.echo(
-        f"posted review {review_id} on {github.repo}#{github.pr} ({event}, "
-        f"{len(comments)} line comment(s))"
-    )
-    if event != "REQUEST_CHANGES":
-        _dismiss_stale(github, review_id)
-    body = fit_body(f"{SUMMARY_MARKER}\n{summary}")
-    found = _summary_comment(github.comments())
-    if found is None:
-        click.echo(f"added summary comment {github.create_comment(body)}")
-    else:
-        github.update_comment(found, body)
-        click.echo(f"updated summary comment {found}")
-
-
-def _dismiss_stale(github: GitHubClient, latest: int) -> None:
-    """Dismiss council's earlier reviews that still request changes (warn on failure:
-    the round's review is posted, that is what matters)."""
-    try:
-        for old in github.reviews():
-            ident = old.get("id")
-            if (
-                old.get("state") == "CHANGES_REQUESTED"
-                and str(old.get("body", "")).startswith(REVIEW_MARKER)
-                and isinstance(ident, int)
-                and ident != latest
-            ):
-                github.dismiss_review(
-                    ident, f"council: superseded by review {latest}, which requests no changes"
-                )
-                click.echo(f"dismissed review {ident} (it requested changes)")
-    except PublishError as exc:
-        click.echo(f"council: warning: earlier reviews were not dismissed: {exc}", err=True)
-
-
-def _summary_comment(comments: list[dict[str, Any]]) -> int | None:
-    """The id of the summary comment: one whose body starts with the marker, a bot's
-    first (the token's own comments are a bot's in a workflow), else the earliest."""
-    marked = [
-        c
-        for c in comments
-        if str(c.get("body", "")).startswith(SUMMARY_MARKER) and isinstance(c.get("id"), int)
-    ]
-    bots = [c for c in marked if isinstance(c.get("user"), dict) and c["user"].get("type") == "Bot"]
-    chosen = bots or marked
-    return int(chosen[0]["id"]) if chosen else None
-
-
-def _comments_in_body(review: dict[str, Any], why: str) -> dict[str, Any]:
-    """The review without line comments, each of them written into its body instead."""
-    parts = [str(review.get("body", "")), "### Line comments GitHub refused", why]
-    for comment in review.get("comments") or []:
-        line = comment.get("line")
-        start = comment.get("start_line")
-        where = f"{comment.get('path')}:{f'{start}-{line}' if start else line}"
-        side = " (old side)" if comment.get("side") == "LEFT" else ""
-        parts.append(f"`{where}`{side}\n\n{comment.get('body', '')}")
-    return {**review, "body": fit_body("\n\n".join(parts)), "comments": []}
-
-
-def _inputs(
-    from_dir: Path | None, report: Path | None, fail_on: str, quorum: int | None
-) -> tuple[dict[str, Any], str]:
-    """The review body (JSON object) and the summary Markdown, from --from or --report."""
+def _github_inputs(
+    from_dir: Path | None,
+    report: Path | None,
+    head: str,
+    checks: bool,
+    fail_on: str,
+    quorum: int | None,
+) -> GitHubPost:
+    """What to post, from a checked --from DIR or a --report of this head."""
     if (from_dir is None) == (report is None):
         raise UsageProblem(
             "pass exactly one of --from DIR (council review's --output) or --report FILE"
         )
-    review_text = markdown = None
-    json_path = report
-    if from_dir is not None:
-        review_text = _read(from_dir / FILE_NAMES["github-review"], missing_ok=True)
-        markdown = _read(from_dir / FILE_NAMES["markdown"], missing_ok=True)
-        json_path = from_dir / FILE_NAMES["json"]
-    if review_text is None or markdown is None:
-        text = _read(json_path, missing_ok=from_dir is not None) if json_path else None
-        if text is None:
+    if report is not None:
+        parsed = _parse_report(_read(report), str(report), head)
+        return GitHubPost(
+            run_id=parsed.run_id,
+            head=head,
+            review=_object(render_github_review(parsed, fail_on=fail_on, quorum=quorum), report),
+            summary=render_markdown(parsed, fail_on=fail_on, quorum=quorum),
+            checks=(
+                _object(render_github_checks(parsed, fail_on=fail_on, quorum=quorum), report)
+                if checks
+                else None
+            ),
+        )
+    assert from_dir is not None
+    outputs = _outputs(from_dir, head)
+    review_text = _output(outputs, "github-review")
+    markdown = _output(outputs, "markdown")
+    checks_text = _output(outputs, "github-checks") if checks else None
+    if review_text is None or markdown is None or (checks and checks_text is None):
+        found = _report_of(outputs)
+        if found is None:
+            wanted = "github-review, markdown" + (", github-checks" if checks else "")
             raise UsageProblem(
-                f"{from_dir} holds neither github-review.json and council.md nor "
-                "council.json: run `council review --format github-review --format "
-                f"markdown --output {from_dir}` first"
+                f"{from_dir} holds neither github-review.json and council.md"
+                + (" and github-checks.json" if checks else "")
+                + " nor council.json: run `council review --format "
+                + " --format ".join(wanted.split(", "))
+                + f" --output {from_dir}` first"
             )
-        try:
-            parsed = read_json(text)
-        except UnreadableReport as exc:
-            raise UsageProblem(f"{json_path}: {exc}") from None
         if review_text is None:
-            review_text = render_github_review(parsed, fail_on=fail_on, quorum=quorum)
+            review_text = render_github_review(found, fail_on=fail_on, quorum=quorum)
         if markdown is None:
-            markdown = render_markdown(parsed, fail_on=fail_on, quorum=quorum)
+            markdown = render_markdown(found, fail_on=fail_on, quorum=quorum)
+        if checks and checks_text is None:
+            checks_text = render_github_checks(found, fail_on=fail_on, quorum=quorum)
+    path = from_dir / FILE_NAMES["github-review"]
+    return GitHubPost(
+        run_id=outputs.run_id,
+        head=head,
+        review=_object(review_text, path),
+        summary=markdown,
+        checks=_object(checks_text, from_dir / FILE_NAMES["github-checks"])
+        if checks_text is not None
+        else None,
+    )
+
+
+def _gitlab_inputs(from_dir: Path | None, head: str) -> GitLabPost:
+    if from_dir is None:
+        raise UsageProblem("pass --from DIR, the --output DIR of `council review`")
+    outputs = _outputs(from_dir, head)
+    threads = _output(outputs, "gitlab-discussions")
+    markdown = _output(outputs, "markdown")
+    if markdown is None:
+        parsed = _report_of(outputs)
+        if parsed is not None:
+            markdown = render_markdown(parsed)
+    if threads is None or markdown is None:
+        raise UsageProblem(
+            f"{from_dir} lacks gitlab-discussions.json or council.md: run `council review "
+            f"--format gitlab-discussions --format markdown --output {from_dir}` first"
+        )
+    document = _object(threads, from_dir / FILE_NAMES["gitlab-discussions"])
+    discussions = document.get("discussions")
+    if not isinstance(discussions, list) or not all(isinstance(d, dict) for d in discussions):
+        raise UsageProblem(f"{from_dir / FILE_NAMES['gitlab-discussions']}: no discussions list")
+    return GitLabPost(
+        run_id=outputs.run_id, head=head, discussions=list(discussions), summary=markdown
+    )
+
+
+def _gitlab_token() -> tuple[str, TokenKind]:
+    token = os.environ.get("GITLAB_TOKEN", "").strip()
+    if token:
+        return token, "GITLAB_TOKEN"
+    job = os.environ.get("CI_JOB_TOKEN", "").strip()
+    if job:
+        return job, "CI_JOB_TOKEN"
+    raise UsageProblem(
+        "neither GITLAB_TOKEN nor CI_JOB_TOKEN is set: add a masked CI/CD variable "
+        "GITLAB_TOKEN holding a project access token with the `api` scope and the "
+        "Reporter role"
+    )
+
+
+def _outputs(directory: Path, head: str) -> RunOutputs:
     try:
-        review = json.loads(review_text)
+        return read_outputs(directory, head)
+    except OutputsRefused as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _output(outputs: RunOutputs, name: str) -> str | None:
+    try:
+        return outputs.read(FILE_NAMES[name])
+    except OutputsRefused as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _report_of(outputs: RunOutputs) -> CouncilReport | None:
+    """The run's council.json, which must be of the manifest's run and head."""
+    text = _output(outputs, "json")
+    if text is None:
+        return None
+    where = str(outputs.directory / FILE_NAMES["json"])
+    parsed = _parse_report(text, where, outputs.head)
+    if parsed.run_id != outputs.run_id:
+        raise UsageProblem(
+            f"{where} is of run {parsed.run_id}, but {MANIFEST_NAME} names run "
+            f"{outputs.run_id}: publish the directory one run wrote"
+        )
+    return parsed
+
+
+def _parse_report(text: str, where: str, head: str) -> CouncilReport:
+    try:
+        parsed = read_json(text)
+    except UnreadableReport as exc:
+        raise UsageProblem(f"{where}: {exc}") from None
+    if parsed.head.lower() != head:
+        raise UsageProblem(
+            f"{where} is a report of head {parsed.head[:12] or '(none)'}, not of "
+            f"{head[:12]} (--head): publish the report of the head CI names"
+        )
+    return parsed
+
+
+def _object(text: str, where: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
     except ValueError as exc:
-        raise UsageProblem(f"the GitHub review is not JSON ({exc})") from None
-    if not isinstance(review, dict) or not isinstance(review.get("body", ""), str):
-        raise UsageProblem("the GitHub review must be a JSON object with a string body")
-    return review, markdown
+        raise UsageProblem(f"{where} is not JSON ({exc})") from None
+    if not isinstance(value, dict) or not isinstance(value.get("body", ""), str):
+        raise UsageProblem(f"{where} must be a JSON object (with a string body)")
+    return value
 
 
-def _read(path: Path, *, missing_ok: bool) -> str | None:
+def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        if missing_ok:
-            return None
         raise UsageProblem(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageProblem(f"{path} cannot be read ({exc})") from None
+
+
+def _warn(text: str) -> None:
+    click.echo(f"council: {text}", err=True)
+
+
+def _raise(exc: PublishError) -> None:
+    if exc.exit_code == 3:
+        raise Incomplete(str(exc)) from None
+    raise UsageProblem(str(exc)) from None

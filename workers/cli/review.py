@@ -36,7 +36,7 @@ from council.reviewers.options import BASE_DIR, RECORDED
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
-from workers.cli.outputs import FORMATS, emit, nothing_to_review, plan_outputs
+from workers.cli.outputs import FORMATS, emit, head_sha, nothing_to_review, plan_outputs
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
 from workers.dispatch import judge_sender, open_and_dispatch
@@ -109,7 +109,9 @@ _state_option = click.option(
     "--output",
     type=click.Path(path_type=Path, file_okay=False),
     help="Write each --format into this directory (council.md, council.json, "
-    "council.sarif, github-review.json, gl-code-quality-report.json).",
+    "council.sarif, github-review.json, github-checks.json, gl-code-quality-report.json, "
+    "gitlab-discussions.json) and council-run.json (run id, head, SHA-256 of each). It "
+    "must be new, empty or an earlier run's outputs (replaced).",
 )
 @click.option(
     "--since-last",
@@ -222,7 +224,9 @@ def review_command(
         _settle_waiting(cli, state, plan.session, outputs, fail_on)
         round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
     except NothingToReview as done:
-        sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on))
+        sys.exit(
+            nothing_to_review(str(done), plan, outputs, fail_on=fail_on, head=head_sha(repo, head))
+        )
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
     problems, _ = _runnable(round_, mode)

@@ -1,25 +1,37 @@
 """GitHub's REST API, as far as ``council publish github`` needs it.
 
-Five calls, on one pull request::
+The calls, on one pull request::
 
-    POST  /repos/{o}/{r}/pulls/{n}/reviews                      create the round's review
-    GET   /repos/{o}/{r}/pulls/{n}/reviews                      find council's earlier ones
-    PUT   /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals      dismiss a stale "changes"
-    GET   /repos/{o}/{r}/issues/{n}/comments                    find the summary comment
+    GET   /user  (else POST /graphql {viewer {login}})        who the token is
+    GET   /repos/{o}/{r}/pulls/{n}                           its head now
+    POST  /repos/{o}/{r}/pulls/{n}/reviews                   create the round's review
+    GET   /repos/{o}/{r}/pulls/{n}/reviews                   find council's earlier ones
+    PUT   /repos/{o}/{r}/pulls/{n}/reviews/{id}              update a review's body
+    GET   /repos/{o}/{r}/pulls/{n}/reviews/{id}/comments     a review's line comments
+    PUT   /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals   dismiss a stale "changes"
+    GET   /repos/{o}/{r}/issues/{n}/comments                 find the summary comment
     PATCH /repos/{o}/{r}/issues/comments/{id}  (else POST .../issues/{n}/comments)
+    GET   /repos/{o}/{r}/commits/{sha}/check-runs            find the run's check run
+    POST  /repos/{o}/{r}/check-runs  (PATCH .../check-runs/{id} for more annotations)
+
+Who the token is: ``GET /user`` answers for a personal or OAuth token; a GitHub App
+installation token (``GITHUB_TOKEN`` in Actions is one) gets 403 there ("Resource not
+accessible by integration", and ``GET /app`` wants the App's JWT), so GraphQL's
+``viewer`` is asked instead: it answers the App's bot (``github-actions[bot]``,
+``SLUG[bot]``; some servers leave out ``[bot]``, which :meth:`Identity.owns` allows).
 
 GitHub's rules for integrations, followed here: mutating requests are paced at least
 :data:`MIN_INTERVAL_S` apart (its secondary rate limit punishes bursts); a 403 or 429
 that is a rate limit is waited out as the response says (``Retry-After``, else
 ``x-ratelimit-reset`` when ``x-ratelimit-remaining`` is 0, else one minute), at most
 :data:`MAX_WAIT_S` per wait and :data:`RETRIES` times, never forever. A mutation is not
-retried after a network error or a 5xx: it may have been applied, and a second review
-is worse than a clear error. Errors say what to do: 401 the token, 403 its permissions,
-404 the repository or pull request, 422 GitHub's own message.
+retried after a network error or a 5xx. Errors say what to do: 401 the token, 403 the
+permission the call needs, 404 the repository or pull request, 422 GitHub's own message.
 
 The token is sent in the ``Authorization`` header only and never appears in a message,
 a repr or a log line. Runtime layer (network). Source: GitHub REST "Create a review for
-a pull request", "Dismiss a review", "Issue comments", "Rate limits for the REST API"
+a pull request", "Update a review", "List comments for a pull request review",
+"Dismiss a review", "Issue comments", "Check runs", "Rate limits for the REST API"
 (secondary limits: one second between mutative requests).
 """
 
@@ -28,11 +40,34 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from dataclasses import dataclass
+from typing import Any
 
 import httpx2
+
+from workers.forge.http import (
+    RETRIES,
+    ForgeClient,
+    ForgeInvalid,
+    ForgeRefused,
+    ForgeUnavailable,
+    Pacer,
+    PublishError,
+    quoted_message,
+)
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "RETRIES",
+    "GitHubClient",
+    "GitHubInvalid",
+    "GitHubRefused",
+    "GitHubUnavailable",
+    "Identity",
+    "Pacer",
+    "PublishError",
+    "check_repo",
+]
 
 DEFAULT_API_URL = "https://api.github.com"
 """GitHub.com's API; GitHub Enterprise Server has ``https://HOST/api/v3``."""
@@ -43,9 +78,6 @@ MIN_INTERVAL_S = 1.0
 MAX_WAIT_S = 60.0
 """Longest rate-limit wait honoured, in seconds; a longer one is an error saying when."""
 
-RETRIES = 3
-"""Rate-limited attempts retried at most, per request."""
-
 SECONDARY_WAIT_S = 60.0
 """The wait when a rate-limit response names none (GitHub: "at least one minute")."""
 
@@ -55,53 +87,57 @@ PER_PAGE = 100
 MAX_PAGES = 50
 """Pages read at most when listing (5,000 comments or reviews)."""
 
-TIMEOUT_S = 30.0
-"""Seconds to wait for GitHub to connect or answer one request."""
+PULLS = "pull-requests: write"
+"""The permission reviews and pull-request comments need (workflow ``permissions:``)."""
 
-MESSAGE_CHARS = 500
-"""How much of GitHub's error message is quoted."""
+CHECKS = "checks: write"
+"""The permission check runs need; only a GitHub App token has it."""
 
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_VIEWER = "query { viewer { login } }"
 
 
-class PublishError(Exception):
-    """Publishing failed; ``exit_code`` is what the CLI exits with."""
-
-    exit_code = 2
-
-
-class GitHubRefused(PublishError):
+class GitHubRefused(ForgeRefused):
     """GitHub refused the request (token, permissions, not found, invalid): exit 2."""
 
-    exit_code = 2
 
-
-class GitHubInvalid(GitHubRefused):
+class GitHubInvalid(GitHubRefused, ForgeInvalid):
     """GitHub refused the request's content (422); the message is GitHub's: exit 2."""
 
 
-class GitHubUnavailable(PublishError):
+class GitHubUnavailable(ForgeUnavailable):
     """GitHub could not be reached, failed, or rate-limited us past the bound: exit 3."""
 
-    exit_code = 3
 
+@dataclass(frozen=True)
+class Identity:
+    """Who the token acts as: a login, and whether it is a GitHub App's bot."""
 
-@dataclass
-class Pacer:
-    """Keeps mutating requests at least ``interval_s`` apart (the first never waits)."""
+    login: str
+    app: bool = False
 
-    interval_s: float = MIN_INTERVAL_S
-    sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
-    _last: float | None = field(default=None, init=False)
+    def owns(self, item: Mapping[str, Any]) -> bool:
+        """Whether a review, comment or check run (its ``user``) was posted by us.
 
-    def wait(self) -> None:
-        """Sleep until the interval since the previous mutation has passed, then mark now."""
-        if self._last is not None:
-            remaining = self._last + self.interval_s - self.clock()
-            if remaining > 0:
-                self.sleep(remaining)
-        self._last = self.clock()
+        Logins match without case. A bot's login ends in ``[bot]`` on REST; GraphQL may
+        name it without, so ``NAME`` also owns what ``NAME[bot]`` of type Bot posted
+        (no person's login can hold brackets, so no person matches either way).
+        """
+        user = item.get("user")
+        if not isinstance(user, dict) or not isinstance(user.get("login"), str):
+            return False
+        theirs = user["login"].lower()
+        mine = self.login.lower()
+        if theirs == mine:
+            return True
+        return user.get("type") == "Bot" and theirs == f"{mine}[bot]"
+
+    @property
+    def app_slug(self) -> str | None:
+        """The App's slug for a bot login (``github-actions`` of ``github-actions[bot]``)."""
+        if not self.app:
+            return None
+        return self.login.removesuffix("[bot]")
 
 
 def check_repo(repo: str) -> tuple[str, str]:
@@ -112,13 +148,16 @@ def check_repo(repo: str) -> tuple[str, str]:
     return owner, name
 
 
-class GitHubClient:
+class GitHubClient(ForgeClient):
     """One pull request on GitHub's REST API, paced and with errors that say what to do.
 
     ``sleep``, ``clock`` (monotonic) and ``wall`` (epoch seconds) are injectable so
     tests run the waits instantly; ``transport`` lets a test answer without a socket.
     Use as a context manager (the connection pool is closed on exit).
     """
+
+    forge = "GitHub"
+    unavailable = GitHubUnavailable
 
     def __init__(
         self,
@@ -135,53 +174,103 @@ class GitHubClient:
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
         owner, name = check_repo(repo)
-        self.repo, self.pr, self.api_url = f"{owner}/{name}", pr, api_url.rstrip("/")
-        self._sleep, self._wall, self._max_wait = sleep, wall, max_wait_s
-        self._pacer = Pacer(min_interval_s, sleep, clock)
-        self._http = httpx2.Client(
-            base_url=self.api_url,
+        self.repo, self.pr = f"{owner}/{name}", pr
+        super().__init__(
+            api_url=api_url,
             headers={
                 "Authorization": f"Bearer {token}",
                 "Accept": "application/vnd.github+json",
                 "X-GitHub-Api-Version": "2022-11-28",
                 "User-Agent": "council-publish",
             },
-            timeout=TIMEOUT_S,
+            min_interval_s=min_interval_s,
+            max_wait_s=max_wait_s,
+            sleep=sleep,
+            clock=clock,
+            wall=wall,
             transport=transport,
         )
 
     def __repr__(self) -> str:
         return f"GitHubClient(repo={self.repo!r}, pr={self.pr}, api_url={self.api_url!r})"
 
-    def __enter__(self) -> Self:
-        return self
+    @property
+    def graphql_url(self) -> str:
+        """GraphQL's endpoint: ``/graphql`` on GitHub.com, ``/api/graphql`` on GitHub
+        Enterprise Server (whose REST API is ``/api/v3``)."""
+        if self.api_url.endswith("/api/v3"):
+            return self.api_url.removesuffix("/v3") + "/graphql"
+        return self.api_url + "/graphql"
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._http.close()
+    # -- who, and where ------------------------------------------------------------------
+    def whoami(self) -> Identity:
+        """Who the token acts as: ``GET /user``, else (an App's token) GraphQL's viewer."""
+        try:
+            user = self.json_object(self.send("GET", "/user", "asking GitHub who the token is"))
+        except GitHubRefused as exc:
+            if exc.status != 403:
+                raise
+        else:
+            login = user.get("login")
+            if isinstance(login, str) and login:
+                return Identity(login, app=user.get("type") == "Bot")
+        answer = self.json_object(
+            self.send(
+                "POST",
+                self.graphql_url,
+                "asking GitHub's GraphQL API who the App token is",
+                body={"query": _VIEWER},
+                mutating=False,
+            )
+        )
+        data = answer.get("data")
+        viewer = data.get("viewer") if isinstance(data, dict) else None
+        login = viewer.get("login") if isinstance(viewer, dict) else None
+        if not isinstance(login, str) or not login:
+            said = quoted_errors(answer)
+            raise GitHubRefused(
+                "cannot tell who the token in GITHUB_TOKEN is: GET /user refused it and "
+                f"GraphQL's viewer did not answer ({said or 'no login'}); without that, "
+                "council cannot find its own review and summary, so nothing was posted"
+            )
+        return Identity(login, app=True)
 
-    # -- the calls ----------------------------------------------------------------------
-    def create_review(self, review: Mapping[str, Any]) -> int:
-        """Create one review (the body ``render_github_review`` wrote); its id."""
+    def pull(self) -> dict[str, Any]:
+        """The pull request (``head.sha`` is its head commit now)."""
+        path = f"/repos/{self.repo}/pulls/{self.pr}"
+        return self.json_object(self.send("GET", path, "reading the pull request", need=PULLS))
+
+    # -- reviews -------------------------------------------------------------------------
+    def create_review(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        """Create one review (the body ``render_github_review`` wrote); GitHub's answer."""
         path = f"/repos/{self.repo}/pulls/{self.pr}/reviews"
-        created = self._json(self._send("POST", path, "creating the review", body=review))
-        return int(created.get("id", 0))
+        return self.json_object(
+            self.send("POST", path, "creating the review", body=review, need=PULLS)
+        )
 
     def reviews(self) -> list[dict[str, Any]]:
         """Every review of the pull request, oldest first."""
-        path = f"/repos/{self.repo}/pulls/{self.pr}/reviews"
-        return list(self._pages(path, "listing the reviews"))
+        return list(
+            self._pages(f"/repos/{self.repo}/pulls/{self.pr}/reviews", "listing the reviews")
+        )
+
+    def update_review(self, review_id: int, body: str) -> None:
+        """Replace a review's body (the only part of a submitted review REST can edit)."""
+        path = f"/repos/{self.repo}/pulls/{self.pr}/reviews/{review_id}"
+        self.send("PUT", path, f"updating review {review_id}", body={"body": body}, need=PULLS)
+
+    def review_comments(self, review_id: int) -> list[dict[str, Any]]:
+        """The line comments of one review."""
+        path = f"/repos/{self.repo}/pulls/{self.pr}/reviews/{review_id}/comments"
+        return list(self._pages(path, f"listing the line comments of review {review_id}"))
 
     def dismiss_review(self, review_id: int, message: str) -> None:
         """Dismiss one review (it stops requesting changes), saying why."""
         path = f"/repos/{self.repo}/pulls/{self.pr}/reviews/{review_id}/dismissals"
         body = {"message": message, "event": "DISMISS"}
-        self._send("PUT", path, f"dismissing review {review_id}", body=body)
+        self.send("PUT", path, f"dismissing review {review_id}", body=body, need=PULLS)
 
+    # -- the summary comment -------------------------------------------------------------
     def comments(self) -> list[dict[str, Any]]:
         """Every issue comment of the pull request, oldest first."""
         path = f"/repos/{self.repo}/issues/{self.pr}/comments"
@@ -190,69 +279,71 @@ class GitHubClient:
     def update_comment(self, comment_id: int, body: str) -> None:
         """Replace an issue comment's body."""
         path = f"/repos/{self.repo}/issues/comments/{comment_id}"
-        self._send("PATCH", path, "updating the summary comment", body={"body": body})
+        self.send("PATCH", path, "updating the summary comment", body={"body": body}, need=PULLS)
 
     def create_comment(self, body: str) -> int:
         """Add an issue comment to the pull request; its id."""
         path = f"/repos/{self.repo}/issues/{self.pr}/comments"
-        created = self._json(
-            self._send("POST", path, "adding the summary comment", body={"body": body})
+        created = self.json_object(
+            self.send("POST", path, "adding the summary comment", body={"body": body}, need=PULLS)
         )
         return int(created.get("id", 0))
 
-    # -- transport ----------------------------------------------------------------------
-    def _pages(self, path: str, what: str) -> Iterator[dict[str, Any]]:
-        url: str | None = path
-        params: dict[str, int] | None = {"per_page": PER_PAGE}
-        for _ in range(MAX_PAGES):
-            if url is None:
-                return
-            response = self._send("GET", url, what, params=params)
-            items = response.json() if response.content else []
-            if not isinstance(items, list):
-                raise GitHubUnavailable(f"{what}: GitHub answered with something not a list")
-            yield from (item for item in items if isinstance(item, dict))
-            following = response.links.get("next", {}).get("url")
-            url, params = (following, None) if following else (None, None)
+    # -- check runs ----------------------------------------------------------------------
+    def check_runs(self, head_sha: str, name: str) -> list[dict[str, Any]]:
+        """Every check run called ``name`` on a commit (all of them, not only the latest)."""
+        path = f"/repos/{self.repo}/commits/{head_sha}/check-runs"
+        return list(
+            self._pages(
+                path,
+                "listing the check runs",
+                key="check_runs",
+                extra={"check_name": name, "filter": "all"},
+                need=CHECKS,
+            )
+        )
 
-    def _send(
+    def create_check_run(self, run: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a check run; GitHub's answer (its ``id``)."""
+        path = f"/repos/{self.repo}/check-runs"
+        return self.json_object(
+            self.send("POST", path, "creating the check run", body=run, need=CHECKS)
+        )
+
+    def update_check_run(self, run_id: int, run: Mapping[str, Any]) -> dict[str, Any]:
+        """Update a check run (annotations given are appended to those it has)."""
+        path = f"/repos/{self.repo}/check-runs/{run_id}"
+        return self.json_object(
+            self.send("PATCH", path, f"updating check run {run_id}", body=run, need=CHECKS)
+        )
+
+    # -- transport -----------------------------------------------------------------------
+    def _pages(
         self,
-        method: Literal["GET", "POST", "PATCH", "PUT"],
         path: str,
         what: str,
         *,
-        body: Mapping[str, Any] | None = None,
-        params: Mapping[str, int] | None = None,
-    ) -> httpx2.Response:
-        """One request, paced when it mutates, rate limits waited out; raises on failure."""
-        mutating = method != "GET"
-        for attempt in range(RETRIES + 1):
-            if mutating:
-                self._pacer.wait()
-            try:
-                response = self._http.request(method, path, json=body, params=params)
-            except httpx2.HTTPError as exc:
-                raise GitHubUnavailable(
-                    f"{what}: cannot reach GitHub at {self.api_url} ({type(exc).__name__}: "
-                    f"{exc}); check --api-url and the network"
-                    + (
-                        "; the request may have been applied, look before publishing again"
-                        if mutating
-                        else ""
-                    )
-                ) from None
-            wait = self._rate_limit_wait(response)
-            if wait is None:
-                return self._checked(response, what)
-            if attempt == RETRIES or wait > self._max_wait:
-                raise GitHubUnavailable(
-                    f"{what}: GitHub's rate limit ({response.status_code}) asks to wait "
-                    f"{wait:.0f} s more; nothing was applied, publish again later"
+        key: str | None = None,
+        extra: Mapping[str, str] | None = None,
+        need: str = PULLS,
+    ) -> Iterator[dict[str, Any]]:
+        url: str | None = path
+        params: dict[str, str | int] | None = {"per_page": PER_PAGE, **(extra or {})}
+        for _ in range(MAX_PAGES):
+            if url is None:
+                return
+            response = self.send("GET", url, what, params=params, need=need)
+            if key is None:
+                yield from self.json_list(response, what)
+            else:
+                items = self.json_object(response).get(key)
+                yield from (
+                    (i for i in items if isinstance(i, dict)) if isinstance(items, list) else ()
                 )
-            self._sleep(wait)
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+            following = response.links.get("next", {}).get("url")
+            url, params = (following, None) if following else (None, None)
 
-    def _rate_limit_wait(self, response: httpx2.Response) -> float | None:
+    def rate_limit_wait(self, response: httpx2.Response) -> float | None:
         """Seconds to wait when ``response`` is a rate limit, else None."""
         if response.status_code not in (403, 429):
             return None
@@ -263,59 +354,57 @@ class GitHubClient:
         reset = headers.get("x-ratelimit-reset", "").strip()
         if headers.get("x-ratelimit-remaining") == "0" and reset.isdigit():
             return max(0.0, float(reset) - self._wall()) + 1.0
-        if response.status_code == 429 or "rate limit" in _message(response).lower():
+        if response.status_code == 429 or "rate limit" in quoted_message(response).lower():
             return SECONDARY_WAIT_S
         return None
 
-    def _checked(self, response: httpx2.Response, what: str) -> httpx2.Response:
+    def refusal(self, response: httpx2.Response, what: str, need: str) -> PublishError:
+        """What a refusal means, and what to do about it."""
         status = response.status_code
-        if status < 400:
-            return response
-        said = _message(response)
+        said = quoted_message(response)
         if status == 401:
-            raise GitHubRefused(
+            return GitHubRefused(
                 f"{what}: GitHub refused the token (401 {said}): GITHUB_TOKEN is missing, "
-                "expired or wrong"
+                "expired or wrong",
+                status=status,
+            )
+        if status == 403 and not need:
+            return GitHubRefused(
+                f"{what}: GitHub forbade it (403 {said}): check the token in GITHUB_TOKEN "
+                "and its access to the repository",
+                status=status,
             )
         if status == 403:
-            raise GitHubRefused(
-                f"{what}: GitHub forbade it (403 {said}): the token lacks permission. A "
-                "workflow needs `permissions: pull-requests: write`; a pull request from a "
-                "fork gets a read-only token"
+            fix = (
+                "check runs need a GitHub App token (GITHUB_TOKEN in Actions, with "
+                "`permissions: checks: write`); a personal access token cannot create them"
+                if need == CHECKS
+                else f"a workflow needs `permissions: {need}`; a pull request from a fork "
+                "gets a read-only token"
+            )
+            return GitHubRefused(
+                f"{what}: GitHub forbade it (403 {said}): the token in GITHUB_TOKEN lacks "
+                f"the permission {need}: {fix}",
+                status=status,
             )
         if status == 404:
-            raise GitHubRefused(
+            return GitHubRefused(
                 f"{what}: {self.repo} pull request #{self.pr} was not found (404), or the "
-                "token cannot see it; check --repo and --pr, and the token's access"
+                "token cannot see it; check --repo and --pr, and the token's access",
+                status=status,
             )
         if status == 422:
-            raise GitHubInvalid(f"{what}: GitHub refused it (422): {said}")
+            return GitHubInvalid(f"{what}: GitHub refused it (422): {said}", status=status)
         if status >= 500:
-            raise GitHubUnavailable(f"{what}: GitHub failed ({status} {said}); try again later")
-        raise GitHubRefused(f"{what}: GitHub answered {status}: {said}")
-
-    @staticmethod
-    def _json(response: httpx2.Response) -> dict[str, Any]:
-        try:
-            data = response.json()
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
+            return GitHubUnavailable(
+                f"{what}: GitHub failed ({status} {said}); try again later", status=status
+            )
+        return GitHubRefused(f"{what}: GitHub answered {status}: {said}", status=status)
 
 
-def _message(response: httpx2.Response) -> str:
-    """GitHub's error message and its listed errors, shortened; the reason phrase else."""
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        return response.reason_phrase or ""
-    parts = [str(data.get("message", "")).strip()]
-    for error in data.get("errors", []) if isinstance(data.get("errors"), list) else []:
-        if isinstance(error, dict):
-            parts.append(str(error.get("message") or error.get("code") or error).strip())
-        else:
-            parts.append(str(error).strip())
-    text = "; ".join(p for p in parts if p) or (response.reason_phrase or "")
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+def quoted_errors(answer: Mapping[str, Any]) -> str:
+    """GraphQL's ``errors`` messages, joined."""
+    errors = answer.get("errors")
+    if not isinstance(errors, list):
+        return ""
+    return "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors)

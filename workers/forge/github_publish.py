@@ -1,0 +1,320 @@
+"""Posting one run's outputs on a GitHub pull request, so that doing it twice changes
+nothing: ONE review per run, ONE summary comment per pull request, ONE check run.
+
+**Whose is what.** Council finds what it posted earlier by two things at once: a hidden
+marker on the first line of the body (``<!-- council:review run=RUN head=SHA -->``,
+``<!-- council:summary run=RUN head=SHA -->``) AND the token's own user
+(:meth:`~workers.forge.github.GitHubClient.whoami`). A marker alone proves nothing:
+anyone can type it, and a maintainer's token may edit anyone's comment.
+
+**The review.** GitHub creates a review and its line comments in one request, whole or
+not at all, and afterwards lets REST change only its body (``PUT .../reviews/{id}``);
+a line comment added later would be a review of its own. So when our review for this
+run and head already exists (a retried CI step), no review is created: its line
+comments are listed (``GET .../reviews/{id}/comments``), its body is made what this
+publish would have posted (updated only when it differs), and any comment it lacks is
+written into that body (as the 422 fallback does), never posted as another review. A
+review of another run (a new round) is a new review.
+
+**The summary.** Our marked comment is edited in place, or added when there is none;
+left alone when it already says the same. When the pull request has moved on to
+another head, the summary of another run is left alone (an older run retried late must
+not overwrite a newer round's summary), and earlier reviews are not dismissed.
+
+**The check run.** Named ``council`` on the head, found by ``external_id`` = the run id
+and by our App. GitHub appends the annotations of each update, so a re-run sends only
+those past the check run's ``annotations_count`` (none when complete), in requests of
+at most 50, and updates nothing when all is as it should be.
+
+Every body posted goes through :func:`~council.report.escape.no_mentions` (a finding
+that quotes ``@org/team`` must not page it). Runtime layer (network).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from council.report.escape import no_mentions
+from council.report.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
+from council.report.github_review import fit_body
+from workers.forge.github import GitHubClient, GitHubInvalid, Identity, PublishError
+
+REVIEW_PREFIX = "<!-- council:review"
+"""How every review council posts starts (earlier versions: ``<!-- council:review -->``)."""
+
+SUMMARY_PREFIX = "<!-- council:summary"
+"""How the summary comment starts (earlier versions: ``<!-- council:summary -->``)."""
+
+REFUSED_HEADING = "### Line comments GitHub refused"
+"""The body section holding line comments GitHub would not take as comments."""
+
+_MARKER = re.compile(r"<!-- council:(review|summary)(?: run=(\S+) head=(\S+))? -->")
+
+Say = Callable[[str], None]
+
+
+def marker(kind: str, run_id: str, head: str) -> str:
+    """The hidden first line of a body council posts for a run at a head."""
+    return f"<!-- council:{kind} run={run_id} head={head} -->"
+
+
+def marked_run(body: str) -> tuple[str, str] | None:
+    """The (run id, head) the first line of ``body`` names; None when it names none."""
+    first = body.split("\n", 1)[0].strip()
+    found = _MARKER.fullmatch(first)
+    if found is None or found.group(2) is None:
+        return None
+    return found.group(2), found.group(3)
+
+
+@dataclass(frozen=True)
+class GitHubPost:
+    """What one run publishes: its review, its summary Markdown, its check run."""
+
+    run_id: str
+    head: str
+    review: dict[str, Any] | None = None
+    summary: str | None = None
+    checks: dict[str, Any] | None = None
+
+
+def publish_github(github: GitHubClient, post: GitHubPost, say: Say, warn: Say) -> None:
+    """Post (or bring up to date) ``post`` on the client's pull request."""
+    me = github.whoami()
+    head_now = _head_of(github.pull())
+    current = head_now == post.head
+    say(f"publishing run {post.run_id} at {post.head[:12]} as {me.login}")
+    if not current:
+        warn(
+            f"the pull request's head is now {head_now[:12] or '?'}, not {post.head[:12]}: "
+            "the review goes on its own commit; earlier reviews and another run's "
+            "summary are left as they are"
+        )
+    if post.review is not None:
+        _publish_review(github, me, post, current, say, warn)
+    if post.summary is not None:
+        _publish_summary(github, me, post, current, say)
+    if post.checks is not None:
+        _publish_checks(github, me, post, say)
+
+
+# -- the review --------------------------------------------------------------------------
+def _publish_review(
+    github: GitHubClient, me: Identity, post: GitHubPost, current: bool, say: Say, warn: Say
+) -> None:
+    assert post.review is not None
+    review = dict(post.review)
+    review["commit_id"] = post.head
+    comments = [
+        {**c, "body": no_mentions(str(c.get("body", "")))} for c in review.get("comments") or []
+    ]
+    review["comments"] = comments
+    review["body"] = _body("review", post, str(review.get("body", "")))
+    ours = [
+        r
+        for r in github.reviews()
+        if me.owns(r)
+        and str(r.get("body", "")).startswith(REVIEW_PREFIX)
+        and isinstance(r.get("id"), int)
+    ]
+    this_run = [r for r in ours if marked_run(str(r.get("body", ""))) == (post.run_id, post.head)]
+    event = review.get("event", "COMMENT")
+    if this_run:
+        review_id = int(this_run[0]["id"])
+        _bring_up_to_date(github, this_run[0], review, say)
+    else:
+        review_id = _create_review(github, review, say, warn)
+    if event != "REQUEST_CHANGES" and current:
+        _dismiss_stale(github, ours, review_id, say, warn)
+
+
+def _create_review(github: GitHubClient, review: dict[str, Any], say: Say, warn: Say) -> int:
+    comments = review["comments"]
+    try:
+        created = github.create_review(review)
+    except GitHubInvalid as exc:
+        if not comments:
+            raise
+        warn(f"{exc}; posting the review again with its line comments in the body")
+        created = github.create_review(comments_in_body(review, str(exc)))
+        comments = []
+    review_id = int(created.get("id", 0))
+    say(
+        f"posted review {review_id} on {github.repo}#{github.pr} "
+        f"({review.get('event', 'COMMENT')}, {len(comments)} line comment(s))"
+    )
+    return review_id
+
+
+def _bring_up_to_date(
+    github: GitHubClient, existing: Mapping[str, Any], review: dict[str, Any], say: Say
+) -> None:
+    """Our review of this run exists: make its body right; never a second review."""
+    review_id = int(existing["id"])
+    have = {_place(c) for c in github.review_comments(review_id)}
+    missing = [c for c in review["comments"] if _place(c) not in have]
+    old_body = str(existing.get("body", ""))
+    body = review["body"]
+    if missing:
+        body = comments_in_body(
+            {**review, "comments": missing},
+            "GitHub did not keep these as line comments of this review.",
+        )["body"]
+    posted = len(review["comments"]) - len(missing)
+    if old_body == body or (missing and REFUSED_HEADING in old_body):
+        say(
+            f"review {review_id} of this run is already posted ({posted} line comment(s)); "
+            "nothing to change"
+        )
+        return
+    github.update_review(review_id, body)
+    say(
+        f"review {review_id} of this run was already posted ({posted} line comment(s)); "
+        "updated its body"
+        + (f", listing the {len(missing)} missing line comment(s) in it" if missing else "")
+    )
+
+
+def _place(comment: Mapping[str, Any]) -> tuple[str, int, str]:
+    """Where a line comment sits: path, line (its original line once outdated), side."""
+    line = comment.get("line") or comment.get("original_line") or 0
+    return str(comment.get("path", "")), int(line), str(comment.get("side") or "RIGHT")
+
+
+def _dismiss_stale(
+    github: GitHubClient, ours: list[dict[str, Any]], latest: int, say: Say, warn: Say
+) -> None:
+    """Dismiss council's earlier reviews that still request changes (warn on failure:
+    the round's review is posted, that is what matters)."""
+    try:
+        for old in ours:
+            ident = old["id"]
+            if old.get("state") == "CHANGES_REQUESTED" and ident != latest:
+                github.dismiss_review(
+                    ident, f"council: superseded by review {latest}, which requests no changes"
+                )
+                say(f"dismissed review {ident} (it requested changes)")
+    except PublishError as exc:
+        warn(f"warning: earlier reviews were not dismissed: {exc}")
+
+
+def comments_in_body(review: dict[str, Any], why: str) -> dict[str, Any]:
+    """The review without line comments, each of them written into its body instead."""
+    parts = [str(review.get("body", "")), REFUSED_HEADING, why]
+    for comment in review.get("comments") or []:
+        line = comment.get("line")
+        start = comment.get("start_line")
+        where = f"{comment.get('path')}:{f'{start}-{line}' if start else line}"
+        side = " (old side)" if comment.get("side") == "LEFT" else ""
+        parts.append(f"`{where}`{side}\n\n{comment.get('body', '')}")
+    return {**review, "body": fit_body("\n\n".join(parts)), "comments": []}
+
+
+# -- the summary -------------------------------------------------------------------------
+def _publish_summary(
+    github: GitHubClient, me: Identity, post: GitHubPost, current: bool, say: Say
+) -> None:
+    assert post.summary is not None
+    body = _body("summary", post, post.summary)
+    ours = [
+        c
+        for c in github.comments()
+        if me.owns(c)
+        and str(c.get("body", "")).startswith(SUMMARY_PREFIX)
+        and isinstance(c.get("id"), int)
+    ]
+    if not ours:
+        say(f"added summary comment {github.create_comment(body)}")
+        return
+    found = ours[0]
+    ident = int(found["id"])
+    if str(found.get("body", "")) == body:
+        say(f"summary comment {ident} is up to date")
+        return
+    shown = marked_run(str(found.get("body", "")))
+    if not current and shown is not None and shown != (post.run_id, post.head):
+        say(f"summary comment {ident} shows run {shown[0]}, of a later head: left as it is")
+        return
+    github.update_comment(ident, body)
+    say(f"updated summary comment {ident}")
+
+
+# -- the check run -----------------------------------------------------------------------
+def _publish_checks(github: GitHubClient, me: Identity, post: GitHubPost, say: Say) -> None:
+    assert post.checks is not None
+    run = {**post.checks, "name": CHECK_NAME, "head_sha": post.head, "external_id": post.run_id}
+    output = dict(run.pop("output", None) or {})
+    annotations = list(output.pop("annotations", None) or [])
+    output["summary"] = no_mentions(str(output.get("summary", "")))
+    output["text"] = no_mentions(str(output.get("text", "")))
+    slug = me.app_slug
+    existing = [
+        r
+        for r in github.check_runs(post.head, CHECK_NAME)
+        if r.get("external_id") == post.run_id
+        and isinstance(r.get("id"), int)
+        and (slug is None or _app_slug(r) in (None, slug))
+    ]
+    if existing:
+        found = existing[0]
+        ident = int(found["id"])
+        have = _annotations_count(found)
+        remaining = annotations[have:]
+        if not remaining and _same(found, run, output):
+            say(f"check run {ident} of this run is up to date ({have} annotation(s))")
+            return
+        say(f"check run {ident} of this run exists with {have} annotation(s); updating it")
+    else:
+        first = annotations[:ANNOTATIONS_PER_REQUEST]
+        created = github.create_check_run({**run, "output": {**output, "annotations": first}})
+        ident = int(created.get("id", 0))
+        remaining = annotations[len(first) :]
+        say(f"created check run {ident} ({run.get('conclusion')}, {len(first)} annotation(s))")
+        if not remaining:
+            return
+    batches = [
+        remaining[i : i + ANNOTATIONS_PER_REQUEST]
+        for i in range(0, len(remaining), ANNOTATIONS_PER_REQUEST)
+    ] or [[]]
+    for batch in batches:
+        update = {k: v for k, v in run.items() if k not in ("name", "head_sha", "external_id")}
+        github.update_check_run(ident, {**update, "output": {**output, "annotations": batch}})
+    say(f"check run {ident}: {len(annotations)} annotation(s) in all")
+
+
+def _app_slug(run: Mapping[str, Any]) -> str | None:
+    app = run.get("app")
+    slug = app.get("slug") if isinstance(app, dict) else None
+    return slug if isinstance(slug, str) else None
+
+
+def _annotations_count(run: Mapping[str, Any]) -> int:
+    output = run.get("output")
+    count = output.get("annotations_count") if isinstance(output, dict) else None
+    return count if isinstance(count, int) and count >= 0 else 0
+
+
+def _same(found: Mapping[str, Any], run: Mapping[str, Any], output: Mapping[str, Any]) -> bool:
+    """Whether a check run already says what ``run`` and ``output`` say."""
+    shown = found.get("output") if isinstance(found.get("output"), dict) else {}
+    assert isinstance(shown, dict)
+    return (
+        found.get("status") == run.get("status")
+        and found.get("conclusion") == run.get("conclusion")
+        and all(shown.get(k) == output.get(k) for k in ("title", "summary", "text"))
+    )
+
+
+# -- helpers -----------------------------------------------------------------------------
+def _body(kind: str, post: GitHubPost, text: str) -> str:
+    """A body as posted: the run's marker, then the text without mentions, fitted."""
+    return fit_body(f"{marker(kind, post.run_id, post.head)}\n{no_mentions(text)}")
+
+
+def _head_of(pull: Mapping[str, Any]) -> str:
+    head = pull.get("head")
+    sha = head.get("sha") if isinstance(head, dict) else None
+    return sha.lower() if isinstance(sha, str) else ""
