@@ -105,6 +105,14 @@ class ReviewResult:
     notes: tuple[str, ...] = ()
     usage: Usage | None = None
     """Token usage of a model reviewer (None for programs and replays)."""
+    first_token_ms: int | None = None
+    """Milliseconds from sending a model reviewer's request to the first token streamed
+    back, for the first request that streamed any (None for programs and replays, and
+    for a review that heard nothing). For the worker's metrics."""
+    retries: tuple[str, ...] = ()
+    """Why each retried request of a model reviewer was retried, in order: ``http-429``,
+    ``http-503``, ``transport``, ``incomplete-stream`` (:func:`council.reviewers.retry.
+    retry_reason`). For the worker's metrics."""
 
 
 _ESCAPED = re.compile("[\udc80-\udcff]")

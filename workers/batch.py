@@ -54,6 +54,7 @@ from council.reviewers import Reviewer, reviewer_for
 from council.reviewers.base import ReviewRequest
 from council.reviewers.stream_loop import stream_loop
 from workers.clock import now_ms
+from workers.metrics import observe_review
 from workers.request import RunShare, build_request, run_share
 from workers.review import (
     crashed,
@@ -141,6 +142,10 @@ def _review_all(
     finished: queue.SimpleQueue[tuple[_Attempt, ReviewResult]] = queue.SimpleQueue()
     tasks: list[asyncio.Task[None]] = []
     loop = stream_loop()
+    # The task's own fields (task_id ...): the stream loop's thread has none of them.
+    task_context = {
+        k: v for k, v in structlog.contextvars.get_contextvars().items() if k != "participants"
+    }
     with rt.cancels.watching(run_id) as cancel:
         started_ms = now_ms()
         attempts = rt.runs.start_attempts(run_id, [p.id for p in people], started_ms)
@@ -159,6 +164,7 @@ def _review_all(
                     attempt=attempts[p.id],
                     started_ms=started_ms,
                     context={
+                        **task_context,
                         "run_id": run_id,
                         "session": record.session,
                         "participant": p.id,
@@ -278,6 +284,7 @@ def _settle_group(
             except Exception as exc:
                 result = crashed(exc, started)
                 outcome = fold_attempt(rt, record, p, result, [], now.attempt)
+        observe_review(p, outcome, result, record.prices)
         progress = finished_progress(outcome, now.started_ms, now.attempt)
         settled.append(Settled(outcome, result.answer, progress))
     kept = rt.runs.put_outcomes(run_id, settled)

@@ -6,11 +6,13 @@ visibility timeout in all three places), adjusted by architecture.md (threads po
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from celery import Celery
 from kombu.entity import Exchange, Queue
 
+from workers import metrics, stdio
 from workers.logging import connect_celery_signals
 from workers.settings import Settings
 
@@ -119,11 +121,36 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
     return conf
 
 
+def _session_of(run_id: str) -> str | None:
+    """The session of a run, from its record in this worker's Redis (None if absent)."""
+    from workers import runtime
+
+    record = runtime.current().runs.record(run_id)
+    return record.session if record is not None else None
+
+
+class CouncilCelery(Celery):  # type: ignore[misc]
+    """Celery whose worker program is :class:`workers.stdio.JsonWorker`: its banner is
+    one JSON line, like everything else a council worker writes."""
+
+    @cached_property
+    def Worker(self) -> Any:
+        return self.subclass_with_self("workers.stdio:JsonWorker")
+
+
 def create_app(settings: Settings | None = None, *, embedded: bool = False) -> Celery:
-    """A configured Celery app with the council's tasks registered."""
+    """A configured Celery app with the council's tasks registered.
+
+    A worker's app (not embedded) also gets the signal receivers of its logs
+    (:func:`workers.logging.connect_celery_signals`), of its stdout and stderr as JSON
+    (:func:`workers.stdio.connect_celery_signals`) and of its metrics
+    (:func:`workers.metrics.connect_celery_signals`).
+    """
     settings = settings or Settings()
-    app = Celery("council", include=["workers.tasks"], set_as_current=not embedded)
+    app = CouncilCelery("council", include=["workers.tasks"], set_as_current=not embedded)
     app.conf.update(celery_config(settings, embedded=embedded))
     if not embedded:
-        connect_celery_signals(app)
+        connect_celery_signals(app, session_of=_session_of)
+        stdio.connect_celery_signals()
+        metrics.connect_celery_signals(app)
     return app

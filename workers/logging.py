@@ -29,8 +29,9 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import structlog
@@ -52,8 +53,10 @@ __all__ = [
     "configure_logging",
     "connect_celery_signals",
     "get_logger",
+    "real_stream",
     "redact_text",
     "redact_url",
+    "render_json_line",
 ]
 
 MASK = "***"
@@ -230,7 +233,8 @@ def configure_logging(
 ) -> None:
     """Send structlog and stdlib records, as one JSON object per line, to ``stream``.
 
-    ``stream`` defaults to stderr: stdout belongs to the CLI's report. ``json=False`` renders
+    ``stream`` defaults to stderr (the real one, when a worker's stderr is a
+    :class:`workers.stdio.LineStream`): stdout belongs to the CLI's report. ``json=False`` renders
     the same fields for a human (ConsoleRenderer). The root logger gets one handler owned by
     this function (calling again replaces it, so nothing is ever logged twice); handlers
     others installed (pytest's capture) are kept. Loggers are not cached, so
@@ -238,7 +242,7 @@ def configure_logging(
     Raises ``ValueError`` for an unknown level. Source: celery.md §2.1.
     """
     number = _level_number(level)
-    out = stream if stream is not None else sys.stderr
+    out = stream if stream is not None else real_stream(sys.stderr)
     shared = _shared_processors()
     renderer: Processor = (
         JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=out.isatty())
@@ -263,6 +267,28 @@ def configure_logging(
         wrapper_class=structlog.make_filtering_bound_logger(number),
         cache_logger_on_first_use=False,
     )
+
+
+def real_stream(stream: TextIO) -> TextIO:
+    """The stream lines really go to: ``stream`` itself, or the one a worker's
+    :class:`workers.stdio.LineStream` logs to (so a handler never writes into the
+    stream that logs what it writes)."""
+    original = getattr(stream, "council_original", None)
+    return cast(TextIO, original) if original is not None else stream
+
+
+def render_json_line(event: str, *, level: str, logger: str, **fields: object) -> str:
+    """One JSON log line, rendered as the handler would (bound context, ``timestamp``,
+    redaction) but without the logging machinery: no lock is taken, nothing is written.
+
+    For signal handlers (Celery's shutdown notices), where logging may be mid-write on
+    the same thread, and for a write that logging itself made. Never raises for a value
+    JSON cannot hold (it is rendered with ``repr``)."""
+    event_dict: EventDict = {"event": event, **fields}
+    for processor in (merge_contextvars, TimeStamper(fmt="iso", utc=True), Redact()):
+        event_dict = processor(None, level, event_dict)
+    event_dict["logger"], event_dict["level"] = logger, level
+    return str(JSONRenderer()(None, level, event_dict))
 
 
 def get_logger(name: str | None = None) -> FilteringBoundLogger:
@@ -299,14 +325,57 @@ def _celery_level(loglevel: object) -> str:
 
 
 def _task_fields(kwargs: object) -> dict[str, object]:
-    """The identifying fields a task's kwargs carry (``participant_id`` read as participant)."""
+    """The identifying fields a task's kwargs carry (``participant_id`` read as
+    participant; a batch's ``participants`` kept as they are)."""
     if not isinstance(kwargs, Mapping):
         return {}
     fields = {key: kwargs[key] for key in ("run_id", "session") if key in kwargs}
     participant = kwargs.get("participant", kwargs.get("participant_id"))
     if participant is not None:
         fields["participant"] = participant
+    participants = kwargs.get("participants")
+    if isinstance(participants, list | tuple):
+        fields["participants"] = list(participants)
     return fields
+
+
+SessionOf = Callable[[str], "str | None"]
+"""Given a run id, its session (None when unknown): how a task's first line learns the
+session its kwargs do not carry."""
+
+TASK_KEYS: tuple[str, ...] = ("run_id", "session", "participant", "task_id", "attempt")
+"""Fields every line of a task carries (null when the task has none: a run's
+``council.consolidate`` has no participant; a batch's own lines name ``participants``)."""
+
+SESSION_CACHE = 1024
+"""Run ids whose session a worker process remembers (a run's session never changes)."""
+
+
+class _Sessions:
+    """``session_of`` with a small memory: one lookup per run per process, and a failed
+    lookup (Redis away) is None, never an exception into Celery's signal."""
+
+    def __init__(self, session_of: SessionOf | None) -> None:
+        self._session_of = session_of
+        self._known: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, run_id: object) -> str | None:
+        if self._session_of is None or not isinstance(run_id, str):
+            return None
+        with self._lock:
+            if run_id in self._known:
+                return self._known[run_id]
+        try:
+            session = self._session_of(run_id)
+        except Exception:
+            return None
+        if session is not None:
+            with self._lock:
+                if len(self._known) >= SESSION_CACHE:
+                    self._known.pop(next(iter(self._known)))
+                self._known[run_id] = session
+        return session
 
 
 def _task_name(task: object) -> str | None:
@@ -322,9 +391,10 @@ class _TaskSignals:
     limit and ``task_postrun`` may carry ``state=None`` (celery.md §2.1, §4).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, session_of: SessionOf | None = None) -> None:
         self._started: dict[str, float] = {}
         self._log = get_logger(__name__)
+        self._sessions = _Sessions(session_of)
 
     def setup_logging(self, loglevel: object = None, **_: Any) -> None:
         """Configure our logging instead of Celery's (any receiver stops Celery doing it)."""
@@ -337,8 +407,11 @@ class _TaskSignals:
         request = getattr(task, "request", None)
         retries = getattr(request, "retries", None)
         delivery_info = getattr(request, "delivery_info", None)
-        fields: dict[str, object] = {"task_id": task_id, "task": _task_name(task)}
+        fields: dict[str, object] = dict.fromkeys(TASK_KEYS)
+        fields.update(task_id=task_id, task=_task_name(task))
         fields.update(_task_fields(signal.get("kwargs")))
+        if fields["session"] is None and fields["run_id"] is not None:
+            fields["session"] = self._sessions(fields["run_id"])
         fields["attempt"] = retries + 1 if isinstance(retries, int) else 1
         if isinstance(delivery_info, Mapping) and "redelivered" in delivery_info:
             fields["redelivered"] = bool(delivery_info["redelivered"])
@@ -389,20 +462,22 @@ def _elapsed_ms(started: float | None) -> int | None:
     return None if started is None else round((time.monotonic() - started) * 1000)
 
 
-def connect_celery_signals(app: Celery) -> None:
+def connect_celery_signals(app: Celery, session_of: SessionOf | None = None) -> None:
     """Hand logging over to structlog for the worker that runs ``app``; safe to call twice.
 
     Connects ``setup_logging`` (Celery then configures no logging; ``configure_logging`` runs
     instead), ``task_prerun``, ``task_postrun``, ``task_failure`` and ``task_revoked``, and sets
     ``worker_hijack_root_logger=False`` and ``worker_redirect_stdouts=False`` on ``app`` so no
     line is wrapped a second time in a non-JSON record. Receivers have fixed dispatch ids:
-    a second call adds nothing. Source: celery.md §0 item 7, §2.1.
+    a second call adds nothing (the last call's ``session_of`` is used). Every task line
+    carries :data:`TASK_KEYS`; ``session_of`` (see :data:`SessionOf`) fills ``session``
+    on a task's first line when its kwargs lack it. Source: celery.md §0 item 7, §2.1.
     """
     from celery import signals
 
     app.conf.worker_hijack_root_logger = False
     app.conf.worker_redirect_stdouts = False
-    receivers = _TaskSignals()
+    receivers = _TaskSignals(session_of)
     for signal, receiver in (
         (signals.setup_logging, receivers.setup_logging),
         (signals.task_prerun, receivers.prerun),

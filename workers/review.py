@@ -30,6 +30,7 @@ from council.review_result import ReviewResult
 from council.reviewers import reviewer_for
 from workers.clock import now_ms
 from workers.logging import redact_text
+from workers.metrics import observe_review
 from workers.request import build_request, run_share
 from workers.runtime import Runtime
 from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
@@ -195,6 +196,7 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     outcome = fold_attempt(
         rt, record, participant, result, rt.journals.read_all(run_id, participant_id), attempt
     )
+    observe_review(participant, outcome, result, record.prices)
     if not rt.runs.put_outcome(run_id, outcome, result.answer):
         kept = rt.runs.outcome(run_id, participant_id)
         if kept is not None:

@@ -35,7 +35,7 @@ from council.review_result import ReviewResult, Stop, StopLimit, Usage
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import key_env, where_of
 from council.reviewers.provider import Provider
-from council.reviewers.retry import Backoff, Trouble
+from council.reviewers.retry import Backoff, Trouble, retry_reason
 from council.reviewers.stream_loop import bridge, stream_loop
 from council.reviewers.stream_watch import StreamedTurn, Watch, run_streamed
 from council.reviewers.tools import READ_MAX_BYTES, ToolBox, specs_for
@@ -171,6 +171,8 @@ class _Run:
         self.texts: list[str] = []
         self.notes: list[str] = []
         self.usage = Usage()
+        self.first_token_ms: int | None = None
+        self.retries: list[str] = []
 
     async def go(self) -> ReviewResult:
         """The tool loop, then the answer (or the wrap-up, a stop, a failure)."""
@@ -252,7 +254,10 @@ class _Run:
             work = functools.partial(
                 self.session.stream, timeout=self._timeout(), answer_now=answer_now
             )
+            sent = time.monotonic()
             limit = await run_streamed(self.watch, turn, work, soft=soft)
+            if self.first_token_ms is None and turn.activity.first is not None:
+                self.first_token_ms = max(0, round((turn.activity.first - sent) * 1000))
             used = turn.usage
             self.usage += used
             await self._correct(admitted, estimate, used.input + used.output)
@@ -294,6 +299,9 @@ class _Run:
                 )
                 return _Outcome(text=partial, limit="wall-clock")
             self.notes.append(f"{trouble.message}; retried after {wait_ms} ms")
+            self.retries.append(
+                retry_reason(trouble) if turn.error is not None else "incomplete-stream"
+            )
             limit = await self.watch.sleep(wait_ms, soft=soft)
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)
@@ -379,6 +387,8 @@ class _Run:
             journal_entries=self.tools.entries,
             notes=tuple(redact(note, self.key) for note in self.notes),
             usage=self.usage,
+            first_token_ms=self.first_token_ms,
+            retries=tuple(self.retries),
         )
 
 

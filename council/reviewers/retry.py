@@ -98,6 +98,13 @@ class Backoff:
         return round(rng.uniform(0, ceiling))
 
 
+def retry_reason(trouble: Trouble) -> str:
+    """A short label for why a request was retried: ``http-<status>`` (``http-429``,
+    ``http-503``) for an HTTP status, else ``transport`` (a connection that failed or
+    broke). Few distinct values, so a metric may be labelled by it."""
+    return f"http-{trouble.status}" if trouble.status is not None else "transport"
+
+
 def transport_trouble(api: str, base_url: str, error: BaseException) -> Trouble:
     """A transport error (no HTTP status) of ``api`` at ``base_url``, judged: retryable,
     and said as a timeout only when the root cause was one.

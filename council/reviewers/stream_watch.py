@@ -146,6 +146,25 @@ class PendingCall:
     arguments: list[str] = field(default_factory=list)
 
 
+class TurnActivity:
+    """The review's :class:`Activity` as one streamed request touches it, remembering when
+    this request's first token came (``first``, monotonic seconds; None until then).
+
+    Every streamed token touches it (text, a tool call's pieces, thinking), so ``first``
+    is the time to first token once the request's send time is known.
+    """
+
+    def __init__(self, review: Activity) -> None:
+        self.review = review
+        self.first: float | None = None
+
+    def touch(self) -> None:
+        """A token arrived: the review's idle clock starts again."""
+        if self.first is None:
+            self.first = time.monotonic()
+        self.review.touch()
+
+
 class StreamedTurn:
     """What one streamed request produced so far (filled on the loop, read on the loop).
 
@@ -155,11 +174,12 @@ class StreamedTurn:
     * ``usage``: what the provider reported for this request (``requests`` = 1);
     * ``error``: what the stream raised (an SDK or transport error), if anything.
 
-    The stream touches ``activity`` for every streamed token, so the idle clock sees it.
+    The stream touches ``activity`` for every streamed token, so the idle clock sees it
+    (and ``activity.first`` says when the first one came).
     """
 
     def __init__(self, activity: Activity) -> None:
-        self.activity = activity
+        self.activity = TurnActivity(activity)
         self.text: list[str] = []
         self.calls: dict[int, PendingCall] = {}
         self.extra: list[dict[str, Any]] = []

@@ -1,11 +1,23 @@
-"""``council worker``: a Celery worker with the council's app, queues and threads pool."""
+"""``council worker``: a Celery worker with the council's app, queues and threads pool.
+
+Everything it writes to stdout and stderr is a JSON line (:mod:`workers.stdio`), at INFO
+unless ``--log-level`` says otherwise; ``--metrics-port`` serves Prometheus metrics
+(:mod:`workers.metrics`). Source: docs/architecture.md "Observability".
+"""
 
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from workers.celery_config import ALL_QUEUES
 from workers.cli.context import CliContext, Incomplete, UsageProblem
+
+WORKER_LOG_LEVEL = "INFO"
+"""A worker's level when neither ``council --log-level`` nor ``council worker
+--log-level`` is given: a team watching a worker wants each task's lines."""
+
+LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
 @click.command(
@@ -28,6 +40,24 @@ from workers.cli.context import CliContext, Incomplete, UsageProblem
     help="Reviewer threads (default: COUNCIL_WORKER_THREADS, 16).",
 )
 @click.option("--hostname", "-n", help="Worker node name (default: celery@HOST).")
+@click.option(
+    "--log-level",
+    "log_level",
+    type=click.Choice(LEVELS, case_sensitive=False),
+    help=f"Level of the worker's JSON lines (default: council --log-level if given, else "
+    f"{WORKER_LOG_LEVEL}).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    help="Serve Prometheus metrics on this port (http://HOST:PORT/metrics); off by default.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the metrics server binds (0.0.0.0: every interface).",
+)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 def worker_command(
@@ -35,17 +65,26 @@ def worker_command(
     queues: str,
     concurrency: int | None,
     hostname: str | None,
+    log_level: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
     celery_args: tuple[str, ...],
 ) -> None:
     """Run a council worker on COUNCIL_REDIS_URL (any number of hosts may).
 
-    Extra arguments go to ``celery worker`` as they are. ``celery -A workers.celery_app
-    worker`` works too.
+    Every line it writes (stdout and stderr) is one JSON object; a task's lines carry
+    run_id, session, participant, task_id and attempt. Extra arguments go to ``celery
+    worker`` as they are. ``celery -A workers.celery_app worker`` works too.
 
     \b
     Example:
-      COUNCIL_REDIS_URL=redis://localhost:6379/0 council worker -c 32
+      COUNCIL_REDIS_URL=redis://localhost:6379/0 council worker -c 32 --metrics-port 9464
+      council worker 2>&1 | jq -c 'select(.participant=="hawk")'
     """
+    from workers.stdio import install_worker_output
+
+    level = (log_level or _group_level(cli) or WORKER_LOG_LEVEL).upper()
+    install_worker_output(level)  # from here on, every line is JSON
     if not cli.distributed:
         raise UsageProblem(
             "council worker needs a broker: set COUNCIL_REDIS_URL or pass --redis URL "
@@ -55,12 +94,15 @@ def worker_command(
     from workers import celery_config
 
     app = celery_config.create_app(cli.settings)
+    names = _queue_names(queues)
+    if metrics_port is not None:
+        _serve_metrics(cli, metrics_port, metrics_host, names, app.conf.broker_transport_options)
     argv = [
         "worker",
         "--pool=threads",
         f"--concurrency={concurrency or cli.settings.worker_threads}",
-        f"--queues={_queue_names(queues)}",
-        f"--loglevel={cli.log_level.upper()}",
+        f"--queues={names}",
+        f"--loglevel={level}",
     ]
     if hostname:
         argv.append(f"--hostname={hostname}")
@@ -70,6 +112,41 @@ def worker_command(
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise Incomplete(f"the celery worker exited with status {exc.code}") from None
+
+
+def _group_level(cli: CliContext) -> str | None:
+    """``council --log-level X worker``'s X when the user gave it, else None (the
+    group's default, WARNING, is the CLI's; a worker's is :data:`WORKER_LOG_LEVEL`)."""
+    ctx = click.get_current_context(silent=True)
+    group = ctx.parent if ctx is not None else None
+    if group is None or group.get_parameter_source("log_level") in (
+        None,
+        ParameterSource.DEFAULT,
+    ):
+        return None
+    return cli.log_level
+
+
+def _serve_metrics(
+    cli: CliContext, port: int, host: str, names: str, transport_options: object
+) -> None:
+    """Start the metrics server (exit 2 when the address cannot be bound)."""
+    from workers.metrics import serve
+
+    queues = list(dict.fromkeys([*ALL_QUEUES, *names.split(",")]))
+    try:
+        serve(
+            port,
+            host,
+            redis_url=cli.settings.redis_url_value(),
+            queues=queues,
+            transport_options=transport_options if isinstance(transport_options, dict) else None,
+        )
+    except OSError as exc:
+        raise UsageProblem(
+            f"--metrics-port {port}: cannot listen on {host}:{port} ({exc.strerror or exc}); "
+            f"pick a free port or another --metrics-host"
+        ) from None
 
 
 def _queue_names(text: str) -> str:

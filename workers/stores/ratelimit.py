@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from council.roster.limits import RateLimit, limits_for
+from workers.metrics import observe_rate_limit_wait
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -174,7 +175,8 @@ class RedisRateLimiter:
         sleeps until the oldest entry in the way leaves the window (the script says
         how long), never past the deadline: no busy loop. A request estimated above
         ``tpm`` on its own is admitted once the window holds no other tokens, instead
-        of never. Negative estimates count as 0.
+        of never. Negative estimates count as 0. Each sleep is observed in
+        ``council_rate_limit_wait_seconds{limit=key}`` (:mod:`workers.metrics`).
         """
         applicable = limits_for(key, self._limits)
         if not applicable:
@@ -196,7 +198,9 @@ class RedisRateLimiter:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            time.sleep(min((int(value) + 1) / 1000, remaining))
+            pause = min((int(value) + 1) / 1000, remaining)
+            observe_rate_limit_wait(key, pause)
+            time.sleep(pause)
 
     def correct(self, key: str, estimated: int, actual: int) -> None:
         """Correct the tokens of a request admitted at ``estimated`` to ``actual``.
