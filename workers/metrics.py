@@ -356,10 +356,12 @@ def serve(
 
     With ``redis_url`` and ``queues``, ``council_queue_depth`` is read from that Redis
     at each scrape (2 s socket timeouts, so a scrape during an outage returns quickly).
-    Raises ``OSError`` when the address cannot be bound (in use, not this host's).
+    The ``*_created`` series prometheus-client adds by default are turned off. Raises
+    ``OSError`` when the address cannot be bound (in use, not this host's).
     """
-    from prometheus_client import start_http_server
+    from prometheus_client import disable_created_metrics, start_http_server
 
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
     extra: list[Collector] = []
     if redis_url is not None and queues:
         client = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)

@@ -182,6 +182,23 @@ def test_500_is_retried(backend: Backend, server: FakeServer) -> None:
     assert result.answer == ANSWER and server.count == 2
 
 
+def test_retry_reasons_and_time_to_first_token_are_reported(
+    backend: Backend, server: FakeServer
+) -> None:
+    """Each retry's reason comes back in order (an HTTP status, a stream without its
+    final event), and the time to first token in ms: of the first request that
+    streamed anything, measured from sending it (for the worker's metrics)."""
+    server.script(
+        Scenario.error(503, "busy"),
+        Scenario(text=ANSWER, omit_final=True, delay_ms=150),
+        Scenario(text=ANSWER),
+    )
+    result = backend.reviewer().review(request(participant(backend, server)))
+    assert result.answer == ANSWER and server.count == 3
+    assert result.retries == ("http-503", "incomplete-stream")
+    assert result.first_token_ms is not None and 150 <= result.first_token_ms < 5000
+
+
 def test_retries_are_bounded(backend: Backend, server: FakeServer) -> None:
     """A server failing every attempt fails the review after the backoff's attempts."""
     server.script(*[Scenario.error(503, "down for maintenance")] * 4)
