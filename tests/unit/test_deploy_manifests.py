@@ -39,6 +39,7 @@ from council.participant import Clocks
 from workers.celery_config import ALL_QUEUES, CONSOLIDATE_QUEUE, celery_config
 from workers.cli.worker import _queue_names, worker_command
 from workers.settings import Settings
+from workers.trees import KEEP_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -315,6 +316,11 @@ def test_worker_pods_run_locked_down() -> None:
         assert sc["allowPrivilegeEscalation"] is False
         assert sc["capabilities"] == {"drop": ["ALL"]}
         assert {m["mountPath"] for m in container["volumeMounts"]} >= {"/tmp"}
+        # The unpacked run trees a worker keeps, plus one being unpacked, fit in /tmp: an
+        # emptyDir over its sizeLimit gets the pod evicted, running reviews and all.
+        (tmp,) = [v for v in pod["volumes"] if v["name"] == "tmp"]
+        trees = (KEEP_RUNS + 1) * Settings().max_unpacked_tree_bytes
+        assert _bytes(tmp["emptyDir"]["sizeLimit"]) >= trees
         resources_ = container["resources"]
         assert {"cpu", "memory"} <= set(resources_["requests"])
         assert "memory" in resources_["limits"]
@@ -535,6 +541,7 @@ def test_compose_workers_stop_gracefully_after_the_backstop() -> None:
         assert int(env["COUNCIL_VISIBILITY_TIMEOUT_S"]) >= 2 * BACKSTOP_S
         assert env["COUNCIL_REDIS_URL"] == "redis://redis:6379/0"
         assert service["read_only"] is True and service["cap_drop"] == ["ALL"]
+        assert service["volumes"] == ["/tmp"]  # on disk: run trees can take gigabytes
 
 
 def test_compose_keys_come_from_the_env_file_only() -> None:
