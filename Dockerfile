@@ -10,9 +10,12 @@ FROM python:3.11-slim-bookworm
 
 # tini is PID 1: it reaps the reviewer programs' orphans and forwards SIGTERM to the
 # worker alone (no -g), so a stop is celery's warm shutdown and the reviewer programs of
-# running reviews are not killed with it. git: for command reviewers that call it.
+# running reviews are not killed with it. bubblewrap: a distributed worker runs reviewer
+# programs (command, sarif) only inside its sandbox, and fails them without it (README,
+# "Sandbox"; the container must also let it create namespaces: see compose.yaml).
+# git: for command reviewers that call it.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tini git \
+ && apt-get install -y --no-install-recommends tini bubblewrap git \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/council

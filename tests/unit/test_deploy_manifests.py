@@ -544,6 +544,22 @@ def test_compose_workers_stop_gracefully_after_the_backstop() -> None:
         assert service["volumes"] == ["/tmp"]  # on disk: run trees can take gigabytes
 
 
+def test_compose_lets_only_the_program_worker_sandbox_its_programs() -> None:
+    """bubblewrap needs namespaces Docker's defaults refuse: worker-default (reviewer
+    programs) lifts exactly those; the provider workers keep Docker's defaults."""
+    services = _compose()["services"]
+    assert services["worker-default"]["security_opt"] == [
+        "no-new-privileges:true",
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+    ]
+    for name in ("worker-openai", "worker-anthropic"):
+        assert services[name]["security_opt"] == ["no-new-privileges:true"]
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"apt-get install [^\n]*\bbubblewrap\b", dockerfile)
+
+
 def test_compose_keys_come_from_the_env_file_only() -> None:
     services = _compose()["services"]
     for name in ("worker-openai", "worker-anthropic", "worker-default"):
