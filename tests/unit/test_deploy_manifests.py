@@ -274,6 +274,15 @@ def test_a_broken_compose_file_is_rejected() -> None:
 # --- Kubernetes: read back -------------------------------------------------------------
 
 
+def _assert_metrics_served_to_others(params: dict[str, Any]) -> None:
+    """``council worker``'s own flags only (nothing left for celery), and the metrics port
+    bound on every interface: the default, 127.0.0.1, is out of reach of Prometheus in
+    another container and of the kubelet's probes."""
+    assert params["celery_args"] == ()
+    assert params["metrics_port"] == METRICS_PORT
+    assert params["metrics_host"] == "0.0.0.0"
+
+
 def test_worker_deployments_cover_every_queue_with_the_real_cli_syntax() -> None:
     consumed: dict[str, set[str]] = {}
     for deployment in _worker_deployments():
@@ -283,7 +292,7 @@ def test_worker_deployments_cover_every_queue_with_the_real_cli_syntax() -> None
         ctx = worker_command.make_context("worker", list(args[1:]))
         queues = set(_queue_names(ctx.params["queues"]).split(","))
         consumed[deployment["metadata"]["name"]] = queues
-        assert int(_flag(args, "--metrics-port")) == METRICS_PORT
+        _assert_metrics_served_to_others(ctx.params)
     assert consumed == {
         "council-worker-openai": {"council.openai"},
         "council-worker-anthropic": {"council.anthropic"},
@@ -513,7 +522,7 @@ def test_compose_services_and_their_queues() -> None:
         command = service["command"]
         ctx = worker_command.make_context("worker", list(command[1:]))
         consumed[name] = set(_queue_names(ctx.params["queues"]).split(","))
-        assert int(_flag(command, "--metrics-port")) == METRICS_PORT
+        _assert_metrics_served_to_others(ctx.params)
         assert service["depends_on"] == {"redis": {"condition": "service_healthy"}}
     assert consumed == {
         "worker-openai": {"council.openai"},
