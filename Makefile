@@ -5,9 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit lint bench redis-server bubblewrap clean
+.PHONY: test unit lint bench redis-server bubblewrap chromium clean
 
-test: $(STAMP) redis-server bubblewrap
+test: $(STAMP) redis-server bubblewrap chromium
 	$(PY) -m pytest
 
 unit: $(STAMP)
@@ -52,5 +52,17 @@ bubblewrap:
 	    echo "(Debian/Ubuntu); outside CI the sandbox tests are skipped without it"; \
 	  fi; }
 
+# The console's browser test drives Debian's chromium with Playwright (Playwright's own
+# browser download is not used); outside CI it is skipped without the binary.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: install it with 'sudo apt-get install chromium'"; \
+	    echo "(Debian/Ubuntu); outside CI the console's browser test is skipped without it"; \
+	  fi; }
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/artifacts

@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "asks": ("workers.cli.answers", "asks_command"),
     "answer": ("workers.cli.answers", "answer_command"),
     "resume": ("workers.cli.answers", "resume_command"),
+    "console": ("workers.console.command", "console_command"),
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 
