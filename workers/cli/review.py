@@ -194,9 +194,11 @@ def review_command(
 
     Prints a Markdown report on stdout (or writes each --format into --output DIR) and
     exits 0 (passed), 1 (a finding at or above --fail-on), 2 (usage or configuration
-    error; nothing sent) or 3 (the council could not complete: Redis unreachable,
-    --timeout, or fewer than --quorum heard in full). Findings dismissed in the session or
-    in the BASE ref's .council-baseline.json are listed but never gate.
+    error; nothing sent), 3 (the council could not complete: Redis unreachable,
+    --timeout, a reviewer not heard in full — unless optional or within --quorum) or 4
+    (waiting on a person: [policy] confirm; answer with council answer, run again).
+    Findings dismissed in the session or in the BASE ref's .council-baseline.json are
+    listed but never gate; findings outside --filter are listed but never gate.
 
     \b
     Examples:
@@ -232,7 +234,28 @@ def review_command(
     problems, _ = _runnable(round_, mode)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(_cannot_run(problems))
-    round_ = _with_sandbox_note(round_, settings, mode)
+    round_ = _gated(_with_sandbox_note(round_, settings, mode), quorum, filter_mode)
+    quorum = round_.record.quorum
+    for note in round_.notes:
+        click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
+    show = Progress.for_stream(sys.stderr) if progress else None
+    try:
+        report, change = _run_council(cli, settings, round_, plan, show, timeout)
+    except IdentityRefused as exc:
+        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
+    finally:
+        if show is not None:
+            show.close()
+    emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
+    threshold = parse_fail_on(fail_on)
+    click.echo(gate_summary(report, threshold, quorum), err=True)
+    sys.exit(exit_code(report, threshold, quorum=quorum))
+
+
+def _gated(round_: Round, quorum: int | None, filter_mode: str) -> Round:
+    """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
+    else the roster's; None: every reviewer not optional), the ``--filter`` mode and the
+    ``[policy] confirm`` severity. Raises UsageProblem for a quorum above the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -241,33 +264,38 @@ def review_command(
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
     gated = {"quorum": quorum, "filter": filter_mode, "confirm": round_.roster.confirm}
-    round_ = replace(round_, record=round_.record.model_copy(update=gated))
-    for note in round_.notes:
-        click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
-    show = Progress.for_stream(sys.stderr) if progress else None
+    return replace(round_, record=round_.record.model_copy(update=gated))
+
+
+def _run_council(
+    cli: CliContext,
+    settings: Settings,
+    round_: Round,
+    plan: RoundPlan,
+    show: Progress | None,
+    timeout: float | None,
+) -> tuple[CouncilReport, Change]:
+    """Run the round on Redis's workers or an embedded council; its report and change.
+
+    Raises IdentityRefused (the caller names the way out), UsageProblem for an unreadable
+    embedded state file, Incomplete (exit 3) for Redis trouble, a timeout, or a second
+    interrupt.
+    """
+    mode = "distributed" if cli.distributed else "embedded"
     try:
         with _stop_signals() as stopped:
             if mode == "distributed":
-                rt = cli.runtime()
-                report, change = _run(rt, round_, plan, stopped, show, timeout, app=None)
-            else:
-                with embedded_council(settings, len(round_.participants)) as (app, rt):
-                    report, change = _run(rt, round_, plan, stopped, show, timeout, app=app)
-    except IdentityRefused as exc:
-        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
+                return _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
+            with embedded_council(settings, len(round_.participants)) as (app, rt):
+                return _run(rt, round_, plan, stopped, show, timeout, app=app)
+    except IdentityRefused:
+        raise
     except ConfigurationError as exc:  # the embedded state file cannot be read
         raise UsageProblem(str(exc)) from None
     except (IncompleteError, redis.RedisError) as exc:
         raise Incomplete(redact_text(str(exc))) from None
     except KeyboardInterrupt:
         raise Incomplete(_abandoned(round_.record.run_id, mode)) from None
-    finally:
-        if show is not None:
-            show.close()
-    emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
-    threshold = parse_fail_on(fail_on)
-    click.echo(gate_summary(report, threshold, quorum), err=True)
-    sys.exit(exit_code(report, threshold, quorum=quorum))
 
 
 def _settle_waiting(
