@@ -142,8 +142,15 @@ class Limits:
       runtimes reserve far more address space than they use).
     * ``file_size_bytes``: RLIMIT_FSIZE, the largest file it may write, in bytes.
     * ``open_files``: RLIMIT_NOFILE, descriptors open at once.
-    * ``cpu_s``: RLIMIT_CPU, CPU seconds (wall time is the caller's clock, in ms).
-    * ``tmp_bytes``: the size of the sandbox's in-memory ``/tmp``, in bytes.
+    * ``cpu_s``: RLIMIT_CPU, CPU seconds (wall time is the caller's clock, in ms): the
+      soft limit is ``cpu_s`` (SIGXCPU), the hard one a second later (SIGKILL), so a
+      program that ignores SIGXCPU still ends.
+    * ``processes``: RLIMIT_NPROC, tasks (processes and threads) at once. It holds per
+      sandbox because the sandbox has a user namespace of its own (the kernel counts per
+      namespace and uid), but NEVER for a program whose uid outside is root: the kernel
+      exempts root (see :mod:`council.reviewers.scripts`, which uses a pids cgroup then).
+    * ``tmp_bytes``: the size of the sandbox's in-memory ``/tmp`` (and of an in-memory
+      ``temp_dir``, see :attr:`Box.temp_in_memory`), in bytes.
 
     The rlimits are set by util-linux's ``prlimit`` inside the sandbox, just before the
     program starts (no ``preexec_fn``: forking from a threaded worker must stay plain).
@@ -153,15 +160,18 @@ class Limits:
     file_size_bytes: int | None = None
     open_files: int | None = None
     cpu_s: int | None = None
+    processes: int | None = None
     tmp_bytes: int | None = None
 
     def prlimit_flags(self) -> list[str]:
         """The ``prlimit`` flags for the rlimits set (empty: no ``prlimit`` needed)."""
+        cpu = None if self.cpu_s is None else f"{self.cpu_s}:{self.cpu_s + 1}"
         pairs = (
             ("--as", self.address_space_bytes),
             ("--fsize", self.file_size_bytes),
             ("--nofile", self.open_files),
-            ("--cpu", self.cpu_s),
+            ("--cpu", cpu),
+            ("--nproc", self.processes),
         )
         return [f"{flag}={value}" for flag, value in pairs if value is not None]
 
@@ -180,6 +190,17 @@ class Box:
       a journal, can be written but not replaced by a link: it is a mount point inside).
     * ``network``: keep the host's network; False gives a loopback of the sandbox's own.
     * ``limits``: rlimits and the size of ``/tmp`` (:class:`Limits`).
+    * ``uid``: the uid and gid the program runs as inside (``--uid``/``--gid``); None:
+      the caller's own.
+    * ``runtime``: also show what a reviewer program needs to start
+      (:func:`program_paths`: council's Python and packages, ``#!`` interpreters); False
+      shows only the system directories and the box's own paths (a script run with a
+      system interpreter needs nothing more).
+    * ``temp_in_memory``: ``temp_dir`` is a fresh in-memory file system at its path
+      (sized by ``limits.tmp_bytes``, holding ``home`` and ``tmp``) instead of the host
+      directory, and the rest is sealed: the sandbox's root and ``/dev`` read-only, a
+      sized ``/dev/shm``. So nothing the program writes reaches the worker's disk, and
+      what it writes in memory is bounded (``/tmp``, ``temp_dir``, ``/dev/shm``).
     """
 
     temp_dir: Path
@@ -188,6 +209,9 @@ class Box:
     writable: tuple[Path, ...] = ()
     network: bool = False
     limits: Limits = field(default_factory=Limits)
+    uid: int | None = None
+    runtime: bool = True
+    temp_in_memory: bool = False
 
 
 _CORE_FLAGS: tuple[str, ...] = (
@@ -290,7 +314,9 @@ class Bubblewrap:
         if box.limits.tmp_bytes is not None:
             line += ["--size", str(box.limits.tmp_bytes)]
         line += ["--tmpfs", "/tmp"]
-        line += _user_mounts(box, program_paths(argv[0], path_env))
+        if box.uid is not None:
+            line += ["--uid", str(box.uid), "--gid", str(box.uid)]
+        line += _user_mounts(box, program_paths(argv[0], path_env) if box.runtime else ())
         line += ["--chdir", str(box.workdir or box.temp_dir), "--"]
         flags = box.limits.prlimit_flags()
         if flags:
@@ -378,11 +404,23 @@ def _user_mounts(box: Box, needed: Sequence[Path] = ()) -> list[str]:
             if not _under(where, shown) and not _under(where, box.writable):
                 mounts.append(("--ro-bind", str(real), str(where)))
                 shown.append(where)
-    for path in (box.temp_dir, *box.writable):
+    for path in (*((box.temp_dir,) if not box.temp_in_memory else ()), *box.writable):
         real = path.resolve()
         mounts.append(("--bind", str(real), str(path)))
     mounts.sort(key=lambda m: _depth(m[2]))
-    return [part for mount in mounts for part in mount]
+    line = [part for mount in mounts for part in mount]
+    if box.temp_in_memory:
+        # After the binds: a tmpfs on a parent of a bound path would hide it.
+        temp = str(box.temp_dir)
+        if box.limits.tmp_bytes is not None:
+            line += ["--size", str(box.limits.tmp_bytes)]
+        line += ["--tmpfs", temp, "--dir", f"{temp}/home", "--dir", f"{temp}/tmp"]
+        # Everything else in memory is sealed: the sandbox's root and /dev are tmpfs
+        # mounts of the host's memory with no size (tried: a program could fill them).
+        if box.limits.tmp_bytes is not None:
+            line += ["--size", str(box.limits.tmp_bytes)]
+        line += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/"]
+    return line
 
 
 def program_paths(program: str, path_env: str) -> list[Path]:
