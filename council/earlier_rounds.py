@@ -75,9 +75,7 @@ def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
         return None
     reported = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
     reviewers = tuple(p.id for p in report.participants if p.role == "reviewer")
-    heard = tuple(
-        p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full
-    )
+    heard = tuple(p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full)
     kept = still_open(report) if not incomplete_reasons(report, quorum) else None
     return RoundMemory(reported=reported, still_open=kept, heard=heard, reviewers=reviewers)
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import structlog
 
 from council.diff import added_lines, parse_diff
+from council.evidence import ScriptRow
 from council.participant import Participant
 from council.report.model import UNSANDBOXED
 from council.reviewers import key_env
@@ -51,6 +52,19 @@ class RedisJournal:
         """Store one raw entry; return the reply sentence (never raises)."""
         reply = self._rt.journals.append(self._run, self._p, self._attempt, raw)
         log.info("journal_appended", stored=reply == "Recorded.")
+        return reply
+
+
+class RedisScripts:
+    """The ScriptSink of one attempt: each row goes straight to Redis."""
+
+    def __init__(self, rt: Runtime, run_id: str, participant: str, attempt: int) -> None:
+        self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+
+    def append(self, row: ScriptRow) -> str:
+        """Store one row; ``"Recorded."`` or why not (never raises)."""
+        reply = self._rt.scripts.append(self._run, self._p, self._attempt, row)
+        log.info("script_row_stored", stored=reply == "Recorded.", outcome=row.outcome)
         return reply
 
 
@@ -132,6 +146,7 @@ def build_request(
         witness=record.witness,
         events=_log_event,
         tool_read_max_bytes=rt.settings.tool_read_max_bytes,
+        scripts=RedisScripts(rt, run_id, participant.id, attempt),
     )
 
 

@@ -22,6 +22,7 @@ from workers.stores.artifacts import ArtifactStore
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import RunStore
+from workers.stores.scripts import ScriptStore
 from workers.stores.sessions import SessionStore
 from workers.trees import TreeCache
 
@@ -43,6 +44,8 @@ class Runtime:
     cancels: CancelWatch
     artifacts: ArtifactStore
     """Each run's artifacts (an ask's large props), by ref, scoped to the run."""
+    scripts: ScriptStore
+    """Each attempt's script rows (``run_script``, ``council run-script``)."""
     mode: str = "distributed"
 
 
@@ -130,6 +133,7 @@ def build_runtime(
             max_bytes=settings.artifact_max_bytes,
             run_max_bytes=settings.artifact_run_max_bytes,
         ),
+        scripts=ScriptStore(client, keys),
         mode=mode,
     )
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from council.evidence import ScriptRow
 from council.participant import Participant
 from council.review_result import ReviewResult
 from council.reviewers.sandbox import SandboxPolicy
@@ -30,6 +31,28 @@ class JournalSink(Protocol):
     """
 
     def append(self, raw: str) -> str: ...
+
+
+class ScriptSink(Protocol):
+    """Where a reviewer's script runs are recorded, one row per call, as they end.
+
+    ``append`` stores one :class:`~council.evidence.ScriptRow` of the current attempt and
+    returns ``"Recorded."`` or a sentence saying why it was not (the store is full, or
+    failed). It never raises. Source: docs/evidence-and-asks.md §1.
+    """
+
+    def append(self, row: ScriptRow) -> str: ...
+
+
+class _IgnoredScripts:
+    """A :class:`ScriptSink` that keeps nothing (tests, tools without a store)."""
+
+    def append(self, row: ScriptRow) -> str:
+        return "Recorded."
+
+
+ignore_scripts: ScriptSink = _IgnoredScripts()
+"""The default :class:`ScriptSink`: rows are dropped."""
 
 
 class RateLimiter(Protocol):
@@ -89,6 +112,8 @@ class ReviewRequest:
     * ``tool_read_max_bytes``: the most bytes a model's ``read_file`` tool reads of one
       file (the worker's ``COUNCIL_TOOL_READ_MAX_BYTES``; None: the tool's default,
       :data:`council.reviewers.tools.READ_MAX_BYTES`).
+    * ``scripts``: where each script run of this attempt records its row
+      (``run_script``, ``council run-script``); the worker's goes straight to Redis.
     """
 
     participant: Participant
@@ -107,6 +132,7 @@ class ReviewRequest:
     witness: str | None = None
     events: EventLog = ignore_events
     tool_read_max_bytes: int | None = None
+    scripts: ScriptSink = ignore_scripts
 
 
 class Reviewer(Protocol):

@@ -36,6 +36,7 @@ from council.reviewers.base import ReviewRequest
 from council.reviewers.options import key_env, where_of
 from council.reviewers.provider import Provider
 from council.reviewers.retry import Backoff, Trouble, retry_reason
+from council.reviewers.scripts import limits_of
 from council.reviewers.stream_loop import bridge, stream_loop
 from council.reviewers.stream_watch import StreamedTurn, Watch, run_streamed
 from council.reviewers.tools import READ_MAX_BYTES, ToolBox, specs_for
@@ -161,6 +162,9 @@ class _Run:
             watch.activity.touch,
             request.events,
             read_max_bytes=request.tool_read_max_bytes or READ_MAX_BYTES,
+            scripts=request.scripts,
+            limits=limits_of(participant.options),
+            bwrap=request.sandbox.bwrap if request.sandbox is not None else "bwrap",
         )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
@@ -199,7 +203,7 @@ class _Run:
                 return self._result(self._final(outcome.text))
             self.session.add_turn(outcome.turn)
             replies = [
-                (cid, await asyncio.to_thread(self.tools.call, name, args))
+                (cid, await asyncio.to_thread(self.tools.call, name, args, cid))
                 for cid, name, args in outcome.calls
             ]
             self.session.add_tool_results(replies)

@@ -28,6 +28,12 @@ SANDBOX_OPTION = "sandbox"
 sandbox``: ``"required"`` refuses to run a program unconfined where bubblewrap cannot run
 (see :mod:`council.reviewers.process`); absent or ``"auto"``: the worker decides."""
 
+SCRIPT_LIMITS_OPTION = "script_limits"
+"""Option set by the roster loader from ``[council] script_limits`` and the entry's own
+``script_limits``: the limits of the scripts the reviewer runs (``run_script``,
+``council run-script``), a JSON object of :class:`~council.reviewers.scripts.ScriptLimits`'
+fields; absent: the defaults."""
+
 SANDBOX_MODES: tuple[str, ...] = ("auto", "required")
 """Values of ``[council] sandbox``."""
 
@@ -60,7 +66,7 @@ def refuse_unknown(
     ``{where}.{option}``.
     """
     for key in options:
-        if key not in known and key not in (*SET_BY_COUNCIL, SANDBOX_OPTION):
+        if key not in known and key not in (*SET_BY_COUNCIL, SANDBOX_OPTION, SCRIPT_LIMITS_OPTION):
             raise RosterError(
                 f"{where}.{key}",
                 f"unknown option for the {backend} backend",

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess  # nosec B404
 import tempfile
 import threading
@@ -58,7 +59,6 @@ from typing import IO, Any, Literal, cast
 from council.errors import RosterError
 from council.evidence import SCRIPT_MAX_BYTES, RunOutcome, ScriptRow
 from council.evidence.matching import fits_cap
-from council.reviewers.process import kill_group
 from council.reviewers.sandbox import Box, Bubblewrap, Limits, SandboxError, program_env
 
 LanguageName = Literal["python", "bash", "sh", "node"]
@@ -89,9 +89,6 @@ OPEN_FILES = 256
 NODE_RESERVE_MB = 1024
 """Address space added to ``memory_mb`` for ``node`` (MiB): V8 reserves about a GiB of
 address space at start (measured: node 18 does not start under 512 MiB of RLIMIT_AS)."""
-
-KILL_GRACE_MS = 200
-"""Time between SIGTERM and SIGKILL when a script is stopped, in ms."""
 
 ScriptLimitName = Literal["cpu_s", "wall_s", "memory_mb", "processes", "output_bytes"]
 
@@ -412,7 +409,7 @@ class ScriptRunner:
                 stopped = "wall_s"
                 break
         if stopped is not None:
-            kill_group(proc, KILL_GRACE_MS)
+            _kill(proc)
         if pids is not None:
             pids.kill_all()
         capture.thread.join(1.0)
@@ -512,6 +509,15 @@ class _Output:
             self.kept += chunk
 
 
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the script's process group (bwrap's session; bwrap's death takes the
+    sandbox's pid namespace with it) and reap bwrap. A script gets no grace: nothing of
+    it is worth waiting for."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
@@ -565,7 +571,7 @@ class PidsCgroup:
                 return
             for pid in pids:
                 with contextlib.suppress(OSError):
-                    os.kill(pid, 9)
+                    os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
 

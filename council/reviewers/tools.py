@@ -3,7 +3,11 @@
 * ``read_file(path, start_line?, end_line?)`` — a file of the pinned tree, lines numbered;
 * ``list_files(dir?)`` — the files under a directory of the tree (recursive, sorted);
 * ``grep(pattern, path?)`` — lines matching a regular expression (RE2 syntax);
-* ``record_finding(finding)`` — one finding appended to the review's journal as it goes.
+* ``record_finding(finding)`` — one finding appended to the review's journal as it goes;
+* ``run_script(language, program)`` — a script run once in a sandbox of its own
+  (:mod:`council.reviewers.scripts`), its exit code and output the reply, and one row
+  recorded for the call (:class:`~council.reviewers.base.ScriptSink`): what the
+  reviewer's shown blocks are later matched against (docs/evidence-and-asks.md §1).
 
 The tree is ``request.workdir``: the head commit unpacked from ``git archive``, never the
 repository's working directory. A path is relative to the tree's root (a leading ``/``
@@ -21,9 +25,14 @@ Usage::
 
     box = ToolBox(("read_file", "record_finding"), workdir, request.journal, touch)
     box.call("read_file", '{"path": "src/app.py", "start_line": 10}')
+    box.call("run_script", '{"language": "sh", "program": "make test"}', call_id="call_3")
+
+Every call counts as one dispatch of the turn (1 for the first call of any tool), so a
+``run_script`` row's ``dispatch`` is its call's position among the turn's tool calls.
 
 Source: harvest.md §1 (record_finding and its replies), architecture.md (tree archive),
-issue "The change under review is untrusted".
+issue "The change under review is untrusted", docs/evidence-and-asks.md §1 (run_script
+and its rows).
 """
 
 from __future__ import annotations
@@ -40,7 +49,15 @@ from typing import Any
 import re2
 
 from council.recording import reply, split_recorded
-from council.reviewers.base import EventLog, JournalSink, ignore_events
+from council.reviewers.base import EventLog, JournalSink, ScriptSink, ignore_events, ignore_scripts
+from council.reviewers.scripts import (
+    LANGUAGES,
+    ScriptLimits,
+    ScriptRun,
+    ScriptRunner,
+    check_submission,
+    reply_text,
+)
 
 READ_MAX_LINES = 2000
 """Most lines one ``read_file`` call returns."""
@@ -150,6 +167,22 @@ SPECS: tuple[ToolSpec, ...] = (
             "required": ["finding"],
         },
     ),
+    ToolSpec(
+        "run_script",
+        "Run a short script once, in a sandbox: the repository at the reviewed commit is "
+        "its working directory (read-only), it has a private temporary directory, no "
+        "network and limited CPU time, memory, processes and output. Replies with its exit "
+        "status and output. To show a script as evidence in a finding, paste exactly the "
+        "program you submitted here, byte for byte: the report says whether it ran.",
+        {
+            "type": "object",
+            "properties": {
+                "language": {"type": "string", "enum": list(LANGUAGES)},
+                "program": {"type": "string", "description": "The script's full text."},
+            },
+            "required": ["language", "program"],
+        },
+    ),
 )
 """Every tool a model reviewer may be given, in the order they are offered."""
 
@@ -171,6 +204,11 @@ class ToolBox:
     ``on_entry`` is called for every entry the journal accepted (the idle clock's
     activity); ``read_max_bytes`` the most bytes ``read_file`` reads of one file.
     :attr:`entries` counts entries forwarded to the journal.
+
+    ``scripts`` is where ``run_script`` records each call's row; ``runner`` runs the
+    scripts (None: a :class:`~council.reviewers.scripts.ScriptRunner` over ``workdir``
+    with ``limits`` and the ``bwrap`` binary). :attr:`dispatched` counts the tool calls
+    so far (a row's ``dispatch``).
     """
 
     def __init__(
@@ -182,6 +220,10 @@ class ToolBox:
         events: EventLog = ignore_events,
         *,
         read_max_bytes: int = READ_MAX_BYTES,
+        scripts: ScriptSink = ignore_scripts,
+        limits: ScriptLimits | None = None,
+        bwrap: str = "bwrap",
+        runner: ScriptRunner | None = None,
     ) -> None:
         self.events = events
         self.read_max_bytes = read_max_bytes
@@ -190,14 +232,21 @@ class ToolBox:
         self.journal = journal
         self.on_entry = on_entry
         self.entries = 0
+        self.dispatched = 0
+        self.scripts = scripts
+        self.limits = limits or ScriptLimits()
+        self.runner = runner or ScriptRunner(self.root, self.limits, bwrap)
 
-    def call(self, name: str, arguments: str | Mapping[str, Any]) -> str:
+    def call(self, name: str, arguments: str | Mapping[str, Any], call_id: str = "") -> str:
         """Run one tool call; the reply text (an error is a reply too). Never raises.
 
-        Every call is reported to ``events`` as ``tool_call`` with its duration in ms.
+        ``call_id`` is the model's id of the call (a ``run_script`` row's
+        ``tool_call_id``; when empty, ``call-{dispatch}``). Every call is reported to
+        ``events`` as ``tool_call`` with its duration in ms.
         """
         started = time.monotonic()
-        reply = self._call(name, arguments)
+        self.dispatched += 1
+        reply = self._call(name, arguments, call_id or f"call-{self.dispatched}")
         self.events(
             "tool_call",
             tool=name,
@@ -206,7 +255,7 @@ class ToolBox:
         )
         return reply
 
-    def _call(self, name: str, arguments: str | Mapping[str, Any]) -> str:
+    def _call(self, name: str, arguments: str | Mapping[str, Any], call_id: str) -> str:
         if name not in self.names:
             offered = ", ".join(self.names) or "none"
             return f"There is no tool named {name!r} in this review; the tools are: {offered}."
@@ -214,12 +263,18 @@ class ToolBox:
             try:
                 parsed = json.loads(arguments) if arguments.strip() else {}
             except ValueError as error:
+                if name == "run_script":
+                    self._row(call_id, None, ScriptRun(outcome="not-run", reason="bad JSON"))
                 return f"The arguments of {name} were not valid JSON ({error}); call it again."
         else:
             parsed = dict(arguments)
         if not isinstance(parsed, dict):
+            if name == "run_script":
+                self._row(call_id, None, ScriptRun(outcome="not-run", reason="not an object"))
             return f"The arguments of {name} must be a JSON object; call it again."
         try:
+            if name == "run_script":
+                return self._run_script(parsed, call_id)
             if name == "record_finding":
                 return self._record(parsed)
             if self.root is None:
@@ -232,6 +287,41 @@ class ToolBox:
             return tree.grep(parsed)
         except Exception as error:  # a tool never raises into the model's loop
             return f"The {name} tool failed ({type(error).__name__}: {error})."
+
+    # -- scripts -------------------------------------------------------------------------
+
+    def _run_script(self, args: Mapping[str, Any], call_id: str) -> str:
+        """Run the submitted script (or refuse it), record the call's ONE row, reply."""
+        submitted = check_submission(args)
+        program = args.get("program")
+        text = program if isinstance(program, str) and "\0" not in program else None
+        if isinstance(submitted, str):
+            run = ScriptRun(outcome="not-run", reason=submitted)
+            self._row(call_id, text, run)
+            return f"The script was not run: {submitted} Call run_script again."
+        language, program = submitted
+        run = self.runner.run(language, program)
+        self.events(
+            "script_run",
+            outcome=run.outcome,
+            exit_code=run.exit_code,
+            limit=run.limit,
+            duration_ms=run.duration_ms,
+        )
+        answer = reply_text(run, self.limits)
+        stored = self._row(call_id, program, run)
+        if stored is not None:
+            answer += f"\n[{stored}]"
+        return answer
+
+    def _row(self, call_id: str, text: str | None, run: ScriptRun) -> str | None:
+        """Record the row of one ``run_script`` call; a sentence when it was not stored."""
+        row = run.row(call_id, "run_script", self.dispatched, text)
+        try:
+            answer = self.scripts.append(row)
+        except Exception as error:  # a sink that breaks its promise not to raise
+            answer = f"the run was not recorded ({type(error).__name__})"
+        return None if answer == "Recorded." else answer
 
     # -- the journal -------------------------------------------------------------------
 

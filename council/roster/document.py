@@ -13,6 +13,7 @@ Shape::
     max_diff_bytes = 1000000
     persona_dirs = ["reviewers/personas"]   # searched before the built-in personas
     sandbox = "required"           # never run a reviewer program unsandboxed (default "auto")
+    script_limits = {cpu_s = 10, wall_s = 30, memory_mb = 512, processes = 64, output_bytes = 65536}
     [paths]                        # optional: glob patterns of the change to review
     include = ["src/**"]
     exclude = ["vendor/**"]
@@ -21,7 +22,8 @@ Shape::
     backend = "openai"             # openai | anthropic | command | replay | sarif
     model = "gpt-4.1"
     thinking_level = "low"
-    tools = ["read_file"]
+    tools = ["read_file", "run_script"]
+    script_limits = {wall_s = 60}  # over [council] script_limits, key by key
     idle_ms = 600000
     [judge]                        # optional, role judge, id unlike every reviewer's
     id = "owl"
@@ -81,6 +83,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
     "quorum",
     "persona_dirs",
     "sandbox",
+    "script_limits",
 )
 """Keys of the ``[council]`` table."""
 
@@ -308,7 +311,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
 
 def _confirm(value: object) -> str | None:
     """``[policy] confirm``, checked: one of the severities, or None when absent."""
-    table = table_at(value, "policy", "Write [policy] with confirm = \"critical\"")
+    table = table_at(value, "policy", 'Write [policy] with confirm = "critical"')
     refuse_unknown(table, POLICY_KEYS, "policy")
     fix = 'Write confirm = "critical" (or "medium", "minor"), or leave it out'
     confirm = text(table, "confirm", "policy", fix)

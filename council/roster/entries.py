@@ -28,9 +28,11 @@ from council.reviewers.options import (
     LEVELS_FIX,
     SANDBOX_OPTION,
     SARIF_SCOPES,
+    SCRIPT_LIMITS_OPTION,
     check_env_names,
     check_levels,
 )
+from council.reviewers.scripts import read_limits
 from council.roster.values import (
     flag,
     refuse_unknown,
@@ -52,6 +54,7 @@ COMMON_KEYS: tuple[str, ...] = (
     "tools",
     "persona",
     "optional",
+    "script_limits",
     *CLOCK_FIELDS,
 )
 """Keys every participant table may hold, whatever its backend."""
@@ -217,7 +220,9 @@ def read_participant(
     from the table kind, never from the table. Clocks (ms) are the table's own over the
     round's (``round_table``, path ``council``). ``base_dir``, when given, is stored as
     ``options["base_dir"]`` for backends that read files relative to the roster; the
-    round's ``sandbox = "required"`` as ``options["sandbox"]`` for program backends.
+    round's ``sandbox = "required"`` as ``options["sandbox"]`` for program backends; the
+    script limits (``[council] script_limits``, then the entry's own keys over them) as
+    ``options["script_limits"]`` when either is written.
     Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
     """
     how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
@@ -264,6 +269,15 @@ def read_participant(
         options["base_dir"] = base_dir
     if backend in PROGRAM_BACKENDS and round_table.get(SANDBOX_OPTION) == "required":
         options[SANDBOX_OPTION] = "required"
+    if SCRIPT_LIMITS_OPTION in round_table or SCRIPT_LIMITS_OPTION in table:
+        limits = None
+        if SCRIPT_LIMITS_OPTION in round_table:
+            limits = read_limits(round_table[SCRIPT_LIMITS_OPTION], "council.script_limits")
+        if SCRIPT_LIMITS_OPTION in table:
+            own = table[SCRIPT_LIMITS_OPTION]
+            limits = read_limits(own, f"{where}.script_limits", limits)
+        if limits is not None:
+            options[SCRIPT_LIMITS_OPTION] = limits.as_json()
     return Participant(
         id=pid,
         role=role,

@@ -105,6 +105,16 @@ class Keys:
         number follows): a script that reads every attempt builds the keys from it."""
         return f"{self.prefix}run:{run_id}:journal:{participant}:"
 
+    def scripts(self, run_id: str, participant: str, attempt: int) -> str:
+        """List: the script rows of one attempt (one JSON
+        :class:`~council.evidence.ScriptRow` per ``run_script`` / ``council run-script``
+        call), RPUSH only, so a dying worker loses no row it already wrote."""
+        return f"{self.scripts_prefix(run_id, participant)}{attempt}"
+
+    def scripts_prefix(self, run_id: str, participant: str) -> str:
+        """What every attempt's script-rows key of one participant starts with."""
+        return f"{self.prefix}run:{run_id}:scripts:{participant}:"
+
     def run_outcome(self, run_id: str, participant: str) -> str:
         """String: the participant's settled outcome JSON (first terminal one wins)."""
         return f"{self.prefix}run:{run_id}:outcome:{participant}"
@@ -158,6 +168,7 @@ class Keys:
                 self.run_answer(run_id, p),
             ]
             keys += [self.journal(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
+            keys += [self.scripts(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
         return keys
 
     # -- rate limits --------------------------------------------------------------------
