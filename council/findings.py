@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from council.evidence import Verdict
+
 LABELS: tuple[str, ...] = (
     "praise",
     "nitpick",
@@ -145,6 +147,13 @@ class Finding(_Canonical):
     ``id`` is assigned at filing (per session, never reused); ``origin`` by the round.
     ``subject`` is trimmed and non-empty; ``discussion`` may be empty. Optional fields are
     absent, never null, in canonical JSON.
+
+    ``evidence`` (set by the outcome, never read from a reviewer): one verdict per fenced
+    block of the discussion against the scripts its participant ran in the same attempt
+    (``{"block", "label", ...}``, :func:`council.evidence.verdict_json`); absent when the
+    discussion shows no block or the participant could run no script. ``severity_note``
+    says why a policy holds the finding below the severity its reviewer gave
+    (docs/evidence-and-asks.md §1).
     """
 
     id: int | None = None
@@ -156,6 +165,8 @@ class Finding(_Canonical):
     severity: Severity | None = None
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     raised_by: tuple[str, ...] | None = Field(default=None, min_length=1)
+    evidence: tuple[Verdict, ...] | None = None
+    severity_note: str | None = None
 
 
 class Warning(_Canonical):

@@ -13,10 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from council.evidence import ScriptRow
 from council.findings import Harvest, Read, Warning
 from council.harvest import ANSWER_MAX_ENTRIES, JournalCaps, fold_journal, harvest, read_journal
 from council.participant import Role
 from council.review_result import ReviewResult, Stop, Usage
+from council.script_verdicts import UnverifiedPolicy, turn_of, with_evidence
 
 Status = Literal["answered", "stopped", "failed"]
 
@@ -133,6 +135,8 @@ def harvest_outcome(
     answer_max_entries: int = ANSWER_MAX_ENTRIES,
     attempts: int = 1,
     lost: Stop | None = None,
+    scripts: Sequence[Sequence[ScriptRow]] | None = None,
+    unverified_scripts: UnverifiedPolicy = "demote",
 ) -> ParticipantOutcome:
     """Harvest one participant's answer and fold every attempt's journal into its outcome.
 
@@ -148,6 +152,13 @@ def harvest_outcome(
     Rules: a failure keeps no answer findings but still files its journal (a reviewer
     that wrote things down before its program crashed worked); a stop replaces the
     answer-shape complaints with one ``stopped`` warning that counts what was kept.
+
+    ``scripts`` (None: the participant can run no script) lists the script rows of each
+    attempt, in attempt order: every finding's discussion is matched against the rows of
+    attempt ``attempts`` (this turn; the earlier ones are only counted) and carries its
+    ``evidence``; ``unverified_scripts`` is the policy for a critical finding whose shown
+    script did not run this turn (:mod:`council.script_verdicts`;
+    docs/evidence-and-asks.md §1).
     """
     entries: list[str | bytes] = [raw for attempt in journals for raw in attempt]
     reading = read_journal(entries, caps or JournalCaps())
@@ -164,6 +175,8 @@ def harvest_outcome(
         folded = answered
     else:
         folded = fold_journal(answered, reading, read)
+    if scripts is not None:
+        folded = with_evidence(folded, turn_of(scripts, attempts), unverified_scripts)
     status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
     warnings = list(folded.warnings)
     if status == "failed":

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import structlog
 
+from council.evidence import ScriptRow
 from council.findings import Read
 from council.harvest import JournalCaps
 from council.lifecycle import allows
@@ -28,6 +29,7 @@ from council.outcome import ParticipantOutcome, harvest_outcome
 from council.participant import Participant
 from council.review_result import ReviewResult
 from council.reviewers import reviewer_for
+from council.script_verdicts import runs_scripts
 from workers.clock import now_ms
 from workers.logging import redact_text
 from workers.metrics import observe_review
@@ -132,7 +134,19 @@ def fold_attempt(
         caps=JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes),
         answer_max_entries=rt.settings.answer_max_entries,
         attempts=attempt,
+        scripts=script_rows(rt, record.run_id, participant, attempt),
+        unverified_scripts=record.unverified_scripts,
     )
+
+
+def script_rows(
+    rt: Runtime, run_id: str, participant: Participant, attempts: int
+) -> list[tuple[ScriptRow, ...]] | None:
+    """The script rows of attempts 1..``attempts`` (one Redis round trip), or None for a
+    participant that can run no script (docs/evidence-and-asks.md §1)."""
+    if not runs_scripts(participant):
+        return None
+    return [read.rows for read in rt.scripts.read_all(run_id, participant.id, attempts)]
 
 
 def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int) -> Progress:

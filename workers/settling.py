@@ -34,6 +34,7 @@ from council.report.model import CouncilReport, RunStatus
 from council.review_result import ReviewResult, Stop
 from workers.celery_config import queue_for
 from workers.clock import now_ms
+from workers.review import script_rows
 from workers.runtime import Runtime
 from workers.session_marks import session_marks
 from workers.stores.runs import RunRecord
@@ -190,6 +191,8 @@ class _Hearing:
             answer_max_entries=self.rt.settings.answer_max_entries,
             attempts=attempts,
             lost=self.lost,
+            scripts=script_rows(self.rt, run_id, p, attempts),
+            unverified_scripts=self.record.unverified_scripts,
         )
         log.warning(
             "participant_never_started" if unstarted else "participant_settled_without_outcome",

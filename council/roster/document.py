@@ -35,6 +35,9 @@ Shape::
     [limits.openai]                # optional: per minute, all workers together
     rpm = 500
     tpm = 30000
+    [policy]                       # optional
+    confirm = "critical"           # a person confirms each critical finding first
+    unverified_scripts = "demote"  # or "keep" (docs/evidence-and-asks.md §1)
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from council.reviewers.options import SANDBOX_FIX, SANDBOX_MODES, key_env
 from council.roster.entries import PROGRAM_BACKENDS, read_participant
 from council.roster.limits import RateLimit, parse_limits
 from council.roster.values import refuse_unknown, table_at, text, text_list, whole
+from council.script_verdicts import POLICIES
 
 DEFAULT_MAX_DIFF_BYTES = 1_000_000
 """The largest diff sent to reviewers, in bytes, unless ``[council] max_diff_bytes``."""
@@ -71,10 +75,12 @@ TABLES: tuple[str, ...] = (
     "policy",
 )
 
-POLICY_KEYS: tuple[str, ...] = ("confirm",)
-"""What ``[policy]`` may set: ``confirm`` (a person confirms each finding at or above a
-severity before it may fail the gate)."""
 """The top-level tables a roster may hold."""
+
+POLICY_KEYS: tuple[str, ...] = ("confirm", "unverified_scripts")
+"""What ``[policy]`` may set: ``confirm`` (a person confirms each finding at or above a
+severity before it may fail the gate) and ``unverified_scripts`` (``demote``: a critical
+finding showing a script that did not run this turn is held at medium; ``keep``)."""
 
 COUNCIL_KEYS: tuple[str, ...] = (
     *CLOCK_FIELDS,
@@ -121,6 +127,10 @@ class Roster(BaseModel):
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding may
     fail the gate (``critical``, ``medium``, ``minor``); None: nobody is asked."""
+    unverified_scripts: str = "demote"
+    """``[policy] unverified_scripts``: ``demote`` (the default: a critical finding whose
+    discussion shows a script that did not run this turn is held at medium) or ``keep``
+    (:mod:`council.script_verdicts`)."""
     quorum: int | None = None
     """How many reviewers must be heard in full; None (the default): every reviewer not
     marked ``optional`` (the gate fails closed)."""
@@ -306,7 +316,20 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         prices=parse_prices(doc.get("prices", {}), "prices"),
         limits=parse_limits(doc.get("limits", {}), "limits"),
         confirm=_confirm(doc.get("policy", {})),
+        unverified_scripts=_unverified_scripts(doc.get("policy", {})),
     )
+
+
+def _unverified_scripts(value: object) -> str:
+    """``[policy] unverified_scripts``, checked: ``demote`` (also when absent) or ``keep``."""
+    table = table_at(value, "policy", 'Write [policy] with unverified_scripts = "demote"')
+    fix = 'Write unverified_scripts = "demote" (the default) or "keep"'
+    found = text(table, "unverified_scripts", "policy", fix)
+    if found is None:
+        return POLICIES[0]
+    if found not in POLICIES:
+        raise RosterError("policy.unverified_scripts", f"unknown policy {found!r}", fix)
+    return found
 
 
 def _confirm(value: object) -> str | None:

@@ -255,7 +255,8 @@ def review_command(
 def _gated(round_: Round, quorum: int | None, filter_mode: str) -> Round:
     """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
     else the roster's; None: every reviewer not optional), the ``--filter`` mode and the
-    ``[policy] confirm`` severity. Raises UsageProblem for a quorum above the roster."""
+    ``[policy] confirm`` severity and ``[policy] unverified_scripts``. Raises UsageProblem
+    for a quorum above the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -263,7 +264,12 @@ def _gated(round_: Round, quorum: int | None, filter_mode: str) -> Round:
             f"--quorum {quorum} asks for more answers than the roster has reviewers "
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
-    gated = {"quorum": quorum, "filter": filter_mode, "confirm": round_.roster.confirm}
+    gated = {
+        "quorum": quorum,
+        "filter": filter_mode,
+        "confirm": round_.roster.confirm,
+        "unverified_scripts": round_.roster.unverified_scripts,
+    }
     return replace(round_, record=round_.record.model_copy(update=gated))
 
 

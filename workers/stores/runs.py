@@ -103,6 +103,9 @@ class RunRecord(BaseModel):
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding
     may fail the gate (None: nobody is asked)."""
+    unverified_scripts: Literal["demote", "keep"] = "demote"
+    """``[policy] unverified_scripts``: whether a critical finding showing a script that
+    did not run this turn is held at medium (:mod:`council.script_verdicts`)."""
     quorum: int | None = Field(default=1, ge=0)
     """Reviewers that must be heard in full for the round to count as a review of its
     head (``--quorum``, else the roster's); None: every reviewer not marked optional (the
