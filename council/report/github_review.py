@@ -30,6 +30,7 @@ from council.diff import Change, landing
 from council.findings import Finding, LineAnchor, severity_rank
 from council.gate import gate_tripped, parse_fail_on
 from council.report.escape import block, inline, no_mentions
+from council.report.evidence_text import evidence_line
 from council.report.markdown import DECORATIONS, raised_text, render_markdown
 from council.report.model import CouncilReport
 
@@ -171,9 +172,11 @@ def comment_body(finding: Finding) -> str:
     Shape: ``**issue (blocking):** subject``, the discussion as a blockquote (whatever
     Markdown it holds, an unclosed fence included, ends with the quote), then a line
     ``raised by hawk, owl (2 reviewers agree) · severity critical · council finding
-    12``. A discussion too long for the limit is cut with a note. Why: the comment must
-    read like the report, and one oversized comment must not sink the review. Source:
-    harvest.md §8 (raised_by is agreement).
+    12`` (and, for a finding showing scripts, ``shown scripts: block 1 ✔ ran this turn,
+    exit 1 (call 3)`` and why a policy held its severity). A discussion too long for the
+    limit is cut with a note. Why: the comment must read like the report, and one
+    oversized comment must not sink the review. Source: harvest.md §8 (raised_by is
+    agreement), docs/evidence-and-asks.md §1 (shown scripts).
     """
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label
@@ -188,6 +191,11 @@ def comment_body(finding: Finding) -> str:
         facts.append(f"confidence {finding.confidence:.2f}")
     if finding.id is not None:
         facts.append(f"council finding {finding.id}")
+    shown = evidence_line(finding.evidence)
+    if shown:
+        facts.append(shown)
+    if finding.severity_note:
+        facts.append(inline(finding.severity_note))
     tail = no_mentions("\n\n" + " · ".join(facts)) if facts else ""
     quoted = _quote(finding.discussion)
     spare = BODY_UNITS - _units(head) - _units(tail) - 2

@@ -47,6 +47,7 @@ from council.findings import (
 )
 from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
 from council.report.escape import block, cell, code, for_log, inline
+from council.report.evidence_text import with_verdicts
 from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
@@ -411,9 +412,12 @@ def _finding(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
         facts.append(f"confidence {finding.confidence:.2f}")
     mark = f" {SEEN_MARK}" if seen else ""
     lines = [f"**{_label(finding)}:** {inline(finding.subject)}{mark}", "", " · ".join(facts)]
+    if finding.severity_note:
+        lines += ["", f"*{inline(finding.severity_note)}*"]
     if finding.discussion.strip():
         lines.append("")
-        lines += [f"> {line}" if line.strip() else ">" for line in block(finding.discussion)]
+        shown = with_verdicts(finding.discussion, finding.evidence)
+        lines += [f"> {line}" if line.strip() else ">" for line in block(shown)]
     return "\n".join(lines)
 
 

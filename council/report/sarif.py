@@ -7,7 +7,8 @@ Layout::
        "invocations": [{"executionSuccessful", "toolExecutionNotifications"?}],
        "results": [{"ruleId": <analyzer rule or label>, "level", "message": {"text"}, "locations"?,
                     "partialFingerprints": {"councilFingerprint/v1": ...},
-                    "suppressions"?, "properties": {"raisedBy", "side"?, ...}}],
+                    "suppressions"?, "properties": {"raisedBy", "side"?, "evidence"?,
+                    "severityNote"?, ...}}],
        "properties": {"participant", "backend", "state", ...}}]}
 
 One run per participant, in report order (judges too: a run is a tool that spoke), so
@@ -25,6 +26,10 @@ A result's ``ruleId`` is the analyzer's rule when the finding's subject starts w
 (``"F401: ..."``, as the ``sarif`` backend writes it; see :data:`ANALYZER_RULE`), so code
 scanning groups alerts by the analyzer's rules; otherwise it is the finding's label.
 
+A finding that shows scripts carries its verdicts as ``properties.evidence`` (the
+``verdict_json`` objects, docs/evidence-and-asks.md §1), and ``properties.severityNote``
+when a policy held its severity.
+
 GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
 cuts, deterministically, the highest severity kept first and then filing order, and
 says so three ways: a ``toolExecutionNotifications`` entry and ``properties.cut`` on the
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from council.evidence import verdict_json
 from council.findings import LABELS, ChangeAnchor, FileAnchor, Finding, severity_rank
 from council.fingerprint import fingerprint
 from council.report.model import CouncilReport, ParticipantSummary
@@ -458,4 +464,8 @@ def _result_properties(
         properties["offDiff"] = miss
     if finding.id is not None and finding.id in seen:
         properties["seen"] = True
+    if finding.evidence:
+        properties["evidence"] = [verdict_json(v) for v in finding.evidence]
+    if finding.severity_note:
+        properties["severityNote"] = finding.severity_note
     return properties
