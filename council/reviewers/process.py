@@ -42,6 +42,8 @@ from council.reviewers.sandbox import (
     busy_start,
     program_env,
 )
+from council.reviewers.script_desk import ScriptDesk, scripts_dir
+from council.reviewers.scripts import ScriptRunner, limits_of
 
 POLL_MS = 100
 """How often the clocks are checked and the journal file is read, in milliseconds."""
@@ -319,7 +321,10 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     tree, HOME and TMPDIR in a private temp dir, LANG/LC_ALL/TZ,
     council's ``request.env``, ``COUNCIL_JOURNAL`` (a fresh, empty JSONL file, removed
     afterwards) and the variables the roster entry lists in ``env``; never a provider's
-    key nor ``COUNCIL_REDIS_URL``. The journal file is followed every ``POLL_MS`` ms,
+    key nor ``COUNCIL_REDIS_URL``. Beside the journal, ``scripts/`` (writable) is where
+    ``council run-script`` hands its scripts to the worker, which runs them in a script
+    sandbox and records their rows in ``request.scripts``
+    (:mod:`council.reviewers.script_desk`). The journal file is followed every ``POLL_MS`` ms,
     each complete line forwarded to ``request.journal``.
 
     Confinement (``request.sandbox``, see :mod:`council.reviewers.sandbox`): the program
@@ -350,6 +355,8 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
         journal = Path(tmp) / "journal" / "journal.jsonl"
         journal.parent.mkdir(mode=0o700)
         journal.touch(mode=0o600)
+        desk_dir = scripts_dir(journal)
+        desk_dir.mkdir(mode=0o700)
         box_dir = Path(tmp) / "box"
         box_dir.mkdir(mode=0o700)
         env = program_env(
@@ -368,8 +375,13 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             temp_dir=box_dir,
             workdir=workdir,
             read_only=tuple(request.arg_files.values()),
-            writable=(journal,),
+            writable=(journal, desk_dir),
             network=options.get("network") is True,
+        )
+        runner = ScriptRunner(
+            workdir,
+            limits_of(options),
+            bwrap=request.sandbox.bwrap if request.sandbox is not None else "bwrap",
         )
         notes = (note,) if note is not None else ()
         for wait_ms in (*BUSY_RETRY_MS, None):
@@ -380,7 +392,9 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             except OSError as error:
                 hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
                 return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
-            ran = _supervise(proc, request, JournalFollower(journal, request.journal), started)
+            with ScriptDesk(desk_dir, runner, request.scripts):
+                follower = JournalFollower(journal, request.journal)
+                ran = _supervise(proc, request, follower, started)
             if not _busy(bwrap, ran):
                 return replace(ran, notes=(*notes, *ran.notes))
             if wait_ms is None:

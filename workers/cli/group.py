@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("workers.cli.worker", "worker_command"),
     "record": ("workers.cli.journal", "record_command"),
     "harvest": ("workers.cli.journal", "harvest_command"),
+    "run-script": ("workers.cli.run_script", "run_script_command"),
     "evidence": ("workers.cli.evidence", "evidence_command"),
     "runs": ("workers.cli.readback", "runs_command"),
     "show": ("workers.cli.readback", "show_command"),

@@ -1,0 +1,105 @@
+"""A command reviewer's ``council run-script`` gets rows too: the worker runs the script
+in a script sandbox (none can be made inside the reviewer's own) and records the row.
+
+Real bubblewrap for both sandboxes. Source: docs/evidence-and-asks.md §1.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from council.evidence import ScriptRow
+from council.findings import canonical
+from council.outcome import harvest_outcome
+from council.participant import Clocks, Participant
+from council.reviewers.base import ReviewRequest
+from council.reviewers.command import CommandReviewer
+from council.reviewers.sandbox import SandboxPolicy
+from tests.sandboxing import bwrap_or_skip
+
+
+class Rows:
+    def __init__(self) -> None:
+        self.rows: list[ScriptRow] = []
+
+    def append(self, row: ScriptRow) -> str:
+        self.rows.append(row)
+        return "Recorded."
+
+
+class Journal:
+    def append(self, raw: str) -> str:
+        return "Recorded."
+
+
+FINDINGS = {
+    "findings": [
+        {
+            "subject": "exits 3",
+            "label": "issue",
+            "severity": "critical",
+            "location": {"kind": "file", "file": "app.py"},
+            "discussion": "Ran it:\n```sh\ncat app.py; exit 3\n```",
+        },
+        {
+            "subject": "made up",
+            "label": "issue",
+            "severity": "critical",
+            "location": {"kind": "file", "file": "app.py"},
+            "discussion": "```sh\nrm -rf /\n```",
+        },
+    ]
+}
+
+REVIEWER = f"""#!/bin/sh
+out=$(council run-script --language sh --program 'cat app.py; exit 3')
+echo "first: $? $out" >&2
+council run-script --json --language python --program 'print(2 + 2)' > "$HOME/second.json"
+echo "second: $(cat "$HOME/second.json")" >&2
+cat <<'JSON'
+{json.dumps(FINDINGS)}
+JSON
+"""
+
+
+def test_a_command_reviewer_gets_rows_and_verdicts(tmp_path: Path) -> None:
+    bwrap_or_skip()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "app.py").write_text("x = 1\n")
+    program = tmp_path / "reviewer.sh"
+    program.write_text(REVIEWER)
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    rows = Rows()
+    who = Participant(
+        id="smells",
+        backend="command",
+        clocks=Clocks(backstop_ms=120_000, idle_ms=60_000),
+        options={"program": str(program)},
+    )
+    request = ReviewRequest(
+        participant=who,
+        prompt="review",
+        journal=Journal(),
+        workdir=tree,
+        sandbox=SandboxPolicy(),
+        scripts=rows,
+    )
+    result = CommandReviewer().review(request)
+    assert result.failure is None, result
+    assert [(r.tool, r.dispatch, r.outcome, r.exit_code, r.text) for r in rows.rows] == [
+        ("run-script", 1, "failed", 3, "cat app.py; exit 3"),
+        ("run-script", 2, "ok", 0, "print(2 + 2)"),
+    ]
+    outcome = harvest_outcome(
+        "smells", "reviewer", result, [], scripts=[tuple(rows.rows)], attempts=1
+    )
+    first, second = (canonical(f) for f in outcome.harvest.findings)
+    assert first["evidence"][0]["label"] == "failed" and first["severity"] == "critical"
+    assert first["evidence"][0]["tool_call_id"] == "run-script-1"
+    assert second["evidence"] == [
+        {"block": 1, "label": "unmatched", "reason": "no-submission-this-turn"}
+    ]
+    assert second["severity"] == "medium"
