@@ -15,6 +15,12 @@ Two measurements, each beside a baseline measured in the same run on the same an
    growth from 100 KB to 10 MB and the ratio of their throughputs, which must stay under
    3 ("linear: yes").
 
+3. **The sandbox's start-up cost per ``run_script`` call**: the median wall time of 50
+   :meth:`ScriptRunner.run <council.reviewers.scripts.ScriptRunner.run>` calls of the
+   ``sh`` program ``true`` (bwrap, its namespaces and mounts, prlimit, and where the
+   worker is root the pids cgroup), beside the median of 50 ``subprocess.run(["true"])``
+   measured in the same run; skipped, saying why, where bubblewrap cannot run.
+
 The baselines: a plain ``str.find`` scan of the answer for every ````` ``` ````` (what
 any fence finder must at least do) and one UTF-8 encoding of it (reading it once).
 
@@ -26,12 +32,18 @@ answer's size).
 from __future__ import annotations
 
 import random
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from council.evidence import MatchedBlock, ScriptRow, TurnSubmissions, match_evidence
+from council.reviewers.sandbox import Bubblewrap
+from council.reviewers.scripts import ScriptLimits, ScriptRunner
 
 SIZES = (100_000, 1_000_000, 10_000_000)
 """Answer sizes for the growth table, in characters (ASCII, so also bytes)."""
@@ -170,6 +182,42 @@ def check(answer: str, rows: list[ScriptRow], programs: list[str]) -> bool:
     return len(evidence.blocks) == 64 and len(matched) == 32 and twice == 8 and dropped_ok
 
 
+SANDBOX_CALLS = 50
+"""``run_script`` calls (and baseline ``true`` runs) whose median is reported."""
+
+
+def median_ms(calls: int, work: Callable[[], object]) -> float:
+    """The median wall time of ``calls`` runs of ``work``, in ms."""
+    times: list[float] = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        work()
+        times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
+
+
+def sandbox_startup() -> int:
+    """Print the sandbox's start-up cost per call beside the plain-process baseline;
+    1 when a sandboxed ``true`` did not end ``ok``."""
+    trouble = Bubblewrap().trouble()
+    if trouble is not None:
+        print(f"\nsandbox start-up: skipped ({trouble})")
+        return 0
+    with tempfile.TemporaryDirectory() as tree:
+        runner = ScriptRunner(Path(tree), ScriptLimits())
+        first = runner.run("sh", "true")
+        if first.outcome != "ok":
+            print(f"error: a sandboxed true ended {first.outcome}: {first.reason}")
+            return 1
+        sandboxed = median_ms(SANDBOX_CALLS, lambda: runner.run("sh", "true"))
+        plain = median_ms(SANDBOX_CALLS, lambda: subprocess.run(["true"], check=False))
+    print(f"\nsandbox start-up, median of {SANDBOX_CALLS} calls:")
+    print(f"  run_script of 'true' (ScriptRunner.run)  {sandboxed:8.2f} ms")
+    print(f"  baseline: subprocess.run(['true'])       {plain:8.2f} ms")
+    print(f"  start-up cost per call                   {sandboxed - plain:8.2f} ms")
+    return 0
+
+
 def main() -> int:
     """Print the load figures and the growth table; exit 1 when the verdicts are wrong."""
     answer, programs = build_answer(1_000_000)
@@ -193,6 +241,8 @@ def main() -> int:
     print(f"  index + match, rows fresh from storage {cold_s * 1e3:8.2f} ms")
     print(f"  baseline: str.find scan for ```        {find_s * 1e3:8.2f} ms")
     print(f"  baseline: answer.encode('utf-8')       {encode_s * 1e3:8.2f} ms")
+    if sandbox_startup():
+        return 1
 
     print(
         f"\n{'size':>12} {'blocks':>7} {'dropped':>8} {'match ms':>9} {'MB/s':>8} "

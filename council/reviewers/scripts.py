@@ -394,6 +394,7 @@ class ScriptRunner:
         deadline = started + self.limits.wall_s
         stopped: str | None = None
         cpu_s = 0.0
+        pause_s = 0.001  # doubled up to 20 ms: a short script is not kept waiting a tick
         while True:
             # wait4, not Popen.poll: its rusage holds the CPU time of the whole sandbox
             # (bwrap waits for its init, which waits for every process of the script).
@@ -402,9 +403,10 @@ class ScriptRunner:
                 proc.returncode = os.waitstatus_to_exitcode(wait_status)
                 cpu_s = usage.ru_utime + usage.ru_stime
                 break
-            if capture.over.wait(0.02):
+            if capture.over.wait(pause_s):
                 stopped = "output_bytes"
                 break
+            pause_s = min(pause_s * 2, 0.02)
             if self.cancel.is_set() or time.monotonic() >= deadline:
                 stopped = "wall_s"
                 break
