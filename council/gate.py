@@ -151,6 +151,8 @@ def not_heard_why(p: ParticipantSummary) -> str:
         return f"stopped by {p.stop.describe()}" if p.stop is not None else "stopped"
     if p.state == "answered" and p.unread is not None:
         return f"answered nothing readable ({p.unread})"
+    if p.state == "answered" and p.read_in_part == "exit-status":
+        return "exited with an error after its answer (exit-status)"
     if p.state == "answered" and p.read_in_part is not None:
         return f"answered in part ({p.read_in_part})"
     return "never ran"

@@ -56,6 +56,9 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
 
 
 READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
+BROKE_OFF_CODES = ("exit-status",)
+"""Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
+ended badly after its answer, so what it would have said next is unknown."""
 """Answer-level codes meaning the answer was read only up to a break (harvest.md §3.3) or
 up to the reading cap (§6): the entries before it were kept, any after it were never
 read."""
@@ -78,6 +81,8 @@ def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
     """
     if outcome.status != "answered" or unread_code(outcome) is not None:
         return None
+    if outcome.broke_off is not None:
+        return outcome.broke_off
     for w in outcome.harvest.warnings:
         if w.at == "answer" and w.code in READ_IN_PART_CODES:
             return w.code
@@ -120,6 +125,10 @@ class ParticipantOutcome(BaseModel):
     usage: Usage | None = None
     """Tokens a model reviewer used over every request of its last attempt."""
     notes: tuple[str, ...] = ()
+    broke_off: str | None = None
+    """The backend's reason the answer is not whole though it was read (``exit-status``:
+    the program exited non-zero or was killed after printing it); see
+    :func:`read_in_part_code`."""
     """What the backend did to the answer or journal that is neither a stop nor a
     failure ("stdout was over … the middle was dropped"), for the report."""
 
@@ -214,4 +223,5 @@ def harvest_outcome(
         answer_chars=len(answer),
         notes=result.notes if result is not None else (),
         usage=result.usage if result is not None else None,
+        broke_off=result.broke_off if result is not None and status == "answered" else None,
     )

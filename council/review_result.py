@@ -109,6 +109,10 @@ class ReviewResult:
     """Milliseconds from sending a model reviewer's request to the first token streamed
     back, for the first request that streamed any (None for programs and replays, and
     for a review that heard nothing). For the worker's metrics."""
+    broke_off: str | None = None
+    """Why the answer cannot be taken as whole although it was read, as a code:
+    ``exit-status`` for a program that exited non-zero (or was killed) after printing it.
+    Such a reviewer is heard in part (:func:`council.outcome.read_in_part_code`)."""
     retries: tuple[str, ...] = ()
     """Why each retried request of a model reviewer was retried, in order: ``http-429``,
     ``http-503``, ``transport``, ``incomplete-stream`` (:func:`council.reviewers.retry.

@@ -151,12 +151,17 @@ class _Hearing:
         self.change = parse_diff(rt.runs.change(record.run_id))
         self.marks = session_marks(rt, record)
         self.paths = rt.runs.paths(record.run_id)
+        pull = rt.runs.pull(record.run_id)
+        self.pull = parse_diff(pull) if pull is not None else self.change
+        """What ``--filter`` judges against: the pull request's change (with
+        ``--since-last`` the round's own change is only the new commits, and a finding
+        still open on the pull request's code must keep gating)."""
 
     def finish(self, report: CouncilReport) -> CouncilReport:
         """A filed report landed on the diff, marked against the session, and filtered
         (``--filter``, the head tree's paths: :mod:`council.diff_filter`)."""
         marked = self.marks.apply(land(report, self.change))
-        return apply_filter(marked, self.change, parse_filter(self.record.filter), self.paths)
+        return apply_filter(marked, self.pull, parse_filter(self.record.filter), self.paths)
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
         """The questions ``[policy] confirm`` puts to a person before the run may settle."""

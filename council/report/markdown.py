@@ -183,6 +183,12 @@ def _why_partial(p: ParticipantSummary) -> str:
             f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from the first "
             "ones, the rest were not read."
         )
+    if p.read_in_part == "exit-status":
+        return (
+            f"{who} printed an answer, then exited with an error or was killed "
+            f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from what it "
+            "printed, what it would have said next is unknown."
+        )
     if p.read_in_part is not None:
         where = "was cut off" if p.read_in_part == "cut-off" else "broke off in invalid JSON"
         return (

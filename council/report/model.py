@@ -147,5 +147,7 @@ class CouncilReport(BaseModel):
 
     @property
     def partial(self) -> bool:
-        """Whether some participant stopped or failed, or the run did not settle whole."""
-        return self.status != "settled" or not all(p.heard_in_full for p in self.participants)
+        """Whether some participant stopped or failed, or the run did not settle whole (a
+        run waiting on a person is judged by the status it will settle as)."""
+        status = self.resumes_as if self.status == "waiting" and self.resumes_as else self.status
+        return status != "settled" or not all(p.heard_in_full for p in self.participants)

@@ -70,7 +70,9 @@ class CommandReviewer:
                 )
             notes = (f"the program {ran.exit_reason()}; its stdout was read as the answer",)
             notes += (*decoding, *ran.notes)
+        ended_badly = ran.stop is None and ran.status != 0
         return ReviewResult(
+            broke_off="exit-status" if ended_badly else None,
             answer=answer,
             stop=ran.stop,
             duration_ms=ran.duration_ms,

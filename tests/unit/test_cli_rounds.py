@@ -420,3 +420,17 @@ def test_since_last_asks_again_a_reviewer_the_last_round_did_not_hear(tmp_path: 
     assert third.exit_code == 0, third.output
     assert report is not None and report.base != session.base
     assert any("only the commits after" in n for n in report.notes), report.notes
+
+
+def test_since_last_a_repeated_open_finding_keeps_gating(session: Session) -> None:
+    """The fresh-user case: a finding on the pull request's code that a reviewer raises
+    again in a --since-last round whose new commits touch another file is judged against
+    the pull request's change, not the new commits alone: it still gates (exit 1), as it
+    would have if it had been carried."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0(severity="medium"))
+    first, _ = session.review("--fail-on", "medium")
+    assert first.exit_code == 1, first.output
+    session.push({"README.txt": "docs\n"}, div0(severity="medium"))
+    again, report = session.review("--since-last", "--fail-on", "medium")
+    assert again.exit_code == 1, again.output
+    assert report is not None and not report.filtered

@@ -94,3 +94,20 @@ def test_the_lifecycle_waits_only_where_it_would_settle(whole: str) -> None:
     resumed = step("waiting", "answered", whole=whole)  # type: ignore[arg-type]
     assert resumed.target == ("settled" if whole == "whole" else "partial")
     assert step("open", "reviewers_settled", ask=True).parks
+
+
+def test_resume_gates_with_the_reviews_fail_on(tmp_path: Path, repo: Path) -> None:  # noqa: F811
+    """The fresh-user case: a run reviewed with --fail-on medium and resumed without it
+    still gates at medium (its record keeps the threshold); a bad --fail-on is exit 2."""
+    medium = {**CRITICAL, "subject": "slow loop", "severity": "medium"}
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", CRITICAL, medium))
+    rp = roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+    state = tmp_path / "state.json"
+    assert review(repo, state, "--fail-on", "medium", roster_path=rp).exit_code == 4
+    (ask,) = _asks(state)
+    assert _cli(state, "answer", ask["id"], "no", "--reason", "fixture").exit_code == 0
+    bad = _cli(state, "resume", ask["run"], "--fail-on", "bogus")
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    resumed = _cli(state, "resume", ask["run"])
+    assert resumed.exit_code == 1, resumed.output
+    assert "PARTIAL" not in resumed.stdout

@@ -169,3 +169,22 @@ def test_programs_beside_the_interpreter_are_found_before_path(tmp_path: Path) -
     name = Path(sys.executable).name
     assert find_program(name, str(tmp_path)) == str(Path(interpreter_bin()) / name)
     assert find_program("surely-no-such-program-here", str(tmp_path)) is None
+
+
+def test_a_program_that_crashes_after_its_answer_is_heard_in_part(
+    tmp_path: Path, repo: Path
+) -> None:
+    """The fresh-user case: a command reviewer printing an answer and then dying (an
+    uncaught exception, a kill) is not heard in full: exit 3, named."""
+    crash = tmp_path / "after.sh"
+    crash.write_text("#!/bin/sh\necho '{\"findings\": []}'\nkill -9 $$\n")
+    crash.chmod(0o755)
+    tables = reviewer("late", "command", program=str(crash))
+    out = tmp_path / "r.json"
+    done = review(
+        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
+    )
+    assert done.exit_code == 3, done.output
+    assert "late exited with an error after its answer (exit-status)" in done.stderr
+    (person,) = json.loads(out.read_text())["participants"]
+    assert person["state"] == "answered" and person["read_in_part"] == "exit-status"

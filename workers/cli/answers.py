@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from council.asks.pending import checked_answer
-from council.gate import EXIT_WAITING, exit_code, gate_summary
+from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
 from council.report.markdown import render_markdown
 from workers.cli.context import CliContext, UsageProblem, session_store
 from workers.clock import now_ms
@@ -125,16 +125,22 @@ def answer_command(
 
 @click.command("resume")
 @click.argument("run_id", metavar="RUN")
-@click.option("--fail-on", default="critical", show_default=True, help="The gate's threshold.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    help="The gate's threshold (default: the one the run was reviewed with, --fail-on of "
+    "its council review).",
+)
 @_STATE
 @click.pass_obj
-def resume_command(cli: CliContext, run_id: str, fail_on: str, state: Path | None) -> None:
+def resume_command(
+    cli: CliContext, run_id: str, fail_on: str | None, state: Path | None
+) -> None:
     """Settle the run RUN that waited on a person, once every question has its answer;
     print its report and exit as `council review` would (4 while something is unanswered).
     """
     from council.gate import parse_fail_on
 
-    threshold = parse_fail_on(fail_on)
     with session_store(cli, state, save=True) as sessions:
         parked = next(
             (
@@ -151,6 +157,7 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str, state: Path | Non
                 "another Redis or --state); council asks lists the runs that wait"
             )
         report = finish(sessions, parked)
+    threshold = parse_fail_on(fail_on or parked.record.fail_on)
     shown = report if report is not None else parked.report
     click.echo(render_markdown(shown, fail_on=threshold, quorum=parked.record.quorum), nl=False)
     if report is None:

@@ -159,7 +159,11 @@ _state_option = click.option(
     metavar="SECONDS",
     help="Bound the whole council; on it the run settles as timeout (exit 3).",
 )
-@click.option("--session", help="Session key (default: the repository and the head branch).")
+@click.option(
+    "--session",
+    help="Session key (default: in GitHub Actions the repository and pull request number, "
+    "in GitLab CI the project and merge request IID, else the repository and the branch).",
+)
 @_state_option
 @click.option(
     "--progress/--no-progress",
@@ -203,7 +207,8 @@ def review_command(
     \b
     Examples:
       council review --repo . --base HEAD~1 --roster examples/council.toml --json out.json
-      council review --base origin/main --format sarif --format github-review --output out
+      council review --base origin/main --format markdown --format sarif \\
+        --format github-review --output out   # then: council publish github --from out
     """
     outputs = plan_outputs(formats, output, json_out, markdown_out)
     settings = _with_state(cli, state)
@@ -234,7 +239,7 @@ def review_command(
     problems, _ = _runnable(round_, mode)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(_cannot_run(problems))
-    round_ = _gated(_with_sandbox_note(round_, settings, mode), quorum, filter_mode)
+    round_ = _gated(_with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on)
     quorum = round_.record.quorum
     for note in round_.notes:
         click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
@@ -252,11 +257,12 @@ def review_command(
     sys.exit(exit_code(report, threshold, quorum=quorum))
 
 
-def _gated(round_: Round, quorum: int | None, filter_mode: str) -> Round:
+def _gated(round_: Round, quorum: int | None, filter_mode: str, fail_on: str) -> Round:
     """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
     else the roster's; None: every reviewer not optional), the ``--filter`` mode and the
-    ``[policy] confirm`` severity and ``[policy] unverified_scripts``. Raises UsageProblem
-    for a quorum above the roster."""
+    ``[policy] confirm`` severity and ``[policy] unverified_scripts``, and the
+    ``--fail-on`` (``council resume`` gates with it). Raises UsageProblem for a quorum
+    above the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -269,6 +275,7 @@ def _gated(round_: Round, quorum: int | None, filter_mode: str) -> Round:
         "filter": filter_mode,
         "confirm": round_.roster.confirm,
         "unverified_scripts": round_.roster.unverified_scripts,
+        "fail_on": fail_on,
     }
     return replace(round_, record=round_.record.model_copy(update=gated))
 

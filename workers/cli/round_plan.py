@@ -218,6 +218,9 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
     repository = Repository(record.repository)
     reviewed = rt.sessions.reviewed(record.session)
     cap = rt.settings.max_diff_bytes or round_.roster.max_diff_bytes
+    pull = None
+    if plan.since.since is not None:
+        pull = full_change(repository, plan.base, record.head, round_.roster, cap_bytes=cap)
     rt.runs.put_session_inputs(
         record.run_id,
         since=interdiff(repository, reviewed, record.head, round_.roster, cap_bytes=cap),
@@ -225,7 +228,6 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
         ttl_s=rt.settings.run_retention_s,
         carry=plan.since.since is not None,
         paths=repository.tree_paths(record.head),
+        pull=pull.text if pull is not None else None,
     )
-    if plan.since.since is None:
-        return round_.change
-    return full_change(repository, plan.base, record.head, round_.roster, cap_bytes=cap)
+    return pull if pull is not None else round_.change

@@ -64,6 +64,12 @@ class Keys:
         are carried into its report; absent otherwise."""
         return f"{self.prefix}run:{run_id}:carry"
 
+    def run_pull(self, run_id: str) -> str:
+        """String: with ``--since-last``, the diff the pull request shows (base..head),
+        which ``--filter`` judges findings against (the round's own change is only the
+        new commits); absent otherwise."""
+        return f"{self.prefix}run:{run_id}:pull"
+
     def run_paths(self, run_id: str) -> str:
         """String: the head tree's file paths, NUL-separated (``--filter`` tells a
         model's invented path from a real unchanged file by them); absent when the tree

@@ -97,6 +97,9 @@ class RunRecord(BaseModel):
     created_ms: int = 0
     deadline_ms: int = 0
     protocol: int = PROTOCOL
+    fail_on: str = "critical"
+    """The ``--fail-on`` the round was reviewed with: what ``council resume`` gates a run
+    that waited on a person with, unless told otherwise."""
     filter: str = "added"
     """The ``--filter`` mode the round's findings are gated with
     (:mod:`council.diff_filter`); applied when the run settles."""
@@ -225,6 +228,7 @@ class RunStore:
         ttl_s: int,
         carry: bool = False,
         paths: Collection[str] | None = None,
+        pull: str | None = None,
     ) -> None:
         """Store what settling marks the round with: the interdiff since the session's
         last reviewed head, the trusted baseline text (each absent when None), and
@@ -243,6 +247,8 @@ class RunStore:
             pipe.set(k.run_baseline(run_id), baseline.encode("utf-8"), ex=ttl_s)
         if carry:
             pipe.set(k.run_carry(run_id), b"1", ex=ttl_s)
+        if pull is not None:
+            pipe.set(k.run_pull(run_id), pull.encode("utf-8", "surrogatepass"), ex=ttl_s)
         if paths is not None:
             joined = "\0".join(sorted(paths)).encode("utf-8", "surrogateescape")
             pipe.set(k.run_paths(run_id), joined, ex=ttl_s)
@@ -252,6 +258,12 @@ class RunStore:
         """Whether the run carries the earlier findings it does not touch (see
         :meth:`put_session_inputs`)."""
         return bool(self._r.exists(self._keys.run_carry(run_id)))
+
+    def pull(self, run_id: str) -> str | None:
+        """The pull request's diff of a ``--since-last`` run (see
+        :meth:`put_session_inputs`), None otherwise."""
+        raw = self._r.get(self._keys.run_pull(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
 
     def paths(self, run_id: str) -> frozenset[str] | None:
         """The head tree's file paths (see :meth:`put_session_inputs`), None when not
