@@ -29,40 +29,31 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# What the tests need from Debian's packages, installed when missing and we are root
+# (apt-get), else said with how to get it. $(1): the command, $(2): the package,
+# $(3): what happens without it.
+define debian_package
+	@command -v $(1) >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing $(2) from Debian's packages"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
+	  else \
+	    echo "$(2) is missing: install it with 'sudo apt-get install $(2)' (Debian/Ubuntu); $(3)"; \
+	  fi; }
+endef
+
 # The integration tests start their own redis-server on a free port: they only need the binary.
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing redis-server from Debian's packages"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
-	  else \
-	    echo "redis-server is missing: install it with 'sudo apt-get install redis-server' (Debian/Ubuntu) or 'brew install redis' (macOS)"; \
-	    exit 1; \
-	  fi; }
+	$(call debian_package,redis-server,redis-server,the integration tests fail without it)
 
-# Reviewer programs run in bubblewrap's sandbox (Debian's package bubblewrap); the sandbox
-# tests run the real one.
+# Reviewer programs run in bubblewrap's sandbox; the sandbox tests run the real one.
 bubblewrap:
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap from Debian's packages"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
-	  else \
-	    echo "bubblewrap is missing: install it with 'sudo apt-get install bubblewrap'"; \
-	    echo "(Debian/Ubuntu); outside CI the sandbox tests are skipped without it"; \
-	  fi; }
+	$(call debian_package,bwrap,bubblewrap,outside CI the sandbox tests are skipped without it)
 
 # The console's browser test drives Debian's chromium with Playwright (Playwright's own
 # browser download is not used); outside CI it is skipped without the binary.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium from Debian's packages"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else \
-	    echo "chromium is missing: install it with 'sudo apt-get install chromium'"; \
-	    echo "(Debian/Ubuntu); outside CI the console's browser test is skipped without it"; \
-	  fi; }
+	$(call debian_package,chromium,chromium,outside CI the browser test is skipped without it)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/artifacts

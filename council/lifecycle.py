@@ -64,7 +64,7 @@ Source: docs/architecture.md "The run lifecycle".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from council.report.model import RunStatus
 
@@ -82,18 +82,8 @@ Event = Literal[
 ]
 """What happened to a run, as the runtime notices it."""
 
-EVENTS: tuple[Event, ...] = (
-    "opened",
-    "dispatched",
-    "reviewer_settled",
-    "reviewers_settled",
-    "worker_lost",
-    "watchdog_fired",
-    "judge_settled",
-    "cancelled",
-    "timed_out",
-    "answered",
-)
+EVENTS: tuple[Event, ...] = get_args(Event)
+"""Every event, in the order the Literal lists them."""
 
 Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge", "answers"]
 """What a transition writes: the run record and identity claims; nothing; one
