@@ -77,7 +77,7 @@ def cluster(
     rank = _ranks(findings, reviewer, places, crowded)
     groups: list[list[int]] = []
     for component in components:
-        if len(component) <= 2:
+        if len(component) <= 2 or _clique(component, adjacency, reviewer, bar):
             groups.append(component)
         else:
             groups.extend(_Agglomeration(component, adjacency, reviewer, rank, bar).run())
@@ -120,6 +120,18 @@ def _ranks(
         )
 
     return {i: at for at, i in enumerate(sorted(among, key=key))}
+
+
+def _clique(component: list[int], adjacency: Adjacency, reviewer: Sequence[int], bar: int) -> bool:
+    """Whether a component is one group by any merge order: all of different reviewers,
+    every pair scoring at least ``bar`` (so every average does)."""
+    if len({reviewer[i] for i in component}) < len(component):
+        return False
+    for i in component:
+        row = adjacency[i]
+        if sum(1 for j in component if row.get(j, 0) >= bar) < len(component) - 1:
+            return False
+    return True
 
 
 def _components(adjacency: Adjacency, bar: int) -> list[list[int]]:

@@ -9,10 +9,10 @@ terms, so only these pairs are scored:
   over the file's findings sorted by first line. Where more than :data:`DENSE` findings
   crowd one window, the sweep keeps only those sharing a rare term (below);
 * a finding on a file but no line (or on the other side of the diff) with the file's
-  findings that share a RARE term with it: one used by at most :data:`RARE_PER_REVIEWER`
-  × the number of reviewers findings of that file (an inverted index over rare terms);
-* a finding that names no file with every finding sharing a term rare over the whole
-  consolidation, the same way.
+  findings that share a RARE term with it: one used by 2 to :data:`RARE_PER_REVIEWER` ×
+  the number of reviewers findings of the consolidation (an inverted index over rare
+  terms);
+* a finding that names no file with every finding sharing a rare term, the same way.
 
 A posting list holds at most that many findings, so the work is linear in the number
 of findings. Pairs of one reviewer are never scored. Scores are integers in millionths
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 
 from council.agreement.relation import WINDOW, Place, Vocabulary, place_factor
 from council.agreement.words import Term
@@ -108,6 +108,11 @@ def scored_pairs(
     """
     reviewers = len(set(reviewer))
     cap = max(2, RARE_PER_REVIEWER * reviewers)
+    used = vocabulary.used
+
+    def rare(term: Term) -> bool:
+        return 2 <= used[term] <= cap
+
     scorer = _Scorer(terms, places, reviewer, vocabulary, round(threshold * SCALE / FLOOR_SHARE))
     by_path: dict[str, list[int]] = defaultdict(list)
     unplaced: list[int] = []
@@ -117,14 +122,14 @@ def scored_pairs(
         else:
             by_path[place.path].append(i)
     for path in sorted(by_path):
-        _score_file(scorer, by_path[path], cap)
+        _score_file(scorer, by_path[path], rare)
         scorer.sets.clear()
     if unplaced:
-        _score_unplaced(scorer, unplaced, vocabulary, cap)
+        _score_by_rare_terms(scorer, unplaced, range(len(terms)), rare)
     return scorer.adjacency
 
 
-def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
+def _score_file(scorer: _Scorer, members: list[int], rare: Callable[[Term], bool]) -> None:
     """Score the pairs of one file: the line sweep, then the loose findings by rare terms."""
     places = scorer.places
     lined = [i for i in members if places[i].first is not None and places[i].side == "new"]
@@ -132,19 +137,38 @@ def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
     old = [i for i in loose if places[i].first is not None]
     for side in (lined, old):
         if len(side) > 1:
-            _sweep(scorer, side, cap)
-    if not loose:
+            _sweep(scorer, side, rare)
+    if loose:
+        _score_by_rare_terms(scorer, loose, members, rare)
+
+
+def _score_by_rare_terms(
+    scorer: _Scorer, askers: list[int], among: Sequence[int], rare: Callable[[Term], bool]
+) -> None:
+    """Score each of ``askers`` against the findings of ``among`` sharing a rare term.
+
+    The posting lists are built only for the rare terms the askers use, scanning
+    ``among`` with a C-level disjointness test; pairs of two askers are scored once.
+    """
+    terms, places = scorer.terms, scorer.places
+    wanted: set[Term] = set()
+    for i in askers:
+        wanted.update(filter(rare, terms[i]))
+    if not wanted:
         return
-    postings = _rare_postings(scorer.terms, members, cap)
-    is_loose = set(loose)
-    for i in loose:
+    postings: dict[Term, list[int]] = defaultdict(list)
+    for j in among:
+        own = terms[j]
+        if not wanted.isdisjoint(own):
+            for term in own:
+                if term in wanted:
+                    postings[term].append(j)
+    asking = set(askers)
+    for i in askers:
         seen: set[int] = set()
-        for term in scorer.terms[i]:
-            listed = postings.get(term)
-            if listed is None:
-                continue
-            for j in listed:
-                if j == i or j in seen or (j in is_loose and j < i):
+        for term in terms[i]:
+            for j in postings.get(term, ()):
+                if j == i or j in seen or (j in asking and j < i):
                     continue
                 seen.add(j)
                 factor = place_factor(places[i], places[j])
@@ -152,81 +176,17 @@ def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
                     scorer.pair(i, j, factor)
 
 
-def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
+def _sweep(scorer: _Scorer, side: list[int], rare: Callable[[Term], bool]) -> None:
     """Score line findings of one file and side whose ranges lie within the window."""
     places = scorer.places
     order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
     firsts = [places[i].first or 0 for i in order]
-    index: dict[Term, list[int]] | None = None
     for at, i in enumerate(order):
         place = places[i]
-        reach = (place.last or 0) + WINDOW
-        end = bisect_right(firsts, reach, lo=at + 1)
+        end = bisect_right(firsts, (place.last or 0) + WINDOW, lo=at + 1)
         if end - at - 1 <= DENSE:
             for j in order[at + 1 : end]:
                 scorer.pair(i, j, place_factor(place, places[j]))
-            continue
-        if index is None:
-            index = _rare_postings(scorer.terms, range(len(order)), cap, order)
-        seen: set[int] = set()
-        for term in scorer.terms[i]:
-            for k in index.get(term, ()):
-                if at < k < end and k not in seen:
-                    seen.add(k)
-                    j = order[k]
-                    scorer.pair(i, j, place_factor(place, places[j]))
-
-
-def _rare_postings(
-    terms: Sequence[Sequence[Term]],
-    members: Sequence[int],
-    cap: int,
-    order: Sequence[int] | None = None,
-) -> dict[Term, list[int]]:
-    """Term → the members using it, for terms used by 2 to ``cap`` of ``members``.
-
-    ``members`` are finding numbers, or positions into ``order`` when it is given.
-    """
-    counts: Counter[Term] = Counter()
-    for m in members:
-        counts.update(terms[order[m] if order is not None else m])
-    postings: dict[Term, list[int]] = {}
-    for m in members:
-        for term in terms[order[m] if order is not None else m]:
-            if 2 <= counts[term] <= cap:
-                postings.setdefault(term, []).append(m)
-    return postings
-
-
-def _score_unplaced(
-    scorer: _Scorer, unplaced: list[int], vocabulary: Vocabulary, cap: int
-) -> None:
-    """Score findings that name no file against every finding sharing a rare term.
-
-    Rare over the whole consolidation; the posting lists are built only for terms some
-    unplaced finding uses, scanning the others with a C-level disjointness test.
-    """
-    used = vocabulary.used
-    wanted: set[Term] = set()
-    for i in unplaced:
-        wanted.update(t for t in scorer.terms[i] if 2 <= used[t] <= cap)
-    if not wanted:
-        return
-    postings: dict[Term, list[int]] = defaultdict(list)
-    for j, own in enumerate(scorer.terms):
-        if not wanted.isdisjoint(own):
-            for term in own:
-                if term in wanted:
-                    postings[term].append(j)
-    is_unplaced = set(unplaced)
-    for i in unplaced:
-        seen: set[int] = set()
-        for term in scorer.terms[i]:
-            listed = postings.get(term)
-            if listed is None:
-                continue
-            for j in listed:
-                if j == i or j in seen or (j in is_unplaced and j < i):
-                    continue
-                seen.add(j)
-                scorer.pair(i, j, 1.0)
+        else:
+            crowd = order[at + 1 : end]
+            _score_by_rare_terms(scorer, [i], crowd, rare)

@@ -16,8 +16,8 @@ read into a set of TERMS, each a string whose first character says its kind:
 * a phrase: the pair of two consecutive words or identifiers, function words skipped
   between them (``("~write", "~lock")``).
 
-Reading is cached per raw token, so a round's findings cost about one regular-expression
-pass over their text. Pure: no I/O. Source: harvest.md §8 (agreement: words, identifiers).
+A telling is split at whitespace and each raw token is read once per consolidation
+(cached), so a round's findings cost about one ``str.split`` over their text. Pure: no I/O. Source: harvest.md §8 (agreement: words, identifiers).
 """
 
 from __future__ import annotations
@@ -56,10 +56,9 @@ STOP_WORDS: frozenset[str] = frozenset(
 """English function words: they say nothing about which problem a finding describes."""
 
 _TOKEN = re.compile(
-    r"`[^`\n]{1,200}`"
-    r"|[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(\))?"
+    r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(\))?"
 )
-"""A backticked span, or a name (possibly dotted, ``::`` or ``->`` joined, possibly a call)."""
+"""A name (possibly dotted, ``::`` or ``->`` joined, possibly a call)."""
 
 _JOINERS = re.compile(r"\.|::|->")
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
@@ -121,26 +120,37 @@ class _Reading(dict[str, tuple[tuple[str, ...], tuple[str, ...]]]):
         return got
 
 
-def _read(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The terms of one raw token and its elements of the phrase sequence."""
-    if token.startswith("`"):
-        terms: list[str] = []
-        sequence: list[str] = []
-        for inner in _TOKEN.findall(token[1:-1]):
-            if inner.startswith("`") or inner.casefold() in STOP_WORDS:
-                continue
-            own, element = _read_identifier(inner)
+_EDGES = "\"'.,;:!?()[]{}<>*"
+"""Punctuation stripped from both ends of a raw token before it is read."""
+
+
+def _read(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The terms of one raw (whitespace-separated) token and its phrase elements.
+
+    A token with a backtick is code: every name in it is an identifier (a span with
+    spaces inside reaches here in pieces, each piece touching a backtick counts as
+    code, the words between as prose). Otherwise the names in it are read by shape.
+    """
+    code = "`" in raw
+    terms: list[str] = []
+    sequence: list[str] = []
+    for name in _TOKEN.findall(raw.replace("`", " ") if code else raw.strip(_EDGES)):
+        if name.casefold() in STOP_WORDS and (code or not _is_identifier(name)):
+            continue
+        if code or _is_identifier(name):
+            own, element = _read_identifier(name)
             terms.extend(own)
             sequence.append(element)
-        return tuple(dict.fromkeys(terms)), tuple(sequence)
-    if _is_identifier(token):
-        own, element = _read_identifier(token)
-        return own, (element,)
-    if _JOINERS.search(token) is not None:
-        words = tuple(w for w in map(_word, _JOINERS.split(token)) if w is not None)
-        return words, words
-    word = _word(token)
-    return ((word,), (word,)) if word is not None else ((), ())
+        elif _JOINERS.search(name) is not None:
+            words = [w for w in map(_word, _JOINERS.split(name)) if w is not None]
+            terms.extend(words)
+            sequence.extend(words)
+        else:
+            word = _word(name)
+            if word is not None:
+                terms.append(word)
+                sequence.append(word)
+    return tuple(dict.fromkeys(terms)), tuple(sequence)
 
 
 Term = str | tuple[str, str]
@@ -168,12 +178,12 @@ class Reader:
         Identifier and word terms are strings; phrases are pairs of them. Never raises: an
         empty discussion, or a subject of function words alone, gives few or no terms.
         """
-        text = f"{finding.subject}\n{finding.discussion[:READ_CHARS]}"
-        read = list(map(self._tokens.__getitem__, _TOKEN.findall(text)))
+        tokens = finding.subject.split()
+        tokens += finding.discussion[:READ_CHARS].split()
+        read = list(map(self._tokens.__getitem__, tokens))
         sequence = list(chain.from_iterable(map(_ELEMENTS, read)))
-        terms: dict[Term, None] = dict.fromkeys(chain.from_iterable(map(_TERMS, read)))
-        terms.update(dict.fromkeys(zip(sequence, islice(sequence, 1, None), strict=False)))
-        return tuple(terms)
+        phrases = zip(sequence, islice(sequence, 1, None), strict=False)
+        return tuple(dict.fromkeys(chain(chain.from_iterable(map(_TERMS, read)), phrases)))
 
 
 def terms_of(finding: Finding) -> tuple[Term, ...]:
