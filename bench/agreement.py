@@ -42,11 +42,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from council.agreement import THRESHOLD, cluster  # noqa: E402
+from council.agreement import THRESHOLD, cluster, relation  # noqa: E402
 from council.agreement.words import STOP_WORDS  # noqa: E402
 from council.consolidation import merge_across  # noqa: E402
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor  # noqa: E402
@@ -62,8 +63,13 @@ the choosing pull requests: one point above the 0.97 target, as a margin for uns
 OURS_GRID = tuple(round(0.02 + 0.01 * k, 2) for k in range(11))
 """Thresholds tried for this method (0.02 … 0.12)."""
 
+WEIGHT_GRID = (1.0, 1.5, 2.0, 3.0)
+"""Identifier weights tried in the joint cross-validation."""
+
 PROBE_GRID = tuple(round(0.04 + 0.02 * k, 2) for k in range(14))
 """Thresholds tried for the naive probe (0.04 … 0.30)."""
+
+Key = TypeVar("Key")
 
 Grouping = Callable[[list[Finding], list[str], list[str], float], list[list[int]]]
 """(findings, reviewer of each, roster, threshold) → member groups."""
@@ -112,6 +118,21 @@ def load(path: Path) -> list[Pr]:
 def ours(findings: list[Finding], reviewers: list[str], roster: list[str], t: float) -> list[list[int]]:
     """This method."""
     return cluster(findings, reviewers, roster, threshold=t)
+
+
+def ours_weighing(weight: float) -> Grouping:
+    """This method with identifiers weighing ``weight`` words (for the cross-validation,
+    which chooses the weight too: it sets the module constant around each call)."""
+
+    def grouping(findings: list[Finding], reviewers: list[str], roster: list[str], t: float) -> list[list[int]]:
+        kept = relation.IDENTIFIER_WEIGHT
+        relation.IDENTIFIER_WEIGHT = weight
+        try:
+            return cluster(findings, reviewers, roster, threshold=t)
+        finally:
+            relation.IDENTIFIER_WEIGHT = kept
+
+    return grouping
 
 
 def exact(findings: list[Finding], reviewers: list[str], roster: list[str], _: float) -> list[list[int]]:
@@ -201,6 +222,11 @@ class Score:
                     tools[where[i]].add(pr.reviewers[i])
                 self.credited += any(len(t) >= 2 for t in tools.values())
 
+    def plus(self, other: Score) -> None:
+        """Pool another score's counts into this one."""
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     @property
     def precision(self) -> float:
         merged = self.merged_pos + self.merged_neg
@@ -226,25 +252,29 @@ def measure(prs: Sequence[Pr], grouping: Grouping, t: float) -> Score:
     return score
 
 
-def choose(table: dict[float, Score]) -> float:
-    """The threshold with the highest recall at precision ≥ PRECISION_CHOICE (ties: the
-    higher threshold, the more conservative); the most precise one if none reaches it."""
-    fit = [t for t, s in table.items() if s.precision >= PRECISION_CHOICE]
+def choose(table: dict[Key, Score]) -> Key:
+    """The setting with the highest recall at precision ≥ PRECISION_CHOICE (ties: the
+    later in the table, the more conservative threshold); the most precise if none
+    reaches it."""
+    order = {key: at for at, key in enumerate(table)}
+    fit = [k for k, s in table.items() if s.precision >= PRECISION_CHOICE]
     if not fit:
-        return max(table, key=lambda t: (table[t].precision, t))
-    return max(fit, key=lambda t: (table[t].recall, t))
+        return max(table, key=lambda k: (table[k].precision, order[k]))
+    return max(fit, key=lambda k: (table[k].recall, order[k]))
 
 
-def cross_validate(prs: list[Pr], grouping: Grouping, grid: Sequence[float]) -> None:
-    """Choose on one part, measure on the other: halves both ways, each repo left out."""
-    per_pr = {t: [measure([pr], grouping, t) for pr in prs] for t in grid}
+def cross_validate(prs: list[Pr], grid: dict[str, tuple[Grouping, float]]) -> None:
+    """Choose on one part, measure on the other: halves both ways, each repo left out.
 
-    def pooled(t: float, keep: Sequence[int]) -> Score:
+    ``grid``: a name for each setting tried → (grouping, threshold). The choice is made
+    by :func:`choose` on the choosing part's pooled scores.
+    """
+    per_pr = {name: [measure([pr], g, t) for pr in prs] for name, (g, t) in grid.items()}
+
+    def pooled(name: str, keep: Sequence[int]) -> Score:
         total = Score()
         for k in keep:
-            s = per_pr[t][k]
-            for field in vars(total):
-                setattr(total, field, getattr(total, field) + getattr(s, field))
+            total.plus(per_pr[name][k])
         return total
 
     folds: list[tuple[str, list[int], list[int]]] = []
@@ -255,15 +285,14 @@ def cross_validate(prs: list[Pr], grouping: Grouping, grid: Sequence[float]) -> 
         inside = [k for k, pr in enumerate(prs) if pr.repo != repo]
         out = [k for k, pr in enumerate(prs) if pr.repo == repo]
         folds.append((f"others → {repo}", inside, out))
-    held_out = Score()
-    for name, train, test in folds:
-        t = choose({t: pooled(t, train) for t in grid})
-        got = pooled(t, test)
-        print(f"    {name:<24} threshold {t:<6} {got.line()}")
-        if name.startswith(("even", "odd")):
-            for field in vars(held_out):
-                setattr(held_out, field, getattr(held_out, field) + getattr(got, field))
-    print(f"    {'both halves, held out':<24} {'':<16} {held_out.line()}")
+    halves = Score()
+    for fold, train, test in folds:
+        name = choose({name: pooled(name, train) for name in grid})
+        got = pooled(name, test)
+        print(f"    {fold:<24} chose {name:<22} {got.line()}")
+        if fold.startswith(("even", "odd")):
+            halves.plus(got)
+    print(f"    {'both halves, held out':<24} {'':<28} {halves.line()}")
 
 
 def quality(prs: list[Pr], quick: bool) -> None:
@@ -285,9 +314,15 @@ def quality(prs: list[Pr], quick: bool) -> None:
     if quick:
         return
     print("  cross-validation, agreement (threshold chosen on one part, measured on the other):")
-    cross_validate(prs, ours, OURS_GRID)
+    cross_validate(prs, {f"threshold {t}": (ours, t) for t in OURS_GRID})
+    print("  cross-validation, agreement (identifier weight AND threshold chosen):")
+    weighed = {
+        f"weight {w}, threshold {t}": (ours_weighing(w), t)
+        for w in WEIGHT_GRID for t in OURS_GRID
+    }
+    cross_validate(prs, weighed)
     print("  cross-validation, naive probe:")
-    cross_validate(prs, probe, PROBE_GRID)
+    cross_validate(prs, {f"threshold {t}": (probe, t) for t in PROBE_GRID})
 
 
 # -- part 2: speed and memory -------------------------------------------------------------

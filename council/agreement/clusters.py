@@ -38,6 +38,9 @@ from council.agreement.words import Reader
 from council.findings import Finding
 
 
+LEAVE_RULE = "either"
+
+
 def cluster(
     findings: Sequence[Finding],
     reviewer_of: Sequence[str],
@@ -230,13 +233,16 @@ class _Agglomeration:
         union = first + second
         leaving: list[int] = []
         for x, y in clashes:
-            if x in self.left or y in self.left:
+            if LEAVE_RULE == "either" and (x in self.left or y in self.left):
                 return None
             others = [u for u in union if self.reviewer[u] != self.reviewer[x]]
             fit_x = sum(self._score(x, u) for u in others)
             fit_y = sum(self._score(y, u) for u in others)
             stays_x = fit_x > fit_y or (fit_x == fit_y and self.rank[x] < self.rank[y])
-            leaving.append(y if stays_x else x)
+            leaver = y if stays_x else x
+            if leaver in self.left:
+                return None
+            leaving.append(leaver)
         gone = set(leaving)
         kept_a = [i for i in first if i not in gone]
         kept_b = [j for j in second if j not in gone]
