@@ -115,7 +115,9 @@ def load(path: Path) -> list[Pr]:
     return prs
 
 
-def ours(findings: list[Finding], reviewers: list[str], roster: list[str], t: float) -> list[list[int]]:
+def ours(
+    findings: list[Finding], reviewers: list[str], roster: list[str], t: float
+) -> list[list[int]]:
     """This method."""
     return cluster(findings, reviewers, roster, threshold=t)
 
@@ -124,7 +126,9 @@ def ours_weighing(weight: float) -> Grouping:
     """This method with identifiers weighing ``weight`` words (for the cross-validation,
     which chooses the weight too: it sets the module constant around each call)."""
 
-    def grouping(findings: list[Finding], reviewers: list[str], roster: list[str], t: float) -> list[list[int]]:
+    def grouping(
+        findings: list[Finding], reviewers: list[str], roster: list[str], t: float
+    ) -> list[list[int]]:
         kept = relation.IDENTIFIER_WEIGHT
         relation.IDENTIFIER_WEIGHT = weight
         try:
@@ -135,7 +139,9 @@ def ours_weighing(weight: float) -> Grouping:
     return grouping
 
 
-def exact(findings: list[Finding], reviewers: list[str], roster: list[str], _: float) -> list[list[int]]:
+def exact(
+    findings: list[Finding], reviewers: list[str], roster: list[str], _: float
+) -> list[list[int]]:
     """The says_the_same baseline: greedy in roster order, merge_across's rule, as groups."""
     kept: list[tuple[Finding, list[int], set[str]]] = []
     for name in roster:
@@ -155,7 +161,9 @@ def exact(findings: list[Finding], reviewers: list[str], roster: list[str], _: f
 _WORD = re.compile(r"\w+")
 
 
-def probe(findings: list[Finding], reviewers: list[str], roster: list[str], t: float) -> list[list[int]]:
+def probe(
+    findings: list[Finding], reviewers: list[str], roster: list[str], t: float
+) -> list[list[int]]:
     """The naive probe: plain words (function words dropped), IDF over the pull request,
     cosine ≥ t between findings of different tools, merged transitively (best pair first,
     never two findings of one tool in a group, as consolidation requires)."""
@@ -297,14 +305,19 @@ def cross_validate(prs: list[Pr], grid: dict[str, tuple[Grouping, float]]) -> No
 
 def quality(prs: list[Pr], quick: bool) -> None:
     """Part 1: the three methods, the whole corpus and cross-validated."""
-    print(f"Part 1: quality on {len(prs)} pull requests, "
-          f"{sum(len(pr.findings) for pr in prs)} findings")
+    print(
+        f"Part 1: quality on {len(prs)} pull requests, "
+        f"{sum(len(pr.findings) for pr in prs)} findings"
+    )
     print(f"  says_the_same (exact):       {measure(prs, exact, 0.0).line()}")
     probe_table = {t: measure(prs, probe, t) for t in PROBE_GRID}
     t = choose(probe_table)
     print(f"  naive probe, threshold {t:<5}: {probe_table[t].line()}   (best on all PRs)")
-    loose = max((t for t, s in probe_table.items() if s.precision >= 0.95),
-                key=lambda t: probe_table[t].recall, default=t)
+    loose = max(
+        (t for t, s in probe_table.items() if s.precision >= 0.95),
+        key=lambda t: probe_table[t].recall,
+        default=t,
+    )
     print(f"  naive probe, threshold {loose:<5}: {probe_table[loose].line()}   (best at P ≥ 0.95)")
     ours_table = {t: measure(prs, ours, t) for t in OURS_GRID}
     print(f"  agreement, threshold {THRESHOLD:<7}: {ours_table[THRESHOLD].line()}   (the default)")
@@ -317,8 +330,7 @@ def quality(prs: list[Pr], quick: bool) -> None:
     cross_validate(prs, {f"threshold {t}": (ours, t) for t in OURS_GRID})
     print("  cross-validation, agreement (identifier weight AND threshold chosen):")
     weighed = {
-        f"weight {w}, threshold {t}": (ours_weighing(w), t)
-        for w in WEIGHT_GRID for t in OURS_GRID
+        f"weight {w}, threshold {t}": (ours_weighing(w), t) for w in WEIGHT_GRID for t in OURS_GRID
     }
     cross_validate(prs, weighed)
     print("  cross-validation, naive probe:")
@@ -328,11 +340,52 @@ def quality(prs: list[Pr], quick: bool) -> None:
 # -- part 2: speed and memory -------------------------------------------------------------
 
 _VERBS = ("drops", "ignores", "leaks", "skips", "overwrites", "caches", "retries", "logs")
-_NOUNS = ("timeout", "lock", "error", "token", "index", "offset", "buffer", "session",
-          "request", "counter", "handle", "cursor", "payload", "deadline", "metric")
-_FILLER = ("the", "when", "so", "callers", "may", "see", "stale", "data", "under", "load",
-           "which", "breaks", "later", "reads", "and", "can", "fail", "silently", "on",
-           "retry", "because", "value", "is", "never", "checked", "before", "use")
+_NOUNS = (
+    "timeout",
+    "lock",
+    "error",
+    "token",
+    "index",
+    "offset",
+    "buffer",
+    "session",
+    "request",
+    "counter",
+    "handle",
+    "cursor",
+    "payload",
+    "deadline",
+    "metric",
+)
+_FILLER = (
+    "the",
+    "when",
+    "so",
+    "callers",
+    "may",
+    "see",
+    "stale",
+    "data",
+    "under",
+    "load",
+    "which",
+    "breaks",
+    "later",
+    "reads",
+    "and",
+    "can",
+    "fail",
+    "silently",
+    "on",
+    "retry",
+    "because",
+    "value",
+    "is",
+    "never",
+    "checked",
+    "before",
+    "use",
+)
 
 
 def synthetic(
@@ -374,14 +427,32 @@ def synthetic(
                 anchor = FileAnchor(path=path)
             else:
                 at = line + rng.randint(-2, 2)
-                anchor = LineAnchor(path=path, line=max(1, at) + rng.randint(0, 3), start_line=max(1, at))
+                anchor = LineAnchor(
+                    path=path, line=max(1, at) + rng.randint(0, 3), start_line=max(1, at)
+                )
                 if anchor.start_line == anchor.line:
                     anchor = LineAnchor(path=path, line=anchor.line)
-            findings.append(Finding(anchor=anchor, label="issue", subject=subject, discussion=discussion))
+            findings.append(
+                Finding(anchor=anchor, label="issue", subject=subject, discussion=discussion)
+            )
             raised.append(who)
             truth.append(problem)
         problem += 1
     return findings, raised, truth
+
+
+def _clustering(
+    findings: list[Finding], raised: list[str], roster: list[str]
+) -> Callable[[], object]:
+    """A call of cluster() on these findings, to time."""
+    return lambda: cluster(findings, raised, roster)
+
+
+def _exact_merge(
+    findings: list[Finding], raised: list[str], roster: list[str]
+) -> Callable[[], object]:
+    """A call of today's exact merge on these findings, to time."""
+    return lambda: baseline_merge(findings, raised, roster)
 
 
 def timed(run: Callable[[], object], repeat: int = 3) -> float:
@@ -420,7 +491,9 @@ def sanity(groups: list[list[int]], truth: list[int], raised: list[str]) -> str:
     for i, t in enumerate(truth):
         by_truth[t].append(i)
     positives = sum(
-        1 for members in by_truth.values() for i, j in combinations(members, 2)
+        1
+        for members in by_truth.values()
+        for i, j in combinations(members, 2)
         if raised[i] != raised[j]
     )
     hit = wrong = 0
@@ -439,36 +512,46 @@ def speed(quick: bool) -> None:
     roster = [f"reviewer-{k}" for k in range(10)]
     sizes = (1_000, 10_000) if quick else (1_000, 10_000, 100_000)
     print("Part 2: speed and memory (10 reviewers; 100 findings per file)")
-    print(f"  {'findings':>9} {'files':>6} {'cluster s':>10} {'peak MB':>8} "
-          f"{'µs/finding':>11} {'exact s':>8} {'groups':>8}  synthetic truth")
+    print(
+        f"  {'findings':>9} {'files':>6} {'cluster s':>10} {'peak MB':>8} "
+        f"{'µs/finding':>11} {'exact s':>8} {'groups':>8}  synthetic truth"
+    )
     per_finding: dict[int, float] = {}
     for size in sizes:
         findings, raised, truth = synthetic(size, max(1, size // 100))
-        seconds = timed(lambda: cluster(findings, raised, roster), 1 if size >= 100_000 else 3)
-        mb = peak_mb(lambda: cluster(findings, raised, roster))
-        exact_s = timed(lambda: baseline_merge(findings, raised, roster), 1)
+        seconds = timed(_clustering(findings, raised, roster), 1 if size >= 100_000 else 3)
+        mb = peak_mb(_clustering(findings, raised, roster))
+        exact_s = timed(_exact_merge(findings, raised, roster), 1)
         groups = cluster(findings, raised, roster)
         per_finding[size] = seconds / size
-        print(f"  {size:>9,} {size // 100:>6} {seconds:>10.3f} {mb:>8.1f} "
-              f"{seconds / size * 1e6:>11.2f} {exact_s:>8.3f} {len(groups):>8,}  "
-              f"{sanity(groups, truth, raised)}")
+        print(
+            f"  {size:>9,} {size // 100:>6} {seconds:>10.3f} {mb:>8.1f} "
+            f"{seconds / size * 1e6:>11.2f} {exact_s:>8.3f} {len(groups):>8,}  "
+            f"{sanity(groups, truth, raised)}"
+        )
     small, large = sizes[0], sizes[-1]
-    print(f"  growth {small:,} → {large:,}: time per finding × "
-          f"{per_finding[large] / per_finding[small]:.2f} (1.00 = linear)")
+    print(
+        f"  growth {small:,} → {large:,}: time per finding × "
+        f"{per_finding[large] / per_finding[small]:.2f} (1.00 = linear)"
+    )
     print("  findings that name no file (compared on words alone):")
     unplaced: dict[int, float] = {}
     for size in (800, 8_000):
         findings, raised, truth = synthetic(size, 1, placed=False, seed=11)
-        seconds = timed(lambda: cluster(findings, raised, roster))
-        mb = peak_mb(lambda: cluster(findings, raised, roster))
-        exact_s = timed(lambda: baseline_merge(findings, raised, roster), 1)
+        seconds = timed(_clustering(findings, raised, roster))
+        mb = peak_mb(_clustering(findings, raised, roster))
+        exact_s = timed(_exact_merge(findings, raised, roster), 1)
         groups = cluster(findings, raised, roster)
         unplaced[size] = seconds
-        print(f"  {size:>9,} {'-':>6} {seconds:>10.3f} {mb:>8.1f} "
-              f"{seconds / size * 1e6:>11.2f} {exact_s:>8.3f} {len(groups):>8,}  "
-              f"{sanity(groups, truth, raised)}")
-    print(f"  growth 800 → 8,000: time × {unplaced[8_000] / unplaced[800]:.1f} "
-          "(10 = linear, 100 = quadratic)")
+        print(
+            f"  {size:>9,} {'-':>6} {seconds:>10.3f} {mb:>8.1f} "
+            f"{seconds / size * 1e6:>11.2f} {exact_s:>8.3f} {len(groups):>8,}  "
+            f"{sanity(groups, truth, raised)}"
+        )
+    print(
+        f"  growth 800 → 8,000: time × {unplaced[8_000] / unplaced[800]:.1f} "
+        "(10 = linear, 100 = quadratic)"
+    )
 
 
 def main() -> int:

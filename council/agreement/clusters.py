@@ -6,13 +6,14 @@ reviewer's two findings are two claims, harvest.md §8) and describing one probl
 
 Average linkage, not single linkage: groups merge, best first, while the AVERAGE score
 over all their cross pairs (:func:`~council.agreement.relation.score`; pairs never
-scored count 0) reaches the threshold, so every member must agree with the group as a
-whole, and a chain A~B, B~C with A≁C does not become one group unless B and C agree
-strongly enough to carry A. When two groups to merge both hold a finding of one
-reviewer, the finding that agrees better with the merged group stays and the other
-leaves to stand alone again (once: a finding that left never makes another leave nor
-leaves again, so the process ends); without this a reviewer's stray finding that joined
-early keeps its better telling out.
+scored count 0) reaches the threshold. So every group's average over all its pairs
+reaches it too: a member must agree with the group as a whole, and a chain A~B, B~C
+with A≁C does not become one group unless B and C agree strongly enough to carry A.
+
+When two groups to merge both hold a finding of one reviewer, the finding that agrees
+better with the merged group stays and the other leaves to stand alone again (once: a
+finding that left never makes another leave nor leaves again, so the process ends);
+without this a reviewer's stray finding that joined early keeps its better telling out.
 
 Deterministic: the result depends on the findings and reviewers, not on the order they
 come in; ties (equal averages, equal fits) go to the finding first in ROSTER order, then
@@ -31,14 +32,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from itertools import combinations
 
 from council.agreement.pairs import SCALE, Adjacency, scored_pairs
 from council.agreement.relation import THRESHOLD, Place, Vocabulary, place_of
 from council.agreement.words import Reader
 from council.findings import Finding
-
-
-LEAVE_RULE = "either"
 
 
 def cluster(
@@ -222,34 +221,47 @@ class _Agglomeration:
 
         ``cross`` is the sum of scores over the two groups' cross pairs. When both hold a
         finding of one reviewer, the one agreeing less with the rest of the merged group
-        leaves (ties: the later in rank); refused if either had left before, or if a
-        side would be emptied.
+        leaves (ties: the later in rank); refused if either had left before, if a side
+        would be emptied, or if a side, without the leaver, would no longer average the
+        bar over its own pairs (so every group keeps its average).
         """
         first, second = self.groups[a], self.groups[b]
         by_reviewer = {self.reviewer[i]: i for i in first}
-        clashes = [(by_reviewer[self.reviewer[j]], j) for j in second if self.reviewer[j] in by_reviewer]
+        clashes = [
+            (by_reviewer[self.reviewer[j]], j) for j in second if self.reviewer[j] in by_reviewer
+        ]
         if not clashes:
             return cross, len(first) * len(second), ()
         union = first + second
         leaving: list[int] = []
         for x, y in clashes:
-            if LEAVE_RULE == "either" and (x in self.left or y in self.left):
+            if x in self.left or y in self.left:
                 return None
             others = [u for u in union if self.reviewer[u] != self.reviewer[x]]
             fit_x = sum(self._score(x, u) for u in others)
             fit_y = sum(self._score(y, u) for u in others)
             stays_x = fit_x > fit_y or (fit_x == fit_y and self.rank[x] < self.rank[y])
-            leaver = y if stays_x else x
-            if leaver in self.left:
-                return None
-            leaving.append(leaver)
+            leaving.append(y if stays_x else x)
         gone = set(leaving)
         kept_a = [i for i in first if i not in gone]
         kept_b = [j for j in second if j not in gone]
         if not kept_a or not kept_b:
             return None
+        for kept in (kept_a, kept_b):
+            if len(kept) > 1 and not self._holds(kept):
+                return None
         total = sum(self._score(i, j) for i in kept_a for j in kept_b)
         return total, len(kept_a) * len(kept_b), tuple(sorted(gone, key=self.rank.__getitem__))
+
+    def _holds(self, members: list[int]) -> bool:
+        """Whether the average score over all pairs of ``members`` reaches the bar.
+
+        True of every group a plain merge makes (both sides and their cross pairs do);
+        a group that lost a member must be checked again.
+        """
+        pairs = len(members) * (len(members) - 1) // 2
+        total = sum(self._score(i, j) for i, j in combinations(members, 2))
+        return total >= self.bar * pairs
 
     def _push_neighbours(self, gid: int) -> None:
         """Push every merge of group ``gid`` with a group it has scored pairs with."""

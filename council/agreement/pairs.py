@@ -9,10 +9,10 @@ terms, so only these pairs are scored:
   over the file's findings sorted by first line. Where more than :data:`DENSE` findings
   crowd one window, the sweep keeps only those sharing a rare term (below);
 * a finding on a file but no line (or on the other side of the diff) with the file's
-  findings that share a RARE term with it: one used by 2 to :data:`RARE_PER_REVIEWER` ×
-  the number of reviewers findings of the consolidation (an inverted index over rare
-  terms);
-* a finding that names no file with every finding sharing a rare term, the same way.
+  findings that share a RARE term with it: one used by at most :data:`RARE_PER_REVIEWER`
+  × the number of reviewers findings of that file (an inverted index over rare terms);
+* a finding that names no file with every finding sharing a term rare over the whole
+  consolidation, the same way.
 
 A posting list holds at most that many findings, so the work is linear in the number
 of findings. Pairs of one reviewer are never scored. Scores are integers in millionths
@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from council.agreement.relation import WINDOW, Place, Vocabulary, place_factor
 from council.agreement.words import Term
@@ -107,12 +107,9 @@ def scored_pairs(
     docstring). Never raises.
     """
     reviewers = len(set(reviewer))
-    cap = max(2, RARE_PER_REVIEWER * reviewers)
-    used = vocabulary.used
-
-    def rare(term: Term) -> bool:
-        return 2 <= used[term] <= cap
-
+    if reviewers < 2:
+        return {}
+    cap = RARE_PER_REVIEWER * reviewers
     scorer = _Scorer(terms, places, reviewer, vocabulary, round(threshold * SCALE / FLOOR_SHARE))
     by_path: dict[str, list[int]] = defaultdict(list)
     unplaced: list[int] = []
@@ -122,14 +119,14 @@ def scored_pairs(
         else:
             by_path[place.path].append(i)
     for path in sorted(by_path):
-        _score_file(scorer, by_path[path], rare)
+        _score_file(scorer, by_path[path], cap)
         scorer.sets.clear()
     if unplaced:
-        _score_by_rare_terms(scorer, unplaced, range(len(terms)), rare)
+        _score_by_rare_terms(scorer, unplaced, range(len(terms)), cap)
     return scorer.adjacency
 
 
-def _score_file(scorer: _Scorer, members: list[int], rare: Callable[[Term], bool]) -> None:
+def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
     """Score the pairs of one file: the line sweep, then the loose findings by rare terms."""
     places = scorer.places
     lined = [i for i in members if places[i].first is not None and places[i].side == "new"]
@@ -137,37 +134,36 @@ def _score_file(scorer: _Scorer, members: list[int], rare: Callable[[Term], bool
     old = [i for i in loose if places[i].first is not None]
     for side in (lined, old):
         if len(side) > 1:
-            _sweep(scorer, side, rare)
+            _sweep(scorer, side, cap)
     if loose:
-        _score_by_rare_terms(scorer, loose, members, rare)
+        _score_by_rare_terms(scorer, loose, members, cap)
 
 
 def _score_by_rare_terms(
-    scorer: _Scorer, askers: list[int], among: Sequence[int], rare: Callable[[Term], bool]
+    scorer: _Scorer, askers: list[int], among: Sequence[int], cap: int
 ) -> None:
     """Score each of ``askers`` against the findings of ``among`` sharing a rare term.
 
-    The posting lists are built only for the rare terms the askers use, scanning
-    ``among`` with a C-level disjointness test; pairs of two askers are scored once.
+    Rare: used by at most ``cap`` findings of ``among``. Each finding of ``among`` is
+    intersected (in C) with the terms the askers use, so counting and the posting lists
+    cost what is shared, not every term; pairs of two askers are scored once.
     """
     terms, places = scorer.terms, scorer.places
     wanted: set[Term] = set()
     for i in askers:
-        wanted.update(filter(rare, terms[i]))
-    if not wanted:
-        return
+        wanted.update(terms[i])
     postings: dict[Term, list[int]] = defaultdict(list)
     for j in among:
-        own = terms[j]
-        if not wanted.isdisjoint(own):
-            for term in own:
-                if term in wanted:
-                    postings[term].append(j)
+        for term in wanted.intersection(terms[j]):
+            postings[term].append(j)
     asking = set(askers)
     for i in askers:
         seen: set[int] = set()
         for term in terms[i]:
-            for j in postings.get(term, ()):
+            listed = postings.get(term)
+            if listed is None or len(listed) > cap:
+                continue
+            for j in listed:
                 if j == i or j in seen or (j in asking and j < i):
                     continue
                 seen.add(j)
@@ -176,17 +172,36 @@ def _score_by_rare_terms(
                     scorer.pair(i, j, factor)
 
 
-def _sweep(scorer: _Scorer, side: list[int], rare: Callable[[Term], bool]) -> None:
-    """Score line findings of one file and side whose ranges lie within the window."""
+def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
+    """Score line findings of one file and side whose ranges lie within the window.
+
+    A finding with more than :data:`DENSE` others in its window is compared only with
+    those sharing a term that at most ``cap`` findings of this side use (an index built
+    once for the side, so a crowd costs ``cap`` per term, never the crowd's size).
+    """
     places = scorer.places
     order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
     firsts = [places[i].first or 0 for i in order]
+    index: dict[Term, list[int]] | None = None
     for at, i in enumerate(order):
         place = places[i]
         end = bisect_right(firsts, (place.last or 0) + WINDOW, lo=at + 1)
         if end - at - 1 <= DENSE:
             for j in order[at + 1 : end]:
                 scorer.pair(i, j, place_factor(place, places[j]))
-        else:
-            crowd = order[at + 1 : end]
-            _score_by_rare_terms(scorer, [i], crowd, rare)
+            continue
+        if index is None:
+            index = defaultdict(list)
+            for k, j in enumerate(order):
+                for term in scorer.terms[j]:
+                    index[term].append(k)
+        seen: set[int] = set()
+        for term in scorer.terms[i]:
+            listed = index[term]
+            if len(listed) > cap:
+                continue
+            for k in listed:
+                if at < k < end and k not in seen:
+                    seen.add(k)
+                    j = order[k]
+                    scorer.pair(i, j, place_factor(place, places[j]))

@@ -192,8 +192,8 @@ def agrees_with(a: Finding, b: Finding, among: Sequence[Finding] = ()) -> bool:
     same participant (one reviewer's two findings are two claims, harvest.md §8).
     ``among``: the other findings being consolidated, which weigh the words. Never raises.
     """
-    same = a.origin is not None and b.origin is not None and a.origin.participant is not None
-    if same and a.origin is not None and b.origin is not None:
-        if a.origin.participant == b.origin.participant:
-            return False
+    one = a.origin.participant if a.origin is not None else None
+    other = b.origin.participant if b.origin is not None else None
+    if one is not None and one == other:
+        return False
     return score(a, b, among) >= THRESHOLD

@@ -17,7 +17,9 @@ read into a set of TERMS, each a string whose first character says its kind:
   between them (``("~write", "~lock")``).
 
 A telling is split at whitespace and each raw token is read once per consolidation
-(cached), so a round's findings cost about one ``str.split`` over their text. Pure: no I/O. Source: harvest.md §8 (agreement: words, identifiers).
+(cached), so a round's findings cost about one ``str.split`` over their text.
+
+Pure: no I/O. Source: harvest.md §8 (agreement: words, identifiers).
 """
 
 from __future__ import annotations
@@ -43,21 +45,21 @@ IDENTIFIER = "`"
 WORD = "~"
 """First character of a word or phrase term."""
 
-STOP_WORDS: frozenset[str] = frozenset(
-    """a an the and or but if then else of to in on at by for with from into onto as is
-    are was were be been being it its this that these those there here which who whom
-    whose what when where why how not no nor so than too very can could should would
-    will shall may might must do does did done doing have has had having we you they he
-    she them our your their my me us also just only such any all each every some more
-    most other another same own both either neither via per vs eg ie etc while whereas
-    because since until unless although though however thus hence therefore instead
-    rather about above below over under up down out off again further once i""".split()
-)
+_FUNCTION_WORDS = """
+a an the and or but if then else of to in on at by for with from into onto as is are was
+were be been being it its this that these those there here which who whom whose what
+when where why how not no nor so than too very can could should would will shall may
+might must do does did done doing have has had having we you they he she them our your
+their my me us also just only such any all each every some more most other another same
+own both either neither via per vs eg ie etc while whereas because since until unless
+although though however thus hence therefore instead rather about above below over under
+up down out off again further once i
+"""
+
+STOP_WORDS: frozenset[str] = frozenset(_FUNCTION_WORDS.split())
 """English function words: they say nothing about which problem a finding describes."""
 
-_TOKEN = re.compile(
-    r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(\))?"
-)
+_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(\))?")
 """A name (possibly dotted, ``::`` or ``->`` joined, possibly a call)."""
 
 _JOINERS = re.compile(r"\.|::|->")
