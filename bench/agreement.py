@@ -339,53 +339,48 @@ def quality(prs: list[Pr], quick: bool) -> None:
 
 # -- part 2: speed and memory -------------------------------------------------------------
 
-_VERBS = ("drops", "ignores", "leaks", "skips", "overwrites", "caches", "retries", "logs")
-_NOUNS = (
-    "timeout",
-    "lock",
-    "error",
-    "token",
-    "index",
-    "offset",
-    "buffer",
-    "session",
-    "request",
-    "counter",
-    "handle",
-    "cursor",
-    "payload",
-    "deadline",
-    "metric",
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "ti",
+    "vo",
+    "ber",
+    "dan",
+    "fel",
+    "gor",
+    "hin",
+    "jul",
+    "kes",
+    "lam",
+    "mor",
+    "nis",
+    "pel",
+    "quo",
+    "ras",
+    "sen",
+    "tor",
 )
-_FILLER = (
-    "the",
-    "when",
-    "so",
-    "callers",
-    "may",
-    "see",
-    "stale",
-    "data",
-    "under",
-    "load",
-    "which",
-    "breaks",
-    "later",
-    "reads",
-    "and",
-    "can",
-    "fail",
-    "silently",
-    "on",
-    "retry",
-    "because",
-    "value",
-    "is",
-    "never",
-    "checked",
-    "before",
-    "use",
-)
+_FUNCTION = ("the", "a", "is", "of", "to", "and", "in", "when", "so", "it", "on", "for")
+
+
+def _vocabulary(rng: random.Random, size: int = 5_000) -> tuple[list[str], list[float]]:
+    """``size`` pseudo-words and Zipf cumulative weights (rank^-1.1), as in prose."""
+    words: list[str] = []
+    seen: set[str] = set()
+    while len(words) < size:
+        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    total, cumulative = 0.0, []
+    for rank in range(1, size + 1):
+        total += rank**-1.1
+        cumulative.append(total)
+    return words, cumulative
 
 
 def synthetic(
@@ -394,46 +389,47 @@ def synthetic(
     """``count`` findings of ``reviewers`` reviewers over ``files`` files (or no file).
 
     Problems sit at random lines of their file; each is told by 1 to 7 reviewers, each in
-    its own words around two identifiers of the problem, a line or two off, some on the
-    file only. Returns the findings, who raised each, and each one's true problem.
-    About 60 characters of subject and 150 of discussion, like a model's finding.
+    its own words: the problem's identifier or call and some of its keywords, among prose
+    drawn from a 5,000-word Zipf vocabulary and function words; a line or two off, one in
+    ten on the file only. About 60 characters of subject and 170 of discussion, like a
+    model's finding. Returns the findings, who raised each, and each one's true problem.
     """
     rng = random.Random(seed)
+    words, cumulative = _vocabulary(rng)
     names = [f"reviewer-{k}" for k in range(reviewers)]
     findings: list[Finding] = []
     raised: list[str] = []
     truth: list[int] = []
     problem = 0
+
+    def prose(k: int) -> list[str]:
+        drawn = rng.choices(words, cum_weights=cumulative, k=k)
+        return [w if rng.random() < 0.7 else rng.choice(_FUNCTION) for w in drawn]
+
     while len(findings) < count:
         path = f"src/pkg{problem % files % 37}/module_{problem % files}.py"
         line = rng.randint(1, 2_000)
-        ident = f"{rng.choice(_NOUNS)}_{rng.choice(_NOUNS)}{problem % 9_973}"
-        call = f"{rng.choice(('load', 'save', 'flush', 'parse'))}{rng.choice(_NOUNS).title()}"
-        verb, noun = rng.choice(_VERBS), rng.choice(_NOUNS)
+        keywords = rng.choices(words, cum_weights=cumulative, k=4)
+        ident = f"{keywords[0]}_{rng.choice(words)}"
+        call = f"{rng.choice(words)}{rng.choice(words).title()}"
         for who in rng.sample(names, rng.randint(1, 7)):
             if len(findings) >= count:
                 break
-            words = rng.sample(_FILLER, 12)
-            subject = f"`{ident}` {verb} the {noun} {' '.join(words[:4])}"
-            discussion = (
-                f"{call}() {' '.join(words[4:9])} {noun}: {' '.join(rng.sample(_FILLER, 8))}"
-                f" {ident} {' '.join(words[9:])} {rng.choice(_NOUNS)} {rng.choice(_VERBS)}"
-                f" {' '.join(rng.sample(_FILLER, 6))}."
-            )
+            said = rng.sample(keywords, 3)
+            name = f"`{ident}`" if rng.random() < 0.7 else f"{call}()"
+            subject = " ".join([name, *said[:2], *prose(4)])
+            discussion = " ".join([*prose(9), call + "()", said[2], *prose(8), ident, *prose(5)])
             anchor: ChangeAnchor | FileAnchor | LineAnchor
             if not placed:
                 anchor = ChangeAnchor()
             elif rng.random() < 0.1:
                 anchor = FileAnchor(path=path)
             else:
-                at = line + rng.randint(-2, 2)
-                anchor = LineAnchor(
-                    path=path, line=max(1, at) + rng.randint(0, 3), start_line=max(1, at)
-                )
-                if anchor.start_line == anchor.line:
-                    anchor = LineAnchor(path=path, line=anchor.line)
+                at = max(1, line + rng.randint(-2, 2))
+                end = at + rng.choice((0, 0, 1, 3))
+                anchor = LineAnchor(path=path, line=end, start_line=at if end > at else None)
             findings.append(
-                Finding(anchor=anchor, label="issue", subject=subject, discussion=discussion)
+                Finding(anchor=anchor, label="issue", subject=subject, discussion=discussion + ".")
             )
             raised.append(who)
             truth.append(problem)

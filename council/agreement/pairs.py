@@ -28,7 +28,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 
-from council.agreement.relation import WINDOW, Place, Vocabulary, place_factor
+from council.agreement.relation import NEAR_BONUS, WINDOW, Place, Vocabulary, place_factor
 from council.agreement.words import Term
 
 SCALE = 1_000_000
@@ -69,13 +69,6 @@ class _Scorer:
         self.norms = [math.sqrt(math.fsum(map(self.squared, t))) for t in terms]
         self.floor = floor
         self.adjacency: Adjacency = {}
-        self.sets: dict[int, frozenset[Term]] = {}
-
-    def termset(self, i: int) -> frozenset[Term]:
-        got = self.sets.get(i)
-        if got is None:
-            got = self.sets[i] = frozenset(self.terms[i])
-        return got
 
     def pair(self, i: int, j: int, factor: float) -> None:
         """Score the pair (``factor`` from the places, already known to be > 0)."""
@@ -84,10 +77,12 @@ class _Scorer:
         norms = self.norms[i] * self.norms[j]
         if not norms:
             return
-        shared = self.termset(i).intersection(self.terms[j])
-        if not shared:
-            return
-        value = round(math.fsum(map(self.squared, shared)) / norms * factor * SCALE)
+        shared = set(self.terms[i]).intersection(self.terms[j])
+        if shared:
+            self.keep(i, j, round(math.fsum(map(self.squared, shared)) / norms * factor * SCALE))
+
+    def keep(self, i: int, j: int, value: int) -> None:
+        """Keep a scored pair if it reaches the floor."""
         if value >= self.floor:
             self.adjacency.setdefault(i, {})[j] = value
             self.adjacency.setdefault(j, {})[i] = value
@@ -120,7 +115,6 @@ def scored_pairs(
             by_path[place.path].append(i)
     for path in sorted(by_path):
         _score_file(scorer, by_path[path], cap)
-        scorer.sets.clear()
     if unplaced:
         _score_by_rare_terms(scorer, unplaced, range(len(terms)), cap)
     return scorer.adjacency
@@ -179,16 +173,30 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
     those sharing a term that at most ``cap`` findings of this side use (an index built
     once for the side, so a crowd costs ``cap`` per term, never the crowd's size).
     """
-    places = scorer.places
+    places, terms, reviewer, norms = scorer.places, scorer.terms, scorer.reviewer, scorer.norms
+    squared, keep, fsum = scorer.squared, scorer.keep, math.fsum
     order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
     firsts = [places[i].first or 0 for i in order]
+    lasts = [places[i].last or 0 for i in order]
     index: dict[Term, list[int]] | None = None
     for at, i in enumerate(order):
         place = places[i]
-        end = bisect_right(firsts, (place.last or 0) + WINDOW, lo=at + 1)
+        last = lasts[at]
+        end = bisect_right(firsts, last + WINDOW, lo=at + 1)
         if end - at - 1 <= DENSE:
-            for j in order[at + 1 : end]:
-                scorer.pair(i, j, place_factor(place, places[j]))
+            if end == at + 1 or not norms[i]:
+                continue
+            own, who, norm = set(terms[i]), reviewer[i], norms[i]
+            for k in range(at + 1, end):
+                j = order[k]
+                if reviewer[j] == who or not norms[j]:
+                    continue
+                shared = own.intersection(terms[j])
+                if shared:
+                    # place_factor, inlined: j starts at or after i, on the same side
+                    near = 1.0 + NEAR_BONUS * (1.0 - max(0, firsts[k] - last) / WINDOW)
+                    value = fsum(map(squared, shared)) / (norm * norms[j]) * near * SCALE
+                    keep(i, j, round(value))
             continue
         if index is None:
             index = defaultdict(list)

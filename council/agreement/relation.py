@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from itertools import chain
+from typing import NamedTuple
 
 from council.agreement.words import Reader, Term, is_identifier
 from council.findings import ChangeAnchor, FileAnchor, Finding
@@ -63,8 +64,7 @@ NEAR_BONUS = 0.5
 gap of :data:`WINDOW` lines."""
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
+class Place(NamedTuple):
     """Where a finding points: a file (None for the change as a whole), and lines.
 
     ``first``/``last`` are the line range (both None for a file or change anchor);
@@ -129,11 +129,9 @@ class Vocabulary:
     """
 
     def __init__(self, documents: Iterable[Sequence[Term]]) -> None:
-        counts: Counter[Term] = Counter()
-        total = 0
-        for terms in documents:
-            counts.update(terms)
-            total += 1
+        listed = list(documents)
+        counts: Counter[Term] = Counter(chain.from_iterable(listed))
+        total = len(listed)
         self.findings = total
         """How many findings the weights were counted over."""
         self.used = counts
