@@ -11,9 +11,9 @@ reaches it too: a member must agree with the group as a whole, and a chain A~B, 
 with A≁C does not become one group unless B and C agree strongly enough to carry A.
 
 When two groups to merge both hold a finding of one reviewer, the finding that agrees
-better with the merged group stays and the other leaves to stand alone again (once: a
-finding that left never makes another leave nor leaves again, so the process ends);
-without this a reviewer's stray finding that joined early keeps its better telling out.
+better with the merged group stays and the other leaves to stand alone again (at most
+:data:`LEAVES` times per finding, so the process ends); without this a reviewer's stray
+finding that joined early keeps its better telling out.
 
 Deterministic: the result depends on the findings and reviewers, not on the order they
 come in; ties (equal averages, equal fits) go to the finding first in ROSTER order, then
@@ -38,6 +38,12 @@ from council.agreement.pairs import SCALE, Adjacency, scored_pairs
 from council.agreement.relation import THRESHOLD, Place, Vocabulary, place_of
 from council.agreement.words import Reader
 from council.findings import Finding
+
+LEAVES = 2
+"""How many times one finding may be made to leave a group for a better telling of its
+reviewer. Bounded so merging ends (every leave spends one); once is not enough: a stray
+telling that joined early then locks its reviewer's better one out of a second merge
+too (bench/agreement.py: recall 0.88 at once, 0.89 at twice, no better at three)."""
 
 
 def cluster(
@@ -167,9 +173,12 @@ def _components(adjacency: Adjacency, bar: int) -> list[list[int]]:
 class _Agglomeration:
     """Average-linkage merging of one component, best average first.
 
-    A heap holds candidate merges ``(-average, first rank, second rank, id, id, leaving)``;
-    groups never change once made (a merge makes a new id), so an entry is current while
-    both its ids live.
+    A heap holds candidate merges ``(-average, first rank, second rank, bound, id, id,
+    leaving)``; groups never change once made (a merge makes a new id), so an entry is
+    current while both its ids live. A merge of two groups holding a finding of one
+    reviewer is first pushed with an upper BOUND of its average (``bound`` = 1) and
+    planned only when popped (then pushed again with its exact average, or dropped): a
+    dense component would otherwise plan every neighbour at every merge.
     """
 
     def __init__(
@@ -188,8 +197,8 @@ class _Agglomeration:
         self.owner: dict[int, int] = {}
         self.key: dict[int, int] = {}
         """Group → the least rank of its members (its place in ties)."""
-        self.left: set[int] = set()
-        self.heap: list[tuple[float, int, int, int, int, tuple[int, ...]]] = []
+        self.left: dict[int, int] = {}
+        self.heap: list[tuple[float, int, int, int, int, int, tuple[int, ...]]] = []
         self.fresh = 0
         for i in component:
             self._make([i])
@@ -208,10 +217,17 @@ class _Agglomeration:
             self.owner[i] = gid
         return gid
 
-    def _push(self, a: int, b: int, total: int, pairs: int, leaving: tuple[int, ...]) -> None:
+    def _push(
+        self, a: int, b: int, total: int, pairs: int, leaving: tuple[int, ...], bound: int = 0
+    ) -> None:
         first, second = self.key[a], self.key[b]
         low, high = (first, second) if first < second else (second, first)
-        heapq.heappush(self.heap, (-(total / pairs), low, high, a, b, leaving))
+        heapq.heappush(self.heap, (-(total / pairs), low, high, bound, a, b, leaving))
+
+    def _clashes(self, a: int, b: int) -> int:
+        """How many reviewers both groups hold a finding of."""
+        held = {self.reviewer[i] for i in self.groups[a]}
+        return sum(1 for j in self.groups[b] if self.reviewer[j] in held)
 
     def _score(self, i: int, j: int) -> int:
         return self.adjacency.get(i, {}).get(j, 0)
@@ -221,9 +237,10 @@ class _Agglomeration:
 
         ``cross`` is the sum of scores over the two groups' cross pairs. When both hold a
         finding of one reviewer, the one agreeing less with the rest of the merged group
-        leaves (ties: the later in rank); refused if either had left before, if a side
-        would be emptied, or if a side, without the leaver, would no longer average the
-        bar over its own pairs (so every group keeps its average).
+        leaves (ties: the later in rank); refused if that one already left
+        :data:`LEAVES` times, if a side would be emptied, or if a side, without the
+        leaver, would no longer average the bar over its own pairs (so every group keeps
+        its average).
         """
         first, second = self.groups[a], self.groups[b]
         by_reviewer = {self.reviewer[i]: i for i in first}
@@ -235,13 +252,14 @@ class _Agglomeration:
         union = first + second
         leaving: list[int] = []
         for x, y in clashes:
-            if x in self.left or y in self.left:
-                return None
             others = [u for u in union if self.reviewer[u] != self.reviewer[x]]
             fit_x = sum(self._score(x, u) for u in others)
             fit_y = sum(self._score(y, u) for u in others)
             stays_x = fit_x > fit_y or (fit_x == fit_y and self.rank[x] < self.rank[y])
-            leaving.append(y if stays_x else x)
+            leaver = y if stays_x else x
+            if self.left.get(leaver, 0) >= LEAVES:
+                return None
+            leaving.append(leaver)
         gone = set(leaving)
         kept_a = [i for i in first if i not in gone]
         kept_b = [j for j in second if j not in gone]
@@ -271,22 +289,37 @@ class _Agglomeration:
                 other = self.owner.get(j)
                 if other is not None and other != gid:
                     cross[other] = cross.get(other, 0) + value
+        size = len(self.groups[gid])
         for other in sorted(cross, key=self.key.__getitem__):
-            plan = self._merge_plan(gid, other, cross[other])
-            if plan is not None and plan[0] >= self.bar * plan[1]:
-                self._push(gid, other, *plan)
+            total, theirs = cross[other], len(self.groups[other])
+            clashes = self._clashes(gid, other)
+            if not clashes:
+                if total >= self.bar * size * theirs:
+                    self._push(gid, other, total, size * theirs, ())
+                continue
+            # at least one member leaves per clash, from either side: the fewest pairs left
+            fewest = min((size - clashes) * theirs, size * (theirs - clashes))
+            if fewest > 0 and total >= self.bar * fewest:
+                self._push(gid, other, total, fewest, (), bound=1)
 
     def run(self) -> list[list[int]]:
         """Merge until no candidate reaches the bar; the resulting groups."""
         while self.heap:
-            _, _, _, a, b, leaving = heapq.heappop(self.heap)
+            _, _, _, bound, a, b, leaving = heapq.heappop(self.heap)
             if a not in self.groups or b not in self.groups:
+                continue
+            if bound:
+                cross = sum(self._score(i, j) for i in self.groups[a] for j in self.groups[b])
+                plan = self._merge_plan(a, b, cross)
+                if plan is not None and plan[0] >= self.bar * plan[1]:
+                    self._push(a, b, *plan)
                 continue
             gone = set(leaving)
             del self.key[a], self.key[b]
             merged = [i for i in self.groups.pop(a) + self.groups.pop(b) if i not in gone]
             gid = self._make(merged)
-            self.left.update(leaving)
+            for i in leaving:
+                self.left[i] = self.left.get(i, 0) + 1
             alone = [self._make([i]) for i in leaving]
             self._push_neighbours(gid)
             for single in alone:
