@@ -197,6 +197,8 @@ class _Agglomeration:
         self.owner: dict[int, int] = {}
         self.key: dict[int, int] = {}
         """Group → the least rank of its members (its place in ties)."""
+        self.held: dict[int, frozenset[int]] = {}
+        """Group → the reviewers of its members."""
         self.left: dict[int, int] = {}
         self.heap: list[tuple[float, int, int, int, int, int, tuple[int, ...]]] = []
         self.fresh = 0
@@ -212,6 +214,7 @@ class _Agglomeration:
         gid = self.fresh
         self.fresh += 1
         self.groups[gid] = members
+        self.held[gid] = frozenset(self.reviewer[i] for i in members)
         self.key[gid] = min(self.rank[i] for i in members)
         for i in members:
             self.owner[i] = gid
@@ -226,8 +229,7 @@ class _Agglomeration:
 
     def _clashes(self, a: int, b: int) -> int:
         """How many reviewers both groups hold a finding of."""
-        held = {self.reviewer[i] for i in self.groups[a]}
-        return sum(1 for j in self.groups[b] if self.reviewer[j] in held)
+        return len(self.held[a] & self.held[b])
 
     def _score(self, i: int, j: int) -> int:
         return self.adjacency.get(i, {}).get(j, 0)
@@ -290,7 +292,10 @@ class _Agglomeration:
                 if other is not None and other != gid:
                     cross[other] = cross.get(other, 0) + value
         size = len(self.groups[gid])
-        for other in sorted(cross, key=self.key.__getitem__):
+        bar = self.bar
+        for other in sorted(
+            (g for g, total in cross.items() if total >= bar), key=self.key.__getitem__
+        ):
             total, theirs = cross[other], len(self.groups[other])
             clashes = self._clashes(gid, other)
             if not clashes:
@@ -315,7 +320,7 @@ class _Agglomeration:
                     self._push(a, b, *plan)
                 continue
             gone = set(leaving)
-            del self.key[a], self.key[b]
+            del self.key[a], self.key[b], self.held[a], self.held[b]
             merged = [i for i in self.groups.pop(a) + self.groups.pop(b) if i not in gone]
             gid = self._make(merged)
             for i in leaving:
