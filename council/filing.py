@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from council.consolidation import file_findings, merge_across, with_origin
+from council.consolidation import consolidate, file_findings, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.diff import Change
 from council.findings import Finding, Origin, Warning
@@ -65,7 +65,10 @@ def conclude_round(
     ``outcomes`` must hold one outcome per participant (the caller settles the missing
     ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
     on who answered first. Each finding's origin names the first participant that raised
-    it; agreement is in ``raised_by`` (harvest.md §8). With ``change`` (the round's
+    it; agreement is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the
+    reviewers heard in full; :func:`council.consolidation.consolidate`, harvest.md §8).
+    A ``raisedBy`` an ordinary reviewer wrote is dropped, with a note naming it: only the
+    consolidation (and a judge) credit raisers. With ``change`` (the round's
     diff), anchor paths are first read as the repository paths they name
     (:func:`council.landing.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
     ``app.py``), so two spellings of one place merge.
@@ -73,10 +76,12 @@ def conclude_round(
     The steps: each participant's tellings, merged and filed; one summary per
     participant; what they said besides findings; the cost; the report.
     """
-    tellings = _tellings(facts, participants, outcomes, change)
-    filed = file_findings(merge_across(tellings), first_id)
+    tellings, uncredited = _tellings(facts, participants, outcomes, change)
+    heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
+    filed = file_findings(consolidate(tellings, heard=heard, change=change), first_id)
     summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
     warnings, notes = _said_besides(participants, outcomes)
+    notes += uncredited
     costs = sum_costs(s.cost_usd for s in summaries if s.usage is not None)
     report = CouncilReport(
         run_id=facts.run_id,
@@ -103,19 +108,29 @@ def _tellings(
     participants: Sequence[Participant],
     outcomes: Mapping[str, ParticipantOutcome],
     change: Change | None,
-) -> list[tuple[str, list[Finding]]]:
+) -> tuple[list[tuple[str, list[Finding]]], list[str]]:
     """Each participant's findings, in roster order, with their origin set and their
-    anchor paths read against the change (so two spellings of one path can merge)."""
+    anchor paths read against the change (so two spellings of one path can merge); and
+    a note for each reviewer whose own ``raisedBy`` was dropped (harvest.md §8: a
+    reviewer's claim that others agree is not agreement; the consolidation credits)."""
     roots = (facts.repository,) if facts.repository else ()
     tellings: list[tuple[str, list[Finding]]] = []
+    notes: list[str] = []
     for p in participants:
         outcome = outcomes.get(p.id)
         found: Sequence[Finding] = outcome.harvest.findings if outcome is not None else ()
         if change is not None:
             found = resolve_findings(found, change, roots)
+        crediting = sum(1 for f in found if f.raised_by)
+        if crediting and p.role != "judge":
+            found = [f.model_copy(update={"raised_by": None}) for f in found]
+            notes.append(
+                f"{p.id}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
+                "not credit raisers, the consolidation does"
+            )
         origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
         tellings.append((p.id, with_origin(found, origin)))
-    return tellings
+    return tellings, notes
 
 
 def summarize(
