@@ -14,6 +14,6 @@ speed against the ``says_the_same`` baseline.
 """
 
 from council.agreement.clusters import cluster
-from council.agreement.relation import THRESHOLD, agrees_with, score
+from council.agreement.relation import THRESHOLD, agrees_with, best_agreeing, score
 
-__all__ = ["THRESHOLD", "agrees_with", "cluster", "score"]
+__all__ = ["THRESHOLD", "agrees_with", "best_agreeing", "cluster", "score"]

@@ -195,3 +195,24 @@ def agrees_with(a: Finding, b: Finding, among: Sequence[Finding] = ()) -> bool:
     if one is not None and one == other:
         return False
     return score(a, b, among) >= THRESHOLD
+
+
+def best_agreeing(finding: Finding, candidates: Sequence[Finding]) -> int | None:
+    """The index of the candidate that agrees best with ``finding`` (the highest
+    :func:`score`, weighed over all of them, reaching :data:`THRESHOLD`; ties: the
+    first), or None. Origins are not compared: used to recognise a restatement (a
+    judge's, a later round's) of a finding already filed. Linear in the candidates."""
+    read = Reader()
+    own = read(finding)
+    terms = [read(c) for c in candidates]
+    vocabulary = Vocabulary([own, *terms])
+    here = place_of(finding)
+    best: tuple[float, int] | None = None
+    for at, candidate in enumerate(candidates):
+        factor = place_factor(here, place_of(candidate))
+        if not factor:
+            continue
+        value = vocabulary.cosine(own, terms[at]) * factor
+        if value >= THRESHOLD and (best is None or value > best[0]):
+            best = (value, at)
+    return best[1] if best is not None else None

@@ -46,6 +46,7 @@ from council.findings import (
     severity_rank,
 )
 from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
+from council.report.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.report.escape import block, cell, code, for_log, inline
 from council.report.evidence_text import with_verdicts
 from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
@@ -273,8 +274,13 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
         where = f"{_count(count, 'finding')} {'is' if count == 1 else 'are'}"
         parts.append(f"{where} posted as line comments on the diff and not repeated here.")
     seen = set(report.seen)
-    ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
+    ordered = sorted(shown, key=_rank)
     return "\n\n".join([*parts, *(_finding(f, seen=f.id in seen) for f in ordered)])
+
+
+def _rank(finding: Finding) -> tuple[int, int]:
+    """Findings are listed by severity, then by how many reviewers raised them."""
+    return (-severity_rank(finding.severity), -finding.raisers)
 
 
 def _off_diff(report: CouncilReport) -> str:
@@ -418,6 +424,14 @@ def _finding(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
         lines.append("")
         shown = with_verdicts(finding.discussion, finding.evidence)
         lines += [f"> {line}" if line.strip() else ">" for line in block(shown)]
+    for member in other_tellings(finding):
+        told = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
+        who = inline(member.participant)
+        lines += ["", f"Also told by {who} ({told}): {inline(member.subject)}"]
+        said = discussion_cut(member)
+        if said:
+            lines.append("")
+            lines += [f"> {line}" if line.strip() else ">" for line in block(said)]
     return "\n".join(lines)
 
 
@@ -433,17 +447,21 @@ def _location(finding: Finding) -> str:
 
 
 def raised_text(finding: Finding) -> str:
-    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 reviewers agree)``.
+    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 of 3)`` (k of the n
+    reviewers heard in full; ``2 reviewers agree`` when the agreement is not known).
 
     Empty when nothing is known. Why: a line comment and the report must name the
     raisers the same way; several raisers are agreement. Source: harvest.md §8.
     """
     origin = finding.origin
     judge = origin.participant if origin and origin.kind == "judge" else None
+    agreed = agreement_text(finding)
     if finding.raised_by:
         names = ", ".join(inline(name) for name in finding.raised_by)
         notes = []
-        if len(finding.raised_by) > 1:
+        if agreed:
+            notes.append(agreed)
+        elif len(finding.raised_by) > 1:
             notes.append(f"{len(finding.raised_by)} reviewers agree")
         if judge:
             notes.append(f"judge {inline(judge)}")
@@ -455,6 +473,7 @@ def raised_text(finding: Finding) -> str:
     if origin.participant is None:
         return f"raised by a {origin.kind}"
     suffix = " (judge)" if origin.kind == "judge" else ""
+    suffix += f" ({agreed})" if agreed and origin.kind != "judge" else ""
     return f"raised by {inline(origin.participant)}{suffix}"
 
 
