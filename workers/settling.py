@@ -25,6 +25,7 @@ from council.diff_filter import apply_filter, parse_filter
 from council.earlier_rounds import remembered
 from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Read
+from council.gate import apply_min_agreement
 from council.harvest import JournalCaps
 from council.landing import land
 from council.lifecycle import Event, Transition, allows, ending, is_final, step
@@ -153,10 +154,12 @@ class _Hearing:
         self.paths = rt.runs.paths(record.run_id)
 
     def finish(self, report: CouncilReport) -> CouncilReport:
-        """A filed report landed on the diff, marked against the session, and filtered
-        (``--filter``, the head tree's paths: :mod:`council.diff_filter`)."""
+        """A filed report landed on the diff, marked against the session, filtered
+        (``--filter``, the head tree's paths: :mod:`council.diff_filter`) and held to
+        ``--min-agreement`` (:func:`council.gate.apply_min_agreement`)."""
         marked = self.marks.apply(land(report, self.change))
-        return apply_filter(marked, self.change, parse_filter(self.record.filter), self.paths)
+        filtered = apply_filter(marked, self.change, parse_filter(self.record.filter), self.paths)
+        return apply_min_agreement(filtered, self.record.min_agreement)
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
         """The questions ``[policy] confirm`` puts to a person before the run may settle."""

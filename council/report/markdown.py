@@ -12,6 +12,7 @@ Layout, top to bottom::
     not on a changed line                         off-diff findings, with the reason
     still open from earlier rounds                carried findings (--since-last), gating
     dismissed and baselined                       suppressed findings, with the reason
+    kept from gating by agreement                 --min-agreement: raised by too few
     outdated                                      earlier findings this change edited away
     notes
     <details> warnings, grouped per participant </details>
@@ -101,6 +102,7 @@ def render_markdown(
         _findings(report, posted),
         _off_diff(report),
         _filtered(report),
+        _unagreed(report),
         _carried(report),
         _suppressed(report),
         _outdated(report),
@@ -340,6 +342,23 @@ def _filtered(report: CouncilReport) -> str:
         for f in ordered
     ]
     return "\n\n".join(["### Outside the filter", lead, *blocks])
+
+
+def _unagreed(report: CouncilReport) -> str:
+    """The findings ``--min-agreement`` kept from gating: listed (they are shown, and
+    posted, where they belong), each with how many reviewers raised it."""
+    items = [
+        f"- {_brief(f)} · raised by {_count(report.unagreed[f.id], 'reviewer')}"
+        for f in report.open_findings
+        if f.id is not None and f.id in report.unagreed and f.id not in report.suppressed
+    ]
+    if not items:
+        return ""
+    lead = (
+        f"Raised by fewer than {report.min_agreement} reviewers (--min-agreement "
+        f"{report.min_agreement}): shown above, never gating."
+    )
+    return "\n".join(["### Kept from gating by agreement", "", lead, "", *items])
 
 
 def _filter_why(report: CouncilReport, finding: Finding) -> str:

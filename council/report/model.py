@@ -117,6 +117,13 @@ class CouncilReport(BaseModel):
     (:mod:`council.diff_filter`): listed, never dropped."""
     filter: str | None = None
     """The ``--filter`` mode the report was gated with (None: not filtered)."""
+    min_agreement: int = 1
+    """``--min-agreement`` / ``[council] min_agreement``: how many reviewers must have
+    raised a finding for it to gate (1: every finding may)."""
+    unagreed: dict[int, int] = Field(default_factory=dict)
+    """Finding id → how many reviewers raised it, for the open findings kept from gating
+    because fewer than ``min_agreement`` did (:func:`council.gate.apply_min_agreement`):
+    listed and posted, never gating."""
     off_diff: dict[int, str] = Field(default_factory=dict)
     """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
     range-crosses-hunks, range-inverted). Such a finding is never dropped: it is shown

@@ -473,4 +473,6 @@ def _result_properties(
         properties["evidence"] = [verdict_json(v) for v in finding.evidence]
     if finding.severity_note:
         properties["severityNote"] = finding.severity_note
+    if finding.id is not None and finding.id in report.unagreed:
+        properties["belowMinAgreement"] = report.min_agreement
     return properties
