@@ -18,7 +18,8 @@ highest recall with precision ≥ :data:`PRECISION_CHOICE` on the choosing half.
 
 Part 2, speed and memory: :func:`cluster` on 100,000 synthetic findings (10 reviewers,
 1,000 files), growth from 1,000 to 100,000, and 8,000 findings that name no file; the
-exact subject merge beside it.
+exact subject merge beside it, and the whole consolidation a round runs
+(:func:`council.consolidation.consolidate`) under each row.
 
 Run: ``python bench/agreement.py [--quick]``. The corpus is looked up at
 ``$COUNCIL_SHARED_DATA/agreement`` or ``../shared/data/agreement`` beside the repository;
@@ -49,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from council.agreement import THRESHOLD, cluster, relation  # noqa: E402
 from council.agreement.words import STOP_WORDS, Reader  # noqa: E402
-from council.consolidation import merge_across  # noqa: E402
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor  # noqa: E402
+from council.consolidation import consolidate, merge_across  # noqa: E402
+from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
 from council.sameness import says_the_same  # noqa: E402
 
 CORPUS = "agreement/martian-offline.json"
@@ -444,6 +445,19 @@ def _clustering(
     return lambda: cluster(findings, raised, roster)
 
 
+def _consolidation(
+    findings: list[Finding], raised: list[str], roster: list[str]
+) -> Callable[[], object]:
+    """A call of the whole consolidation (council.consolidation.consolidate: the exact
+    first pass, cluster(), the consolidated findings with their members), to time."""
+    per: dict[str, list[Finding]] = defaultdict(list)
+    for finding, who in zip(findings, raised, strict=True):
+        origin = Origin(kind="reviewer", run_id="bench", participant=who)
+        per[who].append(finding.model_copy(update={"origin": origin}))
+    tellings = [(name, per[name]) for name in roster]
+    return lambda: consolidate(tellings)
+
+
 def _exact_merge(
     findings: list[Finding], raised: list[str], roster: list[str]
 ) -> Callable[[], object]:
@@ -543,6 +557,7 @@ def speed(quick: bool) -> None:
     head = f"  {'findings':>9} {'files':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} "
     print(head + f"{'cpu µs/f':>8} {'exact s':>8} {'groups':>8}  synthetic truth")
     per_finding: dict[int, float] = {}
+    whole: dict[int, float] = {}
     for size in sizes:
         findings, raised, truth = synthetic(size, max(1, size // 100))
         run = timed(_clustering(findings, raised, roster), 1 if size >= 100_000 else 3)
@@ -552,13 +567,21 @@ def speed(quick: bool) -> None:
         groups = run.result if isinstance(run.result, list) else []
         line = _row(f"{size:,}", f"{size // 100:,}", run, mb, exact, size)
         print(f"{line}  {sanity(groups, truth, raised)}")
+        consolidated = timed(_consolidation(findings, raised, roster), 1)
+        whole[size] = consolidated.cpu / size
+        whole_mb = peak_mb(_consolidation(findings, raised, roster))
+        print(
+            f"  {'':>9} {'':>6} {consolidated.wall:>8.3f} {consolidated.cpu:>8.3f} "
+            f"{whole_mb:>8.1f} {consolidated.cpu / size * 1e6:>8.1f}   the whole consolidation"
+        )
         if size == sizes[-1]:
             reading = _reading_share(findings)
             print(f"  of which reading the findings into terms: {reading:.3f} cpu s")
     small, large = sizes[0], sizes[-1]
     print(
         f"  growth {small:,} → {large:,}: cpu time per finding × "
-        f"{per_finding[large] / per_finding[small]:.2f} (1.00 = linear)"
+        f"{per_finding[large] / per_finding[small]:.2f} (1.00 = linear); the whole "
+        f"consolidation × {whole[large] / whole[small]:.2f}"
     )
     print("  findings that name no file (compared on words alone):")
     unplaced: dict[int, float] = {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from council.agreement import cluster
 from council.diff import Change, landing
@@ -292,10 +293,34 @@ def consolidate(
     flat = [(p, f) for p, findings in per_participant for f in findings]
     reviewer_of = [p for p, _ in flat]
     groups = cluster([f for _, f in flat], reviewer_of, list(order))
-    groups = _joined(groups, [k.tellings for k in _exact(per_participant)], reviewer_of)
+    groups = _joined(groups, _repeats(flat), reviewer_of)
     everyone = set(order) if heard is None else set(heard)
     groups.sort(key=lambda g: (order[reviewer_of[g[0]]], g[0]))
     return [_one(g, flat, everyone, change) for g in groups]
+
+
+def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
+    """The exact repeats across reviewers (the greedy walk of :func:`merge_across`), as
+    lists of positions in ``flat``, first kept first; groups of one left out.
+
+    Only findings whose folded subject two or more reviewers used can repeat each other,
+    and the walk never looks across subjects, so it runs on those alone, one subject at a
+    time, in walk order: the same groups, without a kept finding per telling."""
+    by_subject: dict[str, list[int]] = {}
+    for at, (_, finding) in enumerate(flat):
+        by_subject.setdefault(fold_subject(finding.subject), []).append(at)
+    repeats: list[list[int]] = []
+    for positions in by_subject.values():
+        if len({flat[i][0] for i in positions}) < 2:
+            continue
+        walk: dict[str, list[Finding]] = {}
+        for i in positions:
+            walk.setdefault(flat[i][0], []).append(flat[i][1])
+        order = [i for who in walk for i in positions if flat[i][0] == who]
+        for kept in _exact(list(walk.items())):
+            if len(kept.tellings) > 1:
+                repeats.append([order[t] for t in kept.tellings])
+    return repeats
 
 
 def _joined(
@@ -331,7 +356,7 @@ def _one(
     raisers = [p for p, _ in tellings]
     n = len(heard | set(raisers)) or 1
     lead = tellings[0][1]
-    agreement = Agreement(k=len(raisers), n=max(n, len(raisers)))
+    agreement = _agreement(len(raisers), max(n, len(raisers)))
     if len(tellings) == 1:
         return lead.model_copy(update={"raised_by": None, "members": None, "agreement": agreement})
     findings = [f for _, f in tellings]
@@ -347,6 +372,12 @@ def _one(
             "agreement": agreement,
         }
     )
+
+
+@cache
+def _agreement(k: int, n: int) -> Agreement:
+    """One frozen ``Agreement`` per (k, n): a round has few distinct ones."""
+    return Agreement(k=k, n=n)
 
 
 def member_of(participant: str, finding: Finding) -> Member:
