@@ -25,6 +25,7 @@ from council.diff_filter import apply_filter, parse_filter
 from council.earlier_rounds import remembered
 from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Read
+from council.fingerprint import with_fingerprints
 from council.gate import apply_min_agreement
 from council.harvest import JournalCaps
 from council.landing import land
@@ -159,7 +160,8 @@ class _Hearing:
         ``--min-agreement`` (:func:`council.gate.apply_min_agreement`)."""
         marked = self.marks.apply(land(report, self.change))
         filtered = apply_filter(marked, self.change, parse_filter(self.record.filter), self.paths)
-        return apply_min_agreement(filtered, self.record.min_agreement)
+        held = apply_min_agreement(filtered, self.record.min_agreement)
+        return with_fingerprints(held)
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
         """The questions ``[policy] confirm`` puts to a person before the run may settle."""

@@ -277,7 +277,16 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
         parts.append(f"{where} posted as line comments on the diff and not repeated here.")
     seen = set(report.seen)
     ordered = sorted(shown, key=_rank)
-    return "\n\n".join([*parts, *(_finding(f, seen=f.id in seen) for f in ordered)])
+    blocks = [_finding(f, seen=f.id in seen, missed=_recognized(report, f)) for f in ordered]
+    return "\n\n".join([*parts, *blocks])
+
+
+def _recognized(report: CouncilReport, finding: Finding) -> str:
+    """For a finding recognised as an earlier one by agreement, not by its fingerprint."""
+    earlier = report.seen_by_agreement.get(finding.id) if finding.id is not None else None
+    if earlier is None:
+        return ""
+    return f"restates finding {earlier} of an earlier round (recognised by agreement)"
 
 
 def _rank(finding: Finding) -> tuple[int, int]:

@@ -130,7 +130,15 @@ class CouncilReport(BaseModel):
     in the body, "not on a changed line"."""
     seen: tuple[int, ...] = ()
     """Ids of findings whose fingerprint an earlier round of the session already
-    reported: shown, not posted again."""
+    reported (or that restate, in other words, a finding still open in the session:
+    ``seen_by_agreement``): shown, not posted again."""
+    seen_by_agreement: dict[int, int] = Field(default_factory=dict)
+    """Finding id → the id of the earlier finding still open in the session that it
+    restates, recognised by agreement rather than by fingerprint
+    (:func:`council.earlier_rounds.recognized`)."""
+    fingerprints: dict[int, str] = Field(default_factory=dict)
+    """Finding id → its content fingerprint (:func:`council.fingerprint.fingerprint`),
+    for every finding of the report (this round's and carried)."""
     suppressed: dict[int, Suppression] = Field(default_factory=dict)
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()

@@ -8,6 +8,7 @@ import json
 
 from council.consolidation import consolidate, covering_anchor, file_findings, with_origin
 from council.diff import parse_diff
+from council.earlier_rounds import mark_round
 from council.filing import conclude_judge
 from council.findings import (
     Anchor,
@@ -18,6 +19,7 @@ from council.findings import (
     Origin,
     canonical,
 )
+from council.fingerprint import fingerprint, with_fingerprints
 from council.outcome import harvest_outcome
 from council.participant import Participant
 from council.report import CouncilReport, ParticipantSummary, render_json, render_markdown
@@ -292,3 +294,17 @@ def test_a_judge_can_split_a_cluster() -> None:
     new = [f for f in report.findings if f.id is not None and f.id >= 10]
     assert len(new) == 1 and new[0].subject == owl_part["subject"]
     assert new[0].agreement is not None and new[0].agreement.k == 1
+
+
+def test_a_reworded_finding_of_an_earlier_round_is_seen_by_agreement() -> None:
+    """Another reviewer restates an open finding in other words: seen, not outdated, and
+    the report says it was recognised by agreement (its fingerprint differs)."""
+    earlier = file_findings(consolidate(_per(HAWK)), 5)
+    now = file_findings(consolidate(_per(OWL, LYNX)), 9)
+    report = _report_of(now)
+    marked = mark_round(report, earlier, set(), parse_diff(""), recognizing=earlier)
+    assert marked.seen_by_agreement == {9: 5}
+    assert marked.seen == (9,)
+    assert with_fingerprints(marked).fingerprints[9] == fingerprint(now[0])
+    text = render_markdown(marked, fail_on="never")
+    assert "restates finding 5 of an earlier round (recognised by agreement)" in text

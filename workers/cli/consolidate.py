@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from council.consolidation import consolidate, file_findings
+from council.fingerprint import with_fingerprints
 from council.gate import FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
 from council.report.model import CouncilReport, ParticipantSummary
 from council.sources import SourceError, Told, read_source, with_reviewer
@@ -124,6 +125,6 @@ def consolidate_command(
         warnings=tuple(warnings),
         notes=(f"consolidated from {len(sources)} file(s), {len(per_reviewer)} reviewer(s)",),
     )
-    report = apply_min_agreement(report, min_agreement)
+    report = with_fingerprints(apply_min_agreement(report, min_agreement))
     emit(report, outputs, fail_on=fail_on, quorum=0, change=None)
     sys.exit(exit_code(report, parse_fail_on(fail_on), quorum=0))
