@@ -56,7 +56,7 @@ class _Scorer:
 
     def __init__(
         self,
-        terms: Sequence[frozenset[Term]],
+        terms: Sequence[Sequence[Term]],
         places: Sequence[Place],
         reviewer: Sequence[int],
         vocabulary: Vocabulary,
@@ -66,7 +66,7 @@ class _Scorer:
         self.places = places
         self.reviewer = reviewer
         self.squared = vocabulary.squared.__getitem__
-        self.norms = [math.sqrt(sum(map(self.squared, t))) for t in terms]
+        self.norms = [math.sqrt(math.fsum(map(self.squared, t))) for t in terms]
         self.floor = floor
         self.adjacency: Adjacency = {}
 
@@ -77,9 +77,9 @@ class _Scorer:
         norms = self.norms[i] * self.norms[j]
         if not norms:
             return
-        shared = self.terms[i] & self.terms[j]
+        shared = set(self.terms[i]).intersection(self.terms[j])
         if shared:
-            self.keep(i, j, round(sum(map(self.squared, shared)) / norms * factor * SCALE))
+            self.keep(i, j, round(math.fsum(map(self.squared, shared)) / norms * factor * SCALE))
 
     def keep(self, i: int, j: int, value: int) -> None:
         """Keep a scored pair if it reaches the floor."""
@@ -89,7 +89,7 @@ class _Scorer:
 
 
 def scored_pairs(
-    terms: Sequence[frozenset[Term]],
+    terms: Sequence[Sequence[Term]],
     places: Sequence[Place],
     reviewer: Sequence[int],
     vocabulary: Vocabulary,
@@ -174,7 +174,7 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
     once for the side, so a crowd costs ``cap`` per term, never the crowd's size).
     """
     places, terms, reviewer, norms = scorer.places, scorer.terms, scorer.reviewer, scorer.norms
-    squared, keep = scorer.squared, scorer.keep
+    squared, keep, fsum = scorer.squared, scorer.keep, math.fsum
     order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
     firsts = [places[i].first or 0 for i in order]
     lasts = [places[i].last or 0 for i in order]
@@ -186,16 +186,16 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
         if end - at - 1 <= DENSE:
             if end == at + 1 or not norms[i]:
                 continue
-            own, who, norm = terms[i], reviewer[i], norms[i]
+            own, who, norm = set(terms[i]), reviewer[i], norms[i]
             for k in range(at + 1, end):
                 j = order[k]
                 if reviewer[j] == who or not norms[j]:
                     continue
-                shared = own & terms[j]
+                shared = own.intersection(terms[j])
                 if shared:
                     # place_factor, inlined: j starts at or after i, on the same side
                     near = 1.0 + NEAR_BONUS * (1.0 - max(0, firsts[k] - last) / WINDOW)
-                    value = sum(map(squared, shared)) / (norm * norms[j]) * near * SCALE
+                    value = fsum(map(squared, shared)) / (norm * norms[j]) * near * SCALE
                     keep(i, j, round(value))
             continue
         if index is None:

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import NamedTuple
 
-from council.agreement.words import IDENTIFIER, Reader, Term, is_identifier
+from council.agreement.words import Reader, Term, is_identifier
 from council.findings import ChangeAnchor, FileAnchor, Finding
 
 THRESHOLD = 0.04
@@ -120,22 +120,15 @@ def place_factor(a: Place, b: Place) -> float:
     return 1.0 + NEAR_BONUS * (1.0 - gap / WINDOW)
 
 
-SQUARE_SCALE = 1_000_000
-"""Squared weights are kept as integers: round(weight² × SQUARE_SCALE). Sums of them are
-then exact whatever order a set yields its terms in (so the result never depends on
-hashing), and summing ints is cheaper than ``math.fsum``; the scale cancels in a cosine."""
-
-
 class Vocabulary:
     """How much each term weighs, from how many of the consolidated findings use it.
 
     ``weight(t)² = (ln((n + PRIOR_FINDINGS + 1) / df(t)) × k)²`` with ``k`` =
     :data:`IDENTIFIER_WEIGHT` for identifiers, 1 otherwise; a term no finding used counts
-    as used once. Built once per consolidation from every finding's (distinct) terms;
-    kept as integers (:data:`SQUARE_SCALE`).
+    as used once. Built once per consolidation from every finding's terms.
     """
 
-    def __init__(self, documents: Iterable[Iterable[Term]]) -> None:
+    def __init__(self, documents: Iterable[Sequence[Term]]) -> None:
         listed = list(documents)
         counts: Counter[Term] = Counter(chain.from_iterable(listed))
         total = len(listed)
@@ -144,41 +137,34 @@ class Vocabulary:
         self.used = counts
         """Term → how many findings use it."""
         self._top = math.log(total + PRIOR_FINDINGS + 1)
-        most = max(counts.values(), default=1)
-        words = [0, *(self._square(False, df) for df in range(1, most + 1))]
-        names = [0, *(self._square(True, df) for df in range(1, most + 1))]
-        self.squared: dict[Term, int] = {
-            t: (names if t[0] == IDENTIFIER and " " not in t else words)[df]
-            for t, df in counts.items()
-        }
-        """Term → its weight squared, an integer (what a dot product of binary vectors
-        sums)."""
+        self.squared: dict[Term, float] = {t: self._square(t, df) for t, df in counts.items()}
+        """Term → its weight squared (what a dot product of binary vectors sums)."""
 
-    def _square(self, identifier: bool, df: int) -> int:
+    def _square(self, term: Term, df: int) -> float:
         weight = self._top - math.log(df)
-        if identifier:
+        if is_identifier(term):
             weight *= IDENTIFIER_WEIGHT
-        return round(weight * weight * SQUARE_SCALE)
+        return weight * weight
 
-    def weight_squared(self, term: Term) -> int:
+    def weight_squared(self, term: Term) -> float:
         """A term's weight squared (an unseen term counts as used by one finding)."""
         got = self.squared.get(term)
-        return got if got is not None else self._square(is_identifier(term), 1)
+        return got if got is not None else self._square(term, 1)
 
-    def norm(self, terms: Iterable[Term]) -> float:
+    def norm(self, terms: Sequence[Term]) -> float:
         """The length of a finding's weighted vector (0 for no terms)."""
-        return math.sqrt(sum(map(self.weight_squared, terms)))
+        return math.sqrt(math.fsum(map(self.weight_squared, terms)))
 
-    def cosine(self, a: Collection[Term], b: Collection[Term]) -> float:
+    def cosine(self, a: Sequence[Term], b: Sequence[Term]) -> float:
         """The cosine of two findings' weighted term vectors, 0 to 1 (0 if either is empty).
 
-        Integer sums: the value does not depend on term order.
+        Summed with ``math.fsum``, so the value does not depend on term order.
         """
         norms = self.norm(a) * self.norm(b)
         if not norms:
             return 0.0
         shared = set(a).intersection(b)
-        return sum(map(self.weight_squared, shared)) / norms
+        return math.fsum(map(self.weight_squared, shared)) / norms
 
 
 def score(a: Finding, b: Finding, among: Sequence[Finding] = ()) -> float:

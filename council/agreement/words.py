@@ -13,8 +13,8 @@ read into a set of TERMS, each a string whose first character says its kind:
   (so "terminate", "terminated" and "terminating" are one term), English function words
   dropped; an identifier's parts count as words too (``_create_process_for_shard`` also
   says "create", "process", "shard");
-* a phrase: two consecutive words or identifiers, function words skipped between them,
-  joined by a space (``"~write ~lock"``).
+* a phrase: the pair of two consecutive words or identifiers, function words skipped
+  between them (``("~write", "~lock")``).
 
 A telling is split at whitespace and each raw token is read once per consolidation
 (cached), so a round's findings cost about one ``str.split`` over their text.
@@ -155,12 +155,9 @@ def _read(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(terms)), tuple(sequence)
 
 
-Term = str
-"""A term: an identifier or word (kind first), or a phrase: two of them joined by a space
-(no other term holds a space). Strings, not pairs: a string caches its hash, a tuple
-computes it again at every set or dict lookup, and scoring is lookups."""
+Term = str | tuple[str, str]
+"""A term: an identifier or word string (kind first), or a phrase: a pair of them."""
 
-_PHRASE = "{} {}".format
 _TERMS = itemgetter(0)
 _ELEMENTS = itemgetter(1)
 
@@ -177,27 +174,25 @@ class Reader:
     def __init__(self) -> None:
         self._tokens = _Reading()
 
-    def __call__(self, finding: Finding) -> frozenset[Term]:
-        """The distinct terms of a finding's subject and discussion, as a set.
+    def __call__(self, finding: Finding) -> tuple[Term, ...]:
+        """The distinct terms of a finding's subject and discussion, first seen first.
 
-        Phrases are two terms joined by a space. A set, since
-        only membership counts (and set intersections are what scoring does); nothing may
-        depend on its iteration order. Never raises: an empty discussion, or a subject of
-        function words alone, gives few or no terms.
+        Identifier and word terms are strings; phrases are pairs of them. Never raises: an
+        empty discussion, or a subject of function words alone, gives few or no terms.
         """
         tokens = finding.subject.split()
         tokens += finding.discussion[:READ_CHARS].split()
         read = list(map(self._tokens.__getitem__, tokens))
         sequence = list(chain.from_iterable(map(_ELEMENTS, read)))
-        phrases = map(_PHRASE, sequence, islice(sequence, 1, None))
-        return frozenset(chain(chain.from_iterable(map(_TERMS, read)), phrases))
+        phrases = zip(sequence, islice(sequence, 1, None), strict=False)
+        return tuple(dict.fromkeys(chain(chain.from_iterable(map(_TERMS, read)), phrases)))
 
 
-def terms_of(finding: Finding) -> frozenset[Term]:
+def terms_of(finding: Finding) -> tuple[Term, ...]:
     """The terms of one finding (:class:`Reader`, with a cache of its own)."""
     return Reader()(finding)
 
 
 def is_identifier(term: Term) -> bool:
     """Whether a term is a code identifier (phrases and words are not)."""
-    return term.startswith(IDENTIFIER) and " " not in term
+    return isinstance(term, str) and term.startswith(IDENTIFIER)
