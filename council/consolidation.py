@@ -391,6 +391,7 @@ def member_of(participant: str, finding: Finding) -> Member:
         origin=finding.origin,
         severity=finding.severity,
         confidence=finding.confidence,
+        evidence=finding.evidence,
     )
 
 

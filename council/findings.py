@@ -157,6 +157,8 @@ class Member(_Canonical):
     origin: Origin | None = None
     severity: Severity | None = None
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    evidence: tuple[Verdict, ...] | None = None
+    """The script verdicts of this telling's shown blocks, as its finding had them."""
 
 
 class Agreement(_Canonical):
