@@ -18,10 +18,23 @@ Source: harvest.md §8; architecture.md (consolidate).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
-from council.findings import Finding, Origin, anchor_path, anchor_precision, severity_rank
+from council.agreement import cluster
+from council.diff import Change, landing
+from council.findings import (
+    Agreement,
+    Anchor,
+    Finding,
+    LineAnchor,
+    Member,
+    Origin,
+    anchor_path,
+    anchor_precision,
+    severity_rank,
+)
 from council.sameness import fold_subject
 
 
@@ -45,6 +58,8 @@ class _Kept:
     """Ids credited as raisers, first credit first (sorted into roster order at the end)."""
     carried: bool = False
     """Whether some merged finding carried its own ``raised_by`` (a judge's, say)."""
+    tellings: list[int] = field(default_factory=list)
+    """Positions (in the walk's order) of the findings merged into this one."""
 
     def credit(self, participant: str, finding: Finding) -> None:
         """Record who raised ``finding``: its author, and every id of its ``raised_by``.
@@ -169,8 +184,15 @@ def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> li
     order: dict[str, int] = {}
     for participant, _ in per_participant:
         order.setdefault(participant, len(order))
+    return _finished(_exact(per_participant), order)
+
+
+def _exact(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> list[_Kept]:
+    """The greedy ``says_the_same`` walk of :func:`merge_across`: the kept findings, each
+    with the positions (in walk order) of the tellings merged into it."""
     kept: list[_Kept] = []
     index = _Index(kept)
+    position = 0
     for participant, findings in per_participant:
         for finding in findings:
             subject = fold_subject(finding.subject)
@@ -181,9 +203,12 @@ def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> li
                 fresh.credit(participant, finding)
                 kept.append(fresh)
                 index.add(subject, path, len(kept) - 1)
+                at = len(kept) - 1
             else:
                 kept[at].absorb(participant, finding)
-    return _finished(kept, order)
+            kept[at].tellings.append(position)
+            position += 1
+    return kept
 
 
 def _finished(kept: Sequence[_Kept], order: dict[str, int]) -> list[Finding]:
@@ -223,3 +248,183 @@ def file_findings(merged: Sequence[Finding], first_id: int) -> list[Finding]:
             )
         filed.append(finding.model_copy(update={"id": first_id + offset}))
     return filed
+
+
+COVER_SLACK = 3
+"""Lines: an anchor covers a member's lines when it reaches within this many of them."""
+
+UNION_SPAN = 20
+"""Lines: without the change to tell hunks apart, the union of members' ranges is kept as
+the anchor when it spans at most this many lines (the relation's window)."""
+
+
+def consolidate(
+    per_participant: Sequence[tuple[str, Sequence[Finding]]],
+    *,
+    heard: Collection[str] | None = None,
+    change: Change | None = None,
+) -> list[Finding]:
+    """One finding per problem, credited to every reviewer who found it (harvest.md §8).
+
+    ``per_participant``: ``(participant id, its findings)`` in ROSTER order, findings with
+    their origin set (:func:`with_origin`). Two passes over the tellings:
+
+    1. exact repeats across reviewers (``says_the_same``, the greedy walk of
+       :func:`merge_across`);
+    2. the cross-reviewer relation (:func:`council.agreement.cluster`: average linkage,
+       one telling per reviewer per group, no chaining, deterministic, ties in roster
+       order).
+
+    The groups of pass 2 are joined along pass 1's repeats only where the join still
+    holds one telling per reviewer. Each group becomes one finding: the subject, label,
+    discussion and origin of its member first in roster order; the most precise anchor
+    that covers its members (:func:`covering_anchor`); the highest severity and
+    confidence; ``raised_by`` every member's reviewer in roster order (k ≥ 2; one raiser:
+    none, whatever a reviewer wrote); ``members`` each reviewer's own telling (k ≥ 2);
+    ``agreement`` k of n, n = the reviewers in ``heard`` (those heard in full: each saw
+    the whole change, so every file; default every participant given) plus any raiser
+    not heard in full. ``change`` decides whether a union of lines stays in one hunk.
+    Result: in roster order of each group's first member, then telling order: filing
+    order. Deterministic whatever order the reviewers answered in. Never raises.
+    """
+    order: dict[str, int] = {}
+    for participant, _ in per_participant:
+        order.setdefault(participant, len(order))
+    flat = [(p, f) for p, findings in per_participant for f in findings]
+    reviewer_of = [p for p, _ in flat]
+    groups = cluster([f for _, f in flat], reviewer_of, list(order))
+    groups = _joined(groups, _repeats(flat), reviewer_of)
+    everyone = set(order) if heard is None else set(heard)
+    groups.sort(key=lambda g: (order[reviewer_of[g[0]]], g[0]))
+    return [_one(g, flat, everyone, change) for g in groups]
+
+
+def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
+    """The exact repeats across reviewers (the greedy walk of :func:`merge_across`), as
+    lists of positions in ``flat``, first kept first; groups of one left out.
+
+    Only findings whose folded subject two or more reviewers used can repeat each other,
+    and the walk never looks across subjects, so it runs on those alone, one subject at a
+    time, in walk order: the same groups, without a kept finding per telling."""
+    by_subject: dict[str, list[int]] = {}
+    for at, (_, finding) in enumerate(flat):
+        by_subject.setdefault(fold_subject(finding.subject), []).append(at)
+    repeats: list[list[int]] = []
+    for positions in by_subject.values():
+        if len({flat[i][0] for i in positions}) < 2:
+            continue
+        walk: dict[str, list[Finding]] = {}
+        for i in positions:
+            walk.setdefault(flat[i][0], []).append(flat[i][1])
+        order = [i for who in walk for i in positions if flat[i][0] == who]
+        for kept in _exact(list(walk.items())):
+            if len(kept.tellings) > 1:
+                repeats.append([order[t] for t in kept.tellings])
+    return repeats
+
+
+def _joined(
+    groups: list[list[int]], repeats: Sequence[Sequence[int]], reviewer_of: Sequence[str]
+) -> list[list[int]]:
+    """``groups`` joined along exact repeats (each a list of positions, first kept first)
+    where the joined group would hold no reviewer twice; members in position order."""
+    owner = {i: at for at, g in enumerate(groups) for i in g}
+    joined: dict[int, list[int]] = {at: list(g) for at, g in enumerate(groups)}
+    for repeat in repeats:
+        for other in repeat[1:]:
+            a, b = owner[repeat[0]], owner[other]
+            if a == b:
+                continue
+            held = {reviewer_of[i] for i in joined[a]}
+            if any(reviewer_of[j] in held for j in joined[b]):
+                continue
+            low, high = min(a, b), max(a, b)
+            for j in joined[high]:
+                owner[j] = low
+            joined[low] = sorted(joined[low] + joined.pop(high))
+    return list(joined.values())
+
+
+def _one(
+    group: Sequence[int],
+    flat: Sequence[tuple[str, Finding]],
+    heard: set[str],
+    change: Change | None,
+) -> Finding:
+    """The consolidated finding of one group (members already in roster order)."""
+    tellings = [flat[i] for i in group]
+    raisers = [p for p, _ in tellings]
+    n = len(heard | set(raisers)) or 1
+    lead = tellings[0][1]
+    agreement = _agreement(len(raisers), max(n, len(raisers)))
+    if len(tellings) == 1:
+        return lead.model_copy(update={"raised_by": None, "members": None, "agreement": agreement})
+    findings = [f for _, f in tellings]
+    severity = max((f.severity for f in findings), key=severity_rank)
+    confidences = [f.confidence for f in findings if f.confidence is not None]
+    return lead.model_copy(
+        update={
+            "anchor": covering_anchor([f.anchor for f in findings], change),
+            "severity": severity,
+            "confidence": max(confidences) if confidences else None,
+            "raised_by": tuple(raisers),
+            "members": tuple(member_of(p, f) for p, f in tellings),
+            "agreement": agreement,
+        }
+    )
+
+
+@cache
+def _agreement(k: int, n: int) -> Agreement:
+    """One frozen ``Agreement`` per (k, n): a round has few distinct ones."""
+    return Agreement(k=k, n=n)
+
+
+def member_of(participant: str, finding: Finding) -> Member:
+    """A reviewer's own telling, as a consolidated finding keeps it."""
+    return Member(
+        participant=participant,
+        anchor=finding.anchor,
+        label=finding.label,
+        subject=finding.subject,
+        discussion=finding.discussion,
+        origin=finding.origin,
+        severity=finding.severity,
+        confidence=finding.confidence,
+        evidence=finding.evidence,
+    )
+
+
+def _lines(anchor: LineAnchor) -> tuple[int, int]:
+    first = anchor.start_line if anchor.start_line is not None else anchor.line
+    return min(first, anchor.line), max(first, anchor.line)
+
+
+def covering_anchor(anchors: Sequence[Anchor], change: Change | None = None) -> Anchor:
+    """The anchor of a consolidated finding, from its members' anchors (roster order).
+
+    The most precise kind (line > file > change). Among line anchors, on the path and
+    side of the first one: the narrowest member anchor that covers every member's lines
+    there (each within :data:`COVER_SLACK` lines); else the union of their ranges when
+    it stays within one hunk of ``change`` (without a change: when it spans at most
+    :data:`UNION_SPAN` lines); else the first line anchor. Never raises.
+    """
+    best = max(anchors, key=anchor_precision)
+    if not isinstance(best, LineAnchor):
+        return next(a for a in anchors if anchor_precision(a) == anchor_precision(best))
+    lined = [a for a in anchors if isinstance(a, LineAnchor)]
+    first = lined[0]
+    same = [a for a in lined if a.path == first.path and a.side == first.side]
+    spans = [_lines(a) for a in same]
+    covering = [
+        (hi - lo, at)
+        for at, (lo, hi) in enumerate(spans)
+        if all(lo - COVER_SLACK <= m_lo and m_hi <= hi + COVER_SLACK for m_lo, m_hi in spans)
+    ]
+    if covering:
+        return same[min(covering)[1]]
+    low, high = min(lo for lo, _ in spans), max(hi for _, hi in spans)
+    union = first.model_copy(update={"line": high, "start_line": low if low < high else None})
+    if change is None:
+        return union if high - low <= UNION_SPAN else first
+    return union if landing(change, union) is None else first

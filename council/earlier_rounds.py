@@ -33,8 +33,9 @@ from bisect import bisect_left
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from council.agreement import best_agreeing
 from council.diff import Change, ChangedFile
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.fingerprint import fingerprint
 from council.gate import incomplete_reasons
 from council.report.model import CouncilReport, RunStatus
@@ -85,6 +86,7 @@ def mark_round(
     earlier_findings: Iterable[Finding],
     earlier_fingerprints: Collection[str],
     change: Change,
+    recognizing: Iterable[Finding] = (),
 ) -> CouncilReport:
     """The report with ``seen`` and ``outdated`` filled for this round of its session.
 
@@ -96,15 +98,61 @@ def mark_round(
       current, and ``seen`` already says so) and whose anchor ``change`` touches
       (:func:`touched`). When several earlier findings share a fingerprint, the one
       filed last is kept. In filing order.
+    * ``seen_by_agreement``: this round's findings that a fingerprint did not recognise
+      but the agreement relation did, as a restatement of one of ``recognizing`` (the
+      findings still open in the session), id → that earlier finding's id
+      (:func:`recognized`); they are ``seen`` too, and that earlier finding is not
+      outdated (it was raised again).
 
     Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
     inputs gives the same report. Never raises.
     """
-    seen = tuple(
+    seen = [
         f.id for f in report.findings if f.id is not None and fingerprint(f) in earlier_fingerprints
+    ]
+    earlier = list(earlier_findings)
+    agreed = recognized(report.findings, recognizing, set(seen))
+    seen_set = {*seen, *agreed}
+    seen = [f.id for f in report.findings if f.id is not None and f.id in seen_set]
+    raised_again = {agreed[i] for i in agreed}
+    outdated = tuple(
+        f
+        for f in _not_raised_again(report, earlier)
+        if f.id not in raised_again and touched(change, f)
     )
-    outdated = tuple(f for f in _not_raised_again(report, earlier_findings) if touched(change, f))
-    return report.model_copy(update={"seen": seen, "outdated": outdated})
+    return report.model_copy(
+        update={"seen": tuple(seen), "outdated": outdated, "seen_by_agreement": agreed}
+    )
+
+
+def recognized(
+    findings: Iterable[Finding], earlier: Iterable[Finding], already: Collection[int]
+) -> dict[int, int]:
+    """This round's findings (id → earlier id) that restate a finding of an earlier round
+    in other words (the agreement relation, :func:`council.agreement.best_agreeing`,
+    whoever tells it), leaving out those in ``already`` (seen by fingerprint); each
+    earlier finding recognized once, in filing order. Candidates are the earlier
+    findings on the same file (or naming none), so the work is per file."""
+    by_path: dict[str | None, list[Finding]] = {}
+    for f in earlier:
+        if f.id is not None:
+            by_path.setdefault(anchor_path(f.anchor), []).append(f)
+    taken: set[int] = set()
+    found: dict[int, int] = {}
+    for f in findings:
+        if f.id is None or f.id in already:
+            continue
+        path = anchor_path(f.anchor)
+        pool = [
+            e
+            for e in (*by_path.get(path, ()), *(by_path.get(None, ()) if path else ()))
+            if e.id not in taken
+        ]
+        at = best_agreeing(f, pool) if pool else None
+        if at is not None and pool[at].id is not None:
+            found[f.id] = pool[at].id
+            taken.add(pool[at].id)
+    return found
 
 
 def carry(

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from council.consolidation import file_findings, merge_across, with_origin
+from council.agreement import best_agreeing
+from council.consolidation import consolidate, file_findings, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.diff import Change
-from council.findings import Finding, Origin, Warning
+from council.findings import Agreement, Finding, Member, Origin, Warning
 from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.participant import Participant
@@ -65,7 +66,10 @@ def conclude_round(
     ``outcomes`` must hold one outcome per participant (the caller settles the missing
     ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
     on who answered first. Each finding's origin names the first participant that raised
-    it; agreement is in ``raised_by`` (harvest.md §8). With ``change`` (the round's
+    it; agreement is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the
+    reviewers heard in full; :func:`council.consolidation.consolidate`, harvest.md §8).
+    A ``raisedBy`` an ordinary reviewer wrote is dropped, with a note naming it: only the
+    consolidation (and a judge) credit raisers. With ``change`` (the round's
     diff), anchor paths are first read as the repository paths they name
     (:func:`council.landing.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
     ``app.py``), so two spellings of one place merge.
@@ -73,10 +77,12 @@ def conclude_round(
     The steps: each participant's tellings, merged and filed; one summary per
     participant; what they said besides findings; the cost; the report.
     """
-    tellings = _tellings(facts, participants, outcomes, change)
-    filed = file_findings(merge_across(tellings), first_id)
+    tellings, uncredited = _tellings(facts, participants, outcomes, change)
+    heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
+    filed = file_findings(consolidate(tellings, heard=heard, change=change), first_id)
     summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
     warnings, notes = _said_besides(participants, outcomes)
+    notes += uncredited
     costs = sum_costs(s.cost_usd for s in summaries if s.usage is not None)
     report = CouncilReport(
         run_id=facts.run_id,
@@ -103,19 +109,29 @@ def _tellings(
     participants: Sequence[Participant],
     outcomes: Mapping[str, ParticipantOutcome],
     change: Change | None,
-) -> list[tuple[str, list[Finding]]]:
+) -> tuple[list[tuple[str, list[Finding]]], list[str]]:
     """Each participant's findings, in roster order, with their origin set and their
-    anchor paths read against the change (so two spellings of one path can merge)."""
+    anchor paths read against the change (so two spellings of one path can merge); and
+    a note for each reviewer whose own ``raisedBy`` was dropped (harvest.md §8: a
+    reviewer's claim that others agree is not agreement; the consolidation credits)."""
     roots = (facts.repository,) if facts.repository else ()
     tellings: list[tuple[str, list[Finding]]] = []
+    notes: list[str] = []
     for p in participants:
         outcome = outcomes.get(p.id)
         found: Sequence[Finding] = outcome.harvest.findings if outcome is not None else ()
         if change is not None:
             found = resolve_findings(found, change, roots)
+        crediting = sum(1 for f in found if f.raised_by)
+        if crediting and p.role != "judge":
+            found = [f.model_copy(update={"raised_by": None}) for f in found]
+            notes.append(
+                f"{p.id}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
+                "not credit raisers, the consolidation does"
+            )
         origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
         tellings.append((p.id, with_origin(found, origin)))
-    return tellings
+    return tellings, notes
 
 
 def summarize(
@@ -286,41 +302,120 @@ def _credited_on_roster(
 def _match_verdicts(
     filed: Sequence[Finding], verdicts: Sequence[Finding], origin: Origin, first_id: int
 ) -> tuple[dict[int, Finding], list[Finding]]:
-    """Each verdict updates the first filed finding it says the same as (harvest.md §5;
-    each filed finding at most once), or is filed new with ids from ``first_id``.
-    Returns (filed id → updated finding, new findings)."""
+    """Each verdict updates one filed finding it restates (each filed finding at most
+    once), or is filed new with ids from ``first_id``. Returns (filed id → updated
+    finding, new findings).
+
+    A verdict restates the first open filed finding that ``says_the_same`` as it or as
+    one of its members (harvest.md §5); else the one the agreement relation scores
+    highest with it, at or above its threshold (the judge reworded it), ties in filing
+    order. A restatement whose ``raisedBy`` names only some of a consolidated finding's
+    members SPLITS it (the judge thinks the merge wrong; its restatement wins): the
+    finding keeps the members it names; a new verdict naming the others takes them;
+    members no verdict names are filed alone (and, if the judge was read whole, not
+    upheld), so a wrong merge never loses a telling.
+    """
     updated: dict[int, Finding] = {}
     new: list[Finding] = []
+    left: list[Member] = []
+    heard = 1
+    open_ones = [f for f in filed if f.id is not None]
     for verdict in verdicts:
-        match = next(
-            (
-                f
-                for f in filed
-                if f.id is not None and f.id not in updated and says_the_same(f, verdict)
-            ),
-            None,
-        )
+        match = _restates(open_ones, updated, verdict)
         if match is None or match.id is None:
             new.append(verdict.model_copy(update={"origin": origin, "id": first_id + len(new)}))
             continue
-        updated[match.id] = _restated(match, verdict)
+        restated, split_off = _restated(match, verdict)
+        updated[match.id] = restated
+        left.extend(split_off)
+        heard = max(heard, match.agreement.n if match.agreement is not None else 1)
+    new = [_taking(f, left, heard) for f in new]
+    for member in left:
+        alone = Finding(
+            anchor=member.anchor,
+            label=member.label,
+            subject=member.subject,
+            discussion=member.discussion,
+            origin=member.origin,
+            severity=member.severity,
+            confidence=member.confidence,
+        )
+        new.append(alone.model_copy(update={"id": first_id + len(new)}))
     return updated, new
 
 
-def _restated(match: Finding, verdict: Finding) -> Finding:
-    """A filed finding as the judge restated it: the judge's anchor, label, severity and
-    confidence (its corrections), and the raisers it names joined to the filed ones."""
-    raisers = list(match.raised_by or ((match.origin.participant,) if match.origin else ()))
-    raisers += [r for r in verdict.raised_by or () if r not in raisers]
-    return match.model_copy(
-        update={
-            "anchor": verdict.anchor,
-            "label": verdict.label,
-            "severity": verdict.severity or match.severity,
-            "confidence": verdict.confidence or match.confidence,
-            "raised_by": tuple(r for r in raisers if r) or None,
-        }
-    )
+def _restates(
+    filed: Sequence[Finding], updated: Mapping[int, Finding], verdict: Finding
+) -> Finding | None:
+    """The open filed finding a verdict restates, or None (see :func:`_match_verdicts`)."""
+    candidates = [f for f in filed if f.id not in updated]
+    for f in candidates:
+        if says_the_same(f, verdict) or any(
+            says_the_same(_as_finding(m), verdict) for m in f.members or ()
+        ):
+            return f
+    at = best_agreeing(verdict, candidates)
+    return candidates[at] if at is not None else None
+
+
+def _as_finding(member: Member) -> Finding:
+    return Finding(anchor=member.anchor, label=member.label, subject=member.subject)
+
+
+def _taking(verdict: Finding, left: list[Member], heard: int) -> Finding:
+    """A new judge finding takes the split-off members its ``raisedBy`` names (removed
+    from ``left``); ``heard``: the n of the agreement of the findings split."""
+    named = set(verdict.raised_by or ())
+    taken = [m for m in left if m.participant in named]
+    if not taken:
+        return verdict
+    for m in taken:
+        left.remove(m)
+    update: dict[str, object] = {"agreement": Agreement(k=len(named), n=max(heard, len(named)))}
+    if len(taken) >= 2:
+        update["members"] = tuple(taken)
+    return verdict.model_copy(update=update)
+
+
+def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
+    """A filed finding as the judge restated it, and the members it split off.
+
+    The judge's subject (when it reworded it), discussion (when it gave one), anchor,
+    label, severity and confidence (its corrections). ``raised_by``: with the judge's
+    ``raisedBy`` naming only some members, those members and any member saying the same
+    as the verdict word for word (a split); otherwise the filed raisers joined to the
+    ones it names.
+    """
+    named = verdict.raised_by or ()
+    members = list(match.members or ())
+    kept = [
+        m for m in members if m.participant in named or says_the_same(_as_finding(m), verdict)
+    ]
+    split_off: list[Member] = []
+    raisers: list[str | None]
+    if members and named and kept and len(kept) < len(members):
+        split_off = [m for m in members if m.participant not in named]
+        raisers = [m.participant for m in kept]
+        raisers += [r for r in named if r not in raisers]
+    else:
+        kept = members
+        raisers = list(match.raised_by or ((match.origin.participant,) if match.origin else ()))
+        raisers += [r for r in named if r not in raisers]
+    raised = tuple(r for r in raisers if r)
+    update: dict[str, object] = {
+        "subject": verdict.subject,
+        "discussion": verdict.discussion or match.discussion,
+        "anchor": verdict.anchor,
+        "label": verdict.label,
+        "severity": verdict.severity or match.severity,
+        "confidence": verdict.confidence or match.confidence,
+        "raised_by": raised or None,
+        "members": tuple(kept) if len(kept) >= 2 else None,
+    }
+    if match.agreement is not None:
+        k = max(1, len(raised))
+        update["agreement"] = Agreement(k=k, n=max(match.agreement.n, k))
+    return match.model_copy(update=update), split_off
 
 
 def _not_upheld(

@@ -141,6 +141,38 @@ class Origin(_Canonical):
     participant: str | None = None
 
 
+class Member(_Canonical):
+    """One reviewer's own telling of a consolidated finding (harvest.md §8).
+
+    A consolidated finding keeps every telling it was made of, so a wrong merge costs a
+    duplicate-looking line, never a lost finding: what each reviewer said, where, how
+    severe. ``participant`` is the reviewer that told it.
+    """
+
+    participant: str
+    anchor: Anchor
+    label: Label
+    subject: str = Field(min_length=1)
+    discussion: str = ""
+    origin: Origin | None = None
+    severity: Severity | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    evidence: tuple[Verdict, ...] | None = None
+    """The script verdicts of this telling's shown blocks, as its finding had them."""
+
+
+class Agreement(_Canonical):
+    """How many reviewers raised a finding, of how many could have: "k of n".
+
+    ``k``: the reviewers whose tellings the finding consolidates; ``n``: the reviewers
+    heard in full that saw its file (every reviewer sees the whole change), and any
+    raiser not heard in full, so ``k <= n``.
+    """
+
+    k: int = Field(ge=1)
+    n: int = Field(ge=1)
+
+
 class Finding(_Canonical):
     """One observation about the change (harvest.md §2, canonical form §9).
 
@@ -167,6 +199,18 @@ class Finding(_Canonical):
     raised_by: tuple[str, ...] | None = Field(default=None, min_length=1)
     evidence: tuple[Verdict, ...] | None = None
     severity_note: str | None = None
+    members: tuple[Member, ...] | None = Field(default=None, min_length=2)
+    """Each reviewer's own telling, in roster order, when the consolidation merged two or
+    more (absent for a finding of one telling): nothing a reviewer said is lost."""
+    agreement: Agreement | None = None
+    """k of n reviewers raised it (set by the consolidation of a round)."""
+
+    @property
+    def raisers(self) -> int:
+        """How many reviewers raised it: its agreement's k, else its ``raised_by``, else 1."""
+        if self.agreement is not None:
+            return self.agreement.k
+        return len(self.raised_by) if self.raised_by else 1
 
 
 class Warning(_Canonical):

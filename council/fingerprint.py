@@ -19,9 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from council.findings import Finding, anchor_path
 from council.sameness import fold_subject
+
+if TYPE_CHECKING:
+    from council.report.model import CouncilReport
 
 FINGERPRINT_VERSION = "v1"
 """Version of the fingerprint recipe; part of the hashed text, so a new recipe can never
@@ -60,3 +64,11 @@ def occurrence_fingerprints(findings: Iterable[Finding]) -> list[str]:
         seen[value] = count
         out.append(value if count == 1 else f"{value}:{count}")
     return out
+
+
+def with_fingerprints(report: CouncilReport) -> CouncilReport:
+    """The report with ``fingerprints`` set: each open finding's id → :func:`fingerprint`
+    (this round's and carried), so the JSON report says what dismissals, the baseline
+    and later rounds key it by. Never raises."""
+    prints = {f.id: fingerprint(f) for f in report.open_findings if f.id is not None}
+    return report.model_copy(update={"fingerprints": prints})

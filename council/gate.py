@@ -16,7 +16,8 @@ The open findings are gated: those filed in THIS round (``report.findings``), th
 those carried from earlier rounds that a ``--since-last`` round did not review again
 (``report.carried``: their code is unchanged, so they still stand). A finding without
 a severity never trips the gate; ``never`` never trips it; a suppressed finding
-(dismissed, or in the committed baseline) never trips it. Source: architecture.md "The
+(dismissed, or in the committed baseline) never trips it, nor does one outside
+``--filter`` or raised by fewer reviewers than ``--min-agreement``. Source: architecture.md "The
 shape", harvest.md §7 (stops are partial).
 """
 
@@ -90,8 +91,26 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
         if f.severity is not None
         and f.id not in report.suppressed
         and f.id not in report.filtered
+        and f.id not in report.unagreed
         and _blocks(f, threshold)
     ]
+
+
+def apply_min_agreement(report: CouncilReport, min_agreement: int) -> CouncilReport:
+    """The report with ``unagreed`` set: each open finding (this round's and carried)
+    raised by fewer than ``min_agreement`` reviewers (:attr:`Finding.raisers`: its
+    agreement's k), id → that count. Such a finding is listed and posted, but never
+    gates (:func:`gate_tripped`). Any earlier ``unagreed`` is replaced. Raises
+    ValueError for a value below 1. Source: harvest.md §8 (agreement as a gate).
+    """
+    if min_agreement < 1:
+        raise ValueError(f"min_agreement must be 1 or more, not {min_agreement}")
+    unagreed = {
+        f.id: f.raisers
+        for f in report.open_findings
+        if f.id is not None and f.raisers < min_agreement
+    }
+    return report.model_copy(update={"unagreed": unagreed, "min_agreement": min_agreement})
 
 
 def _blocks(finding: Finding, threshold: int) -> bool:

@@ -216,7 +216,13 @@ def _filed(filed: Sequence[Finding]) -> str:
     fence = _fence("\n".join(rows))
     return (
         head + "One JSON object per line (`origin.participant` and `raised_by` name who "
-        "raised each one).\n\n" + f"{fence}json\n" + "\n".join(rows) + f"\n{fence}"
+        "raised each one). The council already consolidated what several reviewers said "
+        "about one problem into one finding: `members` holds each reviewer's own telling, "
+        "`agreement` how many of the reviewers heard raised it (k of n). Restate a "
+        "consolidated finding once, with `raisedBy` naming its raisers; if you think some "
+        "members describe a different problem, split it: restate it with `raisedBy` naming "
+        "only the members that belong, and give the other problem as its own finding with "
+        "`raisedBy` naming the rest.\n\n" + f"{fence}json\n" + "\n".join(rows) + f"\n{fence}"
     )
 
 

@@ -59,7 +59,9 @@ class SessionMarks:
         none is carried (the CLI reviews the whole change then). Never raises.
         """
         earlier = self.earlier if self.since is not None else ()
-        marked = mark_round(report, earlier, self.fingerprints, self.since or Change())
+        marked = mark_round(
+            report, earlier, self.fingerprints, self.since or Change(), recognizing=self.earlier
+        )
         if self.carry and self.since is not None:
             accepted = {*self.dismissals, *self.baseline.reasons()}
             marked = carry(marked, earlier, self.since, accepted)

@@ -25,6 +25,8 @@ from council.diff_filter import apply_filter, parse_filter
 from council.earlier_rounds import remembered
 from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Read
+from council.fingerprint import with_fingerprints
+from council.gate import apply_min_agreement
 from council.harvest import JournalCaps
 from council.landing import land
 from council.lifecycle import Event, Transition, allows, ending, is_final, step
@@ -158,10 +160,13 @@ class _Hearing:
         still open on the pull request's code must keep gating)."""
 
     def finish(self, report: CouncilReport) -> CouncilReport:
-        """A filed report landed on the diff, marked against the session, and filtered
-        (``--filter``, the head tree's paths: :mod:`council.diff_filter`)."""
+        """A filed report landed on the diff, marked against the session, filtered
+        (``--filter``, the head tree's paths: :mod:`council.diff_filter`) and held to
+        ``--min-agreement`` (:func:`council.gate.apply_min_agreement`)."""
         marked = self.marks.apply(land(report, self.change))
-        return apply_filter(marked, self.pull, parse_filter(self.record.filter), self.paths)
+        filtered = apply_filter(marked, self.pull, parse_filter(self.record.filter), self.paths)
+        held = apply_min_agreement(filtered, self.record.min_agreement)
+        return with_fingerprints(held)
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
         """The questions ``[policy] confirm`` puts to a person before the run may settle."""

@@ -29,7 +29,8 @@ from typing import Any
 from council.diff import Change, landing
 from council.findings import Finding, LineAnchor, severity_rank
 from council.gate import gate_tripped, parse_fail_on
-from council.report.escape import block, inline, no_mentions
+from council.report.agreement import discussion_cut, other_tellings, place_text
+from council.report.escape import block, code, inline, no_mentions
 from council.report.evidence_text import evidence_line
 from council.report.markdown import DECORATIONS, raised_text, render_markdown
 from council.report.model import CouncilReport
@@ -197,11 +198,25 @@ def comment_body(finding: Finding) -> str:
     if finding.severity_note:
         facts.append(inline(finding.severity_note))
     tail = no_mentions("\n\n" + " · ".join(facts)) if facts else ""
+    tail = _other_tellings(finding) + tail
     quoted = _quote(finding.discussion)
     spare = BODY_UNITS - _units(head) - _units(tail) - 2
     if _units(quoted) > spare:
         quoted = _cut_quote(finding.discussion, spare)
     return head + ("\n\n" + quoted if quoted else "") + tail
+
+
+def _other_tellings(finding: Finding) -> str:
+    """The other reviewers' tellings of a consolidated finding, folded into its comment:
+    ``Also told by owl (`app.py:12`): subject`` and its discussion quoted (each cut to
+    :data:`~council.report.agreement.TELLING_CHARS`); "" for a finding of one telling."""
+    parts: list[str] = []
+    for member in other_tellings(finding):
+        facts = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
+        head = f"Also told by {inline(member.participant)} ({facts}): {inline(member.subject)}"
+        said = _quote(discussion_cut(member))
+        parts.append("\n\n" + no_mentions(head) + ("\n\n" + said if said else ""))
+    return "".join(parts)
 
 
 def _cut_quote(discussion: str, spare: int) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 from council.diff import Change, ChangedFile, Hunk, landing
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, severity_rank
 from council.fingerprint import occurrence_fingerprints
+from council.report.agreement import agreement_text, tellings_plain
 from council.report.escape import no_mentions, no_quick_actions
 from council.report.github_review import MAX_COMMENTS, comment_body
 from council.report.markdown import DECORATIONS, OFF_DIFF_REASONS
@@ -85,6 +86,9 @@ def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, An
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label
     description = f"{label}: {' '.join(finding.subject.split())}"
+    agreed = agreement_text(finding)
+    if finding.raised_by and agreed:
+        where.append(f"raised by {', '.join(finding.raised_by)} ({agreed})")
     if where:
         description += f" [{'; '.join(where)}]"
     if len(description) > DESCRIPTION_CHARS:
@@ -96,8 +100,9 @@ def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, An
         "severity": SEVERITIES[finding.severity],
         "location": {"path": path, "lines": {"begin": line}},
     }
-    if finding.discussion.strip():
-        entry["content"] = {"body": finding.discussion}
+    body = "\n\n".join(t for t in (finding.discussion.strip(), tellings_plain(finding)) if t)
+    if body:
+        entry["content"] = {"body": body}
     return entry
 
 

@@ -12,6 +12,7 @@ Layout, top to bottom::
     not on a changed line                         off-diff findings, with the reason
     still open from earlier rounds                carried findings (--since-last), gating
     dismissed and baselined                       suppressed findings, with the reason
+    kept from gating by agreement                 --min-agreement: raised by too few
     outdated                                      earlier findings this change edited away
     notes
     <details> warnings, grouped per participant </details>
@@ -46,6 +47,7 @@ from council.findings import (
     severity_rank,
 )
 from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
+from council.report.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.report.escape import block, cell, code, for_log, inline
 from council.report.evidence_text import with_verdicts
 from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
@@ -100,6 +102,7 @@ def render_markdown(
         _findings(report, posted),
         _off_diff(report),
         _filtered(report),
+        _unagreed(report),
         _carried(report),
         _suppressed(report),
         _outdated(report),
@@ -279,8 +282,22 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
         where = f"{_count(count, 'finding')} {'is' if count == 1 else 'are'}"
         parts.append(f"{where} posted as line comments on the diff and not repeated here.")
     seen = set(report.seen)
-    ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
-    return "\n\n".join([*parts, *(_finding(f, seen=f.id in seen) for f in ordered)])
+    ordered = sorted(shown, key=_rank)
+    blocks = [_finding(f, seen=f.id in seen, missed=_recognized(report, f)) for f in ordered]
+    return "\n\n".join([*parts, *blocks])
+
+
+def _recognized(report: CouncilReport, finding: Finding) -> str:
+    """For a finding recognised as an earlier one by agreement, not by its fingerprint."""
+    earlier = report.seen_by_agreement.get(finding.id) if finding.id is not None else None
+    if earlier is None:
+        return ""
+    return f"restates finding {earlier} of an earlier round (recognised by agreement)"
+
+
+def _rank(finding: Finding) -> tuple[int, int]:
+    """Findings are listed by severity, then by how many reviewers raised them."""
+    return (-severity_rank(finding.severity), -finding.raisers)
 
 
 def _off_diff(report: CouncilReport) -> str:
@@ -340,6 +357,23 @@ def _filtered(report: CouncilReport) -> str:
         for f in ordered
     ]
     return "\n\n".join(["### Outside the filter", lead, *blocks])
+
+
+def _unagreed(report: CouncilReport) -> str:
+    """The findings ``--min-agreement`` kept from gating: listed (they are shown, and
+    posted, where they belong), each with how many reviewers raised it."""
+    items = [
+        f"- {_brief(f)} · raised by {_count(report.unagreed[f.id], 'reviewer')}"
+        for f in report.open_findings
+        if f.id is not None and f.id in report.unagreed and f.id not in report.suppressed
+    ]
+    if not items:
+        return ""
+    lead = (
+        f"Raised by fewer than {report.min_agreement} reviewers (--min-agreement "
+        f"{report.min_agreement}): shown above, never gating."
+    )
+    return "\n".join(["### Kept from gating by agreement", "", lead, "", *items])
 
 
 def _filter_why(report: CouncilReport, finding: Finding) -> str:
@@ -424,6 +458,14 @@ def _finding(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
         lines.append("")
         shown = with_verdicts(finding.discussion, finding.evidence)
         lines += [f"> {line}" if line.strip() else ">" for line in block(shown)]
+    for member in other_tellings(finding):
+        told = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
+        who = inline(member.participant)
+        lines += ["", f"Also told by {who} ({told}): {inline(member.subject)}"]
+        said = discussion_cut(member)
+        if said:
+            lines.append("")
+            lines += [f"> {line}" if line.strip() else ">" for line in block(said)]
     return "\n".join(lines)
 
 
@@ -439,17 +481,21 @@ def _location(finding: Finding) -> str:
 
 
 def raised_text(finding: Finding) -> str:
-    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 reviewers agree)``.
+    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 of 3)`` (k of the n
+    reviewers heard in full; ``2 reviewers agree`` when the agreement is not known).
 
     Empty when nothing is known. Why: a line comment and the report must name the
     raisers the same way; several raisers are agreement. Source: harvest.md §8.
     """
     origin = finding.origin
     judge = origin.participant if origin and origin.kind == "judge" else None
+    agreed = agreement_text(finding)
     if finding.raised_by:
         names = ", ".join(inline(name) for name in finding.raised_by)
         notes = []
-        if len(finding.raised_by) > 1:
+        if agreed:
+            notes.append(agreed)
+        elif len(finding.raised_by) > 1:
             notes.append(f"{len(finding.raised_by)} reviewers agree")
         if judge:
             notes.append(f"judge {inline(judge)}")
@@ -461,6 +507,7 @@ def raised_text(finding: Finding) -> str:
     if origin.participant is None:
         return f"raised by a {origin.kind}"
     suffix = " (judge)" if origin.kind == "judge" else ""
+    suffix += f" ({agreed})" if agreed and origin.kind != "judge" else ""
     return f"raised by {inline(origin.participant)}{suffix}"
 
 

@@ -117,13 +117,28 @@ class CouncilReport(BaseModel):
     (:mod:`council.diff_filter`): listed, never dropped."""
     filter: str | None = None
     """The ``--filter`` mode the report was gated with (None: not filtered)."""
+    min_agreement: int = 1
+    """``--min-agreement`` / ``[council] min_agreement``: how many reviewers must have
+    raised a finding for it to gate (1: every finding may)."""
+    unagreed: dict[int, int] = Field(default_factory=dict)
+    """Finding id → how many reviewers raised it, for the open findings kept from gating
+    because fewer than ``min_agreement`` did (:func:`council.gate.apply_min_agreement`):
+    listed and posted, never gating."""
     off_diff: dict[int, str] = Field(default_factory=dict)
     """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
     range-crosses-hunks, range-inverted). Such a finding is never dropped: it is shown
     in the body, "not on a changed line"."""
     seen: tuple[int, ...] = ()
     """Ids of findings whose fingerprint an earlier round of the session already
-    reported: shown, not posted again."""
+    reported (or that restate, in other words, a finding still open in the session:
+    ``seen_by_agreement``): shown, not posted again."""
+    seen_by_agreement: dict[int, int] = Field(default_factory=dict)
+    """Finding id → the id of the earlier finding still open in the session that it
+    restates, recognised by agreement rather than by fingerprint
+    (:func:`council.earlier_rounds.recognized`)."""
+    fingerprints: dict[int, str] = Field(default_factory=dict)
+    """Finding id → its content fingerprint (:func:`council.fingerprint.fingerprint`),
+    for every finding of the report (this round's and carried)."""
     suppressed: dict[int, Suppression] = Field(default_factory=dict)
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()

@@ -48,6 +48,7 @@ from urllib.parse import quote
 from council.evidence import verdict_json
 from council.findings import LABELS, ChangeAnchor, FileAnchor, Finding, severity_rank
 from council.fingerprint import fingerprint
+from council.report.agreement import agreement_properties, tellings_plain
 from council.report.model import CouncilReport, ParticipantSummary
 
 SARIF_SCHEMA = (
@@ -401,6 +402,9 @@ def _result(
     text = finding.subject
     if finding.discussion.strip():
         text += "\n\n" + finding.discussion
+    others = tellings_plain(finding)
+    if others:
+        text += "\n\n" + others
     result: dict[str, Any] = {
         "ruleId": rule_id(finding),
         "level": LEVELS[finding.severity],
@@ -457,6 +461,7 @@ def _result_properties(
     owner = _owner(finding)
     raisers = list(finding.raised_by or ([owner] if owner is not None else []))
     properties["raisedBy"] = raisers
+    properties.update(agreement_properties(finding))
     if finding.origin is not None:
         properties["origin"] = finding.origin.kind
     miss = report.off_diff.get(finding.id) if finding.id is not None else None
@@ -468,4 +473,6 @@ def _result_properties(
         properties["evidence"] = [verdict_json(v) for v in finding.evidence]
     if finding.severity_note:
         properties["severityNote"] = finding.severity_note
+    if finding.id is not None and finding.id in report.unagreed:
+        properties["belowMinAgreement"] = report.min_agreement
     return properties

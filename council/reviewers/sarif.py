@@ -327,6 +327,26 @@ def findings_from_sarif(
     }
 
 
+def every_path(log: Any) -> list[str]:
+    """Every path the results of a SARIF log name (normalized, first seen first): what to
+    pass as ``changed_paths`` to :func:`findings_from_sarif` to read every result, when
+    there is no change to keep them to (``council consolidate``). Never raises."""
+    if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
+        return []
+    found: dict[str, None] = {}
+    for raw_run in log["runs"]:
+        if not isinstance(raw_run, Mapping) or not isinstance(raw_run.get("results"), list):
+            continue
+        run = _Run(raw_run, ())
+        for result in raw_run["results"]:
+            locations = result.get("locations") if isinstance(result, Mapping) else None
+            for location in locations if isinstance(locations, list) else ():
+                place = run.path(location)
+                if place is not None:
+                    found.setdefault(normalize_path(place[0]))
+    return list(found)
+
+
 def answer_from_output(
     stdout: str,
     changed_paths: Sequence[str],

@@ -87,6 +87,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
     "max_diff_bytes",
     "max_tree_bytes",
     "quorum",
+    "min_agreement",
     "persona_dirs",
     "sandbox",
     "script_limits",
@@ -134,6 +135,9 @@ class Roster(BaseModel):
     quorum: int | None = None
     """How many reviewers must be heard in full; None (the default): every reviewer not
     marked ``optional`` (the gate fails closed)."""
+    min_agreement: int = 1
+    """``[council] min_agreement``: a finding gates only when at least this many
+    reviewers raised it (1, the default: every finding may gate)."""
     persona_dirs: tuple[str, ...] = ()
     sandbox: str = "auto"
     prices: PriceTable = PriceTable()
@@ -301,8 +305,18 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
             f"quorum {quorum} is more than the {len(reviewers)} reviewers of the roster",
             f"Lower quorum to at most {len(reviewers)}, or add reviewers",
         )
+    agreement_fix = "Write min_agreement as a whole number of reviewers, 1 or more"
+    min_agreement = whole(round_table, "min_agreement", "council", agreement_fix, low=1, high=None)
+    if min_agreement is not None and min_agreement > len(reviewers):
+        raise RosterError(
+            "council.min_agreement",
+            f"min_agreement {min_agreement} is more than the {len(reviewers)} reviewers of "
+            "the roster: no finding could ever gate",
+            f"Lower min_agreement to at most {len(reviewers)}, or add reviewers",
+        )
     return Roster(
         source=source,
+        min_agreement=min_agreement or 1,
         reviewers=tuple(reviewers),
         judge=judge,
         include=include,

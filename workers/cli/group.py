@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("workers.cli.journal", "record_command"),
     "harvest": ("workers.cli.journal", "harvest_command"),
     "run-script": ("workers.cli.run_script", "run_script_command"),
+    "consolidate": ("workers.cli.consolidate", "consolidate_command"),
     "evidence": ("workers.cli.evidence", "evidence_command"),
     "runs": ("workers.cli.readback", "runs_command"),
     "show": ("workers.cli.readback", "show_command"),

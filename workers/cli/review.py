@@ -154,6 +154,14 @@ _state_option = click.option(
     "marked, never gating; a finding on a path that exists nowhere never gates.",
 )
 @click.option(
+    "--min-agreement",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="A finding gates only when at least K reviewers raised it (the others are listed "
+    "and posted, marked, never gating). Default: the roster's [council] min_agreement, "
+    "else 1.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
@@ -188,6 +196,7 @@ def review_command(
     fail_on: str,
     quorum: int | None,
     filter_mode: str,
+    min_agreement: int | None,
     timeout: float | None,
     session: str | None,
     state: Path | None,
@@ -239,7 +248,9 @@ def review_command(
     problems, _ = _runnable(round_, mode)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(_cannot_run(problems))
-    round_ = _gated(_with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on)
+    round_ = _gated(
+        _with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
+    )
     quorum = round_.record.quorum
     for note in round_.notes:
         click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
@@ -257,12 +268,19 @@ def review_command(
     sys.exit(exit_code(report, threshold, quorum=quorum))
 
 
-def _gated(round_: Round, quorum: int | None, filter_mode: str, fail_on: str) -> Round:
+def _gated(
+    round_: Round,
+    quorum: int | None,
+    filter_mode: str,
+    fail_on: str,
+    min_agreement: int | None = None,
+) -> Round:
     """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
-    else the roster's; None: every reviewer not optional), the ``--filter`` mode and the
-    ``[policy] confirm`` severity and ``[policy] unverified_scripts``, and the
-    ``--fail-on`` (``council resume`` gates with it). Raises UsageProblem for a quorum
-    above the roster."""
+    else the roster's; None: every reviewer not optional), the ``--filter`` mode, the
+    ``--min-agreement`` (else ``[council] min_agreement``), the ``[policy] confirm``
+    severity and ``[policy] unverified_scripts``, and the ``--fail-on`` (``council
+    resume`` gates with it). Raises UsageProblem for a quorum or a min-agreement above
+    the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -270,12 +288,20 @@ def _gated(round_: Round, quorum: int | None, filter_mode: str, fail_on: str) ->
             f"--quorum {quorum} asks for more answers than the roster has reviewers "
             f"({len(round_.participants)}); lower --quorum or add reviewers"
         )
+    if min_agreement is None:
+        min_agreement = round_.roster.min_agreement
+    elif min_agreement > len(round_.participants):
+        raise UsageProblem(
+            f"--min-agreement {min_agreement} asks for more reviewers than the roster has "
+            f"({len(round_.participants)}): no finding could gate; lower it or add reviewers"
+        )
     gated = {
         "quorum": quorum,
         "filter": filter_mode,
         "confirm": round_.roster.confirm,
         "unverified_scripts": round_.roster.unverified_scripts,
         "fail_on": fail_on,
+        "min_agreement": min_agreement,
     }
     return replace(round_, record=round_.record.model_copy(update=gated))
 

@@ -109,6 +109,9 @@ class RunRecord(BaseModel):
     unverified_scripts: Literal["demote", "keep"] = "demote"
     """``[policy] unverified_scripts``: whether a critical finding showing a script that
     did not run this turn is held at medium (:mod:`council.script_verdicts`)."""
+    min_agreement: int = Field(default=1, ge=1)
+    """``--min-agreement`` (else ``[council] min_agreement``): a finding gates only when
+    at least this many reviewers raised it; applied when the run settles."""
     quorum: int | None = Field(default=1, ge=0)
     """Reviewers that must be heard in full for the round to count as a review of its
     head (``--quorum``, else the roster's); None: every reviewer not marked optional (the

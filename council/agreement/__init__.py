@@ -1,0 +1,19 @@
+"""Agreement across reviewers: which findings of different reviewers describe one problem.
+
+* :mod:`council.agreement.words`: a finding's telling read into terms (identifiers,
+  words, phrases);
+* :mod:`council.agreement.relation`: the pairwise relation, :func:`score` and
+  :func:`agrees_with` (words weighed by IDF over the consolidation, times the place);
+* :mod:`council.agreement.pairs`: which pairs are scored (blocking by file and lines,
+  an inverted index over rare terms): linear, never all pairs;
+* :mod:`council.agreement.clusters`: :func:`cluster`, average-linkage groups, at most
+  one finding per reviewer each, deterministic.
+
+Pure: no I/O. Source: harvest.md §8; bench/agreement.py measures precision, recall and
+speed against the ``says_the_same`` baseline.
+"""
+
+from council.agreement.clusters import cluster
+from council.agreement.relation import THRESHOLD, agrees_with, best_agreeing, score
+
+__all__ = ["THRESHOLD", "agrees_with", "best_agreeing", "cluster", "score"]

@@ -1,0 +1,128 @@
+"""council consolidate [NAME=]FILE…: several sources, one report, no model, no Redis."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from workers.cli.group import main
+
+HAWK = {
+    "findings": [
+        {
+            "subject": "`parse_limit` divides by zero when `page_size` is 0",
+            "discussion": "The division in parse_limit has no guard.",
+            "label": "issue",
+            "severity": "critical",
+            "location": {"kind": "line", "file": "app.py", "start": 11, "end": 12},
+        }
+    ]
+}
+OWL_TEXT = "My review:\n" + json.dumps(
+    {
+        "findings": [
+            {
+                "subject": "ZeroDivisionError in parse_limit for an empty page_size",
+                "discussion": "page_size 0 crashes parse_limit.",
+                "label": "issue",
+                "location": {"kind": "line", "file": "app.py", "start": 12, "end": 14},
+            },
+            {
+                "subject": "Token compared with ==",
+                "label": "issue",
+                "location": {"kind": "file", "file": "auth.py"},
+            },
+        ]
+    }
+)
+SARIF = {
+    "version": "2.1.0",
+    "runs": [
+        {
+            "tool": {"driver": {"name": "ruff"}},
+            "results": [
+                {
+                    "ruleId": "S105",
+                    "message": {"text": "check_token compares the token with == (timing)"},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": "auth.py"},
+                                "region": {"startLine": 3},
+                            }
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def _files(tmp_path: Path) -> list[str]:
+    (tmp_path / "hawk.json").write_text(json.dumps(HAWK), encoding="utf-8")
+    (tmp_path / "owl.txt").write_text(OWL_TEXT, encoding="utf-8")
+    (tmp_path / "tool.sarif").write_text(json.dumps(SARIF), encoding="utf-8")
+    return [str(tmp_path / n) for n in ("hawk.json", "owl.txt", "tool.sarif")]
+
+
+def _run(*args: str) -> Any:
+    return CliRunner().invoke(main, ["consolidate", *args])
+
+
+def test_three_kinds_of_source_one_report(tmp_path: Path) -> None:
+    """An answer, an answer in prose, a SARIF log: one finding per problem, k of n."""
+    out = tmp_path / "merged.json"
+    done = _run(*_files(tmp_path), "--json", str(out))
+    assert done.exit_code == 0, done.output
+    assert "raised by hawk, owl (2 of 3)" in done.stdout
+    assert "raised by owl, ruff (2 of 3)" in done.stdout
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [p["id"] for p in report["participants"]] == ["hawk", "owl", "ruff"]
+    first, second = report["findings"]
+    assert [m["participant"] for m in first["members"]] == ["hawk", "owl"]
+    assert second["agreement"] == {"k": 2, "n": 3}
+
+
+def test_names_a_report_and_a_harvest_read_back(tmp_path: Path) -> None:
+    """A consolidated report read back gives each member's telling again; NAME= names a
+    source; a Harvest JSON is one reviewer named by its stem."""
+    out = tmp_path / "merged.json"
+    assert _run(*_files(tmp_path), "--json", str(out)).exit_code == 0
+    harvest = tmp_path / "lynx.json"
+    harvest.write_text(
+        json.dumps({"findings": [], "warnings": [], "truncated": False}), encoding="utf-8"
+    )
+    again = tmp_path / "again.json"
+    done = _run(str(out), f"bat={tmp_path / 'hawk.json'}", str(harvest), "--json", str(again))
+    assert done.exit_code == 0, done.output
+    report = json.loads(again.read_text(encoding="utf-8"))
+    assert [p["id"] for p in report["participants"]] == ["hawk", "owl", "ruff", "bat", "lynx"]
+    assert report["findings"][0]["raised_by"] == ["hawk", "owl", "bat"]
+    assert report["findings"][0]["agreement"] == {"k": 3, "n": 5}
+
+
+def test_the_same_every_run_and_other_formats(tmp_path: Path) -> None:
+    """Deterministic; --format sarif into --output; --fail-on gates; a bad file exits 2."""
+    files = _files(tmp_path)
+    a = _run(*files)
+    b = _run(*files)
+    assert a.stdout == b.stdout
+    outdir = tmp_path / "out"
+    done = _run(
+        *files, "--format", "sarif", "--format", "gitlab-codequality", "--output", str(outdir)
+    )
+    assert done.exit_code == 0, done.output
+    sarif = json.loads((outdir / "council.sarif").read_text(encoding="utf-8"))
+    results = [r for run in sarif["runs"] for r in run["results"]]
+    assert len(results) == 2 and results[0]["properties"]["agreement"] == {"k": 2, "n": 3}
+    assert _run(*files, "--fail-on", "critical").exit_code == 1
+    assert _run(*files, "--fail-on", "critical", "--min-agreement", "3").exit_code == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 99, "participants": []}', encoding="utf-8")
+    refused = _run(str(bad))
+    assert refused.exit_code == 2 and "bad.json" in refused.output
+    assert _run(str(tmp_path / "missing.json")).exit_code == 2
