@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from council.errors import RosterError
+from council.overrule import OVERRULE_OPTION
 from council.participant import Participant
 from council.reviewers.tools import TOOL_NAMES
 
@@ -62,11 +63,13 @@ def refuse_unknown(
     """Refuse an option the backend does not read (a typo would otherwise be ignored).
 
     ``known`` lists the options a roster may write; those council sets itself
-    (:data:`SET_BY_COUNCIL`) are always accepted. Raises :class:`RosterError` at
-    ``{where}.{option}``.
+    (:data:`SET_BY_COUNCIL`), the round's ``sandbox`` and a judge's ``overrule`` (the
+    roster reader accepts it in ``[judge]`` only) are always accepted. Raises
+    :class:`RosterError` at ``{where}.{option}``.
     """
     for key in options:
-        if key not in known and key not in (*SET_BY_COUNCIL, SANDBOX_OPTION, SCRIPT_LIMITS_OPTION):
+        accepted = (*SET_BY_COUNCIL, SANDBOX_OPTION, SCRIPT_LIMITS_OPTION, OVERRULE_OPTION)
+        if key not in known and key not in accepted:
             raise RosterError(
                 f"{where}.{key}",
                 f"unknown option for the {backend} backend",

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from council.clocks import CEILING_MS, CLOCK_FIELDS, resolve_clocks
 from council.errors import RosterError
+from council.overrule import OVERRULE_FIX, OVERRULE_MODES, OVERRULE_OPTION
 from council.participant import (
     BACKENDS,
     THINKING_LEVELS,
@@ -58,6 +59,10 @@ COMMON_KEYS: tuple[str, ...] = (
     *CLOCK_FIELDS,
 )
 """Keys every participant table may hold, whatever its backend."""
+
+JUDGE_KEYS: tuple[str, ...] = (OVERRULE_OPTION,)
+"""Keys only ``[judge]`` may hold: ``overrule`` (whose findings the judge may overrule,
+``"models"`` by default or ``"all"``; see :mod:`council.overrule`), kept in its options."""
 
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
@@ -222,7 +227,8 @@ def read_participant(
     ``options["base_dir"]`` for backends that read files relative to the roster; the
     round's ``sandbox = "required"`` as ``options["sandbox"]`` for program backends; the
     script limits (``[council] script_limits``, then the entry's own keys over them) as
-    ``options["script_limits"]`` when either is written.
+    ``options["script_limits"]`` when either is written; a judge's ``overrule``
+    (:data:`JUDGE_KEYS`) as ``options["overrule"]``.
     Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
     """
     how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
@@ -232,7 +238,10 @@ def read_participant(
     backend = required_text(table, "backend", where, backend_fix)
     if backend not in BACKENDS:
         raise RosterError(f"{where}.backend", f"unknown backend {backend!r}", backend_fix)
-    refuse_unknown(table, (*COMMON_KEYS, *BACKEND_OPTIONS[backend]), where, BACKEND_OPTIONS)
+    judge_keys = JUDGE_KEYS if role == "judge" else ()
+    refuse_unknown(
+        table, (*COMMON_KEYS, *judge_keys, *BACKEND_OPTIONS[backend]), where, BACKEND_OPTIONS
+    )
     model_fix = 'Write the model name as the backend knows it, e.g. model = "gpt-4.1"'
     model = text(table, "model", where, model_fix)
     if model is None and backend in MODEL_BACKENDS:
@@ -278,6 +287,13 @@ def read_participant(
             limits = read_limits(own, f"{where}.script_limits", limits)
         if limits is not None:
             options[SCRIPT_LIMITS_OPTION] = limits.as_json()
+    overrule = text(table, OVERRULE_OPTION, where, OVERRULE_FIX) if role == "judge" else None
+    if overrule is not None:
+        if overrule not in OVERRULE_MODES:
+            raise RosterError(
+                f"{where}.{OVERRULE_OPTION}", f"{overrule!r} is not an overrule mode", OVERRULE_FIX
+            )
+        options[OVERRULE_OPTION] = overrule
     return Participant(
         id=pid,
         role=role,
