@@ -4,7 +4,9 @@ The reads come first, in the design's order (architecture.md "The shape"): the r
 TRUSTED roster, from the base ref, never the head under review; the filtered change; the
 programs and persona charters the roster names (trusted like it, so read where it is:
 :mod:`workers.trusted`) and the base files its ``args`` name (:mod:`workers.base_args`);
-the head tree. Then :mod:`council.lineup` builds the round from what was read, purely.
+the base's side of the analyzer configuration the change edits
+(:mod:`workers.config_overlay`); the head tree. Then :mod:`council.lineup` builds the
+round from what was read, purely.
 Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.dispatch`
 opens and sends and :mod:`workers.waiting` waits for.
 """
@@ -26,6 +28,7 @@ from council.reviewers import check_options
 from council.roster import Roster
 from workers.base_args import base_arg_files
 from workers.clock import now_ms
+from workers.config_overlay import ConfigOverlay, overlay_note, read_config_overlay
 from workers.recordings import recorded_lineup
 from workers.repository import DIFF_KNOB, Repository, attributes_notes
 from workers.settings import Settings
@@ -76,6 +79,9 @@ class Round:
     judge: Participant | None = None
     judge_persona: str | None = None
     arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    config: ConfigOverlay = field(default_factory=ConfigOverlay)
+    """The analyzer configuration files the change edits, and the base's side of them,
+    laid over the tree of program reviewers with ``config_from = "base"``."""
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -125,13 +131,15 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
     arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
+    config = read_config_overlay(repo, refs.base, refs.head)
+    config_said = overlay_note(config, lineup.reviewers)
     tree = repo.archive(
         refs.head,
         settings.max_tree_bytes or roster.max_tree_bytes,
         max_unpacked_bytes=settings.max_unpacked_tree_bytes,
     )
     notes = _with_new(
-        [*options.notes, *refs.notes, *roster_notes, *excluded_notes],
+        [*options.notes, *refs.notes, *roster_notes, *excluded_notes, *filter(None, [config_said])],
         change_notes(change, non_utf8=non_utf8),
     )
     judge = lineup.judge
@@ -147,6 +155,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         judge=judge,
         judge_persona=personas.get(judge.id) if judge is not None else None,
         arg_files=arg_files,
+        config=config,
     )
 
 

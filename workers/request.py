@@ -34,12 +34,16 @@ from council.reviewers import key_env
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import SANDBOX_OPTION
 from council.reviewers.sandbox import Bubblewrap, SandboxPolicy
+from workers.config_overlay import reads_base_config
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.runs import RunRecord
 
 log = structlog.get_logger("council.review")
+
+BASE_CONFIG_TREE = "tree-base-config"
+"""The run directory's name for the head tree with the base's analyzer configuration."""
 
 
 class RedisJournal:
@@ -108,19 +112,28 @@ def build_request(
     ``program`` is the base-tree program the coordinator stored for it (None: the
     roster's ``program`` is used as given); ``arg_files`` the base-tree files its
     ``args`` name (see :mod:`workers.base_args`); both are written under the run's
-    private directory. ``cancel`` is set when the run is cancelled. The sandbox policy
-    comes from the worker's settings (:func:`sandbox_policy`). Raises ``OSError`` when a
-    file cannot be written.
+    private directory. A program reviewer that reads the base's analyzer configuration
+    (:func:`~workers.config_overlay.reads_base_config`) works in the tree with the
+    base's versions of the configuration files the change edits laid over it
+    (:meth:`~workers.trees.TreeCache.overlaid`, once per run on this worker); every
+    other participant in the head tree as it is. ``cancel`` is set when the run is
+    cancelled. The sandbox policy comes from the worker's settings
+    (:func:`sandbox_policy`). Raises ``OSError`` when a file cannot be written.
     """
     record = share.record
     run_id = record.run_id
     path = rt.trees.program(run_id, participant.id, program) if program is not None else None
     args = rt.trees.arg_files(run_id, participant.id, arg_files) if arg_files else {}
+    workdir = share.workdir
+    if workdir is not None and reads_base_config(participant):
+        workdir = rt.trees.overlaid(
+            run_id, BASE_CONFIG_TREE, workdir, lambda: rt.runs.config(run_id)
+        )
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
         journal=RedisJournal(rt, run_id, participant.id, attempt),
-        workdir=share.workdir,
+        workdir=workdir,
         program=path,
         arg_files=args,
         sandbox=sandbox_policy(rt.settings, record.mode),

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+from council.analyzer_config import CONFIG_FIX, CONFIG_OPTION, CONFIG_SOURCES
 from council.clocks import CEILING_MS, CLOCK_FIELDS, resolve_clocks
 from council.errors import RosterError
 from council.overrule import OVERRULE_FIX, OVERRULE_MODES, OVERRULE_OPTION
@@ -67,9 +68,9 @@ JUDGE_KEYS: tuple[str, ...] = (OVERRULE_OPTION,)
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
-    "command": ("program", "args", "env", "network"),
+    "command": ("program", "args", "env", "network", CONFIG_OPTION),
     "replay": ("answer", "journal", "latency_ms"),
-    "sarif": ("program", "args", "env", "network", "scope", "levels"),
+    "sarif": ("program", "args", "env", "network", CONFIG_OPTION, "scope", "levels"),
 }
 """The backend's own keys, stored in :attr:`Participant.options` as given."""
 
@@ -86,7 +87,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _program_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
-    """``program`` (required) and ``args`` (optional) of a command or sarif reviewer."""
+    """``program`` (required), ``args``, ``env``, ``network`` and ``config_from`` (whose
+    analyzer configuration it reads, see :mod:`council.analyzer_config`) of a command or
+    sarif reviewer."""
     fix = f'A {backend} reviewer needs the program to run, e.g. program = "./review.sh"'
     program = required_text(table, "program", where, fix)
     if "\0" in program:
@@ -105,6 +108,11 @@ def _program_options(table: Mapping[str, object], backend: str, where: str) -> d
     network = flag(table, "network", where, network_fix)
     if network is not None:
         options["network"] = network
+    source = text(table, CONFIG_OPTION, where, CONFIG_FIX)
+    if source is not None:
+        if source not in CONFIG_SOURCES:
+            raise RosterError(f"{where}.{CONFIG_OPTION}", f"unknown source {source!r}", CONFIG_FIX)
+        options[CONFIG_OPTION] = source
     return options
 
 
@@ -180,8 +188,9 @@ def backend_options(table: Mapping[str, object], backend: str, where: str) -> di
 
     ``command``/``sarif``: ``program`` (required text), ``args`` (list of text), ``env``
     (names of the worker's variables the program gets; never a key, see
-    :func:`~council.reviewers.options.check_env_names`) and ``network`` (a boolean: the
-    sandbox keeps the network);
+    :func:`~council.reviewers.options.check_env_names`), ``network`` (a boolean: the
+    sandbox keeps the network) and ``config_from`` (``base``, the default, or ``head``:
+    whose analyzer configuration files the program reads);
     ``sarif`` also ``scope`` (``lines`` or ``files``) and ``levels`` (a table of SARIF
     level → severity or ``none``);
     ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,

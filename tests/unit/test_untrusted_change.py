@@ -19,9 +19,13 @@ from click.testing import CliRunner, Result
 
 from council.errors import RosterError
 from council.roster import parse_roster
+from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
+from workers.config_overlay import read_config_overlay
+from workers.repository import Repository
+from workers.trees import TreeCache
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 
@@ -165,3 +169,107 @@ def test_overrule_must_be_a_mode(tmp_path: Path) -> None:
     with pytest.raises(RosterError) as caught:
         parse_roster(head + 'overrule = "all"\n', "council.toml")
     assert caught.value.path == "reviewers[0].overrule"
+
+
+# -- 1. analyzer configuration in the change ---------------------------------------------
+
+RUFF = Path(sys.executable).parent / "ruff"
+
+PYPROJECT = '[project]\nname = "app"\nversion = "1"\n\n[tool.ruff]\nline-length = 100\n'
+
+SMELL = "import os\n\n\ndef run():\n    try:\n        return 1\n    except:\n        return 2\n"
+"""What ruff flags in the pull request's ``src/app.py``: F401 (line 1), E722 (line 7)."""
+
+
+def _ruff_round(tmp_path: Path, config_from: str | None) -> tuple[dict[str, Any], Result]:
+    """The base: ``pyproject.toml`` with ``[tool.ruff]`` and a roster running real ruff
+    (sarif); the pull request adds ``exclude = ["src"]`` to ``[tool.ruff]``, a
+    ``src/ruff.toml`` that selects nothing, and a smell in ``src/app.py``."""
+    bwrap_or_skip()
+    if not RUFF.is_file():
+        pytest.skip("ruff is not installed beside this interpreter")
+    roster = ROUND + f'[[reviewers]]\nid = "ruff"\nbackend = "sarif"\nprogram = "{RUFF}"\n'
+    roster += 'args = ["check", "--no-cache", "--select", "E722,F401", "--output-format", '
+    roster += '"sarif", "--exit-zero", "."]\nlevels = { error = "medium" }\n'
+    roster += f'config_from = "{config_from}"\n' if config_from else ""
+    repo = tmp_path / "repo"
+    base = two_commits(
+        repo,
+        {"council.toml": roster, "pyproject.toml": PYPROJECT, "src/__init__.py": ""},
+        {
+            "pyproject.toml": PYPROJECT + 'exclude = ["src"]\n',
+            "src/ruff.toml": '[lint]\nselect = []\nignore = ["ALL"]\n',
+            "src/app.py": SMELL,
+        },
+    )
+    done = review(repo, base, tmp_path, "--fail-on", "never")
+    assert done.exit_code == 0, done.output
+    return json.loads((tmp_path / "report.json").read_text()), done
+
+
+def test_a_change_cannot_switch_its_linter_off_in_pyproject(tmp_path: Path) -> None:
+    """The pull request adds ``[tool.ruff] exclude = ["src"]`` and a ``src/ruff.toml``
+    ignoring everything, and a smell in ``src/``: real ruff still reports it (it read
+    the base's ``pyproject.toml``, and the added ``src/ruff.toml`` was left out), and
+    the run's note names both files."""
+    report, _ = _ruff_round(tmp_path, None)
+    rules = sorted(f["subject"].split(":")[0] for f in report["findings"])
+    assert rules == ["E722", "F401"]
+    (note,) = [n for n in report["notes"] if n.startswith("the change edits analyzer config")]
+    assert '"pyproject.toml" (edited' in note and '"src/ruff.toml" (added' in note
+    assert "ruff read the base's versions" in note
+
+
+def test_config_from_head_reads_the_changes_configuration(tmp_path: Path) -> None:
+    """``config_from = "head"`` (the roster's choice): ruff reads the change's config,
+    finds nothing, and the note says ruff read the change's versions."""
+    report, _ = _ruff_round(tmp_path, "head")
+    assert report["findings"] == []
+    (note,) = [n for n in report["notes"] if n.startswith("the change edits analyzer config")]
+    assert "ruff read the change's versions" in note
+
+
+def test_the_overlay_restores_removes_and_leaves_the_rest(tmp_path: Path) -> None:
+    """The change deletes ``.flake8``, adds ``web/.eslintrc.json``, turns ``setup.cfg``
+    into a link and edits only ``[project]`` of ``pyproject.toml``: the program's tree has
+    the base's ``.flake8`` and ``setup.cfg`` back, no ``.eslintrc.json``, and the
+    change's ``pyproject.toml`` (no analyzer table changed); the head tree is untouched."""
+    repo = new_repo(
+        tmp_path / "repo",
+        {
+            ".flake8": "[flake8]\nmax-line-length = 80\n",
+            "setup.cfg": "[mypy]\nstrict = True\n",
+            "pyproject.toml": PYPROJECT,
+            "web/app.js": "x = 1\n",
+        },
+    )
+    (repo / "setup.cfg").unlink()
+    (repo / "setup.cfg").symlink_to("web/app.js")
+    head_pyproject = PYPROJECT.replace('version = "1"', 'version = "2"')
+    commit(
+        repo,
+        {
+            ".flake8": None,
+            "web/.eslintrc.json": '{"ignorePatterns": ["**"]}',
+            "pyproject.toml": head_pyproject,
+        },
+        "loosen",
+    )
+    overlay = read_config_overlay(Repository(repo), "HEAD~1", "HEAD")
+    assert {(c.path, c.how) for c in overlay.changes} == {
+        (".flake8", "deleted"),
+        ("setup.cfg", "edited"),
+        ("web/.eslintrc.json", "added"),
+    }
+    cache = TreeCache(tmp_path / "work")
+    tree = cache.tree("r1", lambda: Repository(repo).archive("HEAD", 50_000_000))
+    assert tree is not None
+    laid = cache.overlaid("r1", "base-config", tree, lambda: overlay.files)
+    assert (laid / ".flake8").read_text() == "[flake8]\nmax-line-length = 80\n"
+    assert not (laid / "setup.cfg").is_symlink()
+    assert (laid / "setup.cfg").read_text() == "[mypy]\nstrict = True\n"
+    assert not (laid / "web" / ".eslintrc.json").exists()
+    assert (laid / "pyproject.toml").read_text() == head_pyproject
+    assert (tree / "web" / ".eslintrc.json").exists() and (tree / "setup.cfg").is_symlink()
+    assert cache.overlaid("r1", "base-config", tree, dict) == laid
+    assert cache.overlaid("r2", "base-config", tree, dict) == tree

@@ -183,6 +183,7 @@ class RunStore:
         *,
         personas: Mapping[str, str] | None = None,
         arg_files: Mapping[str, Mapping[str, bytes]] | None = None,
+        config: Mapping[str, bytes] | None = None,
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
 
@@ -190,7 +191,9 @@ class RunStore:
         whose prompt is built later (the judge's, once the reviewers are filed); read
         back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
         its ``args`` name (field → bytes, see :mod:`workers.base_args`), read back with
-        :meth:`arg_files`.
+        :meth:`arg_files`. ``config``: the base's side of the analyzer configuration the
+        change edits (field → bytes, see :mod:`workers.config_overlay`), read back with
+        :meth:`config`.
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=True)
@@ -210,6 +213,8 @@ class RunStore:
         for pid, files in (arg_files or {}).items():
             if files:
                 pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
+        if config:
+            pipe.hset(k.run_config(run_id), mapping=dict(config))
         pipe.hset(
             k.run_state(run_id),
             mapping={p.id: Progress().model_dump_json() for p in participants},
@@ -380,6 +385,11 @@ class RunStore:
         """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
         when it names none)."""
         return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
+
+    def config(self, run_id: str) -> dict[str, bytes]:
+        """The base's side of the analyzer configuration the change edits (field →
+        bytes, see :mod:`workers.config_overlay`; empty when it edits none)."""
+        return _fields(self._r.hgetall(self._keys.run_config(run_id)))
 
     def claim_judge(self, run_id: str) -> bool:
         """True for the one caller that may send the run's judge (SET NX), else False."""
