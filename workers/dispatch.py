@@ -75,7 +75,8 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
     carries ids, never megabytes of diff): every participant (the judge too), the
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
     the base-tree programs and the files ``args`` name, the base's side of the analyzer
-    configuration the change edits, and the diff."""
+    configuration the change edits, the places of the likely secrets it adds, and the
+    (masked) diff."""
     judge = round_.judge
     rt.runs.put_inputs(
         round_.record.run_id,
@@ -91,6 +92,7 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
         ),
         arg_files=round_.arg_files,
         config=round_.config.files,
+        secrets=round_.secrets,
     )
 
 

@@ -273,3 +273,132 @@ def test_the_overlay_restores_removes_and_leaves_the_rest(tmp_path: Path) -> Non
     assert (tree / "web" / ".eslintrc.json").exists() and (tree / "setup.cfg").is_symlink()
     assert cache.overlaid("r1", "base-config", tree, dict) == laid
     assert cache.overlaid("r2", "base-config", tree, dict) == tree
+
+
+# -- 3. secrets in the change ------------------------------------------------------------
+
+AWS_KEY = "AKIA" + "Q3EGRMZ7XK5TBN2W"
+GITHUB_TOKEN = "ghp_" + "Xq8mR2vN5tL9wK3jH7pB4cF6dS1aZ0yE8uGi"
+PEM_BODY = (
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK",
+    "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo",
+)
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END RSA PRIVATE KEY-----\n"
+)
+SETTINGS = f'REGION = "eu-west-1"\nAWS_ACCESS_KEY_ID = "{AWS_KEY}"\nGITHUB = "{GITHUB_TOKEN}"\n'
+"""The pull request's ``config/settings.py``: an AWS key (line 2), a GitHub token (3)."""
+
+VALUES = (AWS_KEY, GITHUB_TOKEN, *PEM_BODY)
+
+SCANNER = f"""\
+#!{sys.executable}
+# An analyzer that reads the real tree (and quotes what it finds, as scanners do).
+import json, re
+text = open("config/settings.py").read()
+key = re.search(r"AKIA[0-9A-Z]{{16}}", text).group(0)
+print(json.dumps({{"findings": [{{
+    "subject": "hardcoded AWS key " + key,
+    "discussion": "a %d-character key, %s…" % (len(key), key[:4]),
+    "label": "issue", "severity": "critical",
+    "location": {{"kind": "line", "file": "config/settings.py", "start": 2}},
+}}]}}))
+"""
+
+
+def test_secrets_in_the_change_reach_no_model_and_no_report(tmp_path: Path) -> None:
+    """The pull request adds an AWS key, a GitHub token and a PEM private key. The model
+    reviewer (the fake OpenAI server, which reads the file with its tool too) receives
+    none of the values; an analyzer reads the real file (it finds a 20-character key) and
+    a replay reviewer quotes every value: every output (Markdown, JSON, SARIF, the
+    forges' files) shows them masked, and the note counts 3 with their places."""
+    from tests.fakes import FakeOpenAI, Scenario, ToolCall
+    from tests.fakes.review import BACKENDS
+
+    bwrap_or_skip()
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "tools/scan.py": SCANNER})
+    (repo / "tools" / "scan.py").chmod(0o755)
+    commit(repo, {"tools/scan.py": SCANNER}, "executable")  # mode change only
+    commit(repo, {"config/settings.py": SETTINGS, "deploy/id_rsa": PEM}, "the pull request")
+    quoting = {
+        "subject": f"credentials committed: {AWS_KEY} and {GITHUB_TOKEN}",
+        "discussion": "the key begins\n" + "\n".join(PEM_BODY),
+        "label": "issue",
+        "severity": "critical",
+        "location": {"kind": "line", "file": "config/settings.py", "start": 2},
+    }
+    (tmp_path / "quote.json").write_text(json.dumps({"findings": [quoting]}))
+    with FakeOpenAI(api_key="sk-test-0123456789abcdef") as server:
+        server.script(
+            Scenario(tool_calls=(ToolCall("read_file", {"path": "config/settings.py"}),)),
+            Scenario(text='{"findings": []}'),
+        )
+        roster = tmp_path / "roster.toml"
+        roster.write_text(
+            ROUND
+            + '[[reviewers]]\nid = "hawk"\nbackend = "openai"\nmodel = "fake-model"\n'
+            + f'base_url = "{server.base_url}"\ntools = ["read_file"]\n'
+            + '[[reviewers]]\nid = "quoter"\nbackend = "replay"\nanswer = "quote.json"\n'
+            + f'[[reviewers]]\nid = "scan"\nbackend = "command"\nprogram = "{repo}/tools/scan.py"\n'
+        )
+        out = tmp_path / "out"
+        formats = [
+            a
+            for f in ("markdown", "json", "sarif", "github-review", "gitlab-codequality")
+            for a in ("--format", f)
+        ]
+        argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+        argv += ["--state", str(tmp_path / "state.json"), "--roster", str(roster)]
+        argv += ["--fail-on", "never", "--output", str(out), *formats]
+        done = CliRunner().invoke(main, argv, env={"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
+        sent = json.dumps([r.body for r in server.requests])
+        (reply,) = BACKENDS[0].tool_replies(server.requests[1].body)
+    assert done.exit_code == 0, done.output
+    assert len(server.requests) == 2 and "[masked secret]" in sent
+    assert not [v for v in VALUES if v in sent]
+    assert 'AWS_ACCESS_KEY_ID = "[masked secret]"' in reply  # the tool read a masked tree
+    written = {p.name: p.read_text() for p in out.iterdir()}
+    for name, text in {**written, "stdout": done.output}.items():
+        assert not [v for v in VALUES if v in text], name
+    report = json.loads(written["council.json"])
+    subjects = {f["origin"]["participant"]: f["subject"] for f in report["findings"]}
+    assert subjects["scan"] == "hardcoded AWS key [masked secret]"
+    assert "a 20-character key, AKIA…" in written["council.md"]
+    assert subjects["quoter"] == "credentials committed: [masked secret] and [masked secret]"
+    (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
+    assert note.startswith("3 likely secret(s) the change adds were masked")
+    for place in ('"config/settings.py":2', '"config/settings.py":3', '"deploy/id_rsa":2'):
+        assert place in note
+
+
+def test_a_key_pattern_in_code_masks_nothing_after_it() -> None:
+    """A change that adds a secret scanner's own pattern (``r"BEGIN RSA PRIVATE KEY"``)
+    holds no key: nothing is masked, neither that line nor the lines after it; an inline
+    key in a string is masked between its markers, and values read back only where the
+    digest matches."""
+    from council.diff import parse_diff
+    from council.secret_masks import MASK, Masker, mask_change, values_from
+    from workers.secret_scan import find_secrets
+
+    lines = [
+        'PATTERNS = [r"BEGIN RSA PRIVATE KEY",',
+        '            r"BEGIN EC PRIVATE KEY"]',
+        f'KEY = "-----BEGIN PRIVATE KEY-----\\n{PEM_BODY[0]}\\n-----END PRIVATE KEY-----"',
+        f'TOKEN = "{GITHUB_TOKEN}"',
+    ]
+    diff = "diff --git a/s.py b/s.py\nnew file mode 100644\n--- /dev/null\n+++ b/s.py\n"
+    diff += f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+    spans = find_secrets(parse_diff(diff))
+    assert [(s.secret, s.line, s.kind) for s in spans] == [
+        (0, 3, "Private Key"),
+        (1, 4, "GitHub Token"),
+    ]
+    shown = mask_change(parse_diff(diff), spans).text
+    assert lines[0] in shown and lines[1] in shown
+    assert PEM_BODY[0] not in shown and GITHUB_TOKEN not in shown
+    assert f"-----BEGIN PRIVATE KEY-----\\n{MASK}-----END PRIVATE KEY-----" in shown
+    values = values_from(spans, lambda path: lines if path == "s.py" else None)
+    assert GITHUB_TOKEN in values and len(values) == 2
+    assert values_from(spans, lambda path: ["x"] * 4) == ()
+    assert Masker(values).text(f"see {GITHUB_TOKEN}.") == f"see {MASK}."
