@@ -17,6 +17,7 @@ from council.diff import Change
 from council.findings import Agreement, Finding, Member, Origin, Warning
 from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
+from council.overrule import OVERRULE_OPTION, Overrule
 from council.participant import Participant
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
@@ -236,7 +237,10 @@ def conclude_judge(
       WHOLE rules this way (:func:`read_whole`) — a deliberate ``{"findings": []}``
       upholds nothing; a judge that failed, stopped, could not be read, or whose answer
       was cut off or lost an entry leaves the findings it did not restate as they were
-      (its silence about them is unknown, not a verdict).
+      (its silence about them is unknown, not a verdict);
+    * a finding a program reviewer (``command``, ``sarif``) raised is out of the judge's
+      reach unless ``[judge] overrule = "all"`` (:mod:`council.overrule`): left out, it
+      stays as filed (with a note); restated, it keeps at least its severity.
 
     Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
     Source: harvest.md §8, architecture.md (chord → judge → settle).
@@ -244,9 +248,11 @@ def conclude_judge(
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
     updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
+    may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
+    updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
     suppressed = dict(interim.suppressed)
     if read_whole(outcome):
-        suppressed.update(_not_upheld(interim, updated, judge))
+        suppressed.update(_not_upheld(interim, updated, judge, may))
     everyone = (*interim.participants, summarize(judge, outcome, prices or PriceTable()))
     costs = sum_costs(s.cost_usd for s in everyone if s.usage is not None)
     report = interim.model_copy(
@@ -264,7 +270,11 @@ def conclude_judge(
                 *interim.warnings,
                 *(_attributed(w, judge.id) for w in outcome.harvest.warnings),
             ),
-            "notes": (*interim.notes, *_judge_notes(judge, outcome, strangers)),
+            "notes": (
+                *interim.notes,
+                *_judge_notes(judge, outcome, strangers),
+                *(may.note(judge.id, interim, updated) if read_whole(outcome) else ()),
+            ),
             "settled_ms": settled_ms,
         }
     )
@@ -419,14 +429,18 @@ def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
 
 
 def _not_upheld(
-    interim: CouncilReport, updated: Mapping[int, Finding], judge: Participant
+    interim: CouncilReport, updated: Mapping[int, Finding], judge: Participant, may: Overrule
 ) -> dict[int, Suppression]:
     """The filed findings a judge heard in full left out: kept and listed, suppressed
-    (they neither gate nor post). Those already suppressed keep their reason."""
+    (they neither gate nor post), when the judge may overrule them (``may``). Those
+    already suppressed keep their reason."""
     return {
         f.id: Suppression(source="judge", reason=f"the judge {judge.id} did not uphold it")
         for f in interim.findings
-        if f.id is not None and f.id not in updated and f.id not in interim.suppressed
+        if f.id is not None
+        and f.id not in updated
+        and f.id not in interim.suppressed
+        and may.rules(f)
     }
 
 

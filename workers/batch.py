@@ -53,6 +53,7 @@ from council.review_result import ReviewResult
 from council.reviewers import Reviewer, reviewer_for
 from council.reviewers.base import ReviewRequest
 from council.reviewers.stream_loop import stream_loop
+from council.secret_masks import Masker, masked_result
 from workers.clock import now_ms
 from workers.metrics import observe_review
 from workers.request import RunShare, build_request, run_share
@@ -152,7 +153,7 @@ def _review_all(
         started = time.monotonic()
         share: RunShare | ReviewResult
         try:
-            share = run_share(rt, record, inputs.change)
+            share = run_share(rt, record, inputs.change, inputs.secrets)
         except Exception as exc:
             with structlog.contextvars.bound_contextvars(run_id=run_id, session=record.session):
                 share = crashed(exc, started)
@@ -188,7 +189,8 @@ def _review_all(
                     except queue.Empty:
                         break
                 waiting -= len(group)
-                outcomes.update(_settle_group(rt, record, group, started))
+                masker = share.masker if isinstance(share, RunShare) else Masker()
+                outcomes.update(_settle_group(rt, record, group, started, masker))
         finally:
             if len(outcomes) < len(people):  # the batch's own I/O failed: stop the rest
                 for task in tasks:
@@ -270,14 +272,17 @@ def _settle_group(
     record: RunRecord,
     group: list[tuple[_Attempt, ReviewResult]],
     started: float,
+    masker: Masker,
 ) -> dict[str, ParticipantOutcome]:
     """Settle every finished review of ``group`` together: one read of their journals,
-    the pure fold per participant, one write of their outcomes and progress."""
+    the pure fold per participant (each result's secret values masked first), one write
+    of their outcomes and progress."""
     run_id = record.run_id
     journals = rt.journals.read_all_many(run_id, [now.participant.id for now, _ in group])
     settled: list[Settled] = []
     for now, result in group:
         p = now.participant
+        result = masked_result(masker, result)
         with structlog.contextvars.bound_contextvars(**now.context):
             try:
                 outcome = fold_attempt(rt, record, p, result, journals[p.id], now.attempt)

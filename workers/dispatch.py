@@ -74,7 +74,9 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
     """Store what the run's tasks read by key (architecture.md "Messages": a message
     carries ids, never megabytes of diff): every participant (the judge too), the
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
-    the base-tree programs and the files ``args`` name, and the diff."""
+    the base-tree programs and the files ``args`` name, the base's side of the analyzer
+    configuration the change edits, the places of the likely secrets it adds, and the
+    (masked) diff."""
     judge = round_.judge
     rt.runs.put_inputs(
         round_.record.run_id,
@@ -89,6 +91,8 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
             else {}
         ),
         arg_files=round_.arg_files,
+        config=round_.config.files,
+        secrets=round_.secrets,
     )
 
 

@@ -1,10 +1,13 @@
 """Preparing a round: read the change and the trusted configuration, check, build.
 
 The reads come first, in the design's order (architecture.md "The shape"): the refs; the
-TRUSTED roster, from the base ref, never the head under review; the filtered change; the
+TRUSTED roster, from the base ref, never the head under review; the filtered change (its
+likely secrets found and masked, :mod:`council.secret_masks`); the
 programs and persona charters the roster names (trusted like it, so read where it is:
 :mod:`workers.trusted`) and the base files its ``args`` name (:mod:`workers.base_args`);
-the head tree. Then :mod:`council.lineup` builds the round from what was read, purely.
+the base's side of the analyzer configuration the change edits
+(:mod:`workers.config_overlay`); the head tree. Then :mod:`council.lineup` builds the
+round from what was read, purely.
 Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.dispatch`
 opens and sends and :mod:`workers.waiting` waits for.
 """
@@ -24,10 +27,13 @@ from council.prompt import change_notes
 from council.quoted_paths import shown
 from council.reviewers import check_options
 from council.roster import Roster
+from council.secret_masks import SecretSpan, mask_change, secrets_note
 from workers.base_args import base_arg_files
 from workers.clock import now_ms
+from workers.config_overlay import ConfigOverlay, overlay_note, read_config_overlay
 from workers.recordings import recorded_lineup
 from workers.repository import DIFF_KNOB, Repository, attributes_notes
+from workers.secret_scan import find_secrets
 from workers.settings import Settings
 from workers.stores.runs import RunRecord
 from workers.trusted import persona_texts, read_programs, read_roster
@@ -76,6 +82,12 @@ class Round:
     judge: Participant | None = None
     judge_persona: str | None = None
     arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    config: ConfigOverlay = field(default_factory=ConfigOverlay)
+    """The analyzer configuration files the change edits, and the base's side of them,
+    laid over the tree of program reviewers with ``config_from = "base"``."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """The places of the likely secrets the change adds; ``change`` and ``prompts``
+    show them masked (:mod:`council.secret_masks`)."""
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -118,6 +130,8 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     roster_notes = (*roster_notes, *attributes_notes(repo.changed_paths(refs.base, refs.head)))
     _check_visibility_timeout(settings, roster, mode)
     change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
+    secrets = tuple(find_secrets(change))
+    change = mask_change(change, secrets)
     lineup = line_up(roster, _replay_base_dir(options, repo))
     if options.roster is None:  # replay files of a base-tree roster: the base tree's
         lineup = recorded_lineup(lineup, repo, refs.base)
@@ -125,13 +139,21 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
     arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
+    config = read_config_overlay(repo, refs.base, refs.head)
+    config_said = overlay_note(config, lineup.reviewers)
     tree = repo.archive(
         refs.head,
         settings.max_tree_bytes or roster.max_tree_bytes,
         max_unpacked_bytes=settings.max_unpacked_tree_bytes,
     )
     notes = _with_new(
-        [*options.notes, *refs.notes, *roster_notes, *excluded_notes],
+        [
+            *options.notes,
+            *refs.notes,
+            *roster_notes,
+            *excluded_notes,
+            *filter(None, [config_said, secrets_note(secrets)]),
+        ],
         change_notes(change, non_utf8=non_utf8),
     )
     judge = lineup.judge
@@ -147,6 +169,8 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         judge=judge,
         judge_persona=personas.get(judge.id) if judge is not None else None,
         arg_files=arg_files,
+        config=config,
+        secrets=secrets,
     )
 
 

@@ -803,6 +803,39 @@ class Repository:
                 return meta.split(b" ", 1)[0].decode("ascii", errors="replace")
         return None
 
+    def entries_at(self, ref: str, paths: Sequence[str]) -> dict[str, TreeEntry]:
+        """The tree entries of ``ref`` at exactly ``paths`` (files, links, submodules; a
+        path with nothing there, or a directory, is left out), read with one ``git
+        ls-tree`` per 200 paths. Raises :class:`RepositoryError` for an unknown ref or
+        when git fails."""
+        sha = self.resolve(ref)
+        wanted = set(paths)
+        found: dict[str, TreeEntry] = {}
+        ordered = list(dict.fromkeys(paths))
+        for start in range(0, len(ordered), 200):
+            chunk = ordered[start : start + 200]
+            raw = self._must("ls-tree", "-z", "-l", "--full-tree", sha, "--", *chunk)
+            for record in raw.split(b"\0"):
+                if not record:
+                    continue
+                entry = TreeEntry.read(record)
+                if entry.path in wanted and entry.kind != "tree":
+                    found[entry.path] = entry
+        return found
+
+    def blobs(self, objects: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of each blob in ``objects`` (by object id), read by one ``git
+        cat-file --batch``. Raises :class:`RepositoryError` when one cannot be read."""
+        out: dict[str, bytes] = {}
+        if not objects:
+            return out
+        with self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch:
+            reader = _Blobs(batch)
+            for obj in dict.fromkeys(objects):
+                reader.open(obj)
+                out[obj] = reader.read()
+        return out
+
     def tree_paths(self, ref: str, cap: int = 1_000_000) -> frozenset[str] | None:
         """Every file path of ``ref``'s tree (``git ls-tree -r``), or None when the tree
         holds more than ``cap`` paths or cannot be listed (then no path is called
@@ -1012,7 +1045,7 @@ class _Checked:
         return self._blobs.read(size)
 
 
-def _link_trouble(name: str, target: str) -> str | None:
+def link_trouble(name: str, target: str) -> str | None:
     """Why a symbolic link at ``name`` to ``target`` would leave the tree, or None."""
     if target.startswith("/") or PurePosixPath(target).is_absolute():
         return f"it points to the absolute path {target!r}"
@@ -1023,7 +1056,7 @@ def _link_trouble(name: str, target: str) -> str | None:
 
 def _check_link(name: str, target: str) -> None:
     """Refuse, at packing time, a link of the head tree that leaves the tree."""
-    why = _link_trouble(name, target)
+    why = link_trouble(name, target)
     if why is not None:
         raise RepositoryError(
             f"the head tree holds a symbolic link {name!r} that council will not unpack: "
@@ -1067,7 +1100,7 @@ def _check_member(member: tarfile.TarInfo) -> None:
     if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
         raise _refuse(name, "device file or pipe")
     if member.issym():
-        why = _link_trouble(name, member.linkname)
+        why = link_trouble(name, member.linkname)
         if why is not None:
             raise _refuse(name, f"a symbolic link, and {why}", _LINK_FIX)
     if member.islnk():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -34,6 +34,8 @@ from council.reviewers import key_env
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import SANDBOX_OPTION
 from council.reviewers.sandbox import Bubblewrap, SandboxPolicy
+from council.secret_masks import Masker, SecretSpan, masked_file, values_from
+from workers.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.ratelimit import RedisRateLimiter
@@ -41,15 +43,27 @@ from workers.stores.runs import RunRecord
 
 log = structlog.get_logger("council.review")
 
+BASE_CONFIG_TREE = "tree-base-config"
+"""The run directory's name for the head tree with the base's analyzer configuration."""
+
+
+MASKED_TREE = "tree-masked"
+"""The run directory's name for the head tree with the change's likely secrets masked."""
+
 
 class RedisJournal:
-    """The JournalSink of one attempt: appends go straight to Redis."""
+    """The JournalSink of one attempt: appends go straight to Redis, the change's secret
+    values masked first (``masker``)."""
 
-    def __init__(self, rt: Runtime, run_id: str, participant: str, attempt: int) -> None:
+    def __init__(
+        self, rt: Runtime, run_id: str, participant: str, attempt: int, masker: Masker | None = None
+    ) -> None:
         self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+        self._masker = masker or Masker()
 
     def append(self, raw: str) -> str:
         """Store one raw entry; return the reply sentence (never raises)."""
+        raw = self._masker.text(raw)
         reply = self._rt.journals.append(self._run, self._p, self._attempt, raw)
         log.info("journal_appended", stored=reply == "Recorded.")
         return reply
@@ -74,23 +88,60 @@ class RunShare:
 
     * ``workdir``: the unpacked pinned head tree (None when the run pinned none).
     * ``changed_lines``: new-side path → the numbers of its added lines in the diff.
+    * ``secrets``: the places of the likely secrets the change adds; ``masker`` masks
+      their values (read back from ``workdir``) in what reviewers return.
     """
 
     record: RunRecord
     workdir: Path | None
     changed_lines: Mapping[str, frozenset[int]]
+    secrets: tuple[SecretSpan, ...] = ()
+    masker: Masker = field(default_factory=Masker)
 
 
-def run_share(rt: Runtime, record: RunRecord, change: str) -> RunShare:
-    """Unpack the run's tree (at most once per run on this worker) and parse ``change``
-    (the run's diff text) for its added lines.
+def run_share(
+    rt: Runtime, record: RunRecord, change: str, secrets: Sequence[SecretSpan] | None = None
+) -> RunShare:
+    """Unpack the run's tree (at most once per run on this worker), parse ``change``
+    (the run's diff text) for its added lines, and read back the change's secret values
+    from the tree at the places the run stored (``secrets``, read from Redis when None:
+    :func:`council.secret_masks.values_from`).
 
     Raises what unpacking raises (``OSError``, a bad archive) and what reading Redis
     raises; the caller turns it into a failed review.
     """
     run_id = record.run_id
     workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if record.witness else None
-    return RunShare(record, workdir, added_lines(parse_diff(change)))
+    found = tuple(rt.runs.secrets(run_id) if secrets is None else secrets)
+    masker = Masker(values_from(found, lambda p: _lines(workdir, p))) if found else Masker()
+    return RunShare(record, workdir, added_lines(parse_diff(change)), found, masker)
+
+
+def _lines(tree: Path | None, path: str) -> list[str] | None:
+    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it)."""
+    if tree is None:
+        return None
+    target = tree / path
+    try:
+        if not target.resolve().is_relative_to(tree.resolve()) or not target.is_file():
+            return None
+        return target.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    except OSError:
+        return None
+
+
+def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]:
+    """The tree's files that hold the change's secrets, masked (overlay fields, see
+    :meth:`~workers.trees.TreeCache.overlaid`); a file that cannot be read is left out."""
+    out: dict[str, bytes] = {}
+    for path in dict.fromkeys(s.path for s in secrets):
+        lines = _lines(tree, path)
+        if lines is None:
+            continue
+        text = masked_file("\n".join(lines), [s for s in secrets if s.path == path])
+        mode = "755" if os.access(tree / path, os.X_OK) else "644"
+        out[f"{mode}:{path}"] = text.encode("utf-8", "surrogateescape")
+    return out
 
 
 def build_request(
@@ -108,19 +159,33 @@ def build_request(
     ``program`` is the base-tree program the coordinator stored for it (None: the
     roster's ``program`` is used as given); ``arg_files`` the base-tree files its
     ``args`` name (see :mod:`workers.base_args`); both are written under the run's
-    private directory. ``cancel`` is set when the run is cancelled. The sandbox policy
-    comes from the worker's settings (:func:`sandbox_policy`). Raises ``OSError`` when a
-    file cannot be written.
+    private directory. A program reviewer that reads the base's analyzer configuration
+    (:func:`~workers.config_overlay.reads_base_config`) works in the tree with the
+    base's versions of the configuration files the change edits laid over it
+    (:meth:`~workers.trees.TreeCache.overlaid`, once per run on this worker); every
+    other participant in the head tree, a model's with the change's likely secrets
+    masked (so its tools cannot read them); journal entries are masked before they are
+    stored. ``cancel`` is set when the run is
+    cancelled. The sandbox policy comes from the worker's settings
+    (:func:`sandbox_policy`). Raises ``OSError`` when a file cannot be written.
     """
     record = share.record
     run_id = record.run_id
     path = rt.trees.program(run_id, participant.id, program) if program is not None else None
     args = rt.trees.arg_files(run_id, participant.id, arg_files) if arg_files else {}
+    workdir = share.workdir
+    if workdir is not None and reads_base_config(participant):
+        workdir = rt.trees.overlaid(
+            run_id, BASE_CONFIG_TREE, workdir, lambda: rt.runs.config(run_id)
+        )
+    elif workdir is not None and share.secrets and participant.backend not in PROGRAM_BACKENDS:
+        tree, secrets = workdir, share.secrets
+        workdir = rt.trees.overlaid(run_id, MASKED_TREE, tree, lambda: _masked_files(tree, secrets))
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
-        journal=RedisJournal(rt, run_id, participant.id, attempt),
-        workdir=share.workdir,
+        journal=RedisJournal(rt, run_id, participant.id, attempt, share.masker),
+        workdir=workdir,
         program=path,
         arg_files=args,
         sandbox=sandbox_policy(rt.settings, record.mode),

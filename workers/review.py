@@ -30,6 +30,7 @@ from council.participant import Participant
 from council.review_result import ReviewResult
 from council.reviewers import reviewer_for
 from council.script_verdicts import runs_scripts
+from council.secret_masks import masked_result
 from workers.clock import now_ms
 from workers.logging import redact_text
 from workers.metrics import observe_review
@@ -245,6 +246,6 @@ def _ask(
         runs_program = participant.backend in ("command", "sarif")
         arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
         request = build_request(rt, share, participant, prompt, attempt, cancel, program, arg_files)
-        return reviewer_for(participant).review(request)
+        return masked_result(share.masker, reviewer_for(participant).review(request))
     except Exception as exc:
         return crashed(exc, started)

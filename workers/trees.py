@@ -4,7 +4,9 @@ A worker never reads a repository's working directory: it unpacks the run's ``gi
 archive`` from Redis into its own directory, once, however many of the run's reviewers it
 serves (a lock per run keeps threads from unpacking twice). Programs a command reviewer
 names by relative path, and the files its ``args`` name, are written beside it from the
-BASE tree, never from the head.
+BASE tree, never from the head. A program reviewer that reads the base's analyzer
+configuration gets a copy of the tree with those files laid over it (:meth:`TreeCache.overlaid`,
+see :mod:`workers.config_overlay`).
 
 Each run gets a private directory (mode 0700, a name no one can guess, made with
 ``mkdtemp``) under the work directory, instead of a shared, well-known
@@ -24,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from workers.repository import DEFAULT_MAX_UNPACKED_TREE_BYTES, unpack_tree
+from workers.repository import DEFAULT_MAX_UNPACKED_TREE_BYTES, link_trouble, unpack_tree
 
 KEEP_RUNS = 8
 """Unpacked runs kept per worker; older ones are removed when a new one arrives."""
@@ -51,6 +53,7 @@ class TreeCache:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._order: list[str] = []
+        self._plain: set[tuple[str, str]] = set()
 
     def _lock_for(self, run_id: str) -> threading.Lock:
         with self._guard:
@@ -89,6 +92,45 @@ class TreeCache:
             except OSError:
                 if not dest.is_dir():
                     raise
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            return dest
+
+    def overlaid(
+        self, run_id: str, name: str, tree: Path, fetch: Callable[[], Mapping[str, bytes]]
+    ) -> Path:
+        """``tree`` (the run's unpacked tree) with the files ``fetch`` returns laid over
+        it, as the run's directory ``name`` (built once per run; ``tree`` itself when
+        ``fetch`` returns nothing).
+
+        ``fetch`` maps ``"<kind>:<path>"`` to bytes: kind ``644``/``755`` writes the
+        file, ``link`` makes a symbolic link to the bytes (one leaving the tree is left
+        out), ``-`` removes what is at the path (see :mod:`workers.config_overlay`); a
+        key of another shape, or a path leaving the tree, is skipped. The copy is made
+        of hard links (no file's bytes are copied), and every laid file replaces its
+        link, so ``tree`` is never written through: a directory or link on a laid
+        path's way becomes a directory of the copy. Built in a staging directory, then
+        renamed into place. Raises ``OSError`` when it cannot be written.
+        """
+        key = (run_id, name)
+        with self._lock_for(run_id):
+            dest = self.run_dir(run_id) / name
+            if dest.is_dir():
+                return dest
+            if key in self._plain:
+                return tree
+            files = fetch()
+            if not files:
+                self._plain.add(key)
+                return tree
+            staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".overlaying-"))
+            try:
+                copy = staging / "tree"
+                shutil.copytree(tree, copy, symlinks=True, copy_function=os.link)
+                for field, blob in sorted(files.items()):
+                    kind, _, path = field.partition(":")
+                    _lay(copy, kind, path, blob)
+                os.rename(copy, dest)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
             return dest
@@ -144,3 +186,39 @@ class TreeCache:
                 if gone is not None:
                     shutil.rmtree(gone, ignore_errors=True)
                 self._locks.pop(old, None)
+                self._plain = {k for k in self._plain if k[0] != old}
+
+
+def _lay(root: Path, kind: str, path: str, blob: bytes) -> None:
+    """Lay one overlay file at ``path`` under ``root`` (see :meth:`TreeCache.overlaid`):
+    whatever is there is removed first; to write, a file or link on the way is replaced
+    by a directory (the base had one there); to remove, a link on the way means no file
+    of the tree is at ``path`` (nothing is done). A bad kind or a path leaving ``root``
+    is skipped. Raises ``OSError``."""
+    parts = posixpath.normpath(path).split("/") if path else []
+    if kind not in ("644", "755", "link", "-") or not parts or {"", ".", ".."} & set(parts):
+        return
+    here = root
+    for part in parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            if kind == "-":
+                return  # a link on the way: no file of the head's tree is at ``path``
+            here.unlink()
+        if not here.exists():
+            if kind == "-":
+                return
+            here.mkdir()
+    target = here / parts[-1]
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+    if kind == "-":
+        return
+    if kind == "link":
+        link = os.fsdecode(blob)
+        if link_trouble(path, link) is None:
+            os.symlink(link, target)
+        return
+    TreeCache._write(target, blob, 0o755 if kind == "755" else 0o644)

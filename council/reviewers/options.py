@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from council.analyzer_config import CONFIG_FIX, CONFIG_OPTION, CONFIG_SOURCES
 from council.errors import RosterError
+from council.overrule import OVERRULE_OPTION
 from council.participant import Participant
 from council.reviewers.tools import TOOL_NAMES
 
@@ -37,7 +39,7 @@ fields; absent: the defaults."""
 SANDBOX_MODES: tuple[str, ...] = ("auto", "required")
 """Values of ``[council] sandbox``."""
 
-PROGRAM_OPTIONS: tuple[str, ...] = ("program", "args", "env", "network")
+PROGRAM_OPTIONS: tuple[str, ...] = ("program", "args", "env", "network", CONFIG_OPTION)
 """The options a program-running backend (``command``, ``sarif``) reads from the roster."""
 
 RECORDED = "recorded"
@@ -62,11 +64,13 @@ def refuse_unknown(
     """Refuse an option the backend does not read (a typo would otherwise be ignored).
 
     ``known`` lists the options a roster may write; those council sets itself
-    (:data:`SET_BY_COUNCIL`) are always accepted. Raises :class:`RosterError` at
-    ``{where}.{option}``.
+    (:data:`SET_BY_COUNCIL`), the round's ``sandbox`` and a judge's ``overrule`` (the
+    roster reader accepts it in ``[judge]`` only) are always accepted. Raises
+    :class:`RosterError` at ``{where}.{option}``.
     """
     for key in options:
-        if key not in known and key not in (*SET_BY_COUNCIL, SANDBOX_OPTION, SCRIPT_LIMITS_OPTION):
+        accepted = (*SET_BY_COUNCIL, SANDBOX_OPTION, SCRIPT_LIMITS_OPTION, OVERRULE_OPTION)
+        if key not in known and key not in accepted:
             raise RosterError(
                 f"{where}.{key}",
                 f"unknown option for the {backend} backend",
@@ -88,10 +92,11 @@ def check_program_options(
     ``program`` is a non-empty string: a bare name looked up on PATH, an absolute path, or
     a path relative to the roster; ``args`` (optional) a list of strings; ``env``
     (optional) names of variables passed on from the worker (:func:`check_env_names`);
-    ``network`` (optional) a boolean; ``sandbox`` (set by the loader) one of
+    ``network`` (optional) a boolean; ``config_from`` (optional) ``base`` or ``head``
+    (:mod:`council.analyzer_config`); ``sandbox`` (set by the loader) one of
     :data:`SANDBOX_MODES`; ``more`` names the backend's other options (checked by the
     backend). Raises :class:`RosterError` at ``{where}.program`` / ``.args`` / ``.env`` /
-    ``.network`` / ``.sandbox``.
+    ``.network`` / ``.config_from`` / ``.sandbox``.
     """
     refuse_unknown(options, (*PROGRAM_OPTIONS, *more), where, backend)
     program = options.get("program")
@@ -114,6 +119,9 @@ def check_program_options(
     mode = options.get(SANDBOX_OPTION, "auto")
     if mode not in SANDBOX_MODES:
         raise RosterError("council.sandbox", f"{mode!r} is not a sandbox mode", SANDBOX_FIX)
+    source = options.get(CONFIG_OPTION, "base")
+    if source not in CONFIG_SOURCES:
+        raise RosterError(f"{where}.{CONFIG_OPTION}", f"{source!r} is not a source", CONFIG_FIX)
 
 
 SANDBOX_FIX = (

@@ -29,6 +29,7 @@ Shape::
     id = "owl"
     backend = "anthropic"
     model = "claude-sonnet-4"
+    overrule = "all"               # also command/sarif findings (default "models")
     [prices."openai:gpt-4.1"]      # optional: USD per million tokens (council.cost)
     input = 2.0
     output = 8.0

@@ -13,8 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+from council.analyzer_config import CONFIG_FIX, CONFIG_OPTION, CONFIG_SOURCES
 from council.clocks import CEILING_MS, CLOCK_FIELDS, resolve_clocks
 from council.errors import RosterError
+from council.overrule import OVERRULE_FIX, OVERRULE_MODES, OVERRULE_OPTION
 from council.participant import (
     BACKENDS,
     THINKING_LEVELS,
@@ -59,12 +61,16 @@ COMMON_KEYS: tuple[str, ...] = (
 )
 """Keys every participant table may hold, whatever its backend."""
 
+JUDGE_KEYS: tuple[str, ...] = (OVERRULE_OPTION,)
+"""Keys only ``[judge]`` may hold: ``overrule`` (whose findings the judge may overrule,
+``"models"`` by default or ``"all"``; see :mod:`council.overrule`), kept in its options."""
+
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
     "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
-    "command": ("program", "args", "env", "network"),
+    "command": ("program", "args", "env", "network", CONFIG_OPTION),
     "replay": ("answer", "journal", "latency_ms"),
-    "sarif": ("program", "args", "env", "network", "scope", "levels"),
+    "sarif": ("program", "args", "env", "network", CONFIG_OPTION, "scope", "levels"),
 }
 """The backend's own keys, stored in :attr:`Participant.options` as given."""
 
@@ -81,7 +87,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _program_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
-    """``program`` (required) and ``args`` (optional) of a command or sarif reviewer."""
+    """``program`` (required), ``args``, ``env``, ``network`` and ``config_from`` (whose
+    analyzer configuration it reads, see :mod:`council.analyzer_config`) of a command or
+    sarif reviewer."""
     fix = f'A {backend} reviewer needs the program to run, e.g. program = "./review.sh"'
     program = required_text(table, "program", where, fix)
     if "\0" in program:
@@ -100,6 +108,11 @@ def _program_options(table: Mapping[str, object], backend: str, where: str) -> d
     network = flag(table, "network", where, network_fix)
     if network is not None:
         options["network"] = network
+    source = text(table, CONFIG_OPTION, where, CONFIG_FIX)
+    if source is not None:
+        if source not in CONFIG_SOURCES:
+            raise RosterError(f"{where}.{CONFIG_OPTION}", f"unknown source {source!r}", CONFIG_FIX)
+        options[CONFIG_OPTION] = source
     return options
 
 
@@ -175,8 +188,9 @@ def backend_options(table: Mapping[str, object], backend: str, where: str) -> di
 
     ``command``/``sarif``: ``program`` (required text), ``args`` (list of text), ``env``
     (names of the worker's variables the program gets; never a key, see
-    :func:`~council.reviewers.options.check_env_names`) and ``network`` (a boolean: the
-    sandbox keeps the network);
+    :func:`~council.reviewers.options.check_env_names`), ``network`` (a boolean: the
+    sandbox keeps the network) and ``config_from`` (``base``, the default, or ``head``:
+    whose analyzer configuration files the program reads);
     ``sarif`` also ``scope`` (``lines`` or ``files``) and ``levels`` (a table of SARIF
     level → severity or ``none``);
     ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,
@@ -222,7 +236,8 @@ def read_participant(
     ``options["base_dir"]`` for backends that read files relative to the roster; the
     round's ``sandbox = "required"`` as ``options["sandbox"]`` for program backends; the
     script limits (``[council] script_limits``, then the entry's own keys over them) as
-    ``options["script_limits"]`` when either is written.
+    ``options["script_limits"]`` when either is written; a judge's ``overrule``
+    (:data:`JUDGE_KEYS`) as ``options["overrule"]``.
     Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
     """
     how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
@@ -232,7 +247,10 @@ def read_participant(
     backend = required_text(table, "backend", where, backend_fix)
     if backend not in BACKENDS:
         raise RosterError(f"{where}.backend", f"unknown backend {backend!r}", backend_fix)
-    refuse_unknown(table, (*COMMON_KEYS, *BACKEND_OPTIONS[backend]), where, BACKEND_OPTIONS)
+    judge_keys = JUDGE_KEYS if role == "judge" else ()
+    refuse_unknown(
+        table, (*COMMON_KEYS, *judge_keys, *BACKEND_OPTIONS[backend]), where, BACKEND_OPTIONS
+    )
     model_fix = 'Write the model name as the backend knows it, e.g. model = "gpt-4.1"'
     model = text(table, "model", where, model_fix)
     if model is None and backend in MODEL_BACKENDS:
@@ -278,6 +296,13 @@ def read_participant(
             limits = read_limits(own, f"{where}.script_limits", limits)
         if limits is not None:
             options[SCRIPT_LIMITS_OPTION] = limits.as_json()
+    overrule = text(table, OVERRULE_OPTION, where, OVERRULE_FIX) if role == "judge" else None
+    if overrule is not None:
+        if overrule not in OVERRULE_MODES:
+            raise RosterError(
+                f"{where}.{OVERRULE_OPTION}", f"{overrule!r} is not an overrule mode", OVERRULE_FIX
+            )
+        options[OVERRULE_OPTION] = overrule
     return Participant(
         id=pid,
         role=role,

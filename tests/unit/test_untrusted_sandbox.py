@@ -186,15 +186,18 @@ def test_a_config_in_the_change_that_loads_its_plugin_gets_nothing(
 @pytest.mark.skipif(
     not (Path(sys.executable).parent / "mypy").is_file(), reason="mypy is not installed here"
 )
+@pytest.mark.parametrize("config_from", ["head", "base"])
 def test_real_mypy_loads_the_changes_plugin_in_the_sandbox(
-    tmp_path: Path, home: Path, listener: tuple[int, list[bytes]]
+    tmp_path: Path, home: Path, listener: tuple[int, list[bytes]], config_from: str
 ) -> None:
     """The same with real mypy: the change adds ``mypy.ini`` with ``plugins =
-    evil_plugin.py``; mypy imports it (in the sandbox), and it gets nothing."""
+    evil_plugin.py``. With ``config_from = "head"`` mypy imports it (in the sandbox), and
+    it gets nothing; by default (``"base"``) the added ``mypy.ini`` is not in mypy's
+    tree at all, so the plugin never runs."""
     port, received = listener
     mypy = Path(sys.executable).parent / "mypy"
     roster = ROUND + '[[reviewers]]\nid = "mypy"\nbackend = "command"\n'
-    roster += f'program = "{mypy}"\n'
+    roster += f'program = "{mypy}"\nconfig_from = "{config_from}"\n'
     roster += 'args = ["--cache-dir", "/tmp/mypy-cache", "app.py"]\n'
     repo = tmp_path / "repo"
     base = two_commits(
@@ -208,7 +211,10 @@ def test_real_mypy_loads_the_changes_plugin_in_the_sandbox(
     )
     report, text = outcome(tmp_path, review(repo, base, tmp_path, worker_env(home)))
     failure = {p["id"]: p.get("failure", "") for p in report["participants"]}["mypy"]
-    assert CAUGHT in failure
+    if config_from == "base":
+        assert "LEAK" not in text
+    else:
+        assert CAUGHT in failure
     assert SECRET not in text and HOME_KEY not in text
     assert received == []
 

@@ -93,6 +93,17 @@ class Keys:
         """String: a command reviewer's program as read from the BASE tree."""
         return f"{self.prefix}run:{run_id}:program:{participant}"
 
+    def run_config(self, run_id: str) -> str:
+        """Hash: the BASE's side of the analyzer configuration files the change edits,
+        laid over the tree of program reviewers with ``config_from = "base"`` (field
+        ``"<kind>:<path>"`` → bytes, see :mod:`workers.config_overlay`)."""
+        return f"{self.prefix}run:{run_id}:config"
+
+    def run_secrets(self, run_id: str) -> str:
+        """String: JSON list of the places of the likely secrets the change adds (never
+        their values; see :mod:`council.secret_masks`), for workers to mask them."""
+        return f"{self.prefix}run:{run_id}:secrets"
+
     def run_args(self, run_id: str, participant: str) -> str:
         """Hash: the files a program reviewer's ``args`` name, as read from the BASE tree
         (field ``"<index>:<mode>:<path>"`` → bytes, see :mod:`workers.base_args`)."""
@@ -160,6 +171,8 @@ class Keys:
             self.run_participants(run_id),
             self.run_prompt(run_id),
             self.run_tree(run_id),
+            self.run_config(run_id),
+            self.run_secrets(run_id),
             self.run_change(run_id),
             self.run_judge_sent(run_id),
             self.run_cancel(run_id),

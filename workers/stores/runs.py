@@ -34,6 +34,7 @@ from council.participant import Participant
 from council.report.model import CouncilReport, RunStatus
 from council.review_result import Stop
 from council.roster.limits import RateLimit
+from council.secret_masks import SPANS, SecretSpan
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -159,6 +160,8 @@ class BatchInputs:
     arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
     """Participant → the base-tree files its ``args`` name (see :meth:`RunStore.arg_files`);
     only participants that have some."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """The places of the likely secrets the change adds (see :meth:`RunStore.secrets`)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ class RunStore:
         *,
         personas: Mapping[str, str] | None = None,
         arg_files: Mapping[str, Mapping[str, bytes]] | None = None,
+        config: Mapping[str, bytes] | None = None,
+        secrets: Sequence[SecretSpan] = (),
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
 
@@ -196,7 +201,10 @@ class RunStore:
         whose prompt is built later (the judge's, once the reviewers are filed); read
         back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
         its ``args`` name (field → bytes, see :mod:`workers.base_args`), read back with
-        :meth:`arg_files`.
+        :meth:`arg_files`. ``config``: the base's side of the analyzer configuration the
+        change edits (field → bytes, see :mod:`workers.config_overlay`), read back with
+        :meth:`config`. ``secrets``: the places of the likely secrets the change adds,
+        read back with :meth:`secrets`.
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=True)
@@ -216,6 +224,10 @@ class RunStore:
         for pid, files in (arg_files or {}).items():
             if files:
                 pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
+        if config:
+            pipe.hset(k.run_config(run_id), mapping=dict(config))
+        if secrets:
+            pipe.set(k.run_secrets(run_id), SPANS.dump_json(list(secrets)))
         pipe.hset(
             k.run_state(run_id),
             mapping={p.id: Progress().model_dump_json() for p in participants},
@@ -336,13 +348,15 @@ class RunStore:
 
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
-        prompt, stored outcome, base-tree program and args files, in ONE pipelined round
-        trip (HMGET, GET, HMGET ×2, MGET ×2, HGETALL per participant), however many
-        participants. Ids not found are left out of the maps."""
+        prompt, stored outcome, base-tree program and args files, and the places of the
+        change's secrets, in ONE pipelined round trip (HMGET, GET ×2, HMGET ×2, MGET ×2,
+        HGETALL per participant), however many participants. Ids not found are left out
+        of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
         pipe.hmget(k.run(run_id), ["record", "status"])
         pipe.get(k.run_change(run_id))
+        pipe.get(k.run_secrets(run_id))
         if ids:
             pipe.hmget(k.run_participants(run_id), ids)
             pipe.hmget(k.run_prompt(run_id), ids)
@@ -351,9 +365,9 @@ class RunStore:
             for p in ids:
                 pipe.hgetall(k.run_args(run_id, p))
         replies = pipe.execute()
-        (record, status), change = replies[0], replies[1]
-        people, prompts, outcomes, programs = replies[2:6] if ids else ([], [], [], [])
-        args = replies[6:] if ids else []
+        (record, status), change, secrets = replies[0], replies[1], replies[2]
+        people, prompts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        args = replies[7:] if ids else []
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -375,6 +389,7 @@ class RunStore:
             programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
             status=status.decode() if status is not None else None,
             arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
+            secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
         )
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
@@ -395,6 +410,17 @@ class RunStore:
         """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
         when it names none)."""
         return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
+
+    def config(self, run_id: str) -> dict[str, bytes]:
+        """The base's side of the analyzer configuration the change edits (field →
+        bytes, see :mod:`workers.config_overlay`; empty when it edits none)."""
+        return _fields(self._r.hgetall(self._keys.run_config(run_id)))
+
+    def secrets(self, run_id: str) -> list[SecretSpan]:
+        """The places of the likely secrets the change adds (empty when none were
+        found), see :mod:`council.secret_masks`."""
+        raw = self._r.get(self._keys.run_secrets(run_id))
+        return SPANS.validate_json(raw) if raw is not None else []
 
     def claim_judge(self, run_id: str) -> bool:
         """True for the one caller that may send the run's judge (SET NX), else False."""
