@@ -329,13 +329,18 @@ def filter_paths(
 def selects(changed: ChangedFile, include: Sequence[str], exclude: Sequence[str]) -> bool:
     """Whether the roster's ``[paths]`` keep one file of the change (see
     :func:`filter_paths`): ``include`` empty or selecting its path or old path, and no
-    ``exclude`` pattern selecting either. Why one function: the diff is cut to the kept
+    ``exclude`` pattern selecting the path it has after the change (its old path for a
+    deleted file). Why one function: the diff is cut to the kept
     files while it is read (:meth:`workers.repository.Repository.diff`), with the same rule."""
     names = [changed.path]
     if changed.old_path is not None and changed.old_path != changed.path:
         names.append(changed.old_path)
     wanted = not include or any(matches_any(n, include) for n in names)
-    return wanted and not any(matches_any(n, exclude) for n in names)
+    # Exclusion reads the side that exists after the change: a file renamed OUT of an
+    # excluded path (poetry.lock → src/deps.py) is new code and is reviewed; one renamed
+    # into it, or deleted from it, is left out. The old path never hides the new file.
+    kept = changed.old_path if changed.status == "deleted" else changed.path
+    return wanted and not matches_any(kept or changed.path, exclude)
 
 
 def added_lines(change: Change) -> dict[str, frozenset[int]]:

@@ -335,9 +335,12 @@ def test_filter_paths_empty_include_keeps_everything() -> None:
     assert kept == change and excluded == []
 
 
-def test_filter_paths_matches_a_rename_by_its_old_path() -> None:
-    """A renamed file is excluded when its old path is excluded."""
+def test_filter_paths_keeps_a_file_renamed_out_of_an_excluded_path() -> None:
+    """A renamed file whose OLD path is excluded is kept (it is new code where it is now:
+    the old path must not hide it); one whose new path is excluded is left out."""
     kept, excluded = filter_paths(parse_diff(RENAMED), include=[], exclude=["mv_*"])
+    assert [f.path for f in kept.files] == ["moved.txt"] and excluded == []
+    kept, excluded = filter_paths(parse_diff(RENAMED), include=[], exclude=["moved.*"])
     assert kept.files == () and excluded == ["moved.txt"]
 
 
@@ -447,3 +450,17 @@ def test_added_lines_by_new_path() -> None:
         "d e.txt": frozenset(),
         "logo.png": frozenset(),
     }
+
+
+def test_a_file_renamed_out_of_an_excluded_path_is_reviewed() -> None:
+    """A hostile change renames poetry.lock to src/deps.py and fills it with code: the
+    new file is kept (exclusion reads the new path); one renamed into an excluded path,
+    or an excluded file deleted, is left out."""
+    from council.diff import ChangedFile, selects
+
+    out_of = ChangedFile(path="src/deps.py", old_path="poetry.lock", status="renamed")
+    into = ChangedFile(path="vendor/x.lock", old_path="src/x.py", status="renamed")
+    gone = ChangedFile(path="poetry.lock", old_path="poetry.lock", status="deleted")
+    assert selects(out_of, (), ("*.lock",))
+    assert not selects(into, (), ("*.lock",))
+    assert not selects(gone, (), ("*.lock",))
