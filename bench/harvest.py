@@ -6,7 +6,7 @@ times :func:`council.harvest.harvest` on each (best of a few runs) and prints a 
 size, seconds and MB/s. The last line says whether throughput held: the 10 MB rate must
 be at least a third of the 100 KB rate ("linear: yes").
 
-Run: ``python bench/harvest.py``. Exits 0 unless it crashes. Source: harvest.md §3
+Run: ``python bench/harvest.py``. Exits 0 unless it crashes. Source: docs/harvest.md §3
 ("Reading must be linear in the answer's size").
 """
 

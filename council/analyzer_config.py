@@ -19,7 +19,7 @@ One that cannot be parsed counts: what an analyzer would make of it is unknown.
 
 Everything here is pure: the caller reads the blobs (bytes, either side None when the
 file is not there). Source: issue "The change under review is untrusted";
-architecture.md "The shape" (the trusted configuration is the base's).
+docs/architecture.md "The shape" (the trusted configuration is the base's).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ matching when the code around it moves. The file::
     }
 
 ``subject`` and ``path`` are for the people reading a diff of the file; only the
-fingerprint matches. Source: harvest.md §5 (sameness, which the fingerprint folds like).
+fingerprint matches. Source: docs/harvest.md §5 (sameness, which the fingerprint folds like).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Usage::
     resolve_clocks({"backstop_ms": 600_000}, {"idle_ms": 120_000}, "council", "reviewers[0]")
     # Clocks(backstop_ms=600000, idle_ms=120000, answer_ms=300000)
 
-Source: identity-and-clocks.md "Clocks".
+Source: docs/identity-and-clocks.md "Clocks".
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def check_clock(value: object, path: str) -> int:
     positive, its example keeping the magnitude written (``-5``: "write 5000 for 5 s",
     never "-5000 for -5 s"). ``path`` names the field (``reviewers[2].idle_ms``).
     Raises :class:`~council.errors.RosterError`.
-    Source: identity-and-clocks.md "Clocks".
+    Source: docs/identity-and-clocks.md "Clocks".
     """
     name = path.rsplit(".", 1)[-1]
     if isinstance(value, bool) or not isinstance(value, int):
@@ -97,7 +97,7 @@ def check_clock_table(table: Mapping[str, object], where: str) -> dict[str, int]
     clamped. Other keys of the table are ignored here (the roster reader judges them).
     ``where`` is the table's path (``council``, ``reviewers[2]``, ``judge``). Raises
     :class:`~council.errors.RosterError` naming ``{where}.{field}``.
-    Source: identity-and-clocks.md "Clocks".
+    Source: docs/identity-and-clocks.md "Clocks".
     """
     written = {
         name: check_clock(table[name], f"{where}.{name}") for name in CLOCK_FIELDS if name in table
@@ -127,7 +127,7 @@ def resolve_clocks(
     long idle clock is not a contradiction anyone wrote), and the answer reserve is held
     to half the backstop (the soft deadline stays active: one rule, not two). All values
     are milliseconds. Raises :class:`~council.errors.RosterError` naming the field path.
-    Source: identity-and-clocks.md "Clocks".
+    Source: docs/identity-and-clocks.md "Clocks".
     """
     merged: dict[str, int] = dict(Clocks().model_dump())
     merged.update(check_clock_table(round_table, where_round))

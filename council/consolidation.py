@@ -13,7 +13,7 @@ Usage::
     first_id = store.issue(len(merged))          # INCRBY on session:{session}:issued
     filed = file_findings(merged, first_id)
 
-Source: harvest.md §8; architecture.md (consolidate).
+Source: docs/harvest.md §8; docs/architecture.md (consolidate).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from council.sameness import fold_subject
 def with_origin(findings: Sequence[Finding], origin: Origin) -> list[Finding]:
     """The findings with ``origin`` set: who filed them, in which run.
 
-    Why: the origin is set by the round, never read from the wire (harvest.md §2), and it
+    Why: the origin is set by the round, never read from the wire (docs/harvest.md §2), and it
     must be set before :func:`merge_across` so a merged finding names its first raiser.
     """
     return [finding.model_copy(update={"origin": origin}) for finding in findings]
@@ -179,7 +179,7 @@ def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> li
     its raisers (the judge itself is not one). A finding raised by one participant alone,
     carrying no ``raised_by``, has none.
     Result: kept findings in the order they were first kept. Time: about linear in the
-    number of findings (:class:`_Index`). Source: harvest.md §8.
+    number of findings (:class:`_Index`). Source: docs/harvest.md §8.
     """
     order: dict[str, int] = {}
     for participant, _ in per_participant:
@@ -231,7 +231,7 @@ def file_findings(merged: Sequence[Finding], first_id: int) -> list[Finding]:
     the session's atomic counter (INCRBY) and passes the first, so filing the same
     findings twice is the caller's bug, refused here. Every finding must already have
     its origin. Raises ValueError when ``first_id`` < 1, a finding already has an id, or
-    a finding has no origin. Source: harvest.md §2, §8; architecture.md (finding ids).
+    a finding has no origin. Source: docs/harvest.md §2, §8; docs/architecture.md (finding ids).
     """
     if first_id < 1:
         raise ValueError(f"finding ids start at 1, not {first_id}")
@@ -264,7 +264,7 @@ def consolidate(
     heard: Collection[str] | None = None,
     change: Change | None = None,
 ) -> list[Finding]:
-    """One finding per problem, credited to every reviewer who found it (harvest.md §8).
+    """One finding per problem, credited to every reviewer who found it (docs/harvest.md §8).
 
     ``per_participant``: ``(participant id, its findings)`` in ROSTER order, findings with
     their origin set (:func:`with_origin`). Two passes over the tellings:

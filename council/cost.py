@@ -14,7 +14,7 @@ publish them::
 
 A model without a price has no cost (None), never a cost of 0: a report with some
 participants unpriced says "at least" (:func:`sum_costs`). Pure: values in, values out.
-Source: architecture.md "Observability" (``cost_usd`` on every reviewer line).
+Source: docs/architecture.md "Observability" (``cost_usd`` on every reviewer line).
 """
 
 from __future__ import annotations

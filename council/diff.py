@@ -9,8 +9,8 @@ questions. It is pure: the text comes in, models go out; running git lives in
 
 Reading never raises on odd input: a file whose diff cannot be read becomes a
 :class:`ChangedFile` with a ``note`` (and whatever hunks could be read), text before the
-first file header is reported in :attr:`Change.notes`. Source: architecture.md "Layers"
-(diff model, prompts), harvest.md §2 (anchors).
+first file header is reported in :attr:`Change.notes`. Source: docs/architecture.md "Layers"
+(diff model, prompts), docs/harvest.md §2 (anchors).
 
 Usage::
 
@@ -177,7 +177,7 @@ def parse_diff(text: str) -> Change:
     Handles added, deleted, renamed (``-M``) and mode-only changes, binary files, quoted
     and unquoted paths with spaces or non-ASCII characters, and missing final newlines.
     An empty text is an empty change. Never raises: what cannot be read is reported in a
-    file's ``note`` or in :attr:`Change.notes`. Source: architecture.md "Layers".
+    file's ``note`` or in :attr:`Change.notes`. Source: docs/architecture.md "Layers".
     """
     chunks = _chunks(_split_lines(text))
     preamble = next(chunks)
@@ -373,7 +373,7 @@ def landing(change: Change, anchor: Anchor) -> LandingMiss | None:
 
     Why: a code host accepts a line comment only on lines its diff shows, and a range
     only within one hunk; a finding that does not land is shown at file level instead.
-    Source: harvest.md §2 (anchors).
+    Source: docs/harvest.md §2 (anchors).
     """
     if isinstance(anchor, ChangeAnchor):
         return None
@@ -447,7 +447,7 @@ def anchor_map(change: Change) -> list[str]:
 def render_for_prompt(change: Change) -> str:
     """The diff as reviewers are shown it: the anchor map, then the diff text.
 
-    Deterministic: the same change renders to the same text. Source: architecture.md
+    Deterministic: the same change renders to the same text. Source: docs/architecture.md
     "Layers" (prompts).
     """
     lines = anchor_map(change)

@@ -6,7 +6,7 @@ Between ``diff --git a/P b/P`` and the first ``@@`` git writes what happened to 
 ``Binary files … differ``. :class:`FileHeader` reads those lines one at a time and then
 says which paths the file had on each side. Kept apart from :mod:`council.diff` because
 path reading is where diffs get odd (quoted names, spaces, no ``---`` line at all).
-Pure text handling. Source: architecture.md "Layers" (diff model).
+Pure text handling. Source: docs/architecture.md "Layers" (diff model).
 """
 
 from __future__ import annotations

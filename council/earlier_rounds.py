@@ -2,7 +2,7 @@
 of the last round's findings the new commits made outdated.
 
 A session is one change under review over its life (a pull request pushed to again and
-again); each push is a round (architecture.md "State in Redis", sessions). Two questions
+again); each push is a round (docs/architecture.md "State in Redis", sessions). Two questions
 come up on every round after the first:
 
 * **seen** — this round raised a finding whose content fingerprint
@@ -23,8 +23,8 @@ new-side anchor is compared with the old side of the interdiff's hunks (the coor
 match exactly; comparing with the new side would be off by every line inserted above).
 Only the ``-`` lines of its hunks count: a line the interdiff shows as context was not
 edited.
-Pure: the runtime reads the session and computes the interdiff. Source: architecture.md
-"State in Redis" (sessions, incremental rounds); harvest.md §2 (anchors), §5 (sameness).
+Pure: the runtime reads the session and computes the interdiff. Source: docs/architecture.md
+"State in Redis" (sessions, incremental rounds); docs/harvest.md §2 (anchors), §5 (sameness).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ stopped and why. These classes are for callers that must act differently::
         └── StoreUnavailable          Redis cannot be reached (URL shown without password)
 
 Every class builds its own message from the fields it keeps, so the text always says what
-was wrong and the way out. Source: style.md habit 5.
+was wrong and the way out. Source: docs/style.md habit 5.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class RosterError(ConfigurationError, ValueError):
 
 
 class PersonaNotFound(ConfigurationError, LookupError):
-    """A participant names a persona that no charter file provides (identity-and-clocks.md).
+    """A participant names a persona that no charter file provides (docs/identity-and-clocks.md).
 
     ``places`` are where ``{persona}.md`` was looked for, in order (each extra directory,
     then the personas built into council; none when ``persona`` is not an id a file name
@@ -94,7 +94,7 @@ class MalformedCharter(ConfigurationError, ValueError):
 
 
 class IdentityRefused(ConfigurationError):
-    """A participant id already has findings under another meaning (identity-and-clocks.md).
+    """A participant id already has findings under another meaning (docs/identity-and-clocks.md).
 
     The message names the id, both meanings by every identity field that is set, and
     both ways out.
@@ -141,7 +141,8 @@ class ChangeTooLarge(ConfigurationError):
 
 
 class AskRefused(ConfigurationError, ValueError):
-    """A typed human ask was refused at its source, when it was raised (evidence-and-asks.md §2).
+    """A typed human ask was refused at its source, when it was raised
+    (docs/evidence-and-asks.md §2).
 
     ``code`` is what a program reads: ``shape`` (the component is malformed), ``no-store``
     (a ``props_ref`` with no artifact store attached) or ``unresolved-ref`` (a

@@ -1,8 +1,8 @@
 """Filing a run: from every participant's outcome to the findings it files and its report.
 
 The same rule runs in the consolidation task, the errback finalizer and the waiting CLI's
-watchdog, so a council settles the same way whoever settles it. Source: harvest.md §8
-(file in roster order, merge across reviewers), architecture.md (the shape).
+watchdog, so a council settles the same way whoever settles it. Source: docs/harvest.md §8
+(file in roster order, merge across reviewers), docs/architecture.md (the shape).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def conclude_round(
     ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
     on who answered first. Each finding's origin names the first participant that raised
     it; agreement is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the
-    reviewers heard in full; :func:`council.consolidation.consolidate`, harvest.md §8).
+    reviewers heard in full; :func:`council.consolidation.consolidate`, docs/harvest.md §8).
     A ``raisedBy`` an ordinary reviewer wrote is dropped, with a note naming it: only the
     consolidation (and a judge) credit raisers. With ``change`` (the round's
     diff), anchor paths are first read as the repository paths they name
@@ -113,7 +113,7 @@ def _tellings(
 ) -> tuple[list[tuple[str, list[Finding]]], list[str]]:
     """Each participant's findings, in roster order, with their origin set and their
     anchor paths read against the change (so two spellings of one path can merge); and
-    a note for each reviewer whose own ``raisedBy`` was dropped (harvest.md §8: a
+    a note for each reviewer whose own ``raisedBy`` was dropped (docs/harvest.md §8: a
     reviewer's claim that others agree is not agreement; the consolidation credits)."""
     roots = (facts.repository,) if facts.repository else ()
     tellings: list[tuple[str, list[Finding]]] = []
@@ -201,7 +201,7 @@ def read_whole(outcome: ParticipantOutcome) -> bool:
     True only for a judge heard in full (:func:`council.outcome.heard_in_full`: it
     answered, and its answer was neither unreadable nor cut off nor broken off nor over
     the reading cap; a bare array is whole) whose entries all could be read (an entry
-    that could not may have restated a filed finding). Source: harvest.md §3.3 (a
+    that could not may have restated a filed finding). Source: docs/harvest.md §3.3 (a
     cut-off list: absence means unknown), §6 (the reading cap), §8.
     """
     if not heard_in_full(outcome):
@@ -226,7 +226,7 @@ def conclude_judge(
 
     The judge is asked for the consolidated findings (council/prompt.py). Its answer:
 
-    * a judge finding that says the same as a filed one (harvest.md §5) UPDATES it, in
+    * a judge finding that says the same as a filed one (docs/harvest.md §5) UPDATES it, in
       place and under its id: the judge's anchor, label, severity and confidence (its
       corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
     * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
@@ -243,7 +243,7 @@ def conclude_judge(
       stays as filed (with a note); restated, it keeps at least its severity.
 
     Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
-    Source: harvest.md §8, architecture.md (chord → judge → settle).
+    Source: docs/harvest.md §8, docs/architecture.md (chord → judge → settle).
     """
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
@@ -317,7 +317,7 @@ def _match_verdicts(
     finding, new findings).
 
     A verdict restates the first open filed finding that ``says_the_same`` as it or as
-    one of its members (harvest.md §5); else the one the agreement relation scores
+    one of its members (docs/harvest.md §5); else the one the agreement relation scores
     highest with it, at or above its threshold (the judge reworded it), ties in filing
     order. A restatement whose ``raisedBy`` names only some of a consolidated finding's
     members SPLITS it (the judge thinks the merge wrong; its restatement wins): the

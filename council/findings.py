@@ -1,7 +1,7 @@
 """The canonical shapes of the council: anchors, origins, findings, warnings, harvests.
 
 These models are strict (``frozen=True, extra="forbid"``): they accept exactly the
-canonical JSON of harvest.md §9 and nothing else. Leniency towards messy reviewer output
+canonical JSON of docs/harvest.md §9 and nothing else. Leniency towards messy reviewer output
 lives in :mod:`council.harvest`, which reads what came back and builds these models,
 leaving a :class:`Warning` for every guess.
 
@@ -28,7 +28,7 @@ LABELS: tuple[str, ...] = (
     "chore",
     "note",
 )
-"""The nine Conventional Comments labels a finding may carry (harvest.md §1)."""
+"""The nine Conventional Comments labels a finding may carry (docs/harvest.md §1)."""
 
 Label = Literal[
     "praise", "nitpick", "suggestion", "issue", "todo", "question", "thought", "chore", "note"
@@ -73,7 +73,7 @@ WarningCode = Literal[
     "stopped",
     "failed",
 ]
-"""The closed list of warning codes (harvest.md §6). Tests compare codes, never prose."""
+"""The closed list of warning codes (docs/harvest.md §6). Tests compare codes, never prose."""
 
 
 def severity_rank(severity: str | None) -> int:
@@ -117,11 +117,11 @@ class LineAnchor(_Canonical):
 
 
 Anchor = Annotated[ChangeAnchor | FileAnchor | LineAnchor, Field(discriminator="kind")]
-"""A tagged union on ``kind``: change | file | line (harvest.md §2)."""
+"""A tagged union on ``kind``: change | file | line (docs/harvest.md §2)."""
 
 
 def anchor_precision(anchor: Anchor) -> int:
-    """How precise an anchor is: change 0 < file 1 < line 2 (harvest.md §8)."""
+    """How precise an anchor is: change 0 < file 1 < line 2 (docs/harvest.md §8)."""
     return {"change": 0, "file": 1, "line": 2}[anchor.kind]
 
 
@@ -142,7 +142,7 @@ class Origin(_Canonical):
 
 
 class Member(_Canonical):
-    """One reviewer's own telling of a consolidated finding (harvest.md §8).
+    """One reviewer's own telling of a consolidated finding (docs/harvest.md §8).
 
     A consolidated finding keeps every telling it was made of, so a wrong merge costs a
     duplicate-looking line, never a lost finding: what each reviewer said, where, how
@@ -174,7 +174,7 @@ class Agreement(_Canonical):
 
 
 class Finding(_Canonical):
-    """One observation about the change (harvest.md §2, canonical form §9).
+    """One observation about the change (docs/harvest.md §2, canonical form §9).
 
     ``id`` is assigned at filing (per session, never reused); ``origin`` by the round.
     ``subject`` is trimmed and non-empty; ``discussion`` may be empty. Optional fields are
@@ -214,7 +214,7 @@ class Finding(_Canonical):
 
 
 class Warning(_Canonical):
-    """A note that something was dropped, degraded or guessed (harvest.md §2, §6).
+    """A note that something was dropped, degraded or guessed (docs/harvest.md §2, §6).
 
     ``at`` names the entry (``findings[2]``, ``recorded[0]``), ``answer``, ``journal`` or
     a participant id; ``message`` is a sentence for people and is never compared by tests.
@@ -242,7 +242,7 @@ class Read(_Canonical):
 
     ``witness`` is the commit the reviewers read (the pinned head tree). ``unpinned``,
     when set, is a sentence saying why the tree was NOT pinned; then no anchor gets a
-    witness, whatever ``witness`` says (harvest.md §2, case 147).
+    witness, whatever ``witness`` says (docs/harvest.md §2, case 147).
     """
 
     witness: str | None = None

@@ -11,7 +11,7 @@ it is built from the finding's CONTENT only::
 
 The subject is folded exactly as :func:`council.sameness.fold_subject` folds it, so two
 tellings that the council already treats as the same claim share a fingerprint.
-Source: harvest.md §2 (anchors), §5 (sameness), §8 (consolidation).
+Source: docs/harvest.md §2 (anchors), §5 (sameness), §8 (consolidation).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def fingerprint(finding: Finding) -> str:
     of path or subject can make two different triples hash alike. The line, side, range,
     severity, discussion, id and raisers are left out on purpose: a finding that moved
     lines, or that a second reviewer also raised, is still the same finding. Never
-    raises. Source: harvest.md §5 (``fold_subject``).
+    raises. Source: docs/harvest.md §5 (``fold_subject``).
     """
     path = anchor_path(finding.anchor) or ""
     content = json.dumps([FINGERPRINT_VERSION, path, finding.label, fold_subject(finding.subject)])

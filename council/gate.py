@@ -1,7 +1,7 @@
 """The merge gate: which findings block a change, and the exit code CI reads.
 
 ``council review --fail-on LEVEL`` turns a settled :class:`CouncilReport` into an exit
-code (architecture.md, "exit code from --fail-on")::
+code (docs/architecture.md, "exit code from --fail-on")::
 
     0  passed     no open finding at or above the threshold
     1  tripped    at least one open finding at or above the threshold
@@ -17,8 +17,8 @@ those carried from earlier rounds that a ``--since-last`` round did not review a
 (``report.carried``: their code is unchanged, so they still stand). A finding without
 a severity never trips the gate; ``never`` never trips it; a suppressed finding
 (dismissed, or in the committed baseline) never trips it, nor does one outside
-``--filter`` or raised by fewer reviewers than ``--min-agreement``. Source: architecture.md "The
-shape", harvest.md §7 (stops are partial).
+``--filter`` or raised by fewer reviewers than ``--min-agreement``.
+Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops are partial).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
     A finding without severity never trips; a finding in ``report.suppressed`` (a
     dismissal or a baseline entry) never trips, since accepting it is what suppressing
     means; ``never`` returns an empty list. Raises ValueError for an unknown level.
-    Source: architecture.md (exit code from --fail-on).
+    Source: docs/architecture.md (exit code from --fail-on).
     """
     level = parse_fail_on(fail_on)
     if level == "never":
@@ -101,7 +101,7 @@ def apply_min_agreement(report: CouncilReport, min_agreement: int) -> CouncilRep
     raised by fewer than ``min_agreement`` reviewers (:attr:`Finding.raisers`: its
     agreement's k), id → that count. Such a finding is listed and posted, but never
     gates (:func:`gate_tripped`). Any earlier ``unagreed`` is replaced. Raises
-    ValueError for a value below 1. Source: harvest.md §8 (agreement as a gate).
+    ValueError for a value below 1. Source: docs/harvest.md §8 (agreement as a gate).
     """
     if min_agreement < 1:
         raise ValueError(f"min_agreement must be 1 or more, not {min_agreement}")
@@ -124,7 +124,7 @@ def answered_reviewers(report: CouncilReport) -> int:
     heard in part).
 
     Why: the quorum counts independent reviews that completed. A stopped reviewer's
-    pass is partial (harvest.md §7) and a judge only re-reads what reviewers filed, so
+    pass is partial (docs/harvest.md §7) and a judge only re-reads what reviewers filed, so
     neither counts towards it.
     """
     return sum(1 for p in report.participants if p.role == "reviewer" and p.heard_in_full)

@@ -11,7 +11,7 @@ Before landing, each anchor path is read as the repository-relative path the dif
 ``b/app.py`` (the diff's prefixes) or as an absolute path (the repository's, or the
 directory the worker unpacked the tree into). Only this module knows the change's paths,
 so only here can such a spelling be matched to a changed file, and only when exactly one
-changed file fits; anything else is left as it was. Source: harvest.md §2 (anchors).
+changed file fits; anything else is left as it was. Source: docs/harvest.md §2 (anchors).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def resolve_path(path: str, changed: Collection[str], roots: Sequence[str] = ())
 
     Otherwise the tidied path is returned as it is: never a guess between two files, and
     a relative path that names no changed file may be a real unchanged file. Pure, never
-    raises, idempotent. Source: harvest.md §2 (anchors).
+    raises, idempotent. Source: docs/harvest.md §2 (anchors).
     """
     given = tidy_path(path)
     if given in changed:
@@ -89,7 +89,7 @@ def resolve_anchor(anchor: Anchor, change: Change, roots: Sequence[str] = ()) ->
 
     A change anchor, and an anchor whose path is already what it names, come back as the
     same object; otherwise a copy with the new path (side, lines and witness kept).
-    Never raises. Source: harvest.md §2.
+    Never raises. Source: docs/harvest.md §2.
     """
     return _resolved(anchor, _changed_paths(change), roots)
 
@@ -138,7 +138,7 @@ def land(report: CouncilReport, change: Change, roots: Sequence[str] = ()) -> Co
     findings keep their order, ids and every other field. A finding without an id
     cannot be keyed and is left out of ``off_diff``; renderers treat it as not landed.
     Any earlier ``off_diff`` is replaced, so landing twice on the same change gives the
-    same report. Never raises. Source: harvest.md §2.
+    same report. Never raises. Source: docs/harvest.md §2.
     """
     changed = _changed_paths(change)
     known = (report.repository, *roots)

@@ -8,7 +8,7 @@ meaning for an id that already has findings attributed to it.
 
 This module is the pure rule over an in-memory mapping; the Redis store keeps the same
 shape (``session:{session}:ledger``, id → identity JSON) and performs a round's claims in
-one atomic step. Source: identity-and-clocks.md "Identity and the ledger".
+one atomic step. Source: docs/identity-and-clocks.md "Identity and the ledger".
 
 Usage::
 
@@ -120,7 +120,7 @@ def identity_of(role: str, participant: Participant | Mapping[str, object]) -> I
     (any backend text accepted; unknown keys such as clocks are ignored). ``role`` wins
     over the participant's own role. Absent fields stay None: an absent tool list and a
     given one differ. Raises ValueError for an unknown role, a missing id or a field of
-    the wrong type. Source: identity-and-clocks.md "Identity and the ledger".
+    the wrong type. Source: docs/identity-and-clocks.md "Identity and the ledger".
     """
     checked = _checked_role(role)
     if isinstance(participant, Participant):
@@ -149,7 +149,7 @@ def attributed_ids(findings: Iterable[Finding | Mapping[str, object]]) -> set[st
     finding that credits a reviewer blocks that reviewer's re-point). Findings may be
     canonical :class:`Finding` models or plain mappings of the same keys (only ``origin``
     and ``raised_by`` are read). The caller adds the ids that a still-open run holds.
-    Source: identity-and-clocks.md "Identity and the ledger".
+    Source: docs/identity-and-clocks.md "Identity and the ledger".
     """
     ids: set[str] = set()
     for finding in findings:
@@ -174,7 +174,7 @@ class Ledger:
     released and reclaimed id goes last. In Redis this is the hash
     ``session:{session}:ledger`` (id → identity JSON) claimed atomically per round;
     here it is a plain in-memory value with a JSON form for embedded state files.
-    Source: identity-and-clocks.md "Identity and the ledger".
+    Source: docs/identity-and-clocks.md "Identity and the ledger".
     """
 
     def __init__(self, identities: Iterable[Identity] = ()) -> None:
@@ -223,7 +223,7 @@ class Ledger:
         (:func:`attributed_ids`) plus the ids a still-open run holds. Raises
         :class:`~council.errors.IdentityRefused` (the ledger is then unchanged), or
         ValueError for a malformed participant (see :func:`identity_of`).
-        Source: identity-and-clocks.md "Identity and the ledger".
+        Source: docs/identity-and-clocks.md "Identity and the ledger".
         """
         asked = identity_of(role, participant)
         self._check(self._held.get(asked.id), asked, attributed)
@@ -244,7 +244,7 @@ class Ledger:
         meanings. ``claims`` are ``(role, participant)`` pairs; the result is their
         identities in the same order. Raises :class:`~council.errors.IdentityRefused`
         for the first claim refused, or ValueError for a malformed participant.
-        Source: identity-and-clocks.md "Identity and the ledger".
+        Source: docs/identity-and-clocks.md "Identity and the ledger".
         """
         staged: dict[str, Identity] = dict(self._held)
         round_ids: set[str] = set()
@@ -262,7 +262,7 @@ class Ledger:
         """Free an id so the next claim holds it whatever it means; True if it was held.
 
         Its earlier findings then no longer say unambiguously who raised them: the way
-        out a refusal offers, taken on purpose. Source: identity-and-clocks.md.
+        out a refusal offers, taken on purpose. Source: docs/identity-and-clocks.md.
         """
         return self._held.pop(participant, None) is not None
 

@@ -5,9 +5,9 @@ the persona charters' text, the round's notes — so the same inputs give the sa
 and the same prompts, byte for byte. The reads (the base tree, the files beside
 ``--roster``) and the checks (backend options, settings, caps) are the runtime's
 (:mod:`workers.preparation`), and happen first.
-Source: architecture.md "The shape" (read the change and the trusted roster, check
+Source: docs/architecture.md "The shape" (read the change and the trusted roster, check
 everything, build the prompts; nothing is sent before every check passed),
-identity-and-clocks.md (personas, clocks).
+docs/identity-and-clocks.md (personas, clocks).
 """
 
 from __future__ import annotations

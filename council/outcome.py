@@ -3,7 +3,7 @@
 :func:`harvest_outcome` is the one rule that turns a backend's result plus every attempt's
 journal into a :class:`ParticipantOutcome`, in embedded and distributed mode alike.
 
-Source: harvest.md §5 (every attempt's journal is folded), §7 (stops are not failures).
+Source: docs/harvest.md §5 (every attempt's journal is folded), §7 (stops are not failures).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ ANSWER_SHAPE_CODES = frozenset(
 
 ``several-lists`` and ``over-cap`` are not among them: the first warns about where the
 kept findings came from (a quoted list may be among them), the second is a cut the
-harvest made, which must never be silent (harvest.md §6)."""
+harvest made, which must never be silent (docs/harvest.md §6)."""
 
 
 def _unreadable(h: Harvest) -> bool:
@@ -44,7 +44,7 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
     """The code saying an ANSWERED participant's answer could not be read, or None.
 
     Why: "the reviewer had nothing to say" and "we could not read what it said" must
-    not look alike (harvest.md principle 2); such a participant does not count towards
+    not look alike (docs/harvest.md principle 2); such a participant does not count towards
     the quorum.
     """
     if outcome.status != "answered":
@@ -59,7 +59,7 @@ READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
 BROKE_OFF_CODES = ("exit-status",)
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
 ended badly after its answer, so what it would have said next is unknown."""
-"""Answer-level codes meaning the answer was read only up to a break (harvest.md §3.3) or
+"""Answer-level codes meaning the answer was read only up to a break (docs/harvest.md §3.3) or
 up to the reading cap (§6): the entries before it were kept, any after it were never
 read."""
 
@@ -70,7 +70,7 @@ def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
     ``cut-off`` when the text ended inside the findings list (``harvest.truncated``, a
     reply cut at the output limit, a stdout over its cap), ``malformed-json`` when the
     list broke at an entry that is not JSON, ``over-cap`` when the answer held more
-    entries than the harvest's reading cap (harvest.md §6) and the rest were not read.
+    entries than the harvest's reading cap (docs/harvest.md §6) and the rest were not read.
     None when the answer was read whole or could not be read at all (that is
     :func:`unread_code`).
 
@@ -155,7 +155,7 @@ def harvest_outcome(
     when no attempt returned (the task died, the watchdog fired): the outcome is then a
     stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
     ``judge`` the journal is read only when its answer could not be read at all
-    (harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
+    (docs/harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
     ``caps`` are the journal's reading caps (§5), ``answer_max_entries`` the answer's (§6).
 
     Rules: a failure keeps no answer findings but still files its journal (a reviewer
@@ -180,7 +180,7 @@ def harvest_outcome(
     answered = harvest("" if failure is not None else answer, read, max_entries=answer_max_entries)
     if role == "judge" and not _unreadable(answered):
         # A judge's answer is its decision, even an empty one; its journal is only a
-        # fallback for an answer that could not be read at all (harvest.md §8).
+        # fallback for an answer that could not be read at all (docs/harvest.md §8).
         folded = answered
     else:
         folded = fold_journal(answered, reading, read)

@@ -18,7 +18,7 @@ Usage::
     may.rules(finding)              # False for a finding bandit raised (mode "models")
     may.restated(filed, restated)   # restated, its severity never below the filed one
 
-Source: issue "The change under review is untrusted"; harvest.md §8 (the judge).
+Source: issue "The change under review is untrusted"; docs/harvest.md §8 (the judge).
 """
 
 from __future__ import annotations

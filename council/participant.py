@@ -1,6 +1,6 @@
 """A participant of the council (one roster entry), its clocks and its identity.
 
-Source: identity-and-clocks.md. The roster reader (:mod:`council.roster`) builds these
+Source: docs/identity-and-clocks.md. The roster reader (:mod:`council.roster`) builds these
 from TOML and refuses bad values with the field path; these models are the checked,
 canonical result.
 """
@@ -31,7 +31,7 @@ class Clocks(BaseModel):
     * ``answer_ms``: the wrap-up reserve before the wall (0 = no wrap-up); at most half
       the backstop.
 
-    Source: identity-and-clocks.md "Clocks". Clocks are not identity.
+    Source: docs/identity-and-clocks.md "Clocks". Clocks are not identity.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,7 +56,7 @@ class Identity(BaseModel):
 
     ``tools`` is a set (kept sorted, duplicates folded). A program reviewer's ``program``
     and ``args`` (in order) are identity too. Absent fields are None and omitted from
-    JSON. Clocks are not identity. Source: identity-and-clocks.md.
+    JSON. Clocks are not identity. Source: docs/identity-and-clocks.md.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

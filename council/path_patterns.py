@@ -14,7 +14,7 @@ already know for "these files":
 * A pattern that matches a directory matches everything inside it (``vendor``,
   ``docs/``).
 
-Matching is case-sensitive, as git paths are. Source: architecture.md "Layers"
+Matching is case-sensitive, as git paths are. Source: docs/architecture.md "Layers"
 (diff model), the roster's ``[paths]`` table.
 """
 

@@ -3,13 +3,13 @@
 Every participant of a round reads the same change; what differs is the role (reviewer
 or judge), the lens (the default checklist, or a persona's charter) and, for the judge,
 the findings the reviewers filed. The prompt also carries the answer contract of
-harvest.md §1 word for word in substance, because the harvest can only be lenient about
+docs/harvest.md §1 word for word in substance, because the harvest can only be lenient about
 what it asked for clearly, and it tells the participant how to record findings as it
-goes, so a reviewer that is stopped still leaves its work behind (harvest.md §5).
+goes, so a reviewer that is stopped still leaves its work behind (docs/harvest.md §5).
 
 Pure and deterministic: the same inputs give the same text, byte for byte (prompts are
-stored once per run and compared across redeliveries). Source: architecture.md "Layers"
-(prompts), harvest.md §1, identity-and-clocks.md (persona).
+stored once per run and compared across redeliveries). Source: docs/architecture.md "Layers"
+(prompts), docs/harvest.md §1, docs/identity-and-clocks.md (persona).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def build_prompt(
     The change is untrusted: the role says that it is data, not instructions; its file
     names are JSON-quoted wherever they stand outside the diff's fence, and every note is
     one line with control characters escaped (:func:`_one_line`), so nothing the change
-    names can open a section of its own. Source: harvest.md §1, §8; issue "The change
+    names can open a section of its own. Source: docs/harvest.md §1, §8; issue "The change
     under review is untrusted".
     """
     judge = participant.role == "judge"
@@ -227,7 +227,7 @@ def _filed(filed: Sequence[Finding]) -> str:
 
 
 def _contract(judge: bool) -> str:
-    """The answer contract of harvest.md §1."""
+    """The answer contract of docs/harvest.md §1."""
     fields = [
         '"location": {"kind": "line", "file": "src/app.py", "start": 12, "end": 18, "side": "new"}',
         '"label": "issue"',
@@ -260,7 +260,7 @@ def _contract(judge: bool) -> str:
 
 
 def _recording() -> str:
-    """How to record findings as you go (harvest.md §1, §5)."""
+    """How to record findings as you go (docs/harvest.md §1, §5)."""
     return (
         "## Record findings as you go\n\n"
         "The moment you are sure of a finding, record it, so it is kept even if you are "

@@ -5,8 +5,8 @@ the default ``core.quotePath``) any byte above 0x7f as a C-style quoted string: 
 path ``ä.py`` appears as ``"a/\\303\\244.py"``. The diff model must read these back into
 the names the repository uses, or a finding on ``ä.py`` could never land on the diff.
 
-This module is pure text handling for :mod:`council.diff`. Source: architecture.md
-"Layers" (the diff model is domain), harvest.md §2 (anchors name paths).
+This module is pure text handling for :mod:`council.diff`. Source: docs/architecture.md
+"Layers" (the diff model is domain), docs/harvest.md §2 (anchors name paths).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The recorder stores any object as given (shape is judged at harvest, not argued with
 mid-run), accepts a list or a JSON string of either, and replies in one sentence. It never
-raises into the reviewer's loop. Source: harvest.md §1.
+raises into the reviewer's loop. Source: docs/harvest.md §1.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def split_recorded(value: object) -> Recording:
 
 
 def reply(stored: int, rejected: int, failure: str | None = None) -> str:
-    """The one-sentence reply of harvest.md §1 for a recording."""
+    """The one-sentence reply of docs/harvest.md §1 for a recording."""
     if failure is not None:
         return f"Not recorded ({failure}); keep it for your final answer."
     if stored == 0:

@@ -7,7 +7,7 @@ separately would invent findings (within one reviewer) or hide agreement (across
 reviewers), so the answer's several lists, the journal fold and the consolidation ask the
 one question answered here.
 
-Source: harvest.md §3.1 (repeats across an answer's lists), §5 (``says_the_same``), §8
+Source: docs/harvest.md §3.1 (repeats across an answer's lists), §5 (``says_the_same``), §8
 (consolidation uses the same relation).
 """
 
@@ -36,7 +36,7 @@ def fold_subject(subject: str) -> str:
     >>> fold_subject("  Pool\\u00a0LEAKS;; on timeout. ")
     'pool leaks on timeout'
 
-    Never raises. Source: harvest.md §5.
+    Never raises. Source: docs/harvest.md §5.
     """
     return _SEPARATORS.sub(" ", subject.casefold()).strip(" ")
 
@@ -54,7 +54,7 @@ def says_the_same(a: Finding, b: Finding) -> bool:
     precisely elsewhere is the same claim. The relation is symmetric but not transitive.
     Never raises.
 
-    Source: harvest.md §5, §8.
+    Source: docs/harvest.md §5, §8.
     """
     if fold_subject(a.subject) != fold_subject(b.subject):
         return False
@@ -67,8 +67,8 @@ class KeptFindings:
 
     A new finding says the same as some kept one exactly when a kept finding has its
     folded subject and either of the two names no file, or both name the same file
-    (harvest.md §5). Indexed by folded subject, so a fold stays linear however many
-    findings were kept. Used for the repeats across an answer's lists (harvest.md §3.1)
+    (docs/harvest.md §5). Indexed by folded subject, so a fold stays linear however many
+    findings were kept. Used for the repeats across an answer's lists (docs/harvest.md §3.1)
     and the journal fold (§5).
     """
 
@@ -81,7 +81,7 @@ class KeptFindings:
             self.add(finding)
 
     def add(self, finding: Finding) -> None:
-        """Index one more kept finding (harvest.md §5)."""
+        """Index one more kept finding (docs/harvest.md §5)."""
         subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
         if path is None:
             self._fileless.add(subject)
@@ -89,7 +89,7 @@ class KeptFindings:
             self._files.setdefault(subject, set()).add(path)
 
     def says_the_same(self, finding: Finding) -> bool:
-        """Whether some kept finding says the same as ``finding`` (harvest.md §5)."""
+        """Whether some kept finding says the same as ``finding`` (docs/harvest.md §5)."""
         subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
         if subject in self._fileless:
             return True

@@ -26,7 +26,7 @@ Usage::
     masker.text('the key is AKIA…')                      # 'the key is [masked secret]'
 
 Pure: values in, values out. Source: issue "The change under review is untrusted";
-architecture.md "State in Redis" (``run:{run}:secrets``).
+docs/architecture.md "State in Redis" (``run:{run}:secrets``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Findings from files other tools wrote: what ``council consolidate`` merges.
 
-Each source is one file's text, told apart by its keys (harvest.md §8):
+Each source is one file's text, told apart by its keys (docs/harvest.md §8):
 
 * a council JSON report (``schema_version`` and ``participants``): each participant is a
   reviewer; a consolidated finding gives back each member's own telling;
@@ -46,7 +46,7 @@ class Told:
 
 
 def kind_of(data: Any) -> str:
-    """``report``, ``sarif``, ``harvest`` or ``answer`` (by the keys, harvest.md §8)."""
+    """``report``, ``sarif``, ``harvest`` or ``answer`` (by the keys, docs/harvest.md §8)."""
     if isinstance(data, dict):
         if "schema_version" in data and "participants" in data:
             return "report"

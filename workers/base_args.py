@@ -18,7 +18,7 @@ with a :class:`~council.errors.RosterError`: an entry that names a symbolic link
 base, one the base does not have but the change adds (the change would supply it), and
 a file over :data:`MAX_ARG_FILE_BYTES`.
 
-Source: issue "The change under review is untrusted"; architecture.md "State in Redis".
+Source: issue "The change under review is untrusted"; docs/architecture.md "State in Redis".
 """
 
 from __future__ import annotations

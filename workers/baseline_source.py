@@ -4,7 +4,7 @@ The committed baseline (:mod:`council.baseline`) decides which findings stop gat
 it is trusted configuration, read like the roster: from the BASE ref, never from the
 head under review (a change must not accept its own findings). A change that edits the
 file is told so, and the base version is used. Runtime layer (reads git and files).
-Source: architecture.md "The shape" (trusted roster); issue "CI outputs that forges
+Source: docs/architecture.md "The shape" (trusted roster); issue "CI outputs that forges
 accept".
 """
 

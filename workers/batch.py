@@ -31,7 +31,7 @@ then :meth:`RunStore.start_attempts`), plus one GET of the tree archive the firs
 this worker serves a run with a pinned tree; per group of finished reviews, two
 (:meth:`JournalStore.read_all_many`, :meth:`RunStore.put_outcomes`), plus one when
 another delivery's outcome was already stored (its progress is shown). The reviewers'
-own journal appends are theirs. Source: architecture.md "Worker pool", celery.md §1.8.
+own journal appends are theirs. Source: docs/architecture.md "Worker pool", docs/celery.md §1.8.
 """
 
 from __future__ import annotations

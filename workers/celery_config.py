@@ -1,7 +1,7 @@
 """Building the Celery app from the settings: configuration, queues, tasks, logging.
 
-Configuration follows celery.md §0 and §5 (JSON only, late acks, prefetch 1, the
-visibility timeout in all three places), adjusted by architecture.md (threads pool).
+Configuration follows docs/celery.md §0 and §5 (JSON only, late acks, prefetch 1, the
+visibility timeout in all three places), adjusted by docs/architecture.md (threads pool).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _queue(name: str) -> Queue:
 
 
 def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, Any]:
-    """The Celery settings for our shape (celery.md §5), as a dict for ``conf.update``."""
+    """The Celery settings for our shape (docs/celery.md §5), as a dict for ``conf.update``."""
     vt = settings.visibility_timeout_s
     transport: dict[str, Any] = {
         "visibility_timeout": vt,

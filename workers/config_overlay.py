@@ -14,7 +14,7 @@ The shipped files, field → bytes (a Redis hash)::
     "link:src/ruff.toml"   the base's symbolic link, its target as the bytes
     "-:src/.eslintrc"      b"": not at the base (the change added it): removed
 
-Source: issue "The change under review is untrusted"; architecture.md "State in Redis".
+Source: issue "The change under review is untrusted"; docs/architecture.md "State in Redis".
 """
 
 from __future__ import annotations

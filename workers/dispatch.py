@@ -1,6 +1,6 @@
 """Opening a prepared round's run and dispatching its chord; sending the judge.
 
-The order is the design's (architecture.md "The shape"): claim every participant and
+The order is the design's (docs/architecture.md "The shape"): claim every participant and
 write the run record ``open`` in one atomic step; store the inputs; send ONE chord
 (reviewer tasks → ``consolidate``, errback ``finalize``). Nothing reaches a worker before
 the run is open, and a chord that cannot be sent leaves no run ``open``.
@@ -58,7 +58,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         settle_run(rt, record.run_id, forced="cancelled", lost=Stop(limit="cancelled"))
         raise
     # Drop the result handles now, while the backend is reachable: their finalizer
-    # unsubscribes from the result backend (celery.md §1.12, noise at exit).
+    # unsubscribes from the result backend (docs/celery.md §1.12, noise at exit).
     release_results(app, sent)
     del sent
     log.info(
@@ -71,7 +71,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
 
 
 def _store_inputs(rt: Runtime, round_: Round) -> None:
-    """Store what the run's tasks read by key (architecture.md "Messages": a message
+    """Store what the run's tasks read by key (docs/architecture.md "Messages": a message
     carries ids, never megabytes of diff): every participant (the judge too), the
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
     the base-tree programs and the files ``args`` name, the base's side of the analyzer

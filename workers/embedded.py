@@ -4,7 +4,7 @@ Celery runs on its ``memory://`` broker with the ``cache+memory://`` result back
 in-process worker on a threads pool; the council's state lives on an in-process fakeredis
 server. Sessions (ledger, findings, ids) are loaded from and saved to a local state file,
 so identities and finding ids survive between embedded runs and a CI cache can carry them.
-Source: architecture.md "Two modes, one code path", celery.md §1.12.
+Source: docs/architecture.md "Two modes, one code path", docs/celery.md §1.12.
 """
 
 from __future__ import annotations

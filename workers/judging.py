@@ -3,7 +3,7 @@
 The body of the ``council.judge`` task: build the judge's prompt from the change and the
 findings the reviewers filed, run it like any participant (same backends, clocks and
 journal), then settle the run. Idempotent: a stored judge outcome is not asked again, and
-settling files once. Source: architecture.md (chord → judge → settle), harvest.md §8.
+settling files once. Source: docs/architecture.md (chord → judge → settle), docs/harvest.md §8.
 """
 
 from __future__ import annotations

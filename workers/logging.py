@@ -3,7 +3,7 @@
 Why: a run spans one CLI and several worker processes; the only way to follow it is one
 JSON object per line whose fields (``run_id``, ``session``, ``participant``, ``task_id``,
 ``attempt``) can be filtered, and no API key or Redis password may ever reach one
-(architecture.md "Observability", style.md habit 10).
+(docs/architecture.md "Observability", docs/style.md habit 10).
 
 The pieces::
 
@@ -21,7 +21,7 @@ One processor chain serves both structlog's own calls and foreign stdlib records
     {"run_id": "r1", "participant": "alice", "task_id": "…", "event": "task_started",
      "logger": "workers.logging", "level": "info", "timestamp": "2026-01-01T00:00:00Z"}
 
-The Celery wiring follows celery.md §0 item 7 and §2.1.
+The Celery wiring follows docs/celery.md §0 item 7 and §2.1.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def redact_url(url: str) -> str:
     ``redis://user:***@h``; ``https://tok@host`` → ``https://***@host``;
     ``https://h/x?api_key=abc`` → ``https://h/x?api_key=***``. Why: error messages name the
     Redis or API endpoint that failed, and the URL the user configured carries the password.
-    Source: architecture.md "Observability".
+    Source: docs/architecture.md "Observability".
     """
     scheme, sep, rest = url.strip().partition("://")
     if sep and "@" in rest and not any(c.isspace() for c in rest):
@@ -159,7 +159,7 @@ class Redact:
 
     Place it after ``format_exc_info`` so that rendered tracebacks are redacted too. Keys
     that belong to later processors (``exc_info``, ProcessorFormatter's ``_record``) are left
-    alone. Source: architecture.md "Observability", style.md habit 10.
+    alone. Source: docs/architecture.md "Observability", docs/style.md habit 10.
     """
 
     def __init__(self, secret_key_parts: Iterable[str] = SECRET_KEY_PARTS) -> None:
@@ -239,7 +239,7 @@ def configure_logging(
     this function (calling again replaces it, so nothing is ever logged twice); handlers
     others installed (pytest's capture) are kept. Loggers are not cached, so
     ``structlog.testing.capture_logs`` still sees loggers created at import time.
-    Raises ``ValueError`` for an unknown level. Source: celery.md §2.1.
+    Raises ``ValueError`` for an unknown level. Source: docs/celery.md §2.1.
     """
     number = _level_number(level)
     out = stream if stream is not None else real_stream(sys.stderr)
@@ -302,7 +302,7 @@ def bind_task_context(**fields: object) -> None:
     """Add ``fields`` to every later line of this task (thread or process), until cleared.
 
     A task binds what it learns after start, e.g. ``bind_task_context(attempt=2)`` once the
-    journal's INCR has numbered the attempt (architecture.md, journal key).
+    journal's INCR has numbered the attempt (docs/architecture.md, journal key).
     """
     bind_contextvars(**fields)
 
@@ -311,7 +311,7 @@ def clear_task_context() -> None:
     """Forget every bound field, so the next task on this thread starts with none.
 
     Why: prefork children and pool threads run task after task, and context left behind
-    puts one run's ``run_id`` on another's lines (celery.md §2.1, "Leakage hazards").
+    puts one run's ``run_id`` on another's lines (docs/celery.md §2.1, "Leakage hazards").
     """
     clear_contextvars()
 
@@ -388,7 +388,7 @@ class _TaskSignals:
 
     Keeps the monotonic start of each running task by task id, for ``duration_ms``. Every
     receiver tolerates missing arguments: 5.7.0 fires ``task_failure`` twice for a hard time
-    limit and ``task_postrun`` may carry ``state=None`` (celery.md §2.1, §4).
+    limit and ``task_postrun`` may carry ``state=None`` (docs/celery.md §2.1, §4).
     """
 
     def __init__(self, session_of: SessionOf | None = None) -> None:
@@ -471,7 +471,7 @@ def connect_celery_signals(app: Celery, session_of: SessionOf | None = None) -> 
     line is wrapped a second time in a non-JSON record. Receivers have fixed dispatch ids:
     a second call adds nothing (the last call's ``session_of`` is used). Every task line
     carries :data:`TASK_KEYS`; ``session_of`` (see :data:`SessionOf`) fills ``session``
-    on a task's first line when its kwargs lack it. Source: celery.md §0 item 7, §2.1.
+    on a task's first line when its kwargs lack it. Source: docs/celery.md §0 item 7, §2.1.
     """
     from celery import signals
 

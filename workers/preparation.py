@@ -1,6 +1,6 @@
 """Preparing a round: read the change and the trusted configuration, check, build.
 
-The reads come first, in the design's order (architecture.md "The shape"): the refs; the
+The reads come first, in the design's order (docs/architecture.md "The shape"): the refs; the
 TRUSTED roster, from the base ref, never the head under review; the filtered change (its
 likely secrets found and masked, :mod:`council.secret_masks`); the
 programs and persona charters the roster names (trusted like it, so read where it is:
@@ -299,7 +299,7 @@ def _record(
     Its ``deadline_ms`` (ms since the epoch) is the watchdog's: the longest reviewer
     backstop, then the judge's, plus ``COUNCIL_WATCHDOG_SLACK_MS``. The session is the
     one asked for, else the repository's default for the head ref. Source:
-    architecture.md "State in Redis".
+    docs/architecture.md "State in Redis".
     """
     created = now_ms()
     return RunRecord(

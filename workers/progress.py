@@ -13,7 +13,7 @@ Two displays, chosen once by :meth:`Progress.for_stream` from where the text goe
       council: hawk answered (3 findings, 14.0 s)
 
 The caller polls the run and hands over the whole picture each time
-(``update(states)``); the display decides what is new. Source: architecture.md (the CLI
+(``update(states)``); the display decides what is new. Source: docs/architecture.md (the CLI
 waits on the chord; embedded and distributed mode alike).
 """
 

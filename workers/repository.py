@@ -15,7 +15,7 @@ packed from ``git ls-tree`` and ``git cat-file`` rather than ``git archive``, wi
 attributes at all. Every size read has a cap, enforced while reading: the diff
 (``max_diff_bytes``), the packed and the unpacked tree.
 
-Runtime layer (runs subprocesses). Source: architecture.md "The shape", "State in Redis"
+Runtime layer (runs subprocesses). Source: docs/architecture.md "The shape", "State in Redis"
 (tree archive), "Layers"; issue "The change under review is untrusted".
 """
 
@@ -951,7 +951,7 @@ class Repository:
         A symbolic link that is absolute or leads out of the tree raises
         :class:`RepositoryError` naming the link, its target and why: a worker refuses
         to unpack such a tree, so every reviewer would fail (the check fails closed).
-        Raises :class:`RepositoryError` when git fails. Source: architecture.md "State in
+        Raises :class:`RepositoryError` when git fails. Source: docs/architecture.md "State in
         Redis"; issue "The change under review is untrusted".
         """
         sha = self.resolve(head_sha)
@@ -1006,7 +1006,7 @@ class Repository:
         else this repository's absolute path; BRANCH is the branch ``head_ref`` names
         (``HEAD`` → the checked-out branch, ``origin/x`` → ``x``). A detached head or a
         bare sha has no branch: ``detached-SHA12``, so unrelated commits never share a
-        session. Source: architecture.md "State in Redis" (sessions).
+        session. Source: docs/architecture.md "State in Redis" (sessions).
         """
         url = self._git("config", "--get", "remote.origin.url")
         remote = url.stdout.decode("utf-8", "replace").strip() if url.returncode == 0 else ""

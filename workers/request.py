@@ -12,7 +12,7 @@ with the same code and the same result:
   (appends go straight to Redis), its program, environment, key, rate limiter, cancel
   event and log events.
 
-Source: architecture.md "The shape" (the worker unpacks the pinned tree, the journal
+Source: docs/architecture.md "The shape" (the worker unpacks the pinned tree, the journal
 survives a dying worker), council/reviewers/base.py (``ReviewRequest``).
 """
 

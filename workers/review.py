@@ -3,7 +3,7 @@
 The body of the ``council.review_participant`` task. It never raises for a reviewer
 fault (the backend reports a failure or a stop) nor for a fault of its own while running
 a review: anything unexpected becomes a ``failed`` outcome, so the chord always counts N
-results (celery.md §0 item 3). Idempotent under redelivery: a stored outcome is returned
+results (docs/celery.md §0 item 3). Idempotent under redelivery: a stored outcome is returned
 as it is; otherwise a new attempt runs and folds every attempt's journal.
 
 The per-participant rules (:func:`wrong_protocol`, :func:`missing`, :func:`crashed`,

@@ -2,7 +2,7 @@
 
 A worker process builds one lazily from the environment the first time a task needs it;
 embedded mode and the tests install their own with :func:`install` (an in-process
-fakeredis server, or a test redis-server). Source: architecture.md "Two modes, one code
+fakeredis server, or a test redis-server). Source: docs/architecture.md "Two modes, one code
 path".
 """
 

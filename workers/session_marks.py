@@ -17,7 +17,7 @@ module then reads what the session remembers and applies the pure rules:
 
 The marks are read once per settling step, before its transaction: a round of the same
 session settling at the same moment may not see the other's fingerprints, and then
-both show a repeat as new; nothing is lost. Source: architecture.md "State in Redis"
+both show a repeat as new; nothing is lost. Source: docs/architecture.md "State in Redis"
 (sessions), issue "CI outputs that forges accept".
 """
 

@@ -2,7 +2,7 @@
 
 Built once at the edge (the CLI, or a worker starting) and passed down; nothing below
 reads ``os.environ``. Every field has a laptop-safe default. Secrets are ``SecretStr``:
-they never appear in a repr or a log line. Source: style.md habit 8, architecture.md
+they never appear in a repr or a log line. Source: docs/style.md habit 8, docs/architecture.md
 "One knob".
 """
 
@@ -81,13 +81,13 @@ class Settings(BaseSettings):
     reply says where a larger file was cut. Set on the workers."""
 
     journal_max_entries: int = Field(default=100, ge=1)
-    """Journal entries read per participant (harvest.md §5); the rest are reported."""
+    """Journal entries read per participant (docs/harvest.md §5); the rest are reported."""
 
     journal_max_entry_bytes: int = Field(default=65536, ge=1)
-    """UTF-8 bytes per journal entry read (harvest.md §5)."""
+    """UTF-8 bytes per journal entry read (docs/harvest.md §5)."""
 
     answer_max_entries: int = Field(default=1000, ge=1)
-    """Findings entries read from one answer (harvest.md §6); the rest are reported
+    """Findings entries read from one answer (docs/harvest.md §6); the rest are reported
     (``over-cap``) and the reviewer counts as heard in part."""
 
     artifact_max_bytes: int = Field(default=1024 * 1024, ge=1)

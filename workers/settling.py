@@ -9,7 +9,7 @@ Which event leads where is :mod:`council.lifecycle`'s; this module reads what th
 holds, builds the filing with the domain's rules (:mod:`council.filing`, landing, the
 session's marks) outside any transaction, and hands it to :meth:`SessionStore.commit`,
 which persists the transition compare-and-set on the run's state: filing happens once,
-and a second call returns the settled report. Source: celery.md §1.4, harvest.md §7-§8.
+and a second call returns the settled report. Source: docs/celery.md §1.4, docs/harvest.md §7-§8.
 """
 
 from __future__ import annotations

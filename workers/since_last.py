@@ -14,7 +14,7 @@ A session remembers the head its last completed run reviewed
   a pull request still shows base..head, and a line comment must land there.
 
 Runtime layer (runs git through :class:`workers.repository.Repository`). Source:
-architecture.md "State in Redis" (sessions, last reviewed head), issue "CI outputs that
+docs/architecture.md "State in Redis" (sessions, last reviewed head), issue "CI outputs that
 forges accept".
 """
 

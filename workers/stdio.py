@@ -26,7 +26,7 @@ All of it goes to the process's real stderr (stdout lines too: one ordered strea
 before Celery checks privileges and warns about root). Not caught: bytes written to
 fd 1 or 2 below Python (a C extension, ``faulthandler``, "Fatal Python error"), and
 click's usage errors for ``council worker``'s own options, printed before the command
-runs. Source: docs/architecture.md "Observability", celery.md §2.1.
+runs. Source: docs/architecture.md "Observability", docs/celery.md §2.1.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 * ``council.finalize(run_id)`` — the chord's errback for what a task cannot catch (a
   hard kill, a lost worker); settles from the journals. Idempotent like the body.
 
-Source: architecture.md (the shape), celery.md §1.3-§1.4, style.md habit 7.
+Source: docs/architecture.md (the shape), docs/celery.md §1.3-§1.4, docs/style.md habit 7.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Each run gets a private directory (mode 0700, a name no one can guess, made with
 ``/tmp/council-trees``: another user of the machine can neither read a run's tree nor
 plant a directory or link where the worker will write one. A reviewer's sandbox shows
 only its own run's tree and programs (:mod:`council.reviewers.sandbox`).
-Source: architecture.md "State in Redis" (tree archive).
+Source: docs/architecture.md "State in Redis" (tree archive).
 """
 
 from __future__ import annotations

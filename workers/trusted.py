@@ -4,8 +4,8 @@ A change under review cannot choose its own reviewers, their lenses or the progr
 run: all three are read beside an explicit ``--roster`` file, else from the BASE tree of
 the repository (a commit id), never from the head under review. Each reader refuses with
 :class:`~council.errors.RosterError` (exit 2) naming the field, the path and the fix,
-before anything is sent. Source: architecture.md "The shape" (the TRUSTED roster, from
-the base ref), identity-and-clocks.md (personas).
+before anything is sent. Source: docs/architecture.md "The shape" (the TRUSTED roster, from
+the base ref), docs/identity-and-clocks.md (personas).
 """
 
 from __future__ import annotations

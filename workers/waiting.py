@@ -1,6 +1,6 @@
 """Waiting for a dispatched run to settle: progress, cancel, timeout, the watchdog.
 
-The waiting CLI polls the run in Redis, never a task's result (architecture.md "The
+The waiting CLI polls the run in Redis, never a task's result (docs/architecture.md "The
 shape": wait, with a watchdog for a chord that never fires). It rides out a short Redis
 outage (:class:`_Outage`), says once when no worker took any of the run's tasks, and past
 the run's deadline settles it from the journals (:func:`~workers.settling.settle_run`

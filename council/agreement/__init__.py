@@ -9,7 +9,7 @@
 * :mod:`council.agreement.clusters`: :func:`cluster`, average-linkage groups, at most
   one finding per reviewer each, deterministic.
 
-Pure: no I/O. Source: harvest.md §8; bench/agreement.py measures precision, recall and
+Pure: no I/O. Source: docs/harvest.md §8; bench/agreement.py measures precision, recall and
 speed against the ``says_the_same`` baseline.
 """
 

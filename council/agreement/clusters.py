@@ -2,7 +2,7 @@
 
 Given a round's findings and who raised each, :func:`cluster` returns member groups: each
 finding in exactly one group, each group holding at most ONE finding per reviewer (a
-reviewer's two findings are two claims, harvest.md §8) and describing one problem.
+reviewer's two findings are two claims, docs/harvest.md §8) and describing one problem.
 
 Average linkage, not single linkage: groups merge, best first, while the AVERAGE score
 over all their cross pairs (:func:`~council.agreement.relation.score`; pairs never
@@ -25,7 +25,7 @@ Usage (consolidation, once round.py hands it a round's findings)::
     groups = cluster([f for _, f in flat], [p for p, _ in flat], roster_order)
     # groups[k] = indices into flat, the first raiser first; groups in roster order
 
-Source: harvest.md §8 (agreement); bench/agreement.py (precision, recall, speed).
+Source: docs/harvest.md §8 (agreement); bench/agreement.py (precision, recall, speed).
 """
 
 from __future__ import annotations

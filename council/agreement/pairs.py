@@ -18,7 +18,7 @@ A posting list holds at most that many findings, so the work is linear in the nu
 of findings. Pairs of one reviewer are never scored. Scores are integers in millionths
 (:data:`SCALE`) so that sums later do not depend on the order they are added in.
 
-Source: harvest.md §8; the brief of bench/agreement.py (blocking, no quadratic path).
+Source: docs/harvest.md §8; the brief of bench/agreement.py (blocking, no quadratic path).
 """
 
 from __future__ import annotations

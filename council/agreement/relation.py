@@ -1,6 +1,6 @@
 """Agreement: whether two findings of DIFFERENT reviewers describe the same problem.
 
-``says_the_same`` (harvest.md §5) catches one reviewer repeating itself word for word;
+``says_the_same`` (docs/harvest.md §5) catches one reviewer repeating itself word for word;
 two models never write the same subject, so across reviewers a looser relation is
 needed. It reads what a finding says and where:
 
@@ -18,7 +18,7 @@ Which reviewer said what is the clustering's business (:mod:`council.agreement.c
 one reviewer's findings never merge with each other); :func:`agrees_with` only refuses
 two findings whose origins name the same participant.
 
-Source: harvest.md §8 (agreement across reviewers); bench/agreement.py measures it.
+Source: docs/harvest.md §8 (agreement across reviewers); bench/agreement.py measures it.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def agrees_with(a: Finding, b: Finding, among: Sequence[Finding] = ()) -> bool:
     """Whether two findings of different reviewers describe the same problem.
 
     True when :func:`score` reaches :data:`THRESHOLD`, and their origins do not name the
-    same participant (one reviewer's two findings are two claims, harvest.md §8).
+    same participant (one reviewer's two findings are two claims, docs/harvest.md §8).
     ``among``: the other findings being consolidated, which weigh the words. Never raises.
     """
     one = a.origin.participant if a.origin is not None else None

@@ -19,7 +19,7 @@ read into a set of TERMS, each a string whose first character says its kind:
 A telling is split at whitespace and each raw token is read once per consolidation
 (cached), so a round's findings cost about one ``str.split`` over their text.
 
-Pure: no I/O. Source: harvest.md §8 (agreement: words, identifiers).
+Pure: no I/O. Source: docs/harvest.md §8 (agreement: words, identifiers).
 """
 
 from __future__ import annotations

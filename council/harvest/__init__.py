@@ -21,7 +21,7 @@ Usage::
     h = harvest(answer, read)                  # max_entries=ANSWER_MAX_ENTRIES (1,000)
     h = fold_journal(h, read_journal(stored_entries), read)   # or also_recorded(h, values)
 
-Source: harvest.md §3-§6.
+Source: docs/harvest.md §3-§6.
 """
 
 from __future__ import annotations

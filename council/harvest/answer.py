@@ -6,7 +6,7 @@ list repeats is dropped with its warnings (the model's final answer comes last),
 ``several-lists`` says when the kept findings come from more than one list. At most
 ``max_entries`` entries are read; ``over-cap`` says how many were not.
 
-Source: harvest.md §3 (finding the JSON; §3.1 every candidate), §4 (reading each entry),
+Source: docs/harvest.md §3 (finding the JSON; §3.1 every candidate), §4 (reading each entry),
 §6 (warning codes and order, the reading cap).
 """
 
@@ -20,7 +20,7 @@ from council.harvest.locate import locate
 from council.sameness import KeptFindings
 
 ANSWER_MAX_ENTRIES = 1000
-"""Entries read from one answer at most (harvest.md §6); the rest are reported, once."""
+"""Entries read from one answer at most (docs/harvest.md §6); the rest are reported, once."""
 
 
 def harvest(
@@ -28,7 +28,7 @@ def harvest(
 ) -> Harvest:
     """Turn one reviewer's raw answer into findings, warnings and the truncation flag.
 
-    The findings lists are located by harvest.md §3 (every candidate, or salvage, or a
+    The findings lists are located by docs/harvest.md §3 (every candidate, or salvage, or a
     bare array), then each entry is read by §4 with ``at = findings[i]``, ``i`` counted
     across the candidates in text order. Going from the last candidate back to the
     first, an entry that says the same (:func:`council.sameness.says_the_same`) as a
@@ -50,7 +50,7 @@ def harvest(
     Why never raise: a reviewer's text is untrusted input, and one bad answer must cost
     at most that answer's findings, with a warning saying so. Linear in ``len(answer)``
     (a 10 MB answer reads in seconds), and entries past the cap cost a C-speed check
-    each. Source: harvest.md §3.1, §4, §6.
+    each. Source: docs/harvest.md §3.1, §4, §6.
     """
     cap = max(0, max_entries)
     located = locate(answer, cap)
@@ -81,7 +81,7 @@ def harvest(
 
 
 def _repeats(found: Sequence[Finding | None], lists: Sequence[int]) -> set[int]:
-    """The indices of the entries a LATER candidate repeats (harvest.md §3.1).
+    """The indices of the entries a LATER candidate repeats (docs/harvest.md §3.1).
 
     ``lists[i]`` is the candidate entry ``i`` came from (non-decreasing, text order);
     empty means one list, which has no repeats. Walks the candidates from the last to

@@ -3,10 +3,10 @@
 One bad entry costs one finding, never the batch, and only an entry that says nothing
 (no subject) is dropped: every other flaw degrades the finding (a vaguer anchor, the
 ``note`` label, no severity) and leaves a warning naming the entry. The checks run in the
-order of the table of harvest.md §4, so an entry's warnings always come in that order:
+order of the table of docs/harvest.md §4, so an entry's warnings always come in that order:
 entry, subject, label, discussion, location, severity, confidence, raisedBy.
 
-Source: harvest.md §4 (the table and its general rules), §2 (the finding's shape).
+Source: docs/harvest.md §4 (the table and its general rules), §2 (the finding's shape).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def read_entry(
     ``entry`` is a decoded JSON value; ``at`` names it (``findings[3]``, ``recorded[0]``);
     ``witness`` is stamped on the anchor (None when the tree was not pinned). Dropped
     entries (``not-an-object``, ``no-subject``) cost exactly one warning: no finding is
-    left whose other fields could degrade. Never raises. Source: harvest.md §4.
+    left whose other fields could degrade. Never raises. Source: docs/harvest.md §4.
     """
     notes = EntryWarnings(at)
     if not isinstance(entry, Mapping):

@@ -4,13 +4,13 @@ A model that forgot the ``{"findings": ...}`` wrapper often still fences a bare 
 and one that answered with the wrong object often fences it; both count only as a
 fence's WHOLE content, and only for a CLOSED fence (an unclosed one may have been cut).
 
-Fence lines follow the reading of evidence-and-asks.md §1, simplified to what the harvest
+Fence lines follow the reading of docs/evidence-and-asks.md §1, simplified to what the harvest
 needs: lines split on LF only; an opening fence is three or more backticks or tildes after
 at most three spaces (a backtick fence's info string holds no backtick); the closing fence
 uses the same character, at least as many of it, and nothing after it but spaces, tabs
 or CR.
 
-Source: harvest.md §3.4 ("a fence's whole content means a CLOSED fence's content").
+Source: docs/harvest.md §3.4 ("a fence's whole content means a CLOSED fence's content").
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def fence_contents(text: str) -> list[tuple[int, int]]:
 
     ``start`` is just after the opening line's LF, ``end`` the start of the closing
     line (so the content keeps its own line breaks; callers strip it). Why: only a
-    fence's WHOLE content may be a bare array or a lone object (harvest.md §3.4). Linear
+    fence's WHOLE content may be a bare array or a lone object (docs/harvest.md §3.4). Linear
     in the text; never raises.
     """
     spans: list[tuple[int, int]] = []

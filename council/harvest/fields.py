@@ -7,7 +7,7 @@ for a text field counts as absent (the caller decides whether that warns). Text 
 reaches a finding is made storable: a lone UTF-16 surrogate (which a ``\\ud800`` escape
 can produce and which no UTF-8 store can hold) becomes U+FFFD.
 
-Source: harvest.md §4 ("General rules for every field").
+Source: docs/harvest.md §4 ("General rules for every field").
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ _SHOWN_CHARS = 80
 
 
 class EntryWarnings:
-    """The warnings of reading one entry, in the order the checks ran (harvest.md §4).
+    """The warnings of reading one entry, in the order the checks ran (docs/harvest.md §4).
 
     ``at`` names the entry (``findings[2]``, ``recorded[0]``); every message starts with
-    it, so a message read alone still says which entry it is about (harvest.md
+    it, so a message read alone still says which entry it is about (docs/harvest.md
     principle 2: no silent loss). Never raises.
     """
 
@@ -41,7 +41,7 @@ class EntryWarnings:
     def add(self, code: WarningCode, message: str) -> None:
         """Record one warning; ``message`` continues the sentence after the entry's name.
 
-        Source: harvest.md §6 (entry-level codes).
+        Source: docs/harvest.md §6 (entry-level codes).
         """
         self.items.append(Warning(code=code, at=self.at, message=f"{self.at} {message}"))
 
@@ -53,7 +53,7 @@ class TextField:
     ``text`` is the first usable value, trimmed (None when none was usable); ``wrong``
     names the consulted fields whose value was of the wrong type, in alias order. When a
     usable value was found, ``wrong`` is empty: a usable alias makes them irrelevant.
-    Source: harvest.md §4 (general rules).
+    Source: docs/harvest.md §4 (general rules).
     """
 
     text: str | None
@@ -65,7 +65,7 @@ def text_value(value: object) -> str | bool | None:
 
     ``null`` and blank text are absent; any other non-string is the wrong type.
     Trimming is ``str.strip()`` (U+3000 and U+0085 go; U+200B stays). Never raises.
-    Source: harvest.md §4 (general rules).
+    Source: docs/harvest.md §4 (general rules).
     """
     if value is None:
         return None
@@ -78,7 +78,7 @@ def first_text(entry: Mapping[object, object], *names: str) -> TextField:
     """The first usable text among ``names`` (aliases, in order) of an entry.
 
     An alias after the first usable one is never judged. The text is trimmed and made
-    storable (:func:`clean`). Never raises. Source: harvest.md §4 (general rules).
+    storable (:func:`clean`). Never raises. Source: docs/harvest.md §4 (general rules).
     """
     wrong: list[str] = []
     for name in names:
@@ -100,7 +100,7 @@ def clean(text: str) -> str:
 
 
 def compact_json(value: object) -> str:
-    """A value as compact JSON text (``["a","b"]``), the way harvest.md §4 quotes labels.
+    """A value as compact JSON text (``["a","b"]``), the way docs/harvest.md §4 quotes labels.
 
     A value too large or nested too deeply to encode is described instead of quoted;
     never raises.
@@ -115,7 +115,7 @@ def compact_json(value: object) -> str:
 def shown(value: object) -> str:
     """A reviewer's value as a warning message quotes it: JSON, at most 80 characters.
 
-    Never raises. Source: harvest.md §2 (a warning's message is a sentence for people).
+    Never raises. Source: docs/harvest.md §2 (a warning's message is a sentence for people).
     """
     spelled = compact_json(value.strip() if isinstance(value, str) else value)
     if len(spelled) > _SHOWN_CHARS:
@@ -126,7 +126,7 @@ def shown(value: object) -> str:
 def type_name(value: object) -> str:
     """The JSON name of a value's type, for messages ("a number", "an object").
 
-    Never raises. Source: harvest.md §4 (``not-an-object``, ``wrong-type``).
+    Never raises. Source: docs/harvest.md §4 (``not-an-object``, ``wrong-type``).
     """
     if isinstance(value, bool):
         return "a boolean"

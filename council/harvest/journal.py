@@ -12,7 +12,7 @@ what a reviewer that died before answering had found. Reading it:
   added something, because a reviewer that wrote things down *worked*.
 * :func:`also_recorded` is the fold for entries already decoded.
 
-Source: harvest.md §5.
+Source: docs/harvest.md §5.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from council.sameness import KeptFindings
 
 @dataclass(frozen=True)
 class JournalCaps:
-    """How much of one participant's journal the harvest reads (harvest.md §5).
+    """How much of one participant's journal the harvest reads (docs/harvest.md §5).
 
     Why caps: the journal is written by the reviewer as it goes and could be huge; what
     is past a cap stays in the store and is reported, never silently dropped.
@@ -42,14 +42,14 @@ class JournalCaps:
 
 
 DEFAULT_CAPS = JournalCaps()
-"""The caps of harvest.md §5: 100 entries, 64 KiB per entry."""
+"""The caps of docs/harvest.md §5: 100 entries, 64 KiB per entry."""
 
 
 @dataclass(frozen=True)
 class JournalEntry:
     """One readable journal entry: its index in the WHOLE journal list, and its value.
 
-    ``value`` is the decoded JSON, any shape (judged when folded). Source: harvest.md §5.
+    ``value`` is the decoded JSON, any shape (judged when folded). Source: docs/harvest.md §5.
     """
 
     index: int
@@ -61,7 +61,7 @@ class JournalProblem:
     """A reader warning and the journal index it belongs to, for the fold's ordering.
 
     For the count cap the index is the first one past the cap, so that warning follows
-    those of every entry read. Source: harvest.md §5 ("warnings follow journal order").
+    those of every entry read. Source: docs/harvest.md §5 ("warnings follow journal order").
     """
 
     index: int
@@ -72,7 +72,7 @@ class JournalProblem:
 class JournalReading:
     """What :func:`read_journal` could read, and what it reports, both in journal order.
 
-    Source: harvest.md §5.
+    Source: docs/harvest.md §5.
     """
 
     entries: tuple[JournalEntry, ...] = ()
@@ -80,7 +80,7 @@ class JournalReading:
 
     @property
     def warnings(self) -> tuple[Warning, ...]:
-        """The reader's warnings alone, in journal order (harvest.md §5)."""
+        """The reader's warnings alone, in journal order (docs/harvest.md §5)."""
         return tuple(problem.warning for problem in self.problems)
 
 
@@ -95,7 +95,7 @@ def read_journal(raw: Sequence[str | bytes], caps: JournalCaps = DEFAULT_CAPS) -
     entries past it are reported ONCE, at ``journal`` (``journal-over-cap``), after the
     others. JSON is read with the harvest's leniency. Never raises.
 
-    Source: harvest.md §5 (the journal caps).
+    Source: docs/harvest.md §5 (the journal caps).
     """
     entries: list[JournalEntry] = []
     problems: list[JournalProblem] = []
@@ -127,7 +127,7 @@ def read_journal(raw: Sequence[str | bytes], caps: JournalCaps = DEFAULT_CAPS) -
 
 
 def fold_journal(h: Harvest, reading: JournalReading, read: Read | None = None) -> Harvest:
-    """Fold a journal reading into an answer's harvest (harvest.md §5).
+    """Fold a journal reading into an answer's harvest (docs/harvest.md §5).
 
     Each readable entry is read like an answer entry with ``at = recorded[i]``; it is
     kept (after the answer's findings, in journal order) only when no finding already
@@ -162,7 +162,7 @@ def also_recorded(h: Harvest, recorded: Sequence[object], read: Read | None = No
 
     ``recorded`` holds the entries as ``record_finding`` received them (decoded JSON
     values, any shape). The same fold as :func:`fold_journal`, without caps. Never
-    raises. Source: harvest.md §5.
+    raises. Source: docs/harvest.md §5.
     """
     entries = tuple(JournalEntry(index, value) for index, value in enumerate(recorded))
     return fold_journal(h, JournalReading(entries), read)

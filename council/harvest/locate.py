@@ -2,13 +2,13 @@
 
 A model may answer twice (a draft, then the final answer), quote a findings list it read
 in the change, wrap its answer, stop in the middle of an entry, forget the wrapper or
-break the JSON with a trailing comma. This module applies harvest.md §3 to what
+break the JSON with a trailing comma. This module applies docs/harvest.md §3 to what
 :func:`council.harvest.scan.scan` found and returns the raw entries to read (every
 candidate's, in text order: nothing is chosen away), which candidate each came from, the
 answer-level warnings (always first in a harvest), whether the answer was cut off, and
 how many entries the reading cap left unread.
 
-Source: harvest.md §3.1-§3.4, §6 (``over-cap``).
+Source: docs/harvest.md §3.1-§3.4, §6 (``over-cap``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ class Located:
     ``entries`` are at most the reading cap's worth, in text order; ``lists`` says, for
     each entry, which candidate it came from (its index among the candidates), or is
     empty when every entry came from one list (salvage, a bare array); ``unread`` is how
-    many entries past the cap were not read (harvest.md §6, ``over-cap``).
+    many entries past the cap were not read (docs/harvest.md §6, ``over-cap``).
     ``warnings`` are answer-level (``at = "answer"``), in the order a harvest reports
     them; ``truncated`` is true when the entries are what survived a cut-off list, so a
-    missing finding means *unknown*, not *nothing to report*. Source: harvest.md §2, §3.
+    missing finding means *unknown*, not *nothing to report*. Source: docs/harvest.md §2, §3.
     """
 
     entries: tuple[object, ...]
@@ -42,7 +42,7 @@ class Located:
 
 
 def locate(answer: str, cap: int | None = None) -> Located:
-    """Find the findings list(s) of one answer by the rules of harvest.md §3.
+    """Find the findings list(s) of one answer by the rules of docs/harvest.md §3.
 
     1. EVERY candidate (outermost complete object whose ``findings`` is a list) is read:
        their entries, one list in text order, with the candidate each came from
@@ -75,7 +75,7 @@ def locate(answer: str, cap: int | None = None) -> Located:
 
 
 def _read_all(candidates: tuple[Candidate, ...], listed: int, cap: int | None) -> Located:
-    """Every candidate's entries, one list in text order, up to the cap (harvest.md §3.1)."""
+    """Every candidate's entries, one list in text order, up to the cap (docs/harvest.md §3.1)."""
     room = listed if cap is None else min(cap, listed)
     entries: list[object] = []
     lists: list[int] = []

@@ -2,14 +2,14 @@
 
 A location that cannot be read precisely still says something: a line finding without a
 usable number is still about its file, a finding without a path is still about the
-change. Each degradation warns, in the order of the table of harvest.md §4 (the
+change. Each degradation warns, in the order of the table of docs/harvest.md §4 (the
 location rows): ``no-location``, ``wrong-type`` (kind, then file/path),
 ``file-without-path`` / ``line-without-path``, ``bad-line-number``,
 ``line-without-number``, ``reversed-range``, ``wrong-type`` (side) / ``unknown-side``,
 ``unknown-location-kind``. The path is read in its plain spelling (``./app.py`` is
 ``app.py``; :func:`council.harvest.paths.tidy_path`), without a warning.
 
-Source: harvest.md §1 (the location shape), §2 (anchors), §4 (the location rows).
+Source: docs/harvest.md §1 (the location shape), §2 (anchors), §4 (the location rows).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def line_number(value: object) -> int | None:
     Usable: ``12``, ``12.0``, ``"12"`` (text is trimmed first). Absent: ``null`` or blank
     text. Unusable: 0, negatives, fractions, ``"12.0"``, words, booleans. Why so strict:
     a line number we had to guess would anchor a finding somewhere it was never meant.
-    Never raises. Source: harvest.md §4.
+    Never raises. Source: docs/harvest.md §4.
     """
     if value is None:
         return None
@@ -69,7 +69,7 @@ def read_location(
     """The anchor an entry's ``location`` gives; the warnings of reading it go to ``notes``.
 
     ``witness`` (the pinned commit, or None) is stamped on every anchor built, the
-    degraded ones too. Never raises. Source: harvest.md §4 (location rows).
+    degraded ones too. Never raises. Source: docs/harvest.md §4 (location rows).
     """
     change = ChangeAnchor(witness=witness)
     location = entry.get("location")

@@ -15,7 +15,7 @@ entry that call cannot vouch for (it mentions ``findings``, may spell a key with
 ``\\u`` escape, holds a raw control character, nests too deep, or is not JSON) is read
 by the machine as before.
 
-Source: harvest.md §3 (finding the JSON; linear reading), §6 (``over-cap``).
+Source: docs/harvest.md §3 (finding the JSON; linear reading), §6 (``over-cap``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ capped).
 
 class Entries(list[object]):
     """The items of a capped array as built, and how many whole items after them were
-    only counted (``skipped``): the reading cap of harvest.md §6."""
+    only counted (``skipped``): the reading cap of docs/harvest.md §6."""
 
     __slots__ = ("skipped",)
 
@@ -86,19 +86,19 @@ class Candidate:
 
     ``start``/``end`` are character offsets into the answer (``end`` exclusive);
     ``entries`` is the decoded findings list (under a reading cap, at least its first
-    ``cap`` entries). Source: harvest.md §3.1, §6.
+    ``cap`` entries). Source: docs/harvest.md §3.1, §6.
     """
 
     start: int
     end: int
     entries: list[object]
     count: int
-    """How many entries the list held, past the reading cap too (harvest.md §6)."""
+    """How many entries the list held, past the reading cap too (docs/harvest.md §6)."""
 
 
 @dataclass
 class FindingsArray:
-    """The ``[`` after a ``"findings":`` key, walked for salvage (harvest.md §3.2).
+    """The ``[`` after a ``"findings":`` key, walked for salvage (docs/harvest.md §3.2).
 
     ``at`` is the offset of the ``[``. ``entries`` are the whole entries read before the
     walk ended (under a reading cap, at least the first ``cap`` of them: :attr:`count`
@@ -113,7 +113,7 @@ class FindingsArray:
 
     @property
     def count(self) -> int:
-        """How many whole entries the walk found, past the reading cap too (harvest.md §6)."""
+        """How many whole entries the walk found, past the reading cap too (docs/harvest.md §6)."""
         return held(self.entries)
 
 
@@ -167,7 +167,7 @@ class Machine:
     at the first token that is not JSON instead of killing frames; prose mode never
     raises. ``cap`` (None: none) is the reading cap: how many entries of each findings
     array (of the root array, for the decoder) are built; the rest are only counted.
-    Source: harvest.md §3, §6.
+    Source: docs/harvest.md §3, §6.
     """
 
     def __init__(self, text: str, strict: bool, cap: int | None = None) -> None:
@@ -192,7 +192,7 @@ class Machine:
         In prose mode an empty stack means prose, so the next ``{`` is searched; in
         strict mode an empty stack means the root value closed. Linear: every step
         consumes at least one character, and each frame is pushed, killed and popped at
-        most once. Raises :class:`NotJson` in strict mode only. Source: harvest.md §3.
+        most once. Raises :class:`NotJson` in strict mode only. Source: docs/harvest.md §3.
         """
         text, live, dead, n = self.text, self.live, self.dead, len(self.text)
         token, structure = TOKEN.match, STRUCTURE.search
@@ -246,7 +246,7 @@ class Machine:
     def open_root(self, char: str) -> None:
         """Start strict reading at offset 0, where the root ``{`` or ``[`` stands.
 
-        Used by ``decode`` (harvest.md §3.4, §5); a root array is capped by ``cap``.
+        Used by ``decode`` (docs/harvest.md §3.4, §5); a root array is capped by ``cap``.
         Never raises.
         """
         self._open(OBJECT if char == "{" else ARRAY, 0, self.cap)
@@ -254,7 +254,7 @@ class Machine:
     def finish(self) -> None:
         """Record the findings arrays the end of the text left open (the list was cut).
 
-        Source: harvest.md §3.3 (``cut-off``). Never raises.
+        Source: docs/harvest.md §3.3 (``cut-off``). Never raises.
         """
         for frame in self.live:
             if frame.array is not None:
@@ -375,7 +375,7 @@ class Machine:
         control character, mentions ``findings`` or a ``\\u00[67]`` escape that might
         spell it, or nests past :data:`MAX_NESTING`): the machine then reads it token by
         token, and no later skim starts inside what the C decoder read (so nothing is
-        read twice by it: linear). Source: harvest.md §3 (linear), §6 (the cap).
+        read twice by it: linear). Source: docs/harvest.md §3 (linear), §6 (the cap).
         """
         text, depth = self.text, len(self.live)
         self.skim_depth = MAX_NESTING  # a skim at this depth: any entry given up on closed

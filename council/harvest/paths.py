@@ -11,10 +11,10 @@ The rules are the ones that can never change which file is named: empty segments
 here: ``..`` segments, backslashes, a leading ``/`` and the ``a/`` ``b/`` prefixes of a
 diff are kept as given, because reading them needs the change's paths (see
 :func:`council.landing.resolve_path`). Rewriting a spelling is neither a drop nor a
-degradation (the finding is exactly as precise), so it leaves no warning (harvest.md §1
+degradation (the finding is exactly as precise), so it leaves no warning (docs/harvest.md §1
 principle 2, §6's closed list).
 
-Source: harvest.md §2 (anchors: a path), §4 (the location rows, ``file``/``path``).
+Source: docs/harvest.md §2 (anchors: a path), §4 (the location rows, ``file``/``path``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def tidy_path(path: str) -> str:
     ``"src"``; ``"/tmp//repo/./app.py"`` → ``"/tmp/repo/app.py"``. A path made only of
     such segments (``"."``, ``"./"``, ``"/"``) is returned as given: it names no file, and
     an empty path could not be stored. ``..``, backslashes and everything else are left
-    untouched. Pure text, idempotent, never raises. Source: harvest.md §2, §4.
+    untouched. Pure text, idempotent, never raises. Source: docs/harvest.md §2, §4.
     """
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts:

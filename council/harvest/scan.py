@@ -22,13 +22,13 @@ left to right, with a stack of open ``{``/``[`` frames:
   JSON although its text went on.
 
 * Under a reading cap, each findings array builds its first ``cap`` entries and only
-  counts the rest (they are checked, not built): harvest.md §6, ``over-cap``.
+  counts the rest (they are checked, not built): docs/harvest.md §6, ``over-cap``.
 
 The same machine, with no prose around it, is the lenient decoder :func:`decode` (the
 whole answer, a fence's content, a stored journal entry). The machine itself lives in
 :mod:`council.harvest.machine`, its tokens in :mod:`council.harvest.tokens`.
 
-Source: harvest.md §3 (finding the JSON, linear reading), §5 (journal entries), §6.
+Source: docs/harvest.md §3 (finding the JSON, linear reading), §5 (journal entries), §6.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Scan:
     * ``findings_not_a_list``: some complete object holds a ``findings`` key whose value
       is not a list (``{"findings": null}``).
 
-    Source: harvest.md §3.1, §3.2, §3.4.
+    Source: docs/harvest.md §3.1, §3.2, §3.4.
     """
 
     candidates: tuple[Candidate, ...]
@@ -60,11 +60,11 @@ class Scan:
 
 
 def scan(text: str, cap: int | None = None) -> Scan:
-    """Read ``text`` once and report its candidates and findings arrays (harvest.md §3).
+    """Read ``text`` once and report its candidates and findings arrays (docs/harvest.md §3).
 
     Linear in ``len(text)``: no decoder is started per ``{``; each value is built once,
     as its tokens arrive. ``cap`` (None: no cap): entries past the first ``cap`` of a
-    findings array are counted, not built (harvest.md §6); what is found and counted is
+    findings array are counted, not built (docs/harvest.md §6); what is found and counted is
     the same whatever the cap. Never raises.
     """
     machine = Machine(text, strict=False, cap=cap)
@@ -85,10 +85,10 @@ def decode(text: str, cap: int | None = None) -> object:
     LF, CR and tab inside strings, duplicated keys keep their last value. ``NaN``,
     comments, trailing commas and single quotes are not JSON. ``cap``: a root ARRAY
     keeps its first ``cap`` items and counts the rest (:func:`held` says how many it
-    held), for the bare array of harvest.md §3.4 under the cap of §6. Linear, never
+    held), for the bare array of docs/harvest.md §3.4 under the cap of §6. Linear, never
     raises.
 
-    Source: harvest.md §3 ("JSON is read leniently"), §5 (journal-unreadable), §6.
+    Source: docs/harvest.md §3 ("JSON is read leniently"), §5 (journal-unreadable), §6.
     """
     body = text.strip(JSON_SPACE)
     if not body:

@@ -4,7 +4,7 @@ Only what models are known to slip on is accepted beyond strict JSON: raw LF, CR
 inside strings. Everything here is a compiled pattern or a small pure function used by
 :mod:`council.harvest.machine` on its single pass.
 
-Source: harvest.md §3 ("JSON is read leniently where models are known to slip").
+Source: docs/harvest.md §3 ("JSON is read leniently where models are known to slip").
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def run_end(text: str, p: int) -> int:
     """The offset just past the run of ``text[p]`` (a bracket) that starts at ``p``.
 
     Why: a hostile answer of ten million ``{`` is read in one step per run, not per
-    character (harvest.md §3, linear reading). Never raises for a bracket at ``p``.
+    character (docs/harvest.md §3, linear reading). Never raises for a bracket at ``p``.
     """
     run = RUNS[text[p]].match(text, p)
     return p + 1 if run is None else run.end()
@@ -67,7 +67,7 @@ def cut_token(spelled: str) -> bool:
     """Whether text at the very end could be a number or literal the end cut short.
 
     Why: ``{"confidence": 0.`` at the end of an answer is a cut, not malformed JSON, and
-    the difference decides ``cut-off`` against ``malformed-json`` (harvest.md §3.3).
+    the difference decides ``cut-off`` against ``malformed-json`` (docs/harvest.md §3.3).
     Never raises.
     """
     if NUMBER_PREFIX.fullmatch(spelled):

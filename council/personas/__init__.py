@@ -1,7 +1,7 @@
 """Personas: the lenses a reviewer can be given, each a charter file used as its system prompt.
 
 A persona is named in the roster (``persona = "security"``) and is part of a
-participant's identity (identity-and-clocks.md). Its charter is a Markdown file
+participant's identity (docs/identity-and-clocks.md). Its charter is a Markdown file
 ``{id}.md``: a frontmatter block, then the body the reviewer reads as its lens::
 
     ---
@@ -18,7 +18,7 @@ exit 2), and so does a malformed charter (:class:`~council.errors.MalformedChart
 
 Reading charter files is the one I/O this module does: the package's own files through
 :mod:`importlib.resources`, and the files of the directories the caller names. No
-clock, environment or network. Source: identity-and-clocks.md "Participant" (persona).
+clock, environment or network. Source: docs/identity-and-clocks.md "Participant" (persona).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A consolidated finding (:func:`council.consolidation.consolidate`) is one line, comment
 or result, however many reviewers told it; what each of the others said is folded into
-its body, so nothing a reviewer said is lost in any format. Pure. Source: harvest.md §8.
+its body, so nothing a reviewer said is lost in any format. Pure. Source: docs/harvest.md §8.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ earlier round (shown, not posted again), suppressed findings (listed with their
 reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
 65,536-character limit, cut at a block boundary with a note when they would not fit,
 and no mention in them notifies anyone (:func:`council.report.escape.no_mentions`).
-Source: architecture.md (reports); harvest.md §2 (anchors), §8 (raised_by); GitHub REST
+Source: docs/architecture.md (reports); docs/harvest.md §2 (anchors), §8 (raised_by); GitHub REST
 "Create a review for a pull request".
 """
 
@@ -176,7 +176,7 @@ def comment_body(finding: Finding) -> str:
     12`` (and, for a finding showing scripts, ``shown scripts: block 1 ✔ ran this turn,
     exit 1 (call 3)`` and why a policy held its severity). A discussion too long for the
     limit is cut with a note. Why: the comment must read like the report, and one
-    oversized comment must not sink the review. Source: harvest.md §8 (raised_by is
+    oversized comment must not sink the review. Source: docs/harvest.md §8 (raised_by is
     agreement), docs/evidence-and-asks.md §1 (shown scripts).
     """
     decoration = DECORATIONS.get(finding.severity)

@@ -21,7 +21,7 @@ its description saying so. Suppressed findings are left out (the Markdown and JS
 reports list them); off-diff and seen findings are kept. Outdated findings of earlier
 rounds are not written; findings carried from earlier rounds (still open, not reviewed
 again by a ``--since-last`` round) are, after this round's. Source: GitLab "Code Quality
-report format"; harvest.md §2.
+report format"; docs/harvest.md §2.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The JSON report is what other tools and later commands read (``council show``, a CI step
 that posts comments), so it is the model's own JSON with optional keys absent, never
-``null`` (harvest.md §9), in the model's field order, and it carries ``schema_version``.
+``null`` (docs/harvest.md §9), in the model's field order, and it carries ``schema_version``.
 A reader refuses a version it does not know instead of guessing at a shape that moved.
 
-Source: harvest.md §9 (canonical JSON); council.report.model (``SCHEMA_VERSION``).
+Source: docs/harvest.md §9 (canonical JSON); council.report.model (``SCHEMA_VERSION``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ suppressed one under "Dismissed and baselined", the rest under "Findings", where
 finding an earlier round already reported is marked "(seen in an earlier round)".
 
 A pure function of the report; linear in its size (30,000 findings are one sort and one
-join). Source: architecture.md (reports), harvest.md §2 (anchors), §7 (stops), §8
+join). Source: docs/architecture.md (reports), docs/harvest.md §2 (anchors), §7 (stops), §8
 (raised_by is agreement).
 """
 
@@ -485,7 +485,7 @@ def raised_text(finding: Finding) -> str:
     reviewers heard in full; ``2 reviewers agree`` when the agreement is not known).
 
     Empty when nothing is known. Why: a line comment and the report must name the
-    raisers the same way; several raisers are agreement. Source: harvest.md §8.
+    raisers the same way; several raisers are agreement. Source: docs/harvest.md §8.
     """
     origin = finding.origin
     judge = origin.participant if origin and origin.kind == "judge" else None
@@ -542,7 +542,7 @@ def group_warnings(
     ``stopped``, ``failed``) or starts with ``P:`` (an entry qualified by its
     participant, ``hawk:findings[2]``); every other warning goes under
     :data:`RUN_WARNINGS`. Empty groups are left out. Why: a reader asks "what went
-    wrong with hawk?", not "what went wrong at findings[2]?". Source: harvest.md §6.
+    wrong with hawk?", not "what went wrong at findings[2]?". Source: docs/harvest.md §6.
     """
     known = set(participants)
     found: dict[str, list[Warning]] = {}

@@ -78,7 +78,7 @@ UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
 
 
 class CouncilReport(BaseModel):
-    """Everything one run settled to (architecture.md; reports read this).
+    """Everything one run settled to (docs/architecture.md; reports read this).
 
     * ``status``: ``settled`` (everyone answered), ``partial`` (someone stopped or failed,
       or the consolidation ran without them), ``cancelled``, ``timeout``.

@@ -33,7 +33,7 @@ when a policy held its severity.
 GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
 cuts, deterministically, the highest severity kept first and then filing order, and
 says so three ways: a ``toolExecutionNotifications`` entry and ``properties.cut`` on the
-run, and a message for the CLI. Source: architecture.md (reports), harvest.md §2
+run, and a message for the CLI. Source: docs/architecture.md (reports), docs/harvest.md §2
 (anchors), §8 (raised_by); OASIS SARIF 2.1.0; GitHub "SARIF support for code scanning".
 """
 
@@ -81,7 +81,7 @@ LABEL_MEANINGS: dict[str, str] = {
     "chore": "A process step needed before the change can land.",
     "note": "Something the reader should notice; no action asked.",
 }
-"""The rule description of each Conventional Comments label (harvest.md §1)."""
+"""The rule description of each Conventional Comments label (docs/harvest.md §1)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 ``reviewer_for(participant)`` picks the backend a roster entry names; ``check_options``
 refuses a backend's bad options with the field path, so the roster reader can stop a
 round before anything is sent. Backends never raise for a reviewer fault: they return a
-:class:`ReviewResult` with a ``failure`` or a ``stop`` (harvest.md §7). The model
+:class:`ReviewResult` with a ``failure`` or a ``stop`` (docs/harvest.md §7). The model
 backends (``openai``, ``anthropic``) import their SDK on first use (over a second
 each), so a round without them never pays for it.
 
@@ -13,7 +13,7 @@ Usage::
     name = key_env(participant)                         # the worker reads it: secrets
     result = reviewer_for(participant).review(request)
 
-Source: architecture.md "Layers" (reviewers), identity-and-clocks.md "Participant".
+Source: docs/architecture.md "Layers" (reviewers), docs/identity-and-clocks.md "Participant".
 """
 
 from __future__ import annotations

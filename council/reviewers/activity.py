@@ -2,7 +2,7 @@
 
 Shared by the process runner (an output line, a journal entry) and the model streams (a
 token, a journal entry): whatever happened, ``touch`` starts the idle clock again.
-Source: identity-and-clocks.md "Clocks" (idle).
+Source: docs/identity-and-clocks.md "Clocks" (idle).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A backend turns (participant, prompt, clocks) into an answer plus what it journalled as
 it went, and a stop or a failure. It never raises for a reviewer fault: a program that
 cannot start is a :class:`ReviewResult` with ``failure`` set; a reviewer our clocks
-stopped is a result with ``stop`` set and whatever answer had arrived (harvest.md §7).
+stopped is a result with ``stop`` set and whatever answer had arrived (docs/harvest.md §7).
 
-Source: architecture.md "Layers" (reviewers), harvest.md §7.
+Source: docs/architecture.md "Layers" (reviewers), docs/harvest.md §7.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class JournalSink(Protocol):
     """Where a reviewer's recorded findings go, as they are recorded.
 
     ``append`` stores one raw entry (a JSON text, stored as given) and returns the
-    one-sentence reply of harvest.md §1 ("Recorded." or "Not recorded (REASON); keep it
+    one-sentence reply of docs/harvest.md §1 ("Recorded." or "Not recorded (REASON); keep it
     for your final answer."). It never raises.
     """
 

@@ -1,6 +1,6 @@
 """The ``command`` backend: any program that reads the prompt and prints its answer.
 
-Prompt on stdin, answer on stdout (the answer contract of harvest.md §1), findings
+Prompt on stdin, answer on stdout (the answer contract of docs/harvest.md §1), findings
 journalled as it goes to the JSONL file named by ``COUNCIL_JOURNAL``. The process
 handling (own process group, clocks, journal following) is :mod:`council.reviewers.process`.
 
@@ -12,7 +12,7 @@ Roster options::
     program = "examples/reviewer.py"   # a name on PATH, an absolute path, or roster-relative
     args = ["--strict"]                # optional
 
-Source: harvest.md §1 and §7, identity-and-clocks.md "Clocks".
+Source: docs/harvest.md §1 and §7, docs/identity-and-clocks.md "Clocks".
 """
 
 from __future__ import annotations

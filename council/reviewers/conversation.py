@@ -14,7 +14,7 @@ and the text before it are both harvested and the one with more findings is retu
 (ties: the wrap-up). A shared rate limiter, when the runtime has one, admits every
 request under two keys (``backend:model`` and ``backend``).
 
-Source: harvest.md §1 and §7, identity-and-clocks.md "Clocks", issue "Model reviewers".
+Source: docs/harvest.md §1 and §7, docs/identity-and-clocks.md "Clocks", issue "Model reviewers".
 """
 
 from __future__ import annotations

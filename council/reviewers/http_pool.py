@@ -9,7 +9,7 @@ streams of 2 s, it used half the CPU of httpx2's own transport (``bench/concurre
 Timeouts are set per request from the review's clocks, so the pool's default is only a
 fallback. Idle connections are kept for reuse.
 
-Source: architecture.md "Worker pool", issue "Model reviewers" (speed).
+Source: docs/architecture.md "Worker pool", issue "Model reviewers" (speed).
 """
 
 from __future__ import annotations

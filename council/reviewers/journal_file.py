@@ -3,10 +3,10 @@
 A ``command`` or ``sarif`` reviewer records findings by appending one JSON object per line
 to the file named by ``COUNCIL_JOURNAL``. The file is followed while the program runs, so
 every entry reaches the journal sink (Redis, in the runtime) the moment its line is
-complete: a worker that dies mid-review keeps what the program wrote down (harvest.md §1,
-§5; architecture.md "journal").
+complete: a worker that dies mid-review keeps what the program wrote down (docs/harvest.md §1,
+§5; docs/architecture.md "journal").
 
-Source: harvest.md §1 (recording as it goes), §5 (the journal), §7 (a stopped reviewer
+Source: docs/harvest.md §1 (recording as it goes), §5 (the journal), §7 (a stopped reviewer
 keeps its journal).
 """
 

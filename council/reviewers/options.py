@@ -4,9 +4,9 @@ Each backend reads its settings from ``Participant.options`` (what the roster ta
 beyond the common fields). The roster reader calls :func:`council.reviewers.check_options`
 so a mistake stops the round before anything is sent; a backend checks again at review
 time and turns a refusal into a failure, because a backend never raises for a reviewer
-fault (harvest.md §7).
+fault (docs/harvest.md §7).
 
-Source: identity-and-clocks.md "Participant" (every refusal names the field path).
+Source: docs/identity-and-clocks.md "Participant" (every refusal names the field path).
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def check_model_options(participant: Participant, where: str, backend: str) -> N
     number of tokens in [1, 1000000]; every name in ``participant.tools`` one of
     :data:`~council.reviewers.tools.TOOL_NAMES` (a typo would silently drop a tool).
     Raises :class:`RosterError` at ``{where}.{field}``.
-    Source: identity-and-clocks.md "Participant", issue "Model reviewers".
+    Source: docs/identity-and-clocks.md "Participant", issue "Model reviewers".
     """
     options = participant.options
     refuse_unknown(options, MODEL_OPTIONS, where, backend)

@@ -7,11 +7,11 @@ everything it started, grandchildren included: a reviewer that shells out to a m
 must not leave that CLI running after we gave up on it.
 
 Celery's time limits do not apply in a threads pool, so these clocks are the real ones
-(architecture.md "Worker pool"). The soft deadline (``answer_ms``) does not apply: a plain
+(docs/architecture.md "Worker pool"). The soft deadline (``answer_ms``) does not apply: a plain
 program has no channel on which to be asked to wrap up; only the backstop, the idle clock
 and a cancellation stop it.
 
-Source: identity-and-clocks.md "Clocks", harvest.md §1 and §7, architecture.md.
+Source: docs/identity-and-clocks.md "Clocks", docs/harvest.md §1 and §7, docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the provider's own shape and streams one request into a
 :class:`~council.reviewers.stream_watch.StreamedTurn`. Implemented by
 :mod:`~council.reviewers.openai_chat` and :mod:`~council.reviewers.anthropic_messages`.
 
-Source: architecture.md "Layers" (one adapter per backend), issue "Model reviewers".
+Source: docs/architecture.md "Layers" (one adapter per backend), issue "Model reviewers".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``replay`` backend: a recorded answer and journal, played back under the clocks.
 
-Our ``MockTransport`` (style.md habit 6): tests and demos plug it in instead of patching
+Our ``MockTransport`` (docs/style.md habit 6): tests and demos plug it in instead of patching
 a model client, and it exercises the same journal, stop and failure paths as a live
 reviewer. The answer file is returned as the answer; the journal file's lines reach the
 journal sink first, spread over ``latency_ms`` when it is set, as a reviewer would record
@@ -19,7 +19,7 @@ Relative paths are trusted configuration, like the roster: beside an explicit
 ``--roster`` file (``base_dir``, set by the roster loader), else the BASE tree's files,
 which the coordinator reads and hands over as ``options["recorded"]``; never the
 working directory, which in CI is the change under review. An absolute path is read
-as given. Source: harvest.md §1, §5, §7; identity-and-clocks.md "Clocks"; issue "The
+as given. Source: docs/harvest.md §1, §5, §7; docs/identity-and-clocks.md "Clocks"; issue "The
 change under review is untrusted".
 """
 

@@ -43,7 +43,7 @@ Where bubblewrap cannot run (not installed, or this kernel refuses the namespace
 :meth:`Bubblewrap.trouble` says why; the caller decides whether to refuse the program or
 run it unconfined with the same environment (see :mod:`council.reviewers.process`).
 
-Source: architecture.md "The shape" (workers run reviewers on the pinned tree), issue
+Source: docs/architecture.md "The shape" (workers run reviewers on the pinned tree), issue
 "The change under review is untrusted".
 """
 

@@ -3,7 +3,7 @@
 The analyzer runs like a ``command`` reviewer (same process runner: own process group,
 backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
 result located on the change (by default: on an added line of a changed file) becomes
-one entry of the answer contract (harvest.md §1), so the ordinary harvest reads the
+one entry of the answer contract (docs/harvest.md §1), so the ordinary harvest reads the
 backend's answer::
 
     {"findings": [{"location": {"kind": "line", "file": "src/app.py", "start": 3, "end": 3},
@@ -22,7 +22,7 @@ Roster options::
     scope = "lines"                 # or "files": every result on a changed file
     levels = { error = "medium" }   # SARIF level -> severity (or "none": a note)
 
-Source: harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
+Source: docs/harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
 §3.14.14 artifactLocation / originalUriBaseIds.
 """
 

@@ -18,7 +18,7 @@ task's thread, the CLI) hand it a coroutine and wait for its result.
   rate limiter) goes to the loop's executor (``asyncio.to_thread``):
   :data:`TOOL_THREADS` threads.
 
-Source: architecture.md "Worker pool", issue "Model reviewers" (speed).
+Source: docs/architecture.md "Worker pool", issue "Model reviewers" (speed).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ streamed and no journal entry), the soft deadline ``backstop_ms - answer_ms`` (w
 clock could fire (no polling): hundreds of reviews on one loop cost nothing while they
 stream.
 
-Source: identity-and-clocks.md "Clocks", architecture.md "Worker pool", harvest.md §7.
+Source: docs/identity-and-clocks.md "Clocks", docs/architecture.md "Worker pool",
+docs/harvest.md §7.
 """
 
 from __future__ import annotations

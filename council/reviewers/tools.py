@@ -30,7 +30,7 @@ Usage::
 Every call counts as one dispatch of the turn (1 for the first call of any tool), so a
 ``run_script`` row's ``dispatch`` is its call's position among the turn's tool calls.
 
-Source: harvest.md §1 (record_finding and its replies), architecture.md (tree archive),
+Source: docs/harvest.md §1 (record_finding and its replies), docs/architecture.md (tree archive),
 issue "The change under review is untrusted", docs/evidence-and-asks.md §1 (run_script
 and its rows).
 """
@@ -326,7 +326,7 @@ class ToolBox:
     # -- the journal -------------------------------------------------------------------
 
     def _record(self, args: Mapping[str, Any]) -> str:
-        """Append the finding(s) to the journal; the one-sentence reply of harvest.md §1."""
+        """Append the finding(s) to the journal; the one-sentence reply of docs/harvest.md §1."""
         value: object = args["finding"] if "finding" in args else dict(args)
         recording = split_recorded(value)
         stored = 0

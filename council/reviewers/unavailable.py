@@ -2,10 +2,10 @@
 
 The roster accepts every backend of the design (``openai``, ``anthropic``, ...) so a
 roster written for a newer council still parses; a participant on a backend not built
-here fails, with a reason saying so, instead of breaking the round (harvest.md §7: a
+here fails, with a reason saying so, instead of breaking the round (docs/harvest.md §7: a
 failure has no findings and says why).
 
-Source: identity-and-clocks.md "Participant" (backends), harvest.md §7.
+Source: docs/identity-and-clocks.md "Participant" (backends), docs/harvest.md §7.
 """
 
 from __future__ import annotations

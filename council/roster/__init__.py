@@ -5,7 +5,7 @@
 path (``reviewers[2].backend``) and the fix. Inside: ``document`` (the whole file),
 ``entries`` (one participant table and its backend options), ``limits`` (the
 ``[limits]`` table), ``values`` (one TOML value); ``[prices]`` is read by :mod:`council.cost`.
-Source: identity-and-clocks.md "Participant".
+Source: docs/identity-and-clocks.md "Participant".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The roster is a TOML text (``council.toml``) read here into a checked, frozen
 :class:`Roster`. Every refusal is a :class:`~council.errors.RosterError` whose ``path``
 names the field (``reviewers[2].backend``; indexes count from 0, in file order) and whose
 ``fix`` says what to write instead. Nothing here reads a file: the caller passes the text
-and a ``source`` name for messages. Source: identity-and-clocks.md "Participant".
+and a ``source`` name for messages. Source: docs/identity-and-clocks.md "Participant".
 
 Shape::
 
@@ -103,7 +103,7 @@ class Roster(BaseModel):
     """A checked roster: reviewers in file order, an optional judge, paths and limits.
 
     ``reviewers`` keep the file's order, which is the ROSTER order findings are filed in
-    (harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
+    (docs/harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
     are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
     many reviewers must answer in full for the council to complete (see
     :func:`council.gate.incomplete_reasons`): by default (None) every reviewer not marked
@@ -257,7 +257,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
     TOML, unknown tables or keys, a missing, malformed or repeated id, an unknown backend
     or thinking level, bad tools, bad backend options, bad clocks, bad caps or quorum,
     bad persona dirs, prices or limits, and a roster without reviewers.
-    Source: identity-and-clocks.md "Participant".
+    Source: docs/identity-and-clocks.md "Participant".
     """
     doc = _load(text, source)
     refuse_unknown(doc, TABLES, "")

@@ -3,7 +3,7 @@
 A participant table holds the common fields (id, backend, model, thinking_level, tools,
 persona, clocks) and its backend's own settings, which are checked here and kept in
 :attr:`~council.participant.Participant.options` exactly as written. Every refusal is a
-:class:`~council.errors.RosterError` naming the field path. Source: identity-and-clocks.md
+:class:`~council.errors.RosterError` naming the field path. Source: docs/identity-and-clocks.md
 "Participant".
 """
 
@@ -197,7 +197,7 @@ def backend_options(table: Mapping[str, object], backend: str, where: str) -> di
     0 to 8 h); ``openai``/``anthropic``: ``base_url`` (http(s) URL) and ``api_key_env``
     (the NAME of the variable holding the key, never the key). Absent optional keys are
     absent from the result. Raises :class:`~council.errors.RosterError` at
-    ``{where}.{key}``. Source: identity-and-clocks.md "Participant".
+    ``{where}.{key}``. Source: docs/identity-and-clocks.md "Participant".
     """
     if backend == "sarif":
         return {**_program_options(table, backend, where), **_sarif_options(table, where)}
@@ -238,7 +238,7 @@ def read_participant(
     script limits (``[council] script_limits``, then the entry's own keys over them) as
     ``options["script_limits"]`` when either is written; a judge's ``overrule``
     (:data:`JUDGE_KEYS`) as ``options["overrule"]``.
-    Raises :class:`~council.errors.RosterError`. Source: identity-and-clocks.md.
+    Raises :class:`~council.errors.RosterError`. Source: docs/identity-and-clocks.md.
     """
     how = "Write each reviewer as a [[reviewers]] table and the judge as a [judge] table"
     table = table_at(value, where, how)

@@ -10,7 +10,7 @@ Written per backend (every model of the provider) or per backend and model::
 A request is admitted only when EVERY limit that applies to it has room: the
 ``"<backend>:<model>"`` entry and the ``"<backend>"`` entry (:func:`limits_for`). The
 runtime enforces them across every worker through Redis
-(:class:`workers.stores.ratelimit.RedisRateLimiter`). Source: celery.md §1.10 (a Redis
+(:class:`workers.stores.ratelimit.RedisRateLimiter`). Source: docs/celery.md §1.10 (a Redis
 token bucket for a provider-wide limit; Celery's ``rate_limit`` is per worker).
 """
 

@@ -3,7 +3,7 @@
 Each reader takes the table, the key, the table's path (``reviewers[2]``) and the fix to
 tell the author, and either returns the checked value (None when the key is absent) or
 raises :class:`~council.errors.RosterError` at ``{where}.{key}`` (``{where}.{key}[i]``
-for a list item). Source: identity-and-clocks.md "Participant" (every refusal names the
+for a list item). Source: docs/identity-and-clocks.md "Participant" (every refusal names the
 field path and says how to fix it).
 """
 

@@ -1,4 +1,4 @@
-"""The typed ask's component check beyond the shared cases (evidence-and-asks.md §2).
+"""The typed ask's component check beyond the shared cases (docs/evidence-and-asks.md §2).
 
 The shared cases pin the refusals one JSON example at a time; these tests pin what a
 Python caller can also pass (values JSON cannot carry, self-containing or very deep

@@ -1,4 +1,4 @@
-"""Every findings list of an answer is read (harvest.md §3.1) and at most so many entries
+"""Every findings list of an answer is read (docs/harvest.md §3.1) and at most so many entries
 are (the reading cap, §6 ``over-cap``).
 
 The shared cases pin §3.1 one example at a time; these tests pin what the cases do not:

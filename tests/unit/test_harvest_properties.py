@@ -1,4 +1,4 @@
-"""Properties of the harvest (harvest.md §3-§5) and targeted tests of says_the_same.
+"""Properties of the harvest (docs/harvest.md §3-§5) and targeted tests of says_the_same.
 
 The shared cases pin the rules one example at a time; these tests check what must hold
 for EVERY input: the harvest never raises and always returns canonical, storable models,

@@ -160,7 +160,8 @@ def test_diff_without_final_newline_still_closes_the_fence(change: Change) -> No
 
 
 def test_answer_contract(change: Change) -> None:
-    """The contract of harvest.md §1: one object, kinds, nine labels, severities, confidence."""
+    """The contract of docs/harvest.md §1: one object, kinds, nine labels, severities and
+    confidence."""
     prompt = build_prompt(_reviewer(), change, change.text)
     contract = prompt.split("## How to answer\n\n", 1)[1]
     assert 'Nothing to say: `{"findings": []}`' in contract

@@ -63,7 +63,7 @@ def test_read_in_part_code_names_the_break(name: str) -> None:
 
 
 def test_a_stopped_reviewer_is_not_read_in_part() -> None:
-    """A stop is its own reason (harvest.md §7); read_in_part is for answers only."""
+    """A stop is its own reason (docs/harvest.md §7); read_in_part is for answers only."""
     stopped = harvest_outcome(
         "hawk", "reviewer", ReviewResult(answer='{"findings": [{"sub', stop=Stop(limit="idle")), []
     )

@@ -227,7 +227,7 @@ def test_retry_after_past_the_wall_keeps_what_was_streamed(
     backend: Backend, server: FakeServer
 ) -> None:
     """Once the model has said something, a retry that would pass the wall is a stop at
-    the wall (harvest.md §7): the text streamed before the cut is kept, the note says why."""
+    the wall (docs/harvest.md §7): the text streamed before the cut is kept, the note says why."""
     server.script(
         Scenario(text=ANSWER, chunk_chars=8, cut_after=4),
         Scenario.error(429, "later", retry_after="3600"),

@@ -161,7 +161,7 @@ def test_bad_calls_become_replies(tree: Path) -> None:
 
 
 def test_record_finding_appends_and_replies() -> None:
-    """record_finding stores objects as given and replies with harvest.md §1's sentence."""
+    """record_finding stores objects as given and replies with docs/harvest.md §1's sentence."""
     sink = MemorySink()
     touched: list[int] = []
     tools = ToolBox(ALL, None, sink, lambda: touched.append(1))

@@ -1,5 +1,5 @@
 """``council consolidate [NAME=]FILE…``: merge findings from several sources into one
-report, with no model and no Redis (harvest.md §8; :mod:`council.sources`)."""
+report, with no model and no Redis (docs/harvest.md §8; :mod:`council.sources`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Exit codes a CI job can tell apart: 0 passed, 1 the ``--fail-on`` gate tripped, 2 usage
 or configuration error (nothing was sent), 3 the council could not complete. Source:
-style.md habit 12; issue "The council end to end". An interrupt (Ctrl-C) before a
+docs/style.md habit 12; issue "The council end to end". An interrupt (Ctrl-C) before a
 command has its own handling exits 130 with one line, never a traceback.
 
 The group is light to import: each command's module (pydantic, redis, celery, ...) is

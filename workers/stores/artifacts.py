@@ -18,7 +18,7 @@ nothing outlives its run.
 Caps (settings, with defaults): one artifact at most ``COUNCIL_ARTIFACT_MAX_BYTES``
 (1 MiB), checked before anything is sent; a run's artifacts together at most
 ``COUNCIL_ARTIFACT_RUN_MAX_BYTES`` (16 MiB), checked with the write in one Lua script.
-Source: docs/evidence-and-asks.md §2, architecture.md "State in Redis".
+Source: docs/evidence-and-asks.md §2, docs/architecture.md "State in Redis".
 """
 
 from __future__ import annotations

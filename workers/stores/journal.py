@@ -5,9 +5,9 @@ dying worker loses nothing it already wrote. ``attempt`` comes from an INCR at t
 so a redelivered task writes a new list and the fold reads every attempt in order.
 
 A hard STORAGE cap protects Redis (1,000 entries per attempt, 1 MiB per entry); the
-smaller READING caps of harvest.md §5 apply when the journal is harvested. The append is
-one Lua script (check and push atomically). Source: architecture.md "State in Redis",
-harvest.md §1 (the reply sentence), §5.
+smaller READING caps of docs/harvest.md §5 apply when the journal is harvested. The append is
+one Lua script (check and push atomically). Source: docs/architecture.md "State in Redis",
+docs/harvest.md §1 (the reply sentence), §5.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class JournalStore:
         return int(value) if value is not None else 0
 
     def append(self, run_id: str, participant: str, attempt: int, raw: str) -> str:
-        """Store one raw entry as given; return the reply sentence of harvest.md §1.
+        """Store one raw entry as given; return the reply sentence of docs/harvest.md §1.
 
         Never raises: a refused or failed store says so in the reply, so the reviewer
         keeps the finding for its final answer.
@@ -106,7 +106,7 @@ class JournalStore:
         return list(self._r.lrange(self._keys.journal(run_id, participant, attempt), 0, -1))
 
     def read_all(self, run_id: str, participant: str) -> list[list[bytes]]:
-        """The raw entries of every attempt, in attempt order (harvest.md §5)."""
+        """The raw entries of every attempt, in attempt order (docs/harvest.md §5)."""
         return [
             self.read(run_id, participant, a)
             for a in range(1, self.attempts(run_id, participant) + 1)

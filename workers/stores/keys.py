@@ -3,7 +3,7 @@
 Run keys (``run:{run_id}…``) expire after the retention period once the run settles;
 session keys (``session:{session}:…``) live until the session is idle for its retention;
 rate-limit keys (``ratelimit:{name}:…``) one window after their last admission.
-Source: architecture.md "State in Redis", style.md habit 9.
+Source: docs/architecture.md "State in Redis", docs/style.md habit 9.
 """
 
 from __future__ import annotations

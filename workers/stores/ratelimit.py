@@ -14,7 +14,7 @@ refill). One Lua script per attempt trims what left the window, checks every lim
 that applies and, only when all have room, admits into all of them: atomic across
 workers, and the clock is the Redis server's (``TIME``), so hosts with skewed clocks
 agree. Each write sets the keys to expire one window later, so an idle limit leaves
-nothing behind. Source: celery.md §1.10 (Celery's ``rate_limit`` is per worker; a
+nothing behind. Source: docs/celery.md §1.10 (Celery's ``rate_limit`` is per worker; a
 provider-wide limit needs Redis), council/reviewers/base.py (``RateLimiter``).
 """
 

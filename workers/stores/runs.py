@@ -16,7 +16,7 @@ A batch of participants (``council.review_batch``) reads and writes them all at 
 :meth:`RunStore.batch_inputs`, :meth:`RunStore.start_attempts` and
 :meth:`RunStore.put_outcomes` cost one round trip each, however many participants.
 
-Source: architecture.md "State in Redis", "Messages"; celery.md §1.8.
+Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ run's (:meth:`~workers.stores.keys.Keys.run_keys`).
 A turn is one attempt: the evidence matcher compares a finding's blocks with the rows of
 the attempt that produced it and only counts the earlier attempts' rows.
 
-Source: docs/evidence-and-asks.md §1, architecture.md "State in Redis".
+Source: docs/evidence-and-asks.md §1, docs/architecture.md "State in Redis".
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
 Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
 and the id counter): a second consolidation of the same run sees it moved on and files
 nothing. The store persists transitions; :mod:`council.lifecycle` says which exist.
-Source: architecture.md "State in Redis", identity-and-clocks.md "Identity and the
-ledger", harvest.md §8.
+Source: docs/architecture.md "State in Redis", docs/identity-and-clocks.md "Identity and the
+ledger", docs/harvest.md §8.
 """
 
 from __future__ import annotations
