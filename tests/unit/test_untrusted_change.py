@@ -362,7 +362,11 @@ def test_secrets_in_the_change_reach_no_model_and_no_report(tmp_path: Path) -> N
     for name, text in {**written, "stdout": done.output}.items():
         assert not [v for v in VALUES if v in text], name
     report = json.loads(written["council.json"])
-    subjects = {f["origin"]["participant"]: f["subject"] for f in report["findings"]}
+    subjects = {  # each reviewer's own telling (the two agree on the same key: members)
+        m.get("participant", f["origin"]["participant"]): m["subject"]
+        for f in report["findings"]
+        for m in f.get("members") or [f]
+    }
     assert subjects["scan"] == "hardcoded AWS key [masked secret]"
     assert "a 20-character key, AKIA…" in written["council.md"]
     assert subjects["quoter"] == "credentials committed: [masked secret] and [masked secret]"
