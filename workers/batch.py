@@ -55,6 +55,7 @@ from council.reviewers.base import ReviewRequest
 from council.reviewers.stream_loop import stream_loop
 from council.secret_masks import Masker, masked_result
 from workers.clock import now_ms
+from workers.leases import keeper
 from workers.metrics import observe_review
 from workers.patience import patiently, task_deadline
 from workers.request import RedisJournal, RunShare, build_request, journal_for, run_share
@@ -150,7 +151,11 @@ def _review_all(
     }
     with rt.cancels.watching(run_id) as cancel:
         started_ms = now_ms()
-        attempts = rt.runs.start_attempts(run_id, [p.id for p in people], started_ms)
+        leases = keeper(rt.client, rt.keys)
+        attempts = rt.runs.start_attempts(
+            run_id, [p.id for p in people], started_ms, lease_ms=leases.lease_ms
+        )
+        leases.hold(run_id, attempts, written=True)
         started = time.monotonic()
         until = task_deadline(started, rt.settings.visibility_timeout_s)
         journals = {p.id: journal_for(rt, run_id, p, attempts[p.id]) for p in people}
@@ -193,13 +198,18 @@ def _review_all(
                         break
                 waiting -= len(group)
                 masker = share.masker if isinstance(share, RunShare) else Masker()
-                outcomes.update(
-                    _settle_group(rt, record, group, started, masker, journals, until)
+                ended = {now.participant.id: now.attempt for now, _ in group}
+                settled_now = _settle_group(
+                    rt, record, group, started, masker, journals, until, ended
                 )
+                outcomes.update(settled_now)
+                leases.release(run_id, ended, written=True)
         finally:
             if len(outcomes) < len(people):  # the batch's own I/O failed: stop the rest
                 for task in tasks:
                     loop.loop.call_soon_threadsafe(task.cancel)
+                # The rest lapse: a sweep sends them again.
+                leases.drop(run_id, attempts)
             pool.shutdown(wait=False, cancel_futures=True)
     return outcomes
 
@@ -282,12 +292,14 @@ def _settle_group(
     masker: Masker,
     sinks: dict[str, RedisJournal],
     until: float,
+    leases: dict[str, int],
 ) -> dict[str, ParticipantOutcome]:
     """Settle every finished review of ``group`` together: one read of their journals,
     the pure fold per participant (each result's secret values masked first), one write
     of their outcomes and progress. Each step rides out a Redis outage until ``until``
     (:func:`~workers.review.store_outcome`); the entries ``sinks`` held during one are
-    stored first."""
+    stored first; the attempts' ``leases`` (participant → attempt) end with the
+    outcomes' write."""
     run_id = record.run_id
     ids = [now.participant.id for now, _ in group]
     for pid in ids:
@@ -308,7 +320,10 @@ def _settle_group(
         observe_review(p, outcome, result, record.prices)
         progress = finished_progress(outcome, now.started_ms, now.attempt)
         settled.append(Settled(outcome, result.answer, progress))
-    kept = patiently("outcome_store", lambda: rt.runs.put_outcomes(run_id, settled), until=until)
+    ended = [rt.keys.lease_member(run_id, p, a) for p, a in leases.items()]
+    kept = patiently(
+        "outcome_store", lambda: rt.runs.put_outcomes(run_id, settled, ended), until=until
+    )
     by_id = {now.participant.id: now for now, _ in group}
     if kept:
         shown = {

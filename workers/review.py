@@ -32,6 +32,7 @@ from council.reviewers import reviewer_for
 from council.script_verdicts import runs_scripts
 from council.secret_masks import masked_result
 from workers.clock import now_ms
+from workers.leases import keeper
 from workers.logging import redact_text
 from workers.metrics import observe_review
 from workers.patience import patiently, task_deadline
@@ -210,8 +211,16 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
         Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
     )
     journal = journal_for(rt, run_id, participant, attempt)
-    result = _run_backend(rt, record, participant, prompt, attempt, journal)
-    return store_outcome(rt, record, participant, result, journal, attempt, started, until)
+    leases = keeper(rt.client, rt.keys)
+    leases.hold(run_id, {participant_id: attempt})
+    try:
+        result = _run_backend(rt, record, participant, prompt, attempt, journal)
+        outcome = store_outcome(rt, record, participant, result, journal, attempt, started, until)
+    except BaseException:
+        leases.drop(run_id, {participant_id: attempt})  # it lapses: a sweep sends it again
+        raise
+    leases.release(run_id, {participant_id: attempt})
+    return outcome
 
 
 def store_outcome(

@@ -55,6 +55,12 @@ class RunNotFound(LookupError):
         )
 
 
+ABANDONED_NOTE = (
+    "cancelled by a worker's sweep: the CLI that opened this run stopped before it "
+    "dispatched the reviewers (nothing was sent to them)"
+)
+"""The report's note on a run settled on the ``abandoned`` event."""
+
 JudgeDispatch = Callable[[str], None]
 """Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
 
@@ -229,7 +235,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
         base=record.base,
         head=record.head,
         mode=record.mode,
-        notes=record.notes,
+        notes=(*record.notes, ABANDONED_NOTE) if event == "abandoned" else record.notes,
         created_ms=record.created_ms,
         prices=record.prices,
     )
