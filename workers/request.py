@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,9 @@ BASE_CONFIG_TREE = "tree-base-config"
 MASKED_TREE = "tree-masked"
 """The run directory's name for the head tree with the change's likely secrets masked."""
 
+
+HEARD_EVERY_S = 1.0
+"""Seconds between two reads of an attempt's journal length for the idle clock."""
 
 HELD = (
     "Recorded by this worker, not yet in Redis (Redis is unreachable; the worker stores "
@@ -86,6 +90,22 @@ class RedisJournal:
         self._masker = masker or Masker()
         self._held: list[str] = []
         self._lock = threading.Lock()
+        self._heard, self._heard_at = 0, float("-inf")
+
+    def heard(self) -> int:
+        """Entries this attempt's journal holds in Redis, those a program's ``council
+        record`` stored straight there included (the idle clock hears them), plus those
+        held here; asked at most once per :data:`HEARD_EVERY_S` (the last count is
+        answered meanwhile, and during an outage). Never raises."""
+        now = time.monotonic()
+        if now - self._heard_at >= HEARD_EVERY_S:
+            self._heard_at = now
+            try:
+                key = self._rt.keys.journal(self._run, self._p, self._attempt)
+                self._heard = int(self._rt.client.llen(key))
+            except redis.RedisError:
+                pass
+        return self._heard + self.held
 
     def mask_with(self, masker: Masker) -> None:
         """Mask entries with ``masker`` from now on (the run's share is made after the
@@ -269,6 +289,7 @@ def build_request(
         participant=participant,
         prompt=prompt,
         journal=sink,
+        heard=sink.heard,
         workdir=workdir,
         program=path,
         arg_files=args,
