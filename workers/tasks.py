@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from celery import current_app, shared_task
 from celery.signals import worker_ready
 
@@ -27,9 +28,11 @@ from workers.batch import review_batch as run_batch
 from workers.celery_config import queue_for
 from workers.judging import judge_run
 from workers.review import review
-from workers.settling import settle_run
+from workers.settling import StillRunning, settle_run
 from workers.stores.runs import PROTOCOL
 from workers.sweep import settle_if_heard
+
+log = structlog.get_logger("council.settle")
 
 
 @shared_task(name="council.review_participant", bind=True, acks_late=True)
@@ -60,8 +63,13 @@ def review_batch(
 
 @shared_task(name="council.consolidate", bind=True, acks_late=True)
 def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
-    """Settle the run once every reviewer task finished (the chord body)."""
-    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+    """Settle the run once every reviewer task finished (the chord body). Delivered while
+    reviewers still run (a duplicate), it files nothing and says so."""
+    try:
+        report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+    except StillRunning as exc:
+        log.warning("consolidation_early", run_id=run_id, running=exc.running)
+        return {"run_id": run_id, "status": "open", "running": exc.running}
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 

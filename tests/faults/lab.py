@@ -45,10 +45,47 @@ class Lab:
     workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     children: list[subprocess.Popen[Any]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    netns: str | None = None
+    """The network namespace redis-server runs in (:meth:`isolate`), None: this one."""
+    _veth: str = ""
+    _made: bool = False
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host}:{self.port}/0"
+
+    # -- the network --------------------------------------------------------------------
+    def isolate(self) -> None:
+        """Move redis-server behind a link of its own: a network namespace joined to this
+        one by a veth pair, so :meth:`cut` and :meth:`heal` can take the link down and up
+        (TCP connections stay open; packets just stop). Call before :meth:`start_redis`.
+        Raises ``OSError``/``CalledProcessError`` when namespaces cannot be made here."""
+        tag = f"{os.getpid() % 10000}{self.port % 1000}"
+        net = self.port % 250 + 1
+        self.netns, self._veth = f"cf{tag}", f"cfh{tag}"
+        peer = f"cfr{tag}"
+        self._made = True
+        for argv in (
+            ["ip", "netns", "add", self.netns],
+            ["ip", "link", "add", self._veth, "type", "veth", "peer", "name", peer],
+            ["ip", "link", "set", peer, "netns", self.netns],
+            ["ip", "addr", "add", f"10.231.{net}.1/30", "dev", self._veth],
+            ["ip", "link", "set", self._veth, "up"],
+            ["ip", "netns", "exec", self.netns, "ip", "addr", "add", f"10.231.{net}.2/30",
+             "dev", peer],
+            ["ip", "netns", "exec", self.netns, "ip", "link", "set", peer, "up"],
+            ["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"],
+        ):
+            subprocess.run(argv, check=True, capture_output=True)
+        self.host = f"10.231.{net}.2"
+
+    def cut(self) -> None:
+        """Take the link to redis-server down (nothing is refused: packets are lost)."""
+        subprocess.run(["ip", "link", "set", self._veth, "down"], check=True)
+
+    def heal(self) -> None:
+        subprocess.run(["ip", "link", "set", self._veth, "up"], check=True)
 
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url, socket_timeout=5)
@@ -62,11 +99,12 @@ class Lab:
         data = self.tmp / "redis"
         data.mkdir(exist_ok=True)
         argv = [
+            *(["ip", "netns", "exec", self.netns] if self.netns else []),
             binary,
             "--port",
             str(self.port),
             "--bind",
-            "127.0.0.1",
+            self.host,
             "--dir",
             str(data),
             "--appendonly",
@@ -77,6 +115,8 @@ class Lab:
             "",
             "--maxmemory-policy",
             "noeviction",
+            "--protected-mode",
+            "no",
         ]
         self.redis_proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -234,6 +274,9 @@ class Lab:
         if self.redis_proc is not None:
             self.redis_proc.kill()
             self.redis_proc.wait(timeout=10)
+        if self._made and self.netns is not None:
+            subprocess.run(["ip", "link", "del", self._veth], capture_output=True)
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
 
 def assert_filed_once(report: dict[str, Any], subjects: set[str]) -> None:

@@ -58,3 +58,24 @@ def test_client_pause_mid_round_loses_nothing(lab: Lab) -> None:
     report = lab.report()
     assert report["status"] == "settled", report["participants"]
     assert_filed_once(report, subjects)
+
+
+def test_network_link_cut_and_healed_loses_nothing(isolated_lab: Lab) -> None:
+    """The link to Redis is cut for 20 s mid-round, then healed: no refusal, just lost
+    packets (the hardest outage: every command waits for a timeout). Nothing is lost."""
+    lab = isolated_lab
+    roster, subjects = lab.replay_roster(3, entries=3, latency_ms=9000)
+    worker = lab.start_worker("w1", COUNCIL_VISIBILITY_TIMEOUT_S="300")
+    review = lab.review(roster, COUNCIL_VISIBILITY_TIMEOUT_S="300")
+    lab.wait_for("the first recorded entry", lambda: lab.journal_entries() >= 1)
+    time.sleep(1.0)
+    lab.cut()
+    time.sleep(20)
+    lab.heal()
+    _, stderr = review.communicate(timeout=180)
+    assert review.returncode == 0, stderr
+    assert worker.poll() is None, "the worker exited on the cut"
+    report = lab.report()
+    assert report["status"] == "settled", report["participants"]
+    assert {p["state"] for p in report["participants"]} == {"answered"}
+    assert_filed_once(report, subjects)
