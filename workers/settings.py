@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     """Seconds between two sweeps (lapsed leases, abandoned runs, runs past their
     deadline); every worker tries, one per period sweeps."""
 
+    wait_poll: bool = False
+    """The waiting CLI polls the run every 10 ms (the old way, kept to measure it: see
+    ``bench/fleet.py``) instead of being woken by Redis."""
+
     state_path: Path | None = None
     """Embedded mode: the JSON file sessions are kept in between runs (default: the
     user's cache directory)."""

@@ -27,6 +27,11 @@ class Keys:
         """Hash: participant id → progress JSON (state, started/updated ms)."""
         return f"{self.prefix}run:{run_id}:state"
 
+    def run_wake(self, run_id: str) -> str:
+        """List of at most one element: pushed whenever the run's progress, an outcome or
+        its state changes; the waiting CLI blocks on it (BLPOP) instead of polling."""
+        return f"{self.prefix}run:{run_id}:wake"
+
     def run_recorded(self, run_id: str) -> str:
         """Hash: participant id → journal entries recorded so far (progress only)."""
         return f"{self.prefix}run:{run_id}:recorded"
@@ -203,6 +208,7 @@ class Keys:
             self.run_judge_sent(run_id),
             self.run_cancel(run_id),
             self.run_artifacts(run_id),
+            self.run_wake(run_id),
         ]
         for p in participants:
             keys += [

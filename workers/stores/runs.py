@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import redis
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.cost import PriceTable
@@ -177,6 +178,25 @@ class Settled:
     outcome: ParticipantOutcome
     answer: str
     progress: Progress
+
+
+WAKE_TTL_S = 24 * 3600
+"""Seconds a run's wake list lives after its last push (a waiter that never came)."""
+
+_WAIT_READ = """
+local status = redis.call('HGET', KEYS[1], 'status')
+return {status or false, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+"""
+"""KEYS: the run hash, its progress hash, its recorded counts. What the waiting CLI reads
+after each wake, in one command: the status, every progress, every count."""
+
+
+def wake(pipe: redis.client.Pipeline, keys: Keys, run_id: str) -> None:
+    """Queue the push that wakes the run's waiting CLI (at most one element is kept)."""
+    key = keys.run_wake(run_id)
+    pipe.rpush(key, b"1")
+    pipe.ltrim(key, -1, -1)
+    pipe.expire(key, WAKE_TTL_S)
 
 
 class RunStore:
@@ -498,16 +518,51 @@ class RunStore:
 
     # -- progress and outcomes --------------------------------------------------------------
     def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:
-        """Record a participant's progress."""
-        self._r.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+        """Record a participant's progress (and wake the waiting CLI)."""
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
 
     def set_progress_many(self, run_id: str, progress: Mapping[str, Progress]) -> None:
-        """Record several participants' progress (participant → Progress) in one HSET."""
+        """Record several participants' progress (participant → Progress) in one HSET
+        (and wake the waiting CLI), one round trip."""
         if progress:
-            self._r.hset(
+            pipe = self._r.pipeline(transaction=False)
+            pipe.hset(
                 self._keys.run_state(run_id),
                 mapping={p: s.model_dump_json() for p, s in progress.items()},
             )
+            wake(pipe, self._keys, run_id)
+            pipe.execute()
+
+    def wait_read(
+        self, run_id: str
+    ) -> tuple[RunStatus | None, dict[str, Progress], dict[str, int]]:
+        """The status, every participant's progress and every recorded count, in ONE
+        command (a script): what the waiting CLI reads after each wake."""
+        k = self._keys
+        status, states, counts = self._r.eval(
+            _WAIT_READ, 3, k.run(run_id), k.run_state(run_id), k.run_recorded(run_id)
+        )
+        progress = {
+            states[i].decode(): Progress.model_validate_json(states[i + 1])
+            for i in range(0, len(states), 2)
+        }
+        recorded = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
+        return (status.decode() if status else None), progress, recorded
+
+    def wait_wake(self, run_id: str, timeout_s: float) -> bool:
+        """Block until the run's wake list is pushed or ``timeout_s`` passes (BLPOP);
+        whether it was pushed."""
+        key = self._keys.run_wake(run_id)
+        return self._r.blpop([key], timeout=max(timeout_s, 0.01)) is not None
+
+    def poke(self, run_id: str) -> None:
+        """Wake the run's waiting CLI (it reads the run again)."""
+        pipe = self._r.pipeline(transaction=False)
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
 
     def start_attempts(
         self, run_id: str, participants: Sequence[str], started_ms: int, lease_ms: int = 0
@@ -529,7 +584,10 @@ class RunStore:
             return {}
         keys = [k.run_state(run_id), k.leases(), *(k.run_attempts(run_id, p) for p in ids)]
         lapse = started_ms + lease_ms if lease_ms > 0 else 0
-        numbers = self._r.eval(_START_ATTEMPTS, len(keys), *keys, shown, lapse, run_id, *ids)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, lapse, run_id, *ids)
+        wake(pipe, self._keys, run_id)
+        numbers = pipe.execute()[0]
         return {p: int(n) for p, n in zip(ids, numbers, strict=True)}
 
     def progress(self, run_id: str) -> dict[str, Progress]:
@@ -579,7 +637,8 @@ class RunStore:
                 p,
                 s.progress.model_dump_json(),
             )
-        replies = pipe.execute()[1 if leases else 0 :]
+        wake(pipe, k, run_id)
+        replies = pipe.execute()[1 if leases else 0 : -3]
         return {
             s.outcome.participant: ParticipantOutcome.model_validate_json(kept)
             for s, kept in zip(settled, replies, strict=True)

@@ -39,7 +39,7 @@ from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
-from workers.stores.runs import RunRecord, dumps
+from workers.stores.runs import RunRecord, dumps, wake
 
 HEARD = "heard:"
 """Prefix of the ``session:{s}:reviewed`` fields that hold, per reviewer, the head of the
@@ -263,6 +263,7 @@ class SessionStore:
                         self._remember_round(pipe, record, filing.memory, now_ms)
                     self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
+                    wake(pipe, k, rid)
                     if transition.parks:
                         expiring = k.run_keys(rid, everyone, attempts)
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
