@@ -22,6 +22,7 @@ bench: $(STAMP) redis-server
 	$(PY) bench/evidence.py
 	$(PY) bench/overhead.py
 	$(PY) bench/concurrency.py
+	$(PY) bench/fleet.py
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)

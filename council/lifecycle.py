@@ -23,6 +23,9 @@ open     watchdog_fired      judging | settled | partial  as worker_lost; a revi
                                                           its queue
 open     cancelled           cancelled                    what the reviewers' outcomes and
                                                           journals hold
+open     abandoned           cancelled                    the same; a sweep found the run
+                                                          opened but never dispatched (the
+                                                          CLI died in between)
 open     timed_out           timeout                      the same
 judging  judge_settled       waiting | settled | partial  the judge's verdicts: updates,
                                                           new findings, "not upheld"
@@ -79,6 +82,7 @@ Event = Literal[
     "cancelled",
     "timed_out",
     "answered",
+    "abandoned",
 ]
 """What happened to a run, as the runtime notices it."""
 
@@ -137,6 +141,7 @@ TRANSITIONS: tuple[Rule, ...] = (
     Rule("open", "watchdog_fired", "judge-or-heard", "reviewers"),
     Rule("open", "cancelled", "cancelled", "reviewers"),
     Rule("open", "timed_out", "timeout", "reviewers"),
+    Rule("open", "abandoned", "cancelled", "reviewers"),
     Rule("judging", "judge_settled", "ask-or-heard", "judge"),
     Rule("judging", "watchdog_fired", "ask-or-heard", "judge"),
     Rule("judging", "cancelled", "cancelled", "judge"),

@@ -55,8 +55,10 @@ from council.reviewers.base import ReviewRequest
 from council.reviewers.stream_loop import stream_loop
 from council.secret_masks import Masker, masked_result
 from workers.clock import now_ms
+from workers.leases import keeper
 from workers.metrics import observe_review
-from workers.request import RunShare, build_request, run_share
+from workers.patience import patiently, task_deadline
+from workers.request import RedisJournal, RunShare, build_request, journal_for, run_share
 from workers.review import (
     crashed,
     finished_progress,
@@ -149,8 +151,14 @@ def _review_all(
     }
     with rt.cancels.watching(run_id) as cancel:
         started_ms = now_ms()
-        attempts = rt.runs.start_attempts(run_id, [p.id for p in people], started_ms)
+        leases = keeper(rt.client, rt.keys)
+        attempts = rt.runs.start_attempts(
+            run_id, [p.id for p in people], started_ms, lease_ms=leases.lease_ms
+        )
+        leases.hold(run_id, attempts, written=True)
         started = time.monotonic()
+        until = task_deadline(started, rt.settings.visibility_timeout_s)
+        journals = {p.id: journal_for(rt, run_id, p, attempts[p.id]) for p in people}
         share: RunShare | ReviewResult
         try:
             share = run_share(rt, record, inputs.change, inputs.secrets)
@@ -172,7 +180,7 @@ def _review_all(
                         "attempt": attempts[p.id],
                     },
                 )
-                ready = _prepare(rt, share, inputs, now, cancel, started)
+                ready = _prepare(rt, share, inputs, now, cancel, started, journals[p.id])
                 if isinstance(ready, ReviewResult):
                     finished.put((now, ready))
                 else:
@@ -190,11 +198,18 @@ def _review_all(
                         break
                 waiting -= len(group)
                 masker = share.masker if isinstance(share, RunShare) else Masker()
-                outcomes.update(_settle_group(rt, record, group, started, masker))
+                ended = {now.participant.id: now.attempt for now, _ in group}
+                settled_now = _settle_group(
+                    rt, record, group, started, masker, journals, until, ended
+                )
+                outcomes.update(settled_now)
+                leases.release(run_id, ended, written=True)
         finally:
             if len(outcomes) < len(people):  # the batch's own I/O failed: stop the rest
                 for task in tasks:
                     loop.loop.call_soon_threadsafe(task.cancel)
+                # The rest lapse: a sweep sends them again.
+                leases.drop(run_id, attempts)
             pool.shutdown(wait=False, cancel_futures=True)
     return outcomes
 
@@ -206,6 +221,7 @@ def _prepare(
     now: _Attempt,
     cancel: threading.Event,
     started: float,
+    journal: RedisJournal,
 ) -> ReviewRequest | ReviewResult:
     """One participant's request, built here; or the failed result that stands for it
     (``share`` is the run's share, or the failed result of building it)."""
@@ -223,6 +239,7 @@ def _prepare(
                 cancel,
                 inputs.programs.get(p.id),
                 inputs.arg_files.get(p.id),
+                journal=journal,
             )
         except Exception as exc:
             return crashed(exc, started)
@@ -273,12 +290,23 @@ def _settle_group(
     group: list[tuple[_Attempt, ReviewResult]],
     started: float,
     masker: Masker,
+    sinks: dict[str, RedisJournal],
+    until: float,
+    leases: dict[str, int],
 ) -> dict[str, ParticipantOutcome]:
     """Settle every finished review of ``group`` together: one read of their journals,
     the pure fold per participant (each result's secret values masked first), one write
-    of their outcomes and progress."""
+    of their outcomes and progress. Each step rides out a Redis outage until ``until``
+    (:func:`~workers.review.store_outcome`); the entries ``sinks`` held during one are
+    stored first; the attempts' ``leases`` (participant → attempt) end with the
+    outcomes' write."""
     run_id = record.run_id
-    journals = rt.journals.read_all_many(run_id, [now.participant.id for now, _ in group])
+    ids = [now.participant.id for now, _ in group]
+    for pid in ids:
+        sinks[pid].flush(until)
+    journals = patiently(
+        "journal_read", lambda: rt.journals.read_all_many(run_id, ids), until=until
+    )
     settled: list[Settled] = []
     for now, result in group:
         p = now.participant
@@ -292,16 +320,17 @@ def _settle_group(
         observe_review(p, outcome, result, record.prices)
         progress = finished_progress(outcome, now.started_ms, now.attempt)
         settled.append(Settled(outcome, result.answer, progress))
-    kept = rt.runs.put_outcomes(run_id, settled)
+    ended = [rt.keys.lease_member(run_id, p, a) for p, a in leases.items()]
+    kept = patiently(
+        "outcome_store", lambda: rt.runs.put_outcomes(run_id, settled, ended), until=until
+    )
     by_id = {now.participant.id: now for now, _ in group}
     if kept:
-        rt.runs.set_progress_many(
-            run_id,
-            {
-                pid: finished_progress(outcome, by_id[pid].started_ms, by_id[pid].attempt)
-                for pid, outcome in kept.items()
-            },
-        )
+        shown = {
+            pid: finished_progress(outcome, by_id[pid].started_ms, by_id[pid].attempt)
+            for pid, outcome in kept.items()
+        }
+        patiently("progress_store", lambda: rt.runs.set_progress_many(run_id, shown), until=until)
     final: dict[str, ParticipantOutcome] = {}
     for s in settled:
         pid = s.outcome.participant

@@ -12,7 +12,7 @@ from typing import Any
 from celery import Celery
 from kombu.entity import Exchange, Queue
 
-from workers import metrics, stdio
+from workers import connection_loss, metrics, stdio
 from workers.logging import connect_celery_signals
 from workers.settings import Settings
 
@@ -112,7 +112,11 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         },
         visibility_timeout=vt,
         result_backend_always_retry=True,
-        result_backend_max_retries=10,
+        # A result (and the chord's count) waits out a Redis outage as long as the task's
+        # own writes do (workers/patience.py): retries sleep up to 10 s with full jitter,
+        # 5 s on average, over most of the visibility timeout.
+        result_backend_max_retries=max(10, int(vt * 0.9 / 5)),
+        result_backend_max_sleep_between_retries_ms=10_000,
         redis_socket_keepalive=True,
         redis_retry_on_timeout=True,
         worker_cancel_long_running_tasks_on_connection_loss=True,
@@ -153,4 +157,5 @@ def create_app(settings: Settings | None = None, *, embedded: bool = False) -> C
         connect_celery_signals(app, session_of=_session_of)
         stdio.connect_celery_signals()
         metrics.connect_celery_signals(app)
+        connection_loss.install()
     return app

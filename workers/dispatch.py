@@ -47,9 +47,13 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     """
     record = round_.record
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
-    _store_inputs(rt, round_)
+    _store_inputs(rt, round_, rt.sessions.open_ttl_s(record, record.created_ms))
     try:
         header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
+        # Marked before sending: a CLI that dies in between leaves a run whose tasks may
+        # be on their way, which the deadline's sweep settles; never one cancelled under
+        # its running reviewers.
+        rt.runs.mark_dispatched(record.run_id)
         sent = _send_chord(app, record.run_id, header)
     except Exception:
         # Nothing reached a worker: settle the opened run now, so it is not left "open".
@@ -70,13 +74,13 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     )
 
 
-def _store_inputs(rt: Runtime, round_: Round) -> None:
+def _store_inputs(rt: Runtime, round_: Round, ttl_s: int) -> None:
     """Store what the run's tasks read by key (docs/architecture.md "Messages": a message
     carries ids, never megabytes of diff): every participant (the judge too), the
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
     the base-tree programs and the files ``args`` name, the base's side of the analyzer
     configuration the change edits, the places of the likely secrets it adds, and the
-    (masked) diff."""
+    (masked) diff, each with the run's opening TTL ``ttl_s``."""
     judge = round_.judge
     rt.runs.put_inputs(
         round_.record.run_id,
@@ -93,6 +97,7 @@ def _store_inputs(rt: Runtime, round_: Round) -> None:
         arg_files=round_.arg_files,
         config=round_.config.files,
         secrets=round_.secrets,
+        ttl_s=ttl_s,
     )
 
 

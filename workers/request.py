@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
 import structlog
 
 from council.diff import added_lines, parse_diff
@@ -36,6 +38,7 @@ from council.reviewers.options import SANDBOX_OPTION
 from council.reviewers.sandbox import Bubblewrap, SandboxPolicy
 from council.secret_masks import Masker, SecretSpan, masked_file, values_from
 from workers.config_overlay import PROGRAM_BACKENDS, reads_base_config
+from workers.patience import OUTAGE_ERRORS, patiently
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.stores.ratelimit import RedisRateLimiter
@@ -51,22 +54,118 @@ MASKED_TREE = "tree-masked"
 """The run directory's name for the head tree with the change's likely secrets masked."""
 
 
+HEARD_EVERY_S = 1.0
+"""Seconds between two reads of an attempt's journal length for the idle clock."""
+
+HELD = (
+    "Recorded by this worker, not yet in Redis (Redis is unreachable; the worker stores "
+    "it as soon as Redis answers, before your review is settled)."
+)
+"""The reply to an entry held in memory during a Redis outage (see :class:`RedisJournal`)."""
+
+
+
 class RedisJournal:
     """The JournalSink of one attempt: appends go straight to Redis, the change's secret
-    values masked first (``masker``)."""
+    values masked first (``masker``, or :meth:`mask_with`).
+
+    During a Redis outage an entry is held in this process, in order, and the reply says
+    so (:data:`HELD`); the next append tries the held ones first, and :meth:`flush`
+    stores them, waiting for Redis, before the attempt is folded. ``live`` is the status
+    the run must still be in for an entry to be stored (``open`` for a reviewer,
+    ``judging`` for the judge, see :meth:`JournalStore.store`).
+    """
 
     def __init__(
-        self, rt: Runtime, run_id: str, participant: str, attempt: int, masker: Masker | None = None
+        self,
+        rt: Runtime,
+        run_id: str,
+        participant: str,
+        attempt: int,
+        live: str = "",
+        masker: Masker | None = None,
     ) -> None:
         self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+        self._live = live
         self._masker = masker or Masker()
+        self._held: list[str] = []
+        self._lock = threading.Lock()
+        self._heard, self._heard_at = 0, float("-inf")
+
+    def heard(self) -> int:
+        """Entries this attempt's journal holds in Redis, those a program's ``council
+        record`` stored straight there included (the idle clock hears them), plus those
+        held here; asked at most once per :data:`HEARD_EVERY_S` (the last count is
+        answered meanwhile, and during an outage). Never raises."""
+        now = time.monotonic()
+        if now - self._heard_at >= HEARD_EVERY_S:
+            self._heard_at = now
+            try:
+                key = self._rt.keys.journal(self._run, self._p, self._attempt)
+                self._heard = int(self._rt.client.llen(key))
+            except redis.RedisError:
+                pass
+        return self._heard + self.held
+
+    def mask_with(self, masker: Masker) -> None:
+        """Mask entries with ``masker`` from now on (the run's share is made after the
+        sink: see :func:`build_request`)."""
+        self._masker = masker
+
+    @property
+    def held(self) -> int:
+        """Entries held in this process, waiting for Redis."""
+        with self._lock:
+            return len(self._held)
 
     def append(self, raw: str) -> str:
         """Store one raw entry; return the reply sentence (never raises)."""
         raw = self._masker.text(raw)
-        reply = self._rt.journals.append(self._run, self._p, self._attempt, raw)
+        with self._lock:
+            if self._held and not self._store_held():
+                self._held.append(raw)
+                log.warning("journal_held", held=len(self._held))
+                return HELD
+            try:
+                n = self._store(raw)
+            except OUTAGE_ERRORS:
+                self._held.append(raw)
+                log.warning("journal_held", held=len(self._held))
+                return HELD
+            except redis.RedisError as exc:
+                reply = (
+                    f"Not recorded ({type(exc).__name__}: the journal store failed); "
+                    "keep it for your final answer."
+                )
+            else:
+                reply = self._rt.journals.reply(n, len(raw.encode("utf-8", errors="replace")))
         log.info("journal_appended", stored=reply == "Recorded.")
         return reply
+
+    def flush(self, until: float) -> None:
+        """Store every held entry, in order, waiting for Redis until ``until`` (a
+        ``time.monotonic()`` value); raises the outage error past it."""
+        with self._lock:
+            while self._held:
+                patiently("journal_flush", self._store_first, until=until)
+                self._held.pop(0)
+                log.info("journal_stored_after_outage", left=len(self._held))
+
+    def _store_first(self) -> int:
+        return self._store(self._held[0])
+
+    def _store(self, raw: str) -> int:
+        return self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+
+    def _store_held(self) -> bool:
+        """Try once to store the held entries in order; False when Redis still fails."""
+        while self._held:
+            try:
+                self._store(self._held[0])
+            except OUTAGE_ERRORS:
+                return False
+            self._held.pop(0)
+        return True
 
 
 class RedisScripts:
@@ -153,6 +252,7 @@ def build_request(
     cancel: threading.Event,
     program: bytes | None,
     arg_files: Mapping[str, bytes] | None = None,
+    journal: RedisJournal | None = None,
 ) -> ReviewRequest:
     """One participant's request for attempt number ``attempt`` of its review.
 
@@ -167,7 +267,9 @@ def build_request(
     masked (so its tools cannot read them); journal entries are masked before they are
     stored. ``cancel`` is set when the run is
     cancelled. The sandbox policy comes from the worker's settings
-    (:func:`sandbox_policy`). Raises ``OSError`` when a file cannot be written.
+    (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
+    the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
+    the share's masker. Raises ``OSError`` when a file cannot be written.
     """
     record = share.record
     run_id = record.run_id
@@ -181,10 +283,13 @@ def build_request(
     elif workdir is not None and share.secrets and participant.backend not in PROGRAM_BACKENDS:
         tree, secrets = workdir, share.secrets
         workdir = rt.trees.overlaid(run_id, MASKED_TREE, tree, lambda: _masked_files(tree, secrets))
+    sink = journal or journal_for(rt, run_id, participant, attempt)
+    sink.mask_with(share.masker)
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
-        journal=RedisJournal(rt, run_id, participant.id, attempt, share.masker),
+        journal=sink,
+        heard=sink.heard,
         workdir=workdir,
         program=path,
         arg_files=args,
@@ -263,6 +368,14 @@ def sandbox_outlook(
         f'own is an allowlist). Set sandbox = "required" in the roster\'s [council] '
         f"table to refuse instead."
     ), None
+
+
+def journal_for(rt: Runtime, run_id: str, participant: Participant, attempt: int) -> RedisJournal:
+    """The journal sink of one attempt of ``participant``: its entries are stored while
+    the run is still in the state that needs them (``judging`` for the judge, else
+    ``open``)."""
+    live = "judging" if participant.role == "judge" else "open"
+    return RedisJournal(rt, run_id, participant.id, attempt, live)
 
 
 def _log_event(event: str, **fields: object) -> None:

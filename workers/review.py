@@ -32,9 +32,11 @@ from council.reviewers import reviewer_for
 from council.script_verdicts import runs_scripts
 from council.secret_masks import masked_result
 from workers.clock import now_ms
+from workers.leases import keeper
 from workers.logging import redact_text
 from workers.metrics import observe_review
-from workers.request import build_request, run_share
+from workers.patience import patiently, task_deadline
+from workers.request import RedisJournal, build_request, journal_for, run_share
 from workers.runtime import Runtime
 from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
 
@@ -202,32 +204,74 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
         run_id=run_id, session=record.session, participant=participant_id, attempt=attempt
     )
     started = now_ms()
+    until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
     rt.runs.set_progress(
         run_id,
         participant_id,
         Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
     )
-    result = _run_backend(rt, record, participant, prompt, attempt)
-    outcome = fold_attempt(
-        rt, record, participant, result, rt.journals.read_all(run_id, participant_id), attempt
+    journal = journal_for(rt, run_id, participant, attempt)
+    leases = keeper(rt.client, rt.keys)
+    leases.hold(run_id, {participant_id: attempt})
+    try:
+        result = _run_backend(rt, record, participant, prompt, attempt, journal)
+        outcome = store_outcome(rt, record, participant, result, journal, attempt, started, until)
+    except BaseException:
+        leases.drop(run_id, {participant_id: attempt})  # it lapses: a sweep sends it again
+        raise
+    leases.release(run_id, {participant_id: attempt})
+    return outcome
+
+
+def store_outcome(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    result: ReviewResult,
+    journal: RedisJournal,
+    attempt: int,
+    started_ms: int,
+    until: float,
+) -> ParticipantOutcome:
+    """Fold a finished attempt and store its outcome, riding out a Redis outage.
+
+    The entries held during an outage are stored first, then every attempt's journal is
+    read and folded, and the outcome is stored (``SET NX``: a kept one wins), each step
+    retried until Redis answers or ``until`` (a ``time.monotonic()`` value, see
+    :func:`~workers.patience.task_deadline`) passes: a reviewer that finished while
+    Redis restarted loses nothing it found. Past ``until`` the outage error is raised
+    (the message goes back to the queue, and another attempt folds this one's journal).
+    """
+    run_id, pid = record.run_id, participant.id
+    journal.flush(until)
+    journals = patiently("journal_read", lambda: rt.journals.read_all(run_id, pid), until=until)
+    outcome = fold_attempt(rt, record, participant, result, journals, attempt)
+    stored = patiently(
+        "outcome_store", lambda: rt.runs.put_outcome(run_id, outcome, result.answer), until=until
     )
     observe_review(participant, outcome, result, record.prices)
-    if not rt.runs.put_outcome(run_id, outcome, result.answer):
-        kept = rt.runs.outcome(run_id, participant_id)
+    if not stored:
+        kept = patiently("outcome_read", lambda: rt.runs.outcome(run_id, pid), until=until)
         if kept is not None:
             outcome = kept
-    rt.runs.set_progress(run_id, participant_id, finished_progress(outcome, started, attempt))
+    done = finished_progress(outcome, started_ms, attempt)
+    patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, done), until=until)
     log_finished(outcome, participant)
     return outcome
 
 
 def _run_backend(
-    rt: Runtime, record: RunRecord, participant: Participant, prompt: str, attempt: int
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    journal: RedisJournal,
 ) -> ReviewResult:
     """Unpack what the backend needs, run it with a cancel watcher, never raise."""
     started = time.monotonic()
     with rt.cancels.watching(record.run_id) as cancel:
-        return _ask(rt, record, participant, prompt, attempt, cancel, started)
+        return _ask(rt, record, participant, prompt, attempt, cancel, started, journal)
 
 
 def _ask(
@@ -238,6 +282,7 @@ def _ask(
     attempt: int,
     cancel: threading.Event,
     started: float,
+    journal: RedisJournal,
 ) -> ReviewResult:
     run_id = record.run_id
     try:
@@ -245,7 +290,9 @@ def _ask(
         program = rt.runs.program(run_id, participant.id)
         runs_program = participant.backend in ("command", "sarif")
         arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
-        request = build_request(rt, share, participant, prompt, attempt, cancel, program, arg_files)
+        request = build_request(
+            rt, share, participant, prompt, attempt, cancel, program, arg_files, journal=journal
+        )
         return masked_result(share.masker, reviewer_for(participant).review(request))
     except Exception as exc:
         return crashed(exc, started)

@@ -53,8 +53,9 @@ REDIS_ENV = "COUNCIL_REDIS_URL"
 """Where the Redis URL comes from unless the user passed ``--redis``."""
 
 
-def connect(url: str, *, source: str = REDIS_ENV) -> RedisClient:
-    """A Redis client for ``url``, checked with a PING within 5 s.
+def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisClient:
+    """A Redis client for ``url``, checked with a PING within 5 s (``check``; without,
+    the first command finds out: ``council record`` waits out an outage instead).
 
     ``source`` names where the URL came from (``COUNCIL_REDIS_URL``, or ``--redis``
     when the user passed the flag), so an error names what the user wrote. Raises
@@ -82,6 +83,8 @@ def connect(url: str, *, source: str = REDIS_ENV) -> RedisClient:
             f"{source} {shown} cannot be read: write it as "
             "redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in the password)"
         ) from None
+    if not check:
+        return client
     try:
         client.ping()
     except redis.AuthenticationError:

@@ -103,6 +103,18 @@ class Settings(BaseSettings):
     """Milliseconds the waiting CLI allows past the longest backstop before it
     finalizes the run from the journals itself (a chord that never fires)."""
 
+    abandon_after_s: int = Field(default=300, ge=1)
+    """Seconds a run may stay opened and not dispatched before a worker's sweep settles
+    it ``cancelled`` (its CLI died between opening and dispatch)."""
+
+    sweep_interval_s: float = Field(default=2.0, gt=0)
+    """Seconds between two sweeps (lapsed leases, abandoned runs, runs past their
+    deadline); every worker tries, one per period sweeps."""
+
+    wait_poll: bool = False
+    """The waiting CLI polls the run every 10 ms (the old way, kept to measure it: see
+    ``bench/fleet.py``) instead of being woken by Redis."""
+
     state_path: Path | None = None
     """Embedded mode: the JSON file sessions are kept in between runs (default: the
     user's cache directory)."""

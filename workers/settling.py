@@ -55,6 +55,22 @@ class RunNotFound(LookupError):
         )
 
 
+ABANDONED_NOTE = (
+    "cancelled by a worker's sweep: the CLI that opened this run stopped before it "
+    "dispatched the reviewers (nothing was sent to them)"
+)
+"""The report's note on a run settled on the ``abandoned`` event."""
+
+class StillRunning(RuntimeError):
+    """The reviewers were said to be settled (a consolidation delivered twice, or before
+    its time), but some are being reviewed right now: nothing is filed; the run settles
+    when they finish."""
+
+    def __init__(self, run_id: str, running: list[str]) -> None:
+        self.run_id, self.running = run_id, running
+        super().__init__(f"run {run_id} still has reviewers running: {', '.join(running)}")
+
+
 JudgeDispatch = Callable[[str], None]
 """Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
 
@@ -117,6 +133,10 @@ def settle_run(
         forced = rt.runs.cancel_status(run_id)
     noticed = ending(forced, deadline_passed=deadline_passed) or event
     heard = _Hearing(rt, record, lost or Stop(limit="worker-lost"), deadline_passed)
+    if state == "open" and noticed == "reviewers_settled":
+        running = heard.running()
+        if running:
+            raise StillRunning(run_id, running)
     if state == "open":
         report = _file_reviewers(heard, noticed)
         if report.status != "judging":
@@ -174,6 +194,24 @@ class _Hearing:
             return ()
         return confirmation_asks(report, self.record.confirm)
 
+    def running(self) -> list[str]:
+        """The reviewers without a stored outcome whose latest attempt holds a live lease
+        (:mod:`workers.leases`): a worker is reviewing them right now."""
+        missing = [p.id for p in self.reviewers if p.id not in self.stored]
+        if not missing:
+            return []
+        rt, run_id = self.rt, self.record.run_id
+        latest = rt.client.mget([rt.keys.run_attempts(run_id, p) for p in missing])
+        pipe = rt.client.pipeline(transaction=False)
+        for pid, n in zip(missing, latest, strict=True):
+            pipe.zscore(rt.keys.leases(), rt.keys.lease_member(run_id, pid, int(n or 0)))
+        now = now_ms()
+        return [
+            pid
+            for pid, score in zip(missing, pipe.execute(), strict=True)
+            if score is not None and score > now
+        ]
+
     def outcome(self, p: Participant) -> ParticipantOutcome:
         """``p``'s stored outcome, or one made from its journals: a stop with the lost
         stop, or, on the watchdog's event, a failure when no worker ever started it."""
@@ -229,7 +267,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
         base=record.base,
         head=record.head,
         mode=record.mode,
-        notes=record.notes,
+        notes=(*record.notes, ABANDONED_NOTE) if event == "abandoned" else record.notes,
         created_ms=record.created_ms,
         prices=record.prices,
     )

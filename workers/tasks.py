@@ -19,23 +19,35 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from celery import current_app, shared_task
+from celery.signals import worker_ready
 
-from workers import runtime
+from workers import runtime, sweep
 from workers.batch import review_batch as run_batch
 from workers.celery_config import queue_for
 from workers.judging import judge_run
 from workers.review import review
-from workers.settling import settle_run
+from workers.settling import StillRunning, settle_run
 from workers.stores.runs import PROTOCOL
+from workers.sweep import settle_if_heard
+
+log = structlog.get_logger("council.settle")
 
 
 @shared_task(name="council.review_participant", bind=True, acks_late=True)
 def review_participant(
-    self: Any, run_id: str, participant: str, protocol: int = PROTOCOL
+    self: Any, run_id: str, participant: str, protocol: int = PROTOCOL, redispatched: bool = False
 ) -> dict[str, Any]:
-    """Review the run's change as one participant; return its outcome's summary."""
-    outcome = review(runtime.current(), run_id, participant, protocol)
+    """Review the run's change as one participant; return its outcome's summary.
+
+    ``redispatched``: sent by a sweep after the participant's worker was lost (no chord
+    counts this task), so once its outcome completes the reviewers it settles the run.
+    """
+    rt = runtime.current()
+    outcome = review(rt, run_id, participant, protocol)
+    if redispatched:
+        settle_if_heard(rt, run_id, send_judge)
     return {"participant": outcome.participant, "status": outcome.status}
 
 
@@ -51,8 +63,13 @@ def review_batch(
 
 @shared_task(name="council.consolidate", bind=True, acks_late=True)
 def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
-    """Settle the run once every reviewer task finished (the chord body)."""
-    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+    """Settle the run once every reviewer task finished (the chord body). Delivered while
+    reviewers still run (a duplicate), it files nothing and says so."""
+    try:
+        report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+    except StillRunning as exc:
+        log.warning("consolidation_early", run_id=run_id, running=exc.running)
+        return {"run_id": run_id, "status": "open", "running": exc.running}
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 
@@ -68,6 +85,28 @@ def judge(self: Any, run_id: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     """The judge reads the filed findings and answers; then the run settles."""
     report = judge_run(runtime.current(), run_id, protocol)
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+def resend(run_id: str, participant: str, backend: str) -> None:
+    """Send one participant's review again, alone, on its queue (a sweep found its
+    worker lost)."""
+    current_app.send_task(
+        "council.review_participant",
+        kwargs={
+            "run_id": run_id,
+            "participant": participant,
+            "protocol": PROTOCOL,
+            "redispatched": True,
+        },
+        queue=queue_for(backend),
+    )
+
+
+@worker_ready.connect
+def _start_sweeping(**_: Any) -> None:
+    """Every distributed worker sweeps (workers/sweep.py); embedded mode does not."""
+    if current_app.conf.broker_url and not str(current_app.conf.broker_url).startswith("memory"):
+        sweep.start(runtime.current(), resend, send_judge)
 
 
 def send_judge(run_id: str) -> None:

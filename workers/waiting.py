@@ -9,7 +9,9 @@ with ``deadline_passed``), a task no worker started failing naming its queue.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +32,21 @@ from workers.stores.runs import Progress, RunRecord
 log = structlog.get_logger("council.coordinator")  # the name its events always had
 
 POLL_S = 0.01
-"""Seconds between polls of the run's status while waiting (one HGET each)."""
+"""Seconds between polls of the run's status while waiting (one HGET each), in embedded
+mode (an in-process store) and with ``COUNCIL_WAIT_POLL=1``."""
+
+WAKE_FALLBACK_S = 5.0
+"""Seconds the distributed waiter blocks on the run's wake list (BLPOP) before it reads
+the run anyway: a wake lost (a worker that died between its write and its push) costs at
+most this."""
+
+COALESCE_S = 0.05
+"""Seconds the waiter lets a burst of writes settle after a wake before it reads (five
+reviewers starting at once are one read, not five)."""
+
+STOP_CHECK_S = 0.1
+"""Seconds between two looks at ``stop_requested`` while the waiter blocks (a Ctrl-C
+pushes the wake list, so the waiter does not sit out its BLPOP)."""
 
 PROGRESS_S = 0.25
 """Seconds between progress reads while waiting."""
@@ -56,6 +72,15 @@ def say(text: str) -> None:
     """Write one ``council: …`` line to stderr (the waiting CLI's notices)."""
     sys.stderr.write(f"council: {text}\n")
     sys.stderr.flush()
+
+
+def _shown(states: dict[str, Progress], counts: dict[str, int]) -> dict[str, Progress]:
+    """The progress shown: a running participant's ``findings`` is the count its journal
+    recorded so far."""
+    return {
+        p: (s.model_copy(update={"findings": counts.get(p, 0)}) if s.state == "running" else s)
+        for p, s in states.items()
+    }
 
 
 @dataclass
@@ -134,13 +159,87 @@ class Waiter:
     dispatch_judge: JudgeDispatch | None = None
     notify: Callable[[str], None] = say
     """Where one-line notices go (default: stderr, ``council: …``)."""
+    poll: bool | None = None
+    """Poll the run every :data:`POLL_S` instead of blocking on its wake list (None:
+    poll in embedded mode and when ``COUNCIL_WAIT_POLL`` is set, else block)."""
 
     def wait(self) -> CouncilReport:
         """Block until the run is settled; return its report.
 
+        Distributed, the waiter is woken by Redis: every write of the run's progress,
+        outcomes or state pushes its wake list (``run:{id}:wake``), on which the waiter
+        blocks (BLPOP) for at most :data:`WAKE_FALLBACK_S`; each wake costs two commands
+        (the BLPOP and one script reading status, progress and counts). Embedded (or
+        ``poll``), it polls every :data:`POLL_S`.
+
         Raises :class:`StoreUnavailable` (exit 3) when Redis stays unreachable for
         :data:`REDIS_OUTAGE_S`.
         """
+        poll = self.poll
+        if poll is None:
+            poll = self.rt.mode != "distributed" or self.rt.settings.wait_poll
+        return self._wait_polling() if poll else self._wait_woken()
+
+    def _wait_woken(self) -> CouncilReport:
+        """:meth:`wait`, woken by the run's wake list."""
+        run_id = self.record.run_id
+        started = now_ms()
+        deadline = self.record.deadline_ms
+        hinted = False
+        outage = _Outage(self._redis_shown(), run_id, self.notify, REDIS_OUTAGE_S)
+        done = threading.Event()
+        watcher = threading.Thread(target=self._watch_stop, args=(done,), daemon=True)
+        watcher.start()
+        try:
+            while True:
+                try:
+                    status, states, counts = self.rt.runs.wait_read(run_id)
+                    outage.answered()
+                    progress = _shown(states, counts)
+                    if status not in ("open", "judging"):
+                        report = self.rt.runs.report(run_id)
+                        if report is not None:
+                            self.on_progress(progress)
+                            return report
+                    self.on_progress(progress)
+                    now = now_ms()
+                    if not hinted and now - started >= NO_WORKER_HINT_S * 1000:
+                        hinted = self._hint_no_worker(progress)
+                    if self.stop_requested():
+                        return self._halt("cancelled", Stop(limit="cancelled"))
+                    if self.timeout_ms is not None and now - started >= self.timeout_ms:
+                        return self._halt(
+                            "timeout", Stop(limit="cancelled", budget_ms=self.timeout_ms)
+                        )
+                    if now >= deadline:
+                        report = self._watchdog()
+                        if report.status != "judging":
+                            return report
+                        deadline = now + (self.record.deadline_ms - self.record.created_ms)
+                        continue
+                    waits_ms = [WAKE_FALLBACK_S * 1000, deadline - now]
+                    if self.timeout_ms is not None:
+                        waits_ms.append(started + self.timeout_ms - now)
+                    if not hinted:
+                        waits_ms.append(started + NO_WORKER_HINT_S * 1000 - now)
+                    if self.rt.runs.wait_wake(run_id, max(min(waits_ms), 10) / 1000):
+                        time.sleep(COALESCE_S)
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    outage.failed(exc)
+        finally:
+            done.set()
+
+    def _watch_stop(self, done: threading.Event) -> None:
+        """Push the run's wake list once ``stop_requested`` turns true (Ctrl-C), so the
+        blocked waiter sees it at once; ends with the wait."""
+        while not done.wait(STOP_CHECK_S):
+            if self.stop_requested():
+                with contextlib.suppress(redis.RedisError):
+                    self.rt.runs.poke(self.record.run_id)
+                return
+
+    def _wait_polling(self) -> CouncilReport:
+        """:meth:`wait`, polling the run every :data:`POLL_S`."""
         run_id = self.record.run_id
         started = now_ms()
         deadline = self.record.deadline_ms
@@ -225,10 +324,7 @@ class Waiter:
         journal recorded so far."""
         states = self.rt.runs.progress(self.record.run_id)
         counts = self.rt.journals.recorded_counts(self.record.run_id)
-        return {
-            p: (s.model_copy(update={"findings": counts.get(p, 0)}) if s.state == "running" else s)
-            for p, s in states.items()
-        }
+        return _shown(states, counts)
 
     def _halt(self, status: str, stop: Stop) -> CouncilReport:
         """Cancel the reviewers, give them :data:`CANCEL_GRACE_MS` to stop, settle with

@@ -11,7 +11,7 @@ Source: docs/architecture.md "Layers" (reviewers), docs/harvest.md §7.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -84,6 +84,11 @@ def ignore_events(event: str, **fields: object) -> None:
     """An :class:`EventLog` that drops everything (the default)."""
 
 
+def nothing_heard() -> int:
+    """A ``ReviewRequest.heard`` for a journal no other process writes to (the default)."""
+    return 0
+
+
 @dataclass(frozen=True)
 class ReviewRequest:
     """Everything a backend needs for one review.
@@ -114,6 +119,10 @@ class ReviewRequest:
       :data:`council.reviewers.tools.READ_MAX_BYTES`).
     * ``scripts``: where each script run of this attempt records its row
       (``run_script``, ``council run-script``); the worker's goes straight to Redis.
+    * ``heard``: how many entries the journal holds for this attempt, those another
+      process stored straight into it included (a program's ``council record`` in
+      distributed mode); cheap to call often (the worker caches it). A change is
+      activity for the idle clock, as a line of the journal file is.
     """
 
     participant: Participant
@@ -133,6 +142,7 @@ class ReviewRequest:
     events: EventLog = ignore_events
     tool_read_max_bytes: int | None = None
     scripts: ScriptSink = ignore_scripts
+    heard: Callable[[], int] = nothing_heard
 
 
 class Reviewer(Protocol):

@@ -17,14 +17,16 @@ Source: docs/identity-and-clocks.md "Clocks", docs/harvest.md §1 and §7, docs/
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import signal
 import subprocess  # nosec B404
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Literal, cast
@@ -69,6 +71,39 @@ Why: a program file written by this process (a base-tree program, see
 instant before the write's descriptor closed, until that child execs. Starting the
 program then fails with "Text file busy" though nothing is wrong with it; the window is
 a few milliseconds (golang/go#22315 describes the same race)."""
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when its parent dies (Linux)."""
+
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+"""libc's prctl, looked up once here, not in a forked child (no dlsym after fork)."""
+
+
+def _die_with_worker(parent: int) -> Callable[[], None] | None:
+    """The child's preexec: SIGKILL this program when the worker dies (Linux), for a
+    program run unconfined (a sandboxed one gets the same from bwrap's
+    ``--die-with-parent``, see :mod:`council.reviewers.sandbox`).
+
+    Why: a worker SIGKILLed (OOM, a lost host's kill) cannot stop its reviewer programs;
+    reparented to PID 1 they would run on past their backstop, recording into an attempt
+    nobody will file. ``PR_SET_PDEATHSIG`` fires on the death of the THREAD that forked
+    the child, not only the process: the review thread that starts a program is the one
+    that supervises it until it ends (:func:`_supervise`), so it outlives the program
+    unless the whole worker dies, which is exactly when the program must die too. A
+    worker dead between the fork and the prctl is caught by comparing the parent pid.
+    Only async-signal-safe work happens in the child (one prctl call, getppid, _exit).
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
 
 JOURNAL_ENV = "COUNCIL_JOURNAL"
 """The variable that names the journal file (JSONL, one finding per line) to a program."""
@@ -335,9 +370,10 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     it runs unconfined with a note saying so. ``request.sandbox`` None: unconfined, no
     note (tests and tools that run trusted programs).
 
-    Clocks (ms): ``backstop_ms`` → stop ``wall-clock``; ``idle_ms`` with no stdout byte and
-    no new journal line → stop ``idle``; ``request.cancel`` → stop ``cancelled``. On a stop
-    the group is killed (:func:`kill_group`); partial stdout and the journal are kept.
+    Clocks (ms): ``backstop_ms`` → stop ``wall-clock``; ``idle_ms`` with no stdout byte, no
+    new journal line and no new entry in ``request.heard()`` → stop ``idle``;
+    ``request.cancel`` → stop ``cancelled``. On a stop the group is killed
+    (:func:`kill_group`); partial stdout and the journal are kept.
     When the program exits, anything it left running in its group is stopped too.
     """
     started = time.monotonic()
@@ -457,6 +493,7 @@ def _start(argv: list[str], workdir: Path | None, env: dict[str, str]) -> subpro
                 cwd=workdir,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_worker(os.getpid()),  # see its docstring
             )
         except OSError as error:
             if error.errno != errno.ETXTBSY or wait_ms is None:
@@ -482,8 +519,12 @@ def _supervise(
     )
     feeder.start()
     stop: Stop | None = None
+    heard = request.heard()
     while proc.poll() is None:
         if follower.poll():
+            activity.touch()
+        if (now_heard := request.heard()) != heard:  # a `council record` straight to Redis
+            heard = now_heard
             activity.touch()
         elapsed_ms = int((time.monotonic() - started) * 1000)
         if request.cancel.is_set():

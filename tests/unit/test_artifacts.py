@@ -33,7 +33,7 @@ def client() -> Iterator[Any]:
 
 
 def opened(client: Any, *runs: str) -> None:
-    """Open each run as the council does (its record written, no TTL yet)."""
+    """Open each run as the council does (its record written with its opening TTL)."""
     sessions = _sessions(client)
     for run in runs:
         sessions.open_run(_record(run), [("reviewer", _participant(f"hawk-{run}"))], 2000)
@@ -133,12 +133,13 @@ def test_a_put_needs_a_live_run_and_a_json_value(client: Any) -> None:
 
 
 def test_artifacts_get_the_run_s_retention_when_it_settles(client: Any) -> None:
-    """Before settling the artifacts hash has no TTL (like every run key); settling
-    gives it the run retention; a put after settling keeps the run's remaining TTL."""
+    """Before settling the artifacts hash has the run's opening TTL (its deadline plus
+    the retention, like the run record); settling gives it the run retention; a put after
+    settling keeps the run's remaining TTL."""
     opened(client, "r1")
     store = ArtifactStore(client, KEYS)
     ref = store.put("r1", {"a": 1})
-    assert client.ttl(KEYS.run_artifacts("r1")) == -1
+    assert 600 < client.ttl(KEYS.run_artifacts("r1")) <= client.ttl(KEYS.run("r1")) + 1
     _settle(_sessions(client), _record("r1"), 1, 3000)
     assert 0 < client.ttl(KEYS.run_artifacts("r1")) <= 600
     client.delete(KEYS.run_artifacts("r1"))

@@ -33,6 +33,7 @@ ALLOWED: dict[tuple[RunStatus | None, Event], tuple[str, ...]] = {
     ("open", "worker_lost"): ("judging", "waiting", "settled", "partial"),
     ("open", "watchdog_fired"): ("judging", "waiting", "settled", "partial"),
     ("open", "cancelled"): ("cancelled",),
+    ("open", "abandoned"): ("cancelled",),
     ("open", "timed_out"): ("timeout",),
     ("judging", "judge_settled"): ("waiting", "settled", "partial"),
     ("judging", "watchdog_fired"): ("waiting", "settled", "partial"),

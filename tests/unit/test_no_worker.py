@@ -165,8 +165,8 @@ def test_a_short_redis_outage_is_ridden_out_and_said_once(
     when Redis answers again, and the run settles as if nothing happened."""
     monkeypatch.setattr(waiting, "OUTAGE_PAUSE_S", (0.001, 0.004))
     record = _open(rt, deadline_ms=now_ms() - 1)
-    flaky = Flaky(rt.runs.status, down=6)
-    monkeypatch.setattr(rt.runs, "status", flaky)
+    flaky = Flaky(rt.runs.wait_read, down=6)  # what the woken waiter reads
+    monkeypatch.setattr(rt.runs, "wait_read", flaky)
     said: list[str] = []
     report = _waiter(rt, record, said).wait()
     assert report.status != "open" and flaky.calls > 6
@@ -185,8 +185,8 @@ def test_a_long_redis_outage_ends_in_store_unavailable_naming_the_url(
     monkeypatch.setattr(waiting, "OUTAGE_PAUSE_S", (0.01, 0.05))
     monkeypatch.setattr(waiting, "REDIS_OUTAGE_S", 0.3)
     record = _open(rt, deadline_ms=now_ms() + 600_000)
-    flaky = Flaky(rt.runs.status, down=10**9)
-    monkeypatch.setattr(rt.runs, "status", flaky)
+    flaky = Flaky(rt.runs.wait_read, down=10**9)
+    monkeypatch.setattr(rt.runs, "wait_read", flaky)
     said: list[str] = []
     with pytest.raises(StoreUnavailable) as caught:
         _waiter(rt, record, said).wait()

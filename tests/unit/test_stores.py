@@ -279,3 +279,32 @@ def test_every_key_is_under_the_prefix_and_distinct() -> None:
     shapes = keys.run_keys("r", ["p"], {"p": 2}) + keys.session_keys("s") + [keys.runs_index()]
     assert all(k.startswith("x:") for k in shapes)
     assert len(set(shapes)) == len(shapes)
+
+
+def test_open_run_gives_the_run_its_ttl_and_indexes_it(client: Any) -> None:
+    """A run expires even if it never settles: TTL = until its deadline + retention; it is
+    listed as open (scored by its deadline) and as not yet dispatched."""
+    sessions = _sessions(client)
+    rec = _record("r1", deadline_ms=2000 + 50_000)
+    sessions.open_run(rec, [("reviewer", _participant("hawk"))], now_ms=2000)
+    assert 600 + 40 <= client.ttl(KEYS.run("r1")) <= 600 + 51
+    assert client.zscore(KEYS.runs_open(), "r1") == 52_000
+    assert client.zscore(KEYS.runs_undispatched(), "r1") == 2000
+    RunStore(client, KEYS).mark_dispatched("r1")
+    assert client.zscore(KEYS.runs_undispatched(), "r1") is None
+
+
+def test_the_runs_index_is_trimmed_by_age_at_each_opening(client: Any) -> None:
+    """Runs older than the run retention (their keys are gone) leave council:runs."""
+    sessions = _sessions(client)
+    client.zadd(KEYS.runs_index(), {"ancient": 1, "recent": 2_000_000})
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], now_ms=2_000_000)
+    assert {m.decode() for m in client.zrange(KEYS.runs_index(), 0, -1)} == {"recent", "r1"}
+
+
+def test_put_inputs_with_a_ttl_sets_it_on_every_input(client: Any) -> None:
+    runs = RunStore(client, KEYS)
+    runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {"hawk": b"#!x"}, ttl_s=99)
+    for key in (KEYS.run_roster("r1"), KEYS.run_prompt("r1"), KEYS.run_tree("r1"),
+                KEYS.run_program("r1", "hawk"), KEYS.run_state("r1"), KEYS.run_change("r1")):
+        assert 0 < client.ttl(key) <= 99, key

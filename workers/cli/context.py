@@ -82,8 +82,9 @@ class CliContext:
         """Whether a Redis URL was given (else embedded mode)."""
         return self.settings.redis_url is not None
 
-    def runtime(self) -> Runtime:
-        """A runtime on the configured Redis; exit 2 without a URL, 3 when unreachable."""
+    def runtime(self, *, check: bool = True) -> Runtime:
+        """A runtime on the configured Redis; exit 2 without a URL, 3 when unreachable
+        (``check``: PING it first; without, the first command finds out)."""
         if not self.distributed:
             raise UsageProblem(
                 "this command reads what Redis holds: set COUNCIL_REDIS_URL or pass --redis URL"
@@ -91,9 +92,13 @@ class CliContext:
         # Imported here: redis and the stores are for the commands that reach Redis,
         # not for every start of the CLI (``council record`` runs once per finding).
         from council.errors import ConfigurationError, StoreUnavailable
-        from workers.runtime import build_runtime
+        from workers.runtime import build_runtime, connect
 
         try:
+            if not check:
+                url = self.settings.redis_url_value() or ""
+                client = connect(url, source=self.redis_source, check=False)
+                return build_runtime(self.settings, client, source=self.redis_source)
             return build_runtime(self.settings, source=self.redis_source)
         except ConfigurationError as exc:
             raise UsageProblem(str(exc)) from None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -75,12 +77,9 @@ def record_command(
         click.echo(reply(0, recording.rejected), err=True)
         raise SystemExit(2)
     if cli.distributed and run and participant:
-        rt = cli.runtime()
-        n = attempt or max(1, rt.journals.attempts(run, participant))
-        replies = [rt.journals.append(run, participant, n, e) for e in recording.entries]
-        failed = [r for r in replies if r != "Recorded."]
+        failed = _record_in_redis(cli, run, participant, attempt, recording.entries)
         if failed:
-            click.echo(failed[0], err=True)
+            click.echo(failed, err=True)
             raise SystemExit(1)
     elif journal_file is not None:
         try:
@@ -98,6 +97,44 @@ def record_command(
             "and COUNCIL_REDIS_URL, or COUNCIL_JOURNAL (the worker sets them)"
         )
     click.echo(reply(len(recording.entries), recording.rejected), err=True)
+
+
+RECORD_OUTAGE_S = 60.0
+"""Seconds ``council record`` waits for an unreachable Redis (a restart, a failover)
+before it gives up and says the entry was not recorded (exit 1)."""
+
+
+def _record_in_redis(
+    cli: CliContext, run: str, participant: str, attempt: int | None, entries: Sequence[str]
+) -> str | None:
+    """Store ``entries`` in the participant's journal, waiting out a Redis outage for up
+    to :data:`RECORD_OUTAGE_S`; None when all were recorded, else the first refusal
+    (the run moved on, the participant was settled, a cap) or the outage's reply."""
+    from workers.patience import OUTAGE_ERRORS, patiently
+
+    until = time.monotonic() + RECORD_OUTAGE_S
+    rt = cli.runtime(check=False)
+    try:
+        found = patiently("record", lambda: rt.runs.participant(run, participant), until=until)
+        live = "judging" if found is not None and found.role == "judge" else "open"
+        n = attempt or max(
+            1, patiently("record", lambda: rt.journals.attempts(run, participant), until=until)
+        )
+        for entry in entries:
+
+            def store(entry: str = entry) -> int:
+                return rt.journals.store(run, participant, n, entry, live=live)
+
+            code = patiently("record", store, until=until)
+            reply = rt.journals.reply(code, len(entry.encode("utf-8", errors="replace")))
+            if reply != "Recorded.":
+                return reply
+    except OUTAGE_ERRORS as exc:
+        return (
+            f"Not recorded (Redis did not answer for {RECORD_OUTAGE_S:g} s: "
+            f"{type(exc).__name__}); keep it for your final answer."
+        )
+    return None
 
 
 @click.command("harvest")

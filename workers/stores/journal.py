@@ -26,12 +26,28 @@ STORE_MAX_ENTRY_BYTES = 1024 * 1024
 """Bytes one stored entry may take (1 MiB)."""
 
 _APPEND = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return -3 end
+if ARGV[5] ~= '' then
+  local status = redis.call('HGET', KEYS[4], 'status')
+  if status and status ~= ARGV[5] then return -4 end
+end
 if string.len(ARGV[1]) > tonumber(ARGV[3]) then return -1 end
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -2 end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
 return n
 """
+"""KEYS: the attempt's journal, the run's recorded counts, the participant's outcome, the
+run hash; ARGV: the entry, the entry cap, the byte cap, the participant, the status the
+run must still be in ('' for no check). Returns the list's length, or -1 (over the byte
+cap), -2 (journal full), -3 (the participant's outcome is stored: nobody will read this
+attempt again), -4 (the run moved on)."""
+
+NOT_STORED: dict[int, str] = {
+    -3: "the participant's review was already settled; nobody will read this entry",
+    -4: "the run has moved on (its reviewers were filed, or it settled)",
+}
+"""Why an entry was refused for good, by the append script's code."""
 
 _READ_ALL = """
 local n = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -67,31 +83,57 @@ class JournalStore:
         value = self._r.get(self._keys.run_attempts(run_id, participant))
         return int(value) if value is not None else 0
 
-    def append(self, run_id: str, participant: str, attempt: int, raw: str) -> str:
+    def store(
+        self, run_id: str, participant: str, attempt: int, raw: str, *, live: str = ""
+    ) -> int:
+        """Store one raw entry as given; return the append script's code (the list's
+        length, or a negative refusal, see :data:`_APPEND`).
+
+        ``live``: the status the run must still be in (``open`` for a reviewer,
+        ``judging`` for the judge; "" checks nothing). An entry is refused for good once
+        the participant's outcome is stored or the run left ``live``: a program still
+        running after its attempt was settled (an orphan) must not be told "Recorded.".
+        Raises what redis-py raises (the caller decides whether to wait for Redis).
+        """
+        data = raw.encode("utf-8", errors="replace")
+        k = self._keys
+        return int(
+            self._append(
+                keys=[
+                    k.journal(run_id, participant, attempt),
+                    k.run_recorded(run_id),
+                    k.run_outcome(run_id, participant),
+                    k.run(run_id),
+                ],
+                args=[data, self._max_entries, self._max_entry_bytes, participant, live],
+            )
+        )
+
+    def append(
+        self, run_id: str, participant: str, attempt: int, raw: str, *, live: str = ""
+    ) -> str:
         """Store one raw entry as given; return the reply sentence of docs/harvest.md §1.
 
         Never raises: a refused or failed store says so in the reply, so the reviewer
-        keeps the finding for its final answer.
+        keeps the finding for its final answer. ``live`` as in :meth:`store`.
         """
-        data = raw.encode("utf-8", errors="replace")
         try:
-            n = int(
-                self._append(
-                    keys=[
-                        self._keys.journal(run_id, participant, attempt),
-                        self._keys.run_recorded(run_id),
-                    ],
-                    args=[data, self._max_entries, self._max_entry_bytes, participant],
-                )
-            )
+            n = self.store(run_id, participant, attempt, raw, live=live)
         except redis.RedisError as exc:
             return (
                 f"Not recorded ({type(exc).__name__}: the journal store failed); "
                 "keep it for your final answer."
             )
+        return self.reply(n, len(raw.encode("utf-8", errors="replace")))
+
+    def reply(self, n: int, size: int) -> str:
+        """The reply sentence for the append script's code ``n`` of an entry of ``size``
+        bytes."""
+        if n in NOT_STORED:
+            return f"Not recorded ({NOT_STORED[n]}); keep it for your final answer."
         if n == -1:
             return (
-                f"Not recorded (the entry is {len(data)} bytes, over the journal's "
+                f"Not recorded (the entry is {size} bytes, over the journal's "
                 f"{self._max_entry_bytes}-byte cap); keep it for your final answer."
             )
         if n == -2:

@@ -27,6 +27,11 @@ class Keys:
         """Hash: participant id → progress JSON (state, started/updated ms)."""
         return f"{self.prefix}run:{run_id}:state"
 
+    def run_wake(self, run_id: str) -> str:
+        """List of at most one element: pushed whenever the run's progress, an outcome or
+        its state changes; the waiting CLI blocks on it (BLPOP) instead of polling."""
+        return f"{self.prefix}run:{run_id}:wake"
+
     def run_recorded(self, run_id: str) -> str:
         """Hash: participant id → journal entries recorded so far (progress only)."""
         return f"{self.prefix}run:{run_id}:recorded"
@@ -156,8 +161,34 @@ class Keys:
         return f"{self.prefix}run:{run_id}:judge-sent"
 
     def runs_index(self) -> str:
-        """Sorted set: run id scored by creation time (ms), for ``council runs``."""
+        """Sorted set: run id scored by creation time (ms), for ``council runs``; trimmed
+        by age (the run retention) and count at every opening."""
         return f"{self.prefix}runs"
+
+    def runs_open(self) -> str:
+        """Sorted set: run id of every run not yet final, scored by the ms past which a
+        sweep settles it as the watchdog would (its deadline; once ``judging``, the
+        judge's). Removed when the run's final transition is committed."""
+        return f"{self.prefix}runs:open"
+
+    def runs_undispatched(self) -> str:
+        """Sorted set: run id of every run opened and not yet dispatched, scored by its
+        opening (ms); a run left here too long was abandoned by its CLI."""
+        return f"{self.prefix}runs:undispatched"
+
+    def leases(self) -> str:
+        """Sorted set: ``{run}|{participant}|{attempt}`` of every running attempt, scored
+        by the ms its lease lapses; its worker pushes it forward every beat."""
+        return f"{self.prefix}leases"
+
+    @staticmethod
+    def lease_member(run_id: str, participant: str, attempt: int) -> str:
+        """The member of :meth:`leases` for one attempt (ids contain no ``|``)."""
+        return f"{run_id}|{participant}|{attempt}"
+
+    def sweep_lock(self) -> str:
+        """String: held (SET NX PX) by the worker sweeping this period."""
+        return f"{self.prefix}sweep"
 
     def run_keys(
         self, run_id: str, participants: Iterable[str], attempts: dict[str, int]
@@ -177,6 +208,7 @@ class Keys:
             self.run_judge_sent(run_id),
             self.run_cancel(run_id),
             self.run_artifacts(run_id),
+            self.run_wake(run_id),
         ]
         for p in participants:
             keys += [

@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import redis
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.cost import PriceTable
@@ -51,16 +52,21 @@ workers of either version read each other's."""
 _START_ATTEMPTS = """
 local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
 local numbers = {}
-for i = 2, #KEYS do
+local lease = tonumber(ARGV[2])
+for i = 3, #KEYS do
   local n = redis.call('INCR', KEYS[i])
-  redis.call('HSET', KEYS[1], ARGV[i], shown .. n .. '}')
-  numbers[i - 1] = n
+  redis.call('HSET', KEYS[1], ARGV[i + 1], shown .. n .. '}')
+  if lease > 0 then
+    redis.call('ZADD', KEYS[2], lease, ARGV[3] .. '|' .. ARGV[i + 1] .. '|' .. n)
+  end
+  numbers[i - 2] = n
 end
 return numbers
 """
-"""KEYS: the progress hash, then each participant's attempts counter; ARGV: the progress
-JSON object without ``attempt`` (each new attempt number is added to it), then each
-participant. Returns the new attempt numbers, in order."""
+"""KEYS: the progress hash, the leases set, then each participant's attempts counter;
+ARGV: the progress JSON object without ``attempt`` (each new attempt number is added to
+it), the ms the attempts' leases lapse (0: no lease), the run id, then each participant
+(ARGV[i + 1] goes with KEYS[i]). Returns the new attempt numbers, in order."""
 
 _PUT_OUTCOME = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
@@ -174,6 +180,25 @@ class Settled:
     progress: Progress
 
 
+WAKE_TTL_S = 24 * 3600
+"""Seconds a run's wake list lives after its last push (a waiter that never came)."""
+
+_WAIT_READ = """
+local status = redis.call('HGET', KEYS[1], 'status')
+return {status or false, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+"""
+"""KEYS: the run hash, its progress hash, its recorded counts. What the waiting CLI reads
+after each wake, in one command: the status, every progress, every count."""
+
+
+def wake(pipe: redis.client.Pipeline, keys: Keys, run_id: str) -> None:
+    """Queue the push that wakes the run's waiting CLI (at most one element is kept)."""
+    key = keys.run_wake(run_id)
+    pipe.rpush(key, b"1")
+    pipe.ltrim(key, -1, -1)
+    pipe.expire(key, WAKE_TTL_S)
+
+
 class RunStore:
     """Read and write one run's keys."""
 
@@ -194,8 +219,13 @@ class RunStore:
         arg_files: Mapping[str, Mapping[str, bytes]] | None = None,
         config: Mapping[str, bytes] | None = None,
         secrets: Sequence[SecretSpan] = (),
+        ttl_s: int | None = None,
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
+
+        ``ttl_s``: the TTL every one of these keys gets (the run's opening TTL, see
+        :meth:`SessionStore.open_ttl_s`), so a run that never settles leaves nothing
+        behind for ever; settling sets the retention on them like on every run key.
 
         ``personas``: participant id → its persona charter's body, for a participant
         whose prompt is built later (the judge's, once the reviewers are filed); read
@@ -232,7 +262,27 @@ class RunStore:
             k.run_state(run_id),
             mapping={p.id: Progress().model_dump_json() for p in participants},
         )
+        if ttl_s is not None:
+            written = [
+                k.run_change(run_id),
+                k.run_roster(run_id),
+                k.run_participants(run_id),
+                k.run_state(run_id),
+                *([k.run_prompt(run_id)] if stored else []),
+                *([k.run_tree(run_id)] if tree is not None else []),
+                *(k.run_program(run_id, pid) for pid in programs),
+                *(k.run_args(run_id, pid) for pid, files in (arg_files or {}).items() if files),
+                *([k.run_config(run_id)] if config else []),
+                *([k.run_secrets(run_id)] if secrets else []),
+            ]
+            for key in written:
+                pipe.expire(key, ttl_s)
         pipe.execute()
+
+    def mark_dispatched(self, run_id: str) -> None:
+        """The run's chord is about to be sent: it is no longer a run its CLI might have
+        abandoned between opening and dispatch (``runs:undispatched``)."""
+        self._r.zrem(self._keys.runs_undispatched(), run_id)
 
     def put_session_inputs(
         self,
@@ -468,26 +518,63 @@ class RunStore:
 
     # -- progress and outcomes --------------------------------------------------------------
     def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:
-        """Record a participant's progress."""
-        self._r.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+        """Record a participant's progress (and wake the waiting CLI)."""
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
 
     def set_progress_many(self, run_id: str, progress: Mapping[str, Progress]) -> None:
-        """Record several participants' progress (participant → Progress) in one HSET."""
+        """Record several participants' progress (participant → Progress) in one HSET
+        (and wake the waiting CLI), one round trip."""
         if progress:
-            self._r.hset(
+            pipe = self._r.pipeline(transaction=False)
+            pipe.hset(
                 self._keys.run_state(run_id),
                 mapping={p: s.model_dump_json() for p, s in progress.items()},
             )
+            wake(pipe, self._keys, run_id)
+            pipe.execute()
+
+    def wait_read(
+        self, run_id: str
+    ) -> tuple[RunStatus | None, dict[str, Progress], dict[str, int]]:
+        """The status, every participant's progress and every recorded count, in ONE
+        command (a script): what the waiting CLI reads after each wake."""
+        k = self._keys
+        status, states, counts = self._r.eval(
+            _WAIT_READ, 3, k.run(run_id), k.run_state(run_id), k.run_recorded(run_id)
+        )
+        progress = {
+            states[i].decode(): Progress.model_validate_json(states[i + 1])
+            for i in range(0, len(states), 2)
+        }
+        recorded = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
+        return (status.decode() if status else None), progress, recorded
+
+    def wait_wake(self, run_id: str, timeout_s: float) -> bool:
+        """Block until the run's wake list is pushed or ``timeout_s`` passes (BLPOP);
+        whether it was pushed."""
+        key = self._keys.run_wake(run_id)
+        return self._r.blpop([key], timeout=max(timeout_s, 0.01)) is not None
+
+    def poke(self, run_id: str) -> None:
+        """Wake the run's waiting CLI (it reads the run again)."""
+        pipe = self._r.pipeline(transaction=False)
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
 
     def start_attempts(
-        self, run_id: str, participants: Sequence[str], started_ms: int
+        self, run_id: str, participants: Sequence[str], started_ms: int, lease_ms: int = 0
     ) -> dict[str, int]:
         """Start a new attempt of each participant, in one round trip (one script call).
 
         Per participant, atomically: INCR its attempts counter (the counter
         :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
         counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
-        that attempt number. Returns participant → the attempt number (1, 2, …).
+        that attempt number, and, when ``lease_ms`` > 0, give the attempt a lease lapsing
+        at ``started_ms + lease_ms`` (:mod:`workers.leases`). Returns participant → the
+        attempt number (1, 2, …).
         """
         k = self._keys
         body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
@@ -495,8 +582,12 @@ class RunStore:
         ids = list(participants)
         if not ids:
             return {}
-        keys = [k.run_state(run_id), *(k.run_attempts(run_id, p) for p in ids)]
-        numbers = self._r.eval(_START_ATTEMPTS, len(keys), *keys, shown, *ids)
+        keys = [k.run_state(run_id), k.leases(), *(k.run_attempts(run_id, p) for p in ids)]
+        lapse = started_ms + lease_ms if lease_ms > 0 else 0
+        pipe = self._r.pipeline(transaction=False)
+        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, lapse, run_id, *ids)
+        wake(pipe, self._keys, run_id)
+        numbers = pipe.execute()[0]
         return {p: int(n) for p, n in zip(ids, numbers, strict=True)}
 
     def progress(self, run_id: str) -> dict[str, Progress]:
@@ -518,7 +609,7 @@ class RunStore:
         return bool(stored)
 
     def put_outcomes(
-        self, run_id: str, settled: Sequence[Settled]
+        self, run_id: str, settled: Sequence[Settled], leases: Sequence[str] = ()
     ) -> dict[str, ParticipantOutcome]:
         """Store each outcome unless one is stored (first terminal result wins), in one
         pipelined round trip; the same rule as :meth:`put_outcome`.
@@ -526,10 +617,13 @@ class RunStore:
         Per participant, atomically: SET NX the outcome; when this call stored it, also
         archive the answer and record ``progress``. Returns, for each participant whose
         outcome was ALREADY stored, that kept outcome (the caller shows its progress);
-        participants absent from the result were stored by this call.
+        participants absent from the result were stored by this call. ``leases``: lease
+        members (:meth:`Keys.lease_member`) ended in the same round trip.
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=False)
+        if leases:
+            pipe.zrem(k.leases(), *leases)
         for s in settled:
             p = s.outcome.participant
             pipe.eval(
@@ -543,9 +637,11 @@ class RunStore:
                 p,
                 s.progress.model_dump_json(),
             )
+        wake(pipe, k, run_id)
+        replies = pipe.execute()[1 if leases else 0 : -3]
         return {
             s.outcome.participant: ParticipantOutcome.model_validate_json(kept)
-            for s, kept in zip(settled, pipe.execute(), strict=True)
+            for s, kept in zip(settled, replies, strict=True)
             if kept is not None
         }
 

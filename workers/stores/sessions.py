@@ -39,7 +39,7 @@ from council.participant import Identity, Participant, Role
 from council.report.model import CouncilReport
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
-from workers.stores.runs import RunRecord, dumps
+from workers.stores.runs import RunRecord, dumps, wake
 
 HEARD = "heard:"
 """Prefix of the ``session:{s}:reviewed`` fields that hold, per reviewer, the head of the
@@ -76,6 +76,14 @@ return #KEYS
 """
 """KEYS: the keys to expire; ARGV: the TTL in seconds. One command for a run's thousands
 of keys (a pipelined EXPIRE each cost 21 ms of a 500-participant settle, py-spy)."""
+
+
+RUNS_INDEX_MAX = 10_000
+"""Most runs ``council:runs`` lists; older ones are trimmed at each opening (as are runs
+older than the run retention, whose keys have expired)."""
+
+OPEN_TTL_CAP_S = 30 * 24 * 3600
+"""The longest a run's deadline counts toward its keys' TTL at opening (30 days)."""
 
 
 class Waiting(BaseModel):
@@ -165,7 +173,14 @@ class SessionStore:
                         k.run(record.run_id),
                         mapping={"record": record.model_dump_json(), "status": "open"},
                     )
+                    pipe.expire(k.run(record.run_id), self.open_ttl_s(record, now_ms))
+                    pipe.zremrangebyscore(
+                        k.runs_index(), "-inf", f"({now_ms - self._run_ttl * 1000}"
+                    )
                     pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
+                    pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
+                    pipe.zadd(k.runs_open(), {record.run_id: record.deadline_ms})
+                    pipe.zadd(k.runs_undispatched(), {record.run_id: now_ms})
                     pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)
@@ -173,6 +188,13 @@ class SessionStore:
                     return identities
                 except redis.WatchError:
                     continue
+
+    def open_ttl_s(self, record: RunRecord, now_ms: int) -> int:
+        """The TTL a run's keys get when it opens: until its deadline (at most
+        :data:`OPEN_TTL_CAP_S` ahead), plus the run retention. A run that never settles
+        still expires; settling sets the retention from then on."""
+        until_deadline = max(0, record.deadline_ms - now_ms) // 1000 + 1
+        return min(until_deadline, OPEN_TTL_CAP_S) + self._run_ttl
 
     def next_finding_id(self, session: str) -> int:
         """The id the session's next new finding gets (ids are issued once, never reused).
@@ -231,10 +253,17 @@ class SessionStore:
                         fields["settled_ms"] = str(now_ms)
                     if transition.parks:
                         pipe.hdel(k.session_open(s), rid)
+                        pipe.zrem(k.runs_open(), rid)
+                        pipe.zrem(k.runs_undispatched(), rid)
+                    elif transition.target == "judging":
+                        # The judge gets a round length of its own before a sweep steps in.
+                        span = max(0, record.deadline_ms - record.created_ms)
+                        pipe.zadd(k.runs_open(), {rid: now_ms + span})
                     if filing.memory is not None:
                         self._remember_round(pipe, record, filing.memory, now_ms)
                     self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
+                    wake(pipe, k, rid)
                     if transition.parks:
                         expiring = k.run_keys(rid, everyone, attempts)
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)

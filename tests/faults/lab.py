@@ -1,0 +1,285 @@
+"""The fault lab: a real redis-server with AOF that can be killed and restarted on its port,
+real ``celery worker`` processes, and ``council review`` as a child process.
+
+Every fault test builds one :class:`Lab`, starts what it needs, injects its fault, and
+asserts on the settled report: every recorded finding filed exactly once, the run settled,
+the right status and reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from tests.gitrepo import project_history_repo
+from tests.services import ROOT, ServiceError, free_port, review_argv, worker_argv
+
+
+def finding(i: int, who: str = "") -> dict[str, Any]:
+    """One journal entry, distinct per ``i`` (and per reviewer ``who``)."""
+    return {
+        "subject": f"Journal finding {who}{i}",
+        "label": "issue",
+        "severity": "minor",
+        "location": {"kind": "file", "file": "tools/runner.py"},
+    }
+
+
+@dataclass
+class Lab:
+    """One test's services. ``tmp``: its directory; everything it started is stopped by
+    :meth:`close`."""
+
+    tmp: Path
+    port: int = field(default_factory=free_port)
+    redis_proc: subprocess.Popen[bytes] | None = None
+    workers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    children: list[subprocess.Popen[Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    netns: str | None = None
+    """The network namespace redis-server runs in (:meth:`isolate`), None: this one."""
+    _veth: str = ""
+    _made: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+    # -- the network --------------------------------------------------------------------
+    def isolate(self) -> None:
+        """Move redis-server behind a link of its own: a network namespace joined to this
+        one by a veth pair, so :meth:`cut` and :meth:`heal` can take the link down and up
+        (TCP connections stay open; packets just stop). Call before :meth:`start_redis`.
+        Raises ``OSError``/``CalledProcessError`` when namespaces cannot be made here."""
+        tag = f"{os.getpid() % 10000}{self.port % 1000}"
+        net = self.port % 250 + 1
+        self.netns, self._veth = f"cf{tag}", f"cfh{tag}"
+        peer = f"cfr{tag}"
+        self._made = True
+        for argv in (
+            ["ip", "netns", "add", self.netns],
+            ["ip", "link", "add", self._veth, "type", "veth", "peer", "name", peer],
+            ["ip", "link", "set", peer, "netns", self.netns],
+            ["ip", "addr", "add", f"10.231.{net}.1/30", "dev", self._veth],
+            ["ip", "link", "set", self._veth, "up"],
+            ["ip", "netns", "exec", self.netns, "ip", "addr", "add", f"10.231.{net}.2/30",
+             "dev", peer],
+            ["ip", "netns", "exec", self.netns, "ip", "link", "set", peer, "up"],
+            ["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"],
+        ):
+            subprocess.run(argv, check=True, capture_output=True)
+        self.host = f"10.231.{net}.2"
+
+    def cut(self) -> None:
+        """Take the link to redis-server down (nothing is refused: packets are lost)."""
+        subprocess.run(["ip", "link", "set", self._veth, "down"], check=True)
+
+    def heal(self) -> None:
+        subprocess.run(["ip", "link", "set", self._veth, "up"], check=True)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url, socket_timeout=5)
+
+    # -- redis ------------------------------------------------------------------------
+    def start_redis(self, timeout_s: float = 15.0) -> None:
+        """Start (or restart) redis-server on this lab's port and directory, AOF on."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise ServiceError("redis-server is missing")
+        data = self.tmp / "redis"
+        data.mkdir(exist_ok=True)
+        argv = [
+            *(["ip", "netns", "exec", self.netns] if self.netns else []),
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            self.host,
+            "--dir",
+            str(data),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--maxmemory-policy",
+            "noeviction",
+            "--protected-mode",
+            "no",
+        ]
+        self.redis_proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        client = self.client()
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline:
+                        raise ServiceError("redis-server did not start") from None
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def stop_redis(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Stop redis-server with ``sig`` (SIGTERM: it writes its AOF and exits; SIGKILL:
+        what was written to the AOF is what survives)."""
+        assert self.redis_proc is not None
+        self.redis_proc.send_signal(sig)
+        self.redis_proc.wait(timeout=30)
+        self.redis_proc = None
+
+    # -- workers ----------------------------------------------------------------------
+    def start_worker(self, name: str, threads: int = 8, **env: str) -> subprocess.Popen[bytes]:
+        """A real ``celery worker`` on every council queue; returns once it answers ping."""
+        full = {
+            **os.environ,
+            "COUNCIL_REDIS_URL": self.url,
+            "COUNCIL_RESTORE_INTERVAL_S": "1",
+            "COUNCIL_WORK_DIR": str(self.tmp / f"work-{name}"),
+            **self.env,
+            **env,
+        }
+        log = (self.tmp / f"{name}.log").open("wb")
+        proc = subprocess.Popen(
+            worker_argv(name, threads),
+            cwd=ROOT,
+            env=full,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        self.workers[name] = proc
+        self._wait_ready(name, proc)
+        return proc
+
+    def _wait_ready(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        from celery import Celery
+
+        probe = Celery("probe", broker=self.url, backend=self.url)
+        deadline = time.monotonic() + 30
+        try:
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise AssertionError(f"worker {name} exited early:\n{self.log(name)[-3000:]}")
+                replies = probe.control.ping(timeout=0.5) or []
+                if any(next(iter(r)).startswith(f"{name}@") for r in replies):
+                    return
+            raise AssertionError(f"worker {name} not ready:\n{self.log(name)[-3000:]}")
+        finally:
+            probe.close()
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL a worker's whole process group (the worker and its reviewer programs)
+        — or only the worker when its children are to be left (see the orphan test)."""
+        proc = self.workers[name]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text(errors="replace")
+
+    # -- the review -------------------------------------------------------------------
+    def repo(self) -> tuple[Path, str]:
+        return project_history_repo(self.tmp / "repo")
+
+    def review(self, roster: Path, *extra: str, **env: str) -> subprocess.Popen[str]:
+        """``council review`` as a child process; its report goes to ``tmp/report.json``."""
+        repo, base = self.repo()
+        proc = subprocess.Popen(
+            review_argv(repo, base, roster, self.tmp / "report.json", "--fail-on", "never", *extra),
+            cwd=ROOT,
+            env={**os.environ, "COUNCIL_REDIS_URL": self.url, **self.env, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.children.append(proc)
+        return proc
+
+    def report(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.tmp / "report.json").read_text())
+        return data
+
+    def replay_roster(
+        self,
+        reviewers: int,
+        entries: int = 3,
+        latency_ms: int = 6000,
+        backstop_ms: int = 30000,
+    ) -> tuple[Path, set[str]]:
+        """A roster of ``reviewers`` replay reviewers, each recording ``entries`` distinct
+        findings over ``latency_ms`` and answering with its first; returns the roster and
+        every subject recorded."""
+        subjects: set[str] = set()
+        text = f"[council]\nbackstop_ms = {backstop_ms}\nidle_ms = {backstop_ms}\nanswer_ms = 0\n\n"
+        for r in range(reviewers):
+            who = f"r{r}-"
+            rows = [finding(i, who) for i in range(entries)]
+            subjects.update(row["subject"] for row in rows)
+            (self.tmp / f"{who}journal.jsonl").write_text(
+                "".join(json.dumps(row) + "\n" for row in rows)
+            )
+            (self.tmp / f"{who}answer.txt").write_text(json.dumps({"findings": rows[:1]}))
+            text += (
+                f'[[reviewers]]\nid = "r{r}"\nbackend = "replay"\n'
+                f'answer = "{who}answer.txt"\njournal = "{who}journal.jsonl"\n'
+                f"latency_ms = {latency_ms}\n\n"
+            )
+        roster = self.tmp / "council.toml"
+        roster.write_text(text)
+        return roster, subjects
+
+    def wait_for(self, what: str, check: Any, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.05)
+
+    def journal_entries(self) -> int:
+        """Entries recorded in Redis so far, every participant and attempt."""
+        client = self.client()
+        try:
+            return sum(
+                int(client.llen(k)) for k in client.scan_iter(match="council:run:*:journal:*")
+            )
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        for proc in self.children:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        for proc in self.workers.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        if self.redis_proc is not None:
+            self.redis_proc.kill()
+            self.redis_proc.wait(timeout=10)
+        if self._made and self.netns is not None:
+            subprocess.run(["ip", "link", "del", self._veth], capture_output=True)
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def assert_filed_once(report: dict[str, Any], subjects: set[str]) -> None:
+    """Every recorded subject is filed, exactly once."""
+    filed = [f["subject"] for f in report["findings"]]
+    assert sorted(filed) == sorted(subjects), filed

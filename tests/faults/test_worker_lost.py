@@ -1,0 +1,36 @@
+"""A worker is SIGKILLed mid-review while another is alive: its lease lapses, a sweep
+sends the participant again at once, and the run settles whole, long before the
+visibility timeout (2 h here, its default) would have redelivered anything."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.faults.lab import Lab, assert_filed_once
+
+pytestmark = pytest.mark.integration
+
+BACKSTOP_MS = 20_000
+
+
+def test_worker_killed_mid_review_is_sent_again_in_seconds(lab: Lab) -> None:
+    roster, subjects = lab.replay_roster(2, entries=3, latency_ms=6000, backstop_ms=BACKSTOP_MS)
+    lab.start_worker("w1")
+    started = time.monotonic()
+    review = lab.review(roster)
+    lab.wait_for("the first recorded entry", lambda: lab.journal_entries() >= 2)
+    lab.start_worker("w2")
+    time.sleep(1.0)
+    lab.kill_worker("w1")
+    _, stderr = review.communicate(timeout=120)
+    took = time.monotonic() - started
+    assert review.returncode == 0, stderr
+    report = lab.report()
+    assert report["status"] == "settled", report["participants"]
+    assert {p["state"] for p in report["participants"]} == {"answered"}
+    assert all(p["attempts"] >= 2 for p in report["participants"])
+    assert_filed_once(report, subjects)
+    assert took < BACKSTOP_MS / 1000 + 30, f"settled after {took:.0f} s"
+    assert "participant_redispatched" in lab.log("w2")

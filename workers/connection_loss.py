@@ -1,0 +1,132 @@
+"""A worker holding running tasks survives the loss of its Redis broker connection.
+
+The fault (celery 5.7.0 / kombu 5.7.0, threads pool, Redis broker; upstream relatives
+celery/kombu#582, celery/celery#9250): on a broker connection error the consumer's
+``on_connection_error_after_connected`` first ``collect()``s the connection, which
+detaches its transport (``transport.client = None``), then ``close()``s it. Closing the
+channel runs ``QoS.restore_unacked_once()``, and when this worker has delivered messages
+not yet acknowledged (the tasks still running in its threads: late acks) it calls
+``restore_unacked()``, which builds a Redis client from ``transport.client.hostname`` —
+``AttributeError: 'NoneType' object has no attribute 'hostname'``. That is not a
+connection error, so ``ignore_errors`` lets it through and ``Worker.start`` logs
+"Unrecoverable error" and stops the worker. An idle worker has nothing to restore and
+reconnects; a busy one dies, and its reviews with it.
+
+Restoring those messages would be wrong anyway: their tasks are still running in this
+process. Put back on the queue now (when Redis answers again quickly: CLIENT PAUSE, a
+short blip) they would run twice at once. So :func:`install` wraps the consumer's
+handler: before Celery closes the lost connection, each of its channels is told not to
+restore (``do_restore = False``, kombu's own per-channel switch, which the ``memory``
+transport uses) and remembers the broker URL. The messages stay in Redis's ``unacked``
+hash (with AOF they survive a restart): when their task finishes, its ack is done on a
+fresh connection to that URL (:func:`_ack_on_fresh_connection`, retried with backoff);
+if this process dies first, any worker's visibility-timeout sweep puts them back.
+
+A warm shutdown (SIGTERM) is untouched: its connection is intact, so the messages it
+did not start are restored as before.
+
+Source: docs/celery.md §1.6 and §4.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import redis
+import structlog
+from celery.worker.consumer.consumer import Consumer
+from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+
+log = structlog.get_logger("council.worker")
+
+ACK_RETRY_S = 120.0
+"""Seconds a finished task's ack after a connection loss is retried for (the message
+is redelivered after the visibility timeout anyway, and then skipped: its result is
+stored, ``worker_deduplicate_successful_tasks``)."""
+
+_PAUSE_S = (0.25, 5.0)
+
+_URL_ATTR = "_council_broker_url"
+
+_lock = threading.Lock()
+_installed = False
+
+
+def install() -> None:
+    """Patch Celery's consumer and kombu's Redis QoS once per process (idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+        original_error = Consumer.on_connection_error_after_connected
+        original_ack = kombu_redis.QoS.ack
+
+        def on_connection_error_after_connected(self: Consumer, exc: Exception) -> None:
+            _keep_unacked(self)
+            original_error(self, exc)
+
+        def ack(self: kombu_redis.QoS, delivery_tag: str) -> None:
+            url = getattr(self.channel, _URL_ATTR, None)
+            if url is None:
+                original_ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+                return
+            _ack_on_fresh_connection(self, url, delivery_tag)
+
+        patched: Any = Consumer
+        patched.on_connection_error_after_connected = on_connection_error_after_connected
+        patched = kombu_redis.QoS
+        patched.ack = ack
+
+
+def _keep_unacked(consumer: Consumer) -> None:
+    """Tell every channel of the consumer's lost connection not to restore its unacked
+    messages at close, and where to acknowledge them later."""
+    connection = consumer.connection
+    transport = getattr(connection, "_transport", None) if connection is not None else None
+    channels: list[Any] = list(getattr(transport, "channels", None) or ())
+    default = getattr(connection, "_default_channel", None)
+    if default is not None and default not in channels:
+        channels.append(default)
+    url = consumer.app.conf.broker_url
+    held = 0
+    for channel in channels:
+        channel.do_restore = False
+        setattr(channel, _URL_ATTR, url)
+        qos = getattr(channel, "_qos", None)
+        held += len(getattr(qos, "_delivered", None) or ())
+    if held:
+        log.warning("broker_lost_unacked_kept", messages=held)
+
+
+def _ack_on_fresh_connection(qos: kombu_redis.QoS, url: str, delivery_tag: str) -> None:
+    """Remove an acknowledged message from Redis's unacked index and hash on a new
+    connection (the old channel's is gone), retrying with backoff for
+    :data:`ACK_RETRY_S`; then forget it locally. Never raises."""
+    deadline = time.monotonic() + ACK_RETRY_S
+    pause = _PAUSE_S[0]
+    while True:
+        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        try:
+            prefix = getattr(qos.channel, "global_keyprefix", "") or ""
+            pipe = client.pipeline()
+            pipe.zrem(prefix + qos.unacked_index_key, delivery_tag)
+            pipe.hdel(prefix + qos.unacked_key, delivery_tag)
+            pipe.execute()
+            log.info("ack_after_reconnect", delivery_tag=delivery_tag)
+            break
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if time.monotonic() + pause > deadline:
+                log.warning(
+                    "ack_after_reconnect_gave_up", delivery_tag=delivery_tag, error=str(exc)
+                )
+                break
+            time.sleep(pause * random.uniform(0.5, 1.0))  # nosec B311 (jitter)
+            pause = min(2 * pause, _PAUSE_S[1])
+        finally:
+            client.close()
+    virtual.QoS.ack(qos, delivery_tag)  # type: ignore[no-untyped-call]  # forget it locally
