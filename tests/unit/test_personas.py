@@ -87,7 +87,7 @@ def test_extra_dir_overrides_the_built_in_and_adds_personas(tmp_path: Path) -> N
     second.mkdir()
     (first / "security.md").write_text(CHARTER.replace("Style", "Ours"), encoding="utf-8")
     (second / "security.md").write_text(CHARTER, encoding="utf-8")
-    (second / "docs/style.md").write_text(CHARTER, encoding="utf-8")
+    (second / "style.md").write_text(CHARTER, encoding="utf-8")
     (second / "notes.txt").write_text("not a charter", encoding="utf-8")
     assert load_persona("security", [first, second]).name == "Ours"
     assert load_persona("style", [first, second]).body == "Look at the names."
@@ -107,6 +107,6 @@ def test_malformed_charter_in_an_extra_dir_refuses_the_lookup(tmp_path: Path) ->
 
 def test_charter_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     """A charter file in another encoding is refused as not UTF-8."""
-    (tmp_path / "docs/style.md").write_bytes(CHARTER.replace("names", "n\xe4mes").encode("latin-1"))
+    (tmp_path / "style.md").write_bytes(CHARTER.replace("names", "n\xe4mes").encode("latin-1"))
     with pytest.raises(MalformedCharter, match="not UTF-8"):
         load_persona("style", [tmp_path])
