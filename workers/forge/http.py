@@ -14,6 +14,7 @@ layer (network).
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -78,7 +79,7 @@ class Pacer:
         self._last = self.clock()
 
 
-class ForgeClient:
+class ForgeClient(ABC):
     """A paced, rate-limit-aware JSON client for one forge API (a context manager).
 
     Subclasses set :attr:`forge` (its name in messages), :attr:`unavailable` (the
@@ -121,14 +122,15 @@ class ForgeClient:
         self._http.close()
 
     # -- what a forge says -------------------------------------------------------------
+    @abstractmethod
     def rate_limit_wait(self, response: httpx2.Response) -> float | None:
-        """Seconds to wait when ``response`` is a rate limit, else None."""
-        raise NotImplementedError
+        """Seconds to wait when ``response`` is a rate limit, else None (each forge says
+        it its own way: GitHub's ``x-ratelimit-*``, GitLab's ``RateLimit-*``)."""
 
+    @abstractmethod
     def refusal(self, response: httpx2.Response, what: str, need: str) -> PublishError:
         """The error for a refused request (status 400 or more, not a rate limit);
         ``need`` names the permission the request needs."""
-        raise NotImplementedError
 
     # -- transport ---------------------------------------------------------------------
     def send(
