@@ -133,7 +133,7 @@ def build_prompt(
 
 def _one_line(note: str) -> str:
     """A note as one line: control characters and line separators as ``\\xNN`` or
-    ``\\uXXXX`` escapes (a note may quote what a change or a reviewer wrote)."""
+    ``\\u`` escapes of four hex digits (a note may quote what a change or a reviewer wrote)."""
 
     def escape(match: re.Match[str]) -> str:
         code = ord(match.group(0))

@@ -134,8 +134,8 @@ def shown(path: str) -> str:
 
     ``src/app.py`` → ``"src/app.py"``; ``a\nb`` → ``"a\\nb"``. Every character that could
     end a line, start a terminal escape or reorder the text around it (categories
-    :data:`_UNSAFE_CATEGORIES`) is written as ``\\uXXXX``; everything else is kept as it
-    is, non-ASCII letters included. Why: a file name is chosen by the change under
+    :data:`_UNSAFE_CATEGORIES`) is written as a ``\\u`` escape (four hex digits);
+    everything else is kept as it is, non-ASCII letters included. Why: a file name is chosen by the change under
     review, and one holding a newline must not write its own lines into a prompt or a log.
     """
     out = []
@@ -148,6 +148,6 @@ def shown(path: str) -> str:
 
 
 def _surrogates(char: str) -> str:
-    """A character beyond U+FFFF as JSON's two ``\\uXXXX`` escapes."""
+    """A character beyond U+FFFF as JSON's two ``\\u`` escapes (a surrogate pair)."""
     high, low = divmod(ord(char) - 0x10000, 0x400)
     return f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}"
