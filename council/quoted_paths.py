@@ -135,8 +135,9 @@ def shown(path: str) -> str:
     ``src/app.py`` → ``"src/app.py"``; ``a\nb`` → ``"a\\nb"``. Every character that could
     end a line, start a terminal escape or reorder the text around it (categories
     :data:`_UNSAFE_CATEGORIES`) is written as a ``\\u`` escape (four hex digits);
-    everything else is kept as it is, non-ASCII letters included. Why: a file name is chosen by the change under
-    review, and one holding a newline must not write its own lines into a prompt or a log.
+    everything else is kept as it is, non-ASCII letters included. Why: a file name is
+    chosen by the change under review, and one holding a newline must not write its own
+    lines into a prompt or a log.
     """
     out = []
     for char in json.dumps(path, ensure_ascii=False):
