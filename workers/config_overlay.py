@@ -31,7 +31,8 @@ from council.analyzer_config import (
     config_reason,
 )
 from council.participant import Participant
-from workers.repository import Repository, TreeEntry
+from workers.git_objects import TreeEntry
+from workers.repository import Repository
 
 PROGRAM_BACKENDS: tuple[str, ...] = ("command", "sarif")
 """Backends whose program reads the analyzer configuration (``config_from`` applies)."""

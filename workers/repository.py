@@ -5,7 +5,8 @@ GitPython), always the same way whatever the user's git configuration says: no c
 no external diff or textconv, fixed ``a/``/``b/`` prefixes, fixed context, rename
 detection on. The same change then gives the same diff, the same prompt and the same
 anchors on every host. Workers never read a clone: they get the head tree as a capped
-tar.gz (:meth:`Repository.archive`) and unpack it safely (:func:`unpack_tree`).
+tar.gz (:meth:`Repository.archive`) and unpack it safely
+(:func:`workers.tree_archive.unpack_tree`).
 
 The change under review is untrusted, and so are the ``.gitattributes`` files it
 carries: ``*.py -diff`` would show every Python file as "Binary files differ", and
@@ -30,31 +31,27 @@ import re
 import subprocess
 import tarfile
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from council.diff import ChangedFile, parse_diff, selects
 from council.errors import ChangeTooLarge, RepositoryError
+from workers.diff_stream import DiffCut
+from workers.git_objects import Blobs, CheckedBlob, TreeEntry
+from workers.tree_archive import (
+    DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    UNPACKED_TREE_KNOB,
+    check_link,
+    tar_bytes,
+)
 
 TREE_KNOB = "COUNCIL_MAX_TREE_BYTES"
 """The setting that raises the packed-tree cap (named in :class:`ChangeTooLarge`)."""
 
-UNPACKED_TREE_KNOB = "COUNCIL_MAX_UNPACKED_TREE_BYTES"
-"""The setting that raises the unpacked-tree cap (named in :class:`ChangeTooLarge`)."""
-
 DIFF_KNOB = "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)"
 """Where the diff cap is raised (named in :class:`ChangeTooLarge`)."""
-
-DEFAULT_MAX_UNPACKED_TREE_BYTES = 512 * 1024 * 1024
-"""The largest unpacked head tree, in bytes (512 MiB), unless
-``COUNCIL_MAX_UNPACKED_TREE_BYTES``; counted as :func:`tar_bytes` counts."""
-
-TAR_BLOCK = 512
-"""Bytes of one tar block: every entry has a header block, content is padded to blocks."""
 
 ATTRIBUTES_FILE = ".gitattributes"
 """The name of an in-tree git attributes file."""
@@ -70,10 +67,6 @@ gigabytes. A larger text file of the change is measured instead: refused as over
 diff cap when its size alone passes it, else refused naming it (exclude it with
 ``[paths]``); one the roster excludes, or a binary one, is diffed as binary (git's
 ``core.bigFileThreshold``), which costs nothing."""
-
-DIFF_HEADER_MAX_BYTES = 64 * 1024
-"""Bytes of one file's ``diff --git`` header read before it is judged kept or excluded
-(a header is a few lines; one this long is judged on what was read)."""
 
 READ_CHUNK = 1 << 16
 """Bytes read from ``git archive`` at a time while packing (64 KiB)."""
@@ -117,7 +110,6 @@ _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _SHORT_SHA = re.compile(r"[0-9a-f]{4,39}")
 _RELATIVE = re.compile(r"[~^]|@\{")
 """Where a relative ref (``HEAD~5``, ``main^2``, ``@{upstream}``) starts its steps."""
-_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SCP_LIKE = re.compile(r"^(?P<user>[^/@]+)@(?P<rest>[^/@:]+:.*)$")
 
 
@@ -152,34 +144,6 @@ def url_without_credentials(url: str) -> str:
     return match.group("rest") if match else url
 
 
-def tar_bytes(size: int) -> int:
-    """The bytes one tree entry takes in a tar stream: a header block, and its ``size``
-    bytes of content padded to whole blocks (0 for a directory or a link). What the
-    unpacked-tree cap counts, so a tree of a million empty files counts too."""
-    return TAR_BLOCK + -(-size // TAR_BLOCK) * TAR_BLOCK
-
-
-@dataclass(frozen=True)
-class TreeEntry:
-    """One entry of ``git ls-tree -r -l``: git ``mode`` (``100644``, ``100755``,
-    ``120000`` a link, ``040000`` a directory, ``160000`` a submodule), ``kind`` (blob,
-    tree, commit), object id, size in bytes (0 for a tree or a submodule) and the path
-    from the tree's root (undecodable bytes kept as surrogates)."""
-
-    mode: str
-    kind: str
-    obj: str
-    size: int
-    path: str
-
-    @classmethod
-    def read(cls, raw: bytes) -> TreeEntry:
-        """One NUL-terminated record of ``git ls-tree -r -z -l`` (the NUL removed)."""
-        meta, _, name = raw.partition(b"\t")
-        mode, kind, obj, size = meta.decode("ascii", "replace").split()
-        return cls(mode, kind, obj, int(size) if size.isdigit() else 0, os.fsdecode(name))
-
-
 def attributes_notes(changed: Sequence[str]) -> list[str]:
     """The run's note when the change edits a ``.gitattributes`` file (any depth), else
     none: its paths JSON-quoted, and what council did about it."""
@@ -193,128 +157,6 @@ def attributes_notes(changed: Sequence[str]) -> list[str]:
         f".gitattributes and the tree with none (a change cannot mark its own files "
         f"binary, nor leave them out of the tree reviewers read)"
     ]
-
-
-class _DiffCut:
-    """Streamed ``git diff`` bytes, cut to what the caller keeps, counted against a cap.
-
-    The stream is cut before every ``diff --git`` line (a hunk line never starts with
-    one). While a file's header is read (up to its first ``@@``, ``Binary files`` or
-    ``GIT binary patch`` line, at most :data:`DIFF_HEADER_MAX_BYTES`) nothing is decided;
-    then ``keeps(header)`` says whether the file is kept (None: every file is). A kept
-    file goes on whole and its bytes count; an excluded one keeps its header only. Past
-    ``cap_bytes`` counted, :class:`ChangeTooLarge` is raised at once (at least the count).
-    """
-
-    _MARK = b"\ndiff --git "
-    _BODY = (b"\n@@", b"\nBinary files ", b"\nGIT binary patch")
-
-    def __init__(self, keeps: Callable[[bytes], bool] | None, cap_bytes: int | None, knob: str):
-        self.keeps, self.cap, self.knob = keeps, cap_bytes, knob
-        self.out = bytearray()
-        self.buf = bytearray()
-        self.header = bytearray()
-        self.state = "header"
-        self.kept = 0
-        """Bytes of kept files so far (what the cap counts)."""
-
-    def feed(self, chunk: bytes) -> None:
-        """Take the next bytes git wrote."""
-        self.buf += chunk
-        while True:
-            cut = self.buf.find(self._MARK)
-            if cut < 0:
-                self._take(len(self.buf) - (len(self._MARK) - 1))
-                return
-            self._take(cut + 1)
-            self._close()
-
-    def finish(self) -> bytes:
-        """The kept bytes, once git is done."""
-        self._take(len(self.buf))
-        self._close()
-        return bytes(self.out)
-
-    def _take(self, count: int) -> None:
-        if count <= 0:
-            return
-        piece = bytes(self.buf[:count])
-        del self.buf[:count]
-        if self.state == "keep":
-            self._keep(piece)
-            return
-        if self.state == "drop":
-            return
-        self.header += piece
-        starts = [i for i in (self.header.find(m) for m in self._BODY) if i >= 0]
-        if not starts and len(self.header) <= DIFF_HEADER_MAX_BYTES:
-            return
-        at = min(starts) + 1 if starts else len(self.header)
-        head, body = bytes(self.header[:at]), bytes(self.header[at:])
-        self.header = bytearray()
-        if self.keeps is None or self.keeps(head):
-            self.state = "keep"
-            self._keep(head + body)
-        else:
-            self.state = "drop"
-            self.out += head
-
-    def _close(self) -> None:
-        """The file being read ended (the next one starts, or the stream ended)."""
-        if self.state == "header" and self.header:
-            head = bytes(self.header)
-            if self.keeps is None or self.keeps(head):
-                self._keep(head)
-            else:
-                self.out += head
-        self.header = bytearray()
-        self.state = "header"
-
-    def _keep(self, data: bytes) -> None:
-        self.out += data
-        self.kept += len(data)
-        if self.cap is not None and self.kept > self.cap:
-            raise ChangeTooLarge("diff", self.kept, self.cap, self.knob, at_least=True)
-
-
-class _Blobs:
-    """A ``git cat-file --batch`` process: one object's bytes at a time, by id."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdin is not None and proc.stdout is not None
-        self._in, self._out = proc.stdin, proc.stdout
-        self._left = 0
-        self._newline = False
-
-    def open(self, obj: str) -> int:
-        """Ask for the object ``obj``; its size in bytes (then :meth:`read` its bytes).
-        Raises :class:`RepositoryError` when the object is not in the repository."""
-        self._in.write(obj.encode("ascii") + b"\n")
-        self._in.flush()
-        line = self._out.readline(4096).decode("ascii", "replace").split()
-        if len(line) != 3 or not line[2].isdigit():
-            raise RepositoryError(
-                f"the object {obj} of the head tree cannot be read ({' '.join(line)})",
-                "Check that the head commit's objects are present (`git fsck`)",
-            )
-        self._left = int(line[2])
-        self._newline = True
-        self._end()
-        return self._left
-
-    def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes of the object asked for last (all that is left: -1)."""
-        want = self._left if size < 0 else min(size, self._left)
-        data = self._out.read(want) if want else b""
-        self._left -= len(data)
-        self._end()
-        return data
-
-    def _end(self) -> None:
-        """Past an object's last byte, read the newline git writes after it (once)."""
-        if self._left == 0 and self._newline:
-            self._out.read(1)
-            self._newline = False
 
 
 class Repository:
@@ -502,7 +344,7 @@ class Repository:
             files = parse_diff(header.decode("utf-8", "replace")).files
             return not files or selects(files[0], include, exclude)
 
-        cut = _DiffCut(keeps if include or exclude else None, cap_bytes, knob)
+        cut = DiffCut(keeps if include or exclude else None, cap_bytes, knob)
         with self._neutral_worktree(attributes_from) as (cwd, env):
             self._refuse_big_files(base, head, include, exclude, cap_bytes, knob, cwd, env)
             big = f"core.bigFileThreshold={DIFF_FILE_MAX_BYTES}"
@@ -830,7 +672,7 @@ class Repository:
         if not objects:
             return out
         with self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch:
-            reader = _Blobs(batch)
+            reader = Blobs(batch)
             for obj in dict.fromkeys(objects):
                 reader.open(obj)
                 out[obj] = reader.read()
@@ -978,7 +820,7 @@ class Repository:
             gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as gz,
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
-            blobs = _Blobs(batch)
+            blobs = Blobs(batch)
             for entry in self._tree_entries(sha):
                 info = tarfile.TarInfo(entry.path)
                 info.mtime, info.uname, info.gname = mtime, "", ""
@@ -988,13 +830,13 @@ class Repository:
                 elif entry.mode == "120000":
                     blobs.open(entry.obj)
                     target = os.fsdecode(blobs.read())
-                    _check_link(entry.path, target)
+                    check_link(entry.path, target)
                     info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, target
                     tar.addfile(info)
                 else:
                     info.size = blobs.open(entry.obj)
                     info.mode = 0o755 if entry.mode == "100755" else 0o644
-                    tar.addfile(info, _Checked(blobs, check))
+                    tar.addfile(info, CheckedBlob(blobs, check))
                 check()
         check()
         return packed.getvalue()
@@ -1031,118 +873,3 @@ class Repository:
                     return rest.removeprefix(name + "/")
             return rest.partition("/")[2] or rest
         return full.removeprefix("refs/tags/") if full.startswith("refs/") else full
-
-
-class _Checked:
-    """A file object over the blob being read, calling ``check`` before each read (the
-    packed-size cap is checked while one large file is added)."""
-
-    def __init__(self, blobs: _Blobs, check: Callable[[], None]) -> None:
-        self._blobs, self._check = blobs, check
-
-    def read(self, size: int = -1) -> bytes:
-        self._check()
-        return self._blobs.read(size)
-
-
-def link_trouble(name: str, target: str) -> str | None:
-    """Why a symbolic link at ``name`` to ``target`` would leave the tree, or None."""
-    if target.startswith("/") or PurePosixPath(target).is_absolute():
-        return f"it points to the absolute path {target!r}"
-    if _escapes(posixpath.join(posixpath.dirname(name), target)):
-        return f"its target {target!r} leads outside the tree"
-    return None
-
-
-def _check_link(name: str, target: str) -> None:
-    """Refuse, at packing time, a link of the head tree that leaves the tree."""
-    why = link_trouble(name, target)
-    if why is not None:
-        raise RepositoryError(
-            f"the head tree holds a symbolic link {name!r} that council will not unpack: "
-            f"{why}. Workers refuse a tree whose links lead out of it, so every reviewer "
-            f"would fail",
-            f"Remove the link {name!r} from the change, or make it a relative link to a "
-            f"file inside the repository (a link already on the base branch must be fixed "
-            f"there first)",
-        )
-
-
-def _refuse(name: str, why: str, fix: str | None = None) -> RepositoryError:
-    """The error for an archive member that must not be unpacked."""
-    return RepositoryError(
-        f"the tree archive holds an unsafe member {name!r} ({why})",
-        fix
-        or "Rebuild the run's tree with `council review`: a tree archive must come from "
-        "the head commit's tree",
-    )
-
-
-def _escapes(path: str) -> bool:
-    """Whether a relative POSIX path climbs above where it starts."""
-    normal = posixpath.normpath(path)
-    return normal == ".." or normal.startswith("../")
-
-
-_LINK_FIX = (
-    "A link in the reviewed tree may not lead out of it: remove the link from the change, "
-    "or make it a relative link to a file inside the repository"
-)
-
-
-def _check_member(member: tarfile.TarInfo) -> None:
-    """Refuse absolute names, ``..``, device files and links leaving the tree."""
-    name = member.name
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        raise _refuse(name, "absolute path")
-    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
-        raise _refuse(name, "'..' in its path")
-    if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-        raise _refuse(name, "device file or pipe")
-    if member.issym():
-        why = link_trouble(name, member.linkname)
-        if why is not None:
-            raise _refuse(name, f"a symbolic link, and {why}", _LINK_FIX)
-    if member.islnk():
-        target = member.linkname
-        if target.startswith("/") or PurePosixPath(target).is_absolute():
-            raise _refuse(name, f"a hard link to the absolute path {target!r}")
-        if _escapes(target):
-            raise _refuse(name, f"a hard link whose target {target!r} is outside the tree")
-
-
-def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> None:
-    """Extract a tar.gz tree archive into ``dest`` (created when missing), safely.
-
-    Every member is checked before anything is written: an absolute path, a ``..``
-    component, a device file or pipe, or a link pointing outside ``dest`` refuses the
-    whole archive (the message names the member and why). ``max_bytes`` (when given)
-    caps the unpacked size, counted as :func:`tar_bytes` counts (content padded to tar
-    blocks, plus a header block per entry), while the members are listed: a small
-    archive of zeros is refused once the count passes the cap, before it is unpacked.
-    Extraction then runs with tarfile's ``data`` filter as a second guard. Raises
-    :class:`RepositoryError` for an unsafe, oversized or unreadable archive. Why: the
-    archive travels through Redis, and a worker must never write outside its tree.
-    """
-    try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            total = 0
-            while (member := tar.next()) is not None:
-                _check_member(member)
-                total += tar_bytes(member.size if member.isfile() else 0)
-                if max_bytes is not None and total > max_bytes:
-                    raise RepositoryError(
-                        f"the tree archive unpacks to at least {total} bytes, over the cap "
-                        f"of {max_bytes} bytes",
-                        f"Narrow the change, or raise the cap with {UNPACKED_TREE_KNOB} on "
-                        f"the workers (and on the CLI, which checks it too)",
-                    )
-            dest.mkdir(parents=True, exist_ok=True)
-            tar.extractall(dest, filter="data")
-    except tarfile.FilterError as exc:
-        raise _refuse(getattr(exc.tarinfo, "name", "?"), str(exc)) from None
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise RepositoryError(
-            f"the tree archive cannot be read ({exc})",
-            "Rebuild the run's tree with `council review`",
-        ) from None

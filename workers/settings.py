@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workers.repository import DEFAULT_MAX_UNPACKED_TREE_BYTES
+from workers.tree_archive import DEFAULT_MAX_UNPACKED_TREE_BYTES
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 """URL schemes redis-py accepts for a connection."""

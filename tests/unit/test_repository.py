@@ -13,7 +13,8 @@ import pytest
 from council.diff import decode_diff, parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import commit, new_repo
-from workers.repository import Repository, unpack_tree, url_without_credentials
+from workers.repository import Repository, url_without_credentials
+from workers.tree_archive import unpack_tree
 
 
 def git(repo: Path, *args: str) -> str:

@@ -27,8 +27,9 @@ from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import ROOT, commit, new_repo
 from workers.cli import main
 from workers.preparation import ReviewOptions, prepare
-from workers.repository import READ_CHUNK, Repository, unpack_tree
+from workers.repository import READ_CHUNK, Repository
 from workers.settings import Settings
+from workers.tree_archive import unpack_tree
 from workers.trees import TreeCache
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
@@ -187,7 +188,8 @@ MODEL_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from tests.fakes import FakeOpenAI, Scenario, ToolCall
     from tests.fakes.review import BACKENDS, KEY, participant, request
-    from workers.repository import Repository, unpack_tree
+    from workers.repository import Repository
+    from workers.tree_archive import unpack_tree
 
     repo, tree = Path(sys.argv[1]), Path(sys.argv[2])
     unpack_tree(Repository(repo).archive("HEAD", 50_000_000), tree)
@@ -291,6 +293,21 @@ def test_a_huge_text_file_under_the_cap_by_size_is_refused_naming_it(tmp_path: P
     with pytest.raises(RepositoryError) as caught:
         Repository(repo).diff("HEAD~1", "HEAD", cap_bytes=1_000_000)
     assert "'big.txt'" in caught.value.problem and "[paths] exclude" in caught.value.fix
+
+
+def test_the_headers_of_many_excluded_files_count_against_the_cap(tmp_path: Path) -> None:
+    """A change of 300 excluded files keeps only their headers, but those headers are
+    counted too (apart from the kept files): past the cap the diff is refused naming
+    them, and under it the same change reads."""
+    files = {f"gen/file_{i:04d}_{'x' * 60}.txt": f"{i}\n" for i in range(300)}
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, files, "generated")
+    with pytest.raises(ChangeTooLarge) as caught:
+        Repository(repo).diff("HEAD~1", "HEAD", exclude=["gen/**"], cap_bytes=10_000)
+    assert caught.value.what == "part of the diff naming excluded files"
+    assert caught.value.at_least and caught.value.size > 10_000
+    raw = Repository(repo).diff("HEAD~1", "HEAD", exclude=["gen/**"], cap_bytes=200_000)
+    assert raw.count(b"diff --git ") == 300 and b"@@" not in raw
 
 
 def test_an_excluded_huge_file_is_not_held(huge: Path, tmp_path: Path) -> None:
