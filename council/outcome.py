@@ -56,9 +56,11 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
 
 
 READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
-BROKE_OFF_CODES = ("exit-status",)
+BROKE_OFF_CODES = ("exit-status", "unanalyzed")
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
-ended badly after its answer, so what it would have said next is unknown."""
+ended badly after its answer (``exit-status``), or said it did not analyze some of the
+change (``unanalyzed``: a SARIF analyzer's invocation notifications), so what it would
+have said of the rest is unknown."""
 """Answer-level codes meaning the answer was read only up to a break (docs/harvest.md §3.3) or
 up to the reading cap (§6): the entries before it were kept, any after it were never
 read."""

@@ -111,7 +111,9 @@ class ReviewResult:
     for a review that heard nothing). For the worker's metrics."""
     broke_off: str | None = None
     """Why the answer cannot be taken as whole although it was read, as a code:
-    ``exit-status`` for a program that exited non-zero (or was killed) after printing it.
+    ``exit-status`` for a program that exited non-zero (or was killed) after printing it,
+    ``unanalyzed`` for an analyzer whose SARIF log says it could not analyze some changed
+    files (or did not succeed).
     Such a reviewer is heard in part (:func:`council.outcome.read_in_part_code`)."""
     retries: tuple[str, ...] = ()
     """Why each retried request of a model reviewer was retried, in order: ``http-429``,

@@ -192,6 +192,12 @@ def _why_partial(p: ParticipantSummary) -> str:
             f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from what it "
             "printed, what it would have said next is unknown."
         )
+    if p.read_in_part == "unanalyzed":
+        return (
+            f"{who} answered, but said it could not analyze part of the change "
+            f"({code(p.read_in_part)}, its note names the files); "
+            f"{_count(p.findings, 'finding')} from what it analyzed."
+        )
     if p.read_in_part is not None:
         where = "was cut off" if p.read_in_part == "cut-off" else "broke off in invalid JSON"
         return (

@@ -22,7 +22,8 @@ Roster options::
     scope = "lines"                 # or "files": every result on a changed file
     levels = { error = "medium" }   # SARIF level -> severity (or "none": a note)
 
-Source: docs/harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
+Source: docs/harvest.md §1 and §7, docs/architecture.md "Reports, the CLI and the gate"
+(``unanalyzed``); SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
 §3.14.14 artifactLocation / originalUriBaseIds.
 """
 
@@ -259,6 +260,53 @@ def _entry(
     return entry
 
 
+UNANALYZED_SHOWN = 20
+"""Most unanalyzed changed files a note names (the rest are counted)."""
+
+
+def unanalyzed(run: _Run, raw_run: Mapping[str, Any], changed: set[str]) -> tuple[list[str], bool]:
+    """What one run's ``invocations`` say the analyzer did NOT analyze: the changed files
+    an ``error``-level tool notification names (``toolExecutionNotifications`` or
+    ``toolConfigurationNotifications``, SARIF §3.20.21–22: bandit reports a file it could
+    not parse there), and whether an invocation says ``executionSuccessful: false``
+    (§3.20.14). Why: such a file was never scanned, so the analyzer's silence on it is not
+    a pass. Never raises; a malformed invocation is skipped."""
+    files: list[str] = []
+    failed = False
+    invocations = raw_run.get("invocations")
+    for invocation in invocations if isinstance(invocations, list) else ():
+        if not isinstance(invocation, Mapping):
+            continue
+        failed = failed or invocation.get("executionSuccessful") is False
+        for key in ("toolExecutionNotifications", "toolConfigurationNotifications"):
+            notes = invocation.get(key)
+            for note in notes if isinstance(notes, list) else ():
+                if not isinstance(note, Mapping) or note.get("level") != "error":
+                    continue
+                locations = note.get("locations")
+                for location in locations if isinstance(locations, list) else ():
+                    place = run.path(location)
+                    if place is not None and place[0] in changed and place[0] not in files:
+                        files.append(place[0])
+    return files, failed
+
+
+def unanalyzed_note(files: Sequence[str], failed: bool) -> str:
+    """The reviewer's note for what :func:`unanalyzed` found (files JSON-quoted)."""
+    if files:
+        named = ", ".join(json.dumps(f, ensure_ascii=False) for f in files[:UNANALYZED_SHOWN])
+        more = f" and {len(files) - UNANALYZED_SHOWN} more" if len(files) > UNANALYZED_SHOWN else ""
+        return (
+            f"the analyzer could not analyze {len(files)} changed file(s): {named}{more} "
+            "(an error in its SARIF log's invocation notifications); its silence on them "
+            "is not a pass"
+        )
+    return (
+        "the analyzer's SARIF log says its execution did not succeed "
+        "(invocations[].executionSuccessful is false); what it did not analyze is unknown"
+    )
+
+
 def findings_from_sarif(
     log: Any,
     changed_paths: Sequence[str],
@@ -282,7 +330,9 @@ def findings_from_sarif(
     Results elsewhere, or with no location, are counted in ``ignored_results``; results
     on a changed file but off its added lines in ``outside_change_results``; results that
     are not objects in ``unreadable_results``. ``levels`` maps SARIF levels to severities
-    over the defaults (see :func:`severities`).
+    over the defaults (see :func:`severities`). Changed files the log's invocations say
+    were not analyzed are in ``unanalyzed_files``, and ``execution_failed`` is true when
+    an invocation says it did not succeed (:func:`unanalyzed`).
 
     Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
     a ``results`` value of the wrong type).
@@ -296,6 +346,8 @@ def findings_from_sarif(
     severity_of = severities(levels)
     findings: list[dict[str, Any]] = []
     ignored = outside = unreadable = 0
+    skipped: list[str] = []
+    failed = False
     for number, raw_run in enumerate(log["runs"]):
         if not isinstance(raw_run, Mapping):
             raise SarifError(f"runs[{number}] of its SARIF log is not an object")
@@ -304,6 +356,9 @@ def findings_from_sarif(
         if not isinstance(results, list):
             raise SarifError(f"runs[{number}].results of its SARIF log is not a list")
         run = _Run(raw_run, roots)
+        files, run_failed = unanalyzed(run, raw_run, changed)
+        skipped.extend(f for f in files if f not in skipped)
+        failed = failed or run_failed
         for result in results:
             if not isinstance(result, Mapping):
                 unreadable += 1
@@ -324,6 +379,8 @@ def findings_from_sarif(
         "ignored_results": ignored,
         "outside_change_results": outside,
         "unreadable_results": unreadable,
+        "unanalyzed_files": skipped,
+        "execution_failed": failed,
     }
 
 
@@ -422,4 +479,14 @@ class SarifReviewer:
             if ran.status != 0:
                 reason += f"; the program {ran.exit_reason()}"
             return replace(outcome, failure=reason)
+        read = json.loads(answer)
+        files, failed = read["unanalyzed_files"], read["execution_failed"]
+        if files or failed:
+            return replace(
+                outcome,
+                answer=answer,
+                stop=ran.stop,
+                notes=(*outcome.notes, unanalyzed_note(files, failed)),
+                broke_off=outcome.broke_off or "unanalyzed",
+            )
         return replace(outcome, answer=answer, stop=ran.stop)

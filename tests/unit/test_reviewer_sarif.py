@@ -225,6 +225,8 @@ def test_answer_is_json_in_the_answer_contract() -> None:
         "ignored_results": 0,
         "outside_change_results": 0,
         "unreadable_results": 0,
+        "unanalyzed_files": [],
+        "execution_failed": False,
     }
 
 
