@@ -169,13 +169,20 @@ class RedisJournal:
 
 
 class RedisScripts:
-    """The ScriptSink of one attempt: each row goes straight to Redis."""
+    """The ScriptSink of one attempt: each row goes straight to Redis, the change's
+    secret values masked in its text first (``masker``): a script run on the real tree
+    (a command reviewer's ``council run-script``) may print a file holding one."""
 
-    def __init__(self, rt: Runtime, run_id: str, participant: str, attempt: int) -> None:
+    def __init__(
+        self, rt: Runtime, run_id: str, participant: str, attempt: int, masker: Masker | None = None
+    ) -> None:
         self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+        self._masker = masker or Masker()
 
     def append(self, row: ScriptRow) -> str:
-        """Store one row; ``"Recorded."`` or why not (never raises)."""
+        """Store one row (its text masked); ``"Recorded."`` or why not (never raises)."""
+        if row.text is not None and self._masker.values:
+            row = row.model_copy(update={"text": self._masker.text(row.text)})
         reply = self._rt.scripts.append(self._run, self._p, self._attempt, row)
         log.info("script_row_stored", stored=reply == "Recorded.", outcome=row.outcome)
         return reply
@@ -316,7 +323,7 @@ def build_request(
         witness=record.witness,
         events=_log_event,
         tool_read_max_bytes=rt.settings.tool_read_max_bytes,
-        scripts=RedisScripts(rt, run_id, participant.id, attempt),
+        scripts=RedisScripts(rt, run_id, participant.id, attempt, share.masker),
     )
 
 

@@ -103,3 +103,41 @@ def test_a_command_reviewer_gets_rows_and_verdicts(tmp_path: Path) -> None:
         {"block": 1, "label": "unmatched", "reason": "no-submission-this-turn"}
     ]
     assert second["severity"] == "medium"
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.rows: list[ScriptRow] = []
+
+    def append(self, run_id: str, participant: str, attempt: int, row: ScriptRow) -> str:
+        self.rows.append(row)
+        return "Recorded."
+
+
+def test_a_row_is_stored_with_the_changes_secrets_masked() -> None:
+    """A command reviewer runs scripts on the real tree, so its program may quote a
+    secret the change adds: the row is stored with the value masked, as its answer and
+    journal are (so a finding showing the same program still matches it)."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from council.secret_masks import MASK, Masker
+    from workers.request import RedisScripts
+    from workers.runtime import Runtime
+
+    store = _Store()
+    rt = cast(Runtime, SimpleNamespace(scripts=store))
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    sink = RedisScripts(rt, "r1", "smells", 1, Masker((secret,)))
+    row = ScriptRow(
+        tool_call_id="c1",
+        tool="run_script",
+        dispatch=1,
+        outcome="ok",
+        exit_code=0,
+        text=f"grep {secret} config.py",
+    )
+    assert sink.append(row) == "Recorded."
+    assert store.rows[0].text == f"grep {MASK} config.py"
+    assert RedisScripts(rt, "r1", "smells", 1).append(row) == "Recorded."
+    assert store.rows[1].text == row.text
