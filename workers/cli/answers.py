@@ -133,9 +133,7 @@ def answer_command(
 )
 @_STATE
 @click.pass_obj
-def resume_command(
-    cli: CliContext, run_id: str, fail_on: str | None, state: Path | None
-) -> None:
+def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Path | None) -> None:
     """Settle the run RUN that waited on a person, once every question has its answer;
     print its report and exit as `council review` would (4 while something is unanswered).
     """

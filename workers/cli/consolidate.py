@@ -14,7 +14,7 @@ from council.gate import FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
 from council.report.model import CouncilReport, ParticipantSummary
 from council.sources import SourceError, Told, read_source, with_reviewer
 from workers.cli.context import UsageProblem
-from workers.cli.outputs import FORMATS, emit, plan_outputs
+from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option, plan_outputs
 
 RUN_ID = "consolidate"
 """The run id of a consolidated report (no council run took place)."""
@@ -31,24 +31,9 @@ def _split(given: str) -> tuple[str | None, Path]:
 
 @click.command("consolidate")
 @click.argument("sources", nargs=-1, required=True, metavar="[NAME=]FILE...")
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Also write the consolidated JSON report (with each finding's members) here.",
-)
-@click.option(
-    "--format",
-    "formats",
-    type=click.Choice(FORMATS),
-    multiple=True,
-    help="Report format, repeatable (default markdown). Every format but markdown needs --output.",
-)
-@click.option(
-    "--output",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Write each --format into this directory (as council review does).",
-)
+@json_option("Also write the consolidated JSON report (with each finding's members) here.")
+@FORMAT_OPTION
+@output_option("Write each --format into this directory (as council review does).")
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),

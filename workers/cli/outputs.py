@@ -26,9 +26,10 @@ issue "CI outputs that forges accept".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -58,6 +59,30 @@ FILE_NAMES: dict[str, str] = {
 
 FORMATS: tuple[str, ...] = tuple(FILE_NAMES)
 """Every accepted ``--format``, in the order files are written."""
+
+
+FORMAT_OPTION = click.option(
+    "--format",
+    "formats",
+    type=click.Choice(FORMATS),
+    multiple=True,
+    help="Report format, repeatable (default markdown). Every format but markdown needs --output.",
+)
+"""``--format``, as ``council review`` and ``council consolidate`` both take it."""
+
+
+def json_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--json PATH`` (to the parameter ``json_out``) with the command's own help."""
+    return click.option(
+        "--json", "json_out", type=click.Path(path_type=Path, dir_okay=False), help=help_text
+    )
+
+
+def output_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--output DIR`` with the command's own help."""
+    return click.option(
+        "--output", type=click.Path(path_type=Path, file_okay=False), help=help_text
+    )
 
 
 @dataclass(frozen=True)

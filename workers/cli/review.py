@@ -36,7 +36,15 @@ from council.reviewers.options import BASE_DIR, RECORDED
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
-from workers.cli.outputs import FORMATS, emit, head_sha, nothing_to_review, plan_outputs
+from workers.cli.outputs import (
+    FORMAT_OPTION,
+    emit,
+    head_sha,
+    json_option,
+    nothing_to_review,
+    output_option,
+    plan_outputs,
+)
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
 from workers.dispatch import judge_sender, open_and_dispatch
@@ -86,32 +94,19 @@ _state_option = click.option(
 )
 @click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
 @_roster_option
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Also write the whole report as JSON to this file.",
-)
+@json_option("Also write the whole report as JSON to this file.")
 @click.option(
     "--markdown",
     "markdown_out",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write the Markdown report to this file instead of stdout.",
 )
-@click.option(
-    "--format",
-    "formats",
-    type=click.Choice(FORMATS),
-    multiple=True,
-    help="Report format, repeatable (default markdown). Every format but markdown needs --output.",
-)
-@click.option(
-    "--output",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Write each --format into this directory (council.md, council.json, "
+@FORMAT_OPTION
+@output_option(
+    "Write each --format into this directory (council.md, council.json, "
     "council.sarif, github-review.json, github-checks.json, gl-code-quality-report.json, "
     "gitlab-discussions.json) and council-run.json (run id, head, SHA-256 of each). It "
-    "must be new, empty or an earlier run's outputs (replaced).",
+    "must be new, empty or an earlier run's outputs (replaced)."
 )
 @click.option(
     "--since-last",
