@@ -20,7 +20,6 @@ Run: ``python bench/fleet.py [--councils 200]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -38,13 +37,13 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitrepo import commit, new_repo  # noqa: E402
+from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.celery_config import create_app  # noqa: E402
 from workers.clock import now_ms  # noqa: E402
 from workers.dispatch import open_and_dispatch  # noqa: E402
 from workers.logging import configure_logging  # noqa: E402
-from workers.preparation import ReviewOptions, Round, prepare  # noqa: E402
+from workers.preparation import Round, prepare  # noqa: E402
 from workers.runtime import build_runtime  # noqa: E402
 from workers.settings import Settings  # noqa: E402
 from workers.waiting import Waiter  # noqa: E402
@@ -82,34 +81,6 @@ def counting_client(url: str, count: _Count) -> redis.Redis:
         url, connection_class=Counting, socket_timeout=30, socket_connect_timeout=5
     )
     return redis.Redis(connection_pool=pool)
-
-
-def _setup(tmp: Path, reviewers: int, latency_ms: int) -> ReviewOptions:
-    repo = new_repo(tmp / "repo", {"app.py": "x = 1\n"})
-    base = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
-    answer = {
-        "findings": [
-            {
-                "subject": "debug print left in",
-                "label": "nitpick",
-                "location": {"kind": "line", "file": "app.py", "start": 2},
-            }
-        ]
-    }
-    (tmp / "answer.json").write_text(json.dumps(answer))
-    tables = "".join(
-        f'[[reviewers]]\nid = "r{i}"\nbackend = "replay"\nanswer = "answer.json"\n'
-        f"latency_ms = {latency_ms}\n\n"
-        for i in range(reviewers)
-    )
-    roster = tmp / "council.toml"
-    roster.write_text(
-        "[council]\nbackstop_ms = 600000\nidle_ms = 600000\nanswer_ms = 0\n\n" + tables
-    )
-    return ReviewOptions(repo=repo, base=base, roster=roster, session="fleet")
 
 
 def _council(
@@ -183,7 +154,13 @@ def main() -> None:
     configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
-        options = _setup(tmp, args.reviewers, args.latency_ms)
+        options = replay_change(
+            tmp,
+            reviewers=args.reviewers,
+            latency_ms=args.latency_ms,
+            clock_ms=600_000,
+            session="fleet",
+        )
         try:
             server, url = start_redis(None, "--maxclients", "10000")
         except ServiceError as exc:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import statistics
 import subprocess
@@ -31,7 +30,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitrepo import commit, new_repo  # noqa: E402
+from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.celery_config import create_app  # noqa: E402
 from workers.clock import now_ms  # noqa: E402
@@ -52,32 +51,6 @@ def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
     return ordered[index]
-
-
-def _setup(tmp: Path) -> ReviewOptions:
-    repo = new_repo(tmp / "repo", {"app.py": "x = 1\n"})
-    base = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
-    answer = {
-        "findings": [
-            {
-                "subject": "debug print left in",
-                "label": "nitpick",
-                "location": {"kind": "line", "file": "app.py", "start": 2},
-            }
-        ]
-    }
-    (tmp / "answer.json").write_text(json.dumps(answer))
-    tables = "".join(
-        f'[[reviewers]]\nid = "r{i}"\nbackend = "replay"\nanswer = "answer.json"\n'
-        f"latency_ms = {LATENCY_MS}\n\n"
-        for i in range(PARTICIPANTS)
-    )
-    roster = tmp / "council.toml"
-    roster.write_text("[council]\nbackstop_ms = 60000\nidle_ms = 60000\nanswer_ms = 0\n\n" + tables)
-    return ReviewOptions(repo=repo, base=base, roster=roster, session="bench")
 
 
 def _councils(rt: Runtime, app: object, prepared: Round, n: int) -> list[float]:
@@ -165,7 +138,9 @@ def main() -> None:
     configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)
-        options = _setup(tmp)
+        options = replay_change(
+            tmp, reviewers=PARTICIPANTS, latency_ms=LATENCY_MS, clock_ms=60_000, session="bench"
+        )
         results = {
             "baseline (asyncio.gather)": _baseline(args.councils),
             "embedded": _embedded(tmp, options, args.councils),
