@@ -40,6 +40,7 @@ from council.reviewers.program_search import find_program, interpreter_bin, sear
 from council.reviewers.sandbox import (
     Box,
     Bubblewrap,
+    Limits,
     SandboxError,
     busy_start,
     program_env,
@@ -71,6 +72,22 @@ Why: a program file written by this process (a base-tree program, see
 instant before the write's descriptor closed, until that child execs. Starting the
 program then fails with "Text file busy" though nothing is wrong with it; the window is
 a few milliseconds (golang/go#22315 describes the same race)."""
+
+PROGRAM_LIMITS = Limits(
+    file_size_bytes=1024 * 1024 * 1024,
+    open_files=4096,
+    tmp_bytes=256 * 1024 * 1024,
+)
+"""What a sandboxed reviewer program (``command``, ``sarif``) may use: files of at most
+1 GiB written (RLIMIT_FSIZE), 4096 descriptors open at once (RLIMIT_NOFILE), and its
+``HOME``/``TMPDIR``, ``/tmp`` and ``/dev/shm`` each an in-memory file system of 256 MiB,
+so nothing it writes reaches the worker's disk and what it writes is bounded. Why: the
+program is trusted (from the base) but reads the untrusted change, which may steer it
+into writing without end. No memory (RLIMIT_AS) or process cap by default: runtimes such
+as node reserve far more address space than they use, and the kernel exempts root from
+RLIMIT_NPROC; the idle and backstop clocks bound its time. Source: issue "The change
+under review is untrusted" (every size has a cap); docs/architecture.md "Layers"."""
+
 
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies (Linux)."""
@@ -413,6 +430,8 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             read_only=tuple(request.arg_files.values()),
             writable=(journal, desk_dir),
             network=options.get("network") is True,
+            limits=PROGRAM_LIMITS,
+            temp_in_memory=True,
         )
         runner = ScriptRunner(
             workdir,

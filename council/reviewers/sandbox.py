@@ -345,8 +345,11 @@ class Bubblewrap:
 
 def busy_start(status: int | None, stderr: bytes) -> bool:
     """Whether a sandboxed start failed only because the program file was busy (bwrap
-    exits 1 with "execvp PROGRAM: Text file busy"): the caller may try again."""
-    return status == 1 and b"bwrap: execvp" in stderr and BUSY_MARK in stderr
+    exits 1 with "execvp PROGRAM: Text file busy"; with limits, ``prlimit`` exits 126
+    with "failed to execute PROGRAM: Text file busy"): the caller may try again."""
+    by_bwrap = status == 1 and b"bwrap: execvp" in stderr
+    by_prlimit = status == 126 and b"prlimit: failed to execute" in stderr
+    return (by_bwrap or by_prlimit) and BUSY_MARK in stderr
 
 
 def _system_mounts() -> list[str]:
