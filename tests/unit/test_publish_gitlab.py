@@ -15,7 +15,7 @@ from tests.fakes.gitlab_api import BASE, START, FakeGitLab
 from tests.forge_cases import CAFE, RENAMED_NEW, RENAMED_OLD, finding, messy_change
 from tests.forge_outputs import CI_ENV, HEAD, outputs, quick_pacing
 from workers.cli import main
-from workers.forge.github_publish import marked_run, marker
+from workers.forge.markers import marked_run, marker
 
 GL_TOKEN = "glpat-s3cr3t-value"
 MR = 3

@@ -13,7 +13,8 @@ from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import finding
 from tests.forge_outputs import HEAD, PR, REPO, TOKEN, outputs, publish, quick_pacing
 from workers.forge.github import GitHubClient, Identity
-from workers.forge.github_publish import REFUSED_HEADING, marked_run, marker
+from workers.forge.github_publish import REFUSED_HEADING
+from workers.forge.markers import marked_run, marker
 
 CRITICAL = finding(1, LineAnchor(path="app.py", line=2), severity="critical", subject="div0")
 MINOR = finding(2, LineAnchor(path="app.py", line=3), severity="minor", subject="nit")

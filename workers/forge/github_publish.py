@@ -32,8 +32,7 @@ that quotes ``@org/team`` must not page it). Runtime layer (network).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,33 +40,13 @@ from council.report.escape import no_mentions
 from council.report.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
 from council.report.github_review import fit_body
 from workers.forge.github import GitHubClient, GitHubInvalid, Identity, PublishError
+from workers.forge.markers import Say, is_summary, marked_run, marker, upsert_summary
 
 REVIEW_PREFIX = "<!-- council:review"
 """How every review council posts starts (earlier versions: ``<!-- council:review -->``)."""
 
-SUMMARY_PREFIX = "<!-- council:summary"
-"""How the summary comment starts (earlier versions: ``<!-- council:summary -->``)."""
-
 REFUSED_HEADING = "### Line comments GitHub refused"
 """The body section holding line comments GitHub would not take as comments."""
-
-_MARKER = re.compile(r"<!-- council:(review|summary)(?: run=(\S+) head=(\S+))? -->")
-
-Say = Callable[[str], None]
-
-
-def marker(kind: str, run_id: str, head: str) -> str:
-    """The hidden first line of a body council posts for a run at a head."""
-    return f"<!-- council:{kind} run={run_id} head={head} -->"
-
-
-def marked_run(body: str) -> tuple[str, str] | None:
-    """The (run id, head) the first line of ``body`` names; None when it names none."""
-    first = body.split("\n", 1)[0].strip()
-    found = _MARKER.fullmatch(first)
-    if found is None or found.group(2) is None:
-        return None
-    return found.group(2), found.group(3)
 
 
 @dataclass(frozen=True)
@@ -218,28 +197,21 @@ def _publish_summary(
     github: GitHubClient, me: Identity, post: GitHubPost, current: bool, say: Say
 ) -> None:
     assert post.summary is not None
-    body = _body("summary", post, post.summary)
     ours = [
-        c
+        (int(c["id"]), str(c.get("body", "")))
         for c in github.comments()
-        if me.owns(c)
-        and str(c.get("body", "")).startswith(SUMMARY_PREFIX)
-        and isinstance(c.get("id"), int)
+        if me.owns(c) and is_summary(str(c.get("body", ""))) and isinstance(c.get("id"), int)
     ]
-    if not ours:
-        say(f"added summary comment {github.create_comment(body)}")
-        return
-    found = ours[0]
-    ident = int(found["id"])
-    if str(found.get("body", "")) == body:
-        say(f"summary comment {ident} is up to date")
-        return
-    shown = marked_run(str(found.get("body", "")))
-    if not current and shown is not None and shown != (post.run_id, post.head):
-        say(f"summary comment {ident} shows run {shown[0]}, of a later head: left as it is")
-        return
-    github.update_comment(ident, body)
-    say(f"updated summary comment {ident}")
+    upsert_summary(
+        ours,
+        _body("summary", post, post.summary),
+        run=(post.run_id, post.head),
+        current=current,
+        create=github.create_comment,
+        update=github.update_comment,
+        noun="summary comment",
+        say=say,
+    )
 
 
 # -- the check run -----------------------------------------------------------------------

@@ -25,14 +25,14 @@ notifies, no line runs as a quick action (``/merge``, ``/approve``). Runtime lay
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from council.report.github_review import fit_body
 from council.report.gitlab import gitlab_safe
-from workers.forge.github_publish import SUMMARY_PREFIX, marked_run, marker
 from workers.forge.gitlab import GitLabClient, GitLabInvalid
+from workers.forge.markers import Say, is_summary, marker, upsert_summary
 
 NOTE_CHARS = 1_000_000
 """GitLab's limit on a note's body, in characters."""
@@ -41,8 +41,6 @@ REFUSED_HEADING = "### Findings not placed on the diff"
 """The summary section for threads GitLab did not take (or that had no version)."""
 
 _THREAD = re.compile(r"<!-- council:finding run=(\S+) head=(\S+) id=(\S+) -->")
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -162,27 +160,23 @@ def _publish_summary(
         text = "\n\n".join(parts) + "\n"
     body = fit_body(f"{marker('summary', post.run_id, post.head)}\n{gitlab_safe(text)}", NOTE_CHARS)
     ours = [
-        n
+        (int(n["id"]), str(n.get("body", "")))
         for n in gitlab.notes()
         if not n.get("system")
         and _author(n) == my_id
-        and str(n.get("body", "")).startswith(SUMMARY_PREFIX)
+        and is_summary(str(n.get("body", "")))
         and isinstance(n.get("id"), int)
     ]
-    if not ours:
-        say(f"added summary note {gitlab.create_note(body)}")
-        return
-    found = ours[0]
-    ident = int(found["id"])
-    if str(found.get("body", "")) == body:
-        say(f"summary note {ident} is up to date")
-        return
-    shown = marked_run(str(found.get("body", "")))
-    if not current and shown is not None and shown != (post.run_id, post.head):
-        say(f"summary note {ident} shows run {shown[0]}, of a later head: left as it is")
-        return
-    gitlab.update_note(ident, body)
-    say(f"updated summary note {ident}")
+    upsert_summary(
+        ours,
+        body,
+        run=(post.run_id, post.head),
+        current=current,
+        create=gitlab.create_note,
+        update=gitlab.update_note,
+        noun="summary note",
+        say=say,
+    )
 
 
 def _author(note: Mapping[str, Any]) -> int | None:
