@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from council.agreement import best_agreeing
-from council.consolidation import consolidate, file_findings, with_origin
+from council.consolidation import consolidate, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.diff import Change
 from council.findings import Agreement, Finding, Member, Origin, Warning
@@ -19,6 +19,7 @@ from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.overrule import OVERRULE_OPTION, Overrule
 from council.participant import Participant
+from council.recall import file_recalled
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
 
@@ -61,6 +62,7 @@ def conclude_round(
     status: RunStatus,
     settled_ms: int,
     change: Change | None = None,
+    remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
     """Merge the round's findings in ROSTER order, give them ids, and build the report.
 
@@ -75,12 +77,19 @@ def conclude_round(
     (:func:`council.landing.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
     ``app.py``), so two spellings of one place merge.
 
+    ``remembered``: the findings the session remembers from its earlier rounds
+    (:mod:`council.recall`). A merged finding recognized as one of them keeps its id
+    (:func:`council.recall.file_recalled`); only the others take ids from ``first_id``
+    on, so the caller's counter advances by those alone. Those recognized by agreement
+    rather than by fingerprint are listed in the report's ``seen_by_agreement``.
+
     The steps: each participant's tellings, merged and filed; one summary per
     participant; what they said besides findings; the cost; the report.
     """
     tellings, uncredited = _tellings(facts, participants, outcomes, change)
     heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
-    filed = file_findings(consolidate(tellings, heard=heard, change=change), first_id)
+    merged = consolidate(tellings, heard=heard, change=change)
+    filed, reworded = file_recalled(merged, first_id, remembered, [p.id for p in participants])
     summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
     warnings, notes = _said_besides(participants, outcomes)
     notes += uncredited
@@ -101,6 +110,7 @@ def conclude_round(
         notes=(*facts.notes, *notes),
         created_ms=facts.created_ms,
         settled_ms=settled_ms,
+        seen_by_agreement=reworded,
     )
     return filed, report
 

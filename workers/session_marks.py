@@ -15,6 +15,10 @@ module then reads what the session remembers and applies the pure rules:
   (``session:{s}:dismissed``) and the trusted baseline the CLI stored
   (``run:{id}:baseline``); dismissals win.
 
+It also reads what filing recognizes the round's findings among, so they keep their ids:
+the session's recall (``session:{s}:recall``, :mod:`council.recall`), or, in a session
+written before it, the findings still open.
+
 The marks are read once per settling step, before its transaction: a round of the same
 session settling at the same moment may not see the other's fingerprints, and then
 both show a repeat as new; nothing is lost. Source: docs/architecture.md "State in Redis"
@@ -49,6 +53,9 @@ class SessionMarks:
     baseline: Baseline = field(default_factory=Baseline)
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """Fingerprint → the reason a person gave when dismissing it."""
+    recall: tuple[Finding, ...] = ()
+    """The findings the session remembers (:func:`council.recall.recalled`), or those
+    still open after the last completed run when it kept none yet."""
     carry: bool = False
     """The round reviews only the commits after the last reviewed head (``--since-last``)."""
 
@@ -77,6 +84,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     """
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
+    recall = sessions.recall(session)
     since = rt.runs.since(record.run_id)
     baseline_text = rt.runs.baseline(record.run_id)
     try:
@@ -89,5 +97,6 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         since=parse_diff(since) if since is not None else None,
         baseline=baseline,
         dismissals={p: d.reason for p, d in sessions.dismissals(session).items()},
+        recall=tuple(recall) if recall is not None else earlier,
         carry=rt.runs.carry(record.run_id),
     )

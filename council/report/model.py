@@ -133,9 +133,10 @@ class CouncilReport(BaseModel):
     reported (or that restate, in other words, a finding still open in the session:
     ``seen_by_agreement``): shown, not posted again."""
     seen_by_agreement: dict[int, int] = Field(default_factory=dict)
-    """Finding id → the id of the earlier finding still open in the session that it
-    restates, recognised by agreement rather than by fingerprint
-    (:func:`council.earlier_rounds.recognized`)."""
+    """Finding id → the id of the earlier finding of the session that it restates,
+    recognised by agreement rather than by fingerprint: the same id when filing kept
+    the earlier one's (:func:`council.recall.file_recalled`), another for a finding
+    filed new that restates one still open (:func:`council.earlier_rounds.recognized`)."""
     fingerprints: dict[int, str] = Field(default_factory=dict)
     """Finding id → its content fingerprint (:func:`council.fingerprint.fingerprint`),
     for every finding of the report (this round's and carried)."""

@@ -9,6 +9,7 @@ from typing import Any
 import fakeredis
 import pytest
 
+from council.earlier_rounds import RoundMemory
 from council.errors import IdentityRefused
 from council.findings import FileAnchor, Finding, Origin
 from council.lifecycle import step
@@ -227,6 +228,34 @@ def test_commit_refuses_a_filing_built_on_a_moved_counter(client: Any) -> None:
     assert sessions.commit(_record("r1"), SETTLED, stale, 3000) is None
     assert RunStore(client, KEYS).status("r1") == "open"
     assert [f.id for f in _settle(sessions, _record("r1"), 2, 3000).findings] == [2, 3]
+
+
+def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: Any) -> None:
+    """A filing whose finding kept an earlier id (recognized, council.recall) rewrites
+    that finding under it; the counter advances for the new one alone; the session's
+    recall is written with the round and read back."""
+    sessions = _sessions(client)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    _settle(sessions, _record("r1"), 2, 3000)
+    assert sessions.recall("s1") is None
+    sessions.open_run(_record("r2"), [("reviewer", _participant("hawk"))], 4000)
+    first_id = sessions.next_finding_id("s1")
+    origin = Origin(kind="reviewer", run_id="r2", participant="hawk")
+    kept = Finding(
+        id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="s0 reworded", origin=origin
+    )
+    new = kept.model_copy(update={"id": first_id, "subject": "another"})
+    report = CouncilReport(run_id="r2", session="s1", status="settled", findings=(kept, new))
+    memory = RoundMemory(reported={}, still_open=None, recall=(kept, new))
+    filing = Filing(first_id=first_id, findings=[kept, new], report=report, memory=memory)
+    assert sessions.commit(_record("r2"), SETTLED, filing, 5000) is not None
+    assert client.get(KEYS.session_issued("s1")) == b"3"
+    by_id = {f.id: f.subject for f in sessions.findings("s1")}
+    assert by_id == {1: "s0 reworded", 2: "s1", 3: "another"}
+    assert [(f.id, f.subject) for f in sessions.recall("s1") or []] == [
+        (1, "s0 reworded"),
+        (3, "another"),
+    ]
 
 
 def test_commit_refuses_a_transition_from_another_state(client: Any) -> None:

@@ -12,6 +12,9 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
 * ``session:{s}:fingerprints`` / ``:reviewed`` — what completed rounds reported, and the
   last completed run (its head, for ``--since-last``, and the findings still open after
   it); written when a run settles.
+* ``session:{s}:recall`` — the findings the session remembers for recognition (bounded,
+  :data:`council.recall.RECALL_CAP`): a later round's finding recognized as one of them
+  keeps its id; written when a round completes.
 * ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason.
 
 Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
@@ -352,6 +355,9 @@ class SessionStore:
         k, s = self._keys, record.session
         if memory.reported:
             pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
+        if memory.recall:
+            recall = FINDINGS.dump_json(list(memory.recall), exclude_none=True).decode()
+            pipe.set(k.session_recall(s), recall)
         if memory.heard:
             heard = {HEARD + pid: record.head for pid in memory.heard}
             pipe.hset(k.session_reviewed(s), mapping=heard)
@@ -398,6 +404,13 @@ class SessionStore:
         if still is not None:
             return FINDINGS.validate_json(still)
         return self.run_findings(session, run.decode()) if run else []
+
+    def recall(self, session: str) -> list[Finding] | None:
+        """The findings the session remembers for recognition, newest first
+        (:func:`council.recall.recalled`); None when no round wrote them yet (a session
+        older than the memory: the caller falls back to :meth:`open_findings`)."""
+        raw = self._r.get(self._keys.session_recall(session))
+        return FINDINGS.validate_json(raw) if raw is not None else None
 
     def fingerprints(self, session: str) -> set[str]:
         """Every content fingerprint a completed round of the session reported."""
