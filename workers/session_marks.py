@@ -13,7 +13,8 @@ module then reads what the session remembers and applies the pure rules:
   round did not raise again: they still stand, and gate;
 * :func:`council.baseline.suppress` — the session's dismissals
   (``session:{s}:dismissed``) and the trusted baseline the CLI stored
-  (``run:{id}:baseline``); dismissals win.
+  (``run:{id}:baseline``), matched by fingerprint or, for a reworded finding, by
+  agreement; dismissals win.
 
 It also reads what filing recognizes the round's findings among, so they keep their ids:
 the session's recall (``session:{s}:recall``, :mod:`council.recall`), or, in a session
@@ -53,6 +54,8 @@ class SessionMarks:
     baseline: Baseline = field(default_factory=Baseline)
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """Fingerprint → the reason a person gave when dismissing it."""
+    dismissed: Mapping[str, Finding] = field(default_factory=dict)
+    """Fingerprint → the finding dismissed, for the dismissals that kept it."""
     recall: tuple[Finding, ...] = ()
     """The findings the session remembers (:func:`council.recall.recalled`), or those
     still open after the last completed run when it kept none yet."""
@@ -72,7 +75,7 @@ class SessionMarks:
         if self.carry and self.since is not None:
             accepted = {*self.dismissals, *self.baseline.reasons()}
             marked = carry(marked, earlier, self.since, accepted)
-        return suppress(marked, self.baseline, self.dismissals)
+        return suppress(marked, self.baseline, self.dismissals, self.dismissed)
 
 
 def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
@@ -85,6 +88,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
     recall = sessions.recall(session)
+    dismissals = sessions.dismissals(session)
     since = rt.runs.since(record.run_id)
     baseline_text = rt.runs.baseline(record.run_id)
     try:
@@ -96,7 +100,8 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         fingerprints=frozenset(sessions.fingerprints(session)),
         since=parse_diff(since) if since is not None else None,
         baseline=baseline,
-        dismissals={p: d.reason for p, d in sessions.dismissals(session).items()},
+        dismissals={p: d.reason for p, d in dismissals.items()},
+        dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
         recall=tuple(recall) if recall is not None else earlier,
         carry=rt.runs.carry(record.run_id),
     )

@@ -63,6 +63,22 @@ class ParticipantSummary(BaseModel):
         return self.state == "answered" and self.unread is None and self.read_in_part is None
 
 
+class Reworded(BaseModel):
+    """The dismissal or baseline entry a finding was matched to by AGREEMENT, not by its
+    fingerprint: the finding says the same problem in other words
+    (:func:`council.baseline.suppress`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fingerprint: str
+    """The fingerprint the dismissal or the baseline entry is keyed by (not the
+    finding's own)."""
+    id: int | None = None
+    """The id of the dismissed finding matched, when the dismissal knows it."""
+    subject: str = ""
+    """What the dismissed finding or the baseline entry said."""
+
+
 class Suppression(BaseModel):
     """Why a finding is listed but never gates nor posts: a dismissal or the baseline."""
 
@@ -70,6 +86,9 @@ class Suppression(BaseModel):
 
     source: Literal["dismissed", "baseline", "judge"]
     reason: str = ""
+    by_agreement: Reworded | None = None
+    """Set when the dismissal or baseline entry was matched by agreement (the finding was
+    reworded) rather than by fingerprint; None for a fingerprint match."""
 
 
 UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"

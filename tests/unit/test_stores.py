@@ -12,6 +12,7 @@ import pytest
 from council.earlier_rounds import RoundMemory
 from council.errors import IdentityRefused
 from council.findings import FileAnchor, Finding, Origin
+from council.fingerprint import fingerprint
 from council.lifecycle import step
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
@@ -256,6 +257,32 @@ def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: An
         (1, "s0 reworded"),
         (3, "another"),
     ]
+
+
+def test_a_dismissal_keeps_the_finding_dismissed_and_old_ones_still_read(client: Any) -> None:
+    """``dismiss`` with the finding keeps it (so its rewording stays dismissed); a
+    dismissal a person gave when asked keeps the report's finding of that fingerprint;
+    one written before the finding was kept reads with none."""
+    sessions = _sessions(client)
+    origin = Origin(kind="reviewer", run_id="r1", participant="hawk")
+    told = Finding(
+        id=4, anchor=FileAnchor(path="a.py"), label="issue", subject="leak", origin=origin
+    )
+    assert sessions.dismiss("s1", "a" * 64, "upstream", 1000, finding=told)
+    client.hset(KEYS.session_dismissed("s1"), "b" * 64, '{"reason": "old", "dismissed_ms": 1}')
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    asked = _filing("r1", 1, sessions.next_finding_id("s1"))
+    print_ = fingerprint(asked.findings[0])
+    with_asked = Filing(
+        first_id=asked.first_id,
+        findings=asked.findings,
+        report=asked.report,
+        dismissals={print_: "a person said no"},
+    )
+    assert sessions.commit(_record("r1"), SETTLED, with_asked, 3000) is not None
+    held = sessions.dismissals("s1")
+    assert held["a" * 64].finding == told and held["b" * 64].finding is None
+    assert held[print_].finding == asked.findings[0]
 
 
 def test_commit_refuses_a_transition_from_another_state(client: Any) -> None:

@@ -92,7 +92,7 @@ def dismiss_command(
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=True) as store:
         value, found = _resolve(store, key, finding)
-        added = store.dismiss(key, value, reason.strip(), now_ms())
+        added = store.dismiss(key, value, reason.strip(), now_ms(), finding=found)
         reported = value in store.fingerprints(key)
     what = f"finding {found.id} ({found.subject!r})" if found else f"fingerprint {value[:12]}…"
     verb = "dismissed" if added else "dismissed again (reason replaced)"

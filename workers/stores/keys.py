@@ -285,8 +285,10 @@ class Keys:
         return f"{self.prefix}session:{session}:recall"
 
     def session_dismissed(self, session: str) -> str:
-        """Hash: content fingerprint → dismissal JSON {reason, dismissed_ms}
-        (``council dismiss``); a dismissed finding is listed, never gates, never posts."""
+        """Hash: content fingerprint → dismissal JSON {reason, dismissed_ms, finding?}
+        (``council dismiss``; ``finding``: the finding dismissed, when known, so a
+        rewording of it stays dismissed); a dismissed finding is listed, never gates,
+        never posts."""
         return f"{self.prefix}session:{session}:dismissed"
 
     def session_keys(self, session: str) -> list[str]:
