@@ -158,7 +158,7 @@ class CouncilReport(BaseModel):
     filed new that restates one still open (:func:`council.earlier_rounds.recognized`)."""
     fingerprints: dict[int, str] = Field(default_factory=dict)
     """Finding id → its content fingerprint (:func:`council.fingerprint.fingerprint`),
-    for every finding of the report (this round's and carried)."""
+    for every finding of the report (this round's, carried and outdated)."""
     suppressed: dict[int, Suppression] = Field(default_factory=dict)
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()
