@@ -28,7 +28,7 @@ both show a repeat as new; nothing is lost. Source: docs/architecture.md "State 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from council.baseline import Baseline, read_baseline, suppress
@@ -38,6 +38,7 @@ from council.findings import Finding
 from council.report.model import CouncilReport
 from workers.runtime import Runtime
 from workers.stores.runs import RunRecord
+from workers.stores.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,6 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     """
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
-    recall = sessions.recall(session)
     dismissals = sessions.dismissals(session)
     since = rt.runs.since(record.run_id)
     baseline_text = rt.runs.baseline(record.run_id)
@@ -102,6 +102,18 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         baseline=baseline,
         dismissals={p: d.reason for p, d in dismissals.items()},
         dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
-        recall=tuple(recall) if recall is not None else earlier,
+        recall=recall_of(sessions, session, earlier),
         carry=rt.runs.carry(record.run_id),
     )
+
+
+def recall_of(
+    sessions: SessionStore, session: str, still_open: Sequence[Finding] | None = None
+) -> tuple[Finding, ...]:
+    """The findings ``session`` remembers for recognition (``session:{s}:recall``), or,
+    in a session written before the memory was kept, those still open after its last
+    completed run (``still_open`` when the caller read them already)."""
+    recall = sessions.recall(session)
+    if recall is not None:
+        return tuple(recall)
+    return tuple(still_open if still_open is not None else sessions.open_findings(session))

@@ -9,15 +9,17 @@ from typing import Any
 import fakeredis
 import pytest
 
+from council.asks.confirm import waiting_report
 from council.earlier_rounds import RoundMemory
 from council.errors import IdentityRefused
-from council.findings import FileAnchor, Finding, Origin
+from council.findings import FINDINGS, FileAnchor, Finding, Origin
 from council.fingerprint import fingerprint
 from council.lifecycle import step
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport
 from council.review_result import Stop
+from workers.resume import finish
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore
@@ -257,6 +259,27 @@ def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: An
         (1, "s0 reworded"),
         (3, "another"),
     ]
+
+
+def test_finishing_a_waiting_run_keeps_the_sessions_recall(client: Any) -> None:
+    """A run that waited on a person settles with the session's recall kept: its own
+    findings first, then those remembered before it (not its findings alone)."""
+    sessions = _sessions(client)
+    origin = Origin(kind="reviewer", run_id="r0", participant="hawk")
+    earlier = Finding(
+        id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="old", origin=origin
+    )
+    client.set(KEYS.session_recall("s1"), FINDINGS.dump_json([earlier]))
+    client.set(KEYS.session_issued("s1"), 1)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    filing = _filing("r1", 1, sessions.next_finding_id("s1"))
+    parked = waiting_report(filing.report, ())
+    asking = step("open", "reviewers_settled", ask=True)
+    waiting = Filing(first_id=filing.first_id, findings=filing.findings, report=parked)
+    assert sessions.commit(_record("r1"), asking, waiting, 3000) is not None
+    (held,) = sessions.waiting("s1")
+    assert finish(sessions, held) is not None
+    assert [f.id for f in sessions.recall("s1") or []] == [2, 1]
 
 
 def test_a_dismissal_keeps_the_finding_dismissed_and_old_ones_still_read(client: Any) -> None:
