@@ -16,7 +16,10 @@ the place, at :data:`~council.agreement.relation.THRESHOLD`), one to one:
 * a pair is taken when neither finding is taken yet: an earlier finding is claimed by
   at most one new finding, and a new finding claims at most one.
 
-Origins are not compared: one reviewer rewording its own finding is still that finding.
+A pair scores the best of its tellings: a consolidated finding is read as its own telling
+and each of its members' (``members``), so a rewording agrees with whichever reviewer's
+words it is closest to. Origins are not compared: one reviewer rewording its own finding
+is still that finding.
 The words are weighed over the new findings and the remembered ones together, so the
 result depends on which findings are given, never on the order they are given in.
 
@@ -36,8 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from council.agreement.relation import THRESHOLD, Vocabulary, place_factor, place_of
-from council.agreement.words import Reader
+from council.agreement.relation import THRESHOLD, Place, Vocabulary, place_factor, place_of
+from council.agreement.words import Reader, Term
 from council.findings import Finding, anchor_path
 from council.fingerprint import fingerprint
 
@@ -79,28 +82,25 @@ def recognize(
     order = sorted(range(len(earlier)), key=lambda at: _earlier_key(earlier[at]))
     kept = [earlier[at] for at in order]
     read = Reader()
-    new_terms = [read(f) for f in findings]
-    old_terms = [read(f) for f in kept]
-    vocabulary = Vocabulary([*new_terms, *old_terms])
+    new_told = [_tellings(f, read) for f in findings]
+    old_told = [_tellings(f, read) for f in kept]
+    vocabulary = Vocabulary([t for told in (*new_told, *old_told) for t, _ in told])
     new_prints = [fingerprint(f) for f in findings]
     old_prints = [fingerprint(f) for f in kept]
-    old_places = [place_of(f) for f in kept]
     by_path: dict[str | None, list[int]] = {}
     for at, f in enumerate(kept):
         by_path.setdefault(anchor_path(f.anchor), []).append(at)
     roster = {name: at for at, name in enumerate(dict.fromkeys(roster_order))}
     pairs: list[tuple[int, float, tuple[int, int], int, int]] = []
     for i, finding in enumerate(findings):
-        here = place_of(finding)
-        path = here.path
+        path = anchor_path(finding.anchor)
         pool = (
             range(len(kept)) if path is None else (*by_path.get(path, ()), *by_path.get(None, ()))
         )
         rank = (_roster_rank(finding, roster), i)
         for j in pool:
             same_print = new_prints[i] == old_prints[j]
-            factor = place_factor(here, old_places[j])
-            value = vocabulary.cosine(new_terms[i], old_terms[j]) * factor if factor else 0.0
+            value = _best(vocabulary, new_told[i], old_told[j])
             if same_print or value >= THRESHOLD:
                 pairs.append((0 if same_print else 1, -value, rank, j, i))
     pairs.sort()
@@ -117,6 +117,32 @@ def recognize(
             score=-negative,
         )
     return found
+
+
+Telling = tuple[tuple[Term, ...], Place]
+"""One telling of a finding as the relation reads it: its terms and its place."""
+
+
+def _tellings(finding: Finding, read: Reader) -> list[Telling]:
+    """The finding's own telling, then each member's (a consolidated finding holds every
+    reviewer's: a rewording may agree with any of them)."""
+    told: list[Telling] = [(read(finding), place_of(finding))]
+    for m in finding.members or ():
+        member = Finding(anchor=m.anchor, label=m.label, subject=m.subject, discussion=m.discussion)
+        told.append((read(member), place_of(member)))
+    return told
+
+
+def _best(vocabulary: Vocabulary, new: Sequence[Telling], old: Sequence[Telling]) -> float:
+    """The highest score between a telling of one finding and a telling of the other
+    (the relation's: cosine times the place factor)."""
+    best = 0.0
+    for terms, place in new:
+        for other, there in old:
+            factor = place_factor(place, there)
+            if factor:
+                best = max(best, vocabulary.cosine(terms, other) * factor)
+    return best
 
 
 def _earlier_key(finding: Finding) -> tuple[int, int, str]:

@@ -14,7 +14,7 @@ from council.consolidation import with_origin
 from council.diff import parse_diff
 from council.earlier_rounds import mark_round, remembered
 from council.filing import RoundFacts, conclude_round
-from council.findings import Finding, Origin
+from council.findings import Finding, Member, Origin
 from council.fingerprint import fingerprint
 from council.outcome import ParticipantOutcome, harvest_outcome
 from council.participant import Participant
@@ -219,3 +219,25 @@ def test_an_earlier_finding_on_another_file_is_never_recognized() -> None:
     """The same words about another file are another problem."""
     elsewhere = {**DIV0[1], "location": {"kind": "line", "path": "other.py", "line": 13}}
     assert recognize([_new(elsewhere, "owl")], [_earlier(DIV0[0], 5)]) == {}
+
+
+def test_a_consolidated_finding_is_recognized_by_any_of_its_tellings() -> None:
+    """The finding's own words need not agree: one member's telling that agrees with the
+    remembered finding is enough (a pair scores its best telling)."""
+    earlier = [_earlier(DIV0[0], 5)]
+    lead = _new(told("Magic constant eight", "Name the hard-coded count.", line=12), "hawk")
+    assert recognize([lead], earlier) == {}
+    other = _new(DIV0[1], "owl")
+    members = tuple(
+        Member(
+            participant=p,
+            anchor=f.anchor,
+            label=f.label,
+            subject=f.subject,
+            discussion=f.discussion,
+        )
+        for p, f in (("hawk", lead), ("owl", other))
+    )
+    merged = lead.model_copy(update={"members": members, "raised_by": ("hawk", "owl")})
+    found = recognize([merged], earlier)
+    assert [(r.earlier.id, r.by) for r in found.values()] == [(5, "agreement")]
