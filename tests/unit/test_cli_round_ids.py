@@ -210,3 +210,25 @@ def test_a_reworded_baselined_finding_stays_baselined(council: TwoReviewers) -> 
     assert held.by_agreement is not None and held.by_agreement.fingerprint == entry.fingerprint
     assert "stays baselined: matches the baseline entry" in markdown
     assert "by agreement (reworded), not by fingerprint" in markdown
+
+
+def test_dismissing_an_older_tellings_fingerprint_names_the_finding(
+    council: TwoReviewers,
+) -> None:
+    """After a rewording replaced finding 1's telling, `council dismiss` with the first
+    round's fingerprint (from its SARIF, say) still names finding 1, and the next
+    rewording stays dismissed by agreement."""
+    council.push(hawk=[DIV0[0]], owl=[])
+    _, first, _ = council.review()
+    council.push(hawk=[DIV0[1]], owl=[])
+    _, second, _ = council.review()
+    assert ids(second) == {DIV0[1]["subject"]: 1}
+    done = council.cli("dismiss", first.fingerprints[1], "--reason", "page_size is validated")
+    assert done.exit_code == 0, done.output
+    assert "dismissed finding 1" in done.output and "warning" not in done.output
+    council.push(hawk=[], owl=[DIV0[2]])
+    done, third, markdown = council.review()
+    assert done.exit_code == 0, done.output
+    held = third.suppressed[1]
+    assert held.by_agreement is not None and held.by_agreement.id == 1
+    assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown

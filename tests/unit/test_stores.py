@@ -236,7 +236,8 @@ def test_commit_refuses_a_filing_built_on_a_moved_counter(client: Any) -> None:
 def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: Any) -> None:
     """A filing whose finding kept an earlier id (recognized, council.recall) rewrites
     that finding under it; the counter advances for the new one alone; the session's
-    recall is written with the round and read back."""
+    recall is written with the round and read back, and a reported fingerprint names
+    its id."""
     sessions = _sessions(client)
     sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
     _settle(sessions, _record("r1"), 2, 3000)
@@ -249,7 +250,7 @@ def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: An
     )
     new = kept.model_copy(update={"id": first_id, "subject": "another"})
     report = CouncilReport(run_id="r2", session="s1", status="settled", findings=(kept, new))
-    memory = RoundMemory(reported={}, still_open=None, recall=(kept, new))
+    memory = RoundMemory(reported={"f" * 64: "1"}, still_open=None, recall=(kept, new))
     filing = Filing(first_id=first_id, findings=[kept, new], report=report, memory=memory)
     assert sessions.commit(_record("r2"), SETTLED, filing, 5000) is not None
     assert client.get(KEYS.session_issued("s1")) == b"3"
@@ -259,6 +260,8 @@ def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: An
         (1, "s0 reworded"),
         (3, "another"),
     ]
+    assert sessions.reported_id("s1", "f" * 64) == 1
+    assert sessions.reported_id("s1", "e" * 64) is None
 
 
 def test_finishing_a_waiting_run_keeps_the_sessions_recall(client: Any) -> None:

@@ -215,11 +215,17 @@ def _existing(output: Path) -> Baseline | None:
 
 
 def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding | None]:
-    """A fingerprint from FINDING (fingerprint or session id), and the finding if known."""
+    """A fingerprint from FINDING (fingerprint or session id), and the finding if known:
+    the one filed with that fingerprint, else the latest telling of the id a completed
+    round reported it under (a rewording kept the id and replaced the telling)."""
     match = _PRINT.fullmatch(text.strip().lower())
     if match is not None:
         value = match.group(1)
-        found = next((f for f in store.findings(session) if fingerprint(f) == value), None)
+        filed = store.findings(session)
+        found = next((f for f in filed if fingerprint(f) == value), None)
+        if found is None:
+            ident = store.reported_id(session, value)
+            found = next((f for f in filed if ident is not None and f.id == ident), None)
         return value, found
     if text.strip().isdigit():
         ident = int(text)

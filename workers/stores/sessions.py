@@ -424,6 +424,13 @@ class SessionStore:
         """Every content fingerprint a completed round of the session reported."""
         return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
 
+    def reported_id(self, session: str, print_: str) -> int | None:
+        """The id of the latest finding a completed round reported with fingerprint
+        ``print_`` (None when none did): an older telling's fingerprint still names the
+        finding after a rewording replaced it under its id."""
+        raw = self._r.hget(self._keys.session_fingerprints(session), print_)
+        return int(raw) if raw is not None and raw.isdigit() else None
+
     def run_findings(self, session: str, run_id: str) -> list[Finding]:
         """The findings one run filed in the session (by their origin), by id."""
         return [
