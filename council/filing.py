@@ -19,7 +19,7 @@ from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.overrule import OVERRULE_OPTION, Overrule
 from council.participant import Participant
-from council.recall import file_recalled
+from council.recall import file_recalled, kept_ids
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
 
@@ -229,10 +229,15 @@ def conclude_judge(
     settled_ms: int,
     prices: PriceTable | None = None,
     change: Change | None = None,
+    remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
     With ``change``, the judge's anchor paths are read as in :func:`conclude_round`.
+    ``remembered``: the session's recall, as there: a finding the judge files new that
+    is recognized as a remembered one (not one of this round's) keeps its id
+    (:func:`council.recall.kept_ids`), listed in ``seen_by_agreement`` when matched by
+    agreement.
 
     The judge is asked for the consolidated findings (council/prompt.py). Its answer:
 
@@ -258,6 +263,10 @@ def conclude_judge(
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
     updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
+    own = {f.id for f in interim.findings if f.id is not None}
+    earlier = [f for f in remembered if f.id not in own]
+    roster = [p.id for p in interim.participants]
+    filed, reworded = kept_ids(filed, first_id, earlier, roster)
     may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
     updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
     suppressed = dict(interim.suppressed)
@@ -286,6 +295,7 @@ def conclude_judge(
                 *(may.note(judge.id, interim, updated) if read_whole(outcome) else ()),
             ),
             "settled_ms": settled_ms,
+            "seen_by_agreement": {**interim.seen_by_agreement, **reworded},
         }
     )
     return [*updated.values(), *filed], report

@@ -55,21 +55,38 @@ def file_recalled(
     :func:`council.consolidation.file_findings` does. Source: docs/identity-and-clocks.md
     "Identity of a finding across rounds".
     """
+    return kept_ids(file_findings(merged, first_id), first_id, remembered, roster_order)
+
+
+def kept_ids(
+    filed: Sequence[Finding],
+    first_id: int,
+    remembered: Sequence[Finding],
+    roster_order: Sequence[str] = (),
+) -> tuple[list[Finding], dict[int, int]]:
+    """Findings just numbered from ``first_id`` (new to the session), with the id of the
+    remembered finding each is recognized as, and the others numbered again from
+    ``first_id`` in order, so the ids taken from the counter stay consecutive.
+
+    ``remembered`` findings without an id are ignored. Returns ``(findings in the
+    order given, id → earlier id for those recognized by agreement)``. Never raises.
+    """
     with_ids = [f for f in remembered if f.id is not None]
-    found = recognize(merged, with_ids, roster_order)
-    fresh = [f for at, f in enumerate(merged) if at not in found]
-    numbered = iter(file_findings(fresh, first_id) if fresh else [])
-    filed: list[Finding] = []
+    found = recognize(filed, with_ids, roster_order)
+    out: list[Finding] = []
     reworded: dict[int, int] = {}
-    for at, finding in enumerate(merged):
+    fresh = first_id
+    for at, finding in enumerate(filed):
         seen = found.get(at)
-        if seen is None or seen.earlier.id is None:
-            filed.append(next(numbered))
+        ident = seen.earlier.id if seen is not None else None
+        if seen is None or ident is None:
+            out.append(finding.model_copy(update={"id": fresh}))
+            fresh += 1
             continue
-        filed.append(finding.model_copy(update={"id": seen.earlier.id}))
+        out.append(finding.model_copy(update={"id": ident}))
         if seen.by == "agreement":
-            reworded[seen.earlier.id] = seen.earlier.id
-    return filed, reworded
+            reworded[ident] = ident
+    return out, reworded
 
 
 def recalled(reported: Iterable[Finding], before: Sequence[Finding]) -> tuple[Finding, ...]:

@@ -316,6 +316,7 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
             settled_ms=settled_at,
             prices=record.prices,
             change=heard.change,
+            remembered=heard.marks.recall,
         )
         report = heard.finish(report)
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()

@@ -13,11 +13,11 @@ from council.agreement import recognize
 from council.consolidation import with_origin
 from council.diff import parse_diff
 from council.earlier_rounds import mark_round, remembered
-from council.filing import RoundFacts, conclude_round
+from council.filing import RoundFacts, conclude_judge, conclude_round
 from council.findings import Finding, Member, Origin
 from council.fingerprint import fingerprint
 from council.outcome import ParticipantOutcome, harvest_outcome
-from council.participant import Participant
+from council.participant import Participant, Role
 from council.recall import RECALL_CAP, file_recalled, recalled
 from council.report.model import CouncilReport
 from council.review_result import ReviewResult
@@ -64,10 +64,10 @@ TIMING = told(
 """Another bug."""
 
 
-def outcome(who: str, *entries: dict[str, Any]) -> ParticipantOutcome:
-    """A replayed reviewer's answer holding ``entries``."""
+def outcome(who: str, *entries: dict[str, Any], role: Role = "reviewer") -> ParticipantOutcome:
+    """A replayed participant's answer holding ``entries``."""
     answer = ReviewResult(answer=json.dumps({"findings": list(entries)}))
-    return harvest_outcome(who, "reviewer", answer, [])
+    return harvest_outcome(who, role, answer, [])
 
 
 def one_round(
@@ -241,3 +241,32 @@ def test_a_consolidated_finding_is_recognized_by_any_of_its_tellings() -> None:
     merged = lead.model_copy(update={"members": members, "raised_by": ("hawk", "owl")})
     found = recognize([merged], earlier)
     assert [(r.earlier.id, r.by) for r in found.values()] == [(5, "agreement")]
+
+
+def test_a_judges_new_finding_that_rewords_a_remembered_one_keeps_its_id() -> None:
+    """The judge files a finding none of the round's reviewers raised, in other words
+    than an earlier round's: it takes that earlier id, not one from the counter."""
+    remembered_timing = _earlier(TIMING, 3)
+    outcomes = {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}
+    filed, interim = one_round("r1", outcomes, 7, [remembered_timing])
+    assert [f.id for f in filed] == [7]
+    judge = Participant(id="arbiter", role="judge", backend="replay")
+    reworded = told(
+        "Secret comparison is not constant-time",
+        "`token == secret` in check returns early on the first differing byte; "
+        "hmac.compare_digest compares the token in constant time.",
+        path="auth.py",
+        line=3,
+    )
+    verdict = outcome("arbiter", DIV0[0], reworded, role="judge")
+    written, report = conclude_judge(
+        interim.model_copy(update={"status": "judging"}),
+        judge,
+        verdict,
+        8,
+        status="settled",
+        settled_ms=2,
+        remembered=[remembered_timing],
+    )
+    assert sorted(f.id or 0 for f in written) == [3, 7]
+    assert report.seen_by_agreement == {3: 3}
