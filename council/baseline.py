@@ -265,12 +265,13 @@ def suppress(
     by_id = {f.id: (p, f) for p, f in known if f.id is not None}
     still: list[Finding] = []
     for finding in left:
-        took = by_id.pop(finding.id, None) if finding.id is not None else None
-        if took is None:
+        ident = finding.id
+        took = by_id.pop(ident, None) if ident is not None else None
+        if ident is None or took is None:
             still.append(finding)
             continue
         print_, earlier = took
-        suppressed[finding.id or 0] = _reworded("dismissed", dismissals[print_], print_, earlier)
+        suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
     pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
     still = _match(still, pool, roster, "dismissed", dismissals, suppressed)
     entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]

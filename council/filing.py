@@ -418,9 +418,7 @@ def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
     """
     named = verdict.raised_by or ()
     members = list(match.members or ())
-    kept = [
-        m for m in members if m.participant in named or says_the_same(_as_finding(m), verdict)
-    ]
+    kept = [m for m in members if m.participant in named or says_the_same(_as_finding(m), verdict)]
     split_off: list[Member] = []
     raisers: list[str | None]
     if members and named and kept and len(kept) < len(members):

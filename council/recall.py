@@ -9,8 +9,9 @@ only the others take new ids from the session's counter, in filing order.
 
 What is remembered (:func:`recalled`) is bounded: the latest telling of each finding
 the session's completed rounds reported, at most :data:`RECALL_CAP` of them, the most
-recently reported first, each without its members and evidence (recognition reads the
-subject, the discussion and the anchor only).
+recently reported first, each without its members and evidence: a remembered finding
+is recognized by its own subject, discussion and anchor (a new consolidated finding by
+any of its tellings), which keeps the memory to about 2 KB a finding.
 
 Pure: the runtime stores the memory (``session:{s}:recall``). Source:
 docs/identity-and-clocks.md "Identity of a finding across rounds"; docs/harvest.md §8.
