@@ -26,7 +26,9 @@ whose anchor misses the diff (``report.off_diff``) under "Not on a changed line"
 suppressed one under "Dismissed and baselined" (with a line "stays dismissed: matches
 #5 by agreement (reworded), not by fingerprint" when its dismissal or baseline entry was
 matched by agreement), the rest under "Findings", where a finding an earlier round
-already reported is marked "(seen in an earlier round)".
+already reported is marked "(seen in an earlier round)", and one recognized by agreement
+says so ("#5 of an earlier round, reworded: recognised by agreement, not by
+fingerprint").
 
 A pure function of the report; linear in its size (30,000 findings are one sort and one
 join). Source: docs/architecture.md (reports), docs/harvest.md §2 (anchors), §7 (stops), §8
@@ -290,10 +292,16 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
 
 
 def _recognized(report: CouncilReport, finding: Finding) -> str:
-    """For a finding recognised as an earlier one by agreement, not by its fingerprint."""
+    """For a finding recognised as an earlier one by agreement, not by its fingerprint:
+    it kept that id (filing recognized it), or restates it under a new one."""
     earlier = report.seen_by_agreement.get(finding.id) if finding.id is not None else None
     if earlier is None:
         return ""
+    if earlier == finding.id:
+        return (
+            f"#{earlier} of an earlier round, reworded: recognised by agreement, not by "
+            "fingerprint"
+        )
     return f"restates finding {earlier} of an earlier round (recognised by agreement)"
 
 

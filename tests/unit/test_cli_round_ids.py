@@ -175,7 +175,9 @@ def test_reworded_findings_keep_their_ids_over_three_rounds(council: TwoReviewer
     assert held.by_agreement.fingerprint == first.fingerprints[2]
     assert second.fingerprints[2] != first.fingerprints[2]
     assert "stays dismissed: matches #2 by agreement (reworded), not by fingerprint" in markdown
-    assert "restates finding 1 of an earlier round (recognised by agreement)" in markdown
+    assert "#1 of an earlier round, reworded: recognised by agreement, not by fingerprint" in (
+        markdown
+    )
 
     council.push(hawk=[UNRELATED], owl=[DIV0[2], TIMING[2]])
     done, third, markdown = council.review()
