@@ -225,9 +225,10 @@ def suppress(
 
     ``dismissals`` maps a content fingerprint to the reason a person gave when
     dismissing it in this session; ``dismissed`` maps such a fingerprint to the finding
-    dismissed, where the session knows it; ``baseline`` is the committed file. A finding
-    is matched, first by its fingerprint, else by agreement (it says the same problem in
-    other words):
+    dismissed, where the session knows it; ``baseline`` is the committed file. Each open
+    finding (this round's, and those carried: one carried because its fingerprint was
+    not dismissed may still be a rewording that is) is matched, first by its
+    fingerprint, else by agreement (it says the same problem in other words):
 
     1. its fingerprint is dismissed → ``Suppression(source="dismissed")``; else it is
        in the baseline → ``source="baseline"`` (the session's decision is the more
@@ -250,7 +251,7 @@ def suppress(
     accepted = baseline.reasons()
     suppressed = dict(report.suppressed)
     left: list[Finding] = []
-    for finding in report.findings:
+    for finding in report.open_findings:
         if finding.id is None:
             continue
         value = fingerprint(finding)

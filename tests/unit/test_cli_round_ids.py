@@ -123,13 +123,14 @@ class TwoReviewers:
         for who, found in (("hawk", hawk), ("owl", owl)):
             self.answers[who].write_text(json.dumps({"findings": found}))
 
-    def review(self) -> tuple[Result, CouncilReport, str]:
-        """One round of session s over base..HEAD: its exit, JSON report and Markdown."""
+    def review(self, *args: str) -> tuple[Result, CouncilReport, str]:
+        """One round of session s over base..HEAD (``args`` added to the command line):
+        its exit, JSON report and Markdown."""
         out = self.tmp / f"round{self.rounds}"
         argv = ["review", "--repo", str(self.repo), "--base", self.base, "--no-progress"]
         argv += ["--state", str(self.state), "--session", "s"]
         argv += ["--format", "json", "--format", "markdown", "--output", str(out)]
-        done = CliRunner().invoke(main, argv)
+        done = CliRunner().invoke(main, [*argv, *args])
         assert (out / "council.json").exists(), done.output
         report = read_json((out / "council.json").read_text())
         return done, report, (out / "council.md").read_text()
@@ -233,4 +234,24 @@ def test_dismissing_an_older_tellings_fingerprint_names_the_finding(
     assert done.exit_code == 0, done.output
     held = third.suppressed[1]
     assert held.by_agreement is not None and held.by_agreement.id == 1
+    assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown
+
+
+def test_a_finding_dismissed_by_agreement_is_not_carried_back_into_the_gate(
+    council: TwoReviewers,
+) -> None:
+    """--since-last after a round whose rewording stayed dismissed by agreement: the new
+    commits leave its code alone, so it is carried, and it stays dismissed (exit 0)."""
+    council.push(hawk=[], owl=[TIMING[0]])
+    council.review()
+    assert council.cli("dismiss", "1", "--reason", "tokens are hashed").exit_code == 0
+    council.push(hawk=[], owl=[TIMING[1]])
+    done, second, _ = council.review()
+    assert done.exit_code == 0, done.output
+    assert second.suppressed[1].by_agreement is not None
+    council.push(hawk=[], owl=[])
+    done, third, markdown = council.review("--since-last")
+    assert done.exit_code == 0, done.output
+    assert [f.id for f in third.carried] == [1]
+    assert third.suppressed[1].source == "dismissed"
     assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown
