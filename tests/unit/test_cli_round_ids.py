@@ -241,7 +241,8 @@ def test_a_finding_dismissed_by_agreement_is_not_carried_back_into_the_gate(
     council: TwoReviewers,
 ) -> None:
     """--since-last after a round whose rewording stayed dismissed by agreement: the new
-    commits leave its code alone, so it is carried, and it stays dismissed (exit 0)."""
+    commits leave its code alone, so it is carried, and it stays dismissed (exit 0);
+    again with nothing new to review (no round runs, the open findings are carried)."""
     council.push(hawk=[], owl=[TIMING[0]])
     council.review()
     assert council.cli("dismiss", "1", "--reason", "tokens are hashed").exit_code == 0
@@ -254,4 +255,9 @@ def test_a_finding_dismissed_by_agreement_is_not_carried_back_into_the_gate(
     assert done.exit_code == 0, done.output
     assert [f.id for f in third.carried] == [1]
     assert third.suppressed[1].source == "dismissed"
+    assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown
+    done, fourth, markdown = council.review("--since-last")  # nothing new: no round runs
+    assert done.exit_code == 0, done.output
+    assert "no change after" in done.output
+    assert [f.id for f in fourth.carried] == [1] and fourth.suppressed[1].source == "dismissed"
     assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown
