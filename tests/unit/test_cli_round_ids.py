@@ -260,4 +260,5 @@ def test_a_finding_dismissed_by_agreement_is_not_carried_back_into_the_gate(
     assert done.exit_code == 0, done.output
     assert "no change after" in done.output
     assert [f.id for f in fourth.carried] == [1] and fourth.suppressed[1].source == "dismissed"
+    assert fourth.fingerprints == {1: fingerprint(fourth.carried[0])}
     assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown

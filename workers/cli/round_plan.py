@@ -24,6 +24,7 @@ from council.diff import Change
 from council.earlier_rounds import carry
 from council.errors import RepositoryError
 from council.findings import Finding
+from council.fingerprint import with_fingerprints
 from council.report.model import CouncilReport
 from workers.baseline_source import BaselineSource, read_trusted_baseline
 from workers.ci_session import ci_session
@@ -74,8 +75,9 @@ class RoundPlan:
         why): no reviewer is asked, and the findings still open after the last round,
         less the dismissed and baselined ones, are carried (they still gate); one that
         rewords a dismissed finding or a baseline entry is carried suppressed
-        (:func:`council.baseline.suppress`, by agreement). None when the round is not
-        one (no ``--since-last``, or no earlier round to start after).
+        (:func:`council.baseline.suppress`, by agreement); each with its fingerprint.
+        None when the round is not one (no ``--since-last``, or no earlier round to
+        start after).
         """
         since = self.since.since
         if since is None:
@@ -96,7 +98,8 @@ class RoundPlan:
             notes=notes,
         )
         carried = carry(report, self.still_open, Change(), accepted)
-        return suppress(carried, self.baseline.parsed(), self.dismissals, self.dismissed)
+        held = suppress(carried, self.baseline.parsed(), self.dismissals, self.dismissed)
+        return with_fingerprints(held)
 
 
 def plan_round(
