@@ -262,3 +262,20 @@ def test_a_finding_dismissed_by_agreement_is_not_carried_back_into_the_gate(
     assert [f.id for f in fourth.carried] == [1] and fourth.suppressed[1].source == "dismissed"
     assert fourth.fingerprints == {1: fingerprint(fourth.carried[0])}
     assert "stays dismissed: matches #1 by agreement (reworded), not by fingerprint" in markdown
+
+
+def test_the_baseline_keeps_the_reason_of_a_dismissal_matched_by_agreement(
+    council: TwoReviewers,
+) -> None:
+    """`council baseline` after a round whose rewording stayed dismissed by agreement:
+    its entry keeps the person's reason, not the generic --reason."""
+    council.push(hawk=[], owl=[TIMING[0]])
+    council.review()
+    assert council.cli("dismiss", "1", "--reason", "tokens are hashed").exit_code == 0
+    council.push(hawk=[], owl=[TIMING[1]])
+    council.review()
+    target = council.tmp / BASELINE_FILE
+    done = council.cli("baseline", "--output", str(target), "--reason", "legacy")
+    assert done.exit_code == 0, done.output
+    (entry,) = read_baseline(target.read_text()).entries
+    assert (entry.subject, entry.reason) == (TIMING[1]["subject"], "tokens are hashed")
