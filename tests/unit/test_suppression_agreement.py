@@ -13,6 +13,7 @@ from council.fingerprint import fingerprint
 from council.gate import gate_tripped
 from council.report import read_json, render_json, render_markdown
 from council.report.model import Reworded, Suppression
+from council.report.sarif import render_sarif
 from tests.forge_cases import finding, report
 
 
@@ -159,3 +160,18 @@ def test_a_dismissal_wins_over_a_baseline_entry_by_agreement() -> None:
     )
     done = suppress(report(REWORDED), baseline, {key: "upstream"}, {key: DISMISSED})
     assert done.suppressed[9].source == "dismissed"
+
+
+def test_sarif_says_a_suppression_was_matched_by_agreement() -> None:
+    """The SARIF suppression of a reworded dismissed finding names what it matched."""
+    key = fingerprint(DISMISSED)
+    done = suppress(report(REWORDED), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    results = [r for run in json.loads(render_sarif(done))["runs"] for r in run["results"]]
+    (held,) = results[0]["suppressions"]
+    assert held["justification"] == "upstream"
+    assert held["properties"]["matchedBy"] == "agreement"
+    assert held["properties"]["matches"] == {
+        "fingerprint": key,
+        "id": 5,
+        "subject": DISMISSED.subject,
+    }
