@@ -270,3 +270,15 @@ def test_a_judges_new_finding_that_rewords_a_remembered_one_keeps_its_id() -> No
     )
     assert sorted(f.id or 0 for f in written) == [3, 7]
     assert report.seen_by_agreement == {3: 3}
+
+
+def test_a_different_bug_on_the_same_lines_takes_a_new_id() -> None:
+    """Another problem told next to the remembered one, sharing none of its words, is
+    not recognized: it gets the next id."""
+    sql = told(
+        "SQL built by string formatting in build_query",
+        "build_query interpolates the user's filter into the SQL text; use parameters.",
+        line=13,
+    )
+    filed, reworded = file_recalled([_new(sql, "owl")], 9, [_earlier(DIV0[0], 5)])
+    assert [f.id for f in filed] == [9] and reworded == {}
