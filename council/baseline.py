@@ -10,27 +10,33 @@ matching when the code around it moves. The file::
       "version": 1,
       "entries": [
         {"fingerprint": "<64 hex>", "reason": "legacy, tracked in #12",
-         "subject": "pool leaks on timeout", "path": "src/pool.py"}
+         "subject": "pool leaks on timeout", "path": "src/pool.py",
+         "discussion": "release() is skipped when acquire() times out, …"}
       ]
     }
 
-``subject`` and ``path`` are for the people reading a diff of the file; only the
-fingerprint matches. Source: docs/harvest.md §5 (sameness, which the fingerprint folds like).
+An entry matches a finding by its fingerprint; an entry that holds the finding's text
+(``subject`` and ``discussion``, which ``write_baseline`` writes since the discussion
+was added; older entries have none and still read) also matches a finding that says the
+same problem in other words, by the agreement relation (:func:`suppress`), and the
+report says so. Source: docs/harvest.md §5 (sameness, which the fingerprint folds like),
+§8 (agreement); docs/identity-and-clocks.md "Identity of a finding across rounds".
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from council.agreement import recognize
 from council.errors import ConfigurationError
-from council.findings import Finding, anchor_path
+from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, anchor_path
 from council.fingerprint import fingerprint
-from council.report.model import CouncilReport, Suppression
+from council.report.model import CouncilReport, Reworded, Suppression
 
 BASELINE_FILE = ".council-baseline.json"
 """Where the baseline lives, relative to the repository root."""
@@ -39,7 +45,11 @@ BASELINE_VERSION = 1
 """The version of the file's shape; a reader refuses any other."""
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path")
+_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion")
+
+DISCUSSION_CHARS = 2_000
+"""Characters of a finding's discussion an entry keeps: as many as the agreement
+relation reads (:data:`council.agreement.words.READ_CHARS`)."""
 
 
 class UnreadableBaseline(ConfigurationError, ValueError):
@@ -66,6 +76,20 @@ class BaselineEntry(BaseModel):
     subject: str = ""
     path: str = ""
     """The anchor's path, ``""`` for a finding about the change as a whole."""
+    discussion: str = ""
+    """The finding's discussion (its first :data:`DISCUSSION_CHARS` characters); absent
+    in entries written before it was kept, which then match by fingerprint only."""
+
+    def as_finding(self) -> Finding | None:
+        """The entry as a finding the agreement relation can read (label ``issue``;
+        anchored on its file, or on the change), or None when it holds too little text:
+        no subject or no discussion (such an entry matches by fingerprint only)."""
+        if not self.subject.strip() or not self.discussion.strip():
+            return None
+        anchor: Anchor = FileAnchor(path=self.path) if self.path else ChangeAnchor()
+        return Finding(
+            anchor=anchor, label="issue", subject=self.subject, discussion=self.discussion
+        )
 
 
 class Baseline(BaseModel):
@@ -158,8 +182,9 @@ def write_baseline(
 ) -> str:
     """The text of a baseline accepting ``findings`` for ``reason``, newline-terminated.
 
-    One entry per distinct fingerprint; entries of ``existing`` are kept with their own
-    reason (accepting a finding again does not rewrite why it was accepted). ``reasons``
+    One entry per distinct fingerprint, with the finding's subject, path and discussion
+    (``discussion`` left out when empty); entries of ``existing`` are kept with their own
+    reason and text (accepting a finding again does not rewrite why it was accepted). ``reasons``
     maps a fingerprint to the reason a person already gave for that finding (a
     dismissal's): it wins over ``reason``, the generic one, for a new entry. Entries are
     sorted by path, then fingerprint, and written with a 2-space indent and non-ASCII
@@ -178,32 +203,55 @@ def write_baseline(
                 reason=(reasons or {}).get(value) or reason,
                 subject=finding.subject,
                 path=anchor_path(finding.anchor) or "",
+                discussion=finding.discussion[:DISCUSSION_CHARS],
             )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
     document = {
         "version": BASELINE_VERSION,
-        "entries": [e.model_dump() for e in ordered],
+        "entries": [
+            e.model_dump(exclude={"discussion"} if not e.discussion else None) for e in ordered
+        ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def suppress(
-    report: CouncilReport, baseline: Baseline, dismissals: Mapping[str, str]
+    report: CouncilReport,
+    baseline: Baseline,
+    dismissals: Mapping[str, str],
+    dismissed: Mapping[str, Finding] | None = None,
 ) -> CouncilReport:
     """The report with ``suppressed`` filled from the session's dismissals and the baseline.
 
     ``dismissals`` maps a content fingerprint to the reason a person gave when
-    dismissing it in this session; ``baseline`` is the committed file. A finding whose
-    fingerprint is dismissed gets ``Suppression(source="dismissed")``; otherwise one in
-    the baseline gets ``source="baseline"``: the session's decision is the more recent
-    one, so it wins. Suppressions already in the report are kept unless one of these
-    replaces them. Findings without an id cannot be keyed and are never suppressed.
-    Nothing is removed from ``findings``: suppressed findings are still listed, they
-    only stop gating (:func:`council.gate.gate_tripped`) and posting. Never raises.
+    dismissing it in this session; ``dismissed`` maps such a fingerprint to the finding
+    dismissed, where the session knows it; ``baseline`` is the committed file. Each open
+    finding (this round's, and those carried: one carried because its fingerprint was
+    not dismissed may still be a rewording that is) is matched, first by its
+    fingerprint, else by agreement (it says the same problem in other words):
+
+    1. its fingerprint is dismissed → ``Suppression(source="dismissed")``; else it is
+       in the baseline → ``source="baseline"`` (the session's decision is the more
+       recent one, so it wins);
+    2. of the findings left, one that took a dismissed finding's id (recognized as it
+       at filing, :mod:`council.recall`) is dismissed with it; the others are matched
+       to the dismissed findings left by :func:`council.agreement.recognize` (one to
+       one, ties in roster order); then the findings still left to the baseline
+       entries that hold enough text (:meth:`BaselineEntry.as_finding`) the same way.
+       Such a suppression carries ``by_agreement`` (:class:`~council.report.model.
+       Reworded`: the dismissal's or entry's fingerprint, the dismissed id, its subject),
+       so the report says the match was made by agreement, not by fingerprint.
+
+    Suppressions already in the report are kept unless one of these replaces them.
+    Findings without an id cannot be keyed and are never suppressed. Nothing is removed
+    from ``findings``: suppressed findings are still listed, they only stop gating
+    (:func:`council.gate.gate_tripped`) and posting. Never raises. Source:
+    docs/identity-and-clocks.md "Identity of a finding across rounds".
     """
     accepted = baseline.reasons()
     suppressed = dict(report.suppressed)
-    for finding in report.findings:
+    left: list[Finding] = []
+    for finding in report.open_findings:
         if finding.id is None:
             continue
         value = fingerprint(finding)
@@ -211,4 +259,56 @@ def suppress(
             suppressed[finding.id] = Suppression(source="dismissed", reason=dismissals[value])
         elif value in accepted:
             suppressed[finding.id] = Suppression(source="baseline", reason=accepted[value])
+        else:
+            left.append(finding)
+    roster = [p.id for p in report.participants]
+    known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals]
+    by_id = {f.id: (p, f) for p, f in known if f.id is not None}
+    still: list[Finding] = []
+    for finding in left:
+        ident = finding.id
+        took = by_id.pop(ident, None) if ident is not None else None
+        if ident is None or took is None:
+            still.append(finding)
+            continue
+        print_, earlier = took
+        suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
+    pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
+    still = _match(still, pool, roster, "dismissed", dismissals, suppressed)
+    entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]
+    _match(still, entries, roster, "baseline", accepted, suppressed)
     return report.model_copy(update={"suppressed": suppressed})
+
+
+def _match(
+    findings: Sequence[Finding],
+    pool: Sequence[tuple[str, Finding]],
+    roster: Sequence[str],
+    source: Literal["dismissed", "baseline"],
+    reasons: Mapping[str, str],
+    suppressed: dict[int, Suppression],
+) -> list[Finding]:
+    """Suppress those of ``findings`` that agree with a finding of ``pool`` (fingerprint
+    it is keyed by, the finding): one to one; returns the findings left, in order."""
+    if not findings or not pool:
+        return list(findings)
+    found = recognize(findings, [f for _, f in pool], roster)
+    left: list[Finding] = []
+    for at, finding in enumerate(findings):
+        seen = found.get(at)
+        if seen is None or finding.id is None:
+            left.append(finding)
+            continue
+        print_ = pool[seen.at][0]
+        suppressed[finding.id] = _reworded(source, reasons.get(print_, ""), print_, seen.earlier)
+    return left
+
+
+def _reworded(
+    source: Literal["dismissed", "baseline"], reason: str, print_: str, earlier: Finding
+) -> Suppression:
+    return Suppression(
+        source=source,
+        reason=reason,
+        by_agreement=Reworded(fingerprint=print_, id=earlier.id, subject=earlier.subject),
+    )

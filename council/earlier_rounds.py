@@ -30,7 +30,7 @@ Pure: the runtime reads the session and computes the interdiff. Source: docs/arc
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from council.agreement import best_agreeing
@@ -38,6 +38,7 @@ from council.diff import Change, ChangedFile
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.fingerprint import fingerprint
 from council.gate import incomplete_reasons
+from council.recall import recalled
 from council.report.model import CouncilReport, RunStatus
 
 COMPLETED: frozenset[RunStatus] = frozenset({"settled", "partial"})
@@ -61,11 +62,17 @@ class RoundMemory:
     """The reviewers heard in full in it: their last heard head becomes its head."""
     reviewers: tuple[str, ...] = ()
     """Every reviewer of the round, heard or not."""
+    recall: tuple[Finding, ...] = ()
+    """The session's memory of findings after it (:func:`council.recall.recalled`):
+    what later rounds recognize their findings among, to keep their ids."""
 
 
-def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
+def remembered(
+    report: CouncilReport, quorum: int | None, recall: Sequence[Finding] = ()
+) -> RoundMemory | None:
     """What the session keeps of a round that settled with ``report`` (None unless it
-    completed: :data:`COMPLETED`).
+    completed: :data:`COMPLETED`). ``recall``: the session's memory of findings before
+    it; the round's findings and those it carried go first (:func:`council.recall.recalled`).
 
     Why the head is not always marked: a round the gate called incomplete (exit 3: fewer
     than ``quorum`` heard in full) reviewed nothing for sure; marking its head reviewed
@@ -78,7 +85,13 @@ def remembered(report: CouncilReport, quorum: int | None) -> RoundMemory | None:
     reviewers = tuple(p.id for p in report.participants if p.role == "reviewer")
     heard = tuple(p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full)
     kept = still_open(report) if not incomplete_reasons(report, quorum) else None
-    return RoundMemory(reported=reported, still_open=kept, heard=heard, reviewers=reviewers)
+    return RoundMemory(
+        reported=reported,
+        still_open=kept,
+        heard=heard,
+        reviewers=reviewers,
+        recall=recalled(report.open_findings, recall),
+    )
 
 
 def mark_round(
@@ -99,10 +112,11 @@ def mark_round(
       (:func:`touched`). When several earlier findings share a fingerprint, the one
       filed last is kept. In filing order.
     * ``seen_by_agreement``: this round's findings that a fingerprint did not recognise
-      but the agreement relation did, as a restatement of one of ``recognizing`` (the
-      findings still open in the session), id → that earlier finding's id
-      (:func:`recognized`); they are ``seen`` too, and that earlier finding is not
-      outdated (it was raised again).
+      but the agreement relation did: those filing already gave an earlier id
+      (:func:`council.recall.file_recalled`, kept from the report), and those that
+      restate one of ``recognizing`` (the findings still open in the session) under
+      another id, id → that earlier finding's id (:func:`recognized`); they are ``seen``
+      too, and that earlier finding is not outdated (it was raised again).
 
     Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
     inputs gives the same report. Never raises.
@@ -111,7 +125,10 @@ def mark_round(
         f.id for f in report.findings if f.id is not None and fingerprint(f) in earlier_fingerprints
     ]
     earlier = list(earlier_findings)
-    agreed = recognized(report.findings, recognizing, set(seen))
+    own = {f.id for f in report.findings if f.id is not None}
+    filed = {i: e for i, e in report.seen_by_agreement.items() if i in own}
+    pool = [f for f in recognizing if f.id not in own]
+    agreed = {**filed, **recognized(report.findings, pool, {*seen, *filed})}
     seen_set = {*seen, *agreed}
     seen = [f.id for f in report.findings if f.id is not None and f.id in seen_set]
     raised_again = {agreed[i] for i in agreed}

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from council.agreement import best_agreeing
-from council.consolidation import consolidate, file_findings, with_origin
+from council.consolidation import consolidate, with_origin
 from council.cost import PriceTable, cost_usd, sum_costs
 from council.diff import Change
 from council.findings import Agreement, Finding, Member, Origin, Warning
@@ -19,6 +19,7 @@ from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.overrule import OVERRULE_OPTION, Overrule
 from council.participant import Participant
+from council.recall import file_recalled, kept_ids
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
 
@@ -61,6 +62,7 @@ def conclude_round(
     status: RunStatus,
     settled_ms: int,
     change: Change | None = None,
+    remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
     """Merge the round's findings in ROSTER order, give them ids, and build the report.
 
@@ -75,12 +77,19 @@ def conclude_round(
     (:func:`council.landing.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
     ``app.py``), so two spellings of one place merge.
 
+    ``remembered``: the findings the session remembers from its earlier rounds
+    (:mod:`council.recall`). A merged finding recognized as one of them keeps its id
+    (:func:`council.recall.file_recalled`); only the others take ids from ``first_id``
+    on, so the caller's counter advances by those alone. Those recognized by agreement
+    rather than by fingerprint are listed in the report's ``seen_by_agreement``.
+
     The steps: each participant's tellings, merged and filed; one summary per
     participant; what they said besides findings; the cost; the report.
     """
     tellings, uncredited = _tellings(facts, participants, outcomes, change)
     heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
-    filed = file_findings(consolidate(tellings, heard=heard, change=change), first_id)
+    merged = consolidate(tellings, heard=heard, change=change)
+    filed, reworded = file_recalled(merged, first_id, remembered, [p.id for p in participants])
     summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
     warnings, notes = _said_besides(participants, outcomes)
     notes += uncredited
@@ -101,6 +110,7 @@ def conclude_round(
         notes=(*facts.notes, *notes),
         created_ms=facts.created_ms,
         settled_ms=settled_ms,
+        seen_by_agreement=reworded,
     )
     return filed, report
 
@@ -219,10 +229,15 @@ def conclude_judge(
     settled_ms: int,
     prices: PriceTable | None = None,
     change: Change | None = None,
+    remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
     With ``change``, the judge's anchor paths are read as in :func:`conclude_round`.
+    ``remembered``: the session's recall, as there: a finding the judge files new that
+    is recognized as a remembered one (not one of this round's) keeps its id
+    (:func:`council.recall.kept_ids`), listed in ``seen_by_agreement`` when matched by
+    agreement.
 
     The judge is asked for the consolidated findings (council/prompt.py). Its answer:
 
@@ -248,6 +263,10 @@ def conclude_judge(
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
     updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
+    own = {f.id for f in interim.findings if f.id is not None}
+    earlier = [f for f in remembered if f.id not in own]
+    roster = [p.id for p in interim.participants]
+    filed, reworded = kept_ids(filed, first_id, earlier, roster)
     may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
     updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
     suppressed = dict(interim.suppressed)
@@ -276,6 +295,7 @@ def conclude_judge(
                 *(may.note(judge.id, interim, updated) if read_whole(outcome) else ()),
             ),
             "settled_ms": settled_ms,
+            "seen_by_agreement": {**interim.seen_by_agreement, **reworded},
         }
     )
     return [*updated.values(), *filed], report

@@ -67,8 +67,9 @@ def occurrence_fingerprints(findings: Iterable[Finding]) -> list[str]:
 
 
 def with_fingerprints(report: CouncilReport) -> CouncilReport:
-    """The report with ``fingerprints`` set: each open finding's id → :func:`fingerprint`
-    (this round's and carried), so the JSON report says what dismissals, the baseline
-    and later rounds key it by. Never raises."""
-    prints = {f.id: fingerprint(f) for f in report.open_findings if f.id is not None}
+    """The report with ``fingerprints`` set: each finding's id → :func:`fingerprint`
+    (this round's, carried and outdated ones), so the JSON report says what dismissals,
+    the baseline and later rounds key each by. Never raises."""
+    listed = (*report.open_findings, *report.outdated)
+    prints = {f.id: fingerprint(f) for f in listed if f.id is not None}
     return report.model_copy(update={"fingerprints": prints})

@@ -189,9 +189,9 @@ def _hash(client: Any, key: str) -> dict[str, str]:
 
 def save_state(client: Any, keys: Keys, path: Path) -> None:
     """Write every session's ledger, findings, id counter, reported fingerprints, last
-    reviewed run and dismissals to ``path`` (atomic).
+    reviewed run, recall (:mod:`council.recall`) and dismissals to ``path`` (atomic).
 
-    The last three, and the runs waiting on a person with the answers given to them,
+    The last four, and the runs waiting on a person with the answers given to them,
     were added after version 1 was first written; they are optional in the file, so an
     older file still loads and an older council ignores them.
     """
@@ -204,6 +204,7 @@ def save_state(client: Any, keys: Keys, path: Path) -> None:
             "attributed": sorted(m.decode() for m in client.smembers(keys.session_attributed(s))),
             "fingerprints": _hash(client, keys.session_fingerprints(s)),
             "reviewed": _hash(client, keys.session_reviewed(s)),
+            "recall": (client.get(keys.session_recall(s)) or b"").decode(),
             "dismissed": _hash(client, keys.session_dismissed(s)),
             "waiting": _hash(client, keys.session_waiting(s)),
             "answers": _hash(client, keys.session_answers(s)),
@@ -232,6 +233,8 @@ def load_state(client: Any, keys: Keys, path: Path) -> None:
                 client.hset(keys.session_findings(s), mapping=v["findings"])
             if v["attributed"]:
                 client.sadd(keys.session_attributed(s), *v["attributed"])
+            if v.get("recall"):
+                client.set(keys.session_recall(s), v["recall"])
             for name, key in (
                 ("fingerprints", keys.session_fingerprints(s)),
                 ("reviewed", keys.session_reviewed(s)),

@@ -18,6 +18,7 @@ from council.earlier_rounds import remembered
 from council.lifecycle import Whole, step
 from council.report.model import CouncilReport
 from workers.clock import now_ms
+from workers.session_marks import recall_of
 from workers.stores.sessions import Filing, SessionStore, Waiting
 
 
@@ -37,7 +38,7 @@ def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
     settled, dismissals = answered_report(parked.report, answers, settled_at)
     whole: Whole = "whole" if settled.status == "settled" else "in part"
     transition = step("waiting", "answered", whole=whole)
-    memory = remembered(settled, record.quorum)
+    memory = remembered(settled, record.quorum, recall_of(sessions, record.session))
     while True:
         filing = Filing(
             first_id=sessions.next_finding_id(record.session),

@@ -13,7 +13,12 @@ module then reads what the session remembers and applies the pure rules:
   round did not raise again: they still stand, and gate;
 * :func:`council.baseline.suppress` — the session's dismissals
   (``session:{s}:dismissed``) and the trusted baseline the CLI stored
-  (``run:{id}:baseline``); dismissals win.
+  (``run:{id}:baseline``), matched by fingerprint or, for a reworded finding, by
+  agreement; dismissals win.
+
+It also reads what filing recognizes the round's findings among, so they keep their ids:
+the session's recall (``session:{s}:recall``, :mod:`council.recall`), or, in a session
+written before it, the findings still open.
 
 The marks are read once per settling step, before its transaction: a round of the same
 session settling at the same moment may not see the other's fingerprints, and then
@@ -23,7 +28,7 @@ both show a repeat as new; nothing is lost. Source: docs/architecture.md "State 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from council.baseline import Baseline, read_baseline, suppress
@@ -33,6 +38,7 @@ from council.findings import Finding
 from council.report.model import CouncilReport
 from workers.runtime import Runtime
 from workers.stores.runs import RunRecord
+from workers.stores.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,11 @@ class SessionMarks:
     baseline: Baseline = field(default_factory=Baseline)
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """Fingerprint → the reason a person gave when dismissing it."""
+    dismissed: Mapping[str, Finding] = field(default_factory=dict)
+    """Fingerprint → the finding dismissed, for the dismissals that kept it."""
+    recall: tuple[Finding, ...] = ()
+    """The findings the session remembers (:func:`council.recall.recalled`), or those
+    still open after the last completed run when it kept none yet."""
     carry: bool = False
     """The round reviews only the commits after the last reviewed head (``--since-last``)."""
 
@@ -65,7 +76,7 @@ class SessionMarks:
         if self.carry and self.since is not None:
             accepted = {*self.dismissals, *self.baseline.reasons()}
             marked = carry(marked, earlier, self.since, accepted)
-        return suppress(marked, self.baseline, self.dismissals)
+        return suppress(marked, self.baseline, self.dismissals, self.dismissed)
 
 
 def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
@@ -77,6 +88,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     """
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
+    dismissals = sessions.dismissals(session)
     since = rt.runs.since(record.run_id)
     baseline_text = rt.runs.baseline(record.run_id)
     try:
@@ -88,6 +100,20 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         fingerprints=frozenset(sessions.fingerprints(session)),
         since=parse_diff(since) if since is not None else None,
         baseline=baseline,
-        dismissals={p: d.reason for p, d in sessions.dismissals(session).items()},
+        dismissals={p: d.reason for p, d in dismissals.items()},
+        dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
+        recall=recall_of(sessions, session, earlier),
         carry=rt.runs.carry(record.run_id),
     )
+
+
+def recall_of(
+    sessions: SessionStore, session: str, still_open: Sequence[Finding] | None = None
+) -> tuple[Finding, ...]:
+    """The findings ``session`` remembers for recognition (``session:{s}:recall``), or,
+    in a session written before the memory was kept, those still open after its last
+    completed run (``still_open`` when the caller read them already)."""
+    recall = sessions.recall(session)
+    if recall is not None:
+        return tuple(recall)
+    return tuple(still_open if still_open is not None else sessions.open_findings(session))

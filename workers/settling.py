@@ -282,6 +282,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
             status=plain.target,
             settled_ms=settled_at,
             change=heard.change,
+            remembered=heard.marks.recall,
         )
         report = heard.finish(report)
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
@@ -315,6 +316,7 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
             settled_ms=settled_at,
             prices=record.prices,
             change=heard.change,
+            remembered=heard.marks.recall,
         )
         report = heard.finish(report)
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
@@ -338,7 +340,7 @@ def _commit(
     while True:
         first_id = sessions.next_finding_id(record.session)
         transition, findings, report = build(first_id)
-        memory = remembered(report, record.quorum) if transition.final else None
+        memory = remembered(report, record.quorum, heard.marks.recall) if transition.final else None
         filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
         committed = sessions.commit(record, transition, filing, now)
         if committed is not None:

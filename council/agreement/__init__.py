@@ -7,13 +7,24 @@
 * :mod:`council.agreement.pairs`: which pairs are scored (blocking by file and lines,
   an inverted index over rare terms): linear, never all pairs;
 * :mod:`council.agreement.clusters`: :func:`cluster`, average-linkage groups, at most
-  one finding per reviewer each, deterministic.
+  one finding per reviewer each, deterministic;
+* :mod:`council.agreement.recognition`: :func:`recognize`, which new finding is which
+  remembered one (an earlier round's, a dismissal's, a baseline entry's), one to one.
 
 Pure: no I/O. Source: docs/harvest.md §8; bench/agreement.py measures precision, recall and
 speed against the ``says_the_same`` baseline.
 """
 
 from council.agreement.clusters import cluster
+from council.agreement.recognition import Recognition, recognize
 from council.agreement.relation import THRESHOLD, agrees_with, best_agreeing, score
 
-__all__ = ["THRESHOLD", "agrees_with", "best_agreeing", "cluster", "score"]
+__all__ = [
+    "THRESHOLD",
+    "Recognition",
+    "agrees_with",
+    "best_agreeing",
+    "cluster",
+    "recognize",
+    "score",
+]

@@ -23,8 +23,12 @@ id, who raised it (agreement when several did), severity and confidence, then th
 discussion as a blockquote (a quote is a container: whatever Markdown the reviewer
 wrote, an unclosed fence included, ends with it). Each finding is shown once: a finding
 whose anchor misses the diff (``report.off_diff``) under "Not on a changed line", a
-suppressed one under "Dismissed and baselined", the rest under "Findings", where a
-finding an earlier round already reported is marked "(seen in an earlier round)".
+suppressed one under "Dismissed and baselined" (with a line "stays dismissed: matches
+#5 by agreement (reworded), not by fingerprint" when its dismissal or baseline entry was
+matched by agreement), the rest under "Findings", where a finding an earlier round
+already reported is marked "(seen in an earlier round)", and one recognized by agreement
+says so ("#5 of an earlier round, reworded: recognised by agreement, not by
+fingerprint").
 
 A pure function of the report; linear in its size (30,000 findings are one sort and one
 join). Source: docs/architecture.md (reports), docs/harvest.md §2 (anchors), §7 (stops), §8
@@ -50,7 +54,7 @@ from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
 from council.report.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.report.escape import block, cell, code, for_log, inline
 from council.report.evidence_text import with_verdicts
-from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary
+from council.report.model import UNSANDBOXED, CouncilReport, ParticipantSummary, Reworded
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
 """The Conventional Comments decoration a severity adds to a finding's label."""
@@ -294,10 +298,16 @@ def _findings(report: CouncilReport, posted: Collection[int]) -> str:
 
 
 def _recognized(report: CouncilReport, finding: Finding) -> str:
-    """For a finding recognised as an earlier one by agreement, not by its fingerprint."""
+    """For a finding recognised as an earlier one by agreement, not by its fingerprint:
+    it kept that id (filing recognized it), or restates it under a new one."""
     earlier = report.seen_by_agreement.get(finding.id) if finding.id is not None else None
     if earlier is None:
         return ""
+    if earlier == finding.id:
+        return (
+            f"#{earlier} of an earlier round, reworded: recognised by agreement, not by "
+            "fingerprint"
+        )
     return f"restates finding {earlier} of an earlier round (recognised by agreement)"
 
 
@@ -417,10 +427,28 @@ def _suppressed(report: CouncilReport) -> str:
         ]
         why = inline(entry.reason) if entry.reason.strip() else "no reason given"
         items.append(f"- {_brief(finding)} · {how}: {why}")
+        if entry.by_agreement is not None:
+            items.append(f"  {_reworded(entry.source, entry.by_agreement)}")
     if not items:
         return ""
     lead = "Listed for the record; they neither gate nor post."
     return "\n".join(["### Dismissed and baselined", "", lead, "", *items])
+
+
+def _reworded(source: str, matched: Reworded) -> str:
+    """The line under a suppressed finding matched by agreement, not by fingerprint."""
+    if source == "dismissed":
+        which = f"#{matched.id}" if matched.id is not None else _entry_name(matched)
+        return f"stays dismissed: matches {which} by agreement (reworded), not by fingerprint"
+    return (
+        f"stays baselined: matches the baseline entry {_entry_name(matched)} by agreement "
+        "(reworded), not by fingerprint"
+    )
+
+
+def _entry_name(matched: Reworded) -> str:
+    said = f" ({inline(matched.subject)})" if matched.subject.strip() else ""
+    return f"{code(matched.fingerprint[:12])}{said}"
 
 
 def _outdated(report: CouncilReport) -> str:

@@ -63,6 +63,22 @@ class ParticipantSummary(BaseModel):
         return self.state == "answered" and self.unread is None and self.read_in_part is None
 
 
+class Reworded(BaseModel):
+    """The dismissal or baseline entry a finding was matched to by AGREEMENT, not by its
+    fingerprint: the finding says the same problem in other words
+    (:func:`council.baseline.suppress`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fingerprint: str
+    """The fingerprint the dismissal or the baseline entry is keyed by (not the
+    finding's own)."""
+    id: int | None = None
+    """The id of the dismissed finding matched, when the dismissal knows it."""
+    subject: str = ""
+    """What the dismissed finding or the baseline entry said."""
+
+
 class Suppression(BaseModel):
     """Why a finding is listed but never gates nor posts: a dismissal or the baseline."""
 
@@ -70,6 +86,9 @@ class Suppression(BaseModel):
 
     source: Literal["dismissed", "baseline", "judge"]
     reason: str = ""
+    by_agreement: Reworded | None = None
+    """Set when the dismissal or baseline entry was matched by agreement (the finding was
+    reworded) rather than by fingerprint; None for a fingerprint match."""
 
 
 UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
@@ -133,12 +152,13 @@ class CouncilReport(BaseModel):
     reported (or that restate, in other words, a finding still open in the session:
     ``seen_by_agreement``): shown, not posted again."""
     seen_by_agreement: dict[int, int] = Field(default_factory=dict)
-    """Finding id → the id of the earlier finding still open in the session that it
-    restates, recognised by agreement rather than by fingerprint
-    (:func:`council.earlier_rounds.recognized`)."""
+    """Finding id → the id of the earlier finding of the session that it restates,
+    recognised by agreement rather than by fingerprint: the same id when filing kept
+    the earlier one's (:func:`council.recall.file_recalled`), another for a finding
+    filed new that restates one still open (:func:`council.earlier_rounds.recognized`)."""
     fingerprints: dict[int, str] = Field(default_factory=dict)
     """Finding id → its content fingerprint (:func:`council.fingerprint.fingerprint`),
-    for every finding of the report (this round's and carried)."""
+    for every finding of the report (this round's, carried and outdated)."""
     suppressed: dict[int, Suppression] = Field(default_factory=dict)
     """Finding id → the dismissal or baseline entry that suppresses it."""
     outdated: tuple[Finding, ...] = ()

@@ -17,10 +17,12 @@ run of the participant that filed it (its origin); every raiser is listed in
 ``properties.raisedBy``. Findings filed by hand, or by a participant the report does
 not list, go to one last run named :data:`UNATTRIBUTED_RUN`. Nothing is left out for
 being off the diff, seen, or suppressed: the host decides what to show, and
-``suppressions`` tells it what was accepted. Outdated findings of earlier rounds are
-not results of this run and are not written; findings carried from earlier rounds
-(still open, and not reviewed again by a ``--since-last`` round) are, after this
-round's, with ``properties.carried``.
+``suppressions`` tells it what was accepted (a dismissal or baseline entry matched by
+agreement, the finding reworded, adds ``properties.matchedBy: "agreement"`` and
+``matches``: the fingerprint it is keyed by, the dismissed id, its subject). Outdated
+findings of earlier rounds are not results of this run and are not written; findings
+carried from earlier rounds (still open, and not reviewed again by a ``--since-last``
+round) are, after this round's, with ``properties.carried``.
 
 A result's ``ruleId`` is the analyzer's rule when the finding's subject starts with one
 (``"F401: ..."``, as the ``sarif`` backend writes it; see :data:`ANALYZER_RULE`), so code
@@ -46,7 +48,7 @@ from typing import Any
 from urllib.parse import quote
 
 from council.evidence import verdict_json
-from council.findings import LABELS, ChangeAnchor, FileAnchor, Finding, severity_rank
+from council.findings import LABELS, ChangeAnchor, FileAnchor, Finding, canonical, severity_rank
 from council.fingerprint import fingerprint
 from council.report.agreement import agreement_properties, tellings_plain
 from council.report.model import CouncilReport, ParticipantSummary
@@ -417,12 +419,16 @@ def _result(
     entry = report.suppressed.get(finding.id) if finding.id is not None else None
     if entry is not None:
         default = "dismissed" if entry.source == "dismissed" else "in the committed baseline"
+        held: dict[str, Any] = {"source": entry.source}
+        if entry.by_agreement is not None:
+            held["matchedBy"] = "agreement"
+            held["matches"] = canonical(entry.by_agreement)
         result["suppressions"] = [
             {
                 "kind": "external",
                 "status": "accepted",
                 "justification": entry.reason or default,
-                "properties": {"source": entry.source},
+                "properties": held,
             }
         ]
     result["properties"] = _result_properties(report, finding, seen)

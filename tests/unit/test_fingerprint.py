@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from council.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.fingerprint import fingerprint, occurrence_fingerprints
-from tests.forge_cases import OWL, finding
+from council.fingerprint import fingerprint, occurrence_fingerprints, with_fingerprints
+from council.report import read_json, render_json
+from tests.forge_cases import OWL, finding, report
 
 POOL = LineAnchor(path="src/pool.py", line=3)
 
@@ -81,3 +82,15 @@ def test_occurrences_are_unique_and_keep_the_first() -> None:
 def test_occurrences_of_nothing() -> None:
     """No findings, no fingerprints."""
     assert occurrence_fingerprints([]) == []
+
+
+def test_the_report_carries_every_findings_fingerprint() -> None:
+    """``with_fingerprints``: this round's, carried and outdated findings, each by id."""
+    now, carried, gone = finding(7, POOL), finding(3, POOL, subject="b"), finding(2, POOL)
+    marked = with_fingerprints(report(now, carried=(carried,), outdated=(gone,)))
+    assert marked.fingerprints == {
+        7: fingerprint(now),
+        3: fingerprint(carried),
+        2: fingerprint(gone),
+    }
+    assert read_json(render_json(marked)).fingerprints == marked.fingerprints

@@ -9,13 +9,17 @@ from typing import Any
 import fakeredis
 import pytest
 
+from council.asks.confirm import waiting_report
+from council.earlier_rounds import RoundMemory
 from council.errors import IdentityRefused
-from council.findings import FileAnchor, Finding, Origin
+from council.findings import FINDINGS, FileAnchor, Finding, Origin
+from council.fingerprint import fingerprint
 from council.lifecycle import step
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
 from council.report.model import CouncilReport
 from council.review_result import Stop
+from workers.resume import finish
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore
@@ -227,6 +231,84 @@ def test_commit_refuses_a_filing_built_on_a_moved_counter(client: Any) -> None:
     assert sessions.commit(_record("r1"), SETTLED, stale, 3000) is None
     assert RunStore(client, KEYS).status("r1") == "open"
     assert [f.id for f in _settle(sessions, _record("r1"), 2, 3000).findings] == [2, 3]
+
+
+def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: Any) -> None:
+    """A filing whose finding kept an earlier id (recognized, council.recall) rewrites
+    that finding under it; the counter advances for the new one alone; the session's
+    recall is written with the round and read back, and a reported fingerprint names
+    its id."""
+    sessions = _sessions(client)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    _settle(sessions, _record("r1"), 2, 3000)
+    assert sessions.recall("s1") is None
+    sessions.open_run(_record("r2"), [("reviewer", _participant("hawk"))], 4000)
+    first_id = sessions.next_finding_id("s1")
+    origin = Origin(kind="reviewer", run_id="r2", participant="hawk")
+    kept = Finding(
+        id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="s0 reworded", origin=origin
+    )
+    new = kept.model_copy(update={"id": first_id, "subject": "another"})
+    report = CouncilReport(run_id="r2", session="s1", status="settled", findings=(kept, new))
+    memory = RoundMemory(reported={"f" * 64: "1"}, still_open=None, recall=(kept, new))
+    filing = Filing(first_id=first_id, findings=[kept, new], report=report, memory=memory)
+    assert sessions.commit(_record("r2"), SETTLED, filing, 5000) is not None
+    assert client.get(KEYS.session_issued("s1")) == b"3"
+    by_id = {f.id: f.subject for f in sessions.findings("s1")}
+    assert by_id == {1: "s0 reworded", 2: "s1", 3: "another"}
+    assert [(f.id, f.subject) for f in sessions.recall("s1") or []] == [
+        (1, "s0 reworded"),
+        (3, "another"),
+    ]
+    assert sessions.reported_id("s1", "f" * 64) == 1
+    assert sessions.reported_id("s1", "e" * 64) is None
+
+
+def test_finishing_a_waiting_run_keeps_the_sessions_recall(client: Any) -> None:
+    """A run that waited on a person settles with the session's recall kept: its own
+    findings first, then those remembered before it (not its findings alone)."""
+    sessions = _sessions(client)
+    origin = Origin(kind="reviewer", run_id="r0", participant="hawk")
+    earlier = Finding(
+        id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="old", origin=origin
+    )
+    client.set(KEYS.session_recall("s1"), FINDINGS.dump_json([earlier]))
+    client.set(KEYS.session_issued("s1"), 1)
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    filing = _filing("r1", 1, sessions.next_finding_id("s1"))
+    parked = waiting_report(filing.report, ())
+    asking = step("open", "reviewers_settled", ask=True)
+    waiting = Filing(first_id=filing.first_id, findings=filing.findings, report=parked)
+    assert sessions.commit(_record("r1"), asking, waiting, 3000) is not None
+    (held,) = sessions.waiting("s1")
+    assert finish(sessions, held) is not None
+    assert [f.id for f in sessions.recall("s1") or []] == [2, 1]
+
+
+def test_a_dismissal_keeps_the_finding_dismissed_and_old_ones_still_read(client: Any) -> None:
+    """``dismiss`` with the finding keeps it (so its rewording stays dismissed); a
+    dismissal a person gave when asked keeps the report's finding of that fingerprint;
+    one written before the finding was kept reads with none."""
+    sessions = _sessions(client)
+    origin = Origin(kind="reviewer", run_id="r1", participant="hawk")
+    told = Finding(
+        id=4, anchor=FileAnchor(path="a.py"), label="issue", subject="leak", origin=origin
+    )
+    assert sessions.dismiss("s1", "a" * 64, "upstream", 1000, finding=told)
+    client.hset(KEYS.session_dismissed("s1"), "b" * 64, '{"reason": "old", "dismissed_ms": 1}')
+    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], 2000)
+    asked = _filing("r1", 1, sessions.next_finding_id("s1"))
+    print_ = fingerprint(asked.findings[0])
+    with_asked = Filing(
+        first_id=asked.first_id,
+        findings=asked.findings,
+        report=asked.report,
+        dismissals={print_: "a person said no"},
+    )
+    assert sessions.commit(_record("r1"), SETTLED, with_asked, 3000) is not None
+    held = sessions.dismissals("s1")
+    assert held["a" * 64].finding == told and held["b" * 64].finding is None
+    assert held[print_].finding == asked.findings[0]
 
 
 def test_commit_refuses_a_transition_from_another_state(client: Any) -> None:

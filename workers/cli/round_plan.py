@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from council.baseline import suppress
 from council.diff import Change
 from council.earlier_rounds import carry
 from council.errors import RepositoryError
 from council.findings import Finding
+from council.fingerprint import with_fingerprints
 from council.report.model import CouncilReport
 from workers.baseline_source import BaselineSource, read_trusted_baseline
 from workers.ci_session import ci_session
@@ -33,7 +35,7 @@ from workers.repository import Repository
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.since_last import SincePlan, full_change, interdiff, plan_since_last
-from workers.stores.sessions import Reviewed, SessionStore
+from workers.stores.sessions import Dismissal, Reviewed, SessionStore
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class RoundPlan:
     run (:meth:`~workers.stores.sessions.SessionStore.open_findings`)."""
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """With ``--since-last``: the session's dismissals, fingerprint → reason."""
+    dismissed: Mapping[str, Finding] = field(default_factory=dict)
+    """With ``--since-last``: fingerprint → the finding dismissed, where the session
+    kept it (a rewording of it stays dismissed, matched by agreement)."""
     notes: tuple[str, ...] = ()
     """The CLI's own notes for the round (where the change was read from)."""
 
@@ -68,8 +73,11 @@ class RoundPlan:
     def carried_report(self, text: str) -> CouncilReport | None:
         """The report of a ``--since-last`` round with nothing new to review (``text`` says
         why): no reviewer is asked, and the findings still open after the last round,
-        less the dismissed and baselined ones, are carried (they still gate). None when
-        the round is not one (no ``--since-last``, or no earlier round to start after).
+        less the dismissed and baselined ones, are carried (they still gate); one that
+        rewords a dismissed finding or a baseline entry is carried suppressed
+        (:func:`council.baseline.suppress`, by agreement); each with its fingerprint.
+        None when the round is not one (no ``--since-last``, or no earlier round to
+        start after).
         """
         since = self.since.since
         if since is None:
@@ -89,7 +97,9 @@ class RoundPlan:
             status="settled",
             notes=notes,
         )
-        return carry(report, self.still_open, Change(), accepted)
+        carried = carry(report, self.still_open, Change(), accepted)
+        held = suppress(carried, self.baseline.parsed(), self.dismissals, self.dismissed)
+        return with_fingerprints(held)
 
 
 def plan_round(
@@ -126,7 +136,8 @@ def plan_round(
         since=plan_since_last(repository, reviewed, head),
         baseline=source,
         still_open=still_open,
-        dismissals=dismissals,
+        dismissals={p: d.reason for p, d in dismissals.items()},
+        dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
         notes=notes,
     )
 
@@ -190,7 +201,7 @@ def _session_key(
 
 def _session_view(
     cli: CliContext, settings: Settings, session: str
-) -> tuple[Reviewed | None, tuple[Finding, ...], dict[str, str]]:
+) -> tuple[Reviewed | None, tuple[Finding, ...], dict[str, Dismissal]]:
     """The session's last completed run, the findings still open after it and its
     dismissals, from Redis or from the embedded state file."""
     if cli.distributed:
@@ -202,9 +213,8 @@ def _session_view(
 
 def _view(
     store: SessionStore, session: str
-) -> tuple[Reviewed | None, tuple[Finding, ...], dict[str, str]]:
-    dismissals = {p: d.reason for p, d in store.dismissals(session).items()}
-    return store.reviewed(session), tuple(store.open_findings(session)), dismissals
+) -> tuple[Reviewed | None, tuple[Finding, ...], dict[str, Dismissal]]:
+    return store.reviewed(session), tuple(store.open_findings(session)), store.dismissals(session)
 
 
 def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:

@@ -21,13 +21,20 @@ from typing import Any, TypeVar
 
 import click
 
-from council.baseline import BASELINE_FILE, Baseline, UnreadableBaseline, read_baseline
+from council.baseline import (
+    BASELINE_FILE,
+    Baseline,
+    UnreadableBaseline,
+    read_baseline,
+    suppress,
+)
 from council.baseline import write_baseline as baseline_text
 from council.errors import ConfigurationError
 from council.findings import Finding
 from council.fingerprint import fingerprint
 from council.report import read_json
 from council.report.jsonreport import UnreadableReport
+from council.report.model import CouncilReport
 from workers.cli.context import CliContext, UsageProblem, session_store
 from workers.clock import now_ms
 from workers.repository import Repository
@@ -92,7 +99,7 @@ def dismiss_command(
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=True) as store:
         value, found = _resolve(store, key, finding)
-        added = store.dismiss(key, value, reason.strip(), now_ms())
+        added = store.dismiss(key, value, reason.strip(), now_ms(), finding=found)
         reported = value in store.fingerprints(key)
     what = f"finding {found.id} ({found.subject!r})" if found else f"fingerprint {value[:12]}…"
     verb = "dismissed" if added else "dismissed again (reason replaced)"
@@ -191,8 +198,9 @@ def _latest_run(
     cli: CliContext, session: str | None, repo: Path, head: str, state: Path | None
 ) -> tuple[list[Finding], dict[str, str]]:
     """The findings still open after the session's latest completed run, and fingerprint
-    → reason for each finding dismissed in the session (its reason carries into the
-    baseline instead of the generic --reason)."""
+    → reason for each finding dismissed in the session, by its fingerprint or as a
+    rewording of a dismissed finding (:func:`council.baseline.suppress`): its reason
+    carries into the baseline instead of the generic --reason."""
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=False) as store:
         reviewed = store.reviewed(key)
@@ -201,8 +209,17 @@ def _latest_run(
                 f"session {key!r} has no completed run; run `council review` first, or pass "
                 "--from-json REPORT"
             )
-        dismissed = {print_: d.reason for print_, d in store.dismissals(key).items()}
-        return store.open_findings(key), dismissed
+        held = store.dismissals(key)
+        findings = store.open_findings(key)
+    reasons = {print_: d.reason for print_, d in held.items()}
+    known = {print_: d.finding for print_, d in held.items() if d.finding is not None}
+    shell = CouncilReport(run_id="none", session=key, status="settled", findings=tuple(findings))
+    marked = suppress(shell, Baseline(), reasons, known)
+    for f in findings:
+        why = marked.suppressed.get(f.id) if f.id is not None else None
+        if why is not None and why.source == "dismissed" and why.reason:
+            reasons.setdefault(fingerprint(f), why.reason)
+    return findings, reasons
 
 
 def _existing(output: Path) -> Baseline | None:
@@ -215,11 +232,17 @@ def _existing(output: Path) -> Baseline | None:
 
 
 def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding | None]:
-    """A fingerprint from FINDING (fingerprint or session id), and the finding if known."""
+    """A fingerprint from FINDING (fingerprint or session id), and the finding if known:
+    the one filed with that fingerprint, else the latest telling of the id a completed
+    round reported it under (a rewording kept the id and replaced the telling)."""
     match = _PRINT.fullmatch(text.strip().lower())
     if match is not None:
         value = match.group(1)
-        found = next((f for f in store.findings(session) if fingerprint(f) == value), None)
+        filed = store.findings(session)
+        found = next((f for f in filed if fingerprint(f) == value), None)
+        if found is None:
+            ident = store.reported_id(session, value)
+            found = next((f for f in filed if ident is not None and f.id == ident), None)
         return value, found
     if text.strip().isdigit():
         ident = int(text)

@@ -277,9 +277,18 @@ class Keys:
         outdated and carried findings are ``open``'s, ``council baseline`` writes them."""
         return f"{self.prefix}session:{session}:reviewed"
 
+    def session_recall(self, session: str) -> str:
+        """String: the JSON array of the findings the session remembers for recognition
+        (:func:`council.recall.recalled`: the latest telling of each id its completed
+        rounds reported, at most :data:`council.recall.RECALL_CAP`, newest first); a
+        later round's finding recognized as one of them keeps its id."""
+        return f"{self.prefix}session:{session}:recall"
+
     def session_dismissed(self, session: str) -> str:
-        """Hash: content fingerprint → dismissal JSON {reason, dismissed_ms}
-        (``council dismiss``); a dismissed finding is listed, never gates, never posts."""
+        """Hash: content fingerprint → dismissal JSON {reason, dismissed_ms, finding?}
+        (``council dismiss``; ``finding``: the finding dismissed, when known, so a
+        rewording of it stays dismissed); a dismissed finding is listed, never gates,
+        never posts."""
         return f"{self.prefix}session:{session}:dismissed"
 
     def session_keys(self, session: str) -> list[str]:
@@ -293,6 +302,7 @@ class Keys:
             self.session_runs(session),
             self.session_fingerprints(session),
             self.session_reviewed(session),
+            self.session_recall(session),
             self.session_dismissed(session),
             self.session_waiting(session),
             self.session_answers(session),

@@ -12,7 +12,11 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
 * ``session:{s}:fingerprints`` / ``:reviewed`` — what completed rounds reported, and the
   last completed run (its head, for ``--since-last``, and the findings still open after
   it); written when a run settles.
-* ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason.
+* ``session:{s}:recall`` — the findings the session remembers for recognition (bounded,
+  :data:`council.recall.RECALL_CAP`): a later round's finding recognized as one of them
+  keeps its id; written when a round completes.
+* ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason (and the
+  finding dismissed, when known).
 
 Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
 and the id counter): a second consolidation of the same run sees it moved on and files
@@ -33,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from council.asks.pending import Answer
 from council.earlier_rounds import RoundMemory
 from council.findings import FINDING, FINDINGS, Finding
+from council.fingerprint import fingerprint
 from council.ledger import Ledger, attributed_ids
 from council.lifecycle import Transition
 from council.participant import Identity, Participant, Role
@@ -117,6 +122,11 @@ class Dismissal(BaseModel):
 
     reason: str
     dismissed_ms: int = 0
+    finding: Finding | None = None
+    """The finding dismissed, when it was known (dismissed by id, by the fingerprint of
+    a finding of the session, or when asked): a rewording of it stays dismissed, matched
+    by agreement (:func:`council.baseline.suppress`). Absent in dismissals recorded
+    before it was kept, and for a fingerprint no round had reported."""
 
 
 class SessionStore:
@@ -294,9 +304,10 @@ class SessionStore:
             asked = [a.id for a in filing.report.asks]
             if asked:
                 pipe.hdel(k.session_answers(s), *asked)
+        told = {fingerprint(f): f for f in filing.report.open_findings} if filing.dismissals else {}
         for print_, reason in filing.dismissals.items():
-            value = Dismissal(reason=reason, dismissed_ms=now_ms).model_dump_json()
-            pipe.hset(k.session_dismissed(s), print_, value)
+            held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=told.get(print_))
+            pipe.hset(k.session_dismissed(s), print_, held.model_dump_json(exclude_none=True))
 
     def waiting_sessions(self) -> list[str]:
         """Every session with a run waiting on a person (a SCAN over the session keys:
@@ -352,6 +363,9 @@ class SessionStore:
         k, s = self._keys, record.session
         if memory.reported:
             pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
+        if memory.recall:
+            recall = FINDINGS.dump_json(list(memory.recall), exclude_none=True).decode()
+            pipe.set(k.session_recall(s), recall)
         if memory.heard:
             heard = {HEARD + pid: record.head for pid in memory.heard}
             pipe.hset(k.session_reviewed(s), mapping=heard)
@@ -399,9 +413,23 @@ class SessionStore:
             return FINDINGS.validate_json(still)
         return self.run_findings(session, run.decode()) if run else []
 
+    def recall(self, session: str) -> list[Finding] | None:
+        """The findings the session remembers for recognition, newest first
+        (:func:`council.recall.recalled`); None when no round wrote them yet (a session
+        older than the memory: the caller falls back to :meth:`open_findings`)."""
+        raw = self._r.get(self._keys.session_recall(session))
+        return FINDINGS.validate_json(raw) if raw is not None else None
+
     def fingerprints(self, session: str) -> set[str]:
         """Every content fingerprint a completed round of the session reported."""
         return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
+
+    def reported_id(self, session: str, print_: str) -> int | None:
+        """The id of the latest finding a completed round reported with fingerprint
+        ``print_`` (None when none did): an older telling's fingerprint still names the
+        finding after a rewording replaced it under its id."""
+        raw = self._r.hget(self._keys.session_fingerprints(session), print_)
+        return int(raw) if raw is not None and raw.isdigit() else None
 
     def run_findings(self, session: str, run_id: str) -> list[Finding]:
         """The findings one run filed in the session (by their origin), by id."""
@@ -409,13 +437,23 @@ class SessionStore:
             f for f in self.findings(session) if f.origin is not None and f.origin.run_id == run_id
         ]
 
-    def dismiss(self, session: str, print_: str, reason: str, now_ms: int) -> bool:
+    def dismiss(
+        self,
+        session: str,
+        print_: str,
+        reason: str,
+        now_ms: int,
+        finding: Finding | None = None,
+    ) -> bool:
         """Record a dismissal of a fingerprint; True when it was not dismissed before.
 
-        Dismissing again replaces the reason (the latest decision is the one that holds).
+        ``finding``: the finding dismissed, when known (kept so a rewording of it stays
+        dismissed). Dismissing again replaces the reason (the latest decision is the one
+        that holds).
         """
         key = self._keys.session_dismissed(session)
-        value = Dismissal(reason=reason, dismissed_ms=now_ms).model_dump_json()
+        held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=finding)
+        value = held.model_dump_json(exclude_none=True)
         with self._r.pipeline() as pipe:
             pipe.hset(key, print_, value)
             for name in self._keys.session_keys(session):

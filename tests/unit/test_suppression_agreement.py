@@ -1,0 +1,177 @@
+"""Dismissals and the baseline matched by agreement (council.baseline.suppress): a reworded
+dismissed or baselined finding stays so, and the report says the match was made by
+agreement, not by fingerprint; an old baseline entry without text matches by
+fingerprint only."""
+
+from __future__ import annotations
+
+import json
+
+from council.baseline import Baseline, BaselineEntry, read_baseline, suppress, write_baseline
+from council.findings import Finding, LineAnchor
+from council.fingerprint import fingerprint
+from council.gate import gate_tripped
+from council.report import read_json, render_json, render_markdown
+from council.report.model import Reworded, Suppression
+from council.report.sarif import render_sarif
+from tests.forge_cases import finding, report
+
+
+def div0(ident: int, subject: str, discussion: str, line: int = 12) -> Finding:
+    """A telling of the division-by-zero bug on app.py, filed as ``ident``."""
+    return finding(
+        ident,
+        LineAnchor(path="app.py", line=line),
+        subject=subject,
+        discussion=discussion,
+        severity="critical",
+    )
+
+
+DISMISSED = div0(
+    5,
+    "`parse_limit` divides by zero when `page_size` is 0",
+    "The division in parse_limit has no guard; page_size=0 raises ZeroDivisionError.",
+)
+REWORDED = div0(
+    9,
+    "ZeroDivisionError in parse_limit for an empty page_size",
+    "A request with page_size 0 crashes parse_limit (ZeroDivisionError).",
+    line=13,
+)
+OTHER = finding(
+    10,
+    LineAnchor(path="auth.py", line=3),
+    subject="Token compared with == leaks timing",
+    discussion="check_token compares secrets with ==; use hmac.compare_digest.",
+    severity="critical",
+)
+
+DISMISSED_LINE = "stays dismissed: matches #5 by agreement (reworded), not by fingerprint"
+
+
+def test_a_reworded_dismissed_finding_stays_dismissed_with_the_note() -> None:
+    """Its fingerprint differs from the dismissal's; agreement matches it to the finding
+    dismissed: suppressed with the dismissal's reason, the JSON and Markdown say how."""
+    assert fingerprint(REWORDED) != fingerprint(DISMISSED)
+    key = fingerprint(DISMISSED)
+    done = suppress(
+        report(REWORDED, OTHER), Baseline(), {key: "validated upstream"}, {key: DISMISSED}
+    )
+    held = done.suppressed[9]
+    assert held == Suppression(
+        source="dismissed",
+        reason="validated upstream",
+        by_agreement=Reworded(fingerprint=key, id=5, subject=DISMISSED.subject),
+    )
+    assert 10 not in done.suppressed
+    assert [f.id for f in gate_tripped(done, "critical")] == [10]
+    assert read_json(render_json(done)).suppressed[9].by_agreement == held.by_agreement
+    text = render_markdown(done, fail_on="never")
+    assert DISMISSED_LINE in text
+
+
+def test_a_finding_that_kept_the_dismissed_id_stays_dismissed() -> None:
+    """Filing gave the reworded finding the dismissed one's id: dismissed with it, by
+    agreement, even with no other dismissed finding to compare."""
+    kept = REWORDED.model_copy(update={"id": 5})
+    key = fingerprint(DISMISSED)
+    done = suppress(report(kept), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    assert done.suppressed[5].by_agreement == Reworded(
+        fingerprint=key, id=5, subject=DISMISSED.subject
+    )
+    assert DISMISSED_LINE in render_markdown(done, fail_on="never")
+
+
+def test_a_fingerprint_match_says_nothing_of_agreement() -> None:
+    """The dismissed finding itself again: matched by fingerprint, no note."""
+    key = fingerprint(DISMISSED)
+    again = DISMISSED.model_copy(update={"id": 11})
+    done = suppress(report(again), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    assert done.suppressed[11] == Suppression(source="dismissed", reason="upstream")
+    assert "by agreement" not in render_markdown(done, fail_on="never")
+
+
+def test_one_dismissal_is_claimed_by_one_reworded_finding() -> None:
+    """Two findings agreeing with one dismissed finding: one stays dismissed, the other
+    gates (a dismissal names one finding)."""
+    twin = div0(12, "parse_limit crashes on page_size == 0", REWORDED.discussion, line=14)
+    key = fingerprint(DISMISSED)
+    done = suppress(report(REWORDED, twin), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    assert len(done.suppressed) == 1
+
+
+def test_a_reworded_baselined_finding_stays_baselined_with_the_note() -> None:
+    """A baseline entry written with the finding's text matches its rewording by
+    agreement; the Markdown names the entry."""
+    text = write_baseline([DISMISSED], "legacy")
+    entry = json.loads(text)["entries"][0]
+    assert entry["discussion"] == DISMISSED.discussion
+    baseline = read_baseline(text)
+    done = suppress(report(REWORDED, OTHER), baseline, {})
+    held = done.suppressed[9]
+    assert held.source == "baseline" and held.reason == "legacy"
+    assert held.by_agreement == Reworded(
+        fingerprint=fingerprint(DISMISSED), subject=DISMISSED.subject
+    )
+    assert 10 not in done.suppressed
+    line = "stays baselined: matches the baseline entry"
+    shown = render_markdown(done, fail_on="never")
+    assert line in shown and "by agreement (reworded), not by fingerprint" in shown
+
+
+def test_an_old_baseline_entry_without_text_matches_by_fingerprint_only() -> None:
+    """An entry written before the discussion was kept still reads; it matches its own
+    fingerprint, never a rewording."""
+    old = {
+        "version": 1,
+        "entries": [
+            {
+                "fingerprint": fingerprint(DISMISSED),
+                "reason": "legacy",
+                "subject": DISMISSED.subject,
+                "path": "app.py",
+            }
+        ],
+    }
+    baseline = read_baseline(json.dumps(old))
+    assert baseline.entries[0].discussion == "" and baseline.entries[0].as_finding() is None
+    assert suppress(report(REWORDED), baseline, {}).suppressed == {}
+    again = DISMISSED.model_copy(update={"id": 7})
+    assert suppress(report(again), baseline, {}).suppressed == {
+        7: Suppression(source="baseline", reason="legacy")
+    }
+
+
+def test_a_dismissal_wins_over_a_baseline_entry_by_agreement() -> None:
+    """Both a dismissal and an entry agree with the finding: the dismissal (the more
+    recent decision) holds."""
+    key = fingerprint(DISMISSED)
+    baseline = Baseline(
+        entries=(
+            BaselineEntry(
+                fingerprint=key,
+                reason="legacy",
+                subject=DISMISSED.subject,
+                path="app.py",
+                discussion=DISMISSED.discussion,
+            ),
+        )
+    )
+    done = suppress(report(REWORDED), baseline, {key: "upstream"}, {key: DISMISSED})
+    assert done.suppressed[9].source == "dismissed"
+
+
+def test_sarif_says_a_suppression_was_matched_by_agreement() -> None:
+    """The SARIF suppression of a reworded dismissed finding names what it matched."""
+    key = fingerprint(DISMISSED)
+    done = suppress(report(REWORDED), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    results = [r for run in json.loads(render_sarif(done))["runs"] for r in run["results"]]
+    (held,) = results[0]["suppressions"]
+    assert held["justification"] == "upstream"
+    assert held["properties"]["matchedBy"] == "agreement"
+    assert held["properties"]["matches"] == {
+        "fingerprint": key,
+        "id": 5,
+        "subject": DISMISSED.subject,
+    }
