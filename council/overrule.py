@@ -8,7 +8,8 @@ program established on the tree, and a prompt-injected judge must not un-gate it
 default (``[judge] overrule = "models"``) the judge rules only on findings raised by
 reviewers that are not programs (``openai``, ``anthropic``, and ``replay``, which plays a
 recorded model answer): a finding any program reviewer raised is kept as filed when the
-judge leaves it out, and keeps at least its severity when the judge restates it.
+judge leaves it out, and keeps its anchor, its label and at least its severity when
+the judge restates it.
 ``[judge] overrule = "all"`` gives the judge every finding (a team that trusts its judge
 over its analyzers says so in the roster, which is the BASE's).
 
@@ -16,7 +17,7 @@ Usage::
 
     may = Overrule.of(report.participants, judge.options.get(OVERRULE_OPTION))
     may.rules(finding)              # False for a finding bandit raised (mode "models")
-    may.restated(filed, restated)   # restated, its severity never below the filed one
+    may.restated(filed, restated)   # restated; a program's: its words only, never lighter
 
 Source: issue "The change under review is untrusted"; docs/harvest.md §8 (the judge).
 """
@@ -75,12 +76,18 @@ class Overrule:
         return not any(r in self.programs for r in raisers)
 
     def restated(self, filed: Finding, restated: Finding) -> Finding:
-        """``restated`` (the judge's correction of ``filed``), its severity raised back to
-        the filed one when the judge may not overrule ``filed``: a judge may make a
-        program's finding graver, never lighter (a lighter one could pass the gate)."""
-        if self.rules(filed) or severity_rank(restated.severity) >= severity_rank(filed.severity):
+        """``restated`` (the judge's correction of ``filed``); when the judge may not
+        overrule ``filed``, only its words: the anchor and label stay as filed, and the
+        severity is the graver of the two. A judge may make a program's finding graver,
+        never lighter, nor move it (an anchor moved to an unchanged line falls outside
+        the filter, and a label changed to ``praise`` files no problem: either could
+        pass the gate)."""
+        if self.rules(filed):
             return restated
-        return restated.model_copy(update={"severity": filed.severity})
+        graver = max(filed.severity, restated.severity, key=severity_rank)
+        return restated.model_copy(
+            update={"anchor": filed.anchor, "label": filed.label, "severity": graver}
+        )
 
     def note(self, judge: str, interim: CouncilReport, upheld: Collection[int]) -> tuple[str, ...]:
         """The run's note naming the filed findings a judge heard in full left out (their

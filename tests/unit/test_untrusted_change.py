@@ -150,6 +150,23 @@ def test_a_judge_restating_an_analyzers_critical_cannot_lighten_it(tmp_path: Pat
     assert code == 1
 
 
+def test_a_judge_restating_an_analyzers_critical_cannot_move_it(tmp_path: Path) -> None:
+    """The judge restates bandit's finding on an unchanged line (line 1) and as praise:
+    it keeps its own anchor (line 7, on the change), its label and its severity, and
+    gates (exit 1); the judge's words are taken."""
+    moved = {
+        **B602,
+        "label": "praise",
+        "subject": "B602 is fine here",
+        "location": {"kind": "line", "file": "app.py", "start": 1},
+    }
+    code, report = _judged(tmp_path, "command", {"findings": [moved]})
+    bandit = _by_origin(report)["bandit"]
+    assert bandit["anchor"]["line"] == 7 and bandit["label"] == "issue"
+    assert bandit["severity"] == "critical" and bandit["subject"] == "B602 is fine here"
+    assert code == 1
+
+
 def test_overrule_all_lets_the_judge_rule_on_analyzers_too(tmp_path: Path) -> None:
     """``[judge] overrule = "all"`` (the base roster's choice): the judge's empty answer
     suppresses the analyzer's finding too, and the gate passes."""
