@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from council.asks.paused import Paused
 
 StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
 
@@ -117,6 +120,11 @@ class ReviewResult:
     """Why each retried request of a model reviewer was retried, in order: ``http-429``,
     ``http-503``, ``transport``, ``incomplete-stream`` (:func:`council.reviewers.retry.
     retry_reason`). For the worker's metrics."""
+    paused: Paused | None = None
+    """A model reviewer that asked a person through ``ask_human``: its conversation up
+    to the question (:class:`~council.asks.paused.Paused`). The review is neither
+    answered, stopped nor failed: its participant settles ``asking`` and the run waits
+    on the question (docs/evidence-and-asks.md §2)."""
 
 
 _ESCAPED = re.compile("[\udc80-\udcff]")

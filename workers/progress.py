@@ -42,7 +42,7 @@ STATE_STYLES: dict[str, str] = {
 }
 """The rich style of each participant state in the live table."""
 
-FINISHED_STATES = frozenset({"answered", "stopped", "failed"})
+FINISHED_STATES = frozenset({"answered", "stopped", "failed", "asking"})
 """States a participant does not leave again in this run."""
 
 

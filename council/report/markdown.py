@@ -170,6 +170,8 @@ def _why_partial(p: ParticipantSummary) -> str:
     if p.state == "stopped":
         how = p.stop.describe() if p.stop is not None else "our clocks"
         return f"{who} was stopped by {inline(how)}; {_count(p.findings, 'finding')} kept."
+    if p.state == "asking":
+        return f"{who} asked a person a question and goes on once it is answered."
     if p.state == "failed":
         text = p.failure or "no reason given"
         if len(text) > FAILURE_SHOWN_CHARS:
@@ -323,7 +325,8 @@ def _questions(report: CouncilReport) -> str:
     lines = ["### Questions for a person"]
     for ask in report.asks:
         lines.append("")
-        lines.append(f"- {code(ask.id)}: {inline(ask.ask.question)}")
+        by = f" (asked by {code(ask.participant)})" if ask.participant is not None else ""
+        lines.append(f"- {code(ask.id)}{by}: {inline(ask.ask.question)}")
         if ask.answer is not None:
             why = f" ({inline(ask.answer.reason)})" if ask.answer.reason else ""
             lines.append(f"  answered {code(ask.answer.value)}{why}")

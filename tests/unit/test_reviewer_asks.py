@@ -1,0 +1,179 @@
+"""A model reviewer asks a person (``ask_human``), through the real CLI in embedded mode:
+the fake OpenAI server plays a reviewer that stores 200 options as an artifact, asks with
+a ``choice`` whose props_ref is that artifact, and after the answer goes on and answers.
+``council review`` exits 4, ``council answer`` checks the value against the artifact's
+options, the next ``council review`` resumes the same conversation (the server receives
+the earlier messages plus the answer as the tool reply) and the round settles with
+everyone's findings. A refused ask gets its refusal as the tool reply and nothing is
+stored. The state file keeps the waiting run between the commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.fakes import FakeOpenAI, Scenario, ToolCall
+from tests.fakes.review import KEY
+from tests.unit.test_cli_review import ROUND, answer, review, reviewer, roster
+from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
+from workers.cli import main
+
+OPTIONS = [f"profile-{n:03d}" for n in range(200)]
+"""The 200 options the reviewer offers (too many to copy into every saved pause)."""
+
+FINDING = {
+    "subject": "divides by zero on the fast profile",
+    "label": "issue",
+    "severity": "critical",
+    "location": {"kind": "line", "file": "app.py", "start": 2},
+}
+OTHER = {
+    "subject": "name is vague",
+    "label": "suggestion",
+    "severity": "minor",
+    "location": {"kind": "line", "file": "app.py", "start": 2},
+}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The fake OpenAI server; the embedded worker finds the key in HAWK_KEY."""
+    monkeypatch.setenv("HAWK_KEY", KEY)
+    with FakeOpenAI(api_key=KEY) as fake:
+        yield fake
+
+
+def _roster(tmp_path: Path, base_url: str) -> Path:
+    hawk = reviewer(
+        "hawk",
+        "openai",
+        model="gpt-hawk",
+        base_url=base_url,
+        api_key_env="HAWK_KEY",
+        tools=["read_file", "store_artifact", "ask_human", "record_finding"],
+    )
+    owl = reviewer("owl", "replay", answer=answer(tmp_path, "owl.json", OTHER))
+    return roster(tmp_path, hawk, owl, head=ROUND + "answer_ms = 0\n")
+
+
+def _cli(state: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, [*args, "--state", str(state)])
+
+
+def _asks(state: Path) -> list[dict[str, Any]]:
+    listed = _cli(state, "asks", "--json")
+    assert listed.exit_code == 0, listed.output
+    out: list[dict[str, Any]] = json.loads(listed.stdout)
+    return out
+
+
+def _ref_of(body: Any) -> str:
+    """The ``art_…`` ref the store_artifact tool replied with (the last tool message)."""
+    reply = body["messages"][-1]["content"]
+    (word,) = [w.rstrip(".") for w in reply.split() if w.startswith("art_")]
+    return str(word)
+
+
+def _tool_replies(body: Any) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+UNRESOLVED = "art_" + "A" * 22
+"""A well-formed ref that no artifact of the run has."""
+
+
+def script_asking_reviewer(server: FakeOpenAI) -> None:
+    """hawk's turns: store 200 options; two refused asks (a bad component, a ref that
+    does not resolve); the ask with a choice over the stored options; then (after the
+    answer) the findings."""
+    store = ToolCall("store_artifact", {"value": {"options": OPTIONS}})
+
+    def refused(body: Any) -> Scenario:
+        bad = ToolCall(
+            "ask_human",
+            {
+                "question": "Which?",
+                "component": {"component_id": "choice", "props": ["secret-1", "secret-2"]},
+            },
+        )
+        gone = ToolCall(
+            "ask_human",
+            {
+                "question": "Which?",
+                "component": {"component_id": "choice", "props_ref": UNRESOLVED},
+            },
+        )
+        return Scenario(tool_calls=(bad, gone))
+
+    def asking(body: Any) -> Scenario:
+        ref = _ref_of({"messages": [m for m in body["messages"] if m["role"] == "tool"][:1]})
+        question = "Which deployment profile does app.py run under?"
+        component = {"component_id": "choice", "props_ref": ref}
+        return Scenario(
+            tool_calls=(ToolCall("ask_human", {"question": question, "component": component}),)
+        )
+
+    answered = Scenario(text=json.dumps({"findings": [FINDING]}))
+    server.script(Scenario(tool_calls=(store,)), refused, asking, answered, model="gpt-hawk")
+
+
+def test_a_reviewer_asks_with_a_large_picker_waits_and_goes_on_with_the_answer(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+    server: FakeOpenAI,
+) -> None:
+    """Exit 4 with the question; the refused asks replied to and not stored; the answer
+    checked against the artifact's options; the same conversation resumed (the earlier
+    messages plus the answer as the tool reply, in a new request); settled with both
+    reviewers' findings, the replay reviewer not asked again."""
+    state, rp = tmp_path / "state.json", _roster(tmp_path, server.base_url)
+    script_asking_reviewer(server)
+    first = review(repo, state, roster_path=rp)
+    assert first.exit_code == 4, first.output
+    assert "council answer ask_" in first.stdout
+    assert server.count == 3
+    shape, unresolved = _tool_replies(server.requests[2].body)[1:]
+    assert "refused (shape)" in shape and "secret-1" not in shape
+    assert "refused (unresolved-ref)" in unresolved and UNRESOLVED not in unresolved
+    ref = _ref_of({"messages": [{"content": _tool_replies(server.requests[1].body)[0]}]})
+
+    (ask,) = _asks(state)
+    assert ask["participant"] == "hawk" and ask["run"]
+    assert ask["component"] == {"component_id": "choice", "props_ref": ref}
+    assert ask["question"] == "Which deployment profile does app.py run under?"
+    still = review(repo, state, roster_path=rp)
+    assert still.exit_code == 4, "an unanswered ask never passes the gate"
+    assert server.count == 3, "nothing is sent to the reviewer before the answer"
+
+    refused = _cli(state, "answer", ask["id"], "profile-999")
+    assert refused.exit_code == 2 and "takes one of its options" in refused.output
+    said = _cli(state, "answer", ask["id"], "profile-123", "--reason", "prod uses it")
+    assert said.exit_code == 0, said.output
+    assert _asks(state) == []
+
+    out = tmp_path / "r.json"
+    settled = review(repo, state, "--json", str(out), roster_path=rp)
+    assert settled.exit_code == 1, settled.output  # the critical finding gates
+    assert server.count == 4
+    before, after = server.requests[2].body["messages"], server.requests[3].body["messages"]
+    assert after[: len(before)] == before, "the same conversation goes on"
+    (call,) = after[len(before)]["tool_calls"]
+    assert call["function"]["name"] == "ask_human"
+    reply = after[len(before) + 1]
+    assert reply["role"] == "tool" and reply["tool_call_id"] == call["id"]
+    assert json.loads(reply["content"]) == {"answer": "profile-123", "reason": "prod uses it"}
+    assert len(after) == len(before) + 2
+
+    report = json.loads(out.read_text())
+    assert report["status"] == "settled", report
+    people = {p["id"]: p for p in report["participants"]}
+    assert {p: s["state"] for p, s in people.items()} == {"hawk": "answered", "owl": "answered"}
+    assert people["owl"]["attempts"] == 1, "the other reviewer is not asked again"
+    filed = sorted((f["origin"]["participant"], f["subject"]) for f in report["findings"])
+    assert filed == [("hawk", FINDING["subject"]), ("owl", OTHER["subject"])]
+    (shown,) = report["asks"]
+    assert shown["answer"]["value"] == "profile-123"
