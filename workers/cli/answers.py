@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from council.asks.pending import PendingAsk, checked_answer
+from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
 from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
 from council.report.markdown import render_markdown
 from council.report.model import CouncilReport
@@ -118,7 +118,10 @@ def answer_command(
                 "it expired with its run, or the id is mistyped (council asks lists them)"
             )
         parked, ask = found
-        answer = checked_answer(ask, value, reason, now_ms(), _stored_props(rt, ask))
+        try:
+            answer = checked_answer(ask, value, reason, now_ms(), _stored_props(rt, ask))
+        except AnswerRefused as refused:  # exit 2 on Redis too, not a crash
+            raise UsageProblem(str(refused)) from None
         answer = answer.model_copy(update={"by": _who()})
         sessions.answer(parked.record.session, ask.id, answer)
         left = len(pending_asks(sessions, parked))
