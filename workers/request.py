@@ -54,9 +54,10 @@ MASKED_TREE = "tree-masked"
 """The run directory's name for the head tree with the change's likely secrets masked."""
 
 
-MODEL_BACKENDS = frozenset({"openai", "anthropic"})
-"""Backends whose review can pause on a person's question and go on later (their
-conversation is kept: :mod:`council.asks.paused`)."""
+ASKING_BACKENDS = frozenset({"openai", "anthropic", "command"})
+"""Backends whose review can wait on a person's question and go on later: a model's
+conversation is kept (:mod:`council.asks.paused`); a command reviewer is run again, its
+question answered at once (:mod:`council.reviewers.ask_desk`)."""
 
 HEARD_EVERY_S = 1.0
 """Seconds between two reads of an attempt's journal length for the idle clock."""
@@ -327,7 +328,7 @@ def build_request(
         artifacts=rt.artifacts.scope(run_id),
         resume=(
             rt.runs.resumption(run_id, participant.id)
-            if participant.backend in MODEL_BACKENDS
+            if participant.backend in ASKING_BACKENDS
             else None
         ),
     )

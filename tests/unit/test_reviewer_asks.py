@@ -177,3 +177,54 @@ def test_a_reviewer_asks_with_a_large_picker_waits_and_goes_on_with_the_answer(
     assert filed == [("hawk", FINDING["subject"]), ("owl", OTHER["subject"])]
     (shown,) = report["asks"]
     assert shown["answer"]["value"] == "profile-123"
+
+
+COMMAND_REVIEWER = """#!/bin/sh
+council ask --question "Is x meant to be 0?" \\
+  --component '{"component_id": "choice", "props": ["fast", "safe"]}' 2>"$HOME/refused.txt"
+refused=$?
+answer=$(council ask --question "Which profile runs in production?" \\
+  --component '{"component_id": "choice", "props": {"options": ["fast", "safe"]}}')
+case "$answer" in
+  asked:*) echo '{"findings": []}'; exit 0;;
+esac
+why=$(head -c 60 "$HOME/refused.txt" | tr -d '"\\n')
+printf '{"findings": [{"subject": "profile %s divides by zero (refused %s: %s)", ' \\
+  "$answer" "$refused" "$why"
+printf '"label": "issue", "severity": "critical", '
+printf '"location": {"kind": "line", "file": "app.py", "start": 2}}]}'
+
+"""
+"""A command reviewer: a refused question (props not an object), then a question whose
+answer it needs; on its first run it waits, on the next it reports with the answer."""
+
+
+def test_a_command_reviewer_asks_through_council_ask_and_runs_again_with_the_answer(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+) -> None:
+    """council ask --question in the sandbox: refused (exit 2, the review goes on),
+    accepted (the run waits, exit 4), answered on the next run of the reviewer."""
+    from tests.sandboxing import bwrap_or_skip
+
+    bwrap_or_skip()
+    program = tmp_path / "asker.sh"
+    program.write_text(COMMAND_REVIEWER)
+    program.chmod(0o755)
+    rp = roster(tmp_path, reviewer("asker", "command", program=str(program)))
+    state = tmp_path / "state.json"
+    first = review(repo, state, roster_path=rp)
+    assert first.exit_code == 4, first.output
+    (ask,) = _asks(state)
+    assert ask["participant"] == "asker"
+    assert ask["question"] == "Which profile runs in production?"
+    assert _cli(state, "answer", ask["id"], "turbo").exit_code == 2
+    assert _cli(state, "answer", ask["id"], "safe").exit_code == 0
+    out = tmp_path / "r.json"
+    settled = review(repo, state, "--json", str(out), roster_path=rp)
+    assert settled.exit_code == 1, settled.output
+    report = json.loads(out.read_text())
+    (finding,) = report["findings"]
+    said = "profile safe divides by zero (refused 2: council ask --question: ask refused (shape)"
+    assert finding["subject"].startswith(said), finding["subject"]
+    assert report["participants"][0]["attempts"] == 2
