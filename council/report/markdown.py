@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
+from council.asks.pending import PendingAsk
 from council.diff_filter import FILTER_REASONS
 from council.findings import (
     LABELS,
@@ -163,6 +164,31 @@ def _partial(report: CouncilReport) -> str:
         lines.append("")
     lines += [f"- {item}" for item in items]
     return "\n".join(lines)
+
+
+CHOICES_SHOWN = 5
+"""Options of an inline ``choice`` named beside its answering command."""
+
+
+def _takes(ask: PendingAsk) -> tuple[str, str]:
+    """What ``council answer`` takes for ``ask`` (``yes|no``, ``OPTION``, ``TEXT``) and a
+    hint saying which values (a choice's first options, or where they are listed)."""
+    if ask.confirms:
+        return "yes|no", ""
+    component = ask.ask.component
+    if component is None or component.component_id != "choice":
+        return "TEXT", ""
+    raw = (component.props or {}).get("options")
+    options = [
+        o if isinstance(o, str) else o.get("value")
+        for o in (raw if isinstance(raw, list) else [])
+        if isinstance(o, str) or (isinstance(o, dict) and isinstance(o.get("value"), str))
+    ]
+    if not options:
+        return "OPTION", " (one of its options: `council asks --json` lists where they are)"
+    shown = ", ".join(code(str(o)) for o in options[:CHOICES_SHOWN])
+    more = f" and {len(options) - CHOICES_SHOWN} more" if len(options) > CHOICES_SHOWN else ""
+    return "OPTION", f" (one of {shown}{more})"
 
 
 def _why_partial(p: ParticipantSummary) -> str:
@@ -318,8 +344,12 @@ def _off_diff(report: CouncilReport) -> str:
 
 
 def _questions(report: CouncilReport) -> str:
-    """The questions a waiting run puts to a person, each with the command that answers
-    it (answered ones, on a settled run, with the answer given)."""
+    """The questions a waiting run puts to a person (a policy's confirmations and the
+    reviewers' own questions alike), each with the exact command that answers it and
+    what it takes (answered ones, on a settled run, with the answer given).
+
+    Shown in the report and so in the forges' summary comment (``council publish``),
+    where the person who must answer reads it."""
     if not report.asks:
         return ""
     lines = ["### Questions for a person"]
@@ -331,9 +361,9 @@ def _questions(report: CouncilReport) -> str:
             why = f" ({inline(ask.answer.reason)})" if ask.answer.reason else ""
             lines.append(f"  answered {code(ask.answer.value)}{why}")
             continue
-        takes = "yes|no" if ask.confirms else "VALUE"
+        takes, hint = _takes(ask)
         command = f'council answer {ask.id} {takes} --reason "…"'
-        lines.append(f"  answer: {code(command)}")
+        lines.append(f"  answer: {code(command)}{hint}")
     if report.status == "waiting":
         lines += [
             "",
