@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.fakes import FakeOpenAI, Scenario, ToolCall
-from tests.fakes.review import KEY
+from tests.fakes.review import BACKENDS, KEY, Backend, MemorySink, participant, request
 from tests.unit.test_cli_review import ROUND, answer, review, reviewer, roster
 from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
 from workers.cli import main
@@ -228,3 +228,92 @@ def test_a_command_reviewer_asks_through_council_ask_and_runs_again_with_the_ans
     said = "profile safe divides by zero (refused 2: council ask --question: ask refused (shape)"
     assert finding["subject"].startswith(said), finding["subject"]
     assert report["participants"][0]["attempts"] == 2
+
+
+class _Artifacts:
+    """An in-memory ArtifactDesk: refs ``art_`` + 22 characters, in put order."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+
+    def put(self, value: object) -> str:
+        ref = f"art_{len(self.values):022d}"
+        self.values[ref] = value
+        return ref
+
+    def resolves(self, ref: str) -> bool:
+        return ref in self.values
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=[b.name for b in BACKENDS])
+def test_both_model_backends_pause_on_a_question_and_go_on_with_the_answer(
+    backend: Backend,
+) -> None:
+    """openai and anthropic alike: an accepted ask_human ends the review with its pause
+    (the turn's other replies kept, the ask's pending); given back with the answer, the
+    next request holds the same messages plus the answer as that call's reply."""
+    from dataclasses import replace
+
+    from council.asks.paused import Resumption
+    from council.asks.pending import Answer
+
+    with backend.fake(api_key=KEY) as fake:
+        ask = ToolCall("ask_human", {"question": "Is this on purpose?"})
+        look = ToolCall("list_files", {})
+        fake.script(Scenario(tool_calls=(look, ask)), Scenario(text='{"findings": []}'))
+        who = participant(backend, fake, tools=["list_files", "ask_human"])
+        first = request(who)
+        first = replace(first, artifacts=_Artifacts())
+        paused = backend.reviewer().review(first)
+        assert paused.failure is None and paused.paused is not None, paused
+        assert fake.count == 1
+        held = paused.paused
+        assert held.ask.question == "Is this on purpose?" and held.turns == 1
+        (other, mine) = held.replies
+        assert other[1] is not None and mine == (held.call_id, None)
+        answer = Answer(value="yes, on purpose")
+        resumed = backend.reviewer().review(
+            replace(first, resume=Resumption(paused=held, answer=answer))
+        )
+        assert resumed.failure is None and resumed.paused is None, resumed
+        assert fake.count == 2
+        replies = backend.tool_replies(fake.requests[1].body)
+        assert replies[-1] == json.dumps({"answer": "yes, on purpose"})
+        sent = fake.requests[1].body["messages"]
+        assert sent[: len(held.messages)] == held.messages
+        assert resumed.usage is not None and paused.usage is not None
+        assert resumed.usage.requests == 2, "the first leg's usage is counted on"
+
+
+def test_store_artifact_and_refusals_through_the_toolbox() -> None:
+    """store_artifact replies with the ref; ask_human refused by shape, no-store and
+    unresolved-ref says the code and never the value; a second ask in a turn waits."""
+    from council.reviewers.tools import ToolBox
+
+    desk = _Artifacts()
+    box = ToolBox(["store_artifact", "ask_human"], None, MemorySink(), artifacts=desk)
+    stored = box.call("store_artifact", {"value": {"options": OPTIONS}})
+    (ref,) = desk.values
+    assert ref in stored
+    bad = box.call("ask_human", {"question": "Q", "component": {"component_id": "x", "p": 1}})
+    assert "refused (shape)" in bad and box.asked is None
+    quiet = ToolBox(["ask_human"], None, MemorySink())
+    none = quiet.call(
+        "ask_human", {"question": "Q", "component": {"component_id": "x", "props_ref": ref}}
+    )
+    assert "refused (no-store)" in none and ref not in none and quiet.asked is None
+    gone = box.call(
+        "ask_human", {"question": "Q", "component": {"component_id": "x", "props_ref": UNRESOLVED}}
+    )
+    assert "refused (unresolved-ref)" in gone and UNRESOLVED not in gone
+    ok = box.call(
+        "ask_human", {"question": "Q", "component": {"component_id": "c", "props_ref": ref}}, "c1"
+    )
+    assert box.asked is not None and box.asked[0] == "c1" and "pauses" in ok
+    again = box.call("ask_human", {"question": "Q2"}, "c2")
+    assert "One question at a time" in again and box.asked[0] == "c1"
+    assert (
+        ToolBox(["store_artifact"], None, MemorySink())
+        .call("store_artifact", {"value": 1})
+        .startswith("No artifact store")
+    )
