@@ -105,7 +105,11 @@ def pending_asks(sessions: SessionStore, parked: Waiting) -> list[PendingAsk]:
 
 def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
     """Settle ``parked`` with its answers and return its report; None while an ask is
-    still unanswered (the run keeps waiting: an unanswered ask never passes the gate)."""
+    still unanswered (the run keeps waiting: an unanswered ask never passes the gate),
+    and for a run waiting on its reviewers' questions, which goes on only by sending
+    them again (:func:`resume_askers`), never by settling here."""
+    if asked_by_reviewers(parked):
+        return None
     record = parked.record
     answers = sessions.answers(record.session)
     if unanswered(parked.report, answers):
