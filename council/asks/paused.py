@@ -14,7 +14,7 @@ and the conversation goes on from there, the answer being the pending call's rep
 Usage::
 
     paused = Paused(ask=ask, call_id="call_0", messages=[...], replies=[("call_0", None)])
-    ask_id(run_id, "hawk", "call_0")        # "ask_…": stable for the same pause
+    ask_id(run_id, "hawk", paused.key)      # "ask_…": stable for the same pause
     tool_reply(Answer(value="ci-fast"))     # the text the model reads as the reply
 
 Pure: values in, values out. Source: docs/evidence-and-asks.md §2.
@@ -59,6 +59,12 @@ class Paused(BaseModel):
     notes: list[str] = Field(default_factory=list)
     journal_entries: int = 0
 
+    @property
+    def key(self) -> str:
+        """What names this pause among the reviewer's pauses in a run: the turn and the
+        call (a provider may reuse a call id on a later turn; the turn never repeats)."""
+        return f"{self.turns}:{self.call_id}"
+
     def answered_replies(self, answer: Answer) -> list[tuple[str, str]]:
         """The turn's tool replies in call order, the ask's being :func:`tool_reply`."""
         text = tool_reply(answer)
@@ -74,17 +80,18 @@ class Resumption(BaseModel):
     answer: Answer
 
 
-def ask_id(run_id: str, participant: str, call_id: str) -> str:
-    """The id of a reviewer's ask: stable for one pause (a redelivered task stores the same
-    question once), unguessable enough to be typed rather than browsed."""
-    digest = hashlib.sha256(f"{run_id}:{participant}:{call_id}".encode()).hexdigest()[:16]
+def ask_id(run_id: str, participant: str, key: str) -> str:
+    """The id of a reviewer's ask (``key``: :attr:`Paused.key`): stable for one pause (a
+    redelivered task stores the same question once), unguessable enough to be typed
+    rather than browsed."""
+    digest = hashlib.sha256(f"{run_id}:{participant}:{key}".encode()).hexdigest()[:16]
     return f"ask_{digest}"
 
 
 def pending(run_id: str, participant: str, paused: Paused) -> PendingAsk:
     """The question ``participant``'s pause puts to a person, as the run's pending ask."""
     return PendingAsk(
-        id=ask_id(run_id, participant, paused.call_id),
+        id=ask_id(run_id, participant, paused.key),
         run=run_id,
         ask=paused.ask,
         participant=participant,

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from council.asks.ask import checked_ask
-from council.asks.paused import Paused, Resumption, ask_id
+from council.asks.paused import Paused, Resumption, pending
 from council.errors import AskRefused
 from council.reviewers.base import ArtifactDesk
 from council.reviewers.script_desk import POLL_MS, write_whole
@@ -138,7 +138,6 @@ class AskDesk:
             if resume.answer.reason:
                 shown["reason"] = resume.answer.reason
             return shown
-        the_id = ask_id(self.run_id, self.participant, call)
         if self.asked is not None and self.asked.call_id != call:
             return {
                 "outcome": "busy",
@@ -146,4 +145,4 @@ class AskDesk:
                 "a question to a person; ask this one after their answer",
             }
         self.asked = Paused(ask=ask, call_id=call, messages=[], replies=[(call, None)])
-        return {"outcome": "asked", "id": the_id}
+        return {"outcome": "asked", "id": pending(self.run_id, self.participant, self.asked).id}

@@ -317,3 +317,38 @@ def test_store_artifact_and_refusals_through_the_toolbox() -> None:
         .call("store_artifact", {"value": 1})
         .startswith("No artifact store")
     )
+
+
+def test_a_reviewer_that_asks_again_waits_again_under_a_new_id(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+    server: FakeOpenAI,
+) -> None:
+    """After the first answer the reviewer asks a second question (the fake reuses the
+    call id call_0): the run waits again (exit 4) on a new ask, and settles after it."""
+    state, rp = tmp_path / "state.json", _roster(tmp_path, server.base_url)
+    first_q = ToolCall("ask_human", {"question": "First?"})
+    second_q = ToolCall("ask_human", {"question": "Second?"})
+    done = Scenario(text=json.dumps({"findings": [FINDING]}))
+    server.script(
+        Scenario(tool_calls=(first_q,)), Scenario(tool_calls=(second_q,)), done, model="gpt-hawk"
+    )
+    assert review(repo, state, roster_path=rp).exit_code == 4
+    (one,) = _asks(state)
+    assert _cli(state, "answer", one["id"], "one").exit_code == 0
+    again = review(repo, state, roster_path=rp)
+    assert again.exit_code == 4, again.output
+    (two,) = _asks(state)
+    assert two["question"] == "Second?" and two["id"] != one["id"]
+    assert _cli(state, "answer", two["id"], "two").exit_code == 0
+    out = tmp_path / "r.json"
+    settled = review(repo, state, "--json", str(out), roster_path=rp)
+    assert settled.exit_code == 1, settled.output
+    assert server.count == 3
+    replies = _tool_replies(server.requests[2].body)
+    assert [json.loads(r) for r in replies] == [{"answer": "one"}, {"answer": "two"}]
+    report = json.loads(out.read_text())
+    assert report["status"] == "settled"
+    assert [f["subject"] for f in report["findings"] if f["origin"]["participant"] == "hawk"] == [
+        FINDING["subject"]
+    ]
