@@ -352,3 +352,48 @@ def test_a_reviewer_that_asks_again_waits_again_under_a_new_id(
     assert [f["subject"] for f in report["findings"] if f["origin"]["participant"] == "hawk"] == [
         FINDING["subject"]
     ]
+
+
+def test_with_a_judge_the_run_waits_before_the_judge_and_judges_after(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+    server: FakeOpenAI,
+) -> None:
+    """A roster with a judge: the reviewer's question comes first (the run waits, the
+    judge is not sent); once answered, the reviewers are filed and the judge judges."""
+    judged = {**FINDING, "raisedBy": ["hawk"]}
+    judge = '[judge]\nid = "arbiter"\nbackend = "replay"\n'
+    judge += f'answer = "{answer(tmp_path, "j.json", judged)}"\n'
+    hawk = reviewer(
+        "hawk",
+        "openai",
+        model="gpt-hawk",
+        base_url=server.base_url,
+        api_key_env="HAWK_KEY",
+        tools=["ask_human"],
+    )
+    rp = roster(tmp_path, hawk, judge, head=ROUND + "answer_ms = 0\n")
+    server.script(
+        Scenario(tool_calls=(ToolCall("ask_human", {"question": "Prod?"}),)),
+        Scenario(text=json.dumps({"findings": [FINDING]})),
+        model="gpt-hawk",
+    )
+    state = tmp_path / "state.json"
+    first = review(repo, state, roster_path=rp)
+    assert first.exit_code == 4, first.output
+    out = tmp_path / "w.json"
+    review(repo, state, "--json", str(out), roster_path=rp)
+    waiting = json.loads(out.read_text())
+    assert [p["id"] for p in waiting["participants"]] == ["hawk"], "no judge sent yet"
+    (ask,) = _asks(state)
+    assert _cli(state, "answer", ask["id"], "yes").exit_code == 0
+    settled = review(repo, state, "--json", str(out), roster_path=rp)
+    assert settled.exit_code == 1, settled.output
+    report = json.loads(out.read_text())
+    assert report["status"] == "settled", report
+    assert {p["id"]: p["state"] for p in report["participants"]} == {
+        "hawk": "answered",
+        "arbiter": "answered",
+    }
+    (only,) = report["findings"]
+    assert only["subject"] == FINDING["subject"]
