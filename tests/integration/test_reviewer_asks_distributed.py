@@ -118,3 +118,38 @@ def test_a_worker_killed_while_the_run_waits_loses_nothing(
 
     _flow(redis_url, repo, tmp_path, server, replace_worker)
     assert "review_finished" in (tmp_path / "w2.log").read_text(errors="replace")
+
+
+def test_a_command_reviewer_asks_on_a_real_worker(
+    redis_url: str,
+    start_worker: Any,
+    repo: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """council ask --question inside the worker's sandbox: the refused question exits 2
+    and the reviewer goes on, the accepted one makes the run wait; answered, the reviewer
+    runs again on a worker and the same question prints the answer."""
+    from tests.sandboxing import bwrap_or_skip
+    from tests.unit.test_cli_review import reviewer, roster
+    from tests.unit.test_reviewer_asks import COMMAND_REVIEWER
+
+    bwrap_or_skip()
+    program = tmp_path / "asker.sh"
+    program.write_text(COMMAND_REVIEWER)
+    program.chmod(0o755)
+    rp = roster(tmp_path, reviewer("asker", "command", program=str(program)))
+    start_worker("w1")
+    out = tmp_path / "r.json"
+    first = _review(redis_url, repo, rp, out)
+    assert first.returncode == 4, first.stderr
+    listed = _council(redis_url, "asks", "--json")
+    (ask,) = json.loads(listed.stdout)
+    assert ask["participant"] == "asker"
+    assert _council(redis_url, "answer", ask["id"], "turbo").returncode == 2
+    assert _council(redis_url, "answer", ask["id"], "fast").returncode == 0
+    settled = _review(redis_url, repo, rp, out)
+    assert settled.returncode == 1, settled.stderr
+    report = json.loads(out.read_text())
+    (finding,) = report["findings"]
+    assert finding["subject"].startswith("profile fast divides by zero (refused 2:")
+    assert report["participants"][0]["attempts"] == 2
