@@ -397,3 +397,35 @@ def test_with_a_judge_the_run_waits_before_the_judge_and_judges_after(
     }
     (only,) = report["findings"]
     assert only["subject"] == FINDING["subject"]
+
+
+def test_a_question_expires_with_its_run_and_the_next_review_starts_anew(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+    server: FakeOpenAI,
+) -> None:
+    """The state file keeps a waiting run's keys with their expiry; once past it, the
+    run and its question are gone: the next council review says so and reviews anew,
+    and council resume refuses the run (exit 2)."""
+    state, rp = tmp_path / "state.json", _roster(tmp_path, server.base_url)
+    server.script(
+        Scenario(tool_calls=(ToolCall("ask_human", {"question": "Prod?"}),)),
+        Scenario(text=json.dumps({"findings": []})),
+        model="gpt-hawk",
+    )
+    assert review(repo, state, roster_path=rp).exit_code == 4
+    (ask,) = _asks(state)
+    saved = json.loads(state.read_text())
+    (session,) = saved["sessions"].values()
+    (kept,) = session["runs"].values()
+    assert kept["expires_ms"] is not None and "run:" + ask["run"] in kept["keys"]
+    kept["expires_ms"] = 1  # long past
+    state.write_text(json.dumps(saved))
+    assert _asks(state) == [], "an expired question is not listed"
+    gone = _cli(state, "resume", ask["run"])
+    assert gone.exit_code == 2 and "its questions went with it" in gone.output
+    assert _cli(state, "resume", ask["run"]).exit_code == 2
+    fresh = review(repo, state, roster_path=rp)
+    assert fresh.exit_code == 0, fresh.output
+    assert server.count == 2, "the new round asked the reviewer anew"
+    assert _asks(state) == []

@@ -57,12 +57,15 @@ def asks_command(
       council asks --session github:o/n#pr-7 --json
     """
     listed: list[dict[str, object]] = []
-    with session_store(cli, state, save=False) as sessions:
+    with state_stores(cli, state, save=False) as rt:
+        sessions = rt.sessions
         names = [session] if session else sessions.waiting_sessions()
         for name in names:
             for parked in sessions.waiting(name):
                 if run_id and parked.record.run_id != run_id:
                     continue
+                if asked_by_reviewers(parked) and rt.runs.record(parked.record.run_id) is None:
+                    continue  # its run expired: its questions went with it
                 for ask in pending_asks(sessions, parked):
                     entry: dict[str, object] = {
                         "id": ask.id,
@@ -199,9 +202,15 @@ def settle_parked(cli: CliContext, state: Path | None, parked: Waiting) -> Counc
     if not asked_by_reviewers(parked):
         with session_store(cli, state, save=True) as sessions:
             return finish(sessions, parked)
-    with session_store(cli, state, save=False) as sessions:
-        if pending_asks(sessions, parked):
-            return None
+    with state_stores(cli, state, save=False) as rt:
+        gone = rt.runs.record(parked.record.run_id) is None
+        left = pending_asks(rt.sessions, parked)
+    if gone:
+        with session_store(cli, state, save=True) as sessions:
+            sessions.drop_waiting(parked.record.session, parked.record.run_id)
+        raise RunNotFound(parked.record.run_id)
+    if left:
+        return None
     try:
         if cli.distributed:
             from workers.celery_config import create_app
