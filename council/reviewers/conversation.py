@@ -443,6 +443,9 @@ class _Run:
             usage=self.usage,
             first_token_ms=self.first_token_ms,
             retries=tuple(self.retries),
+            usage_before=(
+                self.request.resume.paused.usage if self.request.resume is not None else None
+            ),
         )
 
 

@@ -283,6 +283,7 @@ def test_both_model_backends_pause_on_a_question_and_go_on_with_the_answer(
         assert sent[: len(held.messages)] == held.messages
         assert resumed.usage is not None and paused.usage is not None
         assert resumed.usage.requests == 2, "the first leg's usage is counted on"
+        assert resumed.usage_before == paused.usage, "so metrics count only the new leg"
 
 
 def test_store_artifact_and_refusals_through_the_toolbox() -> None:
