@@ -143,6 +143,8 @@ def incomplete_reasons(report: CouncilReport, quorum: int | None = None) -> list
     if quorum is not None and quorum < 0:
         raise ValueError(f"quorum must be 0 or more, not {quorum}")
     reasons: list[str] = []
+    if report.waits_on_reviewers:
+        return reasons  # judged once the reviewers that asked went on (exit 4 meanwhile)
     if report.status in INCOMPLETE_STATUSES:
         reasons.append(_STATUS_PHRASES[report.status])
     answered = answered_reviewers(report)

@@ -27,6 +27,9 @@ open     abandoned           cancelled                    the same; a sweep foun
                                                           opened but never dispatched (the
                                                           CLI died in between)
 open     timed_out           timeout                      the same
+open     reviewers_asked     waiting                      the reviewers' questions (no
+                                                          finding yet: the round is filed
+                                                          once the askers answered)
 judging  judge_settled       waiting | settled | partial  the judge's verdicts: updates,
                                                           new findings, "not upheld"
 judging  watchdog_fired      waiting | settled | partial  the judge's journal, as a stop
@@ -35,6 +38,9 @@ judging  timed_out           timeout                      the same
 waiting  answered            settled | partial            the person's answers (a rejected
                                                           finding is dismissed with their
                                                           reason)
+waiting  resumed             open                         the answers handed to the
+                                                          reviewers that asked, which are
+                                                          dispatched again
 ======== =================== ============================ =================================
 
 ``waiting`` (a run waiting on a person): where the reviewers' (or the judge's) filing
@@ -45,6 +51,14 @@ run's keys get their retention (asks expire with the run). ``council answer`` re
 answer; the next ``council review`` of the session (or ``council resume RUN``) applies
 the answers once every ask is answered (``answered``) and the run settles as it would
 have. An unanswered ask never passes the gate.
+
+A model reviewer may ask a person too (its ``ask_human`` tool): its conversation pauses
+and its participant settles ``asking``; when the chord body (or the errback, or the
+watchdog) finds such a reviewer, the run goes ``waiting`` on ``reviewers_asked`` with
+their questions and files nothing yet. Once every question is answered, ``resumed``
+opens the run again: the askers are dispatched again and go on from their pause, the
+others are not asked again, and the round is filed as usual once they settled
+(``reviewers_settled``), possibly waiting again (a new question, a confirmation).
 
 ``settled`` when every participant of the step was heard in full (it answered and its
 answer was read whole; for the judge's step, the reviewers too), else ``partial``. Any
@@ -83,16 +97,18 @@ Event = Literal[
     "timed_out",
     "answered",
     "abandoned",
+    "reviewers_asked",
+    "resumed",
 ]
 """What happened to a run, as the runtime notices it."""
 
 EVENTS: tuple[Event, ...] = get_args(Event)
 """Every event, in the order the Literal lists them."""
 
-Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge", "answers"]
+Filing = Literal["claims", "nothing", "outcome", "reviewers", "judge", "answers", "asks"]
 """What a transition writes: the run record and identity claims; nothing; one
 participant's outcome; the reviewers' findings (a round's filing); the judge's; a
-person's answers."""
+person's answers; the reviewers' questions."""
 
 FINAL: frozenset[RunStatus] = frozenset({"settled", "partial", "cancelled", "timeout"})
 """States a run never leaves: its report is stored, its keys expire."""
@@ -142,11 +158,13 @@ TRANSITIONS: tuple[Rule, ...] = (
     Rule("open", "cancelled", "cancelled", "reviewers"),
     Rule("open", "timed_out", "timeout", "reviewers"),
     Rule("open", "abandoned", "cancelled", "reviewers"),
+    Rule("open", "reviewers_asked", "waiting", "asks"),
     Rule("judging", "judge_settled", "ask-or-heard", "judge"),
     Rule("judging", "watchdog_fired", "ask-or-heard", "judge"),
     Rule("judging", "cancelled", "cancelled", "judge"),
     Rule("judging", "timed_out", "timeout", "judge"),
     Rule("waiting", "answered", "heard", "answers"),
+    Rule("waiting", "resumed", "open", "answers"),
 )
 """Every allowed transition; any pair not here is refused."""
 

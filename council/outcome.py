@@ -20,7 +20,9 @@ from council.participant import Role
 from council.review_result import ReviewResult, Stop, Usage
 from council.script_verdicts import UnverifiedPolicy, turn_of, with_evidence
 
-Status = Literal["answered", "stopped", "failed"]
+Status = Literal["answered", "stopped", "failed", "asking"]
+"""``asking``: a model reviewer paused on a question to a person (``ask_human``); its
+conversation waits in the run's store and goes on once answered."""
 
 UNREAD_CODES = frozenset({"said-nothing", "no-json", "no-findings-array"})
 """Answer-level codes meaning nothing at all could be read from the answer."""
@@ -189,8 +191,12 @@ def harvest_outcome(
     if scripts is not None:
         folded = with_evidence(folded, turn_of(scripts, attempts), unverified_scripts)
     status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
+    if status == "answered" and result is not None and result.paused is not None:
+        status = "asking"
     warnings = list(folded.warnings)
-    if status == "failed":
+    if status == "asking":  # no answer yet: it comes once the person answered
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+    elif status == "failed":
         warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
         warnings.append(
             Warning(code="failed", at=participant, message=failure or "no reason given")

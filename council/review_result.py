@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from council.asks.paused import Paused
 
 StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
 
@@ -75,6 +78,16 @@ class Usage(BaseModel):
     reasoning: int = 0
     requests: int = 0
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What ``self`` used beyond ``other`` (each count at least 0)."""
+        return Usage(
+            input=max(0, self.input - other.input),
+            output=max(0, self.output - other.output),
+            cached=max(0, self.cached - other.cached),
+            reasoning=max(0, self.reasoning - other.reasoning),
+            requests=max(0, self.requests - other.requests),
+        )
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input=self.input + other.input,
@@ -119,6 +132,15 @@ class ReviewResult:
     """Why each retried request of a model reviewer was retried, in order: ``http-429``,
     ``http-503``, ``transport``, ``incomplete-stream`` (:func:`council.reviewers.retry.
     retry_reason`). For the worker's metrics."""
+    usage_before: Usage | None = None
+    """The part of ``usage`` a reviewer that went on after a person's answer had spent
+    before its pause (already counted by the worker's metrics when it paused); None for
+    a review that did not resume."""
+    paused: Paused | None = None
+    """A model reviewer that asked a person through ``ask_human``: its conversation up
+    to the question (:class:`~council.asks.paused.Paused`). The review is neither
+    answered, stopped nor failed: its participant settles ``asking`` and the run waits
+    on the question (docs/evidence-and-asks.md §2)."""
 
 
 _ESCAPED = re.compile("[\udc80-\udcff]")

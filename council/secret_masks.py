@@ -222,15 +222,20 @@ class Masker:
 
 
 def masked_result(masker: Masker, result: ReviewResult) -> ReviewResult:
-    """``result`` with the secret values masked in its answer, failure and notes (what
-    is archived, harvested, stored and reported)."""
+    """``result`` with the secret values masked in its answer, failure, notes and the
+    question it asked a person (what is archived, harvested, stored and reported)."""
     if not masker.values:
         return result
+    paused = result.paused
+    if paused is not None:
+        asked = paused.ask.model_copy(update={"question": masker.text(paused.ask.question)})
+        paused = paused.model_copy(update={"ask": asked})
     return replace(
         result,
         answer=masker.text(result.answer),
         failure=masker.text(result.failure) if result.failure is not None else None,
         notes=tuple(masker.text(n) for n in result.notes),
+        paused=paused,
     )
 
 

@@ -311,6 +311,13 @@ def _settle_group(
     for now, result in group:
         p = now.participant
         result = masked_result(masker, result)
+        paused = result.paused
+        if paused is not None:  # kept before the outcome that says it waits on it
+            patiently(
+                "pause_store",
+                lambda: rt.runs.put_pause(run_id, p.id, paused),  # noqa: B023
+                until=until,
+            )
         with structlog.contextvars.bound_contextvars(**now.context):
             try:
                 outcome = fold_attempt(rt, record, p, result, journals[p.id], now.attempt)

@@ -54,7 +54,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         # be on their way, which the deadline's sweep settles; never one cancelled under
         # its running reviewers.
         rt.runs.mark_dispatched(record.run_id)
-        sent = _send_chord(app, record.run_id, header)
+        sent = send_chord(app, record.run_id, header)
     except Exception:
         # Nothing reached a worker: settle the opened run now, so it is not left "open".
         log.exception("dispatch_failed", run_id=record.run_id)
@@ -101,7 +101,7 @@ def _store_inputs(rt: Runtime, round_: Round, ttl_s: int) -> None:
     )
 
 
-def _send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultBase:
+def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultBase:
     """Send the run's chord: ``header`` → ``council.consolidate``, errback
     ``council.finalize`` (both on the consolidate queue). Returns the chord's result
     (the body's, its parent the header's group); raises what the broker raises.
@@ -138,7 +138,7 @@ def release_results(app: Celery, sent: ResultBase) -> None:
     dispatch, while Redis answers: every result ``sent`` reaches (itself, its parents,
     the members of each group) is removed through the backend's public
     ``remove_pending_result`` (unsubscribing once); any that cannot be (Redis dropped in
-    between) loses its backend, so its finalizer does nothing. :func:`_send_chord` sees
+    between) loses its backend, so its finalizer does nothing. :func:`send_chord` sees
     to it that no other result object exists. A backend without pending results (the
     embedded ``cache+memory://``) makes this a no-op.
     """

@@ -9,6 +9,8 @@ Source: docs/architecture.md "Two modes, one code path", docs/celery.md §1.12.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import fcntl
 import json
@@ -27,6 +29,7 @@ from kombu.transport import memory
 from council.errors import ConfigurationError
 from workers import runtime
 from workers.celery_config import create_app
+from workers.clock import now_ms
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
 from workers.stores.keys import Keys
@@ -147,6 +150,15 @@ def state_sessions(settings: Settings, *, save: bool) -> Iterator[SessionStore]:
     ``release``); written back atomically when ``save`` and the block did not raise.
     Raises :class:`StateFileError` when the file cannot be read.
     """
+    with state_runtime(settings, save=save) as rt:
+        yield rt.sessions
+
+
+@contextlib.contextmanager
+def state_runtime(settings: Settings, *, save: bool) -> Iterator[Runtime]:
+    """The stores of the embedded state file (sessions, and the runs it keeps: those
+    waiting on their reviewers' questions, with their artifacts), on an in-process
+    fakeredis, with no council running; as :func:`state_sessions`."""
     path = settings.state_path or default_state_path()
     client: Any = fakeredis.FakeRedis(server=fakeredis.FakeServer())
     keys = Keys(settings.prefix)
@@ -155,12 +167,7 @@ def state_sessions(settings: Settings, *, save: bool) -> Iterator[SessionStore]:
     lock = _lock_state(path) if save else None
     try:
         load_state(client, keys, path)
-        yield SessionStore(
-            client,
-            keys,
-            session_retention_s=settings.session_retention_s,
-            run_retention_s=settings.run_retention_s,
-        )
+        yield build_runtime(settings, client, mode="embedded")
         if save:
             save_state(client, keys, path)
     finally:
@@ -187,14 +194,76 @@ def _hash(client: Any, key: str) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
 
 
+def _asking_runs(client: Any, keys: Keys, session: str) -> list[str]:
+    """The session's waiting runs whose reviewers asked a person: their keys are kept in
+    the state file (the paused conversations, the tree, the artifacts), since the run
+    goes on in a later process."""
+    found: list[str] = []
+    for run_id, raw in _hash(client, keys.session_waiting(session)).items():
+        asks = json.loads(raw).get("report", {}).get("asks", [])
+        if any(isinstance(a, dict) and a.get("participant") and not a.get("answer") for a in asks):
+            found.append(run_id)
+    return sorted(found)
+
+
+def _snapshot(client: Any, keys: Keys, run_id: str, now_ms: int) -> dict[str, Any]:
+    """Every key of one run (``run:{id}`` and ``run:{id}:…``) as JSON: name without the
+    prefix → ``{type, value}``, bytes in base64 (strings, hashes, lists: the kinds a run
+    holds), and when the run expires (ms since the epoch; None: no TTL)."""
+    tail = client.scan_iter(match=keys.run(run_id) + ":*")
+    names = [keys.run(run_id), *(k.decode() for k in tail)]
+    out: dict[str, Any] = {}
+    for name in names:
+        kind = client.type(name).decode()
+        if kind == "string":
+            value: Any = _b64(client.get(name))
+        elif kind == "hash":
+            value = {_b64(k): _b64(v) for k, v in client.hgetall(name).items()}
+        elif kind == "list":
+            value = [_b64(v) for v in client.lrange(name, 0, -1)]
+        else:
+            continue
+        out[name[len(keys.prefix) :]] = {"type": kind, "value": value}
+    ttl = int(client.pttl(keys.run(run_id)))
+    return {"expires_ms": now_ms + ttl if ttl > 0 else None, "keys": out}
+
+
+def _restore(client: Any, keys: Keys, saved: dict[str, Any], now_ms: int) -> None:
+    """Put a run's :func:`_snapshot` back; nothing when it expired meanwhile."""
+    expires = saved.get("expires_ms")
+    if expires is not None and expires <= now_ms:
+        return
+    for name, item in saved["keys"].items():
+        full, value = keys.prefix + name, item["value"]
+        if item["type"] == "string":
+            client.set(full, _unb64(value))
+        elif item["type"] == "hash" and value:
+            client.hset(full, mapping={_unb64(k): _unb64(v) for k, v in value.items()})
+        elif item["type"] == "list" and value:
+            client.rpush(full, *(_unb64(v) for v in value))
+        if expires is not None:
+            client.pexpireat(full, expires)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"))
+
+
 def save_state(client: Any, keys: Keys, path: Path) -> None:
     """Write every session's ledger, findings, id counter, reported fingerprints, last
     reviewed run, recall (:mod:`council.recall`) and dismissals to ``path`` (atomic).
 
     The last four, and the runs waiting on a person with the answers given to them,
     were added after version 1 was first written; they are optional in the file, so an
-    older file still loads and an older council ignores them.
+    older file still loads and an older council ignores them. So is ``runs``: the keys
+    of each waiting run whose reviewers asked a person (:func:`_snapshot`), which a later
+    ``council review`` or ``council resume`` continues; they expire with the run.
     """
+    now = now_ms()
     sessions: dict[str, Any] = {}
     for s in sorted(_sessions(client, keys)):
         sessions[s] = {
@@ -208,6 +277,7 @@ def save_state(client: Any, keys: Keys, path: Path) -> None:
             "dismissed": _hash(client, keys.session_dismissed(s)),
             "waiting": _hash(client, keys.session_waiting(s)),
             "answers": _hash(client, keys.session_answers(s)),
+            "runs": {r: _snapshot(client, keys, r, now) for r in _asking_runs(client, keys, s)},
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
@@ -244,7 +314,9 @@ def load_state(client: Any, keys: Keys, path: Path) -> None:
             ):
                 if v.get(name):
                     client.hset(key, mapping=dict(v[name]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            for saved in (v.get("runs") or {}).values():
+                _restore(client, keys, saved, now_ms())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise StateFileError(
             f"the embedded state file {path} cannot be read ({exc}); move it away to "
             f"start fresh, or pass --state PATH"

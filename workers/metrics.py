@@ -162,7 +162,9 @@ def observe_review(
     prices: PriceTable | None = None,
 ) -> None:
     """Count one review attempt this worker ran: its outcome, duration, tokens, cost,
-    findings, warnings, retries and time to first token. Never raises."""
+    findings, warnings, retries and time to first token. Never raises. The tokens of a
+    review that went on after a person's answer count only what it used since (its
+    pause's were counted when it paused)."""
     try:
         backend = participant.backend
         model = participant.model or ""
@@ -177,6 +179,8 @@ def observe_review(
         if result.first_token_ms is not None:
             FIRST_TOKEN_SECONDS.labels(backend, model).observe(result.first_token_ms / 1000)
         usage = result.usage
+        if usage is not None and result.usage_before is not None:
+            usage = usage - result.usage_before
         if usage is not None:
             for kind in ("input", "output", "cached", "reasoning"):
                 TOKENS.labels(backend, model, kind).inc(max(getattr(usage, kind), 0))

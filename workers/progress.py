@@ -39,11 +39,13 @@ STATE_STYLES: dict[str, str] = {
     "answered": "green",
     "stopped": "yellow",
     "failed": "bold red",
+    "asking": "magenta",
 }
 """The rich style of each participant state in the live table."""
 
-FINISHED_STATES = frozenset({"answered", "stopped", "failed"})
-"""States a participant does not leave again in this run."""
+FINISHED_STATES = frozenset({"answered", "stopped", "failed", "asking"})
+"""States a participant does not leave again in this round (``asking``: until its
+question is answered and it is sent again)."""
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,11 @@ MASKED_TREE = "tree-masked"
 """The run directory's name for the head tree with the change's likely secrets masked."""
 
 
+ASKING_BACKENDS = frozenset({"openai", "anthropic", "command"})
+"""Backends whose review can wait on a person's question and go on later: a model's
+conversation is kept (:mod:`council.asks.paused`); a command reviewer is run again, its
+question answered at once (:mod:`council.reviewers.ask_desk`)."""
+
 HEARD_EVERY_S = 1.0
 """Seconds between two reads of an attempt's journal length for the idle clock."""
 
@@ -276,7 +281,10 @@ def build_request(
     cancelled. The sandbox policy comes from the worker's settings
     (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
     the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
-    the share's masker. Raises ``OSError`` when a file cannot be written.
+    the share's masker. The run's artifact store is attached (``store_artifact``,
+    ``ask_human``'s ``props_ref``), and a model reviewer whose conversation paused on a
+    question now answered is given it to go on from (``resume``). Raises ``OSError``
+    when a file cannot be written.
     """
     record = share.record
     run_id = record.run_id
@@ -324,6 +332,12 @@ def build_request(
         events=_log_event,
         tool_read_max_bytes=rt.settings.tool_read_max_bytes,
         scripts=RedisScripts(rt, run_id, participant.id, attempt, share.masker),
+        artifacts=rt.artifacts.scope(run_id),
+        resume=(
+            rt.runs.resumption(run_id, participant.id)
+            if participant.backend in ASKING_BACKENDS
+            else None
+        ),
     )
 
 

@@ -244,6 +244,9 @@ def store_outcome(
     """
     run_id, pid = record.run_id, participant.id
     journal.flush(until)
+    paused = result.paused
+    if paused is not None:  # kept before the outcome that says it waits on it
+        patiently("pause_store", lambda: rt.runs.put_pause(run_id, pid, paused), until=until)
     journals = patiently("journal_read", lambda: rt.journals.read_all(run_id, pid), until=until)
     outcome = fold_attempt(rt, record, participant, result, journals, attempt)
     stored = patiently(

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import structlog
 
 from council.asks.confirm import confirmation_asks, waiting_report
+from council.asks.paused import pending
 from council.asks.pending import PendingAsk
 from council.diff import parse_diff
 from council.diff_filter import apply_filter, parse_filter
@@ -194,6 +195,18 @@ class _Hearing:
             return ()
         return confirmation_asks(report, self.record.confirm)
 
+    def answered_asks(self) -> tuple[PendingAsk, ...]:
+        """The questions reviewers asked in this run and went on with, each with the
+        answer it was given (the report keeps them: who asked what, what was said)."""
+        run_id = self.record.run_id
+        out: list[PendingAsk] = []
+        for p in self.reviewers:
+            resumed = self.rt.runs.resumption(run_id, p.id)
+            if resumed is not None:
+                ask = pending(run_id, p.id, resumed.paused)
+                out.append(ask.model_copy(update={"answer": resumed.answer}))
+        return tuple(out)
+
     def running(self) -> list[str]:
         """The reviewers without a stored outcome whose latest attempt holds a live lease
         (:mod:`workers.leases`): a worker is reviewing them right now."""
@@ -252,11 +265,25 @@ class _Hearing:
         return made
 
 
+ASKED_NOTE = (
+    "waiting on the reviewers' questions to a person: the round's findings are filed once "
+    "they are answered and the reviewers that asked went on (council asks lists them)"
+)
+"""The note of the report of a run waiting on its reviewers' questions."""
+
+ASKING_EVENTS: frozenset[Event] = frozenset({"reviewers_settled", "worker_lost", "watchdog_fired"})
+"""The events on which a reviewer paused on a question makes the run wait for its answer
+(a cancellation, a timeout or an abandoned run files what it has instead)."""
+
+
 def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     """Apply ``event`` to an ``open`` run: file the reviewers' findings (interim when the
-    run goes on to its judge)."""
+    run goes on to its judge), or wait on the questions reviewers put to a person."""
     record = heard.record
     outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
+    asking = [p.id for p in heard.reviewers if outcomes[p.id].status == "asking"]
+    if asking and event in ASKING_EVENTS:
+        return _wait_on_askers(heard, outcomes, asking)
     whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
     judge = heard.judge is not None
     plain = step("open", event, judge=judge, whole="whole" if whole else "in part")
@@ -272,6 +299,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
         prices=record.prices,
     )
     settled_at = now_ms()
+    answered = heard.answered_asks()
 
     def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
         filed, report = conclude_round(
@@ -285,13 +313,58 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
             remembered=heard.marks.recall,
         )
         report = heard.finish(report)
+        if answered:
+            report = report.model_copy(update={"asks": answered})
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
         if not asks:
             return plain, filed, report
+        asks = (*answered, *asks)
         asking = step("open", event, judge=judge, whole="whole" if whole else "in part", ask=True)
         return asking, filed, waiting_report(report, asks)
 
     return _commit(heard, build, settled_at)
+
+
+def _wait_on_askers(
+    heard: _Hearing, outcomes: dict[str, ParticipantOutcome], asking: list[str]
+) -> CouncilReport:
+    """The run waits on the questions of the reviewers that paused (``reviewers_asked``):
+    its report lists every participant and the questions, no finding (the round is filed
+    once the askers went on). Nothing is filed in the session; the pauses are already in
+    the run's store, and the run's keys get their retention with the transition."""
+    record = heard.record
+    pauses = heard.rt.runs.pauses(record.run_id, asking)
+    asks = tuple(pending(record.run_id, pid, pauses[pid]) for pid in asking if pid in pauses)
+    transition = step("open", "reviewers_asked")
+    facts = RoundFacts(
+        run_id=record.run_id,
+        session=record.session,
+        repository=record.repository,
+        base=record.base,
+        head=record.head,
+        mode=record.mode,
+        notes=(*record.notes, ASKED_NOTE),
+        created_ms=record.created_ms,
+        prices=record.prices,
+    )
+    at = now_ms()
+
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
+        _, report = conclude_round(
+            facts,
+            heard.reviewers,
+            outcomes,
+            first_id,
+            status="waiting",
+            settled_ms=at,
+            change=heard.change,
+        )
+        shown = report.model_copy(
+            update={"findings": (), "asks": asks, "resumes_as": None, "settled_ms": None}
+        )
+        return transition, [], shown
+
+    return _commit(heard, build, at)
 
 
 def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:

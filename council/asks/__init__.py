@@ -6,6 +6,11 @@ that should collect the answer, checked at the source when the ask is raised.
   and the one reader of a stored component.
 * :mod:`council.asks.ask`: the ask itself (question and component), built by
   :func:`checked_ask`.
+* :mod:`council.asks.pending`: a question a run waits on, and the answer checked
+  against its component.
+* :mod:`council.asks.confirm`: ``[policy] confirm``, a person confirms a finding.
+* :mod:`council.asks.paused`: a reviewer paused on its own question, and what its
+  answer continues.
 
 Pure: values in, values out; the run's artifact store is reached only through the
 :class:`ArtifactScope` the caller passes. Source: docs/evidence-and-asks.md §2.

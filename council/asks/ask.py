@@ -6,8 +6,10 @@ typed half. An ask is built only through :func:`checked_ask`, at the door it is 
 through, so a malformed component or a ``props_ref`` that does not resolve in the run's
 own scope fails the raise loudly instead of pausing.
 
-Raising an ask for real (storing it, the run's ``waiting`` state, ``council asks`` and
-``council answer``) is built on this later; this module is the pure value and its check.
+Its doors: ``council ask --check`` (nothing raised), a policy's confirmation
+(:mod:`council.asks.confirm`), a model reviewer's ``ask_human`` tool and a command
+reviewer's ``council ask --question`` (:mod:`council.asks.paused`); this module is the
+pure value and its check.
 
 Source: docs/evidence-and-asks.md §2.
 """

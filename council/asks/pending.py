@@ -53,6 +53,9 @@ class PendingAsk(BaseModel):
     run: str
     ask: Ask
     finding: int | None = None
+    participant: str | None = None
+    """The reviewer that asked (its conversation waits on the answer); None for a
+    policy's confirmation."""
     answer: Answer | None = None
 
     @property
@@ -62,13 +65,22 @@ class PendingAsk(BaseModel):
         return component is not None and component.component_id in CONFIRM_COMPONENTS
 
 
-def checked_answer(ask: PendingAsk, value: str, reason: str | None, now_ms: int) -> Answer:
+def checked_answer(
+    ask: PendingAsk,
+    value: str,
+    reason: str | None,
+    now_ms: int,
+    stored_props: Mapping[str, object] | None = None,
+) -> Answer:
     """The answer ``value`` (with ``reason``) to ``ask``, checked against its component.
 
-    Raises :class:`AnswerRefused` naming what the ask takes: yes or no for a confirmation
-    (``y``/``true``/``confirm`` read as yes, ``n``/``false``/``reject`` as no), one of the
-    options for a ``choice`` (props ``options``: a list of text, or of objects with a
-    ``value``), non-blank text otherwise.
+    ``stored_props`` are the props the component's ``props_ref`` names, read from the
+    run's artifact store by the caller (None: no ref, or it no longer resolves); a
+    ``choice``'s options are looked for there too. Raises :class:`AnswerRefused` naming
+    what the ask takes: yes or no for a confirmation (``y``/``true``/``confirm`` read as
+    yes, ``n``/``false``/``reject`` as no), one of the options for a ``choice`` (props
+    ``options``: a list of text, or of objects with a ``value``), non-blank text
+    otherwise.
     """
     text = value.strip()
     component = ask.ask.component
@@ -83,7 +95,7 @@ def checked_answer(ask: PendingAsk, value: str, reason: str | None, now_ms: int)
             f"why), not {text[:40]!r}"
         )
     if component is not None and component.component_id == "choice":
-        options = _options(component.props or {})
+        options = _options(component.props or {}) + _options(stored_props or {})
         if options and text not in options:
             shown = ", ".join(options[:10]) + (" …" if len(options) > 10 else "")
             raise AnswerRefused(f"ask {ask.id} takes one of its options ({shown}), not {text!r}")

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
+from council.asks.pending import PendingAsk
 from council.diff_filter import FILTER_REASONS
 from council.findings import (
     LABELS,
@@ -169,11 +170,38 @@ def _partial(report: CouncilReport) -> str:
     return "\n".join(lines)
 
 
+CHOICES_SHOWN = 5
+"""Options of an inline ``choice`` named beside its answering command."""
+
+
+def _takes(ask: PendingAsk) -> tuple[str, str]:
+    """What ``council answer`` takes for ``ask`` (``yes|no``, ``OPTION``, ``TEXT``) and a
+    hint saying which values (a choice's first options, or where they are listed)."""
+    if ask.confirms:
+        return "yes|no", ""
+    component = ask.ask.component
+    if component is None or component.component_id != "choice":
+        return "TEXT", ""
+    raw = (component.props or {}).get("options")
+    options = [
+        o if isinstance(o, str) else o.get("value")
+        for o in (raw if isinstance(raw, list) else [])
+        if isinstance(o, str) or (isinstance(o, dict) and isinstance(o.get("value"), str))
+    ]
+    if not options:
+        return "OPTION", " (one of its options: `council asks --json` lists where they are)"
+    shown = ", ".join(code(str(o)) for o in options[:CHOICES_SHOWN])
+    more = f" and {len(options) - CHOICES_SHOWN} more" if len(options) > CHOICES_SHOWN else ""
+    return "OPTION", f" (one of {shown}{more})"
+
+
 def _why_partial(p: ParticipantSummary) -> str:
     who = code(p.id)
     if p.state == "stopped":
         how = p.stop.describe() if p.stop is not None else "our clocks"
         return f"{who} was stopped by {inline(how)}; {_count(p.findings, 'finding')} kept."
+    if p.state == "asking":
+        return f"{who} asked a person a question and goes on once it is answered."
     if p.state == "failed":
         text = p.failure or "no reason given"
         if len(text) > FAILURE_SHOWN_CHARS:
@@ -332,21 +360,26 @@ def _off_diff(report: CouncilReport) -> str:
 
 
 def _questions(report: CouncilReport) -> str:
-    """The questions a waiting run puts to a person, each with the command that answers
-    it (answered ones, on a settled run, with the answer given)."""
+    """The questions a waiting run puts to a person (a policy's confirmations and the
+    reviewers' own questions alike), each with the exact command that answers it and
+    what it takes (answered ones, on a settled run, with the answer given).
+
+    Shown in the report and so in the forges' summary comment (``council publish``),
+    where the person who must answer reads it."""
     if not report.asks:
         return ""
     lines = ["### Questions for a person"]
     for ask in report.asks:
         lines.append("")
-        lines.append(f"- {code(ask.id)}: {inline(ask.ask.question)}")
+        by = f" (asked by {code(ask.participant)})" if ask.participant is not None else ""
+        lines.append(f"- {code(ask.id)}{by}: {inline(ask.ask.question)}")
         if ask.answer is not None:
             why = f" ({inline(ask.answer.reason)})" if ask.answer.reason else ""
             lines.append(f"  answered {code(ask.answer.value)}{why}")
             continue
-        takes = "yes|no" if ask.confirms else "VALUE"
+        takes, hint = _takes(ask)
         command = f'council answer {ask.id} {takes} --reason "…"'
-        lines.append(f"  answer: {code(command)}")
+        lines.append(f"  answer: {code(command)}{hint}")
     if report.status == "waiting":
         lines += [
             "",

@@ -20,7 +20,7 @@ SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
 
 RunStatus = Literal["open", "judging", "waiting", "settled", "partial", "cancelled", "timeout"]
-ParticipantState = Literal["pending", "running", "answered", "stopped", "failed"]
+ParticipantState = Literal["pending", "running", "answered", "stopped", "failed", "asking"]
 
 
 class ParticipantSummary(BaseModel):
@@ -181,8 +181,19 @@ class CouncilReport(BaseModel):
         return (*self.findings, *self.carried)
 
     @property
+    def waits_on_reviewers(self) -> bool:
+        """Whether the run waits on questions its reviewers asked a person: nothing of the
+        round is filed yet, so it is neither complete nor partial until they went on."""
+        return self.status == "waiting" and any(
+            a.participant is not None and a.answer is None for a in self.asks
+        )
+
+    @property
     def partial(self) -> bool:
         """Whether some participant stopped or failed, or the run did not settle whole (a
-        run waiting on a person is judged by the status it will settle as)."""
+        run waiting on a person is judged by the status it will settle as; one waiting
+        on its reviewers' questions is not judged yet)."""
+        if self.waits_on_reviewers:
+            return False
         status = self.resumes_as if self.status == "waiting" and self.resumes_as else self.status
         return status != "settled" or not all(p.heard_in_full for p in self.participants)

@@ -35,6 +35,7 @@ from typing import Any
 
 import anthropic
 import httpx2
+from pydantic import JsonValue
 
 from council.errors import RosterError
 from council.participant import Participant
@@ -231,6 +232,21 @@ class AnthropicMessages:
             self.messages[-1]["content"].append(block)
         else:
             self.messages.append({"role": "user", "content": [block]})
+
+    def dump(self) -> list[JsonValue]:
+        """The messages as plain JSON (a deep copy through JSON)."""
+        copied: list[JsonValue] = json.loads(json.dumps(self.messages))
+        return copied
+
+    def load(self, messages: Sequence[JsonValue]) -> None:
+        """The messages of a paused conversation, replacing these (each must be an
+        object; ValueError otherwise)."""
+        loaded: list[dict[str, Any]] = []
+        for message in messages:
+            if not isinstance(message, dict):
+                raise ValueError("a stored message is not a JSON object")
+            loaded.append(json.loads(json.dumps(message)))
+        self.messages = loaded
 
     def estimate_tokens(self) -> int:
         """Input estimated from the JSON size, plus ``max_tokens``."""

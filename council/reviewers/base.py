@@ -14,12 +14,17 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import JsonValue
 
 from council.evidence import ScriptRow
 from council.participant import Participant
 from council.review_result import ReviewResult
 from council.reviewers.sandbox import SandboxPolicy
+
+if TYPE_CHECKING:
+    from council.asks.paused import Resumption
 
 
 class JournalSink(Protocol):
@@ -53,6 +58,21 @@ class _IgnoredScripts:
 
 ignore_scripts: ScriptSink = _IgnoredScripts()
 """The default :class:`ScriptSink`: rows are dropped."""
+
+
+class ArtifactDesk(Protocol):
+    """The run's artifact store as a reviewer's tools reach it (``store_artifact``, and
+    the scope an ``ask_human`` component's ``props_ref`` must resolve in).
+
+    ``put`` stores a JSON value in the run's scope and returns its new ref (``art_…``);
+    it raises ValueError whose message says why it was refused (over a cap, the run
+    gone), in words safe to show the model. ``resolves`` says whether a ref names an
+    artifact of this run (never raises). Source: docs/evidence-and-asks.md §2.
+    """
+
+    def put(self, value: JsonValue) -> str: ...
+
+    def resolves(self, ref: str) -> bool: ...
 
 
 class RateLimiter(Protocol):
@@ -119,6 +139,12 @@ class ReviewRequest:
       :data:`council.reviewers.tools.READ_MAX_BYTES`).
     * ``scripts``: where each script run of this attempt records its row
       (``run_script``, ``council run-script``); the worker's goes straight to Redis.
+    * ``artifacts``: the run's artifact store for ``store_artifact`` and the
+      ``props_ref`` of an ``ask_human`` component (None: no store attached, so a
+      ``props_ref`` is refused ``no-store``).
+    * ``resume``: a conversation paused on a person's question and the answer given
+      (:class:`~council.asks.paused.Resumption`): the model backend goes on from it
+      instead of starting over (None: a fresh review).
     * ``heard``: how many entries the journal holds for this attempt, those another
       process stored straight into it included (a program's ``council record`` in
       distributed mode); cheap to call often (the worker caches it). A change is
@@ -143,6 +169,8 @@ class ReviewRequest:
     tool_read_max_bytes: int | None = None
     scripts: ScriptSink = ignore_scripts
     heard: Callable[[], int] = nothing_heard
+    artifacts: ArtifactDesk | None = None
+    resume: Resumption | None = None
 
 
 class Reviewer(Protocol):

@@ -78,4 +78,5 @@ class CommandReviewer:
             duration_ms=ran.duration_ms,
             journal_entries=ran.journal_entries,
             notes=notes,
+            paused=ran.asked,
         )

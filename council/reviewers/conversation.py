@@ -11,7 +11,12 @@ Clocks (ms, :mod:`~council.reviewers.stream_watch`): the wall and the idle clock
 review (a stop, never a failure, keeping what was said); at the soft deadline the turn in
 flight is interrupted and ONE wrap-up turn asks for the answer now; the wrap-up's answer
 and the text before it are both harvested and the one with more findings is returned
-(ties: the wrap-up). A shared rate limiter, when the runtime has one, admits every
+(ties: the wrap-up). An accepted ``ask_human`` call pauses the conversation after its
+turn's tool calls ran: the result carries it (``ReviewResult.paused``) and the worker
+keeps it with the run; given back with the person's answer (``request.resume``), the
+loop loads the messages, replies to the pending call with the answer and goes on, its
+turns, texts, usage and notes counted on from the pause, its clocks fresh (the person's
+time is not the reviewer's). A shared rate limiter, when the runtime has one, admits every
 request under two keys (``backend:model`` and ``backend``).
 
 Source: docs/harvest.md §1 and §7, docs/identity-and-clocks.md "Clocks", issue "Model reviewers".
@@ -25,10 +30,11 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import httpx2
 
+from council.asks.paused import Paused
 from council.errors import RosterError
 from council.harvest import harvest
 from council.review_result import ReviewResult, Stop, StopLimit, Usage
@@ -165,6 +171,7 @@ class _Run:
             scripts=request.scripts,
             limits=limits_of(participant.options),
             bwrap=request.sandbox.bwrap if request.sandbox is not None else "bwrap",
+            artifacts=request.artifacts,
         )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
@@ -178,9 +185,50 @@ class _Run:
         self.first_token_ms: int | None = None
         self.retries: list[str] = []
 
+    def _resume(self) -> int:
+        """Go on from a pause: load its messages, reply to its turn's calls (the ask's
+        reply is the person's answer), take its counts; the next turn's number."""
+        resume = self.request.resume
+        assert resume is not None
+        paused = resume.paused
+        self.session.load(paused.messages)
+        self.session.add_tool_results(paused.answered_replies(resume.answer))
+        self.texts = list(paused.texts)
+        self.usage = paused.usage
+        self.tools.entries = paused.journal_entries
+        self.notes = [
+            *paused.notes,
+            f"paused on a question to a person after turn {paused.turns}, and went on "
+            "with their answer as the reply",
+        ]
+        number = paused.turns + 1
+        if number == self.max_turns:
+            self.session.add_user(LAST_TURN)
+        return number
+
+    def _pause(self, number: int, replies: Sequence[tuple[str, str]]) -> ReviewResult:
+        """The result of a review paused on its accepted ``ask_human`` call: the
+        conversation so far, the turn's replies (the ask's left to the answer)."""
+        asked = self.tools.asked
+        assert asked is not None
+        call_id, ask = asked
+        paused = Paused(
+            ask=ask,
+            call_id=call_id,
+            messages=self.session.dump(),
+            replies=[(cid, None if cid == call_id else text) for cid, text in replies],
+            turns=number,
+            texts=list(self.texts),
+            usage=self.usage,
+            notes=list(self.notes),
+            journal_entries=self.tools.entries,
+        )
+        return replace(self._result(""), paused=paused)
+
     async def go(self) -> ReviewResult:
-        """The tool loop, then the answer (or the wrap-up, a stop, a failure)."""
-        for number in range(1, self.max_turns + 1):
+        """The tool loop, then the answer (or the wrap-up, a stop, a failure, a pause)."""
+        first = self._resume() if self.request.resume is not None else 1
+        for number in range(first, self.max_turns + 1):
             if self.watch.soft_due():
                 return await self._wrap_up("")
             outcome = await self._turn(
@@ -206,6 +254,8 @@ class _Run:
                 (cid, await asyncio.to_thread(self.tools.call, name, args, cid))
                 for cid, name, args in outcome.calls
             ]
+            if self.tools.asked is not None:
+                return self._pause(number, replies)
             self.session.add_tool_results(replies)
             if number + 1 == self.max_turns:
                 self.session.add_user(LAST_TURN)
@@ -393,6 +443,9 @@ class _Run:
             usage=self.usage,
             first_token_ms=self.first_token_ms,
             retries=tuple(self.retries),
+            usage_before=(
+                self.request.resume.paused.usage if self.request.resume is not None else None
+            ),
         )
 
 

@@ -37,6 +37,7 @@ from typing import Any
 import httpx2
 import openai
 from openai.types.shared.reasoning_effort import ReasoningEffort
+from pydantic import JsonValue
 
 from council.errors import RosterError
 from council.participant import Participant
@@ -214,6 +215,21 @@ class OpenAIChat:
     def add_user(self, text: str) -> None:
         """A user message."""
         self.messages.append({"role": "user", "content": text})
+
+    def dump(self) -> list[JsonValue]:
+        """The messages as plain JSON (a deep copy through JSON)."""
+        copied: list[JsonValue] = json.loads(json.dumps(self.messages))
+        return copied
+
+    def load(self, messages: Sequence[JsonValue]) -> None:
+        """The messages of a paused conversation, replacing these (each must be an
+        object; ValueError otherwise)."""
+        loaded: list[dict[str, Any]] = []
+        for message in messages:
+            if not isinstance(message, dict):
+                raise ValueError("a stored message is not a JSON object")
+            loaded.append(json.loads(json.dumps(message)))
+        self.messages = loaded
 
     def estimate_tokens(self) -> int:
         """Input estimated from the JSON size, plus ``max_output_tokens`` when set."""

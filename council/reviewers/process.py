@@ -31,8 +31,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Literal, cast
 
+from council.asks.paused import Paused
 from council.review_result import Stop
 from council.reviewers.activity import Activity
+from council.reviewers.ask_desk import AskDesk
 from council.reviewers.base import ReviewRequest
 from council.reviewers.journal_file import JournalFollower
 from council.reviewers.options import SANDBOX_OPTION
@@ -140,6 +142,8 @@ class Ran:
     * ``journal_entries``: lines of the journal file forwarded to the sink.
     * ``notes``: sentences about dropped output or journal lines.
     * ``duration_ms``: wall time from start to the end of the program, in ms.
+    * ``asked``: the question it put to a person through ``council ask --question``
+      and the worker accepted (:mod:`council.reviewers.ask_desk`); None: none.
     """
 
     stdout: bytes = b""
@@ -151,6 +155,7 @@ class Ran:
     journal_entries: int = 0
     notes: tuple[str, ...] = ()
     duration_ms: int = 0
+    asked: Paused | None = None
 
     @property
     def answer(self) -> str:
@@ -376,8 +381,10 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     key nor ``COUNCIL_REDIS_URL``. Beside the journal, ``scripts/`` (writable) is where
     ``council run-script`` hands its scripts to the worker, which runs them in a script
     sandbox and records their rows in ``request.scripts``
-    (:mod:`council.reviewers.script_desk`). The journal file is followed every ``POLL_MS`` ms,
-    each complete line forwarded to ``request.journal``.
+    (:mod:`council.reviewers.script_desk`), and where ``council ask --question`` hands
+    a question to a person, checked by the worker (:mod:`council.reviewers.ask_desk`).
+    The journal file is followed every ``POLL_MS`` ms, each complete line forwarded to
+    ``request.journal``.
 
     Confinement (``request.sandbox``, see :mod:`council.reviewers.sandbox`): the program
     runs in a bubblewrap sandbox (the tree read-only, no network unless the entry says
@@ -447,11 +454,18 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             except OSError as error:
                 hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
                 return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
-            with ScriptDesk(desk_dir, runner, request.scripts):
+            asks = AskDesk(
+                desk_dir,
+                request.artifacts,
+                request.resume,
+                request.env.get("COUNCIL_RUN", ""),
+                request.participant.id,
+            )
+            with ScriptDesk(desk_dir, runner, request.scripts), asks:
                 follower = JournalFollower(journal, request.journal)
                 ran = _supervise(proc, request, follower, started)
             if not _busy(bwrap, ran):
-                return replace(ran, notes=(*notes, *ran.notes))
+                return replace(ran, notes=(*notes, *ran.notes), asked=asks.asked)
             if wait_ms is None:
                 break
             time.sleep(wait_ms / 1000)

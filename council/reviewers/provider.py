@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import httpx2
+from pydantic import JsonValue
 
 from council.participant import Participant
 from council.reviewers.retry import Trouble
@@ -58,6 +59,16 @@ class Session(Protocol):
 
     def estimate_tokens(self) -> int:
         """Tokens the next request may cost (input estimate plus the output cap)."""
+        ...
+
+    def dump(self) -> list[JsonValue]:
+        """The conversation's messages in the provider's wire shape, as plain JSON (a
+        copy): what a review paused on a person's question keeps."""
+        ...
+
+    def load(self, messages: Sequence[JsonValue]) -> None:
+        """Replace the conversation's messages with ``messages`` (from :meth:`dump`):
+        a paused review goes on where it stopped."""
         ...
 
     def trouble(self, error: BaseException) -> Trouble:

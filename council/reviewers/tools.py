@@ -7,7 +7,14 @@
 * ``run_script(language, program)`` — a script run once in a sandbox of its own
   (:mod:`council.reviewers.scripts`), its exit code and output the reply, and one row
   recorded for the call (:class:`~council.reviewers.base.ScriptSink`): what the
-  reviewer's shown blocks are later matched against (docs/evidence-and-asks.md §1).
+  reviewer's shown blocks are later matched against (docs/evidence-and-asks.md §1);
+* ``store_artifact(value)`` — a JSON value put in the run's artifact store, its ``art_``
+  ref the reply: how a model gives a large picker its props (``props_ref``);
+* ``ask_human(question, component?)`` — a question for a person, checked at the source
+  (:func:`~council.asks.ask.checked_ask`, the run's artifact store the scope): a refused
+  one gets the refusal as its reply (the shape described, never the value) and the
+  review goes on; an accepted one is kept in :attr:`ToolBox.asked`, and the conversation
+  pauses on it (docs/evidence-and-asks.md §2).
 
 The tree is ``request.workdir``: the head commit unpacked from ``git archive``, never the
 repository's working directory. A path is relative to the tree's root (a leading ``/``
@@ -48,8 +55,18 @@ from typing import Any
 
 import re2
 
+from council.asks.ask import Ask, checked_ask
+from council.asks.component import PROPS_MAX_BYTES
+from council.errors import AskRefused
 from council.recording import reply, split_recorded
-from council.reviewers.base import EventLog, JournalSink, ScriptSink, ignore_events, ignore_scripts
+from council.reviewers.base import (
+    ArtifactDesk,
+    EventLog,
+    JournalSink,
+    ScriptSink,
+    ignore_events,
+    ignore_scripts,
+)
 from council.reviewers.scripts import (
     LANGUAGES,
     ScriptLimits,
@@ -183,6 +200,37 @@ SPECS: tuple[ToolSpec, ...] = (
             "required": ["language", "program"],
         },
     ),
+    ToolSpec(
+        "store_artifact",
+        "Store a large JSON value (a list of 200 options, say) in this run's artifact "
+        "store. Replies with its ref (art_...): pass it as props_ref of an ask_human "
+        f"component whose props would be over {PROPS_MAX_BYTES} bytes inline.",
+        {
+            "type": "object",
+            "properties": {"value": {"description": "Any JSON value; usually an object."}},
+            "required": ["value"],
+        },
+    ),
+    ToolSpec(
+        "ask_human",
+        "Ask the person behind this change a question you cannot answer from the code. "
+        "The review pauses until they answer (that may take hours); their answer is this "
+        "call's reply. Ask only what matters for a finding. component optionally names a "
+        "registered screen component to collect the answer: {component_id, props?} or "
+        '{component_id, props_ref?}; e.g. {"component_id": "choice", "props": {"options": '
+        '["a", "b"]}}. A question that cannot be asked gets the reason as its reply.',
+        {
+            "type": "object",
+            "properties": {
+                "question": {"type": "string", "description": "The question, in prose."},
+                "component": {
+                    "type": "object",
+                    "description": "{component_id, props?, props_ref?}; nothing else.",
+                },
+            },
+            "required": ["question"],
+        },
+    ),
 )
 """Every tool a model reviewer may be given, in the order they are offered."""
 
@@ -209,6 +257,11 @@ class ToolBox:
     scripts (None: a :class:`~council.reviewers.scripts.ScriptRunner` over ``workdir``
     with ``limits`` and the ``bwrap`` binary). :attr:`dispatched` counts the tool calls
     so far (a row's ``dispatch``).
+
+    ``artifacts`` is the run's artifact store (``store_artifact``; the scope of an
+    ``ask_human`` component's ``props_ref``; None: no store attached). :attr:`asked` is
+    the first ask a person was put, with its call id (None until one is accepted): the
+    caller pauses the conversation on it.
     """
 
     def __init__(
@@ -224,8 +277,11 @@ class ToolBox:
         limits: ScriptLimits | None = None,
         bwrap: str = "bwrap",
         runner: ScriptRunner | None = None,
+        artifacts: ArtifactDesk | None = None,
     ) -> None:
         self.events = events
+        self.artifacts = artifacts
+        self.asked: tuple[str, Ask] | None = None
         self.read_max_bytes = read_max_bytes
         self.names = tuple(spec.name for spec in specs_for(names))
         self.root = workdir.resolve() if workdir is not None else None
@@ -277,6 +333,10 @@ class ToolBox:
                 return self._run_script(parsed, call_id)
             if name == "record_finding":
                 return self._record(parsed)
+            if name == "ask_human":
+                return self._ask_human(parsed, call_id)
+            if name == "store_artifact":
+                return self._store_artifact(parsed)
             if self.root is None:
                 return NO_TREE
             tree = _Tree(self.root, self.read_max_bytes)
@@ -322,6 +382,47 @@ class ToolBox:
         except Exception as error:  # a sink that breaks its promise not to raise
             answer = f"the run was not recorded ({type(error).__name__})"
         return None if answer == "Recorded." else answer
+
+    # -- asks ----------------------------------------------------------------------------
+
+    def _ask_human(self, args: Mapping[str, Any], call_id: str) -> str:
+        """Check the question at its source; keep it in :attr:`asked` when accepted, or
+        reply with the refusal (its code and the shape of what is wrong, never the value).
+        Nothing is stored for a refused ask."""
+        if self.asked is not None:
+            return (
+                "One question at a time: a question is already put to a person in this "
+                "turn; ask this one after their answer, if it still matters."
+            )
+        try:
+            ask = checked_ask(
+                args.get("question"), args.get("component"), self.artifacts, door="ask_human"
+            )
+        except AskRefused as refused:
+            self.events("ask_refused", code=refused.code)
+            return (
+                f"The question was not asked: refused ({refused.code}): "
+                f"{refused.description}. Go on with the review, or call ask_human again "
+                "with a question and a component that fit."
+            )
+        self.asked = (call_id, ask)
+        self.events("ask_raised", component=ask.component is not None)
+        return "The question is put to a person; the review pauses until they answer."
+
+    def _store_artifact(self, args: Mapping[str, Any]) -> str:
+        """Put the value in the run's artifact store; its ref, or why it was not stored."""
+        if self.artifacts is None:
+            return (
+                "No artifact store is attached to this review: give the props inline "
+                f"(at most {PROPS_MAX_BYTES} bytes as compact JSON)."
+            )
+        if "value" not in args:
+            return "store_artifact takes {\"value\": ...}: the JSON value to store."
+        try:
+            ref = self.artifacts.put(args["value"])
+        except ValueError as refused:
+            return f"Not stored: {refused}"
+        return f"Stored as {ref}. Pass it as props_ref of an ask_human component."
 
     # -- the journal -------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ looks on their wire. The server runs a stdlib ``ThreadingHTTPServer`` on a threa
 test process (one thread per connection, HTTP/1.1 keep-alive, a deep listen backlog), so
 the real SDKs, other threads and other processes can all talk to it.
 
-Scripting: :meth:`FakeServer.script` queues scenarios, played one per request in order;
+Scripting: :meth:`FakeServer.script` queues scenarios, played one per request in order
+(a scenario may be a function of the request's JSON body, for a reply that depends on
+what the client sent: a tool call quoting an earlier tool reply, say);
 a queue per model name comes first, then the shared queue, then :attr:`FakeServer.default`.
 Counters: :attr:`count`, :attr:`in_flight` and :attr:`max_in_flight` (requests received
 whose response has not ended), and :attr:`requests` (path, headers without credentials,
@@ -26,13 +28,16 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from tests.fakes.scenario import Scenario
+
+Scripted = Scenario | Callable[[Mapping[str, Any]], Scenario]
+"""A scripted reply: a scenario, or a function making one from the request's JSON body."""
 
 LISTEN_BACKLOG = 2048
 """Connections the kernel queues before accept; enough for a 500-stream benchmark."""
@@ -101,8 +106,8 @@ class FakeServer:
         self.api_key = api_key
         self.default = default if default is not None else Scenario(text='{"findings": []}')
         self._lock = threading.Lock()
-        self._shared: deque[Scenario] = deque()
-        self._by_model: dict[str, deque[Scenario]] = {}
+        self._shared: deque[Scripted] = deque()
+        self._by_model: dict[str, deque[Scripted]] = {}
         self._requests: list[Received] = []
         self._in_flight = 0
         self._max_in_flight = 0
@@ -159,7 +164,7 @@ class FakeServer:
 
     # -- scripting and counters --------------------------------------------------------
 
-    def script(self, *scenarios: Scenario, model: str | None = None) -> None:
+    def script(self, *scenarios: Scripted, model: str | None = None) -> None:
         """Queue scenarios, played one per request (only for ``model`` when given)."""
         with self._lock:
             if model is None:
@@ -251,7 +256,7 @@ class FakeServer:
             with self._lock:
                 self._in_flight -= 1
 
-    def _next(self, model: str | None) -> Scenario:
+    def _next(self, model: str | None) -> Scripted:
         with self._lock:
             queue = self._by_model.get(model) if model is not None else None
             if queue:
@@ -267,7 +272,8 @@ class FakeServer:
         if received.credential_ok is False:
             self._send_json(handler, 401, self.error_body(401, "invalid api key"), {})
             return
-        scenario = self._next(received.model)
+        scripted = self._next(received.model)
+        scenario = scripted if isinstance(scripted, Scenario) else scripted(received.body)
         if self._pause(scenario.delay_ms):
             return
         if scenario.status != 200:

@@ -368,3 +368,33 @@ def test_the_command_needs_its_token_and_redis(monkeypatch: pytest.MonkeyPatch) 
     no_redis = CliRunner().invoke(main, ["console"])
     assert no_redis.exit_code == 2 and "COUNCIL_REDIS_URL" in no_redis.output
     assert "console" in CliRunner().invoke(main, ["--help"]).output
+
+
+def test_a_reviewers_question_is_answered_and_left_for_the_reviewer(
+    rt: Runtime, client: TestClient
+) -> None:
+    """A reviewer's choice behind a props_ref: a value off the artifact's options is
+    refused; the answer is recorded and the run keeps waiting (the next council review
+    sends the reviewer again; the console does not settle it without the reviewer)."""
+    record, _ = waiting_run(rt, asks=[])
+    ref = rt.artifacts.put(record.run_id, {"options": ["alpha", "beta"]})
+    (parked,) = [w for w in rt.sessions.waiting(record.session) if w.record.run_id == record.run_id]
+    ask = PendingAsk(
+        id="ask_reviewer",
+        run=record.run_id,
+        participant="hawk",
+        ask=Ask(question="Pick one", component=Component(component_id="choice", props_ref=ref)),
+    )
+    report = parked.report.model_copy(update={"asks": (ask,), "resumes_as": None})
+    key = rt.keys.session_waiting(record.session)
+    rt.client.hset(
+        key, record.run_id, parked.model_copy(update={"report": report}).model_dump_json()
+    )
+    bearer = {"authorization": f"Bearer {TOKEN}", "accept": "application/json"}
+    off = client.post(f"/asks/{ask.id}/answer", data={"value": "gamma"}, headers=bearer)
+    assert off.status_code == 400 and rt.sessions.answers(record.session) == {}
+    done = client.post(f"/asks/{ask.id}/answer", data={"value": "beta"}, headers=bearer)
+    assert done.status_code == 200, done.text
+    assert done.json()["left"] == 0 and done.json()["settled"] is None
+    assert rt.runs.status(record.run_id) == "waiting"
+    assert rt.sessions.answers(record.session)["ask_reviewer"].value == "beta"

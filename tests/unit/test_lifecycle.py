@@ -35,11 +35,13 @@ ALLOWED: dict[tuple[RunStatus | None, Event], tuple[str, ...]] = {
     ("open", "cancelled"): ("cancelled",),
     ("open", "abandoned"): ("cancelled",),
     ("open", "timed_out"): ("timeout",),
+    ("open", "reviewers_asked"): ("waiting",),
     ("judging", "judge_settled"): ("waiting", "settled", "partial"),
     ("judging", "watchdog_fired"): ("waiting", "settled", "partial"),
     ("judging", "cancelled"): ("cancelled",),
     ("judging", "timed_out"): ("timeout",),
     ("waiting", "answered"): ("settled", "partial"),
+    ("waiting", "resumed"): ("open",),
 }
 """The table of council/lifecycle.py's docstring, written out again by hand."""
 

@@ -361,3 +361,37 @@ def test_thirty_thousand_findings_render_quickly() -> None:
     assert "30000 findings" in text
     assert "id 30000" in text
     assert elapsed < 20
+
+
+def test_every_pending_question_is_shown_with_its_answering_command() -> None:
+    """A waiting run's Markdown (and so the forges' summary comment) shows a reviewer's
+    question and a policy's confirmation alike, each with the exact command that answers
+    it and what it takes; the asker is named, a choice's first options listed."""
+    from council.asks.ask import Ask
+    from council.asks.component import Component
+    from council.asks.pending import PendingAsk
+
+    options = {"options": [f"p{n}" for n in range(7)]}
+    asked = PendingAsk(
+        id="ask_1111",
+        run="r1",
+        participant="hawk",
+        ask=Ask(
+            question="Which profile?", component=Component(component_id="choice", props=options)
+        ),
+    )
+    confirm = PendingAsk(
+        id="ask_2222",
+        run="r1",
+        finding=1,
+        ask=Ask(question="Is finding 1 real?", component=Component(component_id="confirm-finding")),
+    )
+    plain = PendingAsk(id="ask_3333", run="r1", participant="owl", ask=Ask(question="Why?"))
+    report = _report(status="waiting").model_copy(update={"asks": (asked, confirm, plain)})
+    text = render_markdown(report, fail_on="critical")
+    assert "- `ask_1111` (asked by `hawk`): Which profile?" in text
+    command = '`council answer ask_1111 OPTION --reason "…"`'
+    assert f"{command} (one of `p0`, `p1`, `p2`, `p3`, `p4` and 2 more)" in text
+    assert '`council answer ask_2222 yes|no --reason "…"`' in text
+    assert '`council answer ask_3333 TEXT --reason "…"`' in text
+    assert "`council resume r1`" in text

@@ -2,8 +2,11 @@
 waits on, and the run settles.
 
 A run waits on a person when ``[policy] confirm`` asks someone to confirm a finding
-before it may fail the gate (:mod:`council.asks.confirm`); ``council review`` then exits
-4 and prints the questions. These commands work on Redis (``COUNCIL_REDIS_URL``) or on
+before it may fail the gate (:mod:`council.asks.confirm`), or when a model reviewer asked
+a question through its ``ask_human`` tool (:mod:`council.asks.paused`); ``council
+review`` then exits 4 and prints the questions. Once answered, a confirmation settles
+the run; a reviewer's question sends that reviewer again, to go on from its paused
+conversation (:func:`settle_parked`). These commands work on Redis (``COUNCIL_REDIS_URL``) or on
 the embedded ``--state`` file, like ``council ledger``.
 
 Source: docs/evidence-and-asks.md §2, docs/architecture.md "The run lifecycle".
@@ -18,12 +21,16 @@ from pathlib import Path
 
 import click
 
-from council.asks.pending import checked_answer
+from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
 from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
 from council.report.markdown import render_markdown
-from workers.cli.context import CliContext, UsageProblem, session_store
+from council.report.model import CouncilReport
+from workers.cli.context import CliContext, UsageProblem, session_store, state_stores
 from workers.clock import now_ms
-from workers.resume import find_ask, finish, pending_asks
+from workers.resume import asked_by_reviewers, find_ask, finish, pending_asks, resume_askers
+from workers.runtime import Runtime
+from workers.settling import RunNotFound
+from workers.stores.sessions import Waiting
 
 _STATE = click.option(
     "--state",
@@ -50,12 +57,15 @@ def asks_command(
       council asks --session github:o/n#pr-7 --json
     """
     listed: list[dict[str, object]] = []
-    with session_store(cli, state, save=False) as sessions:
+    with state_stores(cli, state, save=False) as rt:
+        sessions = rt.sessions
         names = [session] if session else sessions.waiting_sessions()
         for name in names:
             for parked in sessions.waiting(name):
                 if run_id and parked.record.run_id != run_id:
                     continue
+                if asked_by_reviewers(parked) and rt.runs.record(parked.record.run_id) is None:
+                    continue  # its run expired: its questions went with it
                 for ask in pending_asks(sessions, parked):
                     entry: dict[str, object] = {
                         "id": ask.id,
@@ -63,6 +73,8 @@ def asks_command(
                         "session": name,
                         "question": ask.ask.question,
                     }
+                    if ask.participant is not None:
+                        entry["participant"] = ask.participant
                     if ask.ask.component is not None:
                         entry["component"] = ask.ask.component.as_json()
                     listed.append(entry)
@@ -90,15 +102,18 @@ def answer_command(
 
     A confirmation takes yes or no: "no" dismisses the finding with your --reason (it no
     longer gates, in this run and the later rounds of its session); "yes" lets it gate.
-    A choice takes one of its options. The run settles on the next `council review` of
-    its session, or with `council resume RUN`.
+    A choice takes one of its options (inline, or in the artifact its props_ref names).
+    A reviewer's question takes any text; the reviewer reads it as the reply to its
+    question. The run settles on the next `council review` of its session, or with
+    `council resume RUN`.
 
     \b
     Examples:
       council answer ask_3f2a… no --reason "false positive: the input is validated above"
       council answer ask_3f2a… yes
     """
-    with session_store(cli, state, save=True) as sessions:
+    with state_stores(cli, state, save=True) as rt:
+        sessions = rt.sessions
         found = find_ask(sessions, ask_id)
         if found is None:
             raise UsageProblem(
@@ -106,7 +121,10 @@ def answer_command(
                 "it expired with its run, or the id is mistyped (council asks lists them)"
             )
         parked, ask = found
-        answer = checked_answer(ask, value, reason, now_ms())
+        try:
+            answer = checked_answer(ask, value, reason, now_ms(), _stored_props(rt, ask))
+        except AnswerRefused as refused:  # exit 2 on Redis too, not a crash
+            raise UsageProblem(str(refused)) from None
         answer = answer.model_copy(update={"by": _who()})
         sessions.answer(parked.record.session, ask.id, answer)
         left = len(pending_asks(sessions, parked))
@@ -154,7 +172,10 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
                 f"run {run_id} is not waiting on a person (settled already, expired, or "
                 "another Redis or --state); council asks lists the runs that wait"
             )
-        report = finish(sessions, parked)
+    try:
+        report = settle_parked(cli, state, parked)
+    except RunNotFound as gone:
+        raise UsageProblem(f"{gone}; its questions went with it") from None
     threshold = parse_fail_on(fail_on or parked.record.fail_on)
     shown = report if report is not None else parked.report
     click.echo(render_markdown(shown, fail_on=threshold, quorum=parked.record.quorum), nl=False)
@@ -163,6 +184,62 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
         sys.exit(EXIT_WAITING)
     click.echo(gate_summary(report, threshold, parked.record.quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=parked.record.quorum))
+
+
+def settle_parked(cli: CliContext, state: Path | None, parked: Waiting) -> CouncilReport | None:
+    """Settle ``parked`` once every question it waits on is answered; its report (which
+    may wait again), or None while a question is unanswered.
+
+    A policy's confirmations are applied at once (:func:`~workers.resume.finish`). A
+    reviewer's question sends that reviewer again with the answer
+    (:func:`~workers.resume.resume_askers`): on Redis's workers, or on an embedded
+    council in this process over the ``--state`` file, which keeps the waiting run.
+    Raises :class:`~workers.settling.RunNotFound` when the run's keys expired; its
+    waiting entry is dropped first (an expired question never holds a session up).
+    """
+    if not asked_by_reviewers(parked):
+        with session_store(cli, state, save=True) as sessions:
+            return finish(sessions, parked)
+    with state_stores(cli, state, save=False) as rt:
+        gone = rt.runs.record(parked.record.run_id) is None
+        left = pending_asks(rt.sessions, parked)
+    if gone:
+        with session_store(cli, state, save=True) as sessions:
+            sessions.drop_waiting(parked.record.session, parked.record.run_id)
+        raise RunNotFound(parked.record.run_id)
+    if left:
+        return None
+    try:
+        if cli.distributed:
+            from workers.celery_config import create_app
+
+            rt = cli.runtime()
+            return resume_askers(create_app(rt.settings), rt, parked)
+        from workers.embedded import embedded_council
+
+        settings = cli.settings
+        if state is not None:
+            settings = settings.model_copy(update={"state_path": state})
+        threads = max(1, len(parked.record.participants))
+        with embedded_council(settings, threads) as (app, embedded):
+            return resume_askers(app, embedded, parked)
+    except RunNotFound:
+        with session_store(cli, state, save=True) as sessions:
+            sessions.drop_waiting(parked.record.session, parked.record.run_id)
+        raise
+
+
+def _stored_props(rt: Runtime, ask: PendingAsk) -> dict[str, object] | None:
+    """The props the ask's ``props_ref`` names in its run's artifact store (a JSON
+    object), or None: no ref, it no longer resolves, or it holds no object."""
+    component = ask.ask.component
+    if component is None or component.props_ref is None:
+        return None
+    artifact = rt.artifacts.get(ask.run, component.props_ref)
+    if artifact is None or artifact.kind != "json":
+        return None
+    value = artifact.value()
+    return dict(value) if isinstance(value, dict) else None
 
 
 def _who() -> str | None:

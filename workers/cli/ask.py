@@ -1,22 +1,34 @@
 """``council ask``: typed human asks from the command line.
 
-Today one mode, ``--check JSON``: check a component exactly as raising an ask would
-(:func:`council.asks.component_refusal`), and raise nothing. Raising an ask for real
-(``--question TEXT``, on a run that then waits for the answer) comes with the run's
-``waiting`` state; the options are laid out for it: ``--check`` is the component's JSON
-and ``--refs``/``--no-store`` stand in for the artifact store of the run that would be
-raising it. Source: docs/evidence-and-asks.md §2.
+Two modes. ``--check JSON``: check a component exactly as raising an ask would
+(:func:`council.asks.component_refusal`), and raise nothing; ``--refs``/``--no-store``
+stand in for the artifact store of the run that would be raising it.
+``--question TEXT [--component JSON]``, inside a command reviewer a council worker started
+(``$COUNCIL_JOURNAL`` set): the question is handed to the worker
+(:mod:`council.reviewers.ask_desk`), which checks it against the run's artifact store;
+refused, the refusal is printed and the exit is 2 (the reviewer goes on); accepted, its
+id is printed and the run waits for a person after the round (exit 0); on the run after
+the answer, the same question prints the answer at once (exit 0).
+Source: docs/evidence-and-asks.md §2.
 """
 
 from __future__ import annotations
 
 import json
+import time
+import uuid
+from pathlib import Path
 
 import click
 
 from council.asks import KnownRefs, component_refusal
 from council.errors import AskRefused
+from council.reviewers.ask_desk import ASK_SUFFIX, ASKED_SUFFIX
+from council.reviewers.script_desk import scripts_dir, write_whole
 from workers.cli.context import UsageProblem
+
+WAIT_MAX_S = 60
+"""Longest wait for the worker's reply to a question, in seconds (it checks at once)."""
 
 DOOR = "council ask --check"
 """The door a checked component comes through, named in its refusal."""
@@ -46,8 +58,35 @@ REFUSED_EXIT = 2
     is_flag=True,
     help="No artifact store attached (also what leaving out --refs means).",
 )
-def ask_command(component: str | None, refs: str | None, no_store: bool) -> None:
-    """Check an ask's component as raising the ask would; nothing is raised.
+@click.option(
+    "--question",
+    metavar="TEXT",
+    help="Inside a command reviewer: ask a person TEXT (the run waits for the answer "
+    "after the round; on the run after it, the answer is printed).",
+)
+@click.option(
+    "--component",
+    "with_component",
+    metavar="JSON",
+    help="With --question: the component that collects the answer (as for --check).",
+)
+@click.option(
+    "--journal-file",
+    envvar="COUNCIL_JOURNAL",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The worker's journal file (env COUNCIL_JOURNAL): the question is handed to "
+    "the worker beside it.",
+)
+def ask_command(
+    component: str | None,
+    refs: str | None,
+    no_store: bool,
+    question: str | None,
+    with_component: str | None,
+    journal_file: Path | None,
+) -> None:
+    """Check an ask's component as raising the ask would (--check); or, inside a command
+    reviewer, ask a person a question (--question).
 
     A typed ask pauses work with a question for a person and may name which of the
     front end's registered screen components collects the answer. That component is a
@@ -68,16 +107,28 @@ def ask_command(component: str | None, refs: str | None, no_store: bool) -> None
       no-store        a props_ref, and no artifact store attached (--no-store, or no --refs)
       unresolved-ref  a props_ref that is not among the run's artifacts (--refs)
 
+    With --question (inside a command reviewer): exit 2 with the refusal on stderr when
+    the worker refuses the question (the review goes on); exit 0 printing "asked: ID"
+    when it is put to a person (the run waits for the answer after this round, then
+    runs the reviewer again); exit 0 printing the answer when it was answered.
+
     \b
     Examples:
+      council ask --question "Which profile runs in production?" \\
+        --component '{"component_id": "choice", "props": {"options": ["a", "b"]}}'
       council ask --check '{"component_id": "owner-picker", "props": {"title": "Who?"}}'
       council ask --check '{"component_id": "reviewer-choice-list",
         "props_ref": "art_4kQz9XbTn2LmP0sVw7YcRd"}' --refs art_4kQz9XbTn2LmP0sVw7YcRd
     """
+    if question is not None:
+        if component is not None:
+            raise UsageProblem("--question and --check exclude each other")
+        _ask_worker(question, _json(with_component, "--component"), journal_file)
+        return
     if component is None:
         raise UsageProblem(
-            "council ask needs --check JSON: the component to check (raising an ask for "
-            "real, with --question, is not available yet)"
+            "council ask needs --check JSON (the component to check) or, inside a command "
+            "reviewer, --question TEXT"
         )
     if refs is not None and no_store:
         raise UsageProblem(
@@ -102,6 +153,62 @@ def ask_command(component: str | None, refs: str | None, no_store: bool) -> None
         return
     click.echo(f"refused: {refusal.code}")
     click.echo(str(AskRefused(refusal.code, DOOR, refusal.description)), err=True)
+    raise SystemExit(REFUSED_EXIT)
+
+
+def _json(text: str | None, option: str) -> object:
+    """The JSON value of ``option`` (None when not given); UsageProblem when not JSON."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise UsageProblem(f"{option} is not JSON; pass a JSON object, e.g. {EXAMPLE}") from None
+
+
+def _ask_worker(question: str, component: object, journal: Path | None) -> None:
+    """Hand the question to the worker's desk, wait for its reply, print it and exit."""
+    if journal is None or not scripts_dir(journal).is_dir():
+        raise UsageProblem(
+            "council ask --question works inside a command reviewer a council worker "
+            "started (COUNCIL_JOURNAL names its journal file); check a component with --check"
+        )
+    folder = scripts_dir(journal)
+    name = uuid.uuid4().hex
+    request: dict[str, object] = {"question": question}
+    if component is not None:
+        request["component"] = component
+    try:
+        write_whole(folder / f"{name}{ASK_SUFFIX}", request)
+    except OSError as exc:
+        raise UsageProblem(f"cannot hand the question to the worker: {exc.strerror}") from None
+    reply_path = folder / f"{name}{ASKED_SUFFIX}"
+    deadline = time.monotonic() + WAIT_MAX_S
+    reply: object = None
+    while time.monotonic() < deadline:
+        try:
+            reply = json.loads(reply_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            time.sleep(0.02)
+            continue
+        reply_path.unlink(missing_ok=True)
+        break
+    if not isinstance(reply, dict):
+        raise UsageProblem("the worker gave no reply to the question; go on without it")
+    outcome = reply.get("outcome")
+    if outcome == "answered":
+        click.echo(str(reply.get("answer", "")))
+        return
+    if outcome == "asked":
+        click.echo(f"asked: {reply.get('id')}")
+        click.echo(
+            "council ask: the question is put to a person; the run waits for the answer "
+            "after this round, then runs this reviewer again",
+            err=True,
+        )
+        return
+    click.echo(f"refused: {reply.get('code', outcome)}")
+    click.echo(str(reply.get("message", "the question was not asked")), err=True)
     raise SystemExit(REFUSED_EXIT)
 
 

@@ -125,3 +125,24 @@ def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterato
             yield store
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+
+
+@contextlib.contextmanager
+def state_stores(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[Runtime]:
+    """The stores without a council running: Redis's runtime with COUNCIL_REDIS_URL,
+    else the embedded state file's (its sessions, and the runs it keeps waiting on their
+    reviewers' questions, with their artifacts); as :func:`session_store`."""
+    from council.errors import ConfigurationError
+    from workers.embedded import state_runtime
+
+    if cli.distributed:
+        yield cli.runtime()
+        return
+    settings = cli.settings
+    if state is not None:
+        settings = settings.model_copy(update={"state_path": state})
+    try:
+        with state_runtime(settings, save=save) as rt:
+            yield rt
+    except ConfigurationError as exc:
+        raise UsageProblem(str(exc)) from None

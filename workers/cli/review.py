@@ -35,6 +35,7 @@ from council.report.model import CouncilReport
 from council.reviewers.options import BASE_DIR, RECORDED
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
+from workers.cli.answers import settle_parked
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
 from workers.cli.outputs import (
     FORMAT_OPTION,
@@ -54,9 +55,9 @@ from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import ParticipantProgress, Progress
 from workers.repository import Repository
 from workers.request import sandbox_outlook
-from workers.resume import finish
 from workers.runtime import Runtime
 from workers.settings import Settings
+from workers.settling import RunNotFound
 from workers.stores.runs import Progress as StoredProgress
 from workers.waiting import Waiter
 
@@ -339,14 +340,15 @@ def _settle_waiting(
     every question is answered (its report is the output), or the review stops at it
     again (exit 4: an unanswered ask never passes the gate). Returns when none waits."""
     with session_store(cli, state, save=False) as sessions:
-        if not sessions.waiting(session):
-            return  # the usual case: nothing written, not even an empty state file
-    with session_store(cli, state, save=True) as sessions:
         waiting = sessions.waiting(session)
-        if not waiting:
-            return
-        parked = waiting[0]
-        report = finish(sessions, parked)
+    if not waiting:
+        return  # the usual case: nothing written, not even an empty state file
+    parked = waiting[0]
+    try:
+        report = settle_parked(cli, state, parked)
+    except RunNotFound as gone:
+        click.echo(f"council: {gone}; its questions went with it, reviewing anew", err=True)
+        return
     record = parked.record
     threshold = parse_fail_on(fail_on)
     if report is None:

@@ -7,7 +7,10 @@ confirmation, one of the options for a choice, non-blank text otherwise), record
 the session (:meth:`~workers.stores.sessions.SessionStore.answer`), and, when no ask of
 the run is left unanswered, the run is settled with its answers
 (:func:`workers.resume.finish`: a rejected finding is dismissed with the person's
-reason). Nothing here decides anything the CLI would decide differently.
+reason). A run waiting on its reviewers' own questions is left waiting once answered:
+the next ``council review`` of its session (or ``council resume RUN``) sends those
+reviewers again, which this page does not do. Nothing here decides anything the CLI
+would decide differently.
 
 Source: docs/evidence-and-asks.md §2.
 """
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from council.asks.pending import Answer, checked_answer
 from council.report.model import CouncilReport
 from workers.resume import find_ask, finish, pending_asks
+from workers.stores.artifacts import ArtifactStore
 from workers.stores.sessions import SessionStore
 
 ANSWERED_BY = "console"
@@ -57,9 +61,13 @@ def answer_ask(
     reason: str | None,
     now_ms: int,
     by: str | None = ANSWERED_BY,
+    artifacts: ArtifactStore | None = None,
 ) -> Answered:
     """Record ``value`` (with ``reason``) as the answer to ``ask_id`` at ``now_ms`` (ms
-    since the epoch), and settle its run when that was its last unanswered ask.
+    since the epoch), and settle its run when that was its last unanswered ask (a run
+    waiting on its reviewers' questions stays waiting: see the module docstring).
+    ``artifacts``: the run's artifact store, where a ``choice``'s options behind its
+    ``props_ref`` are read (None: only inline options are checked).
 
     Raises :class:`AskGone` when no waiting run holds the ask, and
     :class:`~council.asks.pending.AnswerRefused` when the value does not fit the ask
@@ -69,10 +77,22 @@ def answer_ask(
     if found is None:
         raise AskGone(ask_id)
     parked, ask = found
-    answer = checked_answer(ask, value, reason, now_ms).model_copy(update={"by": by})
+    props = (
+        _stored_props(artifacts, ask.run, ask.ask.component.props_ref)
+        if (artifacts is not None and ask.ask.component is not None and ask.ask.component.props_ref)
+        else None
+    )
+    answer = checked_answer(ask, value, reason, now_ms, props).model_copy(update={"by": by})
     sessions.answer(parked.record.session, ask.id, answer)
     left = len(pending_asks(sessions, parked))
-    settled = finish(sessions, parked) if not left else None
+    settled = finish(sessions, parked) if not left else None  # None: reviewers go on later
     return Answered(
         run_id=parked.record.run_id, ask_id=ask.id, answer=answer, left=left, settled=settled
     )
+
+
+def _stored_props(artifacts: ArtifactStore, run_id: str, ref: str) -> dict[str, object] | None:
+    """The JSON object the artifact ``ref`` of ``run_id`` holds, or None."""
+    artifact = artifacts.get(run_id, ref)
+    value = artifact.value() if artifact is not None and artifact.kind == "json" else None
+    return dict(value) if isinstance(value, dict) else None

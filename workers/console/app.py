@@ -168,7 +168,14 @@ class Console:
         wants_json = "application/json" in request.headers.get("accept", "")
         try:
             done = await anyio.to_thread.run_sync(
-                lambda: answer_ask(self.rt.sessions, ask_id, value, reason, now_ms())
+                lambda: answer_ask(
+                    self.rt.sessions,
+                    ask_id,
+                    value,
+                    reason,
+                    now_ms(),
+                    artifacts=self.rt.artifacts,
+                )
             )
         except AskGone as gone:
             if wants_json:

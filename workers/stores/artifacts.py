@@ -145,6 +145,12 @@ class RunArtifacts:
         the store could not have made)."""
         return self.store.exists(self.run_id, ref)
 
+    def put(self, value: JsonValue) -> str:
+        """Put a JSON value in this run's scope (a model's ``store_artifact``); its new
+        ref. Raises :class:`ArtifactRefused` (a ValueError) as
+        :meth:`ArtifactStore.put` does; a :class:`~council.reviewers.base.ArtifactDesk`."""
+        return self.store.put(self.run_id, value)
+
 
 def new_ref() -> str:
     """A fresh ref: ``art_`` and 22 base62 characters from :mod:`secrets`."""

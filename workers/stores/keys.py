@@ -145,6 +145,13 @@ class Keys:
         """String: the verbatim answer, archived for audit."""
         return f"{self.prefix}run:{run_id}:answer:{participant}"
 
+    def run_pause(self, run_id: str, participant: str) -> str:
+        """Hash: a model reviewer paused on a person's question (``ask_human``):
+        ``pause`` → its conversation so far (:class:`~council.asks.paused.Paused` JSON),
+        ``answer`` → the person's answer (written when the run resumes). Expires with the
+        run's other keys, so an unanswered question goes with its run."""
+        return f"{self.prefix}run:{run_id}:pause:{participant}"
+
     def run_artifacts(self, run_id: str) -> str:
         """Hash: the run's artifacts (the large halves of its asks' props): ``{ref}`` →
         the stored bytes, ``{ref}:kind`` → ``bytes`` or ``json``, ``total`` → the bytes
@@ -217,6 +224,7 @@ class Keys:
                 self.run_attempts(run_id, p),
                 self.run_outcome(run_id, p),
                 self.run_answer(run_id, p),
+                self.run_pause(run_id, p),
             ]
             keys += [self.journal(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
             keys += [self.scripts(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]

@@ -29,6 +29,8 @@ from typing import Literal
 import redis
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from council.asks.paused import Paused, Resumption
+from council.asks.pending import Answer
 from council.cost import PriceTable
 from council.outcome import ParticipantOutcome
 from council.participant import Participant
@@ -132,7 +134,7 @@ class Progress(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    state: Literal["pending", "running", "answered", "stopped", "failed"] = "pending"
+    state: Literal["pending", "running", "answered", "stopped", "failed", "asking"] = "pending"
     started_ms: int | None = None
     updated_ms: int | None = None
     findings: int = 0
@@ -664,6 +666,42 @@ class RunStore:
             for p, raw in zip(ids, raws, strict=True)
             if raw is not None
         }
+
+    def put_pause(self, run_id: str, participant: str, paused: Paused) -> None:
+        """Keep ``participant``'s conversation paused on a question (``run:{run}:pause:{p}``
+        field ``pause``), dropping an answer an earlier pause was given; the hash gets
+        the run hash's TTL (it lives as long as the run)."""
+        key = self._keys.run_pause(run_id, participant)
+        ttl = self._r.ttl(self._keys.run(run_id))
+        with self._r.pipeline() as pipe:
+            pipe.hset(key, "pause", paused.model_dump_json())
+            pipe.hdel(key, "answer")
+            if ttl > 0:
+                pipe.expire(key, ttl)
+            pipe.execute()
+
+    def pauses(self, run_id: str, participants: Sequence[str]) -> dict[str, Paused]:
+        """The paused conversations of ``participants`` (those that have one)."""
+        pipe = self._r.pipeline(transaction=False)
+        for p in participants:
+            pipe.hget(self._keys.run_pause(run_id, p), "pause")
+        found = pipe.execute()
+        return {
+            p: Paused.model_validate_json(raw)
+            for p, raw in zip(participants, found, strict=True)
+            if raw is not None
+        }
+
+    def resumption(self, run_id: str, participant: str) -> Resumption | None:
+        """``participant``'s paused conversation with the answer it goes on with; None
+        when it has no pause, or its pause has no answer yet."""
+        key = self._keys.run_pause(run_id, participant)
+        paused, answer = self._r.hmget(key, ["pause", "answer"])
+        if paused is None or answer is None:
+            return None
+        return Resumption(
+            paused=Paused.model_validate_json(paused), answer=Answer.model_validate_json(answer)
+        )
 
     def answer(self, run_id: str, participant: str) -> str | None:
         """The archived verbatim answer of a participant."""

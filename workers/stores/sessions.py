@@ -309,6 +309,69 @@ class SessionStore:
             held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=told.get(print_))
             pipe.hset(k.session_dismissed(s), print_, held.model_dump_json(exclude_none=True))
 
+    def resume_run(
+        self,
+        record: RunRecord,
+        transition: Transition,
+        answers: Mapping[str, Answer],
+        asked: Sequence[str],
+        now_ms: int,
+    ) -> bool:
+        """Persist ``resumed`` (``waiting`` → ``open``) for a run whose reviewers asked a
+        person: hand each asker its answer, so its next task goes on from its pause.
+
+        ``record`` is the run's record with its new deadline (the reviewers get a round
+        length of their own from now); ``answers`` maps each participant that asked to
+        the answer to its question; ``asked`` are the ids of the questions answered.
+        Compare-and-set on the run's state (WATCH, one MULTI): True when resumed here;
+        False when the run is not ``waiting`` any more (another CLI resumed it first, or
+        it expired). Written: the record and ``status`` ``open`` (the waiting report
+        dropped), each asker's ``answer`` in its pause hash, its outcome, archived
+        answer and progress dropped (its next attempt runs), the session's waiting entry
+        and answers dropped, the run back in the open runs (a sweep settles it past its
+        deadline) and every run key given the opening TTL again. Runs no domain rule.
+        """
+        k, s, rid = self._keys, record.session, record.run_id
+        everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(k.run(rid))
+                    current = pipe.hget(k.run(rid), "status")
+                    if current is None or current.decode() != transition.source:
+                        pipe.unwatch()
+                        return False
+                    counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
+                    attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
+                    pipe.multi()
+                    pipe.hset(
+                        k.run(rid),
+                        mapping={"status": transition.target, "record": record.model_dump_json()},
+                    )
+                    pipe.hdel(k.run(rid), "report", "settled_ms")
+                    for pid, answer in answers.items():
+                        pipe.hset(k.run_pause(rid, pid), "answer", answer.model_dump_json())
+                        pipe.delete(k.run_outcome(rid, pid), k.run_answer(rid, pid))
+                        pipe.hdel(k.run_state(rid), pid)
+                    pipe.hdel(k.session_waiting(s), rid)
+                    if asked:
+                        pipe.hdel(k.session_answers(s), *asked)
+                    pipe.zadd(k.runs_open(), {rid: record.deadline_ms})
+                    wake(pipe, k, rid)
+                    expiring = k.run_keys(rid, everyone, attempts)
+                    ttl = self.open_ttl_s(record, now_ms)
+                    pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, ttl)
+                    for key in k.session_keys(s):
+                        pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue
+
+    def drop_waiting(self, session: str, run_id: str) -> None:
+        """Forget a waiting run whose keys expired (its questions went with it)."""
+        self._r.hdel(self._keys.session_waiting(session), run_id)
+
     def waiting_sessions(self) -> list[str]:
         """Every session with a run waiting on a person (a SCAN over the session keys:
         for ``council asks`` and ``council answer ASK``, which are given no session)."""
