@@ -396,7 +396,8 @@ def test_github_workflow_on_a_shared_redis(
 ) -> None:
     """Shared Redis (the COUNCIL_REDIS_URL secret) with a worker: the session lives in
     Redis, so the second push's repeat is seen and not commented again; a baseline is
-    written from it and a dismissal recorded in it, and the third push passes."""
+    written from it and a dismissal recorded in it (the repeat kept its id, 1), and the
+    third push passes."""
     start_worker("w1")
     recipe = load("github-actions.yml")
     forge = Forge(tmp_path)
@@ -420,7 +421,7 @@ def test_github_workflow_on_a_shared_redis(
     session = f"{REPO}#{PR}"
     code, said = bash(
         f"council baseline --session '{session}' --output ../baseline.json\n"
-        f"council dismiss 2 --session '{session}' --reason 'guarded'",
+        f"council dismiss 1 --session '{session}' --reason 'guarded'",
         forge.workspace,
         redis_env,
     )
