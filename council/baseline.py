@@ -28,13 +28,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from council.agreement import recognize
 from council.errors import ConfigurationError
-from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, anchor_path
+from council.findings import (
+    SEVERITIES,
+    Anchor,
+    ChangeAnchor,
+    FileAnchor,
+    Finding,
+    Severity,
+    anchor_path,
+    severity_rank,
+)
 from council.fingerprint import fingerprint
 from council.report.model import CouncilReport, Reworded, Suppression
 
@@ -45,7 +54,7 @@ BASELINE_VERSION = 1
 """The version of the file's shape; a reader refuses any other."""
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion")
+_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion", "severity")
 
 DISCUSSION_CHARS = 2_000
 """Characters of a finding's discussion an entry keeps: as many as the agreement
@@ -79,6 +88,9 @@ class BaselineEntry(BaseModel):
     discussion: str = ""
     """The finding's discussion (its first :data:`DISCUSSION_CHARS` characters); absent
     in entries written before it was kept, which then match by fingerprint only."""
+    severity: str = ""
+    """The finding's severity when it was accepted (``""``: none, or an entry written
+    before it was kept). A rewording graver than it is not suppressed by agreement."""
 
     def as_finding(self) -> Finding | None:
         """The entry as a finding the agreement relation can read (label ``issue``;
@@ -87,8 +99,13 @@ class BaselineEntry(BaseModel):
         if not self.subject.strip() or not self.discussion.strip():
             return None
         anchor: Anchor = FileAnchor(path=self.path) if self.path else ChangeAnchor()
+        severity = cast(Severity, self.severity) if self.severity in SEVERITIES else None
         return Finding(
-            anchor=anchor, label="issue", subject=self.subject, discussion=self.discussion
+            anchor=anchor,
+            label="issue",
+            subject=self.subject,
+            discussion=self.discussion,
+            severity=severity,
         )
 
 
@@ -204,6 +221,7 @@ def write_baseline(
                 subject=finding.subject,
                 path=anchor_path(finding.anchor) or "",
                 discussion=finding.discussion[:DISCUSSION_CHARS],
+                severity=finding.severity or "",
             )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
     document = {
@@ -265,6 +283,7 @@ def suppress(
     known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals]
     by_id = {f.id: (p, f) for p, f in known if f.id is not None}
     still: list[Finding] = []
+    graver: list[tuple[Finding, Finding, str]] = []
     for finding in left:
         ident = finding.id
         took = by_id.pop(ident, None) if ident is not None else None
@@ -272,12 +291,42 @@ def suppress(
             still.append(finding)
             continue
         print_, earlier = took
+        if _graver(finding, earlier, "dismissed"):
+            graver.append((finding, earlier, "dismissed"))
+            continue
         suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
     pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
-    still = _match(still, pool, roster, "dismissed", dismissals, suppressed)
+    still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver)
     entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]
-    _match(still, entries, roster, "baseline", accepted, suppressed)
-    return report.model_copy(update={"suppressed": suppressed})
+    _match(still, entries, roster, "baseline", accepted, suppressed, graver)
+    notes = tuple(n for n in (graver_note(f, e, source) for f, e, source in graver))
+    update: dict[str, object] = {"suppressed": suppressed}
+    if notes:
+        update["notes"] = (*report.notes, *(n for n in notes if n not in report.notes))
+    return report.model_copy(update=update)
+
+
+def _graver(finding: Finding, earlier: Finding, source: str) -> bool:
+    """Whether ``finding`` is graver than the dismissed or baselined ``earlier`` it was
+    matched to by agreement: a person's decision covers what they saw, so a rewording
+    raised to a higher severity is not suppressed by it (it gates until a person
+    dismisses it again). A baseline entry that kept no severity (written before entries
+    kept one) holds nothing back. A match by fingerprint is the same claim and is never
+    held."""
+    if source == "baseline" and earlier.severity is None:
+        return False
+    return severity_rank(finding.severity) > severity_rank(earlier.severity)
+
+
+def graver_note(finding: Finding, earlier: Finding, source: str) -> str:
+    """The report's note for a rewording held back from a suppression by :func:`_graver`."""
+    what = "dismissed" if source == "dismissed" else "in the baseline"
+    earlier_name = f"#{earlier.id}" if earlier.id is not None else repr(earlier.subject[:80])
+    return (
+        f"#{finding.id} rewords {earlier_name}, {what}, by agreement, but is graver "
+        f"({finding.severity or 'no severity'} over {earlier.severity or 'no severity'}): "
+        f"it is not suppressed and gates until a person dismisses it again"
+    )
 
 
 def _match(
@@ -287,9 +336,12 @@ def _match(
     source: Literal["dismissed", "baseline"],
     reasons: Mapping[str, str],
     suppressed: dict[int, Suppression],
+    graver: list[tuple[Finding, Finding, str]],
 ) -> list[Finding]:
     """Suppress those of ``findings`` that agree with a finding of ``pool`` (fingerprint
-    it is keyed by, the finding): one to one; returns the findings left, in order."""
+    it is keyed by, the finding): one to one; returns the findings left, in order. One
+    graver than the finding it matched (:func:`_graver`) is not suppressed: it is added
+    to ``graver`` (and not left for a later pool either)."""
     if not findings or not pool:
         return list(findings)
     found = recognize(findings, [f for _, f in pool], roster)
@@ -298,6 +350,9 @@ def _match(
         seen = found.get(at)
         if seen is None or finding.id is None:
             left.append(finding)
+            continue
+        if _graver(finding, seen.earlier, source):
+            graver.append((finding, seen.earlier, source))
             continue
         print_ = pool[seen.at][0]
         suppressed[finding.id] = _reworded(source, reasons.get(print_, ""), print_, seen.earlier)

@@ -84,9 +84,7 @@ class LeaseKeeper:
         except redis.RedisError as exc:
             log.warning("lease_not_written", run_id=run_id, error=str(exc))
 
-    def release(
-        self, run_id: str, participants: dict[str, int], *, written: bool = False
-    ) -> None:
+    def release(self, run_id: str, participants: dict[str, int], *, written: bool = False) -> None:
         """End these attempts' leases (their outcomes are stored); ``written``: the
         caller already removed them (:meth:`RunStore.put_outcomes`). Never raises."""
         names = [member(run_id, p, a) for p, a in participants.items()]

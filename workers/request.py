@@ -69,7 +69,6 @@ HELD = (
 """The reply to an entry held in memory during a Redis outage (see :class:`RedisJournal`)."""
 
 
-
 class RedisJournal:
     """The JournalSink of one attempt: appends go straight to Redis, the change's secret
     values masked first (``masker``, or :meth:`mask_with`).

@@ -62,6 +62,7 @@ ABANDONED_NOTE = (
 )
 """The report's note on a run settled on the ``abandoned`` event."""
 
+
 class StillRunning(RuntimeError):
     """The reviewers were said to be settled (a consolidation delivered twice, or before
     its time), but some are being reviewed right now: nothing is filed; the run settles

@@ -208,4 +208,3 @@ def start(rt: Runtime, resend: Resend, dispatch_judge: JudgeDispatch) -> Sweeper
             _sweeper = Sweeper(rt, resend, dispatch_judge)
             _sweeper.start()
         return _sweeper
-

@@ -333,8 +333,7 @@ def _recognized(report: CouncilReport, finding: Finding) -> str:
         return ""
     if earlier == finding.id:
         return (
-            f"#{earlier} of an earlier round, reworded: recognised by agreement, not by "
-            "fingerprint"
+            f"#{earlier} of an earlier round, reworded: recognised by agreement, not by fingerprint"
         )
     return f"restates finding {earlier} of an earlier round (recognised by agreement)"
 

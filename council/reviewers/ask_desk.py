@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -38,13 +37,8 @@ from council.asks.ask import checked_ask
 from council.asks.paused import Paused, Resumption, pending
 from council.errors import AskRefused
 from council.reviewers.base import ArtifactDesk
-from council.reviewers.script_desk import POLL_MS, write_whole
-
-ASK_SUFFIX = ".ask.json"
-"""A question handed to the worker (beside the script requests, which it never matches)."""
-
-ASKED_SUFFIX = ".asked.json"
-"""The worker's reply to one question."""
+from council.reviewers.desk_files import Unreadable, read_request, write_reply
+from council.reviewers.script_desk import ASK_SUFFIX, ASKED_SUFFIX, POLL_MS
 
 DOOR = "council ask --question"
 """The door a command reviewer's question comes through, named in its refusal."""
@@ -113,15 +107,15 @@ class AskDesk:
         """Check one question and write its reply. Never raises."""
         name = request.name[: -len(ASK_SUFFIX)]
         try:
-            value = json.loads(request.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            value = None
+            value: object = read_request(request)
+        except Unreadable:
+            value = None  # answered as an ask without a question: refused (shape)
         with contextlib.suppress(OSError):
             request.unlink()
         self.on_activity()
         reply = self.reply(value)
         with contextlib.suppress(OSError):
-            write_whole(self.folder / f"{name}{ASKED_SUFFIX}", reply)
+            write_reply(self.folder / f"{name}{ASKED_SUFFIX}", reply)
 
     def reply(self, value: object) -> dict[str, Any]:
         """The reply to one request's JSON ``value`` (see the module docstring)."""

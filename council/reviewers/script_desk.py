@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from council.reviewers.base import ScriptSink
+from council.reviewers.desk_files import Unreadable, read_request, sweep, write_reply
 from council.reviewers.scripts import ScriptRun, ScriptRunner, check_submission
 
 SCRIPTS_DIR = "scripts"
@@ -40,6 +41,15 @@ SCRIPTS_DIR = "scripts"
 
 REQUEST_SUFFIX = ".request.json"
 REPLY_SUFFIX = ".reply.json"
+
+ASK_SUFFIX = ".ask.json"
+"""A command reviewer's question (:mod:`council.reviewers.ask_desk` serves it)."""
+
+ASKED_SUFFIX = ".asked.json"
+"""The worker's reply to one question."""
+
+DESK_NAMES = (REQUEST_SUFFIX, REPLY_SUFFIX, ASK_SUFFIX, ASKED_SUFFIX)
+"""Every name the desk directory may hold (anything else is swept away)."""
 
 POLL_MS = 50
 """How often the desk looks for a request, in ms."""
@@ -55,7 +65,8 @@ def scripts_dir(journal: Path) -> Path:
 
 def write_whole(path: Path, value: Any) -> None:
     """Write ``value`` as JSON to ``path`` so a reader never sees half of it (a temporary
-    sibling renamed into place). Raises ``OSError``."""
+    sibling renamed into place). For the program's side, inside its sandbox; the worker
+    writes with :func:`~council.reviewers.desk_files.write_reply`. Raises ``OSError``."""
     staging = path.with_name(f".{path.name}.part")
     staging.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
     os.replace(staging, path)
@@ -97,6 +108,7 @@ class ScriptDesk:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
+            sweep(self.folder, DESK_NAMES)
             for request in self._pending():
                 if self._stop.is_set():
                     return
@@ -121,15 +133,20 @@ class ScriptDesk:
         """Run one request, record its row, write its reply. Never raises."""
         name = request.name[: -len(REQUEST_SUFFIX)]
         try:
-            value = json.loads(request.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            value = None
+            value, unreadable = read_request(request), None
+        except Unreadable as why:
+            value, unreadable = None, f"the request file is {why}"
         with contextlib.suppress(OSError):
             request.unlink()
         self.served += 1
         dispatch = self.served
         self.on_activity()
-        submitted = check_submission(value) if isinstance(value, dict) else "not a JSON object"
+        if unreadable is not None:
+            submitted: str | tuple[str, str] = unreadable
+        elif isinstance(value, dict):
+            submitted = check_submission(value)
+        else:
+            submitted = "not a JSON object"
         program = value.get("program") if isinstance(value, dict) else None
         text = program if isinstance(program, str) and "\0" not in program else None
         if isinstance(submitted, str):
@@ -146,4 +163,4 @@ class ScriptDesk:
         if stored != "Recorded.":
             reply["not_recorded"] = stored
         with contextlib.suppress(OSError):
-            write_whole(self.folder / f"{name}{REPLY_SUFFIX}", reply)
+            write_reply(self.folder / f"{name}{REPLY_SUFFIX}", reply)

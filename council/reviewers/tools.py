@@ -417,7 +417,7 @@ class ToolBox:
                 f"(at most {PROPS_MAX_BYTES} bytes as compact JSON)."
             )
         if "value" not in args:
-            return "store_artifact takes {\"value\": ...}: the JSON value to store."
+            return 'store_artifact takes {"value": ...}: the JSON value to store.'
         try:
             ref = self.artifacts.put(args["value"])
         except ValueError as refused:

@@ -387,6 +387,12 @@ def test_the_runs_index_is_trimmed_by_age_at_each_opening(client: Any) -> None:
 def test_put_inputs_with_a_ttl_sets_it_on_every_input(client: Any) -> None:
     runs = RunStore(client, KEYS)
     runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {"hawk": b"#!x"}, ttl_s=99)
-    for key in (KEYS.run_roster("r1"), KEYS.run_prompt("r1"), KEYS.run_tree("r1"),
-                KEYS.run_program("r1", "hawk"), KEYS.run_state("r1"), KEYS.run_change("r1")):
+    for key in (
+        KEYS.run_roster("r1"),
+        KEYS.run_prompt("r1"),
+        KEYS.run_tree("r1"),
+        KEYS.run_program("r1", "hawk"),
+        KEYS.run_state("r1"),
+        KEYS.run_change("r1"),
+    ):
         assert 0 < client.ttl(key) <= 99, key

@@ -175,3 +175,24 @@ def test_sarif_says_a_suppression_was_matched_by_agreement() -> None:
         "id": 5,
         "subject": DISMISSED.subject,
     }
+
+
+def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
+    """A person dismissed the bug as minor; a rewording filed critical (matched by
+    agreement, by the kept id or among the dismissed findings) is not suppressed: it
+    gates, and a note names it. A match by fingerprint stays suppressed whatever the
+    severity (the same claim)."""
+    minor = DISMISSED.model_copy(update={"severity": "minor"})
+    key = fingerprint(minor)
+    done = suppress(report(REWORDED), Baseline(), {key: "cosmetic"}, {key: minor})
+    assert 9 not in done.suppressed
+    assert [f.id for f in gate_tripped(done, "critical")] == [9]
+    assert any(
+        n.startswith("#9 rewords #5, dismissed, by agreement, but is graver") for n in done.notes
+    )
+    kept = REWORDED.model_copy(update={"id": 5})
+    done = suppress(report(kept), Baseline(), {key: "cosmetic"}, {key: minor})
+    assert 5 not in done.suppressed
+    same = DISMISSED.model_copy(update={"id": 7})
+    done = suppress(report(same), Baseline(), {key: "cosmetic"}, {key: minor})
+    assert done.suppressed[7].source == "dismissed"

@@ -23,8 +23,7 @@ import click
 
 from council.asks import KnownRefs, component_refusal
 from council.errors import AskRefused
-from council.reviewers.ask_desk import ASK_SUFFIX, ASKED_SUFFIX
-from council.reviewers.script_desk import scripts_dir, write_whole
+from council.reviewers.script_desk import ASK_SUFFIX, ASKED_SUFFIX, scripts_dir, write_whole
 from workers.cli.context import UsageProblem
 
 WAIT_MAX_S = 60
