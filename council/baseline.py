@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from council.agreement import recognize
 from council.errors import ConfigurationError
@@ -54,7 +55,7 @@ BASELINE_VERSION = 1
 """The version of the file's shape; a reader refuses any other."""
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion", "severity")
+_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion", "severity", "count")
 
 DISCUSSION_CHARS = 2_000
 """Characters of a finding's discussion an entry keeps: as many as the agreement
@@ -91,6 +92,10 @@ class BaselineEntry(BaseModel):
     severity: str = ""
     """The finding's severity when it was accepted (``""``: none, or an entry written
     before it was kept). A rewording graver than it is not suppressed by agreement."""
+    count: int = Field(default=1, ge=1)
+    """How many findings with this fingerprint it accepts (bandit files every
+    ``shell=True`` of a file under one subject, so one fingerprint): a new occurrence
+    past them gates. Entries written before it was kept accept one."""
 
     def as_finding(self) -> Finding | None:
         """The entry as a finding the agreement relation can read (label ``issue``;
@@ -122,6 +127,13 @@ class Baseline(BaseModel):
         out: dict[str, str] = {}
         for entry in self.entries:
             out.setdefault(entry.fingerprint, entry.reason)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Fingerprint → how many findings it accepts; the first entry wins."""
+        out: dict[str, int] = {}
+        for entry in self.entries:
+            out.setdefault(entry.fingerprint, entry.count)
         return out
 
 
@@ -171,7 +183,11 @@ def _entry(index: int, raw: object) -> BaselineEntry:
     if "fingerprint" not in raw:
         raise UnreadableBaseline(f"{at} has no fingerprint")
     for key in _ENTRY_KEYS:
-        if key in raw and not isinstance(raw[key], str):
+        if key == "count":
+            value = raw.get(key, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise UnreadableBaseline(f"{at}.count must be a whole number ≥ 1, not {value!r}")
+        elif key in raw and not isinstance(raw[key], str):
             raise UnreadableBaseline(f"{at}.{key} must be a string, not {_kind(raw[key])}")
     if not _FINGERPRINT.fullmatch(raw["fingerprint"]):
         raise UnreadableBaseline(
@@ -212,7 +228,9 @@ def write_baseline(
     if existing is not None:
         for entry in existing.entries:
             by_fingerprint.setdefault(entry.fingerprint, entry)
-    for finding in findings:
+    listed = list(findings)
+    occurrences = Counter(fingerprint(f) for f in listed)
+    for finding in listed:
         value = fingerprint(finding)
         if value not in by_fingerprint:
             by_fingerprint[value] = BaselineEntry(
@@ -222,6 +240,7 @@ def write_baseline(
                 path=anchor_path(finding.anchor) or "",
                 discussion=finding.discussion[:DISCUSSION_CHARS],
                 severity=finding.severity or "",
+                count=occurrences[value],
             )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
     document = {
@@ -260,6 +279,12 @@ def suppress(
        Reworded`: the dismissal's or entry's fingerprint, the dismissed id, its subject),
        so the report says the match was made by agreement, not by fingerprint.
 
+    A person's decision covers what they saw: a dismissal suppresses ONE finding of its
+    fingerprint (the one that kept the dismissed id, else the first, seen findings
+    first), a baseline entry at most its ``count``; a further occurrence of the same
+    claim gates, and the report's note says so (:func:`beyond_note`). A rewording graver
+    than what it matched by agreement is not suppressed either (:func:`graver_note`).
+
     Suppressions already in the report are kept unless one of these replaces them.
     Findings without an id cannot be keyed and are never suppressed. Nothing is removed
     from ``findings``: suppressed findings are still listed, they only stop gating
@@ -267,18 +292,40 @@ def suppress(
     docs/identity-and-clocks.md "Identity of a finding across rounds".
     """
     accepted = baseline.reasons()
+    budget = baseline.counts()
     suppressed = dict(report.suppressed)
     left: list[Finding] = []
-    for finding in report.open_findings:
-        if finding.id is None:
-            continue
+    beyond: list[tuple[Finding, str, int]] = []
+    dismissed_id = {p: f.id for p, f in (dismissed or {}).items() if f.id is not None}
+    held = {f.id for f in report.open_findings if f.id is not None}
+    used: set[str] = set()
+    seen = set(report.seen)
+    # Seen findings first: an occurrence an earlier round reported is the accepted one,
+    # a new occurrence of the same claim is not.
+    ordered = sorted(
+        (f for f in report.open_findings if f.id is not None), key=lambda f: f.id not in seen
+    )
+    for finding in ordered:
         value = fingerprint(finding)
+        ident = finding.id
+        assert ident is not None
         if value in dismissals:
-            suppressed[finding.id] = Suppression(source="dismissed", reason=dismissals[value])
+            owner = dismissed_id.get(value)
+            if ident == owner or (value not in used and owner not in held):
+                used.add(value)
+                suppressed[ident] = Suppression(source="dismissed", reason=dismissals[value])
+            else:
+                beyond.append((finding, "dismissed", 1))
         elif value in accepted:
-            suppressed[finding.id] = Suppression(source="baseline", reason=accepted[value])
+            if budget.get(value, 1) > 0:
+                budget[value] = budget.get(value, 1) - 1
+                suppressed[ident] = Suppression(source="baseline", reason=accepted[value])
+            else:
+                beyond.append((finding, "baseline", baseline.counts()[value]))
         else:
             left.append(finding)
+    order = {f.id: at for at, f in enumerate(report.open_findings)}
+    left.sort(key=lambda f: order[f.id])
     roster = [p.id for p in report.participants]
     known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals]
     by_id = {f.id: (p, f) for p, f in known if f.id is not None}
@@ -299,7 +346,13 @@ def suppress(
     still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver)
     entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]
     _match(still, entries, roster, "baseline", accepted, suppressed, graver)
-    notes = tuple(n for n in (graver_note(f, e, source) for f, e, source in graver))
+    notes = (
+        *(graver_note(f, e, source) for f, e, source in graver),
+        *(
+            beyond_note(f, source, n)
+            for f, source, n in sorted(beyond, key=lambda b: order[b[0].id])
+        ),
+    )
     update: dict[str, object] = {"suppressed": suppressed}
     if notes:
         update["notes"] = (*report.notes, *(n for n in notes if n not in report.notes))
@@ -316,6 +369,20 @@ def _graver(finding: Finding, earlier: Finding, source: str) -> bool:
     if source == "baseline" and earlier.severity is None:
         return False
     return severity_rank(finding.severity) > severity_rank(earlier.severity)
+
+
+def beyond_note(finding: Finding, source: str, count: int) -> str:
+    """The report's note for an occurrence of a dismissed or baselined claim past what
+    the person accepted (the same fingerprint, another finding)."""
+    if source == "dismissed":
+        what = "was dismissed for one finding"
+    else:
+        what = f"is in the baseline for {count} finding{'s' if count != 1 else ''}"
+    return (
+        f"#{finding.id} makes the same claim as one that {what} ({finding.subject[:80]!r} "
+        f"on the same file): this further occurrence is not suppressed, and gates until a "
+        f"person dismisses it or the baseline is written again"
+    )
 
 
 def graver_note(finding: Finding, earlier: Finding, source: str) -> str:

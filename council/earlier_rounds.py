@@ -103,9 +103,11 @@ def mark_round(
 ) -> CouncilReport:
     """The report with ``seen`` and ``outdated`` filled for this round of its session.
 
-    * ``seen``: ids of this round's findings whose fingerprint is in
-      ``earlier_fingerprints`` (every fingerprint an earlier round reported), in filing
-      order. A finding without an id cannot be keyed and is never marked.
+    * ``seen``: ids of this round's findings an earlier round reported by fingerprint
+      (:func:`seen_by_fingerprint`: ``earlier_fingerprints`` maps every fingerprint an
+      earlier round reported to the id it was reported under, or is a plain collection
+      of fingerprints), in filing order. A finding without an id cannot be keyed and is
+      never marked.
     * ``outdated``: those of ``earlier_findings`` (the findings still open after the last
       reviewed round) that this round did not raise again (a finding raised again is
       current, and ``seen`` already says so) and whose anchor ``change`` touches
@@ -121,9 +123,7 @@ def mark_round(
     Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
     inputs gives the same report. Never raises.
     """
-    seen = [
-        f.id for f in report.findings if f.id is not None and fingerprint(f) in earlier_fingerprints
-    ]
+    seen = seen_by_fingerprint(report.findings, earlier_fingerprints)
     earlier = list(earlier_findings)
     own = {f.id for f in report.findings if f.id is not None}
     filed = {i: e for i, e in report.seen_by_agreement.items() if i in own}
@@ -140,6 +140,41 @@ def mark_round(
     return report.model_copy(
         update={"seen": tuple(seen), "outdated": outdated, "seen_by_agreement": agreed}
     )
+
+
+def seen_by_fingerprint(
+    findings: Iterable[Finding], earlier: Mapping[str, int | None] | Collection[str]
+) -> list[int]:
+    """The ids of ``findings`` an earlier round reported, by fingerprint, one to one.
+
+    ``earlier`` maps a fingerprint an earlier round reported to the id it was reported
+    under (None: unknown; a plain collection of fingerprints is read so). A finding is
+    seen when its fingerprint was reported and it kept that id; else, when no finding of
+    this round holds that id, the first finding with the fingerprint is (the earlier one
+    under a new id). So a second occurrence of the same claim in the same file (bandit's
+    subject is the same for every ``shell=True``) is NOT seen: it is new, and posted.
+    In filing order; never raises."""
+    ids: Mapping[str, int | None] = (
+        earlier if isinstance(earlier, Mapping) else dict.fromkeys(earlier)
+    )
+    listed = list(findings)
+    held = {f.id for f in listed if f.id is not None}
+    claimed: set[str] = set()
+    kept = {
+        fingerprint(f) for f in listed if f.id is not None and ids.get(fingerprint(f), -1) == f.id
+    }
+    seen: list[int] = []
+    for finding in listed:
+        if finding.id is None:
+            continue
+        print_ = fingerprint(finding)
+        if print_ not in ids or print_ in claimed:
+            continue
+        old = ids[print_]
+        if finding.id == old or (print_ not in kept and old not in held):
+            seen.append(finding.id)
+            claimed.add(print_)
+    return seen
 
 
 def recognized(

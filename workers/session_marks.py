@@ -48,8 +48,9 @@ class SessionMarks:
     earlier: tuple[Finding, ...] = ()
     """The findings still open after the last completed run (checked for outdated code,
     and carried when ``carry``)."""
-    fingerprints: frozenset[str] = frozenset()
-    """Every fingerprint a completed round of the session reported."""
+    fingerprints: Mapping[str, int | None] = field(default_factory=dict)
+    """Every fingerprint a completed round of the session reported → the id it was
+    reported under (:func:`council.earlier_rounds.seen_by_fingerprint`)."""
     since: Change | None = None
     """The interdiff since the last reviewed head; None when this clone lacked it."""
     baseline: Baseline = field(default_factory=Baseline)
@@ -97,7 +98,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         baseline = Baseline()
     return SessionMarks(
         earlier=earlier,
-        fingerprints=frozenset(sessions.fingerprints(session)),
+        fingerprints=sessions.reported_ids(session),
         since=parse_diff(since) if since is not None else None,
         baseline=baseline,
         dismissals={p: d.reason for p, d in dismissals.items()},

@@ -71,19 +71,39 @@ def checked_answer(
     reason: str | None,
     now_ms: int,
     stored_props: Mapping[str, object] | None = None,
+    against: str | None = None,
 ) -> Answer:
     """The answer ``value`` (with ``reason``) to ``ask``, checked against its component.
 
     ``stored_props`` are the props the component's ``props_ref`` names, read from the
     run's artifact store by the caller (None: no ref, or it no longer resolves); a
-    ``choice``'s options are looked for there too. Raises :class:`AnswerRefused` naming
-    what the ask takes: yes or no for a confirmation (``y``/``true``/``confirm`` read as
-    yes, ``n``/``false``/``reject`` as no), one of the options for a ``choice`` (props
+    ``choice``'s options are looked for there too. ``against`` is the artifact ref the
+    person answered from (the console sends the one it rendered; ``council answer
+    --against``), None when not said. Raises :class:`AnswerRefused` naming what the ask
+    takes: yes or no for a confirmation (``y``/``true``/``confirm`` read as yes,
+    ``n``/``false``/``reject`` as no), one of the options for a ``choice`` (props
     ``options``: a list of text, or of objects with a ``value``), non-blank text
-    otherwise.
+    otherwise; and, as **stale**, an answer made against another artifact than the ask
+    pinned (:func:`stale_problem`), or a ``choice`` whose options lived in an artifact
+    that no longer resolves (the person cannot have seen what the ask offers now).
     """
     text = value.strip()
     component = ask.ask.component
+    stale = stale_problem(ask, against)
+    if stale is not None:
+        raise AnswerRefused(stale)
+    if (
+        component is not None
+        and component.component_id == "choice"
+        and component.props_ref is not None
+        and stored_props is None
+        and not _options(component.props or {})
+    ):
+        raise AnswerRefused(
+            f"stale: ask {ask.id}'s options are in the artifact {component.props_ref}, "
+            "which no longer resolves in its run (expired?): it cannot be answered; run "
+            "the review again"
+        )
     if ask.confirms:
         folded = text.casefold()
         if folded in YES:
@@ -120,3 +140,21 @@ def _options(props: Mapping[str, object]) -> list[str]:
         elif isinstance(item, dict) and isinstance(item.get("value"), str):
             out.append(item["value"])
     return out
+
+
+def stale_problem(ask: PendingAsk, against: str | None) -> str | None:
+    """Why an answer made against the artifact ``against`` is stale for ``ask``, or None.
+
+    None when ``against`` is not said, or is the ref the ask pinned. Stale when the ask
+    pinned another artifact, or none (``against`` given for an ask whose props are all
+    inline): the person answered what another version of the question showed."""
+    if against is None:
+        return None
+    pinned = ask.ask.component.props_ref if ask.ask.component is not None else None
+    if against.strip() == (pinned or ""):
+        return None
+    shows = f"the artifact {pinned}" if pinned else "no artifact"
+    return (
+        f"stale: the answer was made against the artifact {against.strip()!r}, but ask "
+        f"{ask.id} pins {shows}; reload the question and answer again"
+    )

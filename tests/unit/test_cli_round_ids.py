@@ -279,3 +279,33 @@ def test_the_baseline_keeps_the_reason_of_a_dismissal_matched_by_agreement(
     assert done.exit_code == 0, done.output
     (entry,) = read_baseline(target.read_text()).entries
     assert (entry.subject, entry.reason) == (TIMING[1]["subject"], "tokens are hashed")
+
+
+B602 = "B602: subprocess call with shell=True identified, security issue."
+
+
+def test_a_second_occurrence_of_a_dismissed_claim_is_new_and_gates(
+    council: TwoReviewers,
+) -> None:
+    """An analyzer files every ``shell=True`` of a file under one subject (one
+    fingerprint). Round 1: one occurrence, #1, dismissed. Round 2 adds a second one:
+    #1 keeps its id, is seen and stays dismissed; the other is new (#2), NOT seen (so
+    it is posted), and gates, with a note saying why the dismissal does not cover it."""
+    first_hit = told(B602, "shell=True", "app.py", 9)
+    council.push(hawk=[first_hit], owl=[])
+    done, first, _ = council.review()
+    assert done.exit_code == 1, done.output
+    assert ids(first) == {B602: 1}
+    assert council.cli("dismiss", "1", "--reason", "trusted input").exit_code == 0
+
+    council.push(hawk=[first_hit, told(B602, "shell=True", "app.py", 3)], owl=[])
+    done, second, markdown = council.review()
+    assert done.exit_code == 1, done.output
+    by_line = {f.anchor.line: f.id for f in second.findings if hasattr(f.anchor, "line")}
+    assert by_line == {9: 1, 3: 2}
+    assert second.seen == (1,)
+    assert 1 in second.suppressed and 2 not in second.suppressed
+    assert any(
+        n.startswith("#2 makes the same claim as one that was dismissed") for n in second.notes
+    )
+    assert "#2 makes the same claim" in markdown

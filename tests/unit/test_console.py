@@ -398,3 +398,47 @@ def test_a_reviewers_question_is_answered_and_left_for_the_reviewer(
     assert done.json()["left"] == 0 and done.json()["settled"] is None
     assert rt.runs.status(record.run_id) == "waiting"
     assert rt.sessions.answers(record.session)["ask_reviewer"].value == "beta"
+
+
+def test_an_answer_made_against_another_artifact_is_refused_as_stale(
+    rt: Runtime, client: TestClient
+) -> None:
+    """The page sends back the artifact ref it rendered the question from: an answer
+    against another ref (the question changed under the person) is refused as stale
+    and nothing is recorded; against the pinned ref it is taken. A choice whose options
+    artifact no longer resolves cannot be answered at all."""
+    record, _ = waiting_run(rt, asks=[])
+    ref = rt.artifacts.put(record.run_id, {"options": ["alpha", "beta"]})
+    _ask_by_ref(rt, record.run_id, ref)
+    _login(client)
+    page = client.get(f"/runs/{record.run_id}").text
+    assert f'name="against" value="{ref}"' in page
+    url = f"/asks/ask_ref_{record.run_id}/answer"
+    bearer = {"authorization": f"Bearer {TOKEN}", "accept": "application/json"}
+    other = rt.artifacts.put(record.run_id, {"options": ["gamma"]})
+    stale = client.post(url, data={"value": "alpha", "against": other}, headers=bearer)
+    assert stale.status_code == 400 and stale.json()["message"].startswith("stale:")
+    assert rt.sessions.answers(record.session) == {}
+    taken = client.post(url, data={"value": "alpha", "against": ref}, headers=bearer)
+    assert taken.status_code == 200, taken.text
+
+
+def test_a_choice_whose_options_artifact_is_gone_cannot_be_answered() -> None:
+    """Its options are unknown now: any value would pass unchecked, so none does."""
+    from council.asks.pending import AnswerRefused, checked_answer
+
+    ask = PendingAsk(
+        id="ask_gone",
+        run="run_x",
+        ask=Ask(
+            question="Pick one",
+            component=Component(component_id="choice", props_ref="art_" + "a" * 22),
+        ),
+    )
+    with pytest.raises(AnswerRefused, match="no longer resolves"):
+        checked_answer(ask, "anything", None, 1, stored_props=None)
+    assert (
+        checked_answer(ask, "alpha", None, 1, stored_props={"options": ["alpha"]}).value == "alpha"
+    )
+    with pytest.raises(AnswerRefused, match=r"^stale: "):
+        checked_answer(ask, "alpha", None, 1, {"options": ["alpha"]}, against="art_" + "b" * 22)

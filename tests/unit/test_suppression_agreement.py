@@ -196,3 +196,37 @@ def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
     same = DISMISSED.model_copy(update={"id": 7})
     done = suppress(report(same), Baseline(), {key: "cosmetic"}, {key: minor})
     assert done.suppressed[7].source == "dismissed"
+
+
+def test_a_baseline_entry_accepts_as_many_occurrences_as_it_counted() -> None:
+    """The baseline written from one B602 on app.py accepts one: a second finding with
+    the same fingerprint (a new ``shell=True`` in the same file) gates with a note;
+    written from two, it accepts two. Entries without a count accept one; a bad count
+    is refused naming it."""
+    one = div0(5, "B602: shell=True", "", line=12)
+    two = div0(6, "B602: shell=True", "", line=30)
+    assert fingerprint(one) == fingerprint(two)
+    written = read_baseline(write_baseline([one], "legacy"))
+    assert [e.count for e in written.entries] == [1]
+    done = suppress(report(one, two).model_copy(update={"seen": (5,)}), written, {})
+    assert 5 in done.suppressed and 6 not in done.suppressed
+    assert [f.id for f in gate_tripped(done, "critical")] == [6]
+    assert any(
+        n.startswith("#6 makes the same claim as one that is in the baseline for 1")
+        for n in done.notes
+    )
+    both = read_baseline(write_baseline([one, two], "legacy"))
+    assert [e.count for e in both.entries] == [2]
+    assert set(suppress(report(one, two), both, {}).suppressed) == {5, 6}
+    old = json.dumps({"version": 1, "entries": [{"fingerprint": fingerprint(one)}]})
+    assert read_baseline(old).entries[0].count == 1
+    for bad in (0, "2", True):
+        text = json.dumps(
+            {"version": 1, "entries": [{"fingerprint": fingerprint(one), "count": bad}]}
+        )
+        try:
+            read_baseline(text)
+        except ValueError as error:
+            assert "entries[0].count" in str(error)
+        else:
+            raise AssertionError(f"count {bad!r} was read")

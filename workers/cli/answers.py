@@ -93,10 +93,21 @@ def asks_command(
 @click.argument("ask_id", metavar="ASK")
 @click.argument("value")
 @click.option("--reason", help="Why: kept with the answer (a rejected finding's dismissal).")
+@click.option(
+    "--against",
+    metavar="REF",
+    help="The artifact (art_…) you answered from, as `council asks --json` showed it: an "
+    "answer made against another artifact than the ask pins is refused as stale.",
+)
 @_STATE
 @click.pass_obj
 def answer_command(
-    cli: CliContext, ask_id: str, value: str, reason: str | None, state: Path | None
+    cli: CliContext,
+    ask_id: str,
+    value: str,
+    reason: str | None,
+    against: str | None,
+    state: Path | None,
 ) -> None:
     """Answer the question ASK (found by its id alone) with VALUE.
 
@@ -122,7 +133,7 @@ def answer_command(
             )
         parked, ask = found
         try:
-            answer = checked_answer(ask, value, reason, now_ms(), _stored_props(rt, ask))
+            answer = checked_answer(ask, value, reason, now_ms(), _stored_props(rt, ask), against)
         except AnswerRefused as refused:  # exit 2 on Redis too, not a crash
             raise UsageProblem(str(refused)) from None
         answer = answer.model_copy(update={"by": _who()})

@@ -62,12 +62,15 @@ def answer_ask(
     now_ms: int,
     by: str | None = ANSWERED_BY,
     artifacts: ArtifactStore | None = None,
+    against: str | None = None,
 ) -> Answered:
     """Record ``value`` (with ``reason``) as the answer to ``ask_id`` at ``now_ms`` (ms
     since the epoch), and settle its run when that was its last unanswered ask (a run
     waiting on its reviewers' questions stays waiting: see the module docstring).
     ``artifacts``: the run's artifact store, where a ``choice``'s options behind its
-    ``props_ref`` are read (None: only inline options are checked).
+    ``props_ref`` are read (None: only inline options are checked); ``against`` the
+    artifact ref the page rendered the question from (an answer against another one is
+    refused as stale).
 
     Raises :class:`AskGone` when no waiting run holds the ask, and
     :class:`~council.asks.pending.AnswerRefused` when the value does not fit the ask
@@ -82,7 +85,9 @@ def answer_ask(
         if (artifacts is not None and ask.ask.component is not None and ask.ask.component.props_ref)
         else None
     )
-    answer = checked_answer(ask, value, reason, now_ms, props).model_copy(update={"by": by})
+    answer = checked_answer(ask, value, reason, now_ms, props, against).model_copy(
+        update={"by": by}
+    )
     sessions.answer(parked.record.session, ask.id, answer)
     left = len(pending_asks(sessions, parked))
     settled = finish(sessions, parked) if not left else None  # None: reviewers go on later

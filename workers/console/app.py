@@ -6,7 +6,8 @@ Routes (every one behind :class:`~workers.console.security.Guard`: the token, or
   ``GET /events``: their live updates.
 * ``GET /runs/{run}``: one run (status, participants, findings, cost, asks);
   ``GET /runs/{run}/events``: its live updates. 404 for a run Redis does not hold.
-* ``POST /asks/{ask}/answer``: answer an ask (form ``value``, ``reason``, ``csrf``;
+* ``POST /asks/{ask}/answer``: answer an ask (form ``value``, ``reason``, ``csrf``,
+  ``against``: the artifact ref the page rendered, refused as stale when the ask pins another;
   several ``value`` fields are joined with ``,``, for a ``finding-picker`` with
   ``multiple``). The same operation as ``council answer``, then the run settles once
   its last ask is answered (:func:`workers.console.answering.answer_ask`). 303 to the
@@ -175,6 +176,7 @@ class Console:
                     reason,
                     now_ms(),
                     artifacts=self.rt.artifacts,
+                    against=_one(form, AGAINST_FIELD),
                 )
             )
         except AskGone as gone:
@@ -355,6 +357,10 @@ async def _form(request: Request) -> dict[str, list[str]] | Response:
         return parse_qs(text, keep_blank_values=True, max_num_fields=FORM_MAX_FIELDS)
     except ValueError:
         return Response(f"the form has over {FORM_MAX_FIELDS} fields\n", status_code=413)
+
+
+AGAINST_FIELD = "against"
+"""The form field holding the artifact ref the question was rendered from."""
 
 
 def _one(form: Mapping[str, list[str]], name: str) -> str | None:

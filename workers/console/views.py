@@ -121,6 +121,9 @@ class AskCard:
     answer: Answer | None
     answered: str
     """When and by whom it was answered, in words ("" while unanswered)."""
+    pinned: str | None = None
+    """The artifact ref the question's component pins (sent back with the answer, so an
+    answer to another version of the question is refused as stale)."""
 
 
 @dataclass(frozen=True)
@@ -369,6 +372,7 @@ def _ask_card(rt: Runtime, run_id: str, ask: PendingAsk, answers: Mapping[str, A
         shown=rendering(ask, props, problem),
         answer=answer,
         answered=answered,
+        pinned=ask.ask.component.props_ref if ask.ask.component is not None else None,
     )
 
 

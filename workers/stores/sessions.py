@@ -487,6 +487,12 @@ class SessionStore:
         """Every content fingerprint a completed round of the session reported."""
         return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
 
+    def reported_ids(self, session: str) -> dict[str, int | None]:
+        """Every content fingerprint a completed round of the session reported → the id
+        of the latest finding that reported it (None for an unreadable entry)."""
+        found = self._r.hgetall(self._keys.session_fingerprints(session))
+        return {k.decode(): int(v) if v.isdigit() else None for k, v in found.items()}
+
     def reported_id(self, session: str, print_: str) -> int | None:
         """The id of the latest finding a completed round reported with fingerprint
         ``print_`` (None when none did): an older telling's fingerprint still names the
