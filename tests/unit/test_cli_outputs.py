@@ -13,7 +13,16 @@ import pytest
 from click.testing import CliRunner, Result
 
 from council.report import read_json
-from tests.forge_cases import many_findings, report
+from tests.forge_cases import (
+    CONTROLS_PATH,
+    ESCAPED,
+    EXTRA,
+    HOSTILE,
+    RAW,
+    forge_strings,
+    many_findings,
+    report,
+)
 from tests.gitrepo import commit, new_repo
 from workers.cli import main
 from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
@@ -323,3 +332,31 @@ def test_an_unreadable_manifest_vouches_for_nothing(tmp_path: Path, messy: Path)
     (out / MANIFEST_NAME).write_text("{not json")
     done = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
     assert done.exit_code == 2 and MANIFEST_NAME in done.output
+
+
+def test_control_characters_reach_no_written_file(tmp_path: Path) -> None:
+    """A finding whose subject and discussion hold escape, right-to-left override, isolate,
+    NUL and CSI (as a bandit B105 message echoes a literal), on a file whose name holds
+    them: no file written (manifest too) nor stdout/stderr holds one raw, what a forge
+    shows holds their escapes, and the comment and thread still name the file."""
+    repo = new_repo(tmp_path / "repo", {CONTROLS_PATH: "x = 1\n"})
+    commit(repo, {CONTROLS_PATH: "x = 2\npassword = 'hunter2'\n"}, "hostile")
+    hostile = found(f"B105: Possible hardcoded password: '{HOSTILE}'", line(CONTROLS_PATH, 2))
+    hostile["discussion"] = f"It echoes\n\t'{HOSTILE}'{EXTRA}\nfrom the change."
+    out = tmp_path / "out"
+    done = review(tmp_path, repo, *every_format(out), "--fail-on", "critical", findings=[hostile])
+    assert done.exit_code == 0, done.output
+    files = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
+    assert set(files) == {*FILE_NAMES.values(), MANIFEST_NAME}
+    for name, text in [*files.items(), ("stdout", done.stdout), ("stderr", done.stderr)]:
+        assert [c for c in RAW if c in text] == [], name
+    for name in (FILE_NAMES[f] for f in FORMATS if f not in ("markdown", "json")):
+        shown, kept = forge_strings(files[name])
+        assert [t for t in shown if any(c in t for c in RAW)] == [], name
+        assert all(e in "\n".join(shown) for e in ESCAPED), name
+        assert kept <= {CONTROLS_PATH}, name
+    got = read_all(out)
+    assert [c["path"] for c in got["github"]["comments"]] == [CONTROLS_PATH]
+    assert [t["position"]["new_path"] for t in got["threads"]["discussions"]] == [CONTROLS_PATH]
+    assert got["json"].findings[0].subject.endswith(f"'{HOSTILE}'")
+    assert all(e in got["markdown"] for e in ESCAPED)
