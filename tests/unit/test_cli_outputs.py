@@ -24,6 +24,7 @@ from tests.forge_cases import (
     report,
 )
 from tests.gitrepo import commit, new_repo
+from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
 from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
 from workers.forge.manifest import MANIFEST_NAME, read_outputs, sha256
@@ -360,3 +361,31 @@ def test_control_characters_reach_no_written_file(tmp_path: Path) -> None:
     assert [t["position"]["new_path"] for t in got["threads"]["discussions"]] == [CONTROLS_PATH]
     assert got["json"].findings[0].subject.endswith(f"'{HOSTILE}'")
     assert all(e in got["markdown"] for e in ESCAPED)
+
+
+def test_bandit_echoing_a_hostile_literal_writes_it_escaped(tmp_path: Path) -> None:
+    """The real bandit (B105) on a change whose password literal holds escape, override,
+    isolate and CSI: its message echoes the literal, and no file written holds one of
+    them raw; the line comment and the annotation show the escapes."""
+    bwrap_or_skip()
+    roster = ROSTER.split("[[reviewers]]")[0] + (
+        '[[reviewers]]\nid = "bandit"\nbackend = "sarif"\nprogram = "bandit"\n'
+        'args = ["-r", ".", "-f", "sarif", "--exit-zero", "-q"]\n'
+    )
+    repo = new_repo(tmp_path / "repo", {"council.toml": roster, "app.py": "x = 1\n"})
+    literal = "\x1b[31m\u202e\u2066\x9bnimda"
+    commit(repo, {"app.py": f"x = 2\npassword = '{literal}'\n"}, "hostile")
+    out = tmp_path / "out"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), *every_format(out)]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 1, done.output
+    for file in out.iterdir():
+        text = file.read_text(encoding="utf-8")
+        assert [c for c in RAW if c in text] == [], file.name
+    shown = "\\x1b[31m\\u202e\\u2066\\x9bnimda"
+    got = read_all(out)
+    (comment,) = [c for c in got["github"]["comments"] if "B105" in c["body"]]
+    assert shown in comment["body"]
+    (note,) = [a for a in got["checks"]["output"]["annotations"] if "B105" in a["title"]]
+    assert shown in note["title"] and shown in note["message"]
