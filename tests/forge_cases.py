@@ -7,6 +7,8 @@ and an accent. :func:`messy_findings` anchors one finding to every kind of place
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Literal
 
 from council.diff import Change, parse_diff
@@ -187,3 +189,74 @@ def many_findings(count: int) -> tuple[Finding, ...]:
             )
         )
     return tuple(out)
+
+
+# -- control and bidirectional characters ------------------------------------------------
+
+HOSTILE = "\x1b[31m\u202e\u2066\x00\x9b"
+"""Escape (an SGR sequence), right-to-left override, left-to-right isolate, NUL, and
+the C1 control-sequence introducer."""
+
+ESCAPED = ("\\x1b", "\\u202e", "\\u2066", "\\x00", "\\x9b")
+"""How :data:`HOSTILE`'s characters read once escaped."""
+
+EXTRA = "\u200e\u200f\u061c\u2028\u2029\x7f\r\x85"
+"""More invisible and bidirectional controls, written into the discussion as well."""
+
+RAW = ("\x1b", "\u202e", "\u2066", "\x00", "\x9b", *EXTRA)
+"""Characters no output may hold raw: the controls of :data:`HOSTILE` and :data:`EXTRA`."""
+
+CONTROLS_PATH = "ev\x1bil\u202e\u2066\x9b.py"
+"""A file of the change whose name holds escape, override, isolate and CSI (git allows
+them; NUL it does not)."""
+
+CONTROLS_DIFF = (
+    'diff --git "a/ev\\033il\\342\\200\\256\\342\\201\\246\\302\\233.py" '
+    '"b/ev\\033il\\342\\200\\256\\342\\201\\246\\302\\233.py"\n'
+    "index 7d4290a..8e6ee4c 100644\n"
+    '--- "a/ev\\033il\\342\\200\\256\\342\\201\\246\\302\\233.py"\n'
+    '+++ "b/ev\\033il\\342\\200\\256\\342\\201\\246\\302\\233.py"\n'
+    "@@ -1 +1,2 @@\n"
+    "-x = 1\n"
+    "+x = 2\n"
+    "+password = 'hunter2'\n"
+)
+"""``git diff`` of :data:`CONTROLS_PATH`, its name quoted as git writes it."""
+
+ADDRESSES = {
+    ("comments", "*", "path"),
+    ("output", "annotations", "*", "path"),
+    ("discussions", "*", "position", "old_path"),
+    ("discussions", "*", "position", "new_path"),
+    ("*", "location", "path"),
+    ("runs", "*", "results", "*", "properties", "path"),
+}
+"""Where a forge JSON file names a file for the forge to find (exact, not shown as our
+text): the only strings that keep the characters, as JSON escapes."""
+
+
+def _strings(value: object, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Every string in a decoded JSON value with where it is (``*`` for a list item)."""
+    if isinstance(value, str):
+        yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield at, key
+            yield from _strings(item, (*at, key))
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, (*at, "*"))
+
+
+def forge_strings(text: str) -> tuple[list[str], set[str]]:
+    """The strings of a forge JSON file: those shown (every one but an address), and the
+    addresses (:data:`ADDRESSES`)."""
+    shown: list[str] = []
+    addresses: set[str] = set()
+    for at, value in _strings(json.loads(text)):
+        where = any(
+            len(at) == len(p) and all(q in ("*", a) for q, a in zip(p, at, strict=True))
+            for p in ADDRESSES
+        )
+        (addresses.add(value) if where else shown.append(value))
+    return shown, addresses

@@ -10,10 +10,16 @@ Raw HTML is neutralized (``<`` becomes ``&lt;``) outside code, because GitHub re
 some HTML and an unbalanced tag breaks the page; inside code spans and fenced blocks
 ``<`` is already literal and is left alone. Every helper is linear in its input.
 
-:func:`for_log` makes any text safe to write to a terminal or a CI log (stdout and
-stderr): a CI runner reads commands from the log (GitHub Actions' ``::error ...`` at the
-start of a line, its older ``##[...]`` anywhere), and a terminal runs escape sequences
-(``\x1b]`` opens an OSC). Source: issue "The change under review is untrusted".
+:func:`no_controls` is the one rule for invisible and control characters, which every
+text council writes for a person goes through: a terminal runs escape sequences
+(``\x1b]`` opens an OSC), a bidirectional override (U+202E) makes a forge show text in
+another order than it reads (a path or a string literal that looks harmless), and a C1
+control or NUL is invisible or cuts the text. :func:`for_log` builds on it for a
+terminal or a CI log (stdout and stderr), where a runner also reads commands (GitHub
+Actions' ``::error ...`` at the start of a line, its older ``##[...]`` anywhere);
+:func:`for_forge` for a body a forge posts; :func:`no_controls_json` for a JSON file's
+text. Source: issue "The change under review is untrusted"; docs/architecture.md
+"Reports, the CLI and the gate".
 """
 
 from __future__ import annotations
@@ -29,9 +35,15 @@ _BLOCK_MARK = re.compile(r"^([#>|]|[-+*](?=\s|$)|[-*_=](?=[-*_=\s]*$))")
 line of only ``-``/``*``/``_``/``=`` (a thematic break, a setext underline)."""
 _ORDERED_MARK = re.compile(r"^(\d{1,9})([.)])")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_LOG_UNSAFE = re.compile(f"[{_CONTROLS}]")
-_LOG_UNSAFE_LINE = re.compile(f"[\t\n{_CONTROLS}]")
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+"""What :func:`no_controls` escapes: the C0 controls but newline and tab (NUL, escape,
+carriage return, backspace...), DEL, the C1 controls (U+0080-U+009F, the next-line
+U+0085 among them); the line and paragraph separators (U+2028, U+2029); and the
+bidirectional controls: the marks (U+061C, U+200E, U+200F), the embeddings and
+overrides (U+202A-U+202E) and the isolates (U+2066-U+2069). The zero-width joiner
+(U+200D) is not among them: :func:`no_mentions` writes it."""
+_UNSAFE = re.compile(f"[{_CONTROLS}]")
+_UNSAFE_LINE = re.compile(f"[\t\n{_CONTROLS}]")
 _WORKFLOW_COMMAND = re.compile(r"^([^\S\n]*)::", re.MULTILINE)
 
 
@@ -149,12 +161,28 @@ def _escape_control(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
+def no_controls(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every control and invisible bidirectional character made visible.
+
+    Each character of :data:`_CONTROLS` is written as its escape, ``\\x1b``,
+    ``\\x00``, ``\\x85`` (up to U+00FF) or ``\\u202e``; newlines and tabs are kept,
+    as bodies need them, unless ``one_line`` (a title, a description, a log line), where
+    they are escaped too (``\\x0a``, ``\\x09``). Why: a forge, a terminal or an editor
+    would act on them or hide them, and the text comes from models and from the change
+    (an analyzer's message echoes the change's string literals). The escape reads the
+    same in Markdown (a backslash before a letter is literal) and in plain text.
+
+    Idempotent (the escapes hold no such character); linear; never raises.
+    """
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape_control, text)
+
+
 def for_log(text: str, *, one_line: bool = False) -> str:
     """``text`` safe to print on a terminal or into a CI log, still readable.
 
-    * Control characters (escape, carriage return, backspace, C1 controls), line and
-      paragraph separators and bidirectional overrides are written as ``\\x1b`` or
-      ``\\u202e``; newlines and tabs are kept unless ``one_line``.
+    * Control characters, line and paragraph separators and bidirectional controls are
+      escaped by :func:`no_controls` (``\\x1b``, ``\\u202e``); newlines and tabs are
+      kept unless ``one_line``.
     * A line whose first non-blank characters are ``::`` (a GitHub Actions workflow
       command such as ``::error title=…::`` or ``::add-mask::``) gets a backslash
       before them, and every ``##[`` (the older command form, read anywhere in a
@@ -163,9 +191,27 @@ def for_log(text: str, *, one_line: bool = False) -> str:
 
     Idempotent (escaping twice changes nothing more); linear in the text.
     """
-    escaped = (_LOG_UNSAFE_LINE if one_line else _LOG_UNSAFE).sub(_escape_control, text)
+    escaped = no_controls(text, one_line=one_line)
     escaped = _WORKFLOW_COMMAND.sub(r"\1\\::", escaped)
     return escaped.replace("##[", "##\\[")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def no_controls_json(dumped: str) -> str:
+    """JSON text (``json.dumps`` output) with every character :func:`no_controls` escapes
+    written as a JSON ``\\uXXXX`` escape instead of raw.
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes the C0 controls but writes DEL, the
+    C1 controls, the separators and the bidirectional controls raw. Those can only sit
+    inside strings (JSON's own syntax is ASCII), and a ``\\u`` escape there decodes to
+    the same character: the data is unchanged (a path still names its file, a
+    fingerprint still matches), but no file council writes holds such a character raw
+    for a terminal, an editor or a diff view to act on. Idempotent; never raises.
+    """
+    return _UNSAFE.sub(_json_escape, dumped)
 
 
 # -- text posted where a forge acts on it -----------------------------------------------
@@ -240,6 +286,17 @@ def no_mentions(text: str) -> str:
     linear; never raises.
     """
     return _outside_fences(text, lambda prose: _outside_code(prose, _defuse_mentions))
+
+
+def for_forge(text: str) -> str:
+    """Markdown as a forge may post it: no mention notifies anyone
+    (:func:`no_mentions`), then no control or bidirectional character is left raw
+    (:func:`no_controls`; newlines and tabs are kept). Mentions are found first, on the
+    raw text, so that an ``@`` after a raw control is still defused. For every body
+    posted on GitHub or GitLab (a GitLab note also needs :func:`no_quick_actions`).
+    Idempotent; linear; never raises.
+    """
+    return no_controls(no_mentions(text))
 
 
 def no_quick_actions(text: str) -> str:

@@ -19,8 +19,12 @@ file at the head: line anchors on the new side (range and all) and whole-file an
 have, or on the change as a whole, are in ``text`` (the whole Markdown report), never
 away. Suppressed findings are not annotated (the text lists them). Findings of earlier
 rounds still open (seen, carried) ARE annotated: a check run belongs to one head, and
-the previous head's annotations are not shown on this one. Source: GitHub REST "Create a
-check run", "Update a check run" (annotations object).
+the previous head's annotations are not shown on this one. The summary and the text
+are :func:`~council.report.escape.for_forge` Markdown, an annotation's title (one line)
+and message (plain text) pass :func:`~council.report.escape.no_controls`: GitHub shows
+them all, and a finding's text can hold what the change wrote (an escape sequence, a
+right-to-left override). Source: GitHub REST "Create a check run", "Update a check run"
+(annotations object); docs/architecture.md "Reports, the CLI and the gate".
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 from council.diff import Change
 from council.findings import FileAnchor, Finding, LineAnchor, severity_rank
 from council.gate import exit_code, gate_summary, parse_fail_on
-from council.report.escape import no_mentions
+from council.report.escape import for_forge, no_controls, no_controls_json
 from council.report.github_review import fit_body
 from council.report.markdown import DECORATIONS, render_markdown
 from council.report.model import CouncilReport
@@ -122,7 +126,7 @@ def render_github_checks_with_cuts(
             f"head are annotations (at most {MAX_ANNOTATIONS}); the rest are in the text"
         )
         summary += ["", f"*{len(placed) - len(chosen)} more are in the report only.*"]
-    markdown = no_mentions(render_markdown(report, fail_on=level, quorum=quorum))
+    markdown = for_forge(render_markdown(report, fail_on=level, quorum=quorum))
     text = fit_body(markdown, TEXT_CHARS)
     if text != markdown:
         cuts.append("github-checks: the text was cut to GitHub's limit of 65,535 characters")
@@ -134,11 +138,11 @@ def render_github_checks_with_cuts(
     run["conclusion"] = _conclusion(report, code)
     run["output"] = {
         "title": f"Council review: {title}"[:TITLE_CHARS],
-        "summary": fit_body(no_mentions("\n".join(summary)), TEXT_CHARS),
+        "summary": fit_body(for_forge("\n".join(summary)), TEXT_CHARS),
         "text": text,
         "annotations": annotations,
     }
-    return json.dumps(run, indent=2, ensure_ascii=False) + "\n", cuts
+    return no_controls_json(json.dumps(run, indent=2, ensure_ascii=False)) + "\n", cuts
 
 
 def _conclusion(report: CouncilReport, code: int) -> str:
@@ -174,9 +178,10 @@ def _annotation(
         return None
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label
-    heading = f"{label}: {' '.join(finding.subject.split())}"
+    heading = no_controls(f"{label}: {' '.join(finding.subject.split())}", one_line=True)
     where = " (about the whole file)" if isinstance(anchor, FileAnchor) else ""
     message = (finding.discussion.strip() or finding.subject.strip() or heading) + where
+    message = no_controls(message)
     if ident is not None:
         message += f"\n\ncouncil finding {ident}"
     return {

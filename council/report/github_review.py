@@ -15,8 +15,11 @@ so a comment is made only from a finding whose anchor landed: a line anchor that
 (a line comment needs a line), findings not on a changed line, findings seen in an
 earlier round (shown, not posted again), suppressed findings (listed with their
 reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
-65,536-character limit, cut at a block boundary with a note when they would not fit,
-and no mention in them notifies anyone (:func:`council.report.escape.no_mentions`).
+65,536-character limit, cut at a block boundary with a note when they would not fit;
+no mention in them notifies anyone and no control or bidirectional character in them is
+left raw (:func:`council.report.escape.for_forge`), and the JSON text holds none raw
+either (:func:`council.report.escape.no_controls_json`: a path keeps its characters,
+as GitHub must find the file by it).
 Source: docs/architecture.md (reports); docs/harvest.md §2 (anchors), §8 (raised_by); GitHub REST
 "Create a review for a pull request".
 """
@@ -30,7 +33,7 @@ from council.diff import Change, landing
 from council.findings import Finding, LineAnchor, severity_rank
 from council.gate import gate_tripped, parse_fail_on
 from council.report.agreement import discussion_cut, other_tellings, place_text
-from council.report.escape import block, code, inline, no_mentions
+from council.report.escape import block, code, for_forge, inline, no_controls_json
 from council.report.evidence_text import evidence_line
 from council.report.markdown import DECORATIONS, raised_text, render_markdown
 from council.report.model import CouncilReport
@@ -110,7 +113,7 @@ def render_github_review_with_cuts(
     review: dict[str, Any] = {}
     if report.head:
         review["commit_id"] = report.head
-    review["body"] = fit_body(no_mentions(body))
+    review["body"] = fit_body(for_forge(body))
     review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
     cuts: list[str] = []
@@ -120,12 +123,12 @@ def render_github_review_with_cuts(
             f"line comments (GitHub reviews take at most {MAX_COMMENTS}); the other "
             f"{len(placed) - len(chosen)}, least severe first, are listed in the body"
         )
-    if review["body"] != no_mentions(body):
+    if review["body"] != for_forge(body):
         cuts.append(
             f"github-review: the review body was cut to GitHub's limit of {BODY_UNITS:,} "
             "characters; the whole report is in the Markdown and JSON outputs"
         )
-    return json.dumps(review, indent=2, ensure_ascii=False) + "\n", cuts
+    return no_controls_json(json.dumps(review, indent=2, ensure_ascii=False)) + "\n", cuts
 
 
 def _comment(
@@ -175,8 +178,10 @@ def comment_body(finding: Finding) -> str:
     ``raised by hawk, owl (2 reviewers agree) · severity critical · council finding
     12`` (and, for a finding showing scripts, ``shown scripts: block 1 ✔ ran this turn,
     exit 1 (call 3)`` and why a policy held its severity). A discussion too long for the
-    limit is cut with a note. Why: the comment must read like the report, and one
-    oversized comment must not sink the review. Source: docs/harvest.md §8 (raised_by is
+    limit is cut with a note. Every part is :func:`~council.report.escape.for_forge`
+    text (no mention, no raw control or bidirectional character), measured after
+    escaping. Why: the comment must read like the report, and one oversized comment
+    must not sink the review. Source: docs/harvest.md §8 (raised_by is
     agreement), docs/evidence-and-asks.md §1 (shown scripts).
     """
     decoration = DECORATIONS.get(finding.severity)
@@ -184,7 +189,7 @@ def comment_body(finding: Finding) -> str:
     subject = finding.subject
     if len(subject) > SUBJECT_CHARS:
         subject = subject[:SUBJECT_CHARS] + "… (subject cut; the whole of it is in the report)"
-    head = no_mentions(f"**{label}:** {inline(subject)}")
+    head = for_forge(f"**{label}:** {inline(subject)}")
     facts = [text for text in (raised_text(finding),) if text]
     if finding.severity is not None:
         facts.append(f"severity {finding.severity}")
@@ -197,7 +202,7 @@ def comment_body(finding: Finding) -> str:
         facts.append(shown)
     if finding.severity_note:
         facts.append(inline(finding.severity_note))
-    tail = no_mentions("\n\n" + " · ".join(facts)) if facts else ""
+    tail = for_forge("\n\n" + " · ".join(facts)) if facts else ""
     tail = _other_tellings(finding) + tail
     quoted = _quote(finding.discussion)
     spare = BODY_UNITS - _units(head) - _units(tail) - 2
@@ -215,7 +220,7 @@ def _other_tellings(finding: Finding) -> str:
         facts = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
         head = f"Also told by {inline(member.participant)} ({facts}): {inline(member.subject)}"
         said = _quote(discussion_cut(member))
-        parts.append("\n\n" + no_mentions(head) + ("\n\n" + said if said else ""))
+        parts.append("\n\n" + for_forge(head) + ("\n\n" + said if said else ""))
     return "".join(parts)
 
 
@@ -238,7 +243,7 @@ def _cut_quote(discussion: str, spare: int) -> str:
 def _quote(text: str) -> str:
     if not text.strip():
         return ""
-    return no_mentions("\n".join(f"> {line}" if line.strip() else ">" for line in block(text)))
+    return for_forge("\n".join(f"> {line}" if line.strip() else ">" for line in block(text)))
 
 
 def _units(text: str) -> int:

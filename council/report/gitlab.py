@@ -33,7 +33,7 @@ from council.diff import Change, ChangedFile, Hunk, landing
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, severity_rank
 from council.fingerprint import occurrence_fingerprints
 from council.report.agreement import agreement_text, tellings_plain
-from council.report.escape import no_mentions, no_quick_actions
+from council.report.escape import for_forge, no_controls, no_controls_json, no_quick_actions
 from council.report.github_review import MAX_COMMENTS, comment_body
 from council.report.markdown import DECORATIONS, OFF_DIFF_REASONS
 from council.report.model import CouncilReport
@@ -61,9 +61,13 @@ def render_gitlab_codequality(report: CouncilReport) -> str:
     description is ``label (decoration): subject``, plus what the widget could not say
     otherwise: the whole change, the whole file, the old side of the diff, a line not
     in the diff. ``check_name`` is ``council/<label>``; the full discussion goes in
-    ``content.body`` (Code Climate's field for it). An empty report is ``[]``. Never
+    ``content.body`` (Code Climate's field for it). The description (one line) and the
+    body pass :func:`~council.report.escape.no_controls`, as GitLab shows them; the
+    path keeps its characters (GitLab finds the file by it), written as JSON escapes
+    (:func:`~council.report.escape.no_controls_json`). An empty report is ``[]``. Never
     raises. One entry per line (not an indented tree) keeps 30,000 findings fast to
-    write and the artifact easy to grep. Source: GitLab "Code Quality report format".
+    write and the artifact easy to grep. Source: GitLab "Code Quality report format";
+    docs/architecture.md "Reports, the CLI and the gate".
     """
     findings = report.open_findings
     prints = occurrence_fingerprints(findings)
@@ -74,7 +78,7 @@ def render_gitlab_codequality(report: CouncilReport) -> str:
         entries.append(_entry(report, finding, print_))
     if not entries:
         return "[]\n"
-    lines = ",\n".join(json.dumps(entry, ensure_ascii=False) for entry in entries)
+    lines = ",\n".join(no_controls_json(json.dumps(entry, ensure_ascii=False)) for entry in entries)
     return f"[\n{lines}\n]\n"
 
 
@@ -91,6 +95,7 @@ def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, An
         where.append(f"raised by {', '.join(finding.raised_by)} ({agreed})")
     if where:
         description += f" [{'; '.join(where)}]"
+    description = no_controls(description, one_line=True)
     if len(description) > DESCRIPTION_CHARS:
         description = description[: DESCRIPTION_CHARS - 1] + "…"
     entry: dict[str, Any] = {
@@ -102,7 +107,7 @@ def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, An
     }
     body = "\n\n".join(t for t in (finding.discussion.strip(), tellings_plain(finding)) if t)
     if body:
-        entry["content"] = {"body": body}
+        entry["content"] = {"body": no_controls(body)}
     return entry
 
 
@@ -120,9 +125,10 @@ def _place(finding: Finding) -> tuple[str, int, list[str]]:
 
 def gitlab_safe(text: str) -> str:
     """Markdown as it may be posted in a GitLab note: no mention notifies anyone, no
-    line runs as a quick action (:func:`~council.report.escape.no_mentions`,
+    control or bidirectional character is left raw, no line runs as a quick action
+    (:func:`~council.report.escape.for_forge`,
     :func:`~council.report.escape.no_quick_actions`). Idempotent."""
-    return no_quick_actions(no_mentions(text))
+    return no_quick_actions(for_forge(text))
 
 
 def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> str:
@@ -159,7 +165,7 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
         "head": report.head,
         "discussions": [placed[i][1] for i in chosen],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return no_controls_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _thread(

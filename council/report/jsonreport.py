@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from council.errors import CouncilError
 from council.findings import canonical
+from council.report.escape import no_controls_json
 from council.report.model import SCHEMA_VERSION, CouncilReport
 
 _DEFAULT_FIX = "Pass a JSON report that council wrote (render_json)."
@@ -55,9 +56,13 @@ def render_json(report: CouncilReport) -> str:
 
     Optional keys are absent when unset (findings, warnings and participants alike), so
     the text reads back into an equal report with :func:`read_json`. Non-ASCII text is
-    kept as is (UTF-8), not escaped.
+    kept as is (UTF-8), not escaped, except the control and bidirectional characters,
+    written as ``\\u`` escapes (:func:`~council.report.escape.no_controls_json`): the
+    data is the same, but a terminal (``council show --json``) or an editor showing the
+    file acts on none. Source: docs/harvest.md §9; docs/architecture.md "Reports, the
+    CLI and the gate".
     """
-    return json.dumps(canonical(report), indent=2, ensure_ascii=False) + "\n"
+    return no_controls_json(json.dumps(canonical(report), indent=2, ensure_ascii=False)) + "\n"
 
 
 def _other_kind(data: dict[str, Any]) -> str | None:

@@ -32,11 +32,19 @@ A finding that shows scripts carries its verdicts as ``properties.evidence`` (th
 ``verdict_json`` objects, docs/evidence-and-asks.md §1), and ``properties.severityNote``
 when a policy held its severity.
 
+What code scanning shows a person, every ``message.text`` (results and notifications)
+and a suppression's ``justification``, passes :func:`~council.report.escape.no_controls`
+(a finding's text can hold the change's escape sequences and bidirectional overrides);
+the rest keeps its characters (``properties.path`` still names the file, the
+fingerprint is of the finding as filed), written as JSON escapes, never raw
+(:func:`~council.report.escape.no_controls_json`).
+
 GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
 cuts, deterministically, the highest severity kept first and then filing order, and
 says so three ways: a ``toolExecutionNotifications`` entry and ``properties.cut`` on the
-run, and a message for the CLI. Source: docs/architecture.md (reports), docs/harvest.md §2
-(anchors), §8 (raised_by); OASIS SARIF 2.1.0; GitHub "SARIF support for code scanning".
+run, and a message for the CLI. Source: docs/architecture.md "Reports, the CLI and the
+gate", docs/harvest.md §2 (anchors), §8 (raised_by); OASIS SARIF 2.1.0; GitHub "SARIF
+support for code scanning".
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from council.evidence import verdict_json
 from council.findings import LABELS, ChangeAnchor, FileAnchor, Finding, canonical, severity_rank
 from council.fingerprint import fingerprint
 from council.report.agreement import agreement_properties, tellings_plain
+from council.report.escape import no_controls, no_controls_json
 from council.report.model import CouncilReport, ParticipantSummary
 
 SARIF_SCHEMA = (
@@ -301,7 +310,7 @@ def _bytes_cut_text(
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return no_controls_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _text(report: CouncilReport, runs: list[_Run], results: dict[int, dict[str, Any]]) -> str:
@@ -372,7 +381,7 @@ def _invocation(run: _Run) -> dict[str, Any]:
 
 
 def _notification(text: str, level: str, rule: str = "council/participant") -> dict[str, Any]:
-    return {"level": level, "message": {"text": text}, "descriptor": {"id": rule}}
+    return {"level": level, "message": {"text": no_controls(text)}, "descriptor": {"id": rule}}
 
 
 def _state_text(summary: ParticipantSummary) -> str:
@@ -410,7 +419,7 @@ def _result(
     result: dict[str, Any] = {
         "ruleId": rule_id(finding),
         "level": LEVELS[finding.severity],
-        "message": {"text": text},
+        "message": {"text": no_controls(text)},
     }
     location = _location(finding)
     if location is not None:
@@ -427,7 +436,7 @@ def _result(
             {
                 "kind": "external",
                 "status": "accepted",
-                "justification": entry.reason or default,
+                "justification": no_controls(entry.reason or default),
                 "properties": held,
             }
         ]

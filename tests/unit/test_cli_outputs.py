@@ -13,8 +13,18 @@ import pytest
 from click.testing import CliRunner, Result
 
 from council.report import read_json
-from tests.forge_cases import many_findings, report
+from tests.forge_cases import (
+    CONTROLS_PATH,
+    ESCAPED,
+    EXTRA,
+    HOSTILE,
+    RAW,
+    forge_strings,
+    many_findings,
+    report,
+)
 from tests.gitrepo import commit, new_repo
+from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
 from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
 from workers.forge.manifest import MANIFEST_NAME, read_outputs, sha256
@@ -323,3 +333,59 @@ def test_an_unreadable_manifest_vouches_for_nothing(tmp_path: Path, messy: Path)
     (out / MANIFEST_NAME).write_text("{not json")
     done = review(tmp_path, messy, "--format", "json", "--output", str(out), findings=[])
     assert done.exit_code == 2 and MANIFEST_NAME in done.output
+
+
+def test_control_characters_reach_no_written_file(tmp_path: Path) -> None:
+    """A finding whose subject and discussion hold escape, right-to-left override, isolate,
+    NUL and CSI (as a bandit B105 message echoes a literal), on a file whose name holds
+    them: no file written (manifest too) nor stdout/stderr holds one raw, what a forge
+    shows holds their escapes, and the comment and thread still name the file."""
+    repo = new_repo(tmp_path / "repo", {CONTROLS_PATH: "x = 1\n"})
+    commit(repo, {CONTROLS_PATH: "x = 2\npassword = 'hunter2'\n"}, "hostile")
+    hostile = found(f"B105: Possible hardcoded password: '{HOSTILE}'", line(CONTROLS_PATH, 2))
+    hostile["discussion"] = f"It echoes\n\t'{HOSTILE}'{EXTRA}\nfrom the change."
+    out = tmp_path / "out"
+    done = review(tmp_path, repo, *every_format(out), "--fail-on", "critical", findings=[hostile])
+    assert done.exit_code == 0, done.output
+    files = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
+    assert set(files) == {*FILE_NAMES.values(), MANIFEST_NAME}
+    for name, text in [*files.items(), ("stdout", done.stdout), ("stderr", done.stderr)]:
+        assert [c for c in RAW if c in text] == [], name
+    for name in (FILE_NAMES[f] for f in FORMATS if f not in ("markdown", "json")):
+        shown, kept = forge_strings(files[name])
+        assert [t for t in shown if any(c in t for c in RAW)] == [], name
+        assert all(e in "\n".join(shown) for e in ESCAPED), name
+        assert kept <= {CONTROLS_PATH}, name
+    got = read_all(out)
+    assert [c["path"] for c in got["github"]["comments"]] == [CONTROLS_PATH]
+    assert [t["position"]["new_path"] for t in got["threads"]["discussions"]] == [CONTROLS_PATH]
+    assert got["json"].findings[0].subject.endswith(f"'{HOSTILE}'")
+    assert all(e in got["markdown"] for e in ESCAPED)
+
+
+def test_bandit_echoing_a_hostile_literal_writes_it_escaped(tmp_path: Path) -> None:
+    """The real bandit (B105) on a change whose password literal holds escape, override,
+    isolate and CSI: its message echoes the literal, and no file written holds one of
+    them raw; the line comment and the annotation show the escapes."""
+    bwrap_or_skip()
+    roster = ROSTER.split("[[reviewers]]")[0] + (
+        '[[reviewers]]\nid = "bandit"\nbackend = "sarif"\nprogram = "bandit"\n'
+        'args = ["-r", ".", "-f", "sarif", "--exit-zero", "-q"]\n'
+    )
+    repo = new_repo(tmp_path / "repo", {"council.toml": roster, "app.py": "x = 1\n"})
+    literal = "\x1b[31m\u202e\u2066\x9bnimda"
+    commit(repo, {"app.py": f"x = 2\npassword = '{literal}'\n"}, "hostile")
+    out = tmp_path / "out"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), *every_format(out)]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 1, done.output
+    for file in out.iterdir():
+        text = file.read_text(encoding="utf-8")
+        assert [c for c in RAW if c in text] == [], file.name
+    shown = "\\x1b[31m\\u202e\\u2066\\x9bnimda"
+    got = read_all(out)
+    (comment,) = [c for c in got["github"]["comments"] if "B105" in c["body"]]
+    assert shown in comment["body"]
+    (note,) = [a for a in got["checks"]["output"]["annotations"] if "B105" in a["title"]]
+    assert shown in note["title"] and shown in note["message"]

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from council.findings import LineAnchor
 from council.report import render_json
 from tests.fakes.github_api import FakeGitHub
-from tests.forge_cases import finding, report
+from tests.forge_cases import ESCAPED, HOSTILE, RAW, finding, forge_strings, report
 from tests.forge_outputs import (
     CI_ENV,
     HEAD,
@@ -286,3 +286,29 @@ def test_client_repr_hides_the_token(github: FakeGitHub) -> None:
 def test_unavailable_is_exit_3_class() -> None:
     """GitHubUnavailable carries exit code 3 (the council's "could not complete")."""
     assert GitHubUnavailable("x").exit_code == 3
+
+
+def test_what_is_posted_holds_no_raw_control(github: FakeGitHub, tmp_path: Path) -> None:
+    """Outputs holding raw escape, override, isolate, NUL and CSI (as an older council
+    wrote them): the review, its 422 fallback (a path shown in the body), the summary
+    and the check run with its annotation are posted with them escaped."""
+    out = outputs(tmp_path, CRITICAL)
+    comment = {"path": f"a{HOSTILE}.py", "line": 999_999, "side": "RIGHT", "body": HOSTILE}
+    review = {"body": f"review {HOSTILE}", "event": "COMMENT", "comments": [comment]}
+    rewrite(out, "github-review.json", json.dumps(review, ensure_ascii=False))
+    rewrite(out, "council.md", f"## summary {HOSTILE}\n")
+    note = {"path": "app.py", "start_line": 2, "end_line": 2, "annotation_level": "notice"}
+    note |= {"title": f"t {HOSTILE}", "message": f"m\n{HOSTILE}", "raw_details": HOSTILE}
+    output = {"title": "t", "summary": HOSTILE, "text": HOSTILE, "annotations": [note]}
+    checks = {"name": "council", "status": "completed", "conclusion": "success"}
+    rewrite(out, "github-checks.json", json.dumps({**checks, "output": output}))
+    done = publish(github, "--from", str(out), "--checks")
+    assert done.exit_code == 0, done.output
+    posted = [r.body for r in github.mutations()]
+    for body in posted:
+        shown, _ = forge_strings(json.dumps(body))
+        assert [t for t in shown if any(c in t for c in RAW)] == [], body
+    text = json.dumps(posted, ensure_ascii=False)
+    assert all(e in text for e in ESCAPED)
+    fallback = [b for b in posted if "comments" in b and not b["comments"]]
+    assert "a\\x1b[31m\\u202e" in fallback[-1]["body"]

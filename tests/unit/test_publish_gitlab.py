@@ -3,6 +3,7 @@ summary note, idempotent by marker and the token's user, against a fake GitLab."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,17 @@ from click.testing import CliRunner, Result
 
 from council.findings import LineAnchor
 from tests.fakes.gitlab_api import BASE, START, FakeGitLab
-from tests.forge_cases import CAFE, RENAMED_NEW, RENAMED_OLD, finding, messy_change
-from tests.forge_outputs import CI_ENV, HEAD, outputs, quick_pacing
+from tests.forge_cases import (
+    CAFE,
+    ESCAPED,
+    HOSTILE,
+    RAW,
+    RENAMED_NEW,
+    RENAMED_OLD,
+    finding,
+    messy_change,
+)
+from tests.forge_outputs import CI_ENV, HEAD, outputs, quick_pacing, rewrite
 from workers.cli import main
 from workers.forge.markers import marked_run, marker
 
@@ -234,3 +244,22 @@ def test_the_fake_refuses_what_gitlab_would(gitlab: FakeGitLab) -> None:
         answer = httpx2.post(url, json=body, headers=headers)
         assert answer.status_code == 400, (body, answer.text)
         assert word in answer.text
+
+
+def test_what_is_posted_holds_no_raw_control(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    """A thread and the summary holding raw escape, override, isolate, NUL and CSI (as an
+    older council wrote them) are posted with them escaped."""
+    out = messy_out(tmp_path)
+    threads = json.loads((out / "gitlab-discussions.json").read_text())
+    threads["discussions"][0]["body"] = f"thread {HOSTILE}\n/approve"
+    rewrite(out, "gitlab-discussions.json", json.dumps(threads, ensure_ascii=False))
+    rewrite(out, "council.md", f"## summary {HOSTILE}\n")
+    done = publish(gitlab, out)
+    assert done.exit_code == 0, done.output
+    request = gitlab.mrs[MR]
+    bodies = [n["body"] for d in request.discussions for n in d["notes"]]
+    bodies += [n["body"] for n in request.notes]
+    assert len(bodies) == len(FINDINGS)
+    for body in bodies:
+        assert [c for c in RAW if c in body] == [], body
+    assert all(e in bodies[0] and e in bodies[-1] for e in ESCAPED)

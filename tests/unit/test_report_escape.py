@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
-from council.report.escape import block, cell, code, inline
+from council.report.escape import (
+    ZWJ,
+    block,
+    cell,
+    code,
+    for_forge,
+    for_log,
+    inline,
+    no_controls,
+    no_controls_json,
+)
 
 
 def test_inline_collapses_whitespace() -> None:
@@ -87,3 +98,67 @@ def test_linear_on_backtick_heavy_text() -> None:
     inline(text)
     block(text)
     assert time.perf_counter() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("char", "escaped"),
+    [
+        ("\x00", "\\x00"),
+        ("\x1b", "\\x1b"),
+        ("\r", "\\x0d"),
+        ("\x7f", "\\x7f"),
+        ("\x85", "\\x85"),
+        ("\x9b", "\\x9b"),
+        ("\u061c", "\\u061c"),
+        ("\u200e", "\\u200e"),
+        ("\u200f", "\\u200f"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+        ("\u202a", "\\u202a"),
+        ("\u202e", "\\u202e"),
+        ("\u2066", "\\u2066"),
+        ("\u2069", "\\u2069"),
+    ],
+)
+def test_no_controls_escapes_each_control(char: str, escaped: str) -> None:
+    """Each C0/C1 control, separator and bidirectional control is written as its escape,
+    in a body and on one line alike."""
+    assert no_controls(f"a{char}b") == f"a{escaped}b"
+    assert no_controls(f"a{char}b", one_line=True) == f"a{escaped}b"
+
+
+def test_no_controls_keeps_newlines_and_tabs_unless_one_line() -> None:
+    """A body keeps its newlines and tabs; a one-line field escapes them too."""
+    assert no_controls("a\n\tb") == "a\n\tb"
+    assert no_controls("a\n\tb", one_line=True) == "a\\x0a\\x09b"
+
+
+def test_no_controls_is_idempotent_and_leaves_the_rest() -> None:
+    """Escaping twice changes nothing more; accents, emoji and the joiner the mention
+    rule writes are kept."""
+    text = f"café 😀 @{ZWJ}user \x1b[1m\u202e"
+    once = no_controls(text)
+    assert no_controls(once) == once
+    assert once == f"café 😀 @{ZWJ}user \\x1b[1m\\u202e"
+
+
+def test_for_log_uses_the_same_rule() -> None:
+    """The log escaping is :func:`no_controls` plus the workflow-command rule."""
+    text = "x\u200e\x9b\u2066\n::error::y"
+    assert for_log(text) == no_controls(text).replace("\n::", "\n\\::")
+
+
+def test_for_forge_defuses_a_mention_behind_a_control() -> None:
+    """An ``@`` right after a raw control still gets its joiner, and the control shows."""
+    assert for_forge("\u202e@owner") == f"\\u202e@{ZWJ}owner"
+    assert for_forge(for_forge("\u202e@owner")) == for_forge("\u202e@owner")
+
+
+def test_no_controls_json_is_lossless() -> None:
+    """JSON text keeps the exact characters, as ``\\u`` escapes, none of them raw."""
+    value = {"path": "a\u202e\x9b\u2028\x7f\x1b\x00.py", "text": "café\n"}
+    dumped = no_controls_json(json.dumps(value, ensure_ascii=False))
+    assert json.loads(dumped) == value
+    assert "café" in dumped
+    assert not any(c in dumped for c in "\u202e\x9b\u2028\x7f\x1b\x00")
+    assert no_controls_json(dumped) == dumped

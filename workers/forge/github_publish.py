@@ -26,8 +26,11 @@ and by our App. GitHub appends the annotations of each update, so a re-run sends
 those past the check run's ``annotations_count`` (none when complete), in requests of
 at most 50, and updates nothing when all is as it should be.
 
-Every body posted goes through :func:`~council.report.escape.no_mentions` (a finding
-that quotes ``@org/team`` must not page it). Runtime layer (network).
+Every body posted goes through :func:`~council.report.escape.for_forge` (a finding
+that quotes ``@org/team`` must not page it, nor an escape sequence or a right-to-left
+override of the change reach the page raw), and every annotation's title and message
+(and raw details) through :func:`~council.report.escape.no_controls`, whatever file
+they were read from. Runtime layer (network).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from council.report.escape import no_mentions
+from council.report.escape import for_forge, no_controls
 from council.report.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
 from council.report.github_review import fit_body
 from workers.forge.github import GitHubClient, GitHubInvalid, Identity, PublishError
@@ -88,7 +91,7 @@ def _publish_review(
     review = dict(post.review)
     review["commit_id"] = post.head
     comments = [
-        {**c, "body": no_mentions(str(c.get("body", "")))} for c in review.get("comments") or []
+        {**c, "body": for_forge(str(c.get("body", "")))} for c in review.get("comments") or []
     ]
     review["comments"] = comments
     review["body"] = _body("review", post, str(review.get("body", "")))
@@ -189,7 +192,7 @@ def comments_in_body(review: dict[str, Any], why: str) -> dict[str, Any]:
         where = f"{comment.get('path')}:{f'{start}-{line}' if start else line}"
         side = " (old side)" if comment.get("side") == "LEFT" else ""
         parts.append(f"`{where}`{side}\n\n{comment.get('body', '')}")
-    return {**review, "body": fit_body("\n\n".join(parts)), "comments": []}
+    return {**review, "body": fit_body(for_forge("\n\n".join(parts))), "comments": []}
 
 
 # -- the summary -------------------------------------------------------------------------
@@ -219,9 +222,9 @@ def _publish_checks(github: GitHubClient, me: Identity, post: GitHubPost, say: S
     assert post.checks is not None
     run = {**post.checks, "name": CHECK_NAME, "head_sha": post.head, "external_id": post.run_id}
     output = dict(run.pop("output", None) or {})
-    annotations = list(output.pop("annotations", None) or [])
-    output["summary"] = no_mentions(str(output.get("summary", "")))
-    output["text"] = no_mentions(str(output.get("text", "")))
+    annotations = [_shown_annotation(a) for a in output.pop("annotations", None) or []]
+    output["summary"] = for_forge(str(output.get("summary", "")))
+    output["text"] = for_forge(str(output.get("text", "")))
     slug = me.app_slug
     existing = [
         r
@@ -257,6 +260,17 @@ def _publish_checks(github: GitHubClient, me: Identity, post: GitHubPost, say: S
     say(f"check run {ident}: {len(annotations)} annotation(s) in all")
 
 
+def _shown_annotation(annotation: Mapping[str, Any]) -> dict[str, Any]:
+    """An annotation as posted: its title (one line), message and raw details (council
+    writes none, GitHub takes them) without a raw control or bidirectional character;
+    its path, lines and level as they were."""
+    shown = dict(annotation)
+    for key in ("title", "message", "raw_details"):
+        if isinstance(shown.get(key), str):
+            shown[key] = no_controls(shown[key], one_line=key == "title")
+    return shown
+
+
 def _app_slug(run: Mapping[str, Any]) -> str | None:
     app = run.get("app")
     slug = app.get("slug") if isinstance(app, dict) else None
@@ -282,8 +296,9 @@ def _same(found: Mapping[str, Any], run: Mapping[str, Any], output: Mapping[str,
 
 # -- helpers -----------------------------------------------------------------------------
 def _body(kind: str, post: GitHubPost, text: str) -> str:
-    """A body as posted: the run's marker, then the text without mentions, fitted."""
-    return fit_body(f"{marker(kind, post.run_id, post.head)}\n{no_mentions(text)}")
+    """A body as posted: the run's marker, then the text :func:`for_forge` made safe,
+    fitted."""
+    return fit_body(f"{marker(kind, post.run_id, post.head)}\n{for_forge(text)}")
 
 
 def _head_of(pull: Mapping[str, Any]) -> str:

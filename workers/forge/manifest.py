@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from council.report.escape import no_controls_json
+
 MANIFEST_NAME = "council-run.json"
 """The manifest's file name in the output directory."""
 
@@ -63,7 +65,9 @@ def sha256(data: bytes) -> str:
 def render_manifest(
     *, run_id: str, session: str, head: str, base: str, files: dict[str, bytes]
 ) -> str:
-    """The manifest's JSON text for files written (name → the bytes written)."""
+    """The manifest's JSON text for files written (name → the bytes written); no control
+    or bidirectional character of the session's name is written raw
+    (:func:`~council.report.escape.no_controls_json`)."""
     document = {
         "council_outputs": MANIFEST_VERSION,
         "run_id": run_id,
@@ -72,7 +76,7 @@ def render_manifest(
         "base": base,
         "files": {name: sha256(data) for name, data in sorted(files.items())},
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return no_controls_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 @dataclass(frozen=True)
