@@ -79,10 +79,45 @@ def severities(levels: Mapping[str, str] | None = None) -> dict[str, str | None]
 
 
 def normalize_path(path: str) -> str:
-    """A repository-relative path in one spelling: ``/`` separators, no ``./``, no ``..``."""
-    text = path.replace("\\", "/")
-    normal = posixpath.normpath(text) if text else text
+    """A repository-relative path in one spelling: no ``./``, no ``..``, no ``//``.
+
+    A backslash is kept: on POSIX it is part of a file name (``src/evil\\x.py`` is one
+    file, not ``src/evil/x.py``), and rewriting it let a change file an analyzer's
+    result on a path that is not in the change (:class:`ChangedPaths` tries the
+    slash form only as a fallback).
+    """
+    normal = posixpath.normpath(path) if path else path
     return "" if normal == "." else normal
+
+
+def slash_form(path: str) -> str:
+    """``path`` with every backslash read as a separator (a Windows analyzer's spelling)."""
+    return normalize_path(path.replace("\\", "/"))
+
+
+class ChangedPaths:
+    """The change's new-side paths, matched against the paths a SARIF log names.
+
+    Why exact first: a change names its files in git's POSIX spelling, where ``\\`` is
+    an ordinary character; an analyzer on POSIX prints them so too (bandit percent-
+    encodes it, ``src/evil%5Cx.py``). Only a path that names no changed file exactly is
+    read with backslashes as separators, and then only when that names exactly one
+    changed file (an analyzer run on Windows); two candidates are ambiguous and match
+    none.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = {normalize_path(p) for p in paths}
+        self._by_slash: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            self._by_slash.setdefault(slash_form(path), []).append(path)
+
+    def match(self, path: str) -> str | None:
+        """The changed path a SARIF path names, or None when it names none."""
+        if path in self.paths:
+            return path
+        candidates = self._by_slash.get(slash_form(path), [])
+        return candidates[0] if len(candidates) == 1 else None
 
 
 def _uri_path(uri: str) -> str:
@@ -264,7 +299,9 @@ UNANALYZED_SHOWN = 20
 """Most unanalyzed changed files a note names (the rest are counted)."""
 
 
-def unanalyzed(run: _Run, raw_run: Mapping[str, Any], changed: set[str]) -> tuple[list[str], bool]:
+def unanalyzed(
+    run: _Run, raw_run: Mapping[str, Any], changed: ChangedPaths
+) -> tuple[list[str], bool]:
     """What one run's ``invocations`` say the analyzer did NOT analyze: the changed files
     an ``error``-level tool notification names (``toolExecutionNotifications`` or
     ``toolConfigurationNotifications``, SARIF §3.20.21–22: bandit reports a file it could
@@ -286,8 +323,9 @@ def unanalyzed(run: _Run, raw_run: Mapping[str, Any], changed: set[str]) -> tupl
                 locations = note.get("locations")
                 for location in locations if isinstance(locations, list) else ():
                     place = run.path(location)
-                    if place is not None and place[0] in changed and place[0] not in files:
-                        files.append(place[0])
+                    path = changed.match(place[0]) if place is not None else None
+                    if path is not None and path not in files:
+                        files.append(path)
     return files, failed
 
 
@@ -322,7 +360,8 @@ def findings_from_sarif(
     tree reports every old problem too. A result is on a changed file when one of its
     locations names one (paths compared normalized: ``file://`` and ``uriBaseId``
     resolved, absolute paths made relative to the first of ``roots`` (the analyzer's cwd)
-    they lie under, ``./`` dropped). With ``scope`` ``"lines"`` it must also touch the
+    they lie under, ``./`` dropped, backslashes kept: see :class:`ChangedPaths`). With
+    ``scope`` ``"lines"`` it must also touch the
     change: its region's lines (``startLine`` to ``endLine``) meet the file's added lines
     in ``changed_lines`` (new-side path → line numbers); a location without a line, or on
     a file ``changed_lines`` does not list, touches it. With ``scope`` ``"files"``, or an
@@ -339,7 +378,7 @@ def findings_from_sarif(
     """
     if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
         raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")
-    changed = {normalize_path(p) for p in changed_paths}
+    changed = ChangedPaths(changed_paths)
     added = {normalize_path(p): n for p, n in (changed_lines or {}).items()}
     if scope != "lines":
         added = {}
@@ -365,7 +404,11 @@ def findings_from_sarif(
                 continue
             locations = result.get("locations")
             places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
-            on_changed = [p for p in places if p is not None and p[0] in changed]
+            on_changed = [
+                (path, p[1])
+                for p in places
+                if p is not None and (path := changed.match(p[0])) is not None
+            ]
             if not on_changed:
                 ignored += 1
                 continue
