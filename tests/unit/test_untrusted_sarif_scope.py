@@ -24,6 +24,12 @@ from typing import Any
 from click.testing import CliRunner
 
 from council.reviewers.sarif import findings_from_sarif
+from council.reviewers.statements import (
+    SOURCE_MAX_BYTES,
+    python_statements,
+    statement_lines,
+    statement_spans,
+)
 from tests.gitrepo import ROOT
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
@@ -87,3 +93,80 @@ def test_a_result_filed_in_windows_spelling_falls_back_to_the_one_changed_file()
     assert [f["location"]["file"] for f in exact["findings"]] == ["src\\app.py"]
     both = findings_from_sarif(log("a%5Cb%5Cc.py"), ["a/b\\c.py", "a\\b/c.py"])
     assert both["findings"] == [] and both["ignored_results"] == 1
+
+
+CALL = (
+    "import subprocess\n\n\ndef run(x):\n"
+    "    subprocess.call(\n        x,\n        shell={},\n    )\n"
+)
+"""A four-line call at lines 5 to 8; line 7 says whether it runs a shell."""
+
+
+def test_shell_true_on_a_continuation_line_fails_the_gate(tmp_path: Path) -> None:
+    """The change edits only line 7 (``shell=False`` → ``shell=True``); bandit marks lines
+    5–6. The result lies in the edit's hunk, so it is kept: exit 1 (it was exit 0)."""
+    base = {"app.py": CALL.format("False")}
+    code, report, output = review(tmp_path, base, {"app.py": CALL.format("True")})
+    assert code == 1, output
+    (finding,) = [f for f in report["findings"] if f["subject"].startswith("B602")]
+    assert finding["anchor"]["path"] == "app.py"
+
+
+LONG_CALL = (
+    "import subprocess\n\n\ndef run(x):\n"
+    '    subprocess.call(\n        x,\n        "a",\n        "b",\n        shell={},\n    )\n'
+)
+"""A six-line call at lines 5 to 10; line 9, four lines below its start, says whether it
+runs a shell (bandit still marks lines 5–6, out of reach of line 9's hunk)."""
+
+
+def test_shell_true_far_down_a_long_call_fails_the_gate(tmp_path: Path) -> None:
+    """The edit is on line 9 of a call starting at line 5: past the hunk's context, but in
+    the same statement, so the result is kept and reaches line 9: exit 1."""
+    base = {"app.py": LONG_CALL.format("False")}
+    code, report, output = review(tmp_path, base, {"app.py": LONG_CALL.format("True")})
+    assert code == 1, output
+    (finding,) = [f for f in report["findings"] if f["subject"].startswith("B602")]
+    assert (finding["anchor"]["start_line"], finding["anchor"]["line"]) == (5, 9)
+
+
+def test_statement_spans_give_headers_of_compound_statements() -> None:
+    """A simple statement spans all its lines; a compound one its header only; source
+    that does not parse has no spans."""
+    source = b"def f(\n    a,\n):\n    x = g(\n        1,\n    )\n    return x\n"
+    spans = statement_spans(source)
+    assert spans == ((1, 3), (4, 6), (7, 7))
+    table = statement_lines(spans)
+    assert table[5] == (4, 6) and 8 not in table
+    one_line = statement_spans(b"if x: y = (\n    1)\n")
+    assert one_line == ((1, 1), (1, 2)) and statement_lines(one_line)[1] == (1, 1)
+    assert statement_spans(b"def f(:\n") == () and statement_spans(b"x = 1\0") == ()
+    assert statement_spans(b"(" * 10_000) == ()
+
+
+def test_the_statements_of_a_file_outside_the_tree_are_not_read(tmp_path: Path) -> None:
+    """A symbolic link out of the tree, a file over the cap and a non-Python file give no
+    spans (only the hunk rule applies to them); a Python file of the tree does."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside.py"
+    tree.mkdir()
+    outside.write_text("x = 1\n")
+    (tree / "link.py").symlink_to(outside)
+    (tree / "big.py").write_bytes(b"x = 1\n" * (SOURCE_MAX_BYTES // 6 + 1))
+    (tree / "a.txt").write_text("x = 1\n")
+    (tree / "a.py").write_text("x = 1\n")
+    spans = python_statements(tree)
+    assert [spans(name) for name in ("link.py", "big.py", "a.txt", "nope.py")] == [()] * 4
+    assert spans("a.py") == ((1, 1),)
+
+
+def test_an_old_critical_far_from_the_edit_stays_out_but_is_said(tmp_path: Path) -> None:
+    """An old B602 far from the change's lines is still left out (exit 0, no flood of
+    old problems), and the reviewer's note counts it as an error-level result dropped."""
+    old = CALL.format("True") + "\n" * 20 + "\n\ndef other():\n    return 1\n"
+    new = old.replace("return 1", "return 2")
+    code, report, output = review(tmp_path, {"app.py": old}, {"app.py": new})
+    assert code == 0, output
+    assert report["findings"] == []
+    (bandit,) = report["participants"]
+    notes = report["notes"] + bandit.get("notes", [])
+    assert any("1 result(s) at SARIF level error" in note for note in notes), notes
