@@ -170,3 +170,14 @@ def test_an_old_critical_far_from_the_edit_stays_out_but_is_said(tmp_path: Path)
     (bandit,) = report["participants"]
     notes = report["notes"] + bandit.get("notes", [])
     assert any("1 result(s) at SARIF level error" in note for note in notes), notes
+
+
+def test_the_example_bandit_exclude_is_anchored_to_the_tests_folder(tmp_path: Path) -> None:
+    """With the example roster's own ``-x``, files whose path merely contains ``tests``
+    are scanned (each fails the gate); only the top-level ``tests/`` folder is skipped."""
+    sneaky = ["tests_util.py", "testsuite/evil.py", "src/x./tests/t.py", "src/x./tests/*e.py"]
+    change = {name: SHELL for name in [*sneaky, "tests/test_app.py"]}
+    code, report, output = review(tmp_path, {"app.py": "x = 1\n"}, change)
+    assert code == 1, output
+    flagged = {f["anchor"]["path"] for f in report["findings"] if f["subject"].startswith("B602")}
+    assert flagged == set(sneaky)
