@@ -2,7 +2,8 @@
 
 The analyzer runs like a ``command`` reviewer (same process runner: own process group,
 backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
-result located on the change (by default: on an added line of a changed file) becomes
+result located on the change (by default: on an added line of a changed file, or in
+the hunk or Python statement around one: :mod:`council.reviewers.sarif_scope`) becomes
 one entry of the answer contract (docs/harvest.md §1), so the ordinary harvest reads the
 backend's answer::
 
@@ -10,7 +11,8 @@ backend's answer::
                    "label": "issue", "severity": "critical",
                    "subject": "E722: Do not use bare `except`",
                    "discussion": "Do not use bare `except`\\n\\nhttps://docs.astral.sh/..."}],
-     "ignored_results": 4, "outside_change_results": 7, "unreadable_results": 0}
+     "ignored_results": 4, "outside_change_results": 7, "outside_change_errors": 1,
+     "unreadable_results": 0}
 
 Roster options::
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,16 @@ from council.review_result import ReviewResult
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import DEFAULT_SARIF_SCOPE, check_sarif_options, where_of
 from council.reviewers.process import run_program
+from council.reviewers.sarif_scope import (
+    Spans,
+    StatementLines,
+    edit_windows,
+    line_number,
+    reach_edit,
+    statement_edit,
+    touches,
+)
+from council.reviewers.statements import python_statements, statement_lines
 
 SEVERITY_OF_LEVEL: dict[str, str | None] = {
     "error": "critical",
@@ -79,10 +91,45 @@ def severities(levels: Mapping[str, str] | None = None) -> dict[str, str | None]
 
 
 def normalize_path(path: str) -> str:
-    """A repository-relative path in one spelling: ``/`` separators, no ``./``, no ``..``."""
-    text = path.replace("\\", "/")
-    normal = posixpath.normpath(text) if text else text
+    """A repository-relative path in one spelling: no ``./``, no ``..``, no ``//``.
+
+    A backslash is kept: on POSIX it is part of a file name (``src/evil\\x.py`` is one
+    file, not ``src/evil/x.py``), and rewriting it let a change file an analyzer's
+    result on a path that is not in the change (:class:`ChangedPaths` tries the
+    slash form only as a fallback).
+    """
+    normal = posixpath.normpath(path) if path else path
     return "" if normal == "." else normal
+
+
+def slash_form(path: str) -> str:
+    """``path`` with every backslash read as a separator (a Windows analyzer's spelling)."""
+    return normalize_path(path.replace("\\", "/"))
+
+
+class ChangedPaths:
+    """The change's new-side paths, matched against the paths a SARIF log names.
+
+    Why exact first: a change names its files in git's POSIX spelling, where ``\\`` is
+    an ordinary character; an analyzer on POSIX prints them so too (bandit percent-
+    encodes it, ``src/evil%5Cx.py``). Only a path that names no changed file exactly is
+    read with backslashes as separators, and then only when that names exactly one
+    changed file (an analyzer run on Windows); two candidates are ambiguous and match
+    none.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = {normalize_path(p) for p in paths}
+        self._by_slash: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            self._by_slash.setdefault(slash_form(path), []).append(path)
+
+    def match(self, path: str) -> str | None:
+        """The changed path a SARIF path names, or None when it names none."""
+        if path in self.paths:
+            return path
+        candidates = self._by_slash.get(slash_form(path), [])
+        return candidates[0] if len(candidates) == 1 else None
 
 
 def _uri_path(uri: str) -> str:
@@ -199,26 +246,15 @@ def _message(result: Mapping[str, Any], rule: Mapping[str, Any]) -> str:
     return text.strip()
 
 
-def _line(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
-
-
-def _touches(place: tuple[str, Mapping[str, Any]], added: Mapping[str, frozenset[int]]) -> bool:
-    """Whether a located result's region meets the added lines of its file.
-
-    True when the file has no entry in ``added`` (no line information) or the region no
-    ``startLine`` (the result is about the file as a whole).
-    """
-    path, region = place
-    lines = added.get(path)
-    start = _line(region.get("startLine"))
-    if lines is None or start is None:
-        return True
-    end = _line(region.get("endLine"))
-    end = end if end is not None and end >= start else start
-    if end - start < len(lines):
-        return any(n in lines for n in range(start, end + 1))
-    return any(start <= n <= end for n in lines)
+def _level(run: _Run, result: Mapping[str, Any]) -> str:
+    """The result's SARIF level: its own, else its rule's default, else ``warning``."""
+    rule = run.rule(result)[1]
+    level = _text(result.get("level"))
+    if not level:
+        configuration = rule.get("defaultConfiguration")
+        if isinstance(configuration, Mapping):
+            level = _text(configuration.get("level"))
+    return level or DEFAULT_LEVEL
 
 
 def _entry(
@@ -230,12 +266,7 @@ def _entry(
 ) -> dict[str, Any]:
     """One answer-contract entry for a result located at ``path``."""
     rule_id, rule = run.rule(result)
-    level = _text(result.get("level"))
-    if not level:
-        configuration = rule.get("defaultConfiguration")
-        if isinstance(configuration, Mapping):
-            level = _text(configuration.get("level"))
-    severity = severity_of.get(level or DEFAULT_LEVEL, "medium")
+    severity = severity_of.get(_level(run, result), "medium")
     text = _message(result, rule)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     subject = f"{rule_id}: {first}" if rule_id and first else rule_id or first
@@ -243,10 +274,10 @@ def _entry(
     help_uri = _text(rule.get("helpUri"))
     if help_uri:
         discussion = f"{discussion}\n\n{help_uri}" if discussion else help_uri
-    start = _line(region.get("startLine"))
+    start = line_number(region.get("startLine"))
     location: dict[str, Any] = {"kind": "file", "file": path}
     if start is not None:
-        end = _line(region.get("endLine"))
+        end = line_number(region.get("endLine"))
         location = {"kind": "line", "file": path, "start": start}
         location["end"] = end if end is not None and end >= start else start
     entry: dict[str, Any] = {
@@ -264,7 +295,9 @@ UNANALYZED_SHOWN = 20
 """Most unanalyzed changed files a note names (the rest are counted)."""
 
 
-def unanalyzed(run: _Run, raw_run: Mapping[str, Any], changed: set[str]) -> tuple[list[str], bool]:
+def unanalyzed(
+    run: _Run, raw_run: Mapping[str, Any], changed: ChangedPaths
+) -> tuple[list[str], bool]:
     """What one run's ``invocations`` say the analyzer did NOT analyze: the changed files
     an ``error``-level tool notification names (``toolExecutionNotifications`` or
     ``toolConfigurationNotifications``, SARIF §3.20.21–22: bandit reports a file it could
@@ -286,8 +319,9 @@ def unanalyzed(run: _Run, raw_run: Mapping[str, Any], changed: set[str]) -> tupl
                 locations = note.get("locations")
                 for location in locations if isinstance(locations, list) else ():
                     place = run.path(location)
-                    if place is not None and place[0] in changed and place[0] not in files:
-                        files.append(place[0])
+                    path = changed.match(place[0]) if place is not None else None
+                    if path is not None and path not in files:
+                        files.append(path)
     return files, failed
 
 
@@ -307,6 +341,15 @@ def unanalyzed_note(files: Sequence[str], failed: bool) -> str:
     )
 
 
+def outside_note(errors: int) -> str:
+    """The reviewer's note for ``errors`` error-level results left out as off the change."""
+    return (
+        f"{errors} result(s) at SARIF level error lie on changed files but away from the "
+        'lines the change edits, and were left out (scope = "lines"); scope = "files" '
+        "files every result on a changed file"
+    )
+
+
 def findings_from_sarif(
     log: Any,
     changed_paths: Sequence[str],
@@ -315,6 +358,7 @@ def findings_from_sarif(
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
+    statements: Callable[[str], Spans] | None = None,
 ) -> dict[str, Any]:
     """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
 
@@ -322,30 +366,40 @@ def findings_from_sarif(
     tree reports every old problem too. A result is on a changed file when one of its
     locations names one (paths compared normalized: ``file://`` and ``uriBaseId``
     resolved, absolute paths made relative to the first of ``roots`` (the analyzer's cwd)
-    they lie under, ``./`` dropped). With ``scope`` ``"lines"`` it must also touch the
-    change: its region's lines (``startLine`` to ``endLine``) meet the file's added lines
-    in ``changed_lines`` (new-side path → line numbers); a location without a line, or on
-    a file ``changed_lines`` does not list, touches it. With ``scope`` ``"files"``, or an
-    empty ``changed_lines`` (the diff is not known), any result on a changed file counts.
-    Results elsewhere, or with no location, are counted in ``ignored_results``; results
-    on a changed file but off its added lines in ``outside_change_results``; results that
-    are not objects in ``unreadable_results``. ``levels`` maps SARIF levels to severities
-    over the defaults (see :func:`severities`). Changed files the log's invocations say
-    were not analyzed are in ``unanalyzed_files``, and ``execution_failed`` is true when
-    an invocation says it did not succeed (:func:`unanalyzed`).
+    they lie under, ``./`` dropped, backslashes kept: see :class:`ChangedPaths`). With
+    ``scope`` ``"lines"`` it must also touch the change: its region's lines
+    (``startLine`` to ``endLine``) meet the file's added lines in ``changed_lines``
+    (new-side path → line numbers), or lie within the hunk around one, or start in a
+    statement holding one (``statements``: changed path → its statement spans; None:
+    not used); see :mod:`council.reviewers.sarif_scope`. A location without a line, or
+    on a file ``changed_lines`` does not list, touches it. A result kept for the hunk or
+    the statement is filed from its region to the nearest added line there, its
+    discussion saying what the analyzer marked. With ``scope`` ``"files"``, or an empty
+    ``changed_lines`` (the diff is not known),
+    any result on a changed file counts. Results elsewhere, or with no
+    location, are counted in ``ignored_results``; results on a changed file but off its
+    edit in ``outside_change_results``, those of them at SARIF level ``error`` also in
+    ``outside_change_errors`` (the reviewer says so in a note: a dropped critical is
+    never silent); results that are not objects in ``unreadable_results``. ``levels``
+    maps SARIF levels to severities over the defaults (see :func:`severities`). Changed
+    files the log's invocations say were not analyzed are in ``unanalyzed_files``, and
+    ``execution_failed`` is true when an invocation says it did not succeed
+    (:func:`unanalyzed`).
 
     Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
     a ``results`` value of the wrong type).
     """
     if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
         raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")
-    changed = {normalize_path(p) for p in changed_paths}
+    changed = ChangedPaths(changed_paths)
     added = {normalize_path(p): n for p, n in (changed_lines or {}).items()}
     if scope != "lines":
         added = {}
+    windows = {path: edit_windows(lines) for path, lines in added.items()}
+    lines_of: dict[str, StatementLines] = {}
     severity_of = severities(levels)
     findings: list[dict[str, Any]] = []
-    ignored = outside = unreadable = 0
+    ignored = outside = outside_errors = unreadable = 0
     skipped: list[str] = []
     failed = False
     for number, raw_run in enumerate(log["runs"]):
@@ -365,19 +419,45 @@ def findings_from_sarif(
                 continue
             locations = result.get("locations")
             places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
-            on_changed = [p for p in places if p is not None and p[0] in changed]
+            on_changed = [
+                (path, p[1])
+                for p in places
+                if p is not None and (path := changed.match(p[0])) is not None
+            ]
             if not on_changed:
                 ignored += 1
                 continue
-            place = next((p for p in on_changed if _touches(p, added)), None)
+            place = next((p for p in on_changed if touches(p, added)), None)
+            near = None
+            if place is None:
+                near = next((p for p in on_changed if touches(p, added, windows)), None)
+                place = near and (near[0], reach_edit(near[1], added[near[0]]))
+            if place is None and statements is not None:
+                for p in on_changed:
+                    if p[0] not in lines_of:
+                        lines_of[p[0]] = statement_lines(statements(p[0]))
+                    edit = statement_edit(p, added, lines_of[p[0]])
+                    if edit:
+                        near, place = p, (p[0], reach_edit(p[1], edit))
+                        break
             if place is None:
                 outside += 1
+                outside_errors += _level(run, result) == "error"
                 continue
-            findings.append(_entry(run, result, *place, severity_of))
+            entry = _entry(run, result, *place, severity_of)
+            if near is not None:
+                marked = _entry(run, result, *near, severity_of)["location"]
+                entry["discussion"] += (
+                    f"\n\n(The analyzer marked lines {marked['start']}–{marked['end']}; the "
+                    "finding reaches the nearest line the change wrote in the same hunk or "
+                    "statement.)"
+                )
+            findings.append(entry)
     return {
         "findings": findings,
         "ignored_results": ignored,
         "outside_change_results": outside,
+        "outside_change_errors": outside_errors,
         "unreadable_results": unreadable,
         "unanalyzed_files": skipped,
         "execution_failed": failed,
@@ -412,6 +492,7 @@ def answer_from_output(
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
+    statements: Callable[[str], Spans] | None = None,
 ) -> str:
     """The backend's answer (JSON text) for an analyzer's stdout (see :func:`findings_from_sarif`).
 
@@ -428,7 +509,13 @@ def answer_from_output(
             f"{error.colno}); the analyzer must print a SARIF log there"
         ) from error
     answer = findings_from_sarif(
-        log, changed_paths, roots, changed_lines=changed_lines, scope=scope, levels=levels
+        log,
+        changed_paths,
+        roots,
+        changed_lines=changed_lines,
+        scope=scope,
+        levels=levels,
+        statements=statements,
     )
     return json.dumps(answer, ensure_ascii=False, indent=2)
 
@@ -469,6 +556,7 @@ class SarifReviewer:
                 changed_lines=request.changed_lines,
                 scope=str(options.get("scope", DEFAULT_SARIF_SCOPE)),
                 levels=options.get("levels"),
+                statements=python_statements(workdir),
             )
         except SarifError as error:
             if ran.stop is not None:
@@ -480,6 +568,9 @@ class SarifReviewer:
                 reason += f"; the program {ran.exit_reason()}"
             return replace(outcome, failure=reason)
         read = json.loads(answer)
+        if read["outside_change_errors"]:
+            notes = (*outcome.notes, outside_note(read["outside_change_errors"]))
+            outcome = replace(outcome, notes=notes)
         files, failed = read["unanalyzed_files"], read["execution_failed"]
         if files or failed:
             return replace(

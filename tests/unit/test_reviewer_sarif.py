@@ -224,6 +224,7 @@ def test_answer_is_json_in_the_answer_contract() -> None:
         ],
         "ignored_results": 0,
         "outside_change_results": 0,
+        "outside_change_errors": 0,
         "unreadable_results": 0,
         "unanalyzed_files": [],
         "execution_failed": False,
@@ -340,20 +341,26 @@ def test_the_harvest_reads_the_answer_without_warnings() -> None:
     assert [f.severity for f in read.findings] == ["critical", "medium"]
 
 
-ADDED = {"src/app.py": frozenset({3, 4})}
-"""The added lines of the fixture change: lines 3 and 4 of src/app.py."""
+ADDED = {"src/app.py": frozenset({13, 14})}
+"""The added lines of the fixture change: lines 13 and 14 of src/app.py (its hunk, with
+three lines of context, covers lines 10 to 17)."""
 
 
 def test_scope_lines_keeps_results_meeting_added_lines() -> None:
-    """By default only results whose region meets an added line, or has no line, are kept."""
+    """By default only results whose region meets an added line, or lies in its hunk, or
+    has no line, are kept; those reaching out of the hunk or far from it are not."""
     out = findings_from_sarif(
         log(
-            result(region={"startLine": 3}),
-            result(region={"startLine": 1, "endLine": 3}),
-            result(region={"startLine": 4, "endLine": 900_000}),
+            result(region={"startLine": 13}),
+            result(region={"startLine": 1, "endLine": 13}),
+            result(region={"startLine": 14, "endLine": 900_000}),
+            result(region={"startLine": 10, "endLine": 11}),
+            result(region={"startLine": 17}),
             result(region={"startLine": 1}),
-            result(region={"startLine": 5, "endLine": 20}),
-            result(region={"startLine": 9, "endLine": 2}),
+            result(region={"startLine": 9, "endLine": 12}),
+            result(region={"startLine": 15, "endLine": 20}),
+            result(region={"startLine": 18}),
+            result(region={"startLine": 19, "endLine": 2}),
             result(region=None),
             result(region={"charOffset": 10}),
             result("src/other.py"),
@@ -363,14 +370,18 @@ def test_scope_lines_keeps_results_meeting_added_lines() -> None:
         changed_lines=ADDED,
     )
     starts = [f["location"].get("start") for f in out["findings"]]
-    assert starts == [3, 1, 4, None, None]
-    assert out["outside_change_results"] == 3
+    assert starts == [13, 1, 14, 10, 14, None, None]
+    # the two kept for lying in the hunk reach the nearest added line, and say so
+    assert [f["location"].get("end") for f in out["findings"][3:5]] == [13, 17]
+    assert all("The analyzer marked lines" in f["discussion"] for f in out["findings"][3:5])
+    assert "The analyzer marked" not in out["findings"][0]["discussion"]
+    assert out["outside_change_results"] == 5
     assert out["ignored_results"] == 1
 
 
 def test_scope_files_keeps_every_result_on_a_changed_file() -> None:
     """scope files keeps old-line results; so does an empty changed_lines (no diff known)."""
-    sarif = log(result(region={"startLine": 1}), result(region={"startLine": 3}))
+    sarif = log(result(region={"startLine": 1}), result(region={"startLine": 13}))
     for lines, scope in ((ADDED, "files"), ({}, "lines")):
         out = findings_from_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=lines, scope=scope)
         assert len(out["findings"]) == 2
@@ -394,19 +405,19 @@ def test_changed_lines_paths_are_normalized() -> None:
         log(result(region={"startLine": 1})),
         ("src/app.py",),
         [ROOT],
-        changed_lines={"./src/app.py": frozenset({3})},
+        changed_lines={"./src/app.py": frozenset({13})},
     )
     assert out["findings"] == [] and out["outside_change_results"] == 1
 
 
 def test_the_location_on_an_added_line_is_chosen() -> None:
     """With several locations on the changed file, the one meeting the added lines is used."""
-    entry = result(region={"startLine": 1})
-    second = {"artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 4}}
+    entry = result(region={"startLine": 12})
+    second = {"artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 14}}
     entry["locations"].append({"physicalLocation": second})
     out = findings_from_sarif(log(entry), ("src/app.py",), [ROOT], changed_lines=ADDED)
     (finding,) = out["findings"]
-    assert finding["location"]["start"] == 4
+    assert finding["location"]["start"] == 14
 
 
 def test_levels_option_overrides_the_severities() -> None:
