@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from council.agreement.pairs import SCALE, Adjacency, scored_pairs
-from council.agreement.relation import THRESHOLD, Place, Vocabulary, place_of
-from council.agreement.words import Reader
+from council.agreement.relation import THRESHOLD, Place, Vocabulary, norms_of, place_of
+from council.agreement.words import Lexicon
 from council.findings import Finding
 
 LEAVES = 2
@@ -64,33 +64,69 @@ def cluster(
     uses the default). Time and memory about linear in the number of findings.
     Raises ValueError when ``reviewer_of`` is not as long as ``findings``.
     """
-    n = len(findings)
-    if len(reviewer_of) != n:
+    reviewer = reviewer_numbers(reviewer_of, roster_order, len(findings))
+    places = [place_of(finding) for finding in findings]
+    adjacency = pairs_of(findings, places, reviewer, threshold)
+    return groups_of(findings, places, reviewer, adjacency, threshold)
+
+
+def reviewer_numbers(
+    reviewer_of: Sequence[str], roster_order: Sequence[str], findings: int
+) -> list[int]:
+    """Each finding's reviewer as a number: its place in roster order (ids not in the
+    roster after, by id). Raises ValueError unless there is one id per finding."""
+    if len(reviewer_of) != findings:
         raise ValueError(
-            f"reviewer_of names {len(reviewer_of)} reviewers for {n} findings; "
+            f"reviewer_of names {len(reviewer_of)} reviewers for {findings} findings; "
             "give one participant id per finding"
         )
     roster = {name: at for at, name in enumerate(dict.fromkeys(roster_order))}
     names = sorted(set(reviewer_of), key=lambda name: (roster.get(name, len(roster)), name))
     number = {name: at for at, name in enumerate(names)}
-    reviewer = [number[name] for name in reviewer_of]
-    read = Reader()
+    return [number[name] for name in reviewer_of]
+
+
+def pairs_of(
+    findings: Sequence[Finding], places: Sequence[Place], reviewer: Sequence[int], threshold: float
+) -> Adjacency:
+    """The scored pairs (:func:`~council.agreement.pairs.scored_pairs`): the findings read
+    into term ids, weighed over all of them, then blocked and scored. None when a single
+    reviewer raised everything (its findings never merge)."""
+    if len(set(reviewer)) < 2:
+        return {}
+    read = Lexicon()
     terms = [read(finding) for finding in findings]
-    places = [place_of(finding) for finding in findings]
-    vocabulary = Vocabulary(terms)
-    adjacency = scored_pairs(terms, places, reviewer, vocabulary, threshold)
+    vocabulary = Vocabulary(terms, read.identifiers)
+    norms = norms_of(terms, vocabulary.squared)
+    return scored_pairs(
+        terms, places, reviewer, vocabulary.squared, norms, vocabulary.used, threshold
+    )
+
+
+def groups_of(
+    findings: Sequence[Finding],
+    places: Sequence[Place],
+    reviewer: Sequence[int],
+    adjacency: Adjacency,
+    threshold: float,
+) -> list[list[int]]:
+    """The groups :func:`cluster` returns, from the scored pairs: components joined by
+    pairs reaching the threshold; one whose pairs all reach it (of distinct reviewers) is
+    one group at once, any other is merged by average linkage."""
     bar = round(threshold * SCALE)
-    components = _components(adjacency, bar)
-    crowded = [i for component in components if len(component) > 2 for i in component]
-    rank = _ranks(findings, reviewer, places, crowded)
     groups: list[list[int]] = []
-    for component in components:
+    tangled: list[list[int]] = []
+    for component in _components(adjacency, bar):
         if len(component) <= 2 or _clique(component, adjacency, reviewer, bar):
             groups.append(component)
         else:
+            tangled.append(component)
+    if tangled:
+        rank = _ranks(findings, reviewer, places, [i for c in tangled for i in c])
+        for component in tangled:
             groups.extend(_Agglomeration(component, adjacency, reviewer, rank, bar).run())
     grouped = {i for group in groups for i in group}
-    groups.extend([i] for i in range(n) if i not in grouped)
+    groups.extend([i] for i in range(len(findings)) if i not in grouped)
     for group in groups:
         group.sort(key=lambda i: (reviewer[i], i))
     groups.sort(key=lambda group: (reviewer[group[0]], group[0]))
