@@ -233,24 +233,29 @@ class _Agglomeration:
         self.owner: dict[int, int] = {}
         self.key: dict[int, int] = {}
         """Group → the least rank of its members (its place in ties)."""
-        self.held: dict[int, frozenset[int]] = {}
-        """Group → the reviewers of its members."""
+        self.held: dict[int, int] = {}
+        """Group → the reviewers of its members, as a bit mask (bit r: reviewer r)."""
         self.left: dict[int, int] = {}
         self.heap: list[tuple[float, int, int, int, int, int, tuple[int, ...]]] = []
         self.fresh = 0
         for i in component:
             self._make([i])
+        owner = self.owner
         for i in component:
-            row = adjacency[i]
-            for j in sorted((j for j in row if j in self.owner), key=rank.__getitem__):
-                if rank[i] < rank[j] and row[j] >= bar:
-                    self._push(self.owner[i], self.owner[j], row[j], 1, ())
+            mine = rank[i]
+            for j, value in adjacency[i].items():
+                # any order: the heap orders entries by value, then by ranks
+                if value >= bar and j in owner and mine < rank[j]:
+                    self._push(owner[i], owner[j], value, 1, ())
 
     def _make(self, members: list[int]) -> int:
         gid = self.fresh
         self.fresh += 1
         self.groups[gid] = members
-        self.held[gid] = frozenset(self.reviewer[i] for i in members)
+        mask = 0
+        for i in members:
+            mask |= 1 << self.reviewer[i]
+        self.held[gid] = mask
         self.key[gid] = min(self.rank[i] for i in members)
         for i in members:
             self.owner[i] = gid
@@ -265,7 +270,7 @@ class _Agglomeration:
 
     def _clashes(self, a: int, b: int) -> int:
         """How many reviewers both groups hold a finding of."""
-        return len(self.held[a] & self.held[b])
+        return (self.held[a] & self.held[b]).bit_count()
 
     def _score(self, i: int, j: int) -> int:
         return self.adjacency.get(i, {}).get(j, 0)
@@ -329,10 +334,11 @@ class _Agglomeration:
                     cross[other] = cross.get(other, 0) + value
         size = len(self.groups[gid])
         bar = self.bar
-        for other in sorted(
-            (g for g, total in cross.items() if total >= bar), key=self.key.__getitem__
-        ):
-            total, theirs = cross[other], len(self.groups[other])
+        # the order of pushes does not matter: the heap orders entries by their values
+        for other, total in cross.items():
+            if total < bar:
+                continue
+            theirs = len(self.groups[other])
             clashes = self._clashes(gid, other)
             if not clashes:
                 if total >= self.bar * size * theirs:

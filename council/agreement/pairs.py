@@ -205,18 +205,25 @@ def _score_by_rare_terms(
     two askers are scored once (from the earlier one's side).
 
     A candidate's rare shared terms are summed while it is found (an accumulator per
-    asker); the terms too common to be looked up can add at most their own weight, so a
-    candidate whose rare sum plus that bound stays under the floor is dropped without
-    intersecting (exactly: the bound is never under the score), and one whose asker has
-    no common term is scored from the sum alone. Only the rest cost an intersection.
+    asker). The terms too common to be looked up add at most their own weight, so a
+    candidate whose rare sum plus that bound stays under the floor is dropped (exactly:
+    the bound is never under the score); for the others the common shared terms are
+    added from each finding's few common terms (kept once per finding), so no pair
+    intersects whole term sets.
     """
     terms, places, squared = scorer.terms, scorer.places, scorer.squared
     wanted: set[int] = set()
     for i in askers:
         wanted.update(terms[i])
     if used is not None:
-        wanted = {t for t in wanted if 1 < used[t] <= cap}
-    postings = _postings(terms, among, wanted)
+        common = {t for t in wanted if used[t] > cap}
+        postings = _postings(terms, among, {t for t in wanted if 1 < used[t] <= cap})
+    else:
+        postings = _postings(terms, among, wanted)
+        common = {t for t, listed in postings.items() if len(listed) > cap}
+        for t in common:
+            del postings[t]
+    commons: dict[int, tuple[int, ...]] = {}
     asking = set(askers)
     norms, reviewer, floor, keep = scorer.norms, scorer.reviewer, scorer.floor, scorer.keep
     for i in askers:
@@ -224,17 +231,9 @@ def _score_by_rare_terms(
         if not norm:
             continue
         sums: dict[int, int] = {}
-        common = 0
         for term in terms[i]:
             listed = postings.get(term)
-            if listed is None:
-                if used is not None and used[term] > cap:
-                    common += squared(term)
-                continue
-            if len(listed) > cap:
-                common += squared(term)
-                continue
-            if len(listed) == 1:
+            if listed is None or len(listed) == 1:
                 continue
             weight = squared(term)
             for j in listed:
@@ -242,8 +241,9 @@ def _score_by_rare_terms(
         sums.pop(i, None)
         if not sums:
             continue
+        own = common.intersection(terms[i])
+        bound = sum(map(squared, own))
         here, who = places[i], reviewer[i]
-        own: set[int] | None = None
         for j, shared in sums.items():
             if reviewer[j] == who or (j < i and j in asking):
                 continue
@@ -251,12 +251,13 @@ def _score_by_rare_terms(
             if not factor:
                 continue
             norms_ij = norm * norms[j]
-            if common:
-                if round((shared + common) / norms_ij * factor * SCALE) < floor:
+            if bound:
+                if round((shared + bound) / norms_ij * factor * SCALE) < floor:
                     continue
-                if own is None:
-                    own = set(terms[i])
-                shared = sum(map(squared, own.intersection(terms[j])))
+                theirs = commons.get(j)
+                if theirs is None:
+                    theirs = commons[j] = tuple(common.intersection(terms[j]))
+                shared += sum(map(squared, own.intersection(theirs)))
             # cosine_of(shared, norm, norms[j]) × factor, as everywhere
             value = round(shared / norms_ij * factor * SCALE)
             if value >= floor:
