@@ -522,15 +522,15 @@ PHASES = ("places", "read", "weigh", "pairs", "groups", "build")
 findings read into term ids (Lexicon); the weights and norms (Vocabulary); the blocked,
 scored pairs; the groups (components, cliques, average linkage); then the rest of
 consolidate(): the exact says_the_same pass, the joins and the consolidated findings
-with their members (consolidate() minus cluster(), timed in the same run)."""
+with their members (consolidate()'s best CPU time less the other phases)."""
 
 
 def phases(
-    findings: list[Finding], raised: list[str], roster: list[str]
+    findings: list[Finding], raised: list[str], roster: list[str], whole: float
 ) -> tuple[dict[str, float], list[list[int]]]:
     """CPU seconds of each of :data:`PHASES` on these findings: the steps cluster() takes,
     called one by one (with the collector paused as consolidate() pauses it), and the
-    rest of consolidate() as the difference of the two; and the groups."""
+    rest of consolidate() as ``whole`` (its CPU seconds) less their sum; and the groups."""
     out: dict[str, float] = {}
 
     def step(name: str, run: Callable[[], T]) -> T:
@@ -558,9 +558,7 @@ def phases(
             ),
         )
         groups = step("groups", lambda: groups_of(findings, places, reviewer, adjacency, THRESHOLD))
-    whole = timed(partial(consolidate, _tellings(findings, raised, roster)), 1).cpu
-    alone = timed(partial(cluster, findings, raised, roster), 1).cpu
-    out["build"] = max(0.0, whole - alone)
+    out["build"] = max(0.0, whole - sum(out.values()))
     return out, groups
 
 
@@ -581,7 +579,7 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str]) -> None:
         run = timed(whole, 1 if size >= 100_000 else 3)
         mb = peak_mb(whole)
         exact = timed(partial(baseline_merge, findings, raised, roster), 1)
-        split, groups = phases(findings, raised, roster)
+        split, groups = phases(findings, raised, roster, run.cpu)
         cpu[size] = run.cpu
         consolidated = run.result if isinstance(run.result, list) else []
         print(

@@ -37,7 +37,7 @@ from council.findings import (
     anchor_precision,
     severity_rank,
 )
-from council.sameness import fold_subject
+from council.sameness import fold_subject, fold_subjects
 
 
 def with_origin(findings: Sequence[Finding], origin: Origin) -> list[Finding]:
@@ -330,8 +330,12 @@ def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
     and the walk never looks across subjects, so it runs on those alone, one subject at a
     time, in walk order: the same groups, without a kept finding per telling."""
     by_subject: dict[str, list[int]] = {}
-    for at, (_, finding) in enumerate(flat):
-        by_subject.setdefault(fold_subject(finding.subject), []).append(at)
+    for at, subject in enumerate(fold_subjects(finding.subject for _, finding in flat)):
+        listed = by_subject.get(subject)
+        if listed is None:
+            by_subject[subject] = [at]
+        else:
+            listed.append(at)
     repeats: list[list[int]] = []
     for positions in by_subject.values():
         if len({flat[i][0] for i in positions}) < 2:

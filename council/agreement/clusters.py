@@ -268,10 +268,6 @@ class _Agglomeration:
         low, high = (first, second) if first < second else (second, first)
         heapq.heappush(self.heap, (-(total / pairs), low, high, bound, a, b, leaving))
 
-    def _clashes(self, a: int, b: int) -> int:
-        """How many reviewers both groups hold a finding of."""
-        return (self.held[a] & self.held[b]).bit_count()
-
     def _score(self, i: int, j: int) -> int:
         return self.adjacency.get(i, {}).get(j, 0)
 
@@ -327,26 +323,28 @@ class _Agglomeration:
     def _push_neighbours(self, gid: int) -> None:
         """Push every merge of group ``gid`` with a group it has scored pairs with."""
         cross: dict[int, int] = {}
+        owner, adjacency = self.owner, self.adjacency
+        empty: dict[int, int] = {}
         for i in self.groups[gid]:
-            for j, value in self.adjacency.get(i, {}).items():
-                other = self.owner.get(j)
+            for j, value in adjacency.get(i, empty).items():
+                other = owner.get(j)
                 if other is not None and other != gid:
                     cross[other] = cross.get(other, 0) + value
-        size = len(self.groups[gid])
-        bar = self.bar
+        groups, held, bar = self.groups, self.held, self.bar
+        size, mine = len(groups[gid]), held[gid]
         # the order of pushes does not matter: the heap orders entries by their values
         for other, total in cross.items():
             if total < bar:
                 continue
-            theirs = len(self.groups[other])
-            clashes = self._clashes(gid, other)
+            theirs = len(groups[other])
+            clashes = (mine & held[other]).bit_count()
             if not clashes:
-                if total >= self.bar * size * theirs:
+                if total >= bar * size * theirs:
                     self._push(gid, other, total, size * theirs, ())
                 continue
             # at least one member leaves per clash, from either side: the fewest pairs left
             fewest = min((size - clashes) * theirs, size * (theirs - clashes))
-            if fewest > 0 and total >= self.bar * fewest:
+            if fewest > 0 and total >= bar * fewest:
                 self._push(gid, other, total, fewest, (), bound=1)
 
     def run(self) -> list[list[int]]:
