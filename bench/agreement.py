@@ -522,7 +522,8 @@ PHASES = ("places", "read", "weigh", "pairs", "groups", "build")
 findings read into term ids (Lexicon); the weights and norms (Vocabulary); the blocked,
 scored pairs; the groups (components, cliques, average linkage); then the rest of
 consolidate(): the exact says_the_same pass, the joins and the consolidated findings
-with their members (consolidate()'s best CPU time less the other phases)."""
+with their members (consolidate()'s best CPU time less the other phases, which are one
+run each: on a small input the difference can be lost in noise and reads 0)."""
 
 
 def phases(
