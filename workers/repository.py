@@ -42,8 +42,10 @@ from workers.diff_stream import DiffCut
 from workers.git_objects import Blobs, CheckedBlob, TreeEntry
 from workers.tree_archive import (
     DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    LINK_TARGET_MAX_BYTES,
     UNPACKED_TREE_KNOB,
-    check_link,
+    check_links,
+    link_refused,
     tar_bytes,
 )
 
@@ -790,16 +792,24 @@ class Repository:
         * ``cap_bytes``: the packed bytes, checked as they grow; over it,
           :class:`ChangeTooLarge` (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``).
 
-        A symbolic link that is absolute or leads out of the tree raises
-        :class:`RepositoryError` naming the link, its target and why: a worker refuses
-        to unpack such a tree, so every reviewer would fail (the check fails closed).
+        A symbolic link that is absolute or leads out of the tree, by its text or once
+        the tree's other links are followed (``d -> .``, then ``a -> d/d/../..`` leads
+        to the tree's parent; :class:`~workers.tree_archive.LinkResolver`), or loops,
+        or whose target is longer than
+        :data:`~workers.tree_archive.LINK_TARGET_MAX_BYTES`, raises
+        :class:`RepositoryError` naming the link, its target and why, before any file
+        is read: a worker refuses to unpack such a tree, so every reviewer would fail
+        (the check fails closed). A link's target counts against ``max_unpacked_bytes``
+        as content (a tar header holds a long one in extra blocks), so the targets
+        held to be checked are capped too.
         Raises :class:`RepositoryError` when git fails. Source: docs/architecture.md "State in
         Redis"; issue "The change under review is untrusted".
         """
         sha = self.resolve(head_sha)
         total = 0
+        link_objects: dict[str, str] = {}
         for entry in self._tree_entries(sha):
-            total += tar_bytes(entry.size if entry.kind == "blob" and entry.mode != "120000" else 0)
+            total += tar_bytes(entry.size if entry.kind == "blob" else 0)
             if total > max_unpacked_bytes:
                 raise ChangeTooLarge(
                     "unpacked head tree",
@@ -808,6 +818,17 @@ class Repository:
                     UNPACKED_TREE_KNOB,
                     at_least=True,
                 )
+            if entry.mode == "120000":
+                if entry.size > LINK_TARGET_MAX_BYTES:
+                    raise link_refused(
+                        entry.path,
+                        f"its target is {entry.size} bytes, longer than any path "
+                        f"({LINK_TARGET_MAX_BYTES} bytes)",
+                    )
+                link_objects[entry.path] = entry.obj
+        read = self.blobs(list(link_objects.values()))
+        links = {path: os.fsdecode(read[obj]) for path, obj in link_objects.items()}
+        check_links(links)
         mtime = int(self._must("show", "-s", "--format=%ct", sha).decode().strip() or 0)
         packed = io.BytesIO()
 
@@ -828,9 +849,12 @@ class Repository:
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
                 elif entry.mode == "120000":
-                    blobs.open(entry.obj)
-                    target = os.fsdecode(blobs.read())
-                    check_link(entry.path, target)
+                    target = links.get(entry.path)
+                    if target is None:  # the tree changed under us: fail closed
+                        raise RepositoryError(
+                            f"the link {entry.path!r} of the head tree was not listed",
+                            "Run the review again",
+                        )
                     info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, target
                     tar.addfile(info)
                 else:
