@@ -426,3 +426,59 @@ def test_a_link_out_of_the_tree_is_refused_naming_it(tmp_path: Path, target: str
     assert done.exit_code == 2, done.output
     assert "'docs/escape'" in done.output and repr(target) in done.output
     assert "Rebuild" not in done.output
+
+
+def test_chained_links_that_leave_the_tree_are_refused_naming_them(tmp_path: Path) -> None:
+    """``d -> .`` and ``a -> d/d/../..`` each stay inside by their text, and together lead
+    to the tree's parent: the run is refused before anything is sent, naming ``a``; a
+    link that loops is refused too."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    os.symlink(".", repo / "d")
+    os.symlink("d/d/../..", repo / "a")
+    commit(repo, {"app.py": "y = 2\n"}, "links")
+    done = review(repo, tmp_path, roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "'a'" in done.output and "'d/d/../..'" in done.output
+    assert "once the tree's links are followed" in done.output
+
+    loop = new_repo(tmp_path / "loop", {"app.py": "x = 1\n"})
+    os.symlink("y", loop / "x")
+    os.symlink("x", loop / "y")
+    commit(loop, {"app.py": "y = 2\n"}, "loop")
+    with pytest.raises(RepositoryError, match="loops through the tree's links"):
+        Repository(loop).archive("HEAD", 50_000_000)
+
+
+def test_a_report_is_not_written_through_a_link_in_the_checkout(tmp_path: Path) -> None:
+    """The change commits ``report.json -> ../precious.txt`` and CI runs ``--json
+    report.json`` in the checkout: refused (exit 2) before the run, naming the option and
+    the link; nothing is written outside. A link on the way (``out -> ../elsewhere``)
+    is refused as well."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    os.symlink("../precious.txt", repo / "report.json")
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink("../elsewhere", repo / "out")
+    commit(repo, {"app.py": "y = 2\n"}, "links")
+    rp = roster_beside(tmp_path)
+    done = review(repo, tmp_path, "--json", str(repo / "report.json"), roster=rp)
+    assert done.exit_code == 2, done.output
+    assert "--json" in done.output and "is a symbolic link" in done.output
+    assert not (tmp_path / "precious.txt").exists()
+    md = repo / "out" / "report.md"
+    done = review(repo, tmp_path, "--markdown", str(md), roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "lies behind the symbolic link" in done.output
+    assert not (tmp_path / "elsewhere" / "report.md").exists()
+
+
+def test_a_state_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    """``--state`` naming a link (here outside the checkout, to a file elsewhere): council
+    neither reads nor writes its sessions through it (exit 2); the target is untouched."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {"app.py": "y = 2\n"}, "edit")
+    os.symlink(tmp_path / "target.json", tmp_path / "state.json")
+    state = str(tmp_path / "state.json")
+    done = review(repo, tmp_path, "--state", state, roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "--state" in done.output and "symbolic link" in done.output
+    assert not (tmp_path / "target.json").exists()
