@@ -450,6 +450,19 @@ def test_chained_links_that_leave_the_tree_are_refused_naming_them(tmp_path: Pat
         Repository(loop).archive("HEAD", 50_000_000)
 
 
+def test_a_laid_base_link_cannot_leave_through_the_head_trees_links(tmp_path: Path) -> None:
+    """The base's configuration file is a link ``d/d/../../x`` (inside, by its text),
+    laid over a head tree holding ``d -> .``: there it would lead above the tree, so
+    it is left out; a base link that stays inside is laid."""
+    tree = tmp_path / "work" / "tree"
+    tree.mkdir(parents=True)
+    os.symlink(".", tree / "d")
+    files = {"link:setup.cfg": b"d/d/../../x", "link:tox.ini": b"d/app.py"}
+    laid = TreeCache(tmp_path / "work").overlaid("run1", "base-config", tree, lambda: files)
+    assert not (laid / "setup.cfg").is_symlink()
+    assert os.readlink(laid / "tox.ini") == "d/app.py"
+
+
 def test_a_report_is_not_written_through_a_link_in_the_checkout(tmp_path: Path) -> None:
     """The change commits ``report.json -> ../precious.txt`` and CI runs ``--json
     report.json`` in the checkout: refused (exit 2) before the run, naming the option and
