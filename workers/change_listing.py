@@ -161,7 +161,7 @@ class ChangeCounter:
 
     def walk(self, old_tree: str | None, new_tree: str | None) -> int:
         """The entries ``old_tree`` and ``new_tree`` (object ids; None: no tree) differ
-        by, each file or folder once per side, at most ``cap``."""
+        by, each path (a file or a folder) once, at most ``cap``."""
         stack = [(old_tree, new_tree)]
         while stack:
             old, new = stack.pop()
@@ -172,16 +172,15 @@ class ChangeCounter:
                 a, b = left.get(name), right.get(name)
                 if a == b:
                     continue
-                sides = [s for s in (a, b) if s is not None]
-                self._add(len(sides))
+                self._add()
                 old_sub = a[1] if a is not None and a[0] == _TREE else None
                 new_sub = b[1] if b is not None and b[0] == _TREE else None
                 if old_sub is not None or new_sub is not None:
                     stack.append((old_sub, new_sub))
         return self.count
 
-    def _add(self, entries: int) -> None:
-        self.count += entries
+    def _add(self) -> None:
+        self.count += 1
         if self.count > self.cap:
             raise ChangeTooLarge(
                 "change",

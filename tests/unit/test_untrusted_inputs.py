@@ -567,7 +567,7 @@ def test_a_git_bomb_is_refused_by_the_cap_on_the_changes_files(tmp_path: Path) -
 def test_the_listing_of_the_changes_files_is_capped_while_read(tmp_path: Path) -> None:
     """git's listing of a change of 5 files, fed in 7-byte chunks under a cap of 3: the
     4th record raises (the caller stops git then); a path longer than PATH_MAX is refused
-    before its end is read."""
+    before its end is read. The same change passes a cap of 5 and not one of 4."""
     repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
     commit(repo, {f"f{i}.py": f"{i}\n" for i in range(5)}, "five")
     raw = subprocess.run(
@@ -584,6 +584,9 @@ def test_the_listing_of_the_changes_files_is_capped_while_read(tmp_path: Path) -
     assert caught.value.unit == "files" and caught.value.size == 4 and caught.value.cap == 3
     with pytest.raises(RepositoryError, match="longer than 4096 bytes"):
         ChangeListing(3).feed(raw.split(b"\0")[0] + b"\0" + b"a" * 5000)
+    assert len(Repository(repo, max_changed_files=5).changed_entries("HEAD~1", "HEAD")) == 5
+    with pytest.raises(ChangeTooLarge, match="at least 5 files and folders"):
+        Repository(repo, max_changed_files=4).changed_entries("HEAD~1", "HEAD")
 
 
 # -- 10. a submodule the change adds ----------------------------------------------------
