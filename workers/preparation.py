@@ -29,6 +29,7 @@ from council.reviewers import check_options
 from council.roster import Roster
 from council.secret_masks import SecretSpan, mask_change, secrets_note
 from workers.base_args import base_arg_files
+from workers.change_listing import submodule_notes
 from workers.clock import now_ms
 from workers.config_overlay import ConfigOverlay, overlay_note, read_config_overlay
 from workers.recordings import recorded_lineup
@@ -124,10 +125,15 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     :class:`ConfigurationError` subclasses (exit 2) for a bad repository, ref, roster or
     cap; :class:`NothingToReview` (exit 0) for an empty change.
     """
-    repo = Repository(options.repo)
+    repo = Repository(options.repo, max_changed_files=settings.max_changed_files)
     refs = _resolve_refs(repo, options)
     roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
-    roster_notes = (*roster_notes, *attributes_notes(repo.changed_paths(refs.base, refs.head)))
+    listed = repo.changed_entries(refs.base, refs.head)
+    roster_notes = (
+        *roster_notes,
+        *attributes_notes(repo.changed_paths(refs.base, refs.head)),
+        *submodule_notes(listed),
+    )
     _check_visibility_timeout(settings, roster, mode)
     change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
     secrets = tuple(find_secrets(change))

@@ -45,6 +45,7 @@ from workers.cli.outputs import (
     nothing_to_review,
     output_option,
     plan_outputs,
+    refuse_link,
 )
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.clock import now_ms
@@ -215,7 +216,8 @@ def review_command(
       council review --base origin/main --format markdown --format sarif \\
         --format github-review --output out   # then: council publish github --from out
     """
-    outputs = plan_outputs(formats, output, json_out, markdown_out)
+    checkout = _checkout(repo)
+    outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
     settings = _with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     if mode == "embedded":
@@ -397,8 +399,19 @@ def _with_state(cli: CliContext, state: Path | None) -> Settings:
     return cli.settings.model_copy(update={"state_path": state})
 
 
+def _checkout(repo: Path) -> Path | None:
+    """The top of the repository ``--repo`` names, or None when it cannot be read
+    (``prepare`` then says why)."""
+    try:
+        return Repository(repo).path
+    except ConfigurationError:
+        return None
+
+
 def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
-    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository.
+    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository,
+    or one reached through a symbolic link (:func:`~workers.cli.outputs.refuse_link`:
+    the file itself, or a link inside the checkout on its way).
 
     The state file holds the sessions: finding ids, identities, dismissals and the head
     the last round reviewed. One committed in the repository (in the index a checkout
@@ -412,8 +425,10 @@ def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
         repository = Repository(repo)
         tracked = repository.tracked(path, head)
     except ConfigurationError:
+        refuse_link("--state", path)
         return
     if tracked is None:
+        refuse_link("--state", path, repository.path)
         return
     raise UsageProblem(
         f"the state file {path} is tracked by git in {repository.path} (as {tracked!r}): "

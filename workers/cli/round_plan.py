@@ -121,10 +121,12 @@ def plan_round(
     The change starts at the merge base of ``base`` and ``head`` (what a forge shows as a
     pull request: three dots), unless ``exact_base`` (``--base-exact``: two dots).
     """
-    repository = Repository(repo)
+    repository = Repository(repo, max_changed_files=settings.max_changed_files)
     start, notes = _start_of_change(repository, base, head, exact_base)
     key, said = _session_key(repository, head, session)
-    source = read_trusted_baseline(repo, start, head, baseline)
+    source = read_trusted_baseline(
+        repo, start, head, baseline, max_changed_files=settings.max_changed_files
+    )
     source.parsed()
     notes += said
     if not since_last:
