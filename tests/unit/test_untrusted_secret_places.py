@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
+from workers.repository import Repository
 from workers.secret_scan import EXCLUDED_FILE_MAX_BYTES
 
 LOCK_KEY = "AKIA" + "Q3EGRMZ7XK5TBN2W"
@@ -48,8 +49,26 @@ import json, os
 name = os.listdir("keys")[0]
 print(json.dumps({{"findings": [{{
     "subject": "a key file is committed: keys/" + name,
-    "label": "issue", "severity": "major",
+    "label": "issue", "severity": "medium",
     "location": {{"kind": "line", "file": "keys/" + name, "start": 1}},
+}}]}}))
+"""
+
+KEY_RULE = "SEC001"
+
+SARIF_SCANNER = f"""\
+#!{sys.executable}
+# A SARIF analyzer naming the key file as it is in the real tree.
+import json, os
+uri = "keys/" + os.listdir("keys")[0]
+print(json.dumps({{"version": "2.1.0", "runs": [{{
+    "tool": {{"driver": {{"name": "keyscan"}}}},
+    "results": [{{
+        "ruleId": "{KEY_RULE}", "level": "error",
+        "message": {{"text": "a key file in the tree"}},
+        "locations": [{{"physicalLocation": {{
+            "artifactLocation": {{"uri": uri}}, "region": {{"startLine": 1}}}}}}],
+    }}],
 }}]}}))
 """
 
@@ -60,17 +79,20 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     """The pull request adds an AWS key in an excluded ``deps.lock``, one in a file's
     name, one in an excluded lock file too big to scan, and a shell injection in
     ``app.py``. The model reviewer lists, greps and reads the tree: no request holds any
-    of the keys (the named file goes by its masked name, the big one is withheld); an
-    analyzer reading the real tree names the key file; a replay reviewer quotes the two
-    keys council read. No output holds a key, the notes name the files masked, and the injection is
-    still reviewed."""
+    of the keys (the named file goes by its masked name, the big one is withheld); two
+    analyzers reading the real tree (one answering SARIF) name the key file, and their
+    findings land on its masked name in the diff; a replay reviewer quotes the two
+    keys council read. No output holds a key, the notes name the files masked,
+    and the injection is still reviewed."""
     from tests.fakes import FakeOpenAI, Scenario, ToolCall
     from tests.fakes.review import BACKENDS
 
     bwrap_or_skip()
-    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "tools/scan.py": SCANNER})
-    (repo / "tools" / "scan.py").chmod(0o755)
-    commit(repo, {"tools/scan.py": SCANNER}, "executable")
+    tools = {"tools/scan.py": SCANNER, "tools/sarif.py": SARIF_SCANNER}
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", **tools})
+    for tool in tools:
+        (repo / tool).chmod(0o755)
+    commit(repo, tools, "executable")
     named = f"keys/{NAME_KEY}.txt"
     pull = {"app.py": APP, "deps.lock": LOCK, named: "staging\n", "vendor.lock": BIG}
     commit(repo, pull, "the pull request")
@@ -108,6 +130,7 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
             + 'tools = ["read_file", "list_files", "grep"]\n'
             + '[[reviewers]]\nid = "quoter"\nbackend = "replay"\nanswer = "quote.json"\n'
             + f'[[reviewers]]\nid = "scan"\nbackend = "command"\nprogram = "{repo}/tools/scan.py"\n'
+            + f'[[reviewers]]\nid = "sarif"\nbackend = "sarif"\nprogram = "{repo}/tools/sarif.py"\n'
         )
         out = tmp_path / "out"
         formats = [
@@ -143,10 +166,57 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert subjects["hawk"] == "shell injection in run"  # the rest is still reviewed
     assert subjects["quoter"] == "credentials committed: [masked secret], [masked secret]"
     assert subjects["scan"] == "a key file is committed: keys/[masked secret].txt"
+    assert subjects["sarif"] == f"{KEY_RULE}: a key file in the tree"
+    assert report["off_diff"] == {}  # the findings on the key file land on the masked diff
     (excluded,) = [n for n in report["notes"] if "excluded by [paths]" in n]
     assert "deps.lock" in excluded and "vendor.lock" in excluded
     (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
     assert note.startswith("2 likely secret(s) the change adds were masked")
     assert '"deps.lock":2' in note and '"keys/[masked secret].txt" (file name' in note
-    assert '1 excluded file(s) were not scanned for secrets and are withheld' in note
+    assert "1 excluded file(s) were not scanned for secrets and are withheld" in note
     assert '"vendor.lock"' in note
+
+
+def test_a_key_in_a_directory_name_is_masked_in_the_diff_and_the_tree(tmp_path: Path) -> None:
+    """The change adds ``creds/<key>/id.txt`` (which names its own directory) and an
+    executable ``creds/<key>/run.sh``, and renames ``old.txt`` into the directory: the
+    diff reviewers read names only ``creds/[masked secret]/…``, headers and lines alike;
+    the tree models read has the directory under its masked name (the files' modes and
+    other contents kept, the key masked inside them), and nothing else moved; the masker
+    a worker builds knows the value."""
+    from council.diff import read_change
+    from council.secret_masks import MASK, Masker, mask_change, values_from
+    from workers.request import _masked_files
+    from workers.secret_scan import find_secrets
+    from workers.trees import TreeCache
+
+    folder = f"creds/{NAME_KEY}"
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "old.txt": "old\n"})
+    commit(
+        repo,
+        {f"{folder}/id.txt": f"see {folder}\n", f"{folder}/run.sh": "echo\n", "old.txt": None},
+        "keys",
+    )
+    (repo / folder / "old.txt").write_text("old\n")
+    (repo / folder / "run.sh").chmod(0o755)
+    commit(repo, {}, "rename")
+    git_repo = Repository(repo)
+    raw = git_repo.diff("HEAD~2", "HEAD")
+    change = read_change(raw, (), ())[0]
+    spans = find_secrets(change, paths=git_repo.changed_paths("HEAD~2", "HEAD"))
+    assert {(s.place, s.kind) for s in spans} == {(p, "AWS Access Key") for p in ("line", "path")}
+    masked = mask_change(change, spans)
+    assert NAME_KEY not in masked.text and NAME_KEY not in " ".join(masked.paths)
+    assert f"rename to creds/{MASK}/old.txt" in masked.text
+    assert f"+see creds/{MASK}" in masked.text
+    assert values_from(spans, lambda path: None) == (NAME_KEY,)
+    assert Masker(values_from(spans, lambda path: None)).text(folder) == f"creds/{MASK}"
+    cache = TreeCache(tmp_path / "work")
+    tree = cache.tree("r1", lambda: git_repo.archive("HEAD", 50_000_000))
+    assert tree is not None
+    laid = cache.overlaid("r1", "masked", tree, lambda: _masked_files(tree, spans))
+    shown = sorted(p.relative_to(laid).as_posix() for p in laid.rglob("*") if p.is_file())
+    assert shown == ["app.py", *(f"creds/{MASK}/{n}" for n in ("id.txt", "old.txt", "run.sh"))]
+    assert (laid / "creds" / MASK / "id.txt").read_text() == f"see creds/{MASK}\n"
+    assert (laid / "creds" / MASK / "run.sh").stat().st_mode & 0o111
+    assert (tree / folder / "id.txt").read_text() == f"see {folder}\n"  # the tree untouched
