@@ -93,8 +93,10 @@ class Round:
     """The analyzer configuration files the change edits, and the base's side of them,
     laid over the tree of program reviewers with ``config_from = "base"``."""
     secrets: tuple[SecretSpan, ...] = ()
-    """The places of the likely secrets the change adds; ``change`` and ``prompts``
-    show them masked (:mod:`council.secret_masks`)."""
+    """The places of the likely secrets the change adds (in its kept files' added lines,
+    its excluded files and its paths) and the excluded files withheld unscanned;
+    ``change``, ``notes``, ``record`` and ``prompts`` show them masked
+    (:mod:`council.secret_masks`)."""
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);

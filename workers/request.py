@@ -340,8 +340,10 @@ def build_request(
     base's versions of the configuration files the change edits laid over it
     (:meth:`~workers.trees.TreeCache.overlaid`, once per run on this worker); every
     other participant in the head tree, a model's with the change's likely secrets
-    masked (so its tools cannot read them); journal entries are masked before they are
-    stored. ``cancel`` is set when the run is
+    masked (so its tools cannot read them: :func:`_masked_files`); journal entries are
+    masked before they are stored. A program reviewer is given the changed paths as its
+    real tree spells them (the run's are masked where a path holds a secret), so its
+    findings on such a file land; the masker then masks them. ``cancel`` is set when the run is
     cancelled. The sandbox policy comes from the worker's settings
     (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
     the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
