@@ -238,11 +238,15 @@ def run_share(
 
 
 def _lines(tree: Path | None, path: str) -> list[str] | None:
-    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it)."""
+    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
+    a symbolic link's one line is its target (the diff shows it so, and it can hold a
+    secret)."""
     if tree is None:
         return None
     target = tree / path
     try:
+        if target.is_symlink() and target.parent.resolve().is_relative_to(tree.resolve()):
+            return [os.readlink(target)]
         if not target.resolve().is_relative_to(tree.resolve()) or not target.is_file():
             return None
         return target.read_bytes().decode("utf-8", "surrogateescape").split("\n")
@@ -276,7 +280,7 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
         if path in kept_out:
             return "644", withheld_text(masked_path(path, secrets), kept_out[path]).encode()
         if target.is_symlink():
-            link = os.readlink(target)
+            link = masked_file(os.readlink(target), [s for s in secrets if s.path == path])
             return "link", os.fsencode(masked_path(link, secrets))
         lines = _lines(tree, path)
         if lines is None:

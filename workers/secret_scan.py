@@ -113,8 +113,9 @@ def excluded_files(
     """The excluded files to scan, read from the head tree, and those withheld unread.
 
     Returns ``(files, withheld)``: ``files`` as ``(path, text)`` (UTF-8, undecodable
-    bytes as surrogates, as a worker reads its tree) for the regular files at ``paths``
-    in ``head`` (deleted ones, links and submodules have no text there); ``withheld`` a
+    bytes as surrogates, as a worker reads its tree) for the files at ``paths`` in
+    ``head``, a symbolic link's text being its target (deleted ones and submodules have
+    no text there); ``withheld`` a
     ``file`` span (numbered from ``start``) for each over :data:`EXCLUDED_FILE_MAX_BYTES`
     or past :data:`EXCLUDED_MAX_BYTES` in all, never read. Binary files (a NUL byte in
     the first :data:`BINARY_SNIFF_BYTES`) are left out of ``files``. Raises
@@ -125,7 +126,7 @@ def excluded_files(
     withheld: list[SecretSpan] = []
     budget = EXCLUDED_MAX_BYTES
     for path, entry in entries.items():
-        if entry.kind != "blob" or entry.mode not in ("100644", "100755"):
+        if entry.kind != "blob" or entry.mode not in ("100644", "100755", "120000"):
             continue
         why = None
         if entry.size > EXCLUDED_FILE_MAX_BYTES:

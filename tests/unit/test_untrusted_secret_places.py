@@ -32,7 +32,13 @@ NAME_KEY = "AKIA" + "J7WQ2NV4XR8TLM3P"
 BIG_KEY = "AKIA" + "Z5HK9QP2WD6RYN4C"
 """In ``vendor.lock``, an excluded file over the scan's cap (withheld, never read)."""
 
-VALUES = (LOCK_KEY, NAME_KEY, BIG_KEY)
+LINK_KEY = "AKIA" + "M4TX8RC2VN6QJW9B"
+"""The target of ``docs/key``, a symbolic link the diff shows."""
+
+LOCK_LINK_KEY = "AKIA" + "R2NB7WK5QX3MZT8H"
+"""The target of ``pin.lock``, an excluded symbolic link."""
+
+VALUES = (LOCK_KEY, NAME_KEY, BIG_KEY, LINK_KEY, LOCK_LINK_KEY)
 
 LOCK = f'resolved "https://registry.example/left-pad"\naws_access_key_id = "{LOCK_KEY}"\n'
 
@@ -95,6 +101,9 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     commit(repo, tools, "executable")
     named = f"keys/{NAME_KEY}.txt"
     pull = {"app.py": APP, "deps.lock": LOCK, named: "staging\n", "vendor.lock": BIG}
+    (repo / "docs").mkdir()
+    (repo / "docs" / "key").symlink_to(LINK_KEY)
+    (repo / "pin.lock").symlink_to(LOCK_LINK_KEY)
     commit(repo, pull, "the pull request")
     quoting = {
         "subject": f"credentials committed: {LOCK_KEY}, {NAME_KEY}",
@@ -116,6 +125,8 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
         ToolCall("read_file", {"path": "vendor.lock"}),
         ToolCall("read_file", {"path": "keys/[masked secret].txt"}),
         ToolCall("read_file", {"path": "keys/missing.txt"}),
+        ToolCall("read_file", {"path": "docs/key"}),
+        ToolCall("read_file", {"path": "pin.lock"}),
     )
     with FakeOpenAI(api_key="sk-test-0123456789abcdef") as server:
         server.script(
@@ -147,7 +158,7 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert done.exit_code == 0, done.output
     assert len(server.requests) == 2
     assert not [v for v in VALUES if v in sent]
-    listing, grepped, lock, big, renamed, missing = replies
+    listing, grepped, lock, big, renamed, missing, *_ = replies
     assert "keys/[masked secret].txt" in listing and "deps.lock" in listing
     assert 'deps.lock:2: aws_access_key_id = "[masked secret]"' in grepped
     assert 'aws_access_key_id = "[masked secret]"' in lock
@@ -171,7 +182,8 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     (excluded,) = [n for n in report["notes"] if "excluded by [paths]" in n]
     assert "deps.lock" in excluded and "vendor.lock" in excluded
     (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
-    assert note.startswith("2 likely secret(s) the change adds were masked")
+    assert note.startswith("4 likely secret(s)")
+    assert '"docs/key":1' in note and '"pin.lock":1' in note
     assert '"deps.lock":2' in note and '"keys/[masked secret].txt" (file name' in note
     assert "1 excluded file(s) were not scanned for secrets and are withheld" in note
     assert '"vendor.lock"' in note
