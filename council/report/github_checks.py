@@ -35,6 +35,7 @@ from council.report.escape import no_mentions
 from council.report.github_review import fit_body
 from council.report.markdown import DECORATIONS, render_markdown
 from council.report.model import CouncilReport
+from council.secret_masks import MASK
 
 CHECK_NAME = "council"
 """The check run's name (one per head: GitHub shows the latest of a name)."""
@@ -171,6 +172,8 @@ def _annotation(
             return None
         path, first, last = head_path, 1, 1
     else:
+        return None
+    if MASK in path:  # a path holding a masked secret names no file of the head
         return None
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
+from workers.cli.outputs import FILE_NAMES
 from workers.repository import Repository
 from workers.secret_scan import EXCLUDED_FILE_MAX_BYTES
 
@@ -144,11 +145,7 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
             + f'[[reviewers]]\nid = "sarif"\nbackend = "sarif"\nprogram = "{repo}/tools/sarif.py"\n'
         )
         out = tmp_path / "out"
-        formats = [
-            a
-            for f in ("markdown", "json", "sarif", "github-review", "gitlab-codequality")
-            for a in ("--format", f)
-        ]
+        formats = [a for f in FILE_NAMES for a in ("--format", f)]
         argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
         argv += ["--state", str(tmp_path / "state.json"), "--roster", str(roster)]
         argv += ["--fail-on", "never", "--output", str(out), *formats]
@@ -179,6 +176,11 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert subjects["scan"] == "a key file is committed: keys/[masked secret].txt"
     assert subjects["sarif"] == f"{KEY_RULE}: a key file in the tree"
     assert report["off_diff"] == {}  # the findings on the key file land on the masked diff
+    review = json.loads(written["github-review.json"])  # GitHub knows no masked path:
+    assert [c["path"] for c in review["comments"]] == ["app.py"]  # those stay in the body
+    assert "keys/[masked secret].txt" in review["body"]
+    checks = json.loads(written["github-checks.json"])
+    assert {a["path"] for a in checks["output"]["annotations"]} == {"app.py"}
     (excluded,) = [n for n in report["notes"] if "excluded by [paths]" in n]
     assert "deps.lock" in excluded and "vendor.lock" in excluded
     (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
