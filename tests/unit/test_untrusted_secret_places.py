@@ -181,6 +181,8 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert "keys/[masked secret].txt" in review["body"]
     checks = json.loads(written["github-checks.json"])
     assert {a["path"] for a in checks["output"]["annotations"]} == {"app.py"}
+    threads = json.loads(written["gitlab-discussions.json"])["discussions"]
+    assert [t["position"]["new_path"] for t in threads] == ["app.py"]
     (excluded,) = [n for n in report["notes"] if "excluded by [paths]" in n]
     assert "deps.lock" in excluded and "vendor.lock" in excluded
     (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
