@@ -163,7 +163,8 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert "staging" in renamed and "keys/missing.txt" in missing
     assert "keys/[masked secret].txt" in server.requests[0].body["messages"][-1]["content"]
     written = {p.name: p.read_text() for p in out.iterdir()}
-    for name, text in {**written, "stdout": done.output}.items():
+    state = (tmp_path / "state.json").read_text()
+    for name, text in {**written, "stdout": done.output, "state": state}.items():
         assert not [v for v in VALUES if v in text], name
     report = json.loads(written["council.json"])
     subjects = {
