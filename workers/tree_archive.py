@@ -105,8 +105,7 @@ class LinkResolver:
             )
         if done == _OUT:
             return (
-                f"its target {target!r} leads outside the tree once the tree's links are "
-                f"followed"
+                f"its target {target!r} leads outside the tree once the tree's links are followed"
             )
         return None
 
