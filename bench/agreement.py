@@ -16,10 +16,12 @@ requests and measured on the others (halves both ways, and each repository left 
 the figures say how the method does on pull requests it has not seen. Choice: the
 highest recall with precision ≥ :data:`PRECISION_CHOICE` on the choosing half.
 
-Part 2, speed and memory: :func:`cluster` on 100,000 synthetic findings (10 reviewers,
-1,000 files), growth from 1,000 to 100,000, and 8,000 findings that name no file; the
-exact subject merge beside it, and the whole consolidation a round runs
-(:func:`council.consolidation.consolidate`) under each row.
+Part 2, speed and memory: the whole consolidation a round runs
+(:func:`council.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
+findings of 10 reviewers (100 per file), and on 1,000, 8,000 and 100,000 that name no
+file: wall and CPU time, peak memory, the exact says_the_same merge on the same findings
+in the same run, the CPU time of each phase (:data:`PHASES`), and the linearity ratio
+time(largest) / time(smallest) / (largest / smallest).
 
 Run: ``python bench/agreement.py [--quick]``. The corpus is looked up at
 ``$COUNCIL_SHARED_DATA/agreement`` or ``../shared/data/agreement`` beside the repository;
@@ -41,6 +43,7 @@ import tracemalloc
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from pathlib import Path
 from typing import TypeVar
@@ -49,8 +52,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from council.agreement import THRESHOLD, cluster, relation  # noqa: E402
-from council.agreement.words import STOP_WORDS, Reader  # noqa: E402
-from council.consolidation import consolidate, merge_across  # noqa: E402
+from council.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
+from council.agreement.pairs import scored_pairs  # noqa: E402
+from council.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402
+from council.agreement.words import STOP_WORDS, Lexicon  # noqa: E402
+from council.consolidation import collector_paused, consolidate, merge_across  # noqa: E402
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
 from council.sameness import says_the_same  # noqa: E402
 
@@ -438,31 +444,16 @@ def synthetic(
     return findings, raised, truth
 
 
-def _clustering(
+def _tellings(
     findings: list[Finding], raised: list[str], roster: list[str]
-) -> Callable[[], object]:
-    """A call of cluster() on these findings, to time."""
-    return lambda: cluster(findings, raised, roster)
-
-
-def _consolidation(
-    findings: list[Finding], raised: list[str], roster: list[str]
-) -> Callable[[], object]:
-    """A call of the whole consolidation (council.consolidation.consolidate: the exact
-    first pass, cluster(), the consolidated findings with their members), to time."""
+) -> list[tuple[str, list[Finding]]]:
+    """The findings as a round hands them to consolidate(): per participant in roster
+    order, each with its origin set (outside the timing, as the round does it)."""
     per: dict[str, list[Finding]] = defaultdict(list)
     for finding, who in zip(findings, raised, strict=True):
         origin = Origin(kind="reviewer", run_id="bench", participant=who)
         per[who].append(finding.model_copy(update={"origin": origin}))
-    tellings = [(name, per[name]) for name in roster]
-    return lambda: consolidate(tellings)
-
-
-def _exact_merge(
-    findings: list[Finding], raised: list[str], roster: list[str]
-) -> Callable[[], object]:
-    """A call of today's exact merge on these findings, to time."""
-    return lambda: baseline_merge(findings, raised, roster)
+    return [(name, per[name]) for name in roster]
 
 
 @dataclass
@@ -498,7 +489,7 @@ def peak_mb(run: Callable[[], object]) -> float:
 
 
 def baseline_merge(findings: list[Finding], raised: list[str], roster: list[str]) -> object:
-    """Today's consolidation: merge_across (says_the_same, exact subject + file)."""
+    """The exact merge (merge_across: says_the_same, folded subject + file)."""
     per: dict[str, list[Finding]] = defaultdict(list)
     for finding, who in zip(findings, raised, strict=True):
         per[who].append(finding)
@@ -526,77 +517,98 @@ def sanity(groups: list[list[int]], truth: list[int], raised: list[str]) -> str:
     return f"P {hit / max(1, hit + wrong):.3f} R {hit / max(1, positives):.3f}"
 
 
-def _row(label: str, files: str, run: Timing, mb: float, exact: Timing, size: int) -> str:
-    """One line of the speed table."""
-    groups = run.result if isinstance(run.result, list) else []
-    return (
-        f"  {label:>9} {files:>6} {run.wall:>8.3f} {run.cpu:>8.3f} {mb:>8.1f} "
-        f"{run.cpu / size * 1e6:>8.1f} {exact.wall:>8.3f} {len(groups):>8,}"
+PHASES = ("places", "read", "weigh", "pairs", "groups", "build")
+"""The phases of a consolidation, as :func:`phases` times them: anchors to places; the
+findings read into term ids (Lexicon); the weights and norms (Vocabulary); the blocked,
+scored pairs; the groups (components, cliques, average linkage); then the rest of
+consolidate(): the exact says_the_same pass, the joins and the consolidated findings
+with their members (consolidate()'s best CPU time less the other phases, which are one
+run each: on a small input the difference can be lost in noise and reads 0)."""
+
+
+def phases(
+    findings: list[Finding], raised: list[str], roster: list[str], whole: float
+) -> tuple[dict[str, float], list[list[int]]]:
+    """CPU seconds of each of :data:`PHASES` on these findings: the steps cluster() takes,
+    called one by one (with the collector paused as consolidate() pauses it), and the
+    rest of consolidate() as ``whole`` (its CPU seconds) less their sum; and the groups."""
+    out: dict[str, float] = {}
+
+    def step(name: str, run: Callable[[], T]) -> T:
+        started = time.process_time()
+        got = run()
+        out[name] = time.process_time() - started
+        return got
+
+    gc.collect()
+    with collector_paused():
+        reviewer = reviewer_numbers(raised, roster, len(findings))
+        places = step("places", lambda: [place_of(f) for f in findings])
+        lexicon = Lexicon()
+        terms = step("read", lambda: [lexicon(f) for f in findings])
+
+        def weigh() -> tuple[Vocabulary[int], list[float]]:
+            vocabulary = Vocabulary(terms, lexicon.identifiers)
+            return vocabulary, norms_of(terms, vocabulary.squared)
+
+        vocabulary, norms = step("weigh", weigh)
+        adjacency = step(
+            "pairs",
+            lambda: scored_pairs(
+                terms, places, reviewer, vocabulary.squared, norms, vocabulary.used, THRESHOLD
+            ),
+        )
+        groups = step("groups", lambda: groups_of(findings, places, reviewer, adjacency, THRESHOLD))
+    out["build"] = max(0.0, whole - sum(out.values()))
+    return out, groups
+
+
+T = TypeVar("T")
+
+
+def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str]) -> None:
+    """One table: consolidate() at each size, the exact merge, the phases, linearity."""
+    where = "10 reviewers, 100 findings per file" if placed else "10 reviewers, no file named"
+    print(f"  {'findings that name a file' if placed else 'findings that name no file'} ({where})")
+    head = f"    {'findings':>9} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'exact s':>8}"
+    print(head + f" {'groups':>8}  " + " ".join(f"{p:>6}" for p in PHASES) + "  synthetic truth")
+    cpu: dict[int, float] = {}
+    for size in sizes:
+        files = max(1, size // 100) if placed else 1
+        findings, raised, truth = synthetic(size, files, placed=placed, seed=7 if placed else 11)
+        whole = partial(consolidate, _tellings(findings, raised, roster))
+        run = timed(whole, 1 if size >= 100_000 else 3)
+        mb = peak_mb(whole)
+        exact = timed(partial(baseline_merge, findings, raised, roster), 1)
+        split, groups = phases(findings, raised, roster, run.cpu)
+        cpu[size] = run.cpu
+        consolidated = run.result if isinstance(run.result, list) else []
+        print(
+            f"    {size:>9,} {run.wall:>7.3f} {run.cpu:>7.3f} {mb:>8.1f} {exact.wall:>8.3f}"
+            f" {len(consolidated):>8,}  "
+            + " ".join(f"{split[p]:>6.3f}" for p in PHASES)
+            + f"  {sanity(groups, truth, raised)}"
+        )
+    small, large = min(sizes), max(sizes)
+    ratio = cpu[large] / cpu[small] / (large / small)
+    print(
+        f"    linearity: cpu({large:,}) / cpu({small:,}) / {large // small} = {ratio:.2f}"
+        " (1.00 = linear; quadratic would be " + f"{large // small})"
     )
 
 
-def _reading_share(findings: list[Finding]) -> float:
-    """CPU seconds spent reading the findings into terms (the part that does not depend
-    on the round: it could be done once per finding, when it is harvested)."""
-    read = Reader()
-    started = time.process_time()
-    for finding in findings:
-        read(finding)
-    return time.process_time() - started
-
-
 def speed(quick: bool) -> None:
-    """Part 2: time and peak memory of cluster() and of today's exact merge."""
+    """Part 2: time, peak memory and phases of consolidate(), beside the exact merge."""
     roster = [f"reviewer-{k}" for k in range(10)]
     sizes = (1_000, 10_000) if quick else (1_000, 10_000, 100_000)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"Part 2: speed and memory (10 reviewers, 100 findings per file; "
-        f"{os.cpu_count()} cores, load average {load:.1f} at start)"
+        f"Part 2: speed and memory of consolidate() ({os.cpu_count()} cores, load average "
+        f"{load:.1f} at start; wall and cpu: the best run, peak: tracemalloc; exact: the "
+        "says_the_same merge on the same findings; phases in cpu s, see PHASES)"
     )
-    head = f"  {'findings':>9} {'files':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} "
-    print(head + f"{'cpu µs/f':>8} {'exact s':>8} {'groups':>8}  synthetic truth")
-    per_finding: dict[int, float] = {}
-    whole: dict[int, float] = {}
-    for size in sizes:
-        findings, raised, truth = synthetic(size, max(1, size // 100))
-        run = timed(_clustering(findings, raised, roster), 1 if size >= 100_000 else 3)
-        mb = peak_mb(_clustering(findings, raised, roster))
-        exact = timed(_exact_merge(findings, raised, roster), 1)
-        per_finding[size] = run.cpu / size
-        groups = run.result if isinstance(run.result, list) else []
-        line = _row(f"{size:,}", f"{size // 100:,}", run, mb, exact, size)
-        print(f"{line}  {sanity(groups, truth, raised)}")
-        consolidated = timed(_consolidation(findings, raised, roster), 1)
-        whole[size] = consolidated.cpu / size
-        whole_mb = peak_mb(_consolidation(findings, raised, roster))
-        print(
-            f"  {'':>9} {'':>6} {consolidated.wall:>8.3f} {consolidated.cpu:>8.3f} "
-            f"{whole_mb:>8.1f} {consolidated.cpu / size * 1e6:>8.1f}   the whole consolidation"
-        )
-        if size == sizes[-1]:
-            reading = _reading_share(findings)
-            print(f"  of which reading the findings into terms: {reading:.3f} cpu s")
-    small, large = sizes[0], sizes[-1]
-    print(
-        f"  growth {small:,} → {large:,}: cpu time per finding × "
-        f"{per_finding[large] / per_finding[small]:.2f} (1.00 = linear); the whole "
-        f"consolidation × {whole[large] / whole[small]:.2f}"
-    )
-    print("  findings that name no file (compared on words alone):")
-    unplaced: dict[int, float] = {}
-    for size in (800, 8_000):
-        findings, raised, truth = synthetic(size, 1, placed=False, seed=11)
-        run = timed(_clustering(findings, raised, roster))
-        mb = peak_mb(_clustering(findings, raised, roster))
-        exact = timed(_exact_merge(findings, raised, roster), 1)
-        unplaced[size] = run.cpu
-        groups = run.result if isinstance(run.result, list) else []
-        print(f"{_row(f'{size:,}', '-', run, mb, exact, size)}  {sanity(groups, truth, raised)}")
-    print(
-        f"  growth 800 → 8,000: cpu time × {unplaced[8_000] / unplaced[800]:.1f} "
-        "(10 = linear, 100 = quadratic)"
-    )
+    _speed_rows(True, sizes, roster)
+    _speed_rows(False, (800, 8_000) if quick else (1_000, 8_000, 100_000), roster)
 
 
 def main() -> int:

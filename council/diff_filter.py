@@ -30,7 +30,7 @@ from collections.abc import Collection
 from typing import Literal
 
 from council.diff import Change, added_lines, landing
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor
 from council.report.model import CouncilReport
 
 FilterMode = Literal["added", "diff_context", "file", "nofilter"]
@@ -59,9 +59,25 @@ def filter_reason(
     ``not-in-diff``, ``file-unchanged``), or None when it passes.
 
     ``tree_paths`` are the head tree's paths (None when unknown: then no path is called
-    invented).
+    invented). A consolidated finding passes when its anchor OR any of its members'
+    anchors passes: each member is one reviewer's telling, and the finding gates if any
+    telling would (a model listed before bandit in the roster, telling bandit's critical
+    on an unchanged line, must not take it out of the gate).
     """
-    anchor = finding.anchor
+    reason = anchor_reason(finding.anchor, change, mode, tree_paths)
+    if reason is None or not finding.members:
+        return reason
+    for member in finding.members:
+        if anchor_reason(member.anchor, change, mode, tree_paths) is None:
+            return None
+    return reason
+
+
+def anchor_reason(
+    anchor: Anchor, change: Change, mode: FilterMode, tree_paths: Collection[str] | None
+) -> str | None:
+    """Why a finding at ``anchor`` is outside the filter, or None (see
+    :func:`filter_reason`)."""
     if isinstance(anchor, ChangeAnchor):
         return None
     changed = {p for f in change.files for p in (f.path, f.old_path) if p is not None}

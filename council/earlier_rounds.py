@@ -262,8 +262,9 @@ def touched(change: Change, finding: Finding) -> bool:
     """Whether the interdiff ``change`` edited or removed the code ``finding`` names.
 
     * a change anchor: never (the change as a whole is still under review);
-    * a file anchor, or a new-side line anchor, whose file the interdiff deletes or
-      renames away: the code it named is gone;
+    * a file anchor, or a new-side line anchor, whose file the interdiff deletes: the
+      code it named is gone (a file the interdiff renames still holds it: it is touched
+      only as an edited file is, and :func:`follow` moves it to the new path);
     * a new-side line anchor one of whose lines (``start_line`` to ``line``) is a
       removed (``-``) line of a hunk of its file: that code was edited or removed (a
       line the hunk shows as context was not edited, and a pure insertion removes
@@ -282,7 +283,7 @@ def touched(change: Change, finding: Finding) -> bool:
     changed = _old_side(change, anchor.path)
     if changed is None:
         return False
-    if changed.status == "deleted" or changed.path != anchor.path:
+    if changed.status == "deleted":
         return True
     if isinstance(anchor, FileAnchor):
         return False
@@ -296,16 +297,23 @@ def follow(change: Change, finding: Finding, head: str | None = None) -> Finding
     interdiff inserted or removed above them.
 
     For a new-side line anchor ``change`` did not touch (:func:`touched`) in a file it
-    modified; any other finding is returned as it is (a file or change anchor has no
-    line, and an old-side anchor names the base, which later commits do not edit). A
-    moved anchor's ``witness`` becomes ``head`` (the commit ``change`` ends at; the
-    same lines sit there at the new numbers), when both are given. Never raises.
+    modified or renamed (a renamed file's anchor takes the new path), and a file anchor
+    on a renamed file (its path only); any other finding is returned as it is (a change
+    anchor has no place, and an old-side anchor names the base, which later commits do
+    not edit). A moved anchor's ``witness`` becomes ``head`` (the commit ``change`` ends
+    at; the same lines sit there at the new numbers), when both are given. Never raises.
     """
     anchor = finding.anchor
+    if isinstance(anchor, FileAnchor):
+        renamed = _old_side(change, anchor.path)
+        if renamed is None or renamed.status == "deleted" or renamed.path == anchor.path:
+            return finding
+        moved_file = anchor.model_copy(update={"path": renamed.path})
+        return finding.model_copy(update={"anchor": moved_file})
     if not isinstance(anchor, LineAnchor) or anchor.side == "old":
         return finding
     changed = _old_side(change, anchor.path)
-    if changed is None or changed.status == "deleted" or changed.path != anchor.path:
+    if changed is None or changed.status == "deleted":
         return finding
     removed = sorted(line for hunk in changed.hunks for line in hunk.removed)
     added = sorted(line for hunk in changed.hunks for line in hunk.added)
@@ -321,7 +329,11 @@ def follow(change: Change, finding: Finding, head: str | None = None) -> Finding
         return kept
 
     start = moved(anchor.start_line) if anchor.start_line is not None else None
-    update: dict[str, object] = {"line": moved(anchor.line), "start_line": start}
+    update: dict[str, object] = {
+        "line": moved(anchor.line),
+        "start_line": start,
+        "path": changed.path,
+    }
     if anchor.witness is not None and head is not None:
         update["witness"] = head
     return finding.model_copy(update={"anchor": anchor.model_copy(update=update)})

@@ -120,23 +120,37 @@ class RepositoryError(ConfigurationError):
 
 
 class ChangeTooLarge(ConfigurationError):
-    """The diff or the tree (packed or unpacked) is larger than its cap.
+    """The diff or the tree (packed or unpacked) is larger than its cap, or the change
+    lists more files than its cap.
 
-    ``size`` is the size measured, in bytes; with ``at_least`` it is where reading
-    stopped, once past the cap (the rest was never read), and the message says "at
-    least". ``knob`` names the setting that raises the cap.
+    ``size`` is the size measured, in ``unit`` (bytes, or ``files`` for the list of the
+    change's files); with ``at_least`` it is where reading stopped, once past the cap
+    (the rest was never read), and the message says "at least". ``knob`` names the
+    setting that raises the cap. A list of files is not narrowed by ``[paths]`` (every
+    file is listed to be named), so its message says to split the change instead.
     """
 
     def __init__(
-        self, what: str, size: int, cap: int, knob: str, *, at_least: bool = False
+        self,
+        what: str,
+        size: int,
+        cap: int,
+        knob: str,
+        *,
+        at_least: bool = False,
+        unit: str = "bytes",
     ) -> None:
         self.what, self.size, self.cap, self.knob = what, size, cap, knob
-        self.at_least = at_least
+        self.at_least, self.unit = at_least, unit
         measured = f"at least {size}" if at_least else f"{size}"
+        narrow = (
+            "Narrow the change with [paths] include/exclude in the roster"
+            if unit == "bytes"
+            else "Split the change"
+        )
         super().__init__(
-            f"the {what} is {measured} bytes, over the cap of {cap} bytes. "
-            f"Narrow the change with [paths] include/exclude in the roster, or raise "
-            f"the cap with {knob}."
+            f"the {what} is {measured} {unit}, over the cap of {cap} {unit}. "
+            f"{narrow}, or raise the cap with {knob}."
         )
 
 

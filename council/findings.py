@@ -120,9 +120,12 @@ Anchor = Annotated[ChangeAnchor | FileAnchor | LineAnchor, Field(discriminator="
 """A tagged union on ``kind``: change | file | line (docs/harvest.md §2)."""
 
 
+_PRECISION = {"change": 0, "file": 1, "line": 2}
+
+
 def anchor_precision(anchor: Anchor) -> int:
     """How precise an anchor is: change 0 < file 1 < line 2 (docs/harvest.md §8)."""
-    return {"change": 0, "file": 1, "line": 2}[anchor.kind]
+    return _PRECISION[anchor.kind]
 
 
 def anchor_path(anchor: Anchor) -> str | None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import partial
+from itertools import repeat
 
 from council.findings import Finding, anchor_path
 
@@ -39,6 +41,14 @@ def fold_subject(subject: str) -> str:
     Never raises. Source: docs/harvest.md §5.
     """
     return _SEPARATORS.sub(" ", subject.casefold()).strip(" ")
+
+
+def fold_subjects(subjects: Iterable[str]) -> list[str]:
+    """:func:`fold_subject` of each subject, in order: the same rule in bulk (a chain of
+    C-level calls, no Python frame per subject), for a consolidation's 100,000 subjects.
+    Never raises. Source: docs/harvest.md §5."""
+    folded = map(partial(_SEPARATORS.sub, " "), map(str.casefold, subjects))
+    return list(map(str.strip, folded, repeat(" ")))
 
 
 def says_the_same(a: Finding, b: Finding) -> bool:

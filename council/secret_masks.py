@@ -9,13 +9,16 @@ only, as :class:`SecretSpan` values: the characters ``start:end`` of new-side li
 ``line`` of ``path``, with a digest of the value, never the value. Then:
 
 * the diff reviewers read is :func:`mask_change`'d: every span becomes :data:`MASK`
-  (the prompts, the judge's prompt, the stored diff);
+  (the prompts, the judge's prompt, the stored diff), in the files' text and in their
+  paths (:func:`masked_path`: the run's changed paths, the notes naming files);
 * a worker reads the values back from its unpacked head tree (:func:`values_from`,
   checked against the digests) and masks them (:class:`Masker`) in everything a reviewer
   returns before it is stored or reported: answers, journal entries, failures, notes;
 * model reviewers' tools read a copy of the tree whose files hold the masks
-  (:func:`masked_file`); program reviewers (analyzers) read the real tree: they run
-  sandboxed, without network, and a secret scanner must see the secret;
+  (:func:`masked_file`), whose files named with a secret go by their masked name, and
+  where a withheld file holds only :func:`withheld_text`; program reviewers (analyzers)
+  read the real tree: they run sandboxed, without network, and a secret scanner must see
+  the secret;
 * the run's note (:func:`secrets_note`) counts them and names their places
   (``path:line``), never a value.
 
@@ -35,6 +38,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -55,24 +59,35 @@ SHOWN_PLACES = 20
 
 class SecretSpan(BaseModel):
     """One masked stretch of one added line (a private key spans several lines: one span
-    each, the same ``secret``).
+    each, the same ``secret``), of one path, or one withheld file.
 
-    ``secret`` numbers the secret in the change (from 0); ``path`` is the new-side path;
-    ``line`` the new-side line number (from 1); ``start``/``end`` the characters of that
-    line's text (without the diff's ``+`` and the newline); ``kind`` what detect-secrets
-    called it (``AWS Access Key``); ``digest`` the first 16 hex digits of the value's
-    SHA-256 (UTF-8), so a worker can tell it read the right characters back.
+    ``secret`` numbers the secret in the change (from 0); ``path`` is the new-side path
+    (as the repository spells it: the tree is read by it); ``place`` says what
+    ``start``/``end`` are the characters of:
+
+    * ``line``: new-side line ``line`` (from 1) of ``path``, its text without the diff's
+      ``+`` and the newline;
+    * ``path``: ``path`` itself (a file or directory named with a key; ``line`` is 0);
+    * ``file``: nothing (``0:0``, ``line`` 0): the whole file is withheld from reviewer
+      models, unscanned (an excluded file over the scan's cap); ``kind`` says why, and
+      ``secret`` numbers it among the others though it is not a secret.
+
+    ``kind`` is what detect-secrets called it (``AWS Access Key``); ``digest`` the first
+    16 hex digits of the value's SHA-256 (UTF-8), so a worker can tell it read the right
+    characters back.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     secret: int = Field(ge=0)
     path: str
-    line: int = Field(ge=1)
+    line: int = Field(ge=0)
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     kind: str
     digest: str
+    place: Literal["line", "path", "file"] = "line"
+    """Where ``start:end`` are (see above); ``line`` when a stored span does not say."""
 
 
 SPANS: TypeAdapter[list[SecretSpan]] = TypeAdapter(list[SecretSpan])
@@ -117,8 +132,66 @@ def _new_start(header: str) -> int | None:
 def _by_line(spans: Iterable[SecretSpan]) -> dict[tuple[str, int], list[SecretSpan]]:
     out: dict[tuple[str, int], list[SecretSpan]] = {}
     for span in spans:
-        out.setdefault((span.path, span.line), []).append(span)
+        if span.place == "line" and span.line >= 1:
+            out.setdefault((span.path, span.line), []).append(span)
     return out
+
+
+def name_values(spans: Iterable[SecretSpan]) -> tuple[str, ...]:
+    """The secret values the ``path`` spans find in paths (each once, longest first), read
+    from the spans' own paths; one whose digest does not match is left out."""
+    found: list[str] = []
+    for span in spans:
+        value = span.path[span.start : span.end]
+        if span.place == "path" and value and digest(value) == span.digest:
+            found.append(value)
+    return tuple(sorted(set(found), key=len, reverse=True))
+
+
+def masked_path(path: str, spans: Iterable[SecretSpan]) -> str:
+    """``path`` with every secret value found in a changed path replaced by :data:`MASK`
+    (whatever its length: ``keys/AKIA….txt`` reads ``keys/[masked secret].txt``). Two
+    paths that differ only by their secrets read alike."""
+    for value in name_values(spans):
+        path = path.replace(value, MASK)
+    return path
+
+
+def withheld(spans: Iterable[SecretSpan]) -> dict[str, str]:
+    """The files withheld from reviewer models (``file`` spans): path → why."""
+    return {s.path: s.kind for s in spans if s.place == "file"}
+
+
+def withheld_text(path: str, why: str) -> str:
+    """What a withheld file holds in the tree models' tools read (one line)."""
+    return (
+        f"[council: {json.dumps(path, ensure_ascii=False)} is withheld from reviewer models: "
+        f"it is excluded by the roster's [paths] and was not scanned for secrets ({why})]\n"
+    )
+
+
+def _git_quoted(value: str) -> str:
+    """``value`` as it reads inside one of git's C-style quoted paths (octal escapes for
+    bytes above 0x7f and control characters, ``\\"`` and ``\\\\``)."""
+    out: list[str] = []
+    for byte in value.encode("utf-8", "surrogateescape"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif byte < 0x20 or byte >= 0x7F:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _mask_names(text: str, values: Sequence[str]) -> str:
+    """``text`` with each path secret replaced by :data:`MASK`, as written and as git
+    quotes it in a diff header."""
+    for value in values:
+        for form in dict.fromkeys((value, _git_quoted(value))):
+            text = text.replace(form, MASK)
+    return text
 
 
 def mask_line(text: str, spans: Iterable[SecretSpan]) -> str:
@@ -139,19 +212,33 @@ def mask_line(text: str, spans: Iterable[SecretSpan]) -> str:
 
 
 def mask_change(change: Change, spans: Sequence[SecretSpan]) -> Change:
-    """The change with every span masked in its files' patches (what reviewers read);
-    line numbers, hunks and everything else stay as they were. Never raises."""
+    """The change with every span masked in its files' patches (what reviewers read), and
+    the secrets found in paths masked in every file's path, old path, note and patch
+    (headers and lines alike, :func:`masked_path`); line numbers, hunks and everything
+    else stay as they were. Never raises."""
     if not spans:
         return change
     lines = _by_line(spans)
+    names = name_values(spans)
     files: list[ChangedFile] = []
     for changed in change.files:
         mine = {n: s for (p, n), s in lines.items() if p == changed.path}
-        if not mine or changed.status == "deleted":
-            files.append(changed)
-            continue
-        files.append(changed.model_copy(update={"patch": _mask_patch(changed.patch, mine)}))
-    return change.model_copy(update={"files": tuple(files)})
+        if mine and changed.status != "deleted":
+            changed = changed.model_copy(update={"patch": _mask_patch(changed.patch, mine)})
+        if names:
+            changed = changed.model_copy(
+                update={
+                    "path": _mask_names(changed.path, names),
+                    "old_path": _mask_names(changed.old_path, names)
+                    if changed.old_path is not None
+                    else None,
+                    "note": _mask_names(changed.note, names) if changed.note else changed.note,
+                    "patch": _mask_names(changed.patch, names),
+                }
+            )
+        files.append(changed)
+    notes = tuple(_mask_names(n, names) for n in change.notes) if names else change.notes
+    return change.model_copy(update={"files": tuple(files), "notes": notes})
 
 
 def _mask_patch(patch: str, spans: dict[int, list[SecretSpan]]) -> str:
@@ -188,9 +275,11 @@ def values_from(
     """The secret values, read back at the spans' places: ``lines_of(path)`` gives a
     file's lines (None when it cannot be read). A span whose characters do not match its
     digest is left out (the file is not the one the coordinator read). Never raises."""
-    values: list[str] = []
+    values: list[str] = list(name_values(spans))
     files: dict[str, Sequence[str] | None] = {}
     for span in spans:
+        if span.place != "line":
+            continue
         if span.path not in files:
             files[span.path] = lines_of(span.path)
         lines = files[span.path]
@@ -240,21 +329,43 @@ def masked_result(masker: Masker, result: ReviewResult) -> ReviewResult:
 
 
 def secrets_note(spans: Sequence[SecretSpan]) -> str | None:
-    """The run's note: how many likely secrets were masked and where (``path:line``,
-    JSON-quoted paths, at most :data:`SHOWN_PLACES`), never a value; None when none."""
+    """The run's note: how many likely secrets were masked and where (``path:line``, or
+    ``path (file name, kind)`` for one in a path; JSON-quoted masked paths, at most
+    :data:`SHOWN_PLACES`), and which files were withheld unscanned, never a value; None
+    when there is neither."""
     first: dict[int, SecretSpan] = {}
     for span in spans:
         first.setdefault(span.secret, span)
     if not first:
         return None
-    places = [
-        f"{json.dumps(s.path, ensure_ascii=False)}:{s.line} ({s.kind})"
-        for _, s in sorted(first.items())
-    ]
-    more = f" and {len(places) - SHOWN_PLACES} more" if len(places) > SHOWN_PLACES else ""
-    return (
-        f"{len(first)} likely secret(s) the change adds were masked as {MASK} in what "
-        f"reviewer models and reports see: {', '.join(places[:SHOWN_PLACES])}{more}. "
-        f"Analyzers read the real files. A secret pushed to a pull request is exposed: "
-        f"revoke it."
-    )
+
+    def place(s: SecretSpan) -> str:
+        shown = json.dumps(masked_path(s.path, spans), ensure_ascii=False)
+        return (
+            f"{shown} (file name, {s.kind})"
+            if s.place == "path"
+            else f"{shown}:{s.line} ({s.kind})"
+        )
+
+    found = [place(s) for _, s in sorted(first.items()) if s.place != "file"]
+    kept = [s for _, s in sorted(first.items()) if s.place == "file"]
+    said: list[str] = []
+    if found:
+        more = f" and {len(found) - SHOWN_PLACES} more" if len(found) > SHOWN_PLACES else ""
+        said.append(
+            f"{len(found)} likely secret(s) the change adds were masked as {MASK} in what "
+            f"reviewer models and reports see: {', '.join(found[:SHOWN_PLACES])}{more}. "
+            f"Analyzers read the real files. A secret pushed to a pull request is exposed: "
+            f"revoke it."
+        )
+    if kept:
+        named = ", ".join(
+            f"{json.dumps(masked_path(s.path, spans), ensure_ascii=False)} ({s.kind})"
+            for s in kept[:SHOWN_PLACES]
+        )
+        more = f" and {len(kept) - SHOWN_PLACES} more" if len(kept) > SHOWN_PLACES else ""
+        said.append(
+            f"{len(kept)} excluded file(s) were not scanned for secrets and are withheld "
+            f"from reviewer models' tools: {named}{more}."
+        )
+    return " ".join(said)

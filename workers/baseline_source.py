@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from council.baseline import BASELINE_FILE, Baseline, UnreadableBaseline, read_baseline
+from workers.change_listing import DEFAULT_MAX_CHANGED_FILES
 from workers.repository import Repository
 
 
@@ -37,13 +38,20 @@ class BaselineSource:
 
 
 def read_trusted_baseline(
-    repo_path: Path, base: str, head: str, explicit: Path | None
+    repo_path: Path,
+    base: str,
+    head: str,
+    explicit: Path | None,
+    *,
+    max_changed_files: int = DEFAULT_MAX_CHANGED_FILES,
 ) -> BaselineSource:
     """The baseline for a review of ``base..head``: ``explicit`` when given, else
     :data:`~council.baseline.BASELINE_FILE` in the BASE tree (absent: no baseline).
 
     Raises :class:`UnreadableBaseline` (exit 2) for an explicit file that cannot be read
-    and :class:`~council.errors.RepositoryError` for an unknown ref.
+    and :class:`~council.errors.RepositoryError` for an unknown ref; the change's
+    files are listed within ``max_changed_files`` (else
+    :class:`~council.errors.ChangeTooLarge`).
     """
     if explicit is not None:
         try:
@@ -52,7 +60,7 @@ def read_trusted_baseline(
             why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
             raise UnreadableBaseline(f"--baseline {explicit} cannot be read ({why})") from None
         return BaselineSource(text=text, where=str(explicit))
-    repo = Repository(repo_path)
+    repo = Repository(repo_path, max_changed_files=max_changed_files)
     base_sha = repo.resolve(base)
     blob = repo.read_file(base_sha, BASELINE_FILE)
     notes: tuple[str, ...] = ()

@@ -120,11 +120,23 @@ def _lock_state(path: Path) -> IO[bytes]:
     """Hold the state file's lock for the whole run, so two embedded runs sharing one
     state file take turns instead of the last one overwriting the other's sessions.
 
-    Raises :class:`StateFileError` when the file's folder cannot be made or written.
+    Neither the state file nor its lock is used through a symbolic link (the lock is
+    opened with ``O_NOFOLLOW``: opening a dangling link would create its target).
+    Raises :class:`StateFileError` when the file's folder cannot be made or written,
+    or the file or its lock is a symbolic link.
     """
+    lock = path.parent / (path.name + ".lock")
+    for file in (path, lock):
+        if file.is_symlink():
+            raise StateFileError(
+                f"the embedded state file {path} cannot be used: {file} is a symbolic "
+                f"link, and council does not read or write its state through links; pass "
+                f"--state with a path outside the checkout"
+            )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = (path.parent / (path.name + ".lock")).open("ab")
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        handle = os.fdopen(fd, "ab")
     except OSError as exc:
         raise StateFileError(
             f"the embedded state file {path} cannot be used ({exc.strerror}: "

@@ -27,13 +27,21 @@ from council.prompt import change_notes
 from council.quoted_paths import shown
 from council.reviewers import check_options
 from council.roster import Roster
-from council.secret_masks import SecretSpan, mask_change, secrets_note
+from council.secret_masks import (
+    Masker,
+    SecretSpan,
+    mask_change,
+    masked_path,
+    name_values,
+    secrets_note,
+)
 from workers.base_args import base_arg_files
+from workers.change_listing import submodule_notes
 from workers.clock import now_ms
 from workers.config_overlay import ConfigOverlay, overlay_note, read_config_overlay
 from workers.recordings import recorded_lineup
 from workers.repository import DIFF_KNOB, Repository, attributes_notes
-from workers.secret_scan import find_secrets
+from workers.secret_scan import excluded_files, find_secrets
 from workers.settings import Settings
 from workers.stores.runs import RunRecord
 from workers.trusted import persona_texts, read_programs, read_roster
@@ -86,8 +94,10 @@ class Round:
     """The analyzer configuration files the change edits, and the base's side of them,
     laid over the tree of program reviewers with ``config_from = "base"``."""
     secrets: tuple[SecretSpan, ...] = ()
-    """The places of the likely secrets the change adds; ``change`` and ``prompts``
-    show them masked (:mod:`council.secret_masks`)."""
+    """The places of the likely secrets the change adds (in its kept files' added lines,
+    its excluded files and its paths) and the excluded files withheld unscanned;
+    ``change``, ``notes``, ``record`` and ``prompts`` show them masked
+    (:mod:`council.secret_masks`)."""
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -124,14 +134,21 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     :class:`ConfigurationError` subclasses (exit 2) for a bad repository, ref, roster or
     cap; :class:`NothingToReview` (exit 0) for an empty change.
     """
-    repo = Repository(options.repo)
+    repo = Repository(options.repo, max_changed_files=settings.max_changed_files)
     refs = _resolve_refs(repo, options)
     roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
-    roster_notes = (*roster_notes, *attributes_notes(repo.changed_paths(refs.base, refs.head)))
+    listed = repo.changed_entries(refs.base, refs.head)
+    roster_notes = (
+        *roster_notes,
+        *attributes_notes(repo.changed_paths(refs.base, refs.head)),
+        *submodule_notes(listed),
+    )
     _check_visibility_timeout(settings, roster, mode)
-    change, non_utf8, excluded_notes = _read_change(settings, repo, refs, roster)
-    secrets = tuple(find_secrets(change))
+    change, non_utf8, excluded = _read_change(settings, repo, refs, roster)
+    secrets = _find_secrets(repo, refs, change, excluded)
     change = mask_change(change, secrets)
+    non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
+    excluded_notes = _excluded_notes([masked_path(p, secrets) for p in excluded])
     lineup = line_up(roster, _replay_base_dir(options, repo))
     if options.roster is None:  # replay files of a base-tree roster: the base tree's
         lineup = recorded_lineup(lineup, repo, refs.base)
@@ -146,15 +163,15 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         settings.max_tree_bytes or roster.max_tree_bytes,
         max_unpacked_bytes=settings.max_unpacked_tree_bytes,
     )
+    names = Masker(name_values(secrets))  # a note naming a file named with a key
     notes = _with_new(
         [
             *options.notes,
             *refs.notes,
-            *roster_notes,
-            *excluded_notes,
-            *filter(None, [config_said, secrets_note(secrets)]),
+            *(names.text(n) for n in (*roster_notes, *excluded_notes)),
+            *filter(None, [config_said and names.text(config_said), secrets_note(secrets)]),
         ],
-        change_notes(change, non_utf8=non_utf8),
+        [names.text(n) for n in change_notes(change, non_utf8=non_utf8)],
     )
     judge = lineup.judge
     return Round(
@@ -213,13 +230,40 @@ def _check_visibility_timeout(settings: Settings, roster: Roster, mode: str) -> 
         )
 
 
+def _find_secrets(
+    repo: Repository, refs: _Refs, change: Change, excluded: Sequence[str]
+) -> tuple[SecretSpan, ...]:
+    """The likely secrets of the change: on the kept files' added lines, in the excluded
+    files (read whole from the head tree, or withheld when too big:
+    :func:`~workers.secret_scan.excluded_files`) and in every path the diff touches,
+    either side, excluded or not. Why the excluded ones: ``[paths]`` only trims the
+    prompt; the tree models' tools read still holds those files, and the notes name
+    them. Raises :class:`~council.errors.RepositoryError` when git fails."""
+    files, kept_out = excluded_files(repo, refs.head, excluded)
+    spans = find_secrets(change, files, repo.changed_paths(refs.start, refs.head))
+    first = spans[-1].secret + 1 if spans else 0
+    withheld = [s.model_copy(update={"secret": first + i}) for i, s in enumerate(kept_out)]
+    return (*spans, *withheld)
+
+
+def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:
+    """The note naming the files ``[paths]`` excluded (no silent loss); none when none."""
+    if not excluded:
+        return ()
+    return (
+        f"{len(excluded)} file(s) excluded by [paths] in the roster: "
+        + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
+        + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
+    )
+
+
 def _read_change(
     settings: Settings, repo: Repository, refs: _Refs, roster: Roster
-) -> tuple[Change, tuple[str, ...], tuple[str, ...]]:
+) -> tuple[Change, tuple[str, ...], list[str]]:
     """The change under review, filtered by the roster's ``[paths]``, within its cap.
 
-    Returns ``(change, non_utf8, notes)``: the paths shown with replacement characters,
-    and the note naming the excluded files (no silent loss). Raises
+    Returns ``(change, non_utf8, excluded)``: the paths shown with replacement
+    characters, and the excluded paths, in diff order. Raises
     :class:`NothingToReview` when no file is left, and :class:`ChangeTooLarge` (exit 2)
     when the diff is over ``COUNCIL_MAX_DIFF_BYTES`` (which wins), else the roster's
     ``max_diff_bytes`` (bytes), before any reviewer is asked: while git writes the diff
@@ -236,13 +280,6 @@ def _read_change(
         cap_bytes=cap,
     )
     change, excluded, non_utf8 = read_change(raw, roster.include, roster.exclude)
-    notes: tuple[str, ...] = ()
-    if excluded:
-        notes = (
-            f"{len(excluded)} file(s) excluded by [paths] in the roster: "
-            + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
-            + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
-        )
     if not change.files:
         raise NothingToReview(
             "nothing to review: the change is empty"
@@ -251,7 +288,7 @@ def _read_change(
         )
     if change.total_bytes > cap:
         raise ChangeTooLarge("diff", change.total_bytes, cap, DIFF_KNOB)
-    return change, non_utf8, notes
+    return change, non_utf8, excluded
 
 
 def _check_options(lineup: Lineup) -> None:

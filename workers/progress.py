@@ -32,6 +32,8 @@ from rich.text import Text
 
 from council.report.escape import for_log
 from council.report.model import ParticipantState
+from workers.clock import now_ms
+from workers.stores.runs import Progress as StoredProgress
 
 STATE_STYLES: dict[str, str] = {
     "pending": "dim",
@@ -238,3 +240,23 @@ def _findings(count: int) -> str:
 
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f} s"
+
+
+def progress_view(states: Mapping[str, StoredProgress]) -> dict[str, ParticipantProgress]:
+    """What the display shows of a run's stored progress (participant id → its stored
+    :class:`~workers.stores.runs.Progress`): each participant's state, findings, elapsed
+    ms (to now while it runs, to its last update once done) and detail."""
+    now = now_ms()
+    view: dict[str, ParticipantProgress] = {}
+    for pid, s in states.items():
+        start = s.started_ms
+        end = s.updated_ms if s.state not in ("pending", "running") else now
+        elapsed = (end or now) - start if start is not None else 0
+        view[pid] = ParticipantProgress(
+            participant=pid,
+            state=s.state,
+            findings=s.findings,
+            elapsed_ms=max(0, elapsed),
+            detail=s.detail,
+        )
+    return view

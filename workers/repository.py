@@ -38,12 +38,20 @@ from urllib.parse import urlsplit, urlunsplit
 
 from council.diff import ChangedFile, parse_diff, selects
 from council.errors import ChangeTooLarge, RepositoryError
+from workers.change_listing import (
+    DEFAULT_MAX_CHANGED_FILES,
+    ChangeCounter,
+    ChangedEntry,
+    ChangeListing,
+)
 from workers.diff_stream import DiffCut
 from workers.git_objects import Blobs, CheckedBlob, TreeEntry
 from workers.tree_archive import (
     DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    LINK_TARGET_MAX_BYTES,
     UNPACKED_TREE_KNOB,
-    check_link,
+    check_links,
+    link_refused,
     tar_bytes,
 )
 
@@ -129,6 +137,12 @@ def _first_line(stderr: bytes) -> str:
     return "no message"
 
 
+def _shown_text(path: str) -> str:
+    """A path decoded with surrogates (:func:`os.fsdecode`) as UTF-8 with replacement
+    characters instead."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def url_without_credentials(url: str) -> str:
     """A remote URL with any user name, password or token removed.
 
@@ -162,12 +176,16 @@ def attributes_notes(changed: Sequence[str]) -> list[str]:
 class Repository:
     """A git repository on disk, read with the ``git`` command.
 
-    ``path`` is the top-level directory (the git directory of a bare repository).
+    ``path`` is the top-level directory (the git directory of a bare repository);
+    ``max_changed_files`` caps the list of a change's files (:meth:`changed_entries`).
     Raises :class:`RepositoryError` when ``path`` is not inside a git repository, or
     when git itself cannot run.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self, path: Path | str, *, max_changed_files: int = DEFAULT_MAX_CHANGED_FILES
+    ) -> None:
+        self.max_changed_files = max_changed_files
         start = Path(path).expanduser().absolute()
         fix = "Run council review inside a clone, or pass --repo PATH"
         if not start.is_dir():
@@ -365,27 +383,18 @@ class Repository:
     ) -> None:
         """Measure, before git diffs anything, the kept text files over
         :data:`DIFF_FILE_MAX_BYTES` (from ``git diff --raw`` and the blobs' sizes, never
-        their content but the first 8000 bytes that tell a binary file).
+        their content but the first 8000 bytes that tell a binary file). The files are
+        listed, within their cap (:meth:`changed_entries`), before any size is read.
 
         Raises :class:`ChangeTooLarge` (at least the size difference, which the diff must
         hold) when that passes ``cap_bytes``, else :class:`RepositoryError` naming the file
         and the way out. A binary one (a NUL byte early on, or ``-diff`` in the base
         tree's attributes) is left to git, which shows it as binary.
         """
-        listing = self._must(
-            "diff", "--raw", "-z", "--no-abbrev", "-M", "--no-relative", base, head
-        )
-        fields = listing.split(b"\0")
-        entries: list[tuple[str, str, str, ChangedFile]] = []
-        i = 0
-        while i < len(fields) and fields[i].startswith(b":"):
-            _, _, old, new, status = fields[i][1:].decode("ascii", "replace").split()[:5]
-            count = 2 if status[:1] in ("R", "C") else 1
-            names = [os.fsdecode(n) for n in fields[i + 1 : i + 1 + count]]
-            path = names[0] if status[:1] == "D" else names[-1]
-            changed = ChangedFile(path=path, old_path=None if status[:1] == "A" else names[0])
-            entries.append((old, new, status[:1], changed))
-            i += 1 + count
+        entries = [
+            (e.old, e.new, e.status, ChangedFile(path=e.path, old_path=e.old_path))
+            for e in self.changed_entries(base, head)
+        ]
         blobs = {sha for old, new, *_ in entries for sha in (old, new) if set(sha) != {"0"}}
         sizes = self._sizes(sorted(blobs))
         for old, new, status, changed in entries:
@@ -681,14 +690,18 @@ class Repository:
     def tree_paths(self, ref: str, cap: int = 1_000_000) -> frozenset[str] | None:
         """Every file path of ``ref``'s tree (``git ls-tree -r``), or None when the tree
         holds more than ``cap`` paths or cannot be listed (then no path is called
-        invented)."""
-        done = self._git("ls-tree", "-r", "-z", "--name-only", "--full-tree", ref)
-        if done.returncode != 0:
+        invented). The listing is read as a stream, and git is stopped at the
+        ``cap + 1``-th path: a tree object reused at every level, listing millions of
+        paths, is never read whole."""
+        names: set[str] = set()
+        try:
+            for entry in self._tree_entries(self.resolve(ref), with_trees=False):
+                if len(names) >= cap:
+                    return None
+                names.add(entry.path)
+        except RepositoryError:
             return None
-        names = done.stdout.split(b"\0")
-        if len(names) > cap + 1:
-            return None
-        return frozenset(n.decode("utf-8", errors="surrogateescape") for n in names if n)
+        return frozenset(names)
 
     def merge_base(self, one: str, other: str) -> str | None:
         """The best common ancestor of two commits (``git merge-base``), or None when
@@ -751,20 +764,40 @@ class Repository:
         """Every path the change touches, on either side, in git's order, once each.
 
         A rename contributes its old and its new path. Why: "does this change edit
-        council.toml?" must be true when it renames it away too.
+        council.toml?" must be true when it renames it away too. Paths that are not
+        UTF-8 are decoded with replacement characters. Raises what
+        :meth:`changed_entries` raises.
+        """
+        paths: list[str] = []
+        for entry in self.changed_entries(base_sha, head_sha):
+            if entry.old_path is not None and entry.old_path != entry.path:
+                paths.append(entry.old_path)
+            paths.append(entry.path)
+        return list(dict.fromkeys(_shown_text(p) for p in paths))
+
+    def changed_entries(self, base_sha: str, head_sha: str) -> list[ChangedEntry]:
+        """The change's files as ``git diff --raw -z --no-abbrev -M`` lists them, in
+        git's order: modes, object ids, status and paths (:class:`ChangedEntry`).
+
+        First the two trees are walked object by object
+        (:class:`~workers.change_listing.ChangeCounter`), since git queues a whole diff
+        before writing any: past ``max_changed_files`` files and folders that differ,
+        :class:`ChangeTooLarge` (``change``, knob ``COUNCIL_MAX_CHANGED_FILES``) is
+        raised before git diffs anything. Then the listing is read as a stream
+        (:class:`~workers.change_listing.ChangeListing`): past ``max_changed_files``
+        records git is stopped and :class:`ChangeTooLarge` (``list of the change's
+        files``, unit files) is raised, before any size or diff is read; a path over
+        :data:`~workers.change_listing.PATH_MAX_BYTES` is a :class:`RepositoryError`.
+        Raises :class:`RepositoryError` for an unknown ref or when git fails.
         """
         base, head = self.resolve(base_sha), self.resolve(head_sha)
-        raw = self._must(
-            "diff", "--name-status", "-z", "-M", "--no-relative", "--no-ext-diff", base, head
-        )
-        fields = raw.decode("utf-8", "replace").split("\0")
-        paths: list[str] = []
-        i = 0
-        while i < len(fields) and fields[i]:
-            count = 2 if fields[i][:1] in ("R", "C") else 1
-            paths.extend(fields[i + 1 : i + 1 + count])
-            i += 1 + count
-        return list(dict.fromkeys(paths))
+        trees = self._must("rev-parse", f"{base}^{{tree}}", f"{head}^{{tree}}").decode().split()
+        with self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch:
+            ChangeCounter(Blobs(batch), self.max_changed_files).walk(trees[0], trees[1])
+        listing = ChangeListing(self.max_changed_files)
+        args = ["diff", "--raw", "-z", "--no-abbrev", "-M", "--no-relative", "--no-ext-diff"]
+        self._stream([*args, base, head], listing.feed)
+        return listing.finish()
 
     def archive(
         self,
@@ -790,16 +823,24 @@ class Repository:
         * ``cap_bytes``: the packed bytes, checked as they grow; over it,
           :class:`ChangeTooLarge` (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``).
 
-        A symbolic link that is absolute or leads out of the tree raises
-        :class:`RepositoryError` naming the link, its target and why: a worker refuses
-        to unpack such a tree, so every reviewer would fail (the check fails closed).
+        A symbolic link that is absolute or leads out of the tree, by its text or once
+        the tree's other links are followed (``d -> .``, then ``a -> d/d/../..`` leads
+        to the tree's parent; :class:`~workers.tree_archive.LinkResolver`), or loops,
+        or whose target is longer than
+        :data:`~workers.tree_archive.LINK_TARGET_MAX_BYTES`, raises
+        :class:`RepositoryError` naming the link, its target and why, before any file
+        is read: a worker refuses to unpack such a tree, so every reviewer would fail
+        (the check fails closed). A link's target counts against ``max_unpacked_bytes``
+        as content (a tar header holds a long one in extra blocks), so the targets
+        held to be checked are capped too.
         Raises :class:`RepositoryError` when git fails. Source: docs/architecture.md "State in
         Redis"; issue "The change under review is untrusted".
         """
         sha = self.resolve(head_sha)
         total = 0
+        link_objects: dict[str, str] = {}
         for entry in self._tree_entries(sha):
-            total += tar_bytes(entry.size if entry.kind == "blob" and entry.mode != "120000" else 0)
+            total += tar_bytes(entry.size if entry.kind == "blob" else 0)
             if total > max_unpacked_bytes:
                 raise ChangeTooLarge(
                     "unpacked head tree",
@@ -808,6 +849,17 @@ class Repository:
                     UNPACKED_TREE_KNOB,
                     at_least=True,
                 )
+            if entry.mode == "120000":
+                if entry.size > LINK_TARGET_MAX_BYTES:
+                    raise link_refused(
+                        entry.path,
+                        f"its target is {entry.size} bytes, longer than any path "
+                        f"({LINK_TARGET_MAX_BYTES} bytes)",
+                    )
+                link_objects[entry.path] = entry.obj
+        read = self.blobs(list(link_objects.values()))
+        links = {path: os.fsdecode(read[obj]) for path, obj in link_objects.items()}
+        check_links(links)
         mtime = int(self._must("show", "-s", "--format=%ct", sha).decode().strip() or 0)
         packed = io.BytesIO()
 
@@ -828,9 +880,12 @@ class Repository:
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
                 elif entry.mode == "120000":
-                    blobs.open(entry.obj)
-                    target = os.fsdecode(blobs.read())
-                    check_link(entry.path, target)
+                    target = links.get(entry.path)
+                    if target is None:  # the tree changed under us: fail closed
+                        raise RepositoryError(
+                            f"the link {entry.path!r} of the head tree was not listed",
+                            "Run the review again",
+                        )
                     info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, target
                     tar.addfile(info)
                 else:

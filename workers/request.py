@@ -36,7 +36,17 @@ from council.reviewers import key_env
 from council.reviewers.base import ReviewRequest
 from council.reviewers.options import SANDBOX_OPTION
 from council.reviewers.sandbox import Bubblewrap, SandboxPolicy
-from council.secret_masks import Masker, SecretSpan, masked_file, values_from
+from council.secret_masks import (
+    MASK,
+    Masker,
+    SecretSpan,
+    masked_file,
+    masked_path,
+    name_values,
+    values_from,
+    withheld,
+    withheld_text,
+)
 from workers.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.patience import OUTAGE_ERRORS, patiently
 from workers.runtime import Runtime
@@ -228,11 +238,15 @@ def run_share(
 
 
 def _lines(tree: Path | None, path: str) -> list[str] | None:
-    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it)."""
+    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
+    a symbolic link's one line is its target (the diff shows it so, and it can hold a
+    secret)."""
     if tree is None:
         return None
     target = tree / path
     try:
+        if target.is_symlink() and target.parent.resolve().is_relative_to(tree.resolve()):
+            return [os.readlink(target)]
         if not target.resolve().is_relative_to(tree.resolve()) or not target.is_file():
             return None
         return target.read_bytes().decode("utf-8", "surrogateescape").split("\n")
@@ -241,17 +255,72 @@ def _lines(tree: Path | None, path: str) -> list[str] | None:
 
 
 def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]:
-    """The tree's files that hold the change's secrets, masked (overlay fields, see
-    :meth:`~workers.trees.TreeCache.overlaid`); a file that cannot be read is left out."""
+    """What lays the tree models' tools read over ``tree`` (overlay fields, see
+    :meth:`~workers.trees.TreeCache.overlaid`), so that no secret of ``secrets`` is in it:
+
+    * a file holding secrets is written masked (:func:`~council.secret_masks.masked_file`);
+    * a withheld file (an excluded file too big to scan) holds only
+      :func:`~council.secret_masks.withheld_text`;
+    * every file or link whose path holds a secret found in a changed path is removed,
+      with the topmost directory on its way that holds one, and laid again at its masked
+      path (:func:`~council.secret_masks.masked_path`: ``keys/[masked secret].txt``),
+      its content masked as above (a link's target too). Two paths masked alike are one
+      file in the copy (the last in path order).
+
+    A file that cannot be read is left out, except a withheld one, which is replaced
+    whatever it is. Raises ``OSError`` when the tree cannot be walked.
+    """
     out: dict[str, bytes] = {}
-    for path in dict.fromkeys(s.path for s in secrets):
+    kept_out = withheld(secrets)
+    names = name_values(secrets)
+
+    def content(path: str) -> tuple[str, bytes] | None:
+        """``(kind, bytes)`` of the tree's entry at ``path``, masked; None: unreadable."""
+        target = tree / path
+        if path in kept_out:
+            return "644", withheld_text(masked_path(path, secrets), kept_out[path]).encode()
+        if target.is_symlink():
+            link = masked_file(os.readlink(target), [s for s in secrets if s.path == path])
+            return "link", os.fsencode(masked_path(link, secrets))
         lines = _lines(tree, path)
         if lines is None:
-            continue
+            return None
         text = masked_file("\n".join(lines), [s for s in secrets if s.path == path])
-        mode = "755" if os.access(tree / path, os.X_OK) else "644"
-        out[f"{mode}:{path}"] = text.encode("utf-8", "surrogateescape")
+        for value in names:  # a file may hold its own name
+            text = text.replace(value, MASK)
+        mode = "755" if os.access(target, os.X_OK) else "644"
+        return mode, text.encode("utf-8", "surrogateescape")
+
+    touched = [s.path for s in secrets if s.place != "path"]
+    for path in dict.fromkeys(touched):
+        got = content(path)
+        if got is not None:
+            out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
+    if names:
+        for path in _named_with(tree, names):
+            parts = path.split("/")
+            top = next(
+                i for i in range(len(parts)) if any(v in "/".join(parts[: i + 1]) for v in names)
+            )
+            out[f"-:{'/'.join(parts[: top + 1])}"] = b""
+            got = content(path)
+            if got is not None:
+                out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
     return out
+
+
+def _named_with(tree: Path, values: Sequence[str]) -> list[str]:
+    """The paths (from ``tree``, ``/``-separated) of its files and links whose path holds
+    one of ``values``, in path order; directories are walked, links never followed."""
+    found: list[str] = []
+    for root, dirs, files in os.walk(tree):
+        dirs.sort()
+        here = Path(root).relative_to(tree).as_posix()
+        for name in sorted(files + [d for d in dirs if (Path(root) / d).is_symlink()]):
+            path = name if here == "." else f"{here}/{name}"
+            if any(v in path for v in values):
+                found.append(path)
+    return found
 
 
 def build_request(
@@ -275,8 +344,10 @@ def build_request(
     base's versions of the configuration files the change edits laid over it
     (:meth:`~workers.trees.TreeCache.overlaid`, once per run on this worker); every
     other participant in the head tree, a model's with the change's likely secrets
-    masked (so its tools cannot read them); journal entries are masked before they are
-    stored. ``cancel`` is set when the run is
+    masked (so its tools cannot read them: :func:`_masked_files`); journal entries are
+    masked before they are stored. A program reviewer is given the changed paths as its
+    real tree spells them (the run's are masked where a path holds a secret), so its
+    findings on such a file land; the masker then masks them. ``cancel`` is set when the run is
     cancelled. The sandbox policy comes from the worker's settings
     (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
     the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
@@ -297,6 +368,11 @@ def build_request(
     elif workdir is not None and share.secrets and participant.backend not in PROGRAM_BACKENDS:
         tree, secrets = workdir, share.secrets
         workdir = rt.trees.overlaid(run_id, MASKED_TREE, tree, lambda: _masked_files(tree, secrets))
+    real: dict[str, str] = {}  # a program reads the real tree: it names files their way
+    if participant.backend in PROGRAM_BACKENDS:
+        real = {
+            masked_path(s.path, share.secrets): s.path for s in share.secrets if s.place == "path"
+        }
     sink = journal or journal_for(rt, run_id, participant, attempt)
     sink.mask_with(share.masker)
     return ReviewRequest(
@@ -314,8 +390,8 @@ def build_request(
             "COUNCIL_ATTEMPT": str(attempt),
         },
         cancel=cancel,
-        changed_paths=record.changed_paths,
-        changed_lines=share.changed_lines,
+        changed_paths=_real(record.changed_paths, real),
+        changed_lines={_real((p,), real)[0]: n for p, n in share.changed_lines.items()},
         secrets=_secrets(participant),
         rate_limiter=(
             RedisRateLimiter(
@@ -338,6 +414,12 @@ def build_request(
             else None
         ),
     )
+
+
+def _real(paths: Sequence[str], real: Mapping[str, str]) -> tuple[str, ...]:
+    """``paths`` (the run's, masked) as the tree spells them, where ``real`` knows
+    (masked path → path, for the paths named with a secret)."""
+    return tuple(real.get(p, p) for p in paths)
 
 
 def sandbox_policy(settings: Settings, mode: str) -> SandboxPolicy:

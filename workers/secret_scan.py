@@ -1,8 +1,18 @@
 """Finding the likely secrets a change adds, with detect-secrets' plugins.
 
-The coordinator scans the ADDED lines of the diff (what the change brings) and returns
-each secret's place as :class:`~council.secret_masks.SecretSpan` values, never keeping a
-value (see :mod:`council.secret_masks` for what is masked where).
+The coordinator scans the ADDED lines of the diff (what the change brings), the files
+the roster's ``[paths]`` exclude (whole, from the head tree: :func:`excluded_files`; they
+are still in the tree models' tools read) and every path the change touches (a file
+named with a key), and returns each secret's place as
+:class:`~council.secret_masks.SecretSpan` values, never keeping a value (see
+:mod:`council.secret_masks` for what is masked where). Lock files are scanned like any
+other file: a change can hide a key in ``yarn.lock`` as well as anywhere.
+
+An excluded file is read only up to :data:`EXCLUDED_FILE_MAX_BYTES`, and all of them
+together up to :data:`EXCLUDED_MAX_BYTES`: the diff keeps only the header of an excluded
+file, so it may be huge. One over either cap is not read at all and is WITHHELD from
+reviewer models (fail closed: a ``file`` span; their copy of the tree holds one line
+saying why instead of its content).
 
 How detect-secrets is used, and why:
 
@@ -35,11 +45,23 @@ from typing import Any
 
 from council.diff import Change
 from council.secret_masks import SecretSpan, added_lines_of, digest
+from workers.repository import Repository
 
 LEFT_OUT: frozenset[str] = frozenset(
     {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
 )
 """detect-secrets plugins council does not run (see the module's docstring)."""
+
+EXCLUDED_FILE_MAX_BYTES = 1024 * 1024
+"""Largest excluded file (bytes) read from the head tree to be scanned; a bigger one is
+withheld from reviewer models."""
+
+EXCLUDED_MAX_BYTES = 4 * 1024 * 1024
+"""Most bytes of excluded files read in all; the files past it are withheld."""
+
+BINARY_SNIFF_BYTES = 8000
+"""A file with a NUL byte in its first 8000 bytes is binary (git's test, and the one the
+model tools use to show none): it is not scanned, as no tool shows its text."""
 
 KEY_LINES_MAX = 200
 """Most lines after a private key's ``BEGIN`` line masked when no ``END`` line comes."""
@@ -51,8 +73,15 @@ _BODY = re.compile(r"""[\s'"`]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: [^'"]*)?(?:\\n
 _HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|BEGIN [A-Z0-9 ]*PRIVATE KEY")
 
 
-def find_secrets(change: Change) -> list[SecretSpan]:
-    """The places of the likely secrets on the change's added lines, in diff order.
+def find_secrets(
+    change: Change,
+    files: Iterable[tuple[str, str]] = (),
+    paths: Iterable[str] = (),
+) -> list[SecretSpan]:
+    """The places of the likely secrets on the change's added lines (in diff order), then
+    on every line of ``files`` (``(path, text)``: the excluded files read whole from the
+    head tree, :func:`excluded_files`), then in ``paths`` themselves (every path the
+    change touches, either side: ``place = "path"`` spans).
 
     Finds that overlap on a line are one secret. Never raises for what the lines hold;
     raises ``ImportError`` when detect-secrets is not installed (it is a dependency of
@@ -60,28 +89,96 @@ def find_secrets(change: Change) -> list[SecretSpan]:
     """
     plugins = _plugins()
     spans: list[SecretSpan] = []
-    count = 0
     for changed in change.files:
-        if _is_lock_file(changed.path):
+        spans += _scan_lines(plugins, changed.path, list(added_lines_of(changed)), _count(spans))
+    for path, text in files:
+        lines = [(n, t.removesuffix("\r")) for n, t in enumerate(text.split("\n"), 1)]
+        spans += _scan_lines(plugins, path, lines, _count(spans))
+    for path in dict.fromkeys(paths):
+        for kind, start, stop in _joined(_line_secrets(plugins, path, path, 1)):
+            value = path[start:stop]
+            if kind != "Private Key" and value:
+                spans.append(
+                    SecretSpan(
+                        secret=_count(spans), path=path, line=0, start=start, end=stop,
+                        kind=kind, digest=digest(value), place="path",
+                    )
+                )  # fmt: skip
+    return spans
+
+
+def excluded_files(
+    repo: Repository, head: str, paths: Iterable[str], start: int = 0
+) -> tuple[list[tuple[str, str]], list[SecretSpan]]:
+    """The excluded files to scan, read from the head tree, and those withheld unread.
+
+    Returns ``(files, withheld)``: ``files`` as ``(path, text)`` (UTF-8, undecodable
+    bytes as surrogates, as a worker reads its tree) for the files at ``paths`` in
+    ``head``, a symbolic link's text being its target (deleted ones and submodules have
+    no text there); ``withheld`` a
+    ``file`` span (numbered from ``start``) for each over :data:`EXCLUDED_FILE_MAX_BYTES`
+    or past :data:`EXCLUDED_MAX_BYTES` in all, never read. Binary files (a NUL byte in
+    the first :data:`BINARY_SNIFF_BYTES`) are left out of ``files``. Raises
+    :class:`~workers.repository.RepositoryError` when git fails.
+    """
+    entries = repo.entries_at(head, list(paths))
+    wanted: list[tuple[str, str]] = []
+    withheld: list[SecretSpan] = []
+    budget = EXCLUDED_MAX_BYTES
+    for path, entry in entries.items():
+        if entry.kind != "blob" or entry.mode not in ("100644", "100755", "120000"):
             continue
-        lines = list(added_lines_of(changed))
-        index = 0
-        while index < len(lines):
-            number, text = lines[index]
-            found = _line_secrets(plugins, changed.path, text, number)
-            if any(kind == "Private Key" for kind, _, _ in found):
-                body = _key_block(lines, index)
-                if body:
-                    spans += [
-                        _span(count, changed.path, n, t, a, b, "Private Key") for n, t, a, b in body
-                    ]
-                    count += 1
-                    index += body[-1][0] - number + 1
-                    continue
-            for kind, start, stop in _joined([f for f in found if f[0] != "Private Key"]):
-                spans.append(_span(count, changed.path, number, text, start, stop, kind))
+        why = None
+        if entry.size > EXCLUDED_FILE_MAX_BYTES:
+            why = f"{entry.size} bytes, over the {EXCLUDED_FILE_MAX_BYTES}-byte cap"
+        elif entry.size > budget:
+            why = f"past the {EXCLUDED_MAX_BYTES} bytes read of excluded files in all"
+        if why is not None:
+            withheld.append(
+                SecretSpan(
+                    secret=start + len(withheld), path=path, line=0, start=0, end=0,
+                    kind=f"not scanned: {why}", digest=digest(""), place="file",
+                )
+            )  # fmt: skip
+            continue
+        budget -= entry.size
+        wanted.append((path, entry.obj))
+    blobs = repo.blobs([obj for _, obj in wanted])
+    files = [
+        (path, blobs[obj].decode("utf-8", "surrogateescape"))
+        for path, obj in wanted
+        if b"\0" not in blobs[obj][:BINARY_SNIFF_BYTES]
+    ]
+    return files, withheld
+
+
+def _count(spans: list[SecretSpan]) -> int:
+    """The next secret's number."""
+    return spans[-1].secret + 1 if spans else 0
+
+
+def _scan_lines(
+    plugins: list[Any], path: str, lines: list[tuple[int, str]], first: int
+) -> list[SecretSpan]:
+    """The spans of one file's lines (``(line number, text)``), secrets numbered from
+    ``first``."""
+    spans: list[SecretSpan] = []
+    count = first
+    index = 0
+    while index < len(lines):
+        number, text = lines[index]
+        found = _line_secrets(plugins, path, text, number)
+        if any(kind == "Private Key" for kind, _, _ in found):
+            body = _key_block(lines, index)
+            if body:
+                spans += [_span(count, path, n, t, a, b, "Private Key") for n, t, a, b in body]
                 count += 1
-            index += 1
+                index += body[-1][0] - number + 1
+                continue
+        for kind, start, stop in _joined([f for f in found if f[0] != "Private Key"]):
+            spans.append(_span(count, path, number, text, start, stop, kind))
+            count += 1
+        index += 1
     return spans
 
 
@@ -203,10 +300,3 @@ def _key_block(lines: list[tuple[int, str]], at: int) -> list[tuple[int, str, in
         if run is not None:
             taken.append((n, t, run.start(), run.end()))
     return taken
-
-
-def _is_lock_file(path: str) -> bool:
-    """A lock file (hashes and URLs, never a secret worth the noise)."""
-    from detect_secrets.filters import heuristic
-
-    return bool(heuristic.is_lock_file(path))

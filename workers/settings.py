@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workers.change_listing import DEFAULT_MAX_CHANGED_FILES
 from workers.tree_archive import DEFAULT_MAX_UNPACKED_TREE_BYTES
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
@@ -75,6 +76,12 @@ class Settings(BaseSettings):
     file's bytes padded to 512-byte blocks, plus a 512-byte header per entry): the CLI
     refuses a bigger tree before packing it, and a worker refuses to unpack one (a small
     archive of zeros unpacks to gigabytes). Set it alike on workers and the CLI."""
+
+    max_changed_files: int = Field(default=DEFAULT_MAX_CHANGED_FILES, ge=1)
+    """Most files (added, removed, changed, renamed: each once) the change may list
+    (100,000): the list is read from git as a stream and git is stopped past it, before
+    any file's size or diff is read. Why: a repository of a few KiB can reuse one tree
+    object to list a million files (a "git bomb")."""
 
     tool_read_max_bytes: int = Field(default=1024 * 1024, ge=1)
     """Most bytes of one file a model reviewer's ``read_file`` tool reads (1 MiB); the

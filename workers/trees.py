@@ -104,9 +104,10 @@ class TreeCache:
         ``fetch`` returns nothing).
 
         ``fetch`` maps ``"<kind>:<path>"`` to bytes: kind ``644``/``755`` writes the
-        file, ``link`` makes a symbolic link to the bytes (one leaving the tree is left
-        out), ``-`` removes what is at the path (see :mod:`workers.config_overlay`); a
-        key of another shape, or a path leaving the tree, is skipped. The copy is made
+        file, ``link`` makes a symbolic link to the bytes (one leaving the tree, by its
+        text or through the links of the tree it is laid over, is left out), ``-``
+        removes what is at the path (see :mod:`workers.config_overlay`); a key of
+        another shape, or a path leaving the tree, is skipped. The copy is made
         of hard links (no file's bytes are copied), and every laid file replaces its
         link, so ``tree`` is never written through: a directory or link on a laid
         path's way becomes a directory of the copy. Built in a staging directory, then
@@ -189,6 +190,13 @@ class TreeCache:
                 self._plain = {k for k in self._plain if k[0] != old}
 
 
+def _stays_in(root: Path, place: Path) -> bool:
+    """Whether ``place`` stays under ``root`` once the links already on disk are
+    followed (the head tree's, unpacked: ``d -> .`` makes ``d/d/..`` the parent of
+    ``d``'s folder, which the text of a laid link does not show)."""
+    return Path(os.path.realpath(place)).is_relative_to(Path(os.path.realpath(root)))
+
+
 def _lay(root: Path, kind: str, path: str, blob: bytes) -> None:
     """Lay one overlay file at ``path`` under ``root`` (see :meth:`TreeCache.overlaid`):
     whatever is there is removed first; to write, a file or link on the way is replaced
@@ -218,7 +226,7 @@ def _lay(root: Path, kind: str, path: str, blob: bytes) -> None:
         return
     if kind == "link":
         link = os.fsdecode(blob)
-        if link_trouble(path, link) is None:
+        if link_trouble(path, link) is None and _stays_in(root, here / link):
             os.symlink(link, target)
         return
     TreeCache._write(target, blob, 0o755 if kind == "755" else 0o644)

@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from council.agreement.pairs import SCALE, Adjacency, scored_pairs
-from council.agreement.relation import THRESHOLD, Place, Vocabulary, place_of
-from council.agreement.words import Reader
+from council.agreement.relation import THRESHOLD, Place, Vocabulary, norms_of, place_of
+from council.agreement.words import Lexicon
 from council.findings import Finding
 
 LEAVES = 2
@@ -64,33 +64,69 @@ def cluster(
     uses the default). Time and memory about linear in the number of findings.
     Raises ValueError when ``reviewer_of`` is not as long as ``findings``.
     """
-    n = len(findings)
-    if len(reviewer_of) != n:
+    reviewer = reviewer_numbers(reviewer_of, roster_order, len(findings))
+    places = [place_of(finding) for finding in findings]
+    adjacency = pairs_of(findings, places, reviewer, threshold)
+    return groups_of(findings, places, reviewer, adjacency, threshold)
+
+
+def reviewer_numbers(
+    reviewer_of: Sequence[str], roster_order: Sequence[str], findings: int
+) -> list[int]:
+    """Each finding's reviewer as a number: its place in roster order (ids not in the
+    roster after, by id). Raises ValueError unless there is one id per finding."""
+    if len(reviewer_of) != findings:
         raise ValueError(
-            f"reviewer_of names {len(reviewer_of)} reviewers for {n} findings; "
+            f"reviewer_of names {len(reviewer_of)} reviewers for {findings} findings; "
             "give one participant id per finding"
         )
     roster = {name: at for at, name in enumerate(dict.fromkeys(roster_order))}
     names = sorted(set(reviewer_of), key=lambda name: (roster.get(name, len(roster)), name))
     number = {name: at for at, name in enumerate(names)}
-    reviewer = [number[name] for name in reviewer_of]
-    read = Reader()
+    return [number[name] for name in reviewer_of]
+
+
+def pairs_of(
+    findings: Sequence[Finding], places: Sequence[Place], reviewer: Sequence[int], threshold: float
+) -> Adjacency:
+    """The scored pairs (:func:`~council.agreement.pairs.scored_pairs`): the findings read
+    into term ids, weighed over all of them, then blocked and scored. None when a single
+    reviewer raised everything (its findings never merge)."""
+    if len(set(reviewer)) < 2:
+        return {}
+    read = Lexicon()
     terms = [read(finding) for finding in findings]
-    places = [place_of(finding) for finding in findings]
-    vocabulary = Vocabulary(terms)
-    adjacency = scored_pairs(terms, places, reviewer, vocabulary, threshold)
+    vocabulary = Vocabulary(terms, read.identifiers)
+    norms = norms_of(terms, vocabulary.squared)
+    return scored_pairs(
+        terms, places, reviewer, vocabulary.squared, norms, vocabulary.used, threshold
+    )
+
+
+def groups_of(
+    findings: Sequence[Finding],
+    places: Sequence[Place],
+    reviewer: Sequence[int],
+    adjacency: Adjacency,
+    threshold: float,
+) -> list[list[int]]:
+    """The groups :func:`cluster` returns, from the scored pairs: components joined by
+    pairs reaching the threshold; one whose pairs all reach it (of distinct reviewers) is
+    one group at once, any other is merged by average linkage."""
     bar = round(threshold * SCALE)
-    components = _components(adjacency, bar)
-    crowded = [i for component in components if len(component) > 2 for i in component]
-    rank = _ranks(findings, reviewer, places, crowded)
     groups: list[list[int]] = []
-    for component in components:
+    tangled: list[list[int]] = []
+    for component in _components(adjacency, bar):
         if len(component) <= 2 or _clique(component, adjacency, reviewer, bar):
             groups.append(component)
         else:
+            tangled.append(component)
+    if tangled:
+        rank = _ranks(findings, reviewer, places, [i for c in tangled for i in c])
+        for component in tangled:
             groups.extend(_Agglomeration(component, adjacency, reviewer, rank, bar).run())
     grouped = {i for group in groups for i in group}
-    groups.extend([i] for i in range(n) if i not in grouped)
+    groups.extend([i] for i in range(len(findings)) if i not in grouped)
     for group in groups:
         group.sort(key=lambda i: (reviewer[i], i))
     groups.sort(key=lambda group: (reviewer[group[0]], group[0]))
@@ -197,24 +233,29 @@ class _Agglomeration:
         self.owner: dict[int, int] = {}
         self.key: dict[int, int] = {}
         """Group → the least rank of its members (its place in ties)."""
-        self.held: dict[int, frozenset[int]] = {}
-        """Group → the reviewers of its members."""
+        self.held: dict[int, int] = {}
+        """Group → the reviewers of its members, as a bit mask (bit r: reviewer r)."""
         self.left: dict[int, int] = {}
         self.heap: list[tuple[float, int, int, int, int, int, tuple[int, ...]]] = []
         self.fresh = 0
         for i in component:
             self._make([i])
+        owner = self.owner
         for i in component:
-            row = adjacency[i]
-            for j in sorted((j for j in row if j in self.owner), key=rank.__getitem__):
-                if rank[i] < rank[j] and row[j] >= bar:
-                    self._push(self.owner[i], self.owner[j], row[j], 1, ())
+            mine = rank[i]
+            for j, value in adjacency[i].items():
+                # any order: the heap orders entries by value, then by ranks
+                if value >= bar and j in owner and mine < rank[j]:
+                    self._push(owner[i], owner[j], value, 1, ())
 
     def _make(self, members: list[int]) -> int:
         gid = self.fresh
         self.fresh += 1
         self.groups[gid] = members
-        self.held[gid] = frozenset(self.reviewer[i] for i in members)
+        mask = 0
+        for i in members:
+            mask |= 1 << self.reviewer[i]
+        self.held[gid] = mask
         self.key[gid] = min(self.rank[i] for i in members)
         for i in members:
             self.owner[i] = gid
@@ -226,10 +267,6 @@ class _Agglomeration:
         first, second = self.key[a], self.key[b]
         low, high = (first, second) if first < second else (second, first)
         heapq.heappush(self.heap, (-(total / pairs), low, high, bound, a, b, leaving))
-
-    def _clashes(self, a: int, b: int) -> int:
-        """How many reviewers both groups hold a finding of."""
-        return len(self.held[a] & self.held[b])
 
     def _score(self, i: int, j: int) -> int:
         return self.adjacency.get(i, {}).get(j, 0)
@@ -286,25 +323,28 @@ class _Agglomeration:
     def _push_neighbours(self, gid: int) -> None:
         """Push every merge of group ``gid`` with a group it has scored pairs with."""
         cross: dict[int, int] = {}
+        owner, adjacency = self.owner, self.adjacency
+        empty: dict[int, int] = {}
         for i in self.groups[gid]:
-            for j, value in self.adjacency.get(i, {}).items():
-                other = self.owner.get(j)
+            for j, value in adjacency.get(i, empty).items():
+                other = owner.get(j)
                 if other is not None and other != gid:
                     cross[other] = cross.get(other, 0) + value
-        size = len(self.groups[gid])
-        bar = self.bar
-        for other in sorted(
-            (g for g, total in cross.items() if total >= bar), key=self.key.__getitem__
-        ):
-            total, theirs = cross[other], len(self.groups[other])
-            clashes = self._clashes(gid, other)
+        groups, held, bar = self.groups, self.held, self.bar
+        size, mine = len(groups[gid]), held[gid]
+        # the order of pushes does not matter: the heap orders entries by their values
+        for other, total in cross.items():
+            if total < bar:
+                continue
+            theirs = len(groups[other])
+            clashes = (mine & held[other]).bit_count()
             if not clashes:
-                if total >= self.bar * size * theirs:
+                if total >= bar * size * theirs:
                     self._push(gid, other, total, size * theirs, ())
                 continue
             # at least one member leaves per clash, from either side: the fewest pairs left
             fewest = min((size - clashes) * theirs, size * (theirs - clashes))
-            if fewest > 0 and total >= self.bar * fewest:
+            if fewest > 0 and total >= bar * fewest:
                 self._push(gid, other, total, fewest, (), bound=1)
 
     def run(self) -> list[list[int]]:

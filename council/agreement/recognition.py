@@ -133,7 +133,7 @@ def _tellings(finding: Finding, read: Reader) -> list[Telling]:
     return told
 
 
-def _best(vocabulary: Vocabulary, new: Sequence[Telling], old: Sequence[Telling]) -> float:
+def _best(vocabulary: Vocabulary[Term], new: Sequence[Telling], old: Sequence[Telling]) -> float:
     """The highest score between a telling of one finding and a telling of the other
     (the relation's: cosine times the place factor)."""
     best = 0.0

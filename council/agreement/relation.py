@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from itertools import chain
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
-from council.agreement.words import Reader, Term, is_identifier
+from council.agreement.words import Reader, is_identifier
 from council.findings import ChangeAnchor, FileAnchor, Finding
+
+K = TypeVar("K", bound=Hashable)
+"""A term as a vocabulary counts it: a string or pair (:class:`Reader`) or an id
+(:class:`~council.agreement.words.Lexicon`)."""
 
 THRESHOLD = 0.04
 """The score from which two findings agree (and the average a group must keep, see
@@ -120,51 +124,106 @@ def place_factor(a: Place, b: Place) -> float:
     return 1.0 + NEAR_BONUS * (1.0 - gap / WINDOW)
 
 
-class Vocabulary:
+SQUARE_SCALE = 1 << 24
+"""Squared weights are integers, ``round(weight² × 2²⁴)``: a sum of them is exact
+whatever order a set gives its terms in, so a score never depends on the order the
+findings came in (and costs a plain ``sum``, not ``math.fsum``). 2⁻²⁴ is far below any
+difference a threshold in millionths can see."""
+
+
+def squares_by_df(findings: int, dfs: Iterable[int], factor: float) -> dict[int, int]:
+    """df → the squared weight (:data:`SQUARE_SCALE` units) of a term used by ``df`` of
+    ``findings`` findings, ``factor`` times a word's (:data:`IDENTIFIER_WEIGHT` for an
+    identifier, 1 otherwise), for each df given."""
+    top = math.log(findings + PRIOR_FINDINGS + 1)
+    squares: dict[int, int] = {}
+    for df in dfs:
+        weight = top - math.log(df)
+        if factor != 1.0:
+            weight *= factor
+        squares[df] = round(weight * weight * SQUARE_SCALE)
+    return squares
+
+
+class Vocabulary(Generic[K]):
     """How much each term weighs, from how many of the consolidated findings use it.
 
     ``weight(t)² = (ln((n + PRIOR_FINDINGS + 1) / df(t)) × k)²`` with ``k`` =
     :data:`IDENTIFIER_WEIGHT` for identifiers, 1 otherwise; a term no finding used counts
-    as used once. Built once per consolidation from every finding's terms.
+    as used once. Built once per consolidation from every finding's terms: strings and
+    pairs (:class:`~council.agreement.words.Reader`), or term ids
+    (:class:`~council.agreement.words.Lexicon`) with ``identifiers`` the ids of
+    identifiers. Squares are integers in :data:`SQUARE_SCALE` units.
     """
 
-    def __init__(self, documents: Iterable[Sequence[Term]]) -> None:
-        listed = list(documents)
-        counts: Counter[Term] = Counter(chain.from_iterable(listed))
+    def __init__(
+        self, documents: Iterable[Sequence[K]], identifiers: Collection[K] | None = None
+    ) -> None:
+        listed = documents if isinstance(documents, list) else list(documents)
+        counts: Counter[K] = Counter(chain.from_iterable(listed))
         total = len(listed)
         self.findings = total
         """How many findings the weights were counted over."""
         self.used = counts
         """Term → how many findings use it."""
-        self._top = math.log(total + PRIOR_FINDINGS + 1)
-        self.squared: dict[Term, float] = {t: self._square(t, df) for t, df in counts.items()}
+        words = squares_by_df(total, set(counts.values()), 1.0)
+        self.squared: dict[K, int] = dict(
+            zip(counts, map(words.__getitem__, counts.values()), strict=True)
+        )
         """Term → its weight squared (what a dot product of binary vectors sums)."""
+        named: Iterable[K] = (
+            [t for t in counts if _is_identifier(t)] if identifiers is None else identifiers
+        )
+        dfs = {t: df for t in named if (df := counts.get(t))}
+        squares = squares_by_df(total, set(dfs.values()), IDENTIFIER_WEIGHT)
+        for term, df in dfs.items():
+            self.squared[term] = squares[df]
+        self._unseen = squares_by_df(total, (1,), 1.0)[1]
+        self._unseen_identifier = squares_by_df(total, (1,), IDENTIFIER_WEIGHT)[1]
 
-    def _square(self, term: Term, df: int) -> float:
-        weight = self._top - math.log(df)
-        if is_identifier(term):
-            weight *= IDENTIFIER_WEIGHT
-        return weight * weight
-
-    def weight_squared(self, term: Term) -> float:
-        """A term's weight squared (an unseen term counts as used by one finding)."""
+    def weight_squared(self, term: K) -> int:
+        """A term's weight squared, in :data:`SQUARE_SCALE` units (an unseen term counts as
+        used by one finding)."""
         got = self.squared.get(term)
-        return got if got is not None else self._square(term, 1)
+        if got is not None:
+            return got
+        return self._unseen_identifier if _is_identifier(term) else self._unseen
 
-    def norm(self, terms: Sequence[Term]) -> float:
+    def norm(self, terms: Sequence[K]) -> float:
         """The length of a finding's weighted vector (0 for no terms)."""
-        return math.sqrt(math.fsum(map(self.weight_squared, terms)))
+        return math.sqrt(sum(map(self.weight_squared, terms)) / SQUARE_SCALE)
 
-    def cosine(self, a: Sequence[Term], b: Sequence[Term]) -> float:
+    def cosine(self, a: Sequence[K], b: Sequence[K]) -> float:
         """The cosine of two findings' weighted term vectors, 0 to 1 (0 if either is empty).
 
-        Summed with ``math.fsum``, so the value does not depend on term order.
+        Exact integer sums, so the value does not depend on term order: it is
+        :func:`cosine_of` the shared squares and the two norms.
         """
-        norms = self.norm(a) * self.norm(b)
-        if not norms:
-            return 0.0
-        shared = set(a).intersection(b)
-        return math.fsum(map(self.weight_squared, shared)) / norms
+        square = self.weight_squared
+        shared = sum(map(square, set(a).intersection(b)))
+        return cosine_of(shared, math.sqrt(sum(map(square, a))), math.sqrt(sum(map(square, b))))
+
+
+def norms_of(terms: Iterable[Sequence[K]], squared: dict[K, int]) -> list[float]:
+    """Each finding's norm: the square root of its terms' squared weights summed (in
+    :data:`SQUARE_SCALE` units, as :func:`cosine_of` takes it). Every term must be in
+    ``squared``."""
+    square = squared.__getitem__
+    return [math.sqrt(sum(map(square, t))) for t in terms]
+
+
+def _is_identifier(term: Hashable) -> bool:
+    """Whether a string or pair term is an identifier (ids say so through the lexicon)."""
+    return isinstance(term, str) and is_identifier(term)
+
+
+def cosine_of(shared: int, norm_a: float, norm_b: float) -> float:
+    """The cosine from the sum of shared squared weights and the square roots of each
+    finding's sum (all in :data:`SQUARE_SCALE` units, which cancel); 0 when a norm is 0.
+    One formula for every caller, so :func:`score` and :func:`~council.agreement.cluster`
+    give a pair the same value to the last bit."""
+    norms = norm_a * norm_b
+    return shared / norms if norms else 0.0
 
 
 def score(a: Finding, b: Finding, among: Sequence[Finding] = ()) -> float:

@@ -39,6 +39,7 @@ from council.report.escape import for_forge, no_controls, no_controls_json
 from council.report.github_review import fit_body
 from council.report.markdown import DECORATIONS, render_markdown
 from council.report.model import CouncilReport
+from council.secret_masks import MASK
 
 CHECK_NAME = "council"
 """The check run's name (one per head: GitHub shows the latest of a name)."""
@@ -175,6 +176,8 @@ def _annotation(
             return None
         path, first, last = head_path, 1, 1
     else:
+        return None
+    if MASK in path:  # a path holding a masked secret names no file of the head
         return None
     decoration = DECORATIONS.get(finding.severity)
     label = f"{finding.label} ({decoration})" if decoration else finding.label

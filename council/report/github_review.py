@@ -37,6 +37,7 @@ from council.report.escape import block, code, for_forge, inline, no_controls_js
 from council.report.evidence_text import evidence_line
 from council.report.markdown import DECORATIONS, raised_text, render_markdown
 from council.report.model import CouncilReport
+from council.secret_masks import MASK
 
 MAX_COMMENTS = 50
 """Line comments in one review at most; the rest are listed in the body. Large reviews
@@ -147,8 +148,8 @@ def _comment(
     ):
         return None
     path = _pull_request_path(anchor, change)
-    if path is None:
-        return None
+    if path is None or MASK in path:  # a path holding a masked secret is no file of
+        return None  # the pull request's: GitHub would refuse the review; the body has it
     side = SIDES[anchor.side]
     comment: dict[str, Any] = {"path": path, "line": anchor.line, "side": side}
     if anchor.start_line is not None and anchor.start_line < anchor.line:

@@ -37,6 +37,7 @@ from council.report.escape import for_forge, no_controls, no_controls_json, no_q
 from council.report.github_review import MAX_COMMENTS, comment_body
 from council.report.markdown import DECORATIONS, OFF_DIFF_REASONS
 from council.report.model import CouncilReport
+from council.secret_masks import MASK
 
 SEVERITIES: dict[str | None, str] = {
     "critical": "critical",
@@ -180,8 +181,8 @@ def _thread(
     if landing(change, anchor) is not None:
         return None
     changed = next((f for f in change.files if f.side_path(anchor.side) == anchor.path), None)
-    if changed is None:
-        return None
+    if changed is None or MASK in changed.path or MASK in (changed.old_path or ""):
+        return None  # a path holding a masked secret is no file of the merge request's
     position = _position(changed, anchor.side, anchor.line)
     if position is None:
         return None

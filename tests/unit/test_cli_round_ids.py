@@ -309,3 +309,30 @@ def test_a_second_occurrence_of_a_dismissed_claim_is_new_and_gates(
         n.startswith("#2 makes the same claim as one that was dismissed") for n in second.notes
     )
     assert "#2 makes the same claim" in markdown
+
+
+def test_a_pure_rename_under_since_last_does_not_turn_the_gate_green(tmp_path: Path) -> None:
+    """Round 1 files a critical on src/b.py (exit 1). Round 2 only renames the file
+    (`git mv src/b.py src/c.py`) and is reviewed with --since-last: the finding is not
+    outdated (no line of it was edited) but carried at src/c.py, and still gates."""
+    answer = tmp_path / "hawk.json"
+    roster = (
+        ROUND
+        + f'[[reviewers]]\nid = "hawk"\nbackend = "replay"\nanswer = {json.dumps(str(answer))}\n'
+    )
+    repo = new_repo(tmp_path / "repo", {"council.toml": roster, "README": "x\n"})
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"src/b.py": "import subprocess\nsubprocess.call(x, shell=True)\n"}, "add b")
+    answer.write_text(json.dumps({"findings": [told(B602, "shell=True", "src/b.py", 2)]}))
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress", "--session", "s"]
+    argv += ["--state", str(tmp_path / "state.json")]
+    first = CliRunner().invoke(main, [*argv, "--json", str(tmp_path / "one.json")])
+    assert first.exit_code == 1, first.output
+    git(repo, "mv", "src/b.py", "src/c.py")
+    git(repo, "commit", "-qm", "rename")
+    answer.write_text('{"findings": []}')
+    second = CliRunner().invoke(main, [*argv, "--since-last", "--json", str(tmp_path / "two.json")])
+    assert second.exit_code == 1, second.output
+    report = read_json((tmp_path / "two.json").read_text())
+    assert report.outdated == ()
+    assert [(f.id, f.anchor.path) for f in report.carried] == [(1, "src/c.py")]

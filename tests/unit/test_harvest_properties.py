@@ -32,7 +32,7 @@ from council.harvest import (
     read_journal,
 )
 from council.harvest.scan import NOT_JSON, decode
-from council.sameness import fold_subject, says_the_same
+from council.sameness import fold_subject, fold_subjects, says_the_same
 
 ANY_TEXT = st.text(
     alphabet=st.characters(exclude_categories=()) | st.characters(categories=["Cs"]),
@@ -244,6 +244,12 @@ def test_fold_subject_folds_case_spaces_and_separators() -> None:
     assert fold_subject("Gießen") == fold_subject("GIESSEN")
     assert fold_subject("a\u001eb\u0085c") == "a b c"
     assert fold_subject("a\u200bb") != fold_subject("a b")
+
+
+@given(st.lists(ANY_TEXT, max_size=8))
+def test_fold_subjects_folds_each_as_fold_subject(subjects: list[str]) -> None:
+    """The bulk fold gives, in order, what fold_subject gives for each subject."""
+    assert fold_subjects(subjects) == [fold_subject(s) for s in subjects]
 
 
 def test_says_the_same_needs_equal_folded_subjects() -> None:

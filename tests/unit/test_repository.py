@@ -376,6 +376,35 @@ def test_unpack_refuses_malicious_archives(
     assert not (tmp_path / "evil").exists() and not (tmp_path / "outside").exists()
 
 
+@pytest.mark.parametrize(
+    ("links", "named", "why"),
+    [
+        ((("d", "."), ("a", "d/d/../..")), "'a'", "once the tree's links are followed"),
+        ((("d", "."), ("a", "d/d/.."), ("r", "a/x")), "'a'", "outside the tree"),
+        ((("s/l", "../t"), ("t", "s/l")), "'s/l'", "loops"),
+    ],
+)
+def test_unpack_resolves_links_through_the_trees_links(
+    tmp_path: Path, links: tuple[tuple[str, str], ...], named: str, why: str
+) -> None:
+    """Links that stay inside by their text but leave (or loop) once the archive's other
+    links are followed refuse the archive, naming the first such link; nothing is
+    written."""
+    dest = tmp_path / "tree"
+    with pytest.raises(RepositoryError) as caught:
+        unpack_tree(_tar(_file("ok.txt"), *(_link(n, t) for n, t in links)), dest)
+    assert named in caught.value.problem and why in caught.value.problem
+    assert not dest.exists()
+
+
+def test_unpack_refuses_two_members_of_one_name(tmp_path: Path) -> None:
+    """A name given twice (a link, then a file there) could unpack to something no
+    check saw: refused."""
+    with pytest.raises(RepositoryError, match="same name"):
+        unpack_tree(_tar(_link("d", "."), _file("./d", b"x")), tmp_path / "t")
+    assert not (tmp_path / "t").exists()
+
+
 def test_unpack_allows_links_inside_the_tree(tmp_path: Path) -> None:
     """Relative links that stay inside the tree are unpacked."""
     archive = _tar(_file("a/f.txt", b"hi"), _link("a/l", "f.txt"), _link("up", "a/f.txt"))

@@ -119,13 +119,25 @@ def test_lines_are_read_on_the_old_side() -> None:
     assert mark_round(report(), [below], set(), parse_diff(INSERT_ABOVE)).outdated == ()
 
 
-def test_deleted_or_renamed_file_outdates_line_and_file_anchors() -> None:
-    """The file is deleted, or renamed away: line and file findings on it are outdated."""
+def test_a_deleted_file_outdates_line_and_file_anchors() -> None:
+    """The file is deleted: line and file findings on it are outdated."""
     line = finding(1, on(1), subject="line")
     whole = finding(2, FileAnchor(path="app.py"), subject="whole file")
-    for text in (DELETE_APP, RENAME_APP):
-        marked = mark_round(report(), [line, whole], set(), parse_diff(text))
-        assert [f.id for f in marked.outdated] == [1, 2]
+    marked = mark_round(report(), [line, whole], set(), parse_diff(DELETE_APP))
+    assert [f.id for f in marked.outdated] == [1, 2]
+
+
+def test_a_renamed_file_still_holds_its_findings_at_the_new_path() -> None:
+    """A pure rename edits no line: the findings on the file are not outdated, and are
+    carried at the new path (under --since-last a rename must not turn a failed gate
+    green while the code is still in the pull request)."""
+    line = finding(1, on(1), subject="line")
+    whole = finding(2, FileAnchor(path="app.py"), subject="whole file")
+    change = parse_diff(RENAME_APP)
+    marked = mark_round(report(), [line, whole], set(), change)
+    assert marked.outdated == ()
+    carried = carry(marked, [line, whole], change, set()).carried
+    assert [(f.id, f.anchor.path) for f in carried] == [(1, "main.py"), (2, "main.py")]
 
 
 def test_file_anchor_on_an_edited_file_stays() -> None:

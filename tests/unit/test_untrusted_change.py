@@ -423,3 +423,32 @@ def test_a_key_pattern_in_code_masks_nothing_after_it() -> None:
     assert GITHUB_TOKEN in values and len(values) == 2
     assert values_from(spans, lambda path: ["x"] * 4) == ()
     assert Masker(values).text(f"see {GITHUB_TOKEN}.") == f"see {MASK}."
+
+
+def test_a_merged_finding_gates_when_any_telling_is_on_the_change(tmp_path: Path) -> None:
+    """rep (first in the roster) tells the shell injection on an unchanged line 1, ana
+    on the added line 40: consolidated into one finding whose anchor is rep's. It still
+    gates (exit 1): one telling on the change is enough."""
+    off = {**B602, "location": {"kind": "line", "file": "app.py", "start": 1}}
+    on = {**B602, "location": {"kind": "line", "file": "app.py", "start": 40}}
+    old = "".join(f"v{n} = {n}\n" for n in range(1, 40))
+    roster = ROUND
+    roster += '[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "rep.json"\n'
+    roster += '[[reviewers]]\nid = "ana"\nbackend = "replay"\nanswer = "ana.json"\n'
+    repo = tmp_path / "repo"
+    base = two_commits(
+        repo,
+        {
+            "council.toml": roster,
+            "rep.json": json.dumps({"findings": [off]}),
+            "ana.json": json.dumps({"findings": [on]}),
+            "app.py": old,
+        },
+        {"app.py": old + "subprocess.call(cmd, shell=True)\n"},
+    )
+    done = review(repo, base, tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    (merged,) = report["findings"]
+    assert len(merged["members"]) == 2, merged
+    assert merged["id"] not in {int(k) for k in report.get("filtered", {})}
+    assert done.exit_code == 1, done.output

@@ -25,6 +25,7 @@ from click.testing import CliRunner, Result
 from council.diff import parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import ROOT, commit, new_repo
+from workers.change_listing import ChangeListing
 from workers.cli import main
 from workers.preparation import ReviewOptions, prepare
 from workers.repository import READ_CHUNK, Repository
@@ -426,3 +427,187 @@ def test_a_link_out_of_the_tree_is_refused_naming_it(tmp_path: Path, target: str
     assert done.exit_code == 2, done.output
     assert "'docs/escape'" in done.output and repr(target) in done.output
     assert "Rebuild" not in done.output
+
+
+def test_chained_links_that_leave_the_tree_are_refused_naming_them(tmp_path: Path) -> None:
+    """``d -> .`` and ``a -> d/d/../..`` each stay inside by their text, and together lead
+    to the tree's parent: the run is refused before anything is sent, naming ``a``; a
+    link that loops is refused too."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    os.symlink(".", repo / "d")
+    os.symlink("d/d/../..", repo / "a")
+    commit(repo, {"app.py": "y = 2\n"}, "links")
+    done = review(repo, tmp_path, roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "'a'" in done.output and "'d/d/../..'" in done.output
+    assert "once the tree's links are followed" in done.output
+
+    loop = new_repo(tmp_path / "loop", {"app.py": "x = 1\n"})
+    os.symlink("y", loop / "x")
+    os.symlink("x", loop / "y")
+    commit(loop, {"app.py": "y = 2\n"}, "loop")
+    with pytest.raises(RepositoryError, match="loops through the tree's links"):
+        Repository(loop).archive("HEAD", 50_000_000)
+
+
+def test_a_laid_base_link_cannot_leave_through_the_head_trees_links(tmp_path: Path) -> None:
+    """The base's configuration file is a link ``d/d/../../x`` (inside, by its text),
+    laid over a head tree holding ``d -> .``: there it would lead above the tree, so
+    it is left out; a base link that stays inside is laid."""
+    tree = tmp_path / "work" / "tree"
+    tree.mkdir(parents=True)
+    os.symlink(".", tree / "d")
+    files = {"link:setup.cfg": b"d/d/../../x", "link:tox.ini": b"d/app.py"}
+    laid = TreeCache(tmp_path / "work").overlaid("run1", "base-config", tree, lambda: files)
+    assert not (laid / "setup.cfg").is_symlink()
+    assert os.readlink(laid / "tox.ini") == "d/app.py"
+
+
+def test_a_report_is_not_written_through_a_link_in_the_checkout(tmp_path: Path) -> None:
+    """The change commits ``report.json -> ../precious.txt`` and CI runs ``--json
+    report.json`` in the checkout: refused (exit 2) before the run, naming the option and
+    the link; nothing is written outside. A link on the way (``out -> ../elsewhere``)
+    is refused as well."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    os.symlink("../precious.txt", repo / "report.json")
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink("../elsewhere", repo / "out")
+    commit(repo, {"app.py": "y = 2\n"}, "links")
+    rp = roster_beside(tmp_path)
+    done = review(repo, tmp_path, "--json", str(repo / "report.json"), roster=rp)
+    assert done.exit_code == 2, done.output
+    assert "--json" in done.output and "is a symbolic link" in done.output
+    assert not (tmp_path / "precious.txt").exists()
+    md = repo / "out" / "report.md"
+    done = review(repo, tmp_path, "--markdown", str(md), roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "lies behind the symbolic link" in done.output
+    assert not (tmp_path / "elsewhere" / "report.md").exists()
+
+
+def test_a_state_file_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    """``--state`` naming a link (here outside the checkout, to a file elsewhere): council
+    neither reads nor writes its sessions through it (exit 2); the target is untouched."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {"app.py": "y = 2\n"}, "edit")
+    os.symlink(tmp_path / "target.json", tmp_path / "state.json")
+    state = str(tmp_path / "state.json")
+    done = review(repo, tmp_path, "--state", state, roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "--state" in done.output and "symbolic link" in done.output
+    assert not (tmp_path / "target.json").exists()
+
+
+# -- 9. a "git bomb": one tree object reused at every level ------------------------------
+
+
+def _git_out(repo: Path, *args: str, data: bytes | None = None) -> str:
+    """Run a git plumbing command in ``repo`` (stdin ``data``); its stdout, stripped."""
+    done = subprocess.run(
+        ["git", *args], cwd=repo, input=data, capture_output=True, check=True, env=_GIT_ENV
+    )
+    return done.stdout.decode().strip()
+
+
+_GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "T",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "T",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
+
+
+def git_bomb(tmp: Path, levels: int = 10) -> Path:
+    """A repository of a few KiB whose head adds ``bomb/``: 4 identical subtrees at each
+    of ``levels`` levels, 4**levels files listed (10 levels: 1,048,576), built from
+    ``levels`` tree objects with ``git mktree``; nothing is checked out."""
+    repo = new_repo(tmp / "bomb", {"app.py": "x = 1\n"})
+    blob = _git_out(repo, "hash-object", "-w", "--stdin", data=b"x\n")
+    tree = _git_out(
+        repo, "mktree", data="".join(f"100644 blob {blob}\tf{i}\n" for i in range(4)).encode()
+    )
+    for _ in range(levels - 1):
+        rows = "".join(f"040000 tree {tree}\td{i}\n" for i in range(4))
+        tree = _git_out(repo, "mktree", data=rows.encode())
+    app = _git_out(repo, "rev-parse", "HEAD:app.py")
+    top = _git_out(
+        repo, "mktree", data=f"100644 blob {app}\tapp.py\n040000 tree {tree}\tbomb\n".encode()
+    )
+    head = _git_out(repo, "commit-tree", top, "-p", "HEAD", "-m", "bomb")
+    _git_out(repo, "update-ref", "refs/heads/main", head)
+    return repo
+
+
+def test_a_git_bomb_is_refused_by_the_cap_on_the_changes_files(tmp_path: Path) -> None:
+    """A head whose tree lists 4**10 files through one reused tree object: the trees are
+    walked object by object and the walk stops past the cap (git, which queues a whole
+    diff first, is never asked to list it; no size or diff is read); the error says the
+    cap, the unit and the knob. The review is refused (exit 2) with the same sentence,
+    and the tree's paths are not listed past their cap."""
+    repo = git_bomb(tmp_path)
+    assert int(_git_out(repo, "count-objects", "-v").split("size: ")[1].split()[0]) < 200
+    with pytest.raises(ChangeTooLarge) as caught:
+        Repository(repo).changed_entries("HEAD~1", "HEAD")
+    error = caught.value
+    assert error.what == "change" and error.unit == "files and folders"
+    assert error.at_least and error.cap == 100_000 and error.size == 100_001
+    assert "COUNCIL_MAX_CHANGED_FILES" in str(error)
+    with pytest.raises(ChangeTooLarge, match="over the cap of 50 files and folders"):
+        Repository(repo, max_changed_files=50).diff("HEAD~1", "HEAD", cap_bytes=1_000_000)
+
+    done = review(repo, tmp_path, roster=roster_beside(tmp_path))
+    assert done.exit_code == 2, done.output
+    assert "the change is at least 100001 files and folders" in done.output
+    assert "over the cap of 100000 files and folders" in done.output
+    assert "COUNCIL_MAX_CHANGED_FILES" in done.output
+    assert Repository(repo).tree_paths("HEAD", cap=1000) is None
+
+
+def test_the_listing_of_the_changes_files_is_capped_while_read(tmp_path: Path) -> None:
+    """git's listing of a change of 5 files, fed in 7-byte chunks under a cap of 3: the
+    4th record raises (the caller stops git then); a path longer than PATH_MAX is refused
+    before its end is read. The same change passes a cap of 5 and not one of 4."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {f"f{i}.py": f"{i}\n" for i in range(5)}, "five")
+    raw = subprocess.run(
+        ["git", "diff", "--raw", "-z", "--no-abbrev", "HEAD~1", "HEAD"],
+        cwd=repo, capture_output=True, check=True,
+    ).stdout
+    whole = ChangeListing(10)
+    whole.feed(raw)
+    assert [e.path for e in whole.finish()] == [f"f{i}.py" for i in range(5)]
+    listing = ChangeListing(3)
+    with pytest.raises(ChangeTooLarge) as caught:
+        for at in range(0, len(raw), 7):
+            listing.feed(raw[at : at + 7])
+    assert caught.value.unit == "files" and caught.value.size == 4 and caught.value.cap == 3
+    with pytest.raises(RepositoryError, match="longer than 4096 bytes"):
+        ChangeListing(3).feed(raw.split(b"\0")[0] + b"\0" + b"a" * 5000)
+    assert len(Repository(repo, max_changed_files=5).changed_entries("HEAD~1", "HEAD")) == 5
+    with pytest.raises(ChangeTooLarge, match="at least 5 files and folders"):
+        Repository(repo, max_changed_files=4).changed_entries("HEAD~1", "HEAD")
+
+
+# -- 10. a submodule the change adds ----------------------------------------------------
+
+
+def test_a_submodule_the_change_adds_is_named_as_not_reviewed(tmp_path: Path) -> None:
+    """The change adds a gitlink (mode 160000) and points an existing one at another
+    commit: the report's notes name each (JSON-quoted path, the commit) and say its
+    content was not reviewed."""
+    old, new = "1" * 40, "2" * 40
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    _git_out(repo, "update-index", "--add", "--cacheinfo", f"160000,{old},vendor/lib")
+    _git_out(repo, "commit", "-q", "-m", "a submodule")
+    _git_out(repo, "update-index", "--cacheinfo", f"160000,{new},vendor/lib")
+    _git_out(repo, "update-index", "--add", "--cacheinfo", f'160000,{old},"odd" name')
+    _git_out(repo, "commit", "-q", "-m", "more submodules")
+    out = tmp_path / "report.json"
+    done = review(repo, tmp_path, "--json", str(out), roster=roster_beside(tmp_path))
+    assert done.exit_code == 0, done.output
+    notes = [n for n in json.loads(out.read_text())["notes"] if "submodule" in n]
+    assert len(notes) == 1, notes
+    assert f'"vendor/lib" at {new}' in notes[0]
+    assert f'"\\"odd\\" name" at {old}' in notes[0]
+    assert "not reviewed" in notes[0]

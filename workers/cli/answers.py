@@ -17,7 +17,9 @@ from __future__ import annotations
 import getpass
 import json
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,6 +29,7 @@ from council.report.markdown import render_markdown
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, UsageProblem, session_store, state_stores
 from workers.clock import now_ms
+from workers.progress import Progress, progress_view
 from workers.resume import asked_by_reviewers, find_ask, finish, pending_asks, resume_askers
 from workers.runtime import Runtime
 from workers.settling import RunNotFound
@@ -183,8 +186,13 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
                 f"run {run_id} is not waiting on a person (settled already, expired, or "
                 "another Redis or --state); council asks lists the runs that wait"
             )
+    from workers.cli.review import stop_signals
+
     try:
-        report = settle_parked(cli, state, parked)
+        with stop_signals() as stopped:
+            report = settle_parked(
+                cli, state, parked, show=Progress.for_stream(sys.stderr), stopped=stopped
+            )
     except RunNotFound as gone:
         raise UsageProblem(f"{gone}; its questions went with it") from None
     threshold = parse_fail_on(fail_on or parked.record.fail_on)
@@ -197,9 +205,18 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
     sys.exit(exit_code(report, threshold, quorum=parked.record.quorum))
 
 
-def settle_parked(cli: CliContext, state: Path | None, parked: Waiting) -> CouncilReport | None:
+def settle_parked(
+    cli: CliContext,
+    state: Path | None,
+    parked: Waiting,
+    *,
+    show: Progress | None = None,
+    stopped: threading.Event | None = None,
+) -> CouncilReport | None:
     """Settle ``parked`` once every question it waits on is answered; its report (which
-    may wait again), or None while a question is unanswered.
+    may wait again), or None while a question is unanswered. While the reviewers that
+    asked go on, ``show`` displays their progress (closed when they settle), and
+    ``stopped`` (Ctrl-C, SIGTERM) cancels the run as a review's interrupt does.
 
     A policy's confirmations are applied at once (:func:`~workers.resume.finish`). A
     reviewer's question sends that reviewer again with the answer
@@ -225,7 +242,7 @@ def settle_parked(cli: CliContext, state: Path | None, parked: Waiting) -> Counc
             from workers.celery_config import create_app
 
             rt = cli.runtime()
-            return resume_askers(create_app(rt.settings), rt, parked)
+            return _resumed(create_app(rt.settings), rt, parked, show, stopped)
         from workers.embedded import embedded_council
 
         settings = cli.settings
@@ -233,11 +250,32 @@ def settle_parked(cli: CliContext, state: Path | None, parked: Waiting) -> Counc
             settings = settings.model_copy(update={"state_path": state})
         threads = max(1, len(parked.record.participants))
         with embedded_council(settings, threads) as (app, embedded):
-            return resume_askers(app, embedded, parked)
+            return _resumed(app, embedded, parked, show, stopped)
     except RunNotFound:
         with session_store(cli, state, save=True) as sessions:
             sessions.drop_waiting(parked.record.session, parked.record.run_id)
         raise
+
+
+def _resumed(
+    app: Any,
+    rt: Runtime,
+    parked: Waiting,
+    show: Progress | None,
+    stopped: threading.Event | None,
+) -> CouncilReport | None:
+    """:func:`~workers.resume.resume_askers` with the progress shown and the stop heard."""
+    try:
+        return resume_askers(
+            app,
+            rt,
+            parked,
+            on_progress=lambda states: show.update(progress_view(states)) if show else None,
+            stop_requested=stopped.is_set if stopped is not None else lambda: False,
+        )
+    finally:
+        if show is not None:
+            show.close()
 
 
 def _stored_props(rt: Runtime, ask: PendingAsk) -> dict[str, object] | None:

@@ -26,6 +26,8 @@ issue "CI outputs that forges accept".
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,20 +112,70 @@ class Written:
     messages: list[str] = field(default_factory=list)
 
 
+def link_on_the_way(path: Path, checkout: Path | None = None) -> Path | None:
+    """The symbolic link a file written at ``path`` would be written through, or None.
+
+    ``path`` itself when it is a link (a dangling one too). With ``checkout`` (the
+    reviewed repository's top), also any directory on the way from the checkout down
+    to ``path``, when ``path`` lies in it: in a CI checkout every link there is the
+    change's own (``out -> ../..`` committed beside ``--json out/report.json``).
+    Links above the checkout, or on the way to a path outside it, are the user's
+    (``/tmp`` a link to ``/private/tmp``) and are followed. Never raises.
+    Source: issue "The change under review is untrusted".
+    """
+    if path.is_symlink():
+        return path
+    if checkout is None:
+        return None
+    here = Path(os.path.abspath(path))
+    for top in dict.fromkeys([Path(os.path.abspath(checkout)), checkout.resolve()]):
+        if here == top or not here.is_relative_to(top):
+            continue
+        step = top
+        for part in here.relative_to(top).parts[:-1]:
+            step = step / part
+            if step.is_symlink():
+                return step
+    return None
+
+
+def refuse_link(option: str, path: Path, checkout: Path | None = None) -> None:
+    """Refuse (exit 2) to write ``option``'s file ``path`` through a symbolic link
+    (:func:`link_on_the_way`). Why: a pull request can commit ``report.json ->
+    ../../.bashrc``, and CI writes its report in the checkout. Raises
+    :class:`UsageProblem` naming the option and the link."""
+    link = link_on_the_way(path, checkout)
+    if link is None:
+        return
+    where = "is a symbolic link" if link == path else f"lies behind the symbolic link {link}"
+    raise UsageProblem(
+        f"{option} {path} {where}: council does not write through links (in CI, the pull "
+        "request may have committed it); nothing was reviewed. Pass a path outside the "
+        "checkout, e.g. under $RUNNER_TEMP"
+    )
+
+
 def plan_outputs(
     formats: Sequence[str],
     directory: Path | None,
     json_file: Path | None,
     markdown_file: Path | None,
+    *,
+    checkout: Path | None = None,
 ) -> OutputPlan:
     """Check the output options; create ``directory`` when missing.
 
     Raises :class:`UsageProblem` (exit 2) for a format other than Markdown without
     ``--output``, an output directory that cannot be created or holds files no council
     run wrote (:func:`~workers.forge.manifest.clear_for_run`; an earlier run's outputs
-    are removed), or a ``--json`` / ``--markdown`` file in a directory that does not
-    exist.
+    are removed), a ``--json`` / ``--markdown`` file in a directory that does not
+    exist, or any of them reached through a symbolic link (:func:`refuse_link`; the
+    links inside ``checkout``, the reviewed repository's top, on the way too).
     """
+    asked = (("--output", directory), ("--json", json_file), ("--markdown", markdown_file))
+    for option, path in asked:
+        if path is not None:
+            refuse_link(option, path, checkout)
     chosen = tuple(dict.fromkeys(formats)) or ("markdown",)
     files_only = [f for f in chosen if f != "markdown"]
     if files_only and directory is None:
@@ -297,13 +349,19 @@ def _write(path: Path, text: str, option: str, done: Written) -> bytes:
     """Write a report file; its bytes. A failure is exit 2 naming the option, never a
     traceback.
 
-    A lone surrogate (a reviewer's JSON may hold ``"\\ud800"``) cannot be UTF-8: it is
-    written as ``?``, so the file stays valid UTF-8 (and valid JSON).
+    Opened with ``O_NOFOLLOW``: a link put at ``path`` since :func:`plan_outputs`
+    checked it is refused, not written through. A lone surrogate (a reviewer's JSON
+    may hold ``"\\ud800"``) cannot be UTF-8: it is written as ``?``, so the file stays
+    valid UTF-8 (and valid JSON).
     """
     data = text.encode("utf-8", errors="replace")
     try:
-        path.write_bytes(data)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            refuse_link(option, path)
         raise UsageProblem(
             f"{option} {path} cannot be written ({exc.strerror}); the run itself settled. "
             "Pass a writable path"

@@ -45,20 +45,19 @@ from workers.cli.outputs import (
     nothing_to_review,
     output_option,
     plan_outputs,
+    refuse_link,
 )
 from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
-from workers.clock import now_ms
 from workers.dispatch import judge_sender, open_and_dispatch
 from workers.embedded import default_state_path, embedded_council, state_sessions
 from workers.logging import redact_text
 from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
-from workers.progress import ParticipantProgress, Progress
+from workers.progress import Progress, progress_view
 from workers.repository import Repository
 from workers.request import sandbox_outlook
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.settling import RunNotFound
-from workers.stores.runs import Progress as StoredProgress
 from workers.waiting import Waiter
 
 _repo_option = click.option(
@@ -215,7 +214,8 @@ def review_command(
       council review --base origin/main --format markdown --format sarif \\
         --format github-review --output out   # then: council publish github --from out
     """
-    outputs = plan_outputs(formats, output, json_out, markdown_out)
+    checkout = _checkout(repo)
+    outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
     settings = _with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     if mode == "embedded":
@@ -233,7 +233,7 @@ def review_command(
             baseline=baseline_path,
             exact_base=base_exact,
         )
-        _settle_waiting(cli, state, plan.session, outputs, fail_on)
+        _settle_waiting(cli, state, plan.session, outputs, fail_on, progress)
         round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
     except NothingToReview as done:
         sys.exit(
@@ -318,7 +318,7 @@ def _run_council(
     """
     mode = "distributed" if cli.distributed else "embedded"
     try:
-        with _stop_signals() as stopped:
+        with stop_signals() as stopped:
             if mode == "distributed":
                 return _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
             with embedded_council(settings, len(round_.participants)) as (app, rt):
@@ -334,7 +334,12 @@ def _run_council(
 
 
 def _settle_waiting(
-    cli: CliContext, state: Path | None, session: str, outputs: Any, fail_on: str
+    cli: CliContext,
+    state: Path | None,
+    session: str,
+    outputs: Any,
+    fail_on: str,
+    progress: bool = True,
 ) -> None:
     """Before a new round: a run of the session waiting on a person settles now when
     every question is answered (its report is the output), or the review stops at it
@@ -344,8 +349,10 @@ def _settle_waiting(
     if not waiting:
         return  # the usual case: nothing written, not even an empty state file
     parked = waiting[0]
+    show = Progress.for_stream(sys.stderr) if progress else None
     try:
-        report = settle_parked(cli, state, parked)
+        with stop_signals() as stopped:
+            report = settle_parked(cli, state, parked, show=show, stopped=stopped)
     except RunNotFound as gone:
         click.echo(f"council: {gone}; its questions went with it, reviewing anew", err=True)
         return
@@ -397,8 +404,19 @@ def _with_state(cli: CliContext, state: Path | None) -> Settings:
     return cli.settings.model_copy(update={"state_path": state})
 
 
+def _checkout(repo: Path) -> Path | None:
+    """The top of the repository ``--repo`` names, or None when it cannot be read
+    (``prepare`` then says why)."""
+    try:
+        return Repository(repo).path
+    except ConfigurationError:
+        return None
+
+
 def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
-    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository.
+    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository,
+    or one reached through a symbolic link (:func:`~workers.cli.outputs.refuse_link`:
+    the file itself, or a link inside the checkout on its way).
 
     The state file holds the sessions: finding ids, identities, dismissals and the head
     the last round reviewed. One committed in the repository (in the index a checkout
@@ -412,8 +430,10 @@ def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
         repository = Repository(repo)
         tracked = repository.tracked(path, head)
     except ConfigurationError:
+        refuse_link("--state", path)
         return
     if tracked is None:
+        refuse_link("--state", path, repository.path)
         return
     raise UsageProblem(
         f"the state file {path} is tracked by git in {repository.path} (as {tracked!r}): "
@@ -460,7 +480,7 @@ def _run(
     waiter = Waiter(
         rt=rt,
         record=round_.record,
-        on_progress=lambda states: show.update(_progress_view(states)) if show else None,
+        on_progress=lambda states: show.update(progress_view(states)) if show else None,
         stop_requested=stopped.is_set,
         timeout_ms=int(timeout * 1000) if timeout is not None else None,
         dispatch_judge=judge_sender(app, round_.judge.backend) if round_.judge else None,
@@ -468,25 +488,8 @@ def _run(
     return waiter.wait(), change
 
 
-def _progress_view(states: dict[str, StoredProgress]) -> dict[str, ParticipantProgress]:
-    now = now_ms()
-    view: dict[str, ParticipantProgress] = {}
-    for pid, s in states.items():
-        start = s.started_ms
-        end = s.updated_ms if s.state not in ("pending", "running") else now
-        elapsed = (end or now) - start if start is not None else 0
-        view[pid] = ParticipantProgress(
-            participant=pid,
-            state=s.state,
-            findings=s.findings,
-            elapsed_ms=max(0, elapsed),
-            detail=s.detail,
-        )
-    return view
-
-
 @contextlib.contextmanager
-def _stop_signals() -> Iterator[threading.Event]:
+def stop_signals() -> Iterator[threading.Event]:
     """Ctrl-C and SIGTERM (a cancelled CI job) set an event instead of killing us."""
     stopped = threading.Event()
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from council.baseline import suppress
-from council.diff import Change
+from council.diff import Change, parse_diff
 from council.earlier_rounds import carry
 from council.errors import RepositoryError
 from council.findings import Finding
 from council.fingerprint import with_fingerprints
 from council.report.model import CouncilReport
+from council.secret_masks import mask_change, masked_path
 from workers.baseline_source import BaselineSource, read_trusted_baseline
 from workers.ci_session import ci_session
 from workers.cli.context import CliContext
@@ -121,10 +122,12 @@ def plan_round(
     The change starts at the merge base of ``base`` and ``head`` (what a forge shows as a
     pull request: three dots), unless ``exact_base`` (``--base-exact``: two dots).
     """
-    repository = Repository(repo)
+    repository = Repository(repo, max_changed_files=settings.max_changed_files)
     start, notes = _start_of_change(repository, base, head, exact_base)
     key, said = _session_key(repository, head, session)
-    source = read_trusted_baseline(repo, start, head, baseline)
+    source = read_trusted_baseline(
+        repo, start, head, baseline, max_changed_files=settings.max_changed_files
+    )
     source.parsed()
     notes += said
     if not since_last:
@@ -222,22 +225,32 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
 
     Called with the run's runtime, before the run opens. The pull request's change is
     the round's own, except with ``--since-last``: then base..head is read again, so a
-    line comment only names a line the pull request's diff shows.
+    line comment only names a line the pull request's diff shows. Both diffs, and the
+    head tree's paths, are masked like the round's change (the spans name head-side
+    lines, the same in every diff ending at the head; :mod:`council.secret_masks`).
     """
     record = round_.record
     repository = Repository(record.repository)
     reviewed = rt.sessions.reviewed(record.session)
     cap = rt.settings.max_diff_bytes or round_.roster.max_diff_bytes
+    secrets = round_.secrets
     pull = None
     if plan.since.since is not None:
         pull = full_change(repository, plan.base, record.head, round_.roster, cap_bytes=cap)
+        pull = mask_change(pull, secrets)
+    since = interdiff(repository, reviewed, record.head, round_.roster, cap_bytes=cap)
+    if since is not None and secrets:
+        since = mask_change(parse_diff(since), secrets).text
+    paths = repository.tree_paths(record.head)
+    if paths is not None and secrets:
+        paths = frozenset(masked_path(p, secrets) for p in paths)
     rt.runs.put_session_inputs(
         record.run_id,
-        since=interdiff(repository, reviewed, record.head, round_.roster, cap_bytes=cap),
+        since=since,
         baseline=plan.baseline.text,
         ttl_s=rt.settings.run_retention_s,
         carry=plan.since.since is not None,
-        paths=repository.tree_paths(record.head),
+        paths=paths,
         pull=pull.text if pull is not None else None,
     )
     return pull if pull is not None else round_.change
