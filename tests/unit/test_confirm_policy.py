@@ -111,3 +111,38 @@ def test_resume_gates_with_the_reviews_fail_on(tmp_path: Path, repo: Path) -> No
     resumed = _cli(state, "resume", ask["run"])
     assert resumed.exit_code == 1, resumed.output
     assert "PARTIAL" not in resumed.stdout
+
+
+def test_a_push_after_an_answer_is_reviewed_not_passed_on_the_old_heads_gate(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+) -> None:
+    """H1 waits (exit 4) and the person answers "no". The author then pushes H2 with
+    another critical: the next review sets the old run aside (its dismissal kept) and
+    reviews H2: its report is at H2's head and H2's new critical waits for a person in
+    turn (exit 4). Before, it exited 0 with H1's report and H2 was never reviewed."""
+    from tests.gitrepo import commit, git
+
+    state, rp = tmp_path / "state.json", _roster(tmp_path)
+    assert review(repo, state, roster_path=rp).exit_code == 4
+    (ask,) = _asks(state)
+    assert _cli(state, "answer", ask["id"], "no", "--reason", "guarded").exit_code == 0
+    answer(
+        tmp_path,
+        "a.json",
+        CRITICAL,
+        {
+            **CRITICAL,
+            "subject": "runs a shell command from input",
+            "location": {"kind": "line", "file": "evil.py", "line": 1},
+        },
+    )
+    commit(repo, {"evil.py": "import os; os.system(input())\n"}, "H2")
+    out = tmp_path / "r2.json"
+    second = review(repo, state, "--json", str(out), base="HEAD~2", roster_path=rp)
+    assert "set aside" in second.output or "settled with its answers" in second.output
+    report = json.loads(out.read_text())
+    assert report["head"] == git(repo, "rev-parse", "HEAD")
+    assert second.exit_code == 4, second.output  # H2's new critical waits for a person
+    subjects = {f["subject"] for f in report["findings"]}
+    assert "runs a shell command from input" in subjects

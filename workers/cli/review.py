@@ -55,9 +55,11 @@ from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.progress import Progress, progress_view
 from workers.repository import Repository
 from workers.request import sandbox_outlook
+from workers.resume import asked_by_reviewers, finish
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.settling import RunNotFound
+from workers.stores.sessions import Waiting
 from workers.waiting import Waiter
 
 _repo_option = click.option(
@@ -233,7 +235,7 @@ def review_command(
             baseline=baseline_path,
             exact_base=base_exact,
         )
-        _settle_waiting(cli, state, plan.session, outputs, fail_on, progress)
+        _settle_waiting(cli, state, plan.session, outputs, fail_on, progress, head_sha(repo, head))
         round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
     except NothingToReview as done:
         sys.exit(
@@ -340,15 +342,25 @@ def _settle_waiting(
     outputs: Any,
     fail_on: str,
     progress: bool = True,
+    head: str | None = None,
 ) -> None:
     """Before a new round: a run of the session waiting on a person settles now when
     every question is answered (its report is the output), or the review stops at it
-    again (exit 4: an unanswered ask never passes the gate). Returns when none waits."""
+    again (exit 4: an unanswered ask never passes the gate). Returns when none waits.
+
+    A waiting run of ANOTHER head than ``head`` (the pull request moved on) never gives
+    this review its exit: its answered confirmations are applied (a rejected finding's
+    dismissal is kept in the session), it is set aside (:func:`_supersede`), and the
+    review goes on to the new head. Else a push after an answer would exit with the old
+    head's gate, and the new commits would never be reviewed."""
     with session_store(cli, state, save=False) as sessions:
         waiting = sessions.waiting(session)
     if not waiting:
         return  # the usual case: nothing written, not even an empty state file
     parked = waiting[0]
+    if head is not None and parked.record.head and parked.record.head != head:
+        _supersede(cli, state, waiting, head)
+        return
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
         with stop_signals() as stopped:
@@ -376,6 +388,30 @@ def _settle_waiting(
     emit(report, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
     click.echo(gate_summary(report, threshold, record.quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=record.quorum))
+
+
+def _supersede(cli: CliContext, state: Path | None, waiting: list[Waiting], head: str) -> None:
+    """Set aside the session's runs waiting at another head than ``head``: a run whose
+    questions are all confirmations, all answered, settles with them (their dismissals
+    stay in the session); any other is dropped from the waiting runs (its questions were
+    about code the pull request has moved past; the new round asks again what still
+    needs a person). Said on stderr, one line per run."""
+    with session_store(cli, state, save=True) as sessions:
+        for parked in waiting:
+            record = parked.record
+            if record.head == head:
+                continue
+            settled = None if asked_by_reviewers(parked) else finish(sessions, parked)
+            if settled is None:
+                sessions.drop_waiting(record.session, record.run_id)
+                what = "set aside with its questions"
+            else:
+                what = "settled with its answers"
+            click.echo(
+                f"council: run {record.run_id} waited on a person at {record.head[:12]}; the "
+                f"change is now at {head[:12]}: {what}, and the new head is reviewed",
+                err=True,
+            )
 
 
 def _abandoned(run_id: str, mode: str) -> str:
