@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +46,7 @@ from council.findings import (
     severity_rank,
 )
 from council.fingerprint import fingerprint
+from council.participant import PROGRAM_BACKENDS
 from council.report.model import CouncilReport, Reworded, Suppression
 
 BASELINE_FILE = ".council-baseline.json"
@@ -343,9 +344,10 @@ def suppress(
             continue
         suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
     pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
-    still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver)
+    programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
+    still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver, programs)
     entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]
-    _match(still, entries, roster, "baseline", accepted, suppressed, graver)
+    _match(still, entries, roster, "baseline", accepted, suppressed, graver, programs)
     notes = (
         *(graver_note(f, e, source) for f, e, source in graver),
         *(
@@ -404,6 +406,7 @@ def _match(
     reasons: Mapping[str, str],
     suppressed: dict[int, Suppression],
     graver: list[tuple[Finding, Finding, str]],
+    programs: Collection[str] = frozenset(),
 ) -> list[Finding]:
     """Suppress those of ``findings`` that agree with a finding of ``pool`` (fingerprint
     it is keyed by, the finding): one to one; returns the findings left, in order. One
@@ -411,7 +414,7 @@ def _match(
     to ``graver`` (and not left for a later pool either)."""
     if not findings or not pool:
         return list(findings)
-    found = recognize(findings, [f for _, f in pool], roster)
+    found = recognize(findings, [f for _, f in pool], roster, programs)
     left: list[Finding] = []
     for at, finding in enumerate(findings):
         seen = found.get(at)

@@ -34,10 +34,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from council.agreement import best_agreeing
+from council.agreement.recognition import told_by_programs
 from council.diff import Change, ChangedFile
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.fingerprint import fingerprint
 from council.gate import incomplete_reasons
+from council.participant import PROGRAM_BACKENDS
 from council.recall import recalled
 from council.report.model import CouncilReport, RunStatus
 
@@ -118,7 +120,8 @@ def mark_round(
       (:func:`council.recall.file_recalled`, kept from the report), and those that
       restate one of ``recognizing`` (the findings still open in the session) under
       another id, id → that earlier finding's id (:func:`recognized`); they are ``seen``
-      too, and that earlier finding is not outdated (it was raised again).
+      too, and that earlier finding is not outdated (it was raised again). A finding only
+      program reviewers told (an analyzer never rewords itself) is never recognized so.
 
     Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
     inputs gives the same report. Never raises.
@@ -127,8 +130,10 @@ def mark_round(
     earlier = list(earlier_findings)
     own = {f.id for f in report.findings if f.id is not None}
     filed = {i: e for i, e in report.seen_by_agreement.items() if i in own}
-    pool = [f for f in recognizing if f.id not in own]
-    agreed = {**filed, **recognized(report.findings, pool, {*seen, *filed})}
+    programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
+    pool = [f for f in recognizing if f.id not in own and not told_by_programs(f, programs)]
+    told = [f for f in report.findings if not told_by_programs(f, programs)]
+    agreed = {**filed, **recognized(told, pool, {*seen, *filed})}
     seen_set = {*seen, *agreed}
     seen = [f.id for f in report.findings if f.id is not None and f.id in seen_set]
     raised_again = {agreed[i] for i in agreed}

@@ -18,7 +18,7 @@ from council.findings import Agreement, Finding, Member, Origin, Warning
 from council.landing import resolve_findings
 from council.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.overrule import OVERRULE_OPTION, Overrule
-from council.participant import Participant
+from council.participant import PROGRAM_BACKENDS, Participant
 from council.recall import file_recalled, kept_ids
 from council.report.model import CouncilReport, ParticipantSummary, RunStatus, Suppression
 from council.sameness import says_the_same
@@ -89,7 +89,9 @@ def conclude_round(
     tellings, uncredited = _tellings(facts, participants, outcomes, change)
     heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
     merged = consolidate(tellings, heard=heard, change=change)
-    filed, reworded = file_recalled(merged, first_id, remembered, [p.id for p in participants])
+    programs = {p.id for p in participants if p.backend in PROGRAM_BACKENDS}
+    roster = [p.id for p in participants]
+    filed, reworded = file_recalled(merged, first_id, remembered, roster, programs)
     summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
     warnings, notes = _said_besides(participants, outcomes)
     notes += uncredited
@@ -266,7 +268,8 @@ def conclude_judge(
     own = {f.id for f in interim.findings if f.id is not None}
     earlier = [f for f in remembered if f.id not in own]
     roster = [p.id for p in interim.participants]
-    filed, reworded = kept_ids(filed, first_id, earlier, roster)
+    programs = {p.id for p in interim.participants if p.backend in PROGRAM_BACKENDS}
+    filed, reworded = kept_ids(filed, first_id, earlier, roster, programs)
     may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
     updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
     suppressed = dict(interim.suppressed)

@@ -19,7 +19,7 @@ docs/identity-and-clocks.md "Identity of a finding across rounds"; docs/harvest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from council.agreement import recognize
 from council.consolidation import file_findings
@@ -41,6 +41,7 @@ def file_recalled(
     first_id: int,
     remembered: Sequence[Finding],
     roster_order: Sequence[str] = (),
+    programs: Collection[str] = frozenset(),
 ) -> tuple[list[Finding], dict[int, int]]:
     """Give a round's merged findings their ids: a remembered one's when recognized, else
     a new one.
@@ -56,7 +57,7 @@ def file_recalled(
     :func:`council.consolidation.file_findings` does. Source: docs/identity-and-clocks.md
     "Identity of a finding across rounds".
     """
-    return kept_ids(file_findings(merged, first_id), first_id, remembered, roster_order)
+    return kept_ids(file_findings(merged, first_id), first_id, remembered, roster_order, programs)
 
 
 def kept_ids(
@@ -64,16 +65,19 @@ def kept_ids(
     first_id: int,
     remembered: Sequence[Finding],
     roster_order: Sequence[str] = (),
+    programs: Collection[str] = frozenset(),
 ) -> tuple[list[Finding], dict[int, int]]:
     """Findings just numbered from ``first_id`` (new to the session), with the id of the
     remembered finding each is recognized as, and the others numbered again from
     ``first_id`` in order, so the ids taken from the counter stay consecutive.
 
-    ``remembered`` findings without an id are ignored. Returns ``(findings in the
-    order given, id → earlier id for those recognized by agreement)``. Never raises.
+    ``remembered`` findings without an id are ignored; findings only ``programs``
+    (program reviewers' ids) told are recognized by fingerprint only
+    (:func:`council.agreement.recognize`). Returns ``(findings in the order given, id →
+    earlier id for those recognized by agreement)``. Never raises.
     """
     with_ids = [f for f in remembered if f.id is not None]
-    found = recognize(filed, with_ids, roster_order)
+    found = recognize(filed, with_ids, roster_order, programs)
     out: list[Finding] = []
     reworded: dict[int, int] = {}
     fresh = first_id

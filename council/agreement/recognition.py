@@ -35,7 +35,7 @@ docs/harvest.md §8 (agreement).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -67,6 +67,7 @@ def recognize(
     findings: Sequence[Finding],
     earlier: Sequence[Finding],
     roster_order: Sequence[str] = (),
+    programs: Collection[str] = frozenset(),
 ) -> dict[int, Recognition]:
     """The new ``findings`` that are remembered ones: index into ``findings`` →
     :class:`Recognition`, one to one (the module's rule).
@@ -75,7 +76,11 @@ def recognize(
     order; ids, when given, break ties); ``roster_order``: participant ids in roster
     order (a new finding ranks by its origin's place in it, then by its position).
     Only pairs on one file, or where either names no file, are scored, so the work is
-    per file. Deterministic; never raises.
+    per file. ``programs`` are the ids of program reviewers (analyzers): a finding only
+    programs told is recognized by its fingerprint alone, never by agreement. An analyzer
+    never rewords itself (bandit's B602 has one subject), and two of its rules on one
+    file share the file's words: by agreement, a new B301 took the id of a fixed B602,
+    and the B602 was no longer carried. Deterministic; never raises.
     """
     if not findings or not earlier:
         return {}
@@ -91,6 +96,7 @@ def recognize(
     for at, f in enumerate(kept):
         by_path.setdefault(anchor_path(f.anchor), []).append(at)
     roster = {name: at for at, name in enumerate(dict.fromkeys(roster_order))}
+    old_machine = [told_by_programs(f, programs) for f in kept]
     pairs: list[tuple[int, float, tuple[int, int], int, int]] = []
     for i, finding in enumerate(findings):
         path = anchor_path(finding.anchor)
@@ -98,9 +104,12 @@ def recognize(
             range(len(kept)) if path is None else (*by_path.get(path, ()), *by_path.get(None, ()))
         )
         rank = (_roster_rank(finding, roster), i)
+        machine = told_by_programs(finding, programs)
         for j in pool:
             same_print = new_prints[i] == old_prints[j]
             value = _best(vocabulary, new_told[i], old_told[j])
+            if not same_print and (machine or old_machine[j]):
+                continue
             if same_print or value >= THRESHOLD:
                 pairs.append((0 if same_print else 1, -value, rank, j, i))
     pairs.sort()
@@ -155,3 +164,15 @@ def _roster_rank(finding: Finding, roster: dict[str, int]) -> int:
     """The place of a finding's first raiser in the roster (unknown ones after)."""
     who = finding.origin.participant if finding.origin is not None else None
     return roster.get(who, len(roster)) if who is not None else len(roster)
+
+
+def told_by_programs(finding: Finding, programs: Collection[str]) -> bool:
+    """Whether every reviewer that told ``finding`` (its raisers, its origin, its
+    members) is a program reviewer; False when none is known."""
+    if not programs:
+        return False
+    told = {*(finding.raised_by or ())}
+    if finding.origin is not None and finding.origin.participant is not None:
+        told.add(finding.origin.participant)
+    told.update(m.participant for m in finding.members or ())
+    return bool(told) and told <= set(programs)

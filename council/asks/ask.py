@@ -60,8 +60,22 @@ class Ask(BaseModel):
         return question
 
 
+QUESTION_MAX_CHARS = 4000
+"""The longest question a door accepts, in characters (a person reads it whole, and it is
+shown in every summary; a component's props carry the rest, capped as they are)."""
+
+POLICY_COMPONENTS = frozenset({"confirm-finding"})
+"""Components only a policy raises (:mod:`council.asks.confirm`): a reviewer raising one
+would be shown as the policy's confirmation, whose answer it is not."""
+
+
 def checked_ask(
-    question: object, component: object, scope: ArtifactScope | None, *, door: str
+    question: object,
+    component: object,
+    scope: ArtifactScope | None,
+    *,
+    door: str,
+    reviewer: bool = False,
 ) -> Ask:
     """The ask to raise, checked at its source; ``component`` None means no component.
 
@@ -69,11 +83,28 @@ def checked_ask(
     :class:`~council.errors.AskRefused` naming ``door``: ``shape`` for a question that is
     not a non-blank string or a malformed component; ``no-store`` and ``unresolved-ref``
     for a ``props_ref`` with no store or one the run's scope does not hold (see
-    :func:`~council.asks.component.component_refusal`). Source:
+    :func:`~council.asks.component.component_refusal`); ``shape`` too for a question over
+    :data:`QUESTION_MAX_CHARS`, and, when a ``reviewer`` raises it, for a component of
+    :data:`POLICY_COMPONENTS`. Source:
     docs/evidence-and-asks.md §2.
     """
     if not isinstance(question, str) or not question.strip():
         shown = "blank" if isinstance(question, str) else "not a string"
         raise AskRefused("shape", door, f"the question is {shown}", _QUESTION_FIX)
+    if len(question) > QUESTION_MAX_CHARS:
+        raise AskRefused(
+            "shape",
+            door,
+            f"the question is {len(question)} characters, over the cap of {QUESTION_MAX_CHARS}",
+            "Ask in a few sentences; put what the person must see in the component's props "
+            "(or an artifact by props_ref)",
+        )
     checked = None if component is None else checked_component(component, scope, door=door)
+    if reviewer and checked is not None and checked.component_id in POLICY_COMPONENTS:
+        raise AskRefused(
+            "shape",
+            door,
+            f"the component {checked.component_id} is the confirm policy's, not a reviewer's",
+            "Ask with another component (confirm, choice, text, finding-picker)",
+        )
     return Ask(question=question, component=checked)

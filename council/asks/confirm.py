@@ -15,12 +15,13 @@ out. Source: docs/evidence-and-asks.md §2, docs/architecture.md "The run lifecy
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 
 from council.asks.ask import Ask
 from council.asks.component import PROPS_MAX_BYTES, Component
 from council.asks.pending import Answer, PendingAsk
-from council.findings import Finding, severity_rank
+from council.findings import Finding, anchor_path, severity_rank
 from council.fingerprint import fingerprint
 from council.gate import gate_tripped, parse_fail_on
 from council.report.model import CouncilReport, RunStatus, Suppression
@@ -61,7 +62,8 @@ def confirmation_asks(report: CouncilReport, threshold: str) -> tuple[PendingAsk
 
 
 def _question(finding: Finding) -> str:
-    where = finding.anchor.path if hasattr(finding.anchor, "path") else "the change"
+    path = anchor_path(finding.anchor)
+    where = json.dumps(path, ensure_ascii=False) if path is not None else "the change"
     return (
         f"Is finding {finding.id} ({finding.severity}) a real problem that should fail "
         f"the gate? {finding.subject!r} in {where}"

@@ -122,7 +122,9 @@ class AskDesk:
         if not isinstance(value, dict):
             value = {}
         try:
-            ask = checked_ask(value.get("question"), value.get("component"), self.scope, door=DOOR)
+            ask = checked_ask(
+                value.get("question"), value.get("component"), self.scope, door=DOOR, reviewer=True
+            )
         except AskRefused as refused:
             return {"outcome": "refused", "code": refused.code, "message": str(refused)}
         call = question_call(ask.question)

@@ -396,7 +396,11 @@ class ToolBox:
             )
         try:
             ask = checked_ask(
-                args.get("question"), args.get("component"), self.artifacts, door="ask_human"
+                args.get("question"),
+                args.get("component"),
+                self.artifacts,
+                door="ask_human",
+                reviewer=True,
             )
         except AskRefused as refused:
             self.events("ask_refused", code=refused.code)

@@ -336,3 +336,38 @@ def test_a_pure_rename_under_since_last_does_not_turn_the_gate_green(tmp_path: P
     report = read_json((tmp_path / "two.json").read_text())
     assert report.outdated == ()
     assert [(f.id, f.anchor.path) for f in report.carried] == [(1, "src/c.py")]
+
+
+def test_an_analyzers_new_rule_never_takes_a_fixed_rules_id(tmp_path: Path) -> None:
+    """Real bandit, --since-last. Round 1: shell=True on a.py (B602, critical, exit 1).
+    Round 2 adds pickle code below it: B301/B403 are new findings with new ids, not
+    seen (an analyzer's findings are recognized by fingerprint only), and B602 keeps its
+    id and still gates. Before, the new rules took the ids of B602 and B404 by agreement
+    (the same file's words), were marked seen, and B602 could vanish: exit 0."""
+    from tests.sandboxing import bwrap_or_skip
+
+    bwrap_or_skip()
+    roster = ROUND + (
+        '[[reviewers]]\nid = "bandit"\nbackend = "sarif"\nprogram = "bandit"\n'
+        'args = ["-r", ".", "-f", "sarif", "--exit-zero", "-q"]\n'
+    )
+    repo = new_repo(tmp_path / "repo", {"council.toml": roster, "README": "x\n"})
+    base = git(repo, "rev-parse", "HEAD")
+    code = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
+    commit(repo, {"a.py": code}, "shell")
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress", "--session", "s"]
+    argv += ["--state", str(tmp_path / "state.json")]
+    first = CliRunner().invoke(main, [*argv, "--json", str(tmp_path / "one.json")])
+    assert first.exit_code == 1, first.output
+    one = read_json((tmp_path / "one.json").read_text())
+    (b602,) = [f for f in one.findings if f.subject.startswith("B602")]
+    more = code + "\n\ndef load(p):\n    import pickle\n    return pickle.loads(p)\n"
+    commit(repo, {"a.py": more}, "pickle")
+    second = CliRunner().invoke(main, [*argv, "--since-last", "--json", str(tmp_path / "two.json")])
+    two = read_json((tmp_path / "two.json").read_text())
+    assert second.exit_code == 1, second.output
+    by_subject = {f.subject[:4]: f.id for f in two.findings}
+    assert by_subject["B602"] == b602.id and b602.id in two.seen
+    fresh = [by_subject["B301"], by_subject["B403"]]
+    assert all(i is not None and i > 2 and i not in two.seen for i in fresh)
+    assert two.seen_by_agreement == {}

@@ -25,6 +25,7 @@ import click
 
 from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
 from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
+from council.report.escape import for_log, no_controls_json
 from council.report.markdown import render_markdown
 from council.report.model import CouncilReport
 from workers.cli.context import CliContext, UsageProblem, session_store, state_stores
@@ -81,14 +82,15 @@ def asks_command(
                     if ask.ask.component is not None:
                         entry["component"] = ask.ask.component.as_json()
                     listed.append(entry)
-    if as_json:
-        click.echo(json.dumps(listed, indent=2, ensure_ascii=False))
+    if as_json:  # the text is a reviewer's: controls and bidi marks as JSON escapes
+        click.echo(no_controls_json(json.dumps(listed, indent=2, ensure_ascii=False)))
         return
     if not listed:
         click.echo("no question is waiting for an answer")
     for entry in listed:
         takes = "yes|no" if "confirm" in str(entry.get("component", "")) else "VALUE"
-        click.echo(f"{entry['id']} (run {entry['run']}): {entry['question']}")
+        asked = f"{entry['id']} (run {entry['run']}): {entry['question']}"
+        click.echo(for_log(asked, one_line=True))
         click.echo(f'  council answer {entry["id"]} {takes} --reason "…"')
 
 
