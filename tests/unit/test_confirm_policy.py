@@ -146,3 +146,40 @@ def test_a_push_after_an_answer_is_reviewed_not_passed_on_the_old_heads_gate(
     assert second.exit_code == 4, second.output  # H2's new critical waits for a person
     subjects = {f["subject"] for f in report["findings"]}
     assert "runs a shell command from input" in subjects
+
+
+def test_council_asks_prints_no_raw_control_characters(tmp_path: Path) -> None:
+    """The change names a file with a terminal escape and a workflow command in it; a
+    critical finding on it is put to a person: `council asks` prints the question with
+    the escape written out and no line a CI runner reads as a command, in text and JSON."""
+    from tests.gitrepo import commit, new_repo
+
+    name = "x\x1b]0;PWN\x07\n::error file=a::owned.py"
+    hostile = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(hostile, {name: "y = 1 / 0\n"}, "hostile name")
+    hit = {**CRITICAL, "location": {"kind": "line", "file": name, "line": 1}}
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", hit))
+    rp = roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+    state = tmp_path / "state.json"
+    assert review(hostile, state, roster_path=rp).exit_code == 4
+    for args in (("asks",), ("asks", "--json")):
+        shown = _cli(state, *args)
+        assert shown.exit_code == 0, shown.output
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+        assert not any(line.startswith("::") for line in shown.stdout.splitlines())
+
+
+def test_a_reviewer_cannot_raise_the_policys_component_nor_a_huge_question() -> None:
+    """`confirm-finding` is the policy's (a reviewer's would look like it, and its "no"
+    dismisses nothing); a question over 4000 characters is refused at the source."""
+    from council.asks.ask import QUESTION_MAX_CHARS, checked_ask
+    from council.errors import AskRefused
+
+    confirm = {"component_id": "confirm-finding", "props": {"finding": {"id": 1}}}
+    with pytest.raises(AskRefused) as caught:
+        checked_ask("Real?", confirm, None, door="ask_human", reviewer=True)
+    assert caught.value.code == "shape"
+    assert checked_ask("Real?", confirm, None, door="policy").component is not None
+    with pytest.raises(AskRefused) as caught:
+        checked_ask("?" * (QUESTION_MAX_CHARS + 1), None, None, door="ask_human")
+    assert caught.value.code == "shape"
