@@ -31,6 +31,23 @@ from council.asks.ask import Ask
 from council.asks.pending import Answer, PendingAsk
 from council.review_result import Usage
 
+ASKS_PER_RUN = 5
+"""The most questions one reviewer may put to a person in one run: past it, ``ask_human``
+and ``council ask --question`` are refused and the reviewer decides on its own (a
+reviewer asking forever would keep a pull request waiting forever)."""
+
+
+def too_many_asks(resume: Resumption | None) -> str | None:
+    """Why a reviewer going on from ``resume`` may not ask again (it has put
+    :data:`ASKS_PER_RUN` questions in this run), or None."""
+    if resume is None or resume.paused.asked < ASKS_PER_RUN:
+        return None
+    return (
+        f"this reviewer has already put {resume.paused.asked} questions to a person in this "
+        f"run, the most it may ({ASKS_PER_RUN}): decide without asking, and say what you "
+        "would have asked in the finding"
+    )
+
 
 class Paused(BaseModel):
     """A model reviewer's conversation stopped at an accepted ``ask_human`` call.
@@ -45,6 +62,7 @@ class Paused(BaseModel):
     * ``texts``: the text of each finished turn so far (the answer falls back on them).
     * ``usage``, ``notes``, ``journal_entries``: what the first leg used, said and
       recorded, added to the resumed leg's.
+    * ``asked``: the questions it has put in this run, this one included.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,6 +76,9 @@ class Paused(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     notes: list[str] = Field(default_factory=list)
     journal_entries: int = 0
+    asked: int = Field(default=1, ge=1)
+    """How many questions the participant has put to a person in this run, this one
+    included (a reviewer may ask at most :data:`ASKS_PER_RUN`)."""
 
     @property
     def key(self) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from council.asks.ask import checked_ask
-from council.asks.paused import Paused, Resumption, pending
+from council.asks.paused import Paused, Resumption, pending, too_many_asks
 from council.errors import AskRefused
 from council.reviewers.base import ArtifactDesk
 from council.reviewers.desk_files import Unreadable, read_request, write_reply
@@ -134,11 +134,15 @@ class AskDesk:
             if resume.answer.reason:
                 shown["reason"] = resume.answer.reason
             return shown
+        too_many = too_many_asks(resume)
+        if too_many is not None:
+            return {"outcome": "refused", "code": "too-many", "message": too_many}
         if self.asked is not None and self.asked.call_id != call:
             return {
                 "outcome": "busy",
                 "message": "one question at a time: this run of the reviewer already put "
                 "a question to a person; ask this one after their answer",
             }
-        self.asked = Paused(ask=ask, call_id=call, messages=[], replies=[(call, None)])
+        asked = resume.paused.asked + 1 if resume is not None else 1
+        self.asked = Paused(ask=ask, call_id=call, messages=[], replies=[(call, None)], asked=asked)
         return {"outcome": "asked", "id": pending(self.run_id, self.participant, self.asked).id}

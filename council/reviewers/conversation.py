@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx2
 
-from council.asks.paused import Paused
+from council.asks.paused import Paused, too_many_asks
 from council.errors import RosterError
 from council.harvest import harvest
 from council.review_result import ReviewResult, Stop, StopLimit, Usage
@@ -172,6 +172,7 @@ class _Run:
             limits=limits_of(participant.options),
             bwrap=request.sandbox.bwrap if request.sandbox is not None else "bwrap",
             artifacts=request.artifacts,
+            ask_refusal=too_many_asks(request.resume),
         )
         self.session = provider.open(participant, key, request.prompt, specs)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
@@ -222,6 +223,7 @@ class _Run:
             usage=self.usage,
             notes=list(self.notes),
             journal_entries=self.tools.entries,
+            asked=resumed.paused.asked + 1 if (resumed := self.request.resume) else 1,
         )
         return replace(self._result(""), paused=paused)
 

@@ -261,7 +261,8 @@ class ToolBox:
     ``artifacts`` is the run's artifact store (``store_artifact``; the scope of an
     ``ask_human`` component's ``props_ref``; None: no store attached). :attr:`asked` is
     the first ask a person was put, with its call id (None until one is accepted): the
-    caller pauses the conversation on it.
+    caller pauses the conversation on it. ``ask_refusal``, when given, is why
+    ``ask_human`` may not ask at all (the reviewer asked the most it may in this run).
     """
 
     def __init__(
@@ -278,9 +279,11 @@ class ToolBox:
         bwrap: str = "bwrap",
         runner: ScriptRunner | None = None,
         artifacts: ArtifactDesk | None = None,
+        ask_refusal: str | None = None,
     ) -> None:
         self.events = events
         self.artifacts = artifacts
+        self.ask_refusal = ask_refusal
         self.asked: tuple[str, Ask] | None = None
         self.read_max_bytes = read_max_bytes
         self.names = tuple(spec.name for spec in specs_for(names))
@@ -389,6 +392,9 @@ class ToolBox:
         """Check the question at its source; keep it in :attr:`asked` when accepted, or
         reply with the refusal (its code and the shape of what is wrong, never the value).
         Nothing is stored for a refused ask."""
+        if self.ask_refusal is not None:
+            self.events("ask_refused", code="too-many")
+            return f"The question was not asked: {self.ask_refusal}."
         if self.asked is not None:
             return (
                 "One question at a time: a question is already put to a person in this "

@@ -430,3 +430,32 @@ def test_a_question_expires_with_its_run_and_the_next_review_starts_anew(
     assert fresh.exit_code == 0, fresh.output
     assert server.count == 2, "the new round asked the reviewer anew"
     assert _asks(state) == []
+
+
+def test_a_reviewer_may_ask_only_so_many_questions_in_a_run(tmp_path: Path) -> None:
+    """A reviewer that asks again after every answer would keep the pull request waiting
+    forever: past ASKS_PER_RUN questions, ask_human and council ask --question are
+    refused at the source (the reviewer goes on), and each pause counts its questions."""
+    from council.asks.ask import Ask
+    from council.asks.paused import ASKS_PER_RUN, Paused, Resumption, too_many_asks
+    from council.asks.pending import Answer
+    from council.reviewers.ask_desk import AskDesk
+    from council.reviewers.tools import ToolBox
+
+    def resumed(asked: int, call: str = "call_9") -> Resumption:
+        paused = Paused(
+            ask=Ask(question="B?"), call_id=call, messages=[], replies=[(call, None)], asked=asked
+        )
+        return Resumption(paused=paused, answer=Answer(value="yes"))
+
+    assert too_many_asks(resumed(ASKS_PER_RUN - 1)) is None
+    refusal = too_many_asks(resumed(ASKS_PER_RUN))
+    assert refusal is not None
+    box = ToolBox(["ask_human"], None, MemorySink(), ask_refusal=refusal)
+    reply = box.call("ask_human", {"question": "A?"})
+    assert reply.startswith("The question was not asked") and box.asked is None
+    desk = AskDesk(tmp_path, None, resumed(ASKS_PER_RUN), "run_1", "asker")
+    assert desk.reply({"question": "A?"})["outcome"] == "refused" and desk.asked is None
+    counting = AskDesk(tmp_path, None, resumed(2), "run_1", "asker")
+    assert counting.reply({"question": "A?"})["outcome"] == "asked"
+    assert counting.asked is not None and counting.asked.asked == 3
