@@ -213,3 +213,29 @@ def test_no_to_one_of_two_like_findings_dismisses_that_one_only(tmp_path: Path) 
     assert str(by_line[2]) in report["suppressed"]
     assert str(by_line[9]) not in report["suppressed"]
     assert again.exit_code in (1, 4), again.output
+
+
+def test_a_half_answered_run_says_which_question_is_left(tmp_path: Path) -> None:
+    """Two questions, one answered: the next review still waits (exit 4), says one is
+    left, and its report marks the answered one as answered."""
+    from tests.gitrepo import commit, new_repo
+
+    lines = "".join(f"v{n} = {n}\n" for n in range(1, 10))
+    two = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(two, {"app.py": lines}, "two")
+    first = {**CRITICAL, "location": {"kind": "line", "file": "app.py", "line": 2}}
+    other = {
+        **CRITICAL,
+        "subject": "unbounded loop",
+        "location": {"kind": "line", "file": "app.py", "line": 9},
+    }
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", first, other))
+    rp = roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+    state = tmp_path / "state.json"
+    assert review(two, state, roster_path=rp).exit_code == 4
+    one = _asks(state)[0]["id"]
+    assert _cli(state, "answer", one, "yes").exit_code == 0
+    again = review(two, state, roster_path=rp)
+    assert again.exit_code == 4
+    assert "(1 question(s) to answer)" in again.output
+    assert "answered `yes`" in again.stdout
