@@ -269,7 +269,8 @@ def _entry(
     severity = severity_of.get(_level(run, result), "medium")
     text = _message(result, rule)
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    subject = f"{rule_id}: {first}" if rule_id and first else rule_id or first
+    named = bool(rule_id) and first.startswith(f"{rule_id}:")  # council's own SARIF
+    subject = first if named else f"{rule_id}: {first}" if rule_id and first else rule_id or first
     discussion = text
     help_uri = _text(rule.get("helpUri"))
     if help_uri:

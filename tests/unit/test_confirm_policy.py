@@ -183,3 +183,59 @@ def test_a_reviewer_cannot_raise_the_policys_component_nor_a_huge_question() -> 
     with pytest.raises(AskRefused) as caught:
         checked_ask("?" * (QUESTION_MAX_CHARS + 1), None, None, door="ask_human")
     assert caught.value.code == "shape"
+
+
+def test_no_to_one_of_two_like_findings_dismisses_that_one_only(tmp_path: Path) -> None:
+    """Two criticals with one fingerprint (the same subject on one file, lines 2 and 9);
+    the person says "no" to the first, "yes" to the second. In the next round the first
+    stays dismissed and the second gates (before, the session kept the second as the
+    dismissed finding, and the dismissal moved to it)."""
+    from tests.gitrepo import commit, new_repo
+
+    lines = "".join(f"v{n} = {n}\n" for n in range(1, 10))
+    two = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(two, {"app.py": lines}, "divide twice")
+    first = {**CRITICAL, "location": {"kind": "line", "file": "app.py", "line": 2}}
+    second = {**CRITICAL, "location": {"kind": "line", "file": "app.py", "line": 9}}
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", first, second))
+    rp = roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+    state = tmp_path / "state.json"
+    assert review(two, state, roster_path=rp).exit_code == 4
+    asks = {a["component"]["props"]["finding"]["anchor"]["line"]: a["id"] for a in _asks(state)}
+    assert _cli(state, "answer", asks[2], "no", "--reason", "line 2 is fine").exit_code == 0
+    assert _cli(state, "answer", asks[9], "yes").exit_code == 0
+    settled = review(two, state, roster_path=rp)
+    assert settled.exit_code == 1, settled.output
+    out = tmp_path / "next.json"
+    again = review(two, state, "--json", str(out), roster_path=rp)
+    report = json.loads(out.read_text())
+    by_line = {f["anchor"]["line"]: f["id"] for f in report["findings"]}
+    assert str(by_line[2]) in report["suppressed"]
+    assert str(by_line[9]) not in report["suppressed"]
+    assert again.exit_code in (1, 4), again.output
+
+
+def test_a_half_answered_run_says_which_question_is_left(tmp_path: Path) -> None:
+    """Two questions, one answered: the next review still waits (exit 4), says one is
+    left, and its report marks the answered one as answered."""
+    from tests.gitrepo import commit, new_repo
+
+    lines = "".join(f"v{n} = {n}\n" for n in range(1, 10))
+    two = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(two, {"app.py": lines}, "two")
+    first = {**CRITICAL, "location": {"kind": "line", "file": "app.py", "line": 2}}
+    other = {
+        **CRITICAL,
+        "subject": "unbounded loop",
+        "location": {"kind": "line", "file": "app.py", "line": 9},
+    }
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json", first, other))
+    rp = roster(tmp_path, tables, head=ROUND + '[policy]\nconfirm = "critical"\n')
+    state = tmp_path / "state.json"
+    assert review(two, state, roster_path=rp).exit_code == 4
+    one = _asks(state)[0]["id"]
+    assert _cli(state, "answer", one, "yes").exit_code == 0
+    again = review(two, state, roster_path=rp)
+    assert again.exit_code == 4
+    assert "(1 question(s) to answer)" in again.output
+    assert "answered `yes`" in again.stdout

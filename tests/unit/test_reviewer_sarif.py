@@ -530,3 +530,10 @@ def test_council_review_files_ruff_results_on_the_change(
     (run,) = sarif["runs"]
     assert {r["ruleId"] for r in run["results"]} == {"F401"}
     assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == ["F401"]
+
+
+def test_a_message_already_named_by_its_rule_is_not_named_twice() -> None:
+    """Council's own SARIF writes "B602: …" as the message of rule B602: read back (by
+    `council consolidate`), the subject is "B602: …", not "B602: B602: …"."""
+    out = convert(log(result(ruleId="B602", message={"text": "B602: shell=True"})))
+    assert [f["subject"] for f in out["findings"]] == ["B602: shell=True"]

@@ -371,14 +371,24 @@ def _settle_waiting(
     record = parked.record
     threshold = parse_fail_on(fail_on)
     if report is None:
-        left = len([a for a in parked.report.asks if a.answer is None])
+        with session_store(cli, state, save=False) as sessions:
+            given = sessions.answers(record.session)
+        asks = tuple(
+            a
+            if a.answer is not None or a.id not in given
+            else a.model_copy(update={"answer": given[a.id]})
+            for a in parked.report.asks
+        )
+        shown = parked.report.model_copy(update={"asks": asks})
+        left = len([a for a in asks if a.answer is None])
         click.echo(
             f"council: run {record.run_id} of this session waits on a person ({left} "
-            "question(s)); answer them (council asks lists them), then run this again",
+            "question(s) to answer); answer them (council asks lists them), then run this "
+            "again",
             err=True,
         )
-        emit(parked.report, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
-        click.echo(gate_summary(parked.report, threshold, record.quorum), err=True)
+        emit(shown, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
+        click.echo(gate_summary(shown, threshold, record.quorum), err=True)
         sys.exit(EXIT_WAITING)
     click.echo(
         f"council: run {record.run_id} waited on a person and every question is answered: "

@@ -304,7 +304,14 @@ class SessionStore:
             asked = [a.id for a in filing.report.asks]
             if asked:
                 pipe.hdel(k.session_answers(s), *asked)
-        told = {fingerprint(f): f for f in filing.report.open_findings} if filing.dismissals else {}
+        # The finding each dismissal is for: the one the report suppressed as dismissed
+        # (two findings may share a fingerprint, and a person may say "no" to one only).
+        held_back = filing.report.suppressed
+        told = {
+            fingerprint(f): f
+            for f in filing.report.open_findings
+            if f.id is not None and f.id in held_back and held_back[f.id].source == "dismissed"
+        }
         for print_, reason in filing.dismissals.items():
             held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=told.get(print_))
             pipe.hset(k.session_dismissed(s), print_, held.model_dump_json(exclude_none=True))
