@@ -202,7 +202,7 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def no_controls_json(dumped: str) -> str:
     """JSON text (``json.dumps`` output) with every character :func:`no_controls` escapes
-    written as a JSON ``\\uXXXX`` escape instead of raw.
+    written as a JSON ``\\u`` escape (four hexadecimal digits) instead of raw.
 
     ``json.dumps(..., ensure_ascii=False)`` escapes the C0 controls but writes DEL, the
     C1 controls, the separators and the bidirectional controls raw. Those can only sit

@@ -44,7 +44,7 @@ from council.participant import Participant
 from council.reviewers.conversation import ModelReviewer
 from council.reviewers.http_pool import sdk_client
 from council.reviewers.options import DEFAULT_KEY_ENV, check_model_options
-from council.reviewers.provider import Api, estimate_tokens
+from council.reviewers.provider import Api, dumped_messages, estimate_tokens, loaded_messages
 from council.reviewers.retry import (
     Backoff,
     Trouble,
@@ -218,18 +218,12 @@ class OpenAIChat:
 
     def dump(self) -> list[JsonValue]:
         """The messages as plain JSON (a deep copy through JSON)."""
-        copied: list[JsonValue] = json.loads(json.dumps(self.messages))
-        return copied
+        return dumped_messages(self.messages)
 
     def load(self, messages: Sequence[JsonValue]) -> None:
         """The messages of a paused conversation, replacing these (each must be an
         object; ValueError otherwise)."""
-        loaded: list[dict[str, Any]] = []
-        for message in messages:
-            if not isinstance(message, dict):
-                raise ValueError("a stored message is not a JSON object")
-            loaded.append(json.loads(json.dumps(message)))
-        self.messages = loaded
+        self.messages = loaded_messages(messages)
 
     def estimate_tokens(self) -> int:
         """Input estimated from the JSON size, plus ``max_output_tokens`` when set."""

@@ -11,10 +11,11 @@ Source: docs/architecture.md "Layers" (one adapter per backend), issue "Model re
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 from pydantic import JsonValue
@@ -124,3 +125,21 @@ def estimate_tokens(chars: int, output_cap: int) -> int:
     """A request's token estimate: ``chars`` of input at :data:`CHARS_PER_TOKEN`, plus
     the output cap (tokens)."""
     return math.ceil(chars / CHARS_PER_TOKEN) + output_cap
+
+
+def dumped_messages(messages: Sequence[dict[str, Any]]) -> list[JsonValue]:
+    """A provider session's messages as plain JSON (a deep copy through JSON): what a
+    paused conversation keeps (:class:`council.asks.paused.Paused`)."""
+    copied: list[JsonValue] = json.loads(json.dumps(list(messages)))
+    return copied
+
+
+def loaded_messages(messages: Sequence[JsonValue]) -> list[dict[str, Any]]:
+    """The stored messages of a paused conversation, deep-copied, for a session to go
+    on from. Raises ValueError when one is not a JSON object."""
+    loaded: list[dict[str, Any]] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            raise ValueError("a stored message is not a JSON object")
+        loaded.append(json.loads(json.dumps(message)))
+    return loaded
