@@ -306,12 +306,15 @@ class SessionStore:
                 pipe.hdel(k.session_answers(s), *asked)
         # The finding each dismissal is for: the one the report suppressed as dismissed
         # (two findings may share a fingerprint, and a person may say "no" to one only).
+        # (else, when the report suppressed none of them, the first with the fingerprint).
         held_back = filing.report.suppressed
-        told = {
-            fingerprint(f): f
-            for f in filing.report.open_findings
-            if f.id is not None and f.id in held_back and held_back[f.id].source == "dismissed"
-        }
+        told: dict[str, Finding] = {}
+        for f in filing.report.open_findings if filing.dismissals else ():
+            rejected = held_back.get(f.id) if f.id is not None else None
+            if rejected is not None and rejected.source == "dismissed":
+                told[fingerprint(f)] = f
+        for f in filing.report.open_findings if filing.dismissals else ():
+            told.setdefault(fingerprint(f), f)
         for print_, reason in filing.dismissals.items():
             held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=told.get(print_))
             pipe.hset(k.session_dismissed(s), print_, held.model_dump_json(exclude_none=True))
