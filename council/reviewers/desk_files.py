@@ -105,13 +105,17 @@ def sweep(
     ours: Sequence[str],
     max_bytes: int = REQUEST_MAX_BYTES,
     budget_bytes: int = DESK_MAX_BYTES,
+    requests: Sequence[str] = (),
 ) -> int:
     """Remove the entries of ``folder`` the worker would never read, so the directory
     cannot grow on the worker's disk: anything but a regular file (a link is removed,
     never followed; a directory is removed whole without following links inside), a
     regular file over ``max_bytes``, one whose name ends in none of ``ours`` (nor
     ``.part``, a request being written), and, oldest kept first, every file once the
-    kept ones pass ``budget_bytes`` together. Returns how many entries were removed.
+    kept ones pass ``budget_bytes`` together. A regular file whose name ends in one of
+    ``requests`` is left whatever its size, outside the budget: the desk reads it within
+    the poll and answers it, refusing it when over the cap (removed here, it would get no
+    reply, and the program would wait for one). Returns how many entries were removed.
     Never raises."""
     removed = 0
     try:
@@ -125,6 +129,8 @@ def sweep(
         except OSError:
             continue
         regular = stat.S_ISREG(info.st_mode)
+        if regular and requests and entry.name.endswith(tuple(requests)):
+            continue
         named = entry.name.endswith((*ours, ".part"))
         if regular and named and info.st_size <= max_bytes:
             kept.append((info.st_mtime, entry.name, info.st_size, entry.path))

@@ -108,7 +108,7 @@ class ScriptDesk:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
-            sweep(self.folder, DESK_NAMES)
+            sweep(self.folder, DESK_NAMES, requests=(REQUEST_SUFFIX, ASK_SUFFIX))
             for request in self._pending():
                 if self._stop.is_set():
                     return

@@ -157,3 +157,15 @@ def test_a_sandboxed_program_cannot_use_the_desk_to_reach_the_workers_files(
     texts = {r.text for r in rows.rows}
     assert "echo from-the-host" not in texts
     assert any(r.outcome == "ok" and r.text == "echo hi" for r in rows.rows), rows.rows
+
+
+def test_an_oversized_request_is_answered_not_swept_away(tmp_path: Path) -> None:
+    """The desk's sweep leaves request files to the desk, which refuses one over the cap
+    with a reply: removed unread, it would leave `council run-script` waiting an hour."""
+    desk = tmp_path / "scripts"
+    desk.mkdir()
+    with (desk / "big.request.json").open("wb") as out:
+        out.truncate(REQUEST_MAX_BYTES + 1)
+    (desk / "junk.bin").write_bytes(b"x")
+    assert sweep(desk, DESK_NAMES, requests=(".request.json", ".ask.json")) == 1
+    assert (desk / "big.request.json").exists()
