@@ -28,7 +28,13 @@ from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
 from council.report.escape import for_log, no_controls_json
 from council.report.markdown import render_markdown
 from council.report.model import CouncilReport
-from workers.cli.context import CliContext, UsageProblem, session_store, state_stores
+from workers.cli.context import (
+    CliContext,
+    UsageProblem,
+    session_store,
+    state_stores,
+    with_state,
+)
 from workers.clock import now_ms
 from workers.progress import Progress, progress_view
 from workers.resume import asked_by_reviewers, find_ask, finish, pending_asks, resume_askers
@@ -247,11 +253,8 @@ def settle_parked(
             return _resumed(create_app(rt.settings), rt, parked, show, stopped)
         from workers.embedded import embedded_council
 
-        settings = cli.settings
-        if state is not None:
-            settings = settings.model_copy(update={"state_path": state})
         threads = max(1, len(parked.record.participants))
-        with embedded_council(settings, threads) as (app, embedded):
+        with embedded_council(with_state(cli, state), threads) as (app, embedded):
             return _resumed(app, embedded, parked, show, stopped)
     except RunNotFound:
         with session_store(cli, state, save=True) as sessions:

@@ -117,11 +117,8 @@ def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterato
     if cli.distributed:
         yield cli.runtime().sessions
         return
-    settings = cli.settings
-    if state is not None:
-        settings = settings.model_copy(update={"state_path": state})
     try:
-        with state_sessions(settings, save=save) as store:
+        with state_sessions(with_state(cli, state), save=save) as store:
             yield store
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
@@ -138,11 +135,15 @@ def state_stores(cli: CliContext, state: Path | None, *, save: bool) -> Iterator
     if cli.distributed:
         yield cli.runtime()
         return
-    settings = cli.settings
-    if state is not None:
-        settings = settings.model_copy(update={"state_path": state})
     try:
-        with state_runtime(settings, save=save) as rt:
+        with state_runtime(with_state(cli, state), save=save) as rt:
             yield rt
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+
+
+def with_state(cli: CliContext, state: Path | None) -> Settings:
+    """The CLI's settings, with ``--state`` (the embedded state file) when given."""
+    if state is None:
+        return cli.settings
+    return cli.settings.model_copy(update={"state_path": state})

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from council.errors import ConfigurationError
 from council.report import render_json, render_markdown
-from workers.cli.context import CliContext, UsageProblem
+from workers.cli.context import CliContext, UsageProblem, session_store
 
 
 def _when(ms: int) -> str:
@@ -82,19 +81,8 @@ def ledger_command(cli: CliContext, session: str, state: Path | None) -> None:
 
     With COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
     """
-    if cli.distributed:
-        held = cli.runtime().sessions.ledger(session).held()
-    else:
-        from workers.embedded import state_sessions
-
-        settings = cli.settings
-        if state is not None:
-            settings = settings.model_copy(update={"state_path": state})
-        try:
-            with state_sessions(settings, save=False) as store:
-                held = store.ledger(session).held()
-        except ConfigurationError as exc:
-            raise UsageProblem(str(exc)) from None
+    with session_store(cli, state, save=False) as store:
+        held = store.ledger(session).held()
     if not held:
         click.echo(f"session {session!r} holds no identities")
     for identity in held:
@@ -117,19 +105,8 @@ def release_command(cli: CliContext, session: str, participant: str, state: Path
     Its earlier findings then no longer say unambiguously who raised them. With
     COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
     """
-    if cli.distributed:
-        released = cli.runtime().sessions.release(session, participant)
-    else:
-        from workers.embedded import state_sessions
-
-        settings = cli.settings
-        if state is not None:
-            settings = settings.model_copy(update={"state_path": state})
-        try:
-            with state_sessions(settings, save=True) as store:
-                released = store.release(session, participant)
-        except ConfigurationError as exc:
-            raise UsageProblem(str(exc)) from None
+    with session_store(cli, state, save=True) as store:
+        released = store.release(session, participant)
     if released:
         click.echo(f"released {participant!r} in session {session!r}")
     else:

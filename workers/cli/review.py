@@ -36,7 +36,7 @@ from council.reviewers.options import BASE_DIR, RECORDED
 from council.reviewers.process import program_trouble
 from council.reviewers.program_search import find_program, interpreter_bin
 from workers.cli.answers import settle_parked
-from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store
+from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store, with_state
 from workers.cli.outputs import (
     FORMAT_OPTION,
     emit,
@@ -218,7 +218,7 @@ def review_command(
     """
     checkout = _checkout(repo)
     outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
-    settings = _with_state(cli, state)
+    settings = with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     if mode == "embedded":
         _refuse_tracked_state(repo, head, settings)
@@ -443,13 +443,6 @@ def _abandoned(run_id: str, mode: str) -> str:
     )
 
 
-def _with_state(cli: CliContext, state: Path | None) -> Settings:
-    """The settings, with ``--state`` (embedded mode's state file) when given."""
-    if state is None:
-        return cli.settings
-    return cli.settings.model_copy(update={"state_path": state})
-
-
 def _checkout(repo: Path) -> Path | None:
     """The top of the repository ``--repo`` names, or None when it cannot be read
     (``prepare`` then says why)."""
@@ -586,7 +579,7 @@ def check_command(
       council check --roster examples/council.toml --base HEAD~1
     """
     mode = "distributed" if cli.distributed else "embedded"
-    settings = _with_state(cli, state)
+    settings = with_state(cli, state)
     if mode == "embedded":
         _refuse_tracked_state(repo, head, settings)
     try:
