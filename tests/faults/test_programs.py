@@ -64,9 +64,10 @@ def test_council_record_counts_as_activity_in_distributed_mode(lab: Lab) -> None
     assert_filed_once(report, {row["subject"] for row in rows})
 
 
-def _programs_running() -> list[int]:
-    """The pids, seen from outside any sandbox, of the reviewer programs running now
-    (a python whose command line ends with the program ``reviewer.py``)."""
+def _programs_running(program: Path) -> list[int]:
+    """The pids, seen from outside any sandbox, of this test's reviewer program running
+    now (a python whose command line names ``program``, so another test run on the same
+    machine is not counted)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -75,7 +76,7 @@ def _programs_running() -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        ours = any(a.endswith(b"reviewer.py") for a in argv) and b"bwrap" not in argv[0]
+        ours = bytes(program) in argv and b"bwrap" not in argv[0]
         if ours and _alive(int(entry.name)):
             found.append(int(entry.name))
     return found
@@ -111,7 +112,7 @@ def test_a_program_dies_with_its_worker(lab: Lab) -> None:
     w1 = lab.start_worker("w1")
     review = lab.review(roster)
     lab.wait_for("the program's entries", lambda: lab.journal_entries() >= 3, timeout_s=60)
-    (first,) = _programs_running()
+    (first,) = _programs_running(lab.tmp / "reviewer.py")
     assert _alive(first)
     lab.start_worker("w2")
     os.kill(w1.pid, signal.SIGKILL)  # the worker alone, not its programs' sessions
