@@ -128,20 +128,29 @@ class Lab:
             "--protected-mode",
             "no",
         ]
-        self.redis_proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        client = self.client()
+        log = self.tmp / "redis.log"
         deadline = time.monotonic() + timeout_s
+        client = self.client()
         try:
+            # A start that exits at once (the namespace's link not up yet) is tried again.
             while True:
-                try:
-                    client.ping()
-                    return
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline:
-                        raise ServiceError("redis-server did not start") from None
-                    time.sleep(0.05)
+                with log.open("ab") as out:
+                    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+                self.redis_proc = proc
+                while proc.poll() is None:
+                    try:
+                        client.ping()
+                        return
+                    except redis.ConnectionError:
+                        if time.monotonic() > deadline:
+                            break
+                        time.sleep(0.05)
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    proc.wait(timeout=5)  # reaped: no process left running past the test
+                    tail = log.read_text(errors="replace")[-600:]
+                    raise ServiceError(f"redis-server did not start: {tail}")
+                time.sleep(0.2)
         finally:
             client.close()
 
