@@ -3,7 +3,9 @@
 Each source is one file's text, told apart by its keys (docs/harvest.md §8):
 
 * a council JSON report (``schema_version`` and ``participants``): each participant is a
-  reviewer; a consolidated finding gives back each member's own telling;
+  reviewer; a consolidated finding gives back each member's own telling; a finding the
+  report suppressed (dismissed, baselined, not upheld by its judge) stays suppressed in
+  the merged report when every telling of it is (:func:`carried_suppressions`);
 * a SARIF log (``runs``): each run's tool is a reviewer (every result read, none kept to
   a change: there is none);
 * a Harvest JSON (``findings``, ``warnings`` and ``truncated``: ``council harvest``'s
@@ -24,9 +26,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from council.findings import HARVEST, Finding, Member, Origin, Warning
+from council.findings import HARVEST, Anchor, Finding, Member, Origin, Warning
 from council.harvest import harvest
 from council.report.jsonreport import UnknownSchemaVersion, UnreadableReport, read_json
+from council.report.model import Suppression
 from council.reviewers.sarif import SarifError, every_path, findings_from_sarif
 
 
@@ -43,6 +46,8 @@ class Told:
     kind: str
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
+    suppressed: dict[int, Suppression] = field(default_factory=dict)
+    """Position in ``findings`` → the suppression its report gave it (reports only)."""
 
 
 def kind_of(data: Any) -> str:
@@ -82,6 +87,8 @@ def read_source(text: str, stem: str, name: str | None = None) -> list[Told]:
         return told
     one = Told(name, kind)
     for each in told:
+        at = len(one.findings)
+        one.suppressed.update({at + k: entry for k, entry in each.suppressed.items()})
         one.findings += each.findings
         one.warnings += each.warnings
     return [one]
@@ -99,8 +106,12 @@ def _from_report(text: str) -> list[Told]:
         raise SourceError(f"a council report that cannot be read ({exc})") from None
     told: dict[str, Told] = {p.id: Told(p.id, "report") for p in report.participants}
     for finding in report.open_findings:
+        entry = report.suppressed.get(finding.id) if finding.id is not None else None
         for participant, telling in _tellings(finding):
-            told.setdefault(participant, Told(participant, "report")).findings.append(telling)
+            one = told.setdefault(participant, Told(participant, "report"))
+            if entry is not None:
+                one.suppressed[len(one.findings)] = entry
+            one.findings.append(telling)
     return list(told.values())
 
 
@@ -158,3 +169,49 @@ def with_reviewer(told: Sequence[Told], run_id: str) -> list[tuple[str, list[Fin
             for f in each.findings
         )
     return list(merged.items())
+
+
+Telling = tuple[str, Anchor, str, str, str, str | None]
+"""What tells one reviewer's telling apart: reviewer, anchor, label, subject, discussion,
+severity (its origin and id are the merge's own)."""
+
+
+def _telling_of(reviewer: str, finding: Finding | Member) -> Telling:
+    return (
+        reviewer,
+        finding.anchor,
+        finding.label,
+        finding.subject,
+        finding.discussion,
+        finding.severity,
+    )
+
+
+def carried_suppressions(told: Sequence[Told], merged: Sequence[Finding]) -> dict[int, Suppression]:
+    """Finding id → suppression, for the merged findings (ids assigned) EVERY telling of
+    which a source report suppressed: dismissed, baselined or not upheld by its judge
+    there, it stays so (the first telling's entry). A finding that some source raised
+    without a suppression stays open (fail closed), and so does one whose telling cannot
+    be told apart from an open telling of the same reviewer. Never raises."""
+    quiet: dict[Telling, Suppression] = {}
+    loud: set[Telling] = set()
+    for each in told:
+        for at, finding in enumerate(each.findings):
+            key = _telling_of(each.reviewer, finding)
+            entry = each.suppressed.get(at)
+            if entry is None:
+                loud.add(key)
+            else:
+                quiet.setdefault(key, entry)
+    carried: dict[int, Suppression] = {}
+    for finding in merged:
+        if finding.id is None:
+            continue
+        if finding.members:
+            keys = [_telling_of(m.participant, m) for m in finding.members]
+        else:
+            who = finding.origin.participant if finding.origin is not None else None
+            keys = [_telling_of(who or "", finding)]
+        if all(key in quiet and key not in loud for key in keys):
+            carried[finding.id] = quiet[keys[0]]
+    return carried

@@ -126,3 +126,66 @@ def test_the_same_every_run_and_other_formats(tmp_path: Path) -> None:
     refused = _run(str(bad))
     assert refused.exit_code == 2 and "bad.json" in refused.output
     assert _run(str(tmp_path / "missing.json")).exit_code == 2
+
+
+def _suppressed_report(tmp_path: Path) -> Path:
+    """hawk's council report: its division finding baselined there, its token finding open."""
+    from council.findings import Finding, LineAnchor, Origin
+    from council.report.jsonreport import render_json
+    from council.report.model import CouncilReport, ParticipantSummary, Suppression
+
+    origin = Origin(kind="reviewer", run_id="r1", participant="hawk")
+    findings = (
+        Finding(
+            id=1,
+            anchor=LineAnchor(path="app.py", line=12, start_line=11),
+            label="issue",
+            subject="`parse_limit` divides by zero when `page_size` is 0",
+            severity="critical",
+            origin=origin,
+        ),
+        Finding(
+            id=2,
+            anchor=LineAnchor(path="auth.py", line=3),
+            label="issue",
+            subject="check_token compares the token with == (timing)",
+            severity="medium",
+            origin=origin,
+        ),
+    )
+    report = CouncilReport(
+        run_id="r1",
+        session="s",
+        status="settled",
+        participants=(ParticipantSummary(id="hawk", backend="replay", state="answered"),),
+        findings=findings,
+        suppressed={1: Suppression(source="baseline", reason="known since 2025")},
+    )
+    path = tmp_path / "hawk-report.json"
+    path.write_text(render_json(report), encoding="utf-8")
+    return path
+
+
+def test_a_reports_suppressed_finding_stays_suppressed(tmp_path: Path) -> None:
+    """A finding a source report baselined is listed, suppressed, and does not gate; the
+    same problem raised by another source without a suppression is open again and gates."""
+    source = _suppressed_report(tmp_path)
+    out = tmp_path / "merged.json"
+    alone = _run(str(source), "--fail-on", "critical", "--json", str(out))
+    assert alone.exit_code == 0, alone.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    division = next(f for f in report["findings"] if "divides" in f["subject"])
+    token = next(f for f in report["findings"] if "token" in f["subject"])
+    assert report["suppressed"][str(division["id"])]["source"] == "baseline"
+    assert str(token["id"]) not in report["suppressed"]
+    assert _run(str(source), "--fail-on", "medium").exit_code == 1
+
+    (tmp_path / "owl.json").write_text(json.dumps(json.loads(OWL_TEXT.split("\n", 1)[1])))
+    both = _run(
+        str(source), str(tmp_path / "owl.json"), "--fail-on", "critical", "--json", str(out)
+    )
+    assert both.exit_code == 1, both.output
+    merged = json.loads(out.read_text(encoding="utf-8"))
+    division = next(f for f in merged["findings"] if "divides" in f["subject"])
+    assert division["raised_by"] == ["hawk", "owl"]
+    assert str(division["id"]) not in merged["suppressed"]

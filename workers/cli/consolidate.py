@@ -12,7 +12,7 @@ from council.consolidation import consolidate, file_findings
 from council.fingerprint import with_fingerprints
 from council.gate import FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
 from council.report.model import CouncilReport, ParticipantSummary
-from council.sources import SourceError, Told, read_source, with_reviewer
+from council.sources import SourceError, Told, carried_suppressions, read_source, with_reviewer
 from workers.cli.context import UsageProblem
 from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option, plan_outputs
 
@@ -63,8 +63,9 @@ def consolidate_command(
     Each FILE is a council JSON report (each participant a reviewer), a SARIF log (each
     run's tool a reviewer), a Harvest JSON (council harvest's output) or a reviewer's
     answer. The reviewer is NAME when given, else the participant or tool name, else the
-    file's stem; the files' order is the roster order. No model, no Redis. Exit 0 (or 1
-    with --fail-on), 2 when a file cannot be read.
+    file's stem; the files' order is the roster order. A finding a source report
+    dismissed, baselined or did not uphold stays so when no other source raised it. No
+    model, no Redis. Exit 0 (or 1 with --fail-on), 2 when a file cannot be read.
 
     \b
     Examples:
@@ -109,6 +110,7 @@ def consolidate_command(
         findings=tuple(merged),
         warnings=tuple(warnings),
         notes=(f"consolidated from {len(sources)} file(s), {len(per_reviewer)} reviewer(s)",),
+        suppressed=carried_suppressions(told, merged),
     )
     report = with_fingerprints(apply_min_agreement(report, min_agreement))
     emit(report, outputs, fail_on=fail_on, quorum=0, change=None)
