@@ -20,7 +20,8 @@ Part 2, speed and memory: the whole consolidation a round runs
 (:func:`council.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
 findings of 10 reviewers (100 per file), and on 1,000, 8,000 and 100,000 that name no
 file: wall and CPU time, peak memory, the exact says_the_same merge on the same findings
-in the same run, the CPU time of each phase (:data:`PHASES`), and the linearity ratio
+in the same run, the floor (:func:`floor`: the CPU time of the least any lexical
+consolidation does in CPython), the CPU time of each phase (:data:`PHASES`), and the linearity ratio
 time(largest) / time(smallest) / (largest / smallest).
 
 Run: ``python bench/agreement.py [--quick]``. The corpus is looked up at
@@ -44,7 +45,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import combinations
+from itertools import chain, combinations
 from pathlib import Path
 from typing import TypeVar
 
@@ -55,7 +56,7 @@ from council.agreement import THRESHOLD, cluster, relation  # noqa: E402
 from council.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
 from council.agreement.pairs import scored_pairs  # noqa: E402
 from council.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402
-from council.agreement.words import STOP_WORDS, Lexicon  # noqa: E402
+from council.agreement.words import READ_CHARS, STOP_WORDS, Lexicon  # noqa: E402
 from council.consolidation import collector_paused, consolidate, merge_across  # noqa: E402
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
 from council.sameness import says_the_same  # noqa: E402
@@ -496,6 +497,20 @@ def baseline_merge(findings: list[Finding], raised: list[str], roster: list[str]
     return merge_across([(name, per[name]) for name in roster])
 
 
+def floor(findings: list[Finding]) -> object:
+    """The least any lexical consolidation does, as a baseline in the same run: every
+    telling's subject and discussion split at whitespace (no identifiers, no phrases, no
+    stemming), the tokens counted over all findings, each finding's tokens made a set, and
+    each finding copied once (as a consolidated finding is made). No pair is scored and
+    nothing is grouped: what is left of consolidate()'s time above this is the relation."""
+    with collector_paused():
+        tokens = [(f.subject + " " + f.discussion[:READ_CHARS]).split() for f in findings]
+        sets = [frozenset(listed) for listed in tokens]
+        counts = Counter(chain.from_iterable(sets))
+        copies = [f.model_copy(update={"raised_by": None}) for f in findings]
+    return len(counts), len(sets), len(copies)
+
+
 def sanity(groups: list[list[int]], truth: list[int], raised: list[str]) -> str:
     """Pairwise precision and recall against the synthetic truth (a check, not a measure)."""
     by_truth: dict[int, list[int]] = defaultdict(list)
@@ -571,6 +586,7 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str]) -> None:
     where = "10 reviewers, 100 findings per file" if placed else "10 reviewers, no file named"
     print(f"  {'findings that name a file' if placed else 'findings that name no file'} ({where})")
     head = f"    {'findings':>9} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'exact s':>8}"
+    head += f" {'floor s':>8}"
     print(head + f" {'groups':>8}  " + " ".join(f"{p:>6}" for p in PHASES) + "  synthetic truth")
     cpu: dict[int, float] = {}
     for size in sizes:
@@ -580,11 +596,13 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str]) -> None:
         run = timed(whole, 1 if size >= 100_000 else 3)
         mb = peak_mb(whole)
         exact = timed(partial(baseline_merge, findings, raised, roster), 1)
+        least = timed(partial(floor, findings), 1)
         split, groups = phases(findings, raised, roster, run.cpu)
         cpu[size] = run.cpu
         consolidated = run.result if isinstance(run.result, list) else []
         print(
             f"    {size:>9,} {run.wall:>7.3f} {run.cpu:>7.3f} {mb:>8.1f} {exact.wall:>8.3f}"
+            f" {least.cpu:>8.3f}"
             f" {len(consolidated):>8,}  "
             + " ".join(f"{split[p]:>6.3f}" for p in PHASES)
             + f"  {sanity(groups, truth, raised)}"
@@ -605,7 +623,8 @@ def speed(quick: bool) -> None:
     print(
         f"Part 2: speed and memory of consolidate() ({os.cpu_count()} cores, load average "
         f"{load:.1f} at start; wall and cpu: the best run, peak: tracemalloc; exact: the "
-        "says_the_same merge on the same findings; phases in cpu s, see PHASES)"
+        "says_the_same merge on the same findings; floor: cpu s of the least any lexical "
+        "consolidation does, see floor(); phases in cpu s, see PHASES)"
     )
     _speed_rows(True, sizes, roster)
     _speed_rows(False, (800, 8_000) if quick else (1_000, 8_000, 100_000), roster)

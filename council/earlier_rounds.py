@@ -53,8 +53,9 @@ posted), so the next round reviews and posts what it found again."""
 class RoundMemory:
     """What a completed round leaves its session for the rounds after it.
 
-    ``reported``: content fingerprint → finding id of what it reported (later rounds mark
-    those *seen*). ``still_open``: the findings still open after it, which also marks its
+    ``reported``: content fingerprint → the ids it was reported under, ascending and
+    comma-separated (``"3,7"``: one claim made at two places, bandit's ``shell=True``
+    twice in a file, say), so a later round marks each of them *seen*. ``still_open``: the findings still open after it, which also marks its
     head as reviewed for ``--since-last``; None when the gate found the round incomplete.
     """
 
@@ -83,7 +84,11 @@ def remembered(
     """
     if report.status not in COMPLETED:
         return None
-    reported = {fingerprint(f): str(f.id) for f in report.findings if f.id is not None}
+    ids: dict[str, list[int]] = {}
+    for f in report.findings:
+        if f.id is not None:
+            ids.setdefault(fingerprint(f), []).append(f.id)
+    reported = {print_: ",".join(map(str, sorted(found))) for print_, found in ids.items()}
     reviewers = tuple(p.id for p in report.participants if p.role == "reviewer")
     heard = tuple(p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full)
     kept = still_open(report) if not incomplete_reasons(report, quorum) else None
@@ -99,7 +104,7 @@ def remembered(
 def mark_round(
     report: CouncilReport,
     earlier_findings: Iterable[Finding],
-    earlier_fingerprints: Collection[str],
+    earlier_fingerprints: Reported,
     change: Change,
     recognizing: Iterable[Finding] = (),
 ) -> CouncilReport:
@@ -107,7 +112,7 @@ def mark_round(
 
     * ``seen``: ids of this round's findings an earlier round reported by fingerprint
       (:func:`seen_by_fingerprint`: ``earlier_fingerprints`` maps every fingerprint an
-      earlier round reported to the id it was reported under, or is a plain collection
+      earlier round reported to the ids it was reported under, or is a plain collection
       of fingerprints), in filing order. A finding without an id cannot be keyed and is
       never marked.
     * ``outdated``: those of ``earlier_findings`` (the findings still open after the last
@@ -147,38 +152,44 @@ def mark_round(
     )
 
 
-def seen_by_fingerprint(
-    findings: Iterable[Finding], earlier: Mapping[str, int | None] | Collection[str]
-) -> list[int]:
+Reported = Mapping[str, Collection[int] | int | None] | Collection[str]
+"""What earlier rounds reported: fingerprint → the ids it was reported under (an id, or
+None when unknown, stands for one occurrence), or a plain collection of fingerprints
+(one occurrence each, ids unknown)."""
+
+
+def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[int]:
     """The ids of ``findings`` an earlier round reported, by fingerprint, one to one.
 
-    ``earlier`` maps a fingerprint an earlier round reported to the id it was reported
-    under (None: unknown; a plain collection of fingerprints is read so). A finding is
-    seen when its fingerprint was reported and it kept that id; else, when no finding of
-    this round holds that id, the first finding with the fingerprint is (the earlier one
-    under a new id). So a second occurrence of the same claim in the same file (bandit's
-    subject is the same for every ``shell=True``) is NOT seen: it is new, and posted.
-    In filing order; never raises."""
-    ids: Mapping[str, int | None] = (
-        earlier if isinstance(earlier, Mapping) else dict.fromkeys(earlier)
-    )
-    listed = list(findings)
-    held = {f.id for f in listed if f.id is not None}
-    claimed: set[str] = set()
-    kept = {
-        fingerprint(f) for f in listed if f.id is not None and ids.get(fingerprint(f), -1) == f.id
-    }
+    A finding is seen when its fingerprint was reported under its id (it kept it). The
+    other findings with a reported fingerprint are seen, in filing order, while there
+    are earlier occurrences whose id no finding of this round holds (they took new ids);
+    any beyond are new occurrences of the claim and NOT seen: posted. So a claim an
+    earlier round reported at two places (bandit's subject is the same for every
+    ``shell=True``) is seen at both, and a third place is new. In filing order; never
+    raises."""
+    ids: dict[str, set[int | None]] = {}
+    if isinstance(earlier, Mapping):
+        for print_, given in earlier.items():
+            if given is None or isinstance(given, int):
+                ids[print_] = {given}
+            else:
+                ids[print_] = set(given) or {None}
+    else:
+        ids = {print_: {None} for print_ in earlier}
+    listed = [(f.id, fingerprint(f)) for f in findings if f.id is not None]
+    held = {ident for ident, _ in listed}
+    unheld = {p: len(ids[p] - held) for _, p in listed if p in ids}
     seen: list[int] = []
-    for finding in listed:
-        if finding.id is None:
+    for ident, print_ in listed:
+        earlier_ids = ids.get(print_)
+        if earlier_ids is None:
             continue
-        print_ = fingerprint(finding)
-        if print_ not in ids or print_ in claimed:
-            continue
-        old = ids[print_]
-        if finding.id == old or (print_ not in kept and old not in held):
-            seen.append(finding.id)
-            claimed.add(print_)
+        if ident in earlier_ids:
+            seen.append(ident)
+        elif unheld[print_] > 0:
+            unheld[print_] -= 1
+            seen.append(ident)
     return seen
 
 

@@ -48,8 +48,8 @@ class SessionMarks:
     earlier: tuple[Finding, ...] = ()
     """The findings still open after the last completed run (checked for outdated code,
     and carried when ``carry``)."""
-    fingerprints: Mapping[str, int | None] = field(default_factory=dict)
-    """Every fingerprint a completed round of the session reported → the id it was
+    fingerprints: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Every fingerprint a completed round of the session reported → the ids it was
     reported under (:func:`council.earlier_rounds.seen_by_fingerprint`)."""
     since: Change | None = None
     """The interdiff since the last reviewed head; None when this clone lacked it."""

@@ -92,6 +92,29 @@ def test_repeat_is_seen_and_not_commented(session: Session) -> None:
     assert json.loads((out / "github-review.json").read_text())["comments"] == []
 
 
+def test_one_claim_at_two_places_is_seen_at_both(session: Session) -> None:
+    """The same claim twice in one file (one fingerprint): both keep their ids and are
+    seen in every later round, never posted again; a third place of it is new."""
+    body = "x = 1\n" + "".join(f"v{k} = {k}\n" for k in range(70))
+    twice = (div0(1), div0(60))
+    session.push({"app.py": body}, *twice)
+    _, one = session.review()
+    assert one is not None and one.seen == () and len(one.findings) == 2
+    ids = tuple(f.id for f in one.findings)
+    for again in range(2):
+        out = session.tmp / f"out{again}"
+        session.push({"app.py": body + f"w{again} = 0\n"}, *twice)
+        done, report = session.review("--format", "github-review", "--output", str(out))
+        assert report is not None, done.output
+        assert tuple(f.id for f in report.findings) == ids
+        assert report.seen == ids
+        assert json.loads((out / "github-review.json").read_text())["comments"] == []
+    session.push({"app.py": body + "w = 0\n"}, *twice, div0(30))
+    _, third = session.review()
+    assert third is not None and len(third.findings) == 3
+    assert set(third.seen) == set(ids)
+
+
 def test_edited_line_lists_the_earlier_finding_as_outdated(session: Session) -> None:
     """The next push rewrites the flagged line: the earlier finding is listed outdated."""
     session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from council.diff import Change, parse_diff
-from council.earlier_rounds import carry, follow, mark_round, still_open, touched
+from council.earlier_rounds import (
+    carry,
+    follow,
+    mark_round,
+    seen_by_fingerprint,
+    still_open,
+    touched,
+)
 from council.findings import ChangeAnchor, FileAnchor, LineAnchor
 from council.fingerprint import fingerprint
 from council.report.model import Suppression
@@ -103,6 +110,25 @@ def test_repeat_fingerprint_is_seen() -> None:
     new = finding(8, on(9), subject="divides by zero")
     marked = mark_round(report(again, new), [], {fingerprint(old)}, Change())
     assert marked.seen == (7,)
+
+
+def test_a_fingerprint_reported_under_several_ids_is_seen_under_each() -> None:
+    """One claim reported under ids 3 and 5: both are seen again, one that took a new id
+    while 5 is not held stands for 5, and an occurrence beyond the two is new."""
+    print_ = fingerprint(finding(1, on(3), subject="leaks a handle"))
+    kept = [
+        finding(3, on(3), subject="leaks a handle"),
+        finding(5, on(40), subject="leaks a handle"),
+    ]
+    assert seen_by_fingerprint(kept, {print_: (3, 5)}) == [3, 5]
+    moved = [
+        finding(3, on(3), subject="leaks a handle"),
+        finding(9, on(41), subject="leaks a handle"),
+    ]
+    extra = finding(10, on(80), subject="leaks a handle")
+    assert seen_by_fingerprint([*moved, extra], {print_: (3, 5)}) == [3, 9]
+    assert seen_by_fingerprint([*kept, extra], {print_: 5}) == [5]
+    assert seen_by_fingerprint([extra, *moved], {print_}) == [10]
 
 
 def test_edited_line_makes_an_earlier_finding_outdated() -> None:

@@ -497,18 +497,20 @@ class SessionStore:
         """Every content fingerprint a completed round of the session reported."""
         return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
 
-    def reported_ids(self, session: str) -> dict[str, int | None]:
-        """Every content fingerprint a completed round of the session reported → the id
-        of the latest finding that reported it (None for an unreadable entry)."""
+    def reported_ids(self, session: str) -> dict[str, tuple[int, ...]]:
+        """Every content fingerprint a completed round of the session reported → the ids
+        of the findings that last reported it, ascending (empty for an unreadable entry;
+        an entry written before several were kept holds one id)."""
         found = self._r.hgetall(self._keys.session_fingerprints(session))
-        return {k.decode(): int(v) if v.isdigit() else None for k, v in found.items()}
+        return {k.decode(): _ids_of(v) for k, v in found.items()}
 
     def reported_id(self, session: str, print_: str) -> int | None:
         """The id of the latest finding a completed round reported with fingerprint
-        ``print_`` (None when none did): an older telling's fingerprint still names the
-        finding after a rewording replaced it under its id."""
+        ``print_`` (the highest of its ids; None when none did): an older telling's
+        fingerprint still names the finding after a rewording replaced it under its id."""
         raw = self._r.hget(self._keys.session_fingerprints(session), print_)
-        return int(raw) if raw is not None and raw.isdigit() else None
+        ids = _ids_of(raw) if raw is not None else ()
+        return ids[-1] if ids else None
 
     def run_findings(self, session: str, run_id: str) -> list[Finding]:
         """The findings one run filed in the session (by their origin), by id."""
@@ -591,3 +593,12 @@ class RunNotSettled(RuntimeError):
 
 def _load_ledger(raw: bytes | None) -> Ledger:
     return Ledger.from_json(raw.decode()) if raw else Ledger()
+
+
+def _ids_of(raw: bytes) -> tuple[int, ...]:
+    """``b"3,7"`` → ``(3, 7)``: the ids a fingerprint was reported under (a bad entry:
+    none)."""
+    parts = raw.split(b",")
+    if not all(part.isdigit() for part in parts):
+        return ()
+    return tuple(sorted(int(part) for part in parts))
