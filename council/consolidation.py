@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from council.agreement import cluster
+from council.agreement.relation import Place, place_of
 from council.diff import Change, landing
 from council.findings import (
     Agreement,
@@ -328,7 +329,8 @@ def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
 
     Only findings whose folded subject two or more reviewers used can repeat each other,
     and the walk never looks across subjects, so it runs on those alone, one subject at a
-    time, in walk order: the same groups, without a kept finding per telling."""
+    time. Each reviewer's tellings of a subject are walked in a fixed order of place and
+    content, not the order its answer listed them, so the groups do not depend on it."""
     by_subject: dict[str, list[int]] = {}
     for at, subject in enumerate(fold_subjects(finding.subject for _, finding in flat)):
         listed = by_subject.get(subject)
@@ -340,6 +342,8 @@ def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
     for positions in by_subject.values():
         if len({flat[i][0] for i in positions}) < 2:
             continue
+        places = {i: place_of(flat[i][1]) for i in positions}
+        positions.sort(key=lambda i: _walk_key(flat[i][1], places[i], i))
         walk: dict[str, list[Finding]] = {}
         for i in positions:
             walk.setdefault(flat[i][0], []).append(flat[i][1])
@@ -348,6 +352,20 @@ def _repeats(flat: Sequence[tuple[str, Finding]]) -> list[list[int]]:
             if len(kept.tellings) > 1:
                 repeats.append([order[t] for t in kept.tellings])
     return repeats
+
+
+def _walk_key(finding: Finding, place: Place, at: int) -> tuple[str, str, int, int, str, str, int]:
+    """A telling's place in the exact walk among its reviewer's: by place, then content
+    (then position, which only orders tellings equal in all of these)."""
+    return (
+        place.path or "",
+        place.side,
+        place.first or 0,
+        place.last or 0,
+        finding.subject,
+        finding.discussion,
+        at,
+    )
 
 
 def _joined(

@@ -55,8 +55,9 @@ class RoundMemory:
 
     ``reported``: content fingerprint → the ids it was reported under, ascending and
     comma-separated (``"3,7"``: one claim made at two places, bandit's ``shell=True``
-    twice in a file, say), so a later round marks each of them *seen*. ``still_open``: the findings still open after it, which also marks its
-    head as reviewed for ``--since-last``; None when the gate found the round incomplete.
+    twice in a file, say), so a later round marks each of them *seen*. ``still_open``:
+    the findings still open after it, which also marks its head as reviewed for
+    ``--since-last``; None when the gate found the round incomplete.
     """
 
     reported: Mapping[str, str]

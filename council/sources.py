@@ -26,11 +26,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from council.findings import HARVEST, Anchor, Finding, Member, Origin, Warning
+from council.findings import HARVEST, Anchor, Finding, Harvest, Member, Origin, Warning
 from council.harvest import harvest
+from council.outcome import READ_IN_PART_CODES, UNREAD_CODES
 from council.report.jsonreport import UnknownSchemaVersion, UnreadableReport, read_json
-from council.report.model import Suppression
-from council.reviewers.sarif import SarifError, every_path, findings_from_sarif
+from council.report.model import ParticipantState, Suppression
+from council.reviewers.sarif import SarifError, every_path, findings_from_sarif, unanalyzed_note
 
 
 class SourceError(ValueError):
@@ -44,10 +45,25 @@ class Told:
 
     reviewer: str
     kind: str
+    named_by: str = "content"
+    """Where ``reviewer`` came from: ``given`` (NAME=), ``content`` (a participant or a
+    tool name in the file) or ``stem`` (the file's stem: two files of one stem are
+    two reviewers by accident, see :func:`name_clashes`)."""
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     suppressed: dict[int, Suppression] = field(default_factory=dict)
     """Position in ``findings`` → the suppression its report gave it (reports only)."""
+    state: ParticipantState = "answered"
+    """How the reviewer ended in the source (a report's participant may have failed)."""
+    failure: str | None = None
+    unread: str | None = None
+    """Why nothing could be read from the source (``no-json``, ``no-findings-array``,
+    ``said-nothing``; or a report participant's own)."""
+    notes: list[str] = field(default_factory=list)
+    """Sentences for the report (what an analyzer's log says it did not analyze)."""
+    read_in_part: str | None = None
+    """Why the source was read only in part (``cut-off``, ``malformed-json``,
+    ``over-cap``, ``unanalyzed``; or a report participant's own)."""
 
 
 def kind_of(data: Any) -> str:
@@ -62,36 +78,100 @@ def kind_of(data: Any) -> str:
     return "answer"
 
 
+SOURCE_MAX_BYTES = 64 * 1024 * 1024
+"""Bytes of one source file read at most; a larger file is refused (``council
+consolidate`` says so), never read in part."""
+
+SOURCE_MAX_ENTRIES = 10_000
+"""Findings read from one source file at most: an answer's entries, a SARIF log's results,
+a Harvest JSON's findings. Past it the source is read in part (``over-cap``): its
+reviewer is not heard in full and the gate says so (exit 3)."""
+
+
 def read_source(text: str, stem: str, name: str | None = None) -> list[Told]:
     """The reviewers of one source file (its text; ``stem``: the file's stem; ``name``:
-    the NAME it was given), in the order the source lists them."""
+    the NAME it was given), in the order the source lists them, each with how whole it
+    was read. Raises :class:`SourceError` for a file of a kind that cannot be read."""
     try:
         data: Any = json.loads(text)
-    except ValueError:
-        data = None
+    except (ValueError, RecursionError):
+        data = None  # too deep for json: the harvest reads it, with its nesting cap
     kind = kind_of(data)
     if kind == "report":
         told = _from_report(text)
     elif kind == "sarif":
         told = _from_sarif(data, stem)
     elif kind == "harvest":
-        try:
-            read = HARVEST.validate_python(data)
-        except ValidationError as exc:
-            raise SourceError(f"a Harvest JSON that cannot be read ({_first(exc)})") from None
-        told = [Told(stem, kind, list(read.findings), list(read.warnings))]
+        told = [_from_harvest(data, stem)]
     else:
-        read = harvest(text)
-        told = [Told(stem, kind, list(read.findings), list(read.warnings))]
+        told = [
+            _heard(Told(stem, kind, named_by="stem"), harvest(text, max_entries=SOURCE_MAX_ENTRIES))
+        ]
     if name is None:
         return told
-    one = Told(name, kind)
+    one = Told(name, kind, named_by="given")
     for each in told:
         at = len(one.findings)
         one.suppressed.update({at + k: entry for k, entry in each.suppressed.items()})
         one.findings += each.findings
         one.warnings += each.warnings
+        one.notes += each.notes
+    one.state, one.failure, one.unread, one.read_in_part = heard_as(told)
     return [one]
+
+
+def _heard(told: Told, read: Harvest) -> Told:
+    """``told`` with the harvest's findings and warnings, and how whole it was read (by
+    its answer-level warnings)."""
+    told.findings += read.findings
+    told.warnings += read.warnings
+    codes = [w.code for w in read.warnings if w.at == "answer"]
+    told.unread = next((c for c in codes if c in UNREAD_CODES), told.unread)
+    in_part = next((c for c in codes if c in READ_IN_PART_CODES), None)
+    if in_part is None and read.truncated:
+        in_part = "cut-off"
+    told.read_in_part = told.read_in_part or in_part
+    return told
+
+
+def _from_harvest(data: Any, stem: str) -> Told:
+    """A Harvest JSON: its findings (at most :data:`SOURCE_MAX_ENTRIES`) and warnings;
+    read in part when it says it was truncated, or holds more findings than read."""
+    listed = data.get("findings")
+    over = isinstance(listed, list) and len(listed) > SOURCE_MAX_ENTRIES
+    if over:
+        data = {**data, "findings": listed[:SOURCE_MAX_ENTRIES]}
+    try:
+        read = HARVEST.validate_python(data)
+    except ValidationError as exc:
+        raise SourceError(f"a Harvest JSON that cannot be read ({_first(exc)})") from None
+    if over:
+        cut = Warning(
+            code="over-cap",
+            at="answer",
+            message=f"the Harvest JSON holds {len(listed)} findings; the first "
+            f"{SOURCE_MAX_ENTRIES} were read",
+        )
+        read = read.model_copy(update={"warnings": (cut, *read.warnings)})
+    return _heard(Told(stem, "harvest", named_by="stem"), read)
+
+
+def heard_as(told: Sequence[Told]) -> tuple[ParticipantState, str | None, str | None, str | None]:
+    """How one reviewer told by several sources was heard, all of them together:
+    ``(state, failure, unread, read_in_part)``. Answered whole when every source was;
+    when none could be heard, as the first says; when some could and some not, answered
+    but read in part (the first code that says why)."""
+    whole = [
+        t for t in told if t.state == "answered" and t.unread is None and t.read_in_part is None
+    ]
+    if len(whole) == len(told):
+        return "answered", None, None, None
+    answered = [t for t in told if t.state == "answered" and t.unread is None]
+    if not answered:
+        first = told[0]
+        return first.state, first.failure, first.unread, first.read_in_part
+    why = next((t.read_in_part or t.unread or t.state for t in told if t not in whole), "unread")
+    return "answered", None, None, why
 
 
 def _first(exc: ValidationError) -> str:
@@ -104,7 +184,32 @@ def _from_report(text: str) -> list[Told]:
         report = read_json(text)
     except (UnknownSchemaVersion, UnreadableReport) as exc:
         raise SourceError(f"a council report that cannot be read ({exc})") from None
-    told: dict[str, Told] = {p.id: Told(p.id, "report") for p in report.participants}
+    told: dict[str, Told] = {}
+    for p in report.participants:
+        if p.id in told:
+            raise SourceError(f"a council report that lists participant {p.id!r} twice")
+        told[p.id] = Told(
+            p.id,
+            "report",
+            state=p.state,
+            failure=p.failure,
+            unread=p.unread,
+            read_in_part=p.read_in_part,
+        )
+    ids = [f.id for f in report.open_findings if f.id is not None]
+    twice = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) < len(ids) else []
+    if twice:
+        raise SourceError(
+            f"a council report whose findings share an id ({', '.join(map(str, twice))}): "
+            "which of them its suppressions and marks mean cannot be told"
+        )
+    for finding in report.open_findings:
+        strangers = [m.participant for m in finding.members or () if m.participant not in told]
+        if strangers:
+            raise SourceError(
+                f"a council report whose finding #{finding.id} has members of "
+                f"{', '.join(map(repr, strangers))}, not participants of the report"
+            )
     for finding in report.open_findings:
         entry = report.suppressed.get(finding.id) if finding.id is not None else None
         for participant, telling in _tellings(finding):
@@ -148,14 +253,48 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
         who = named if isinstance(named, str) and named.strip() else f"{stem}#{number}"
         one = {"version": "2.1.0", "runs": [run]}
         try:
-            answer = findings_from_sarif(one, every_path(one), scope="files")
+            answer = findings_from_sarif(one, every_path(one), scope="files", unplaced=True)
         except SarifError as exc:
             raise SourceError(f"a SARIF log that cannot be read ({exc})") from None
-        read = harvest(json.dumps(answer))
-        entry = told.setdefault(who, Told(who, "sarif"))
-        entry.findings += read.findings
-        entry.warnings += read.warnings
+        named_by = "content" if who == named else "stem"
+        entry = told.setdefault(who, Told(who, "sarif", named_by=named_by))
+        _heard(entry, harvest(json.dumps(answer), max_entries=SOURCE_MAX_ENTRIES))
+        if answer["unreadable_results"]:
+            entry.warnings.append(
+                Warning(
+                    code="not-an-object",
+                    at=f"runs[{number}].results",
+                    message=f"{answer['unreadable_results']} result(s) are not objects "
+                    "and could not be read",
+                )
+            )
+        if answer["execution_failed"] or answer["unanalyzed_files"]:
+            entry.read_in_part = entry.read_in_part or "unanalyzed"
+            note = unanalyzed_note(answer["unanalyzed_files"], answer["execution_failed"])
+            entry.notes.append(f"{who}: {note}")
     return list(told.values())
+
+
+def name_clashes(sources: Sequence[tuple[str, Sequence[Told]]]) -> list[str]:
+    """Sentences naming each reviewer that two source files both give by their STEM
+    (``m1/answer.json`` and ``m2/answer.json`` are both ``answer``): merged, their
+    findings would be one reviewer's, and agreement between them would be lost.
+    ``sources``: (the FILE as given, what it told) in the order given. A name given with
+    NAME=, or read in the files (a participant, a tool), may well span several files and
+    is not a clash."""
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for given, told in sources:
+        for each in told:
+            by_name.setdefault(each.reviewer, []).append((given, each.named_by))
+    clashes: list[str] = []
+    for name, places in by_name.items():
+        files = list(dict.fromkeys(given for given, _ in places))
+        if len(files) > 1 and any(named_by == "stem" for _, named_by in places):
+            clashes.append(
+                f"{', '.join(files)} all read as reviewer {name!r}; name each one: "
+                + " ".join(f"NAME{k}={given}" for k, given in enumerate(files, 1))
+            )
+    return clashes
 
 
 def with_reviewer(told: Sequence[Told], run_id: str) -> list[tuple[str, list[Finding]]]:

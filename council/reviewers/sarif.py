@@ -260,11 +260,12 @@ def _level(run: _Run, result: Mapping[str, Any]) -> str:
 def _entry(
     run: _Run,
     result: Mapping[str, Any],
-    path: str,
+    path: str | None,
     region: Mapping[str, Any],
     severity_of: Mapping[str, str | None],
 ) -> dict[str, Any]:
-    """One answer-contract entry for a result located at ``path``."""
+    """One answer-contract entry for a result located at ``path`` (None: about the whole
+    change, for a result that names no place)."""
     rule_id, rule = run.rule(result)
     severity = severity_of.get(_level(run, result), "medium")
     text = _message(result, rule)
@@ -277,7 +278,9 @@ def _entry(
         discussion = f"{discussion}\n\n{help_uri}" if discussion else help_uri
     start = line_number(region.get("startLine"))
     location: dict[str, Any] = {"kind": "file", "file": path}
-    if start is not None:
+    if path is None:
+        location = {"kind": "global"}
+    elif start is not None:
         end = line_number(region.get("endLine"))
         location = {"kind": "line", "file": path, "start": start}
         location["end"] = end if end is not None and end >= start else start
@@ -360,6 +363,7 @@ def findings_from_sarif(
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
     statements: Callable[[str], Spans] | None = None,
+    unplaced: bool = False,
 ) -> dict[str, Any]:
     """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
 
@@ -385,7 +389,9 @@ def findings_from_sarif(
     maps SARIF levels to severities over the defaults (see :func:`severities`). Changed
     files the log's invocations say were not analyzed are in ``unanalyzed_files``, and
     ``execution_failed`` is true when an invocation says it did not succeed
-    (:func:`unanalyzed`).
+    (:func:`unanalyzed`). With ``unplaced`` (``council consolidate``: there is no change
+    to keep to), a result none of whose locations can be read is an entry about the
+    whole change rather than ignored.
 
     Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
     a ``results`` value of the wrong type).
@@ -426,6 +432,9 @@ def findings_from_sarif(
                 if p is not None and (path := changed.match(p[0])) is not None
             ]
             if not on_changed:
+                if unplaced and not any(p is not None for p in places):
+                    findings.append(_entry(run, result, None, {}, severity_of))
+                    continue
                 ignored += 1
                 continue
             place = next((p for p in on_changed if touches(p, added)), None)

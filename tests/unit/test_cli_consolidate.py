@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
+from workers.cli import consolidate
 from workers.cli.group import main
 
 HAWK = {
@@ -74,10 +77,11 @@ def _run(*args: str) -> Any:
 
 
 def test_three_kinds_of_source_one_report(tmp_path: Path) -> None:
-    """An answer, an answer in prose, a SARIF log: one finding per problem, k of n."""
+    """An answer, an answer in prose, a SARIF log: one finding per problem, k of n; the
+    critical one gates, as council review's default --fail-on has it."""
     out = tmp_path / "merged.json"
     done = _run(*_files(tmp_path), "--json", str(out))
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 1, done.output
     assert "raised by hawk, owl (2 of 3)" in done.stdout
     assert "raised by owl, ruff (2 of 3)" in done.stdout
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -91,14 +95,14 @@ def test_names_a_report_and_a_harvest_read_back(tmp_path: Path) -> None:
     """A consolidated report read back gives each member's telling again; NAME= names a
     source; a Harvest JSON is one reviewer named by its stem."""
     out = tmp_path / "merged.json"
-    assert _run(*_files(tmp_path), "--json", str(out)).exit_code == 0
+    assert _run(*_files(tmp_path), "--json", str(out)).exit_code == 1
     harvest = tmp_path / "lynx.json"
     harvest.write_text(
         json.dumps({"findings": [], "warnings": [], "truncated": False}), encoding="utf-8"
     )
     again = tmp_path / "again.json"
     done = _run(str(out), f"bat={tmp_path / 'hawk.json'}", str(harvest), "--json", str(again))
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 1, done.output
     report = json.loads(again.read_text(encoding="utf-8"))
     assert [p["id"] for p in report["participants"]] == ["hawk", "owl", "ruff", "bat", "lynx"]
     assert report["findings"][0]["raised_by"] == ["hawk", "owl", "bat"]
@@ -115,7 +119,7 @@ def test_the_same_every_run_and_other_formats(tmp_path: Path) -> None:
     done = _run(
         *files, "--format", "sarif", "--format", "gitlab-codequality", "--output", str(outdir)
     )
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 1, done.output
     sarif = json.loads((outdir / "council.sarif").read_text(encoding="utf-8"))
     results = [r for run in sarif["runs"] for r in run["results"]]
     assert len(results) == 2 and results[0]["properties"]["agreement"] == {"k": 2, "n": 3}
@@ -189,3 +193,113 @@ def test_a_reports_suppressed_finding_stays_suppressed(tmp_path: Path) -> None:
     division = next(f for f in merged["findings"] if "divides" in f["subject"])
     assert division["raised_by"] == ["hawk", "owl"]
     assert str(division["id"]) not in merged["suppressed"]
+
+
+def _write(path: Path, data: object) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_a_source_not_read_whole_makes_the_merge_incomplete(tmp_path: Path) -> None:
+    """Prose with no findings list, an answer cut off mid-entry and a truncated Harvest
+    JSON each leave their reviewer not heard in full: exit 3, never a green gate."""
+    hawk = _write(tmp_path / "hawk.json", HAWK)
+    prose = _write(tmp_path / "junk.txt", "I could not finish the review")
+    cut = _write(tmp_path / "cut.json", '{"findings": [{"label": "issue", "subject": "RCE", "sev')
+    truncated = _write(tmp_path / "lynx.json", {"findings": [], "warnings": [], "truncated": True})
+    for source, code in ((prose, "no-json"), (cut, "cut-off"), (truncated, "cut-off")):
+        out = tmp_path / "merged.json"
+        done = _run(hawk, source, "--fail-on", "never", "--json", str(out))
+        assert done.exit_code == 3, (source, done.output)
+        assert "**Incomplete:**" in done.output
+        report = json.loads(out.read_text(encoding="utf-8"))
+        assert report["status"] == "partial"
+        last = report["participants"][-1]
+        assert code in (last.get("unread"), last.get("read_in_part")), last
+    assert _run(hawk, "--fail-on", "never").exit_code == 0
+
+
+def test_sarif_results_are_never_dropped_unsaid(tmp_path: Path) -> None:
+    """A result with no location is a finding about the whole change (and gates); a
+    result that is not an object is a warning; a run that says it failed is not heard
+    in full (exit 3)."""
+    run = {
+        "tool": {"driver": {"name": "lint"}},
+        "results": [
+            {"ruleId": "X1", "level": "error", "message": {"text": "secret key committed"}},
+            {"ruleId": "X2", "level": "error", "message": {"text": "bad"}, "locations": {}},
+            5,
+        ],
+    }
+    log = _write(tmp_path / "lint.sarif", {"version": "2.1.0", "runs": [run]})
+    out = tmp_path / "merged.json"
+    done = _run(log, "--json", str(out))
+    assert done.exit_code == 1, done.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert sorted(f["subject"] for f in report["findings"]) == [
+        "X1: secret key committed",
+        "X2: bad",
+    ]
+    assert all(f["anchor"]["kind"] == "change" for f in report["findings"])
+    assert [w["code"] for w in report["warnings"]] == ["not-an-object"]
+    failed = {**run, "invocations": [{"executionSuccessful": False}]}
+    broken = _write(tmp_path / "broken.sarif", {"version": "2.1.0", "runs": [failed]})
+    assert _run(broken, "--fail-on", "never").exit_code == 3
+
+
+def test_files_that_cannot_be_sources_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO (it would block), a file over the size cap, JSON nested past any reader's
+    depth: a clear exit, never a hang or a traceback."""
+    fifo = tmp_path / "f.fifo"
+    os.mkfifo(fifo)
+    refused = _run(str(fifo))
+    assert refused.exit_code == 2 and "not a regular file" in refused.output
+    big = _write(tmp_path / "big.json", HAWK)
+    monkeypatch.setattr(consolidate, "SOURCE_MAX_BYTES", 64)
+    over = _run(big)
+    assert over.exit_code == 2 and "the most read of one source" in over.output
+    monkeypatch.undo()
+    deep = _write(tmp_path / "deep.json", "[" * 5000 + "]" * 5000)
+    nested = _run(deep)
+    assert nested.exit_code == 3, nested.output
+    assert "no-json" in nested.output and "Traceback" not in nested.output
+
+
+def test_two_reviewers_are_never_fused_by_accident(tmp_path: Path) -> None:
+    """Two files of one stem are refused until named; the same file twice is refused;
+    a --min-agreement no finding could reach is refused."""
+    one = _write(tmp_path / "m1" / "answer.json", HAWK)
+    two = _write(tmp_path / "m2" / "answer.json", HAWK)
+    clash = _run(one, two)
+    assert clash.exit_code == 2 and "NAME1=" in clash.output and "m2" in clash.output
+    out = tmp_path / "merged.json"
+    named = _run(f"hawk={one}", f"owl={two}", "--json", str(out), "--min-agreement", "2")
+    assert named.exit_code == 1, named.output
+    assert json.loads(out.read_text())["findings"][0]["agreement"] == {"k": 2, "n": 2}
+    twice = _run(one, one)
+    assert twice.exit_code == 2 and "given twice" in twice.output
+    too_many = _run(f"hawk={one}", f"owl={two}", "--min-agreement", "3")
+    assert too_many.exit_code == 2 and "--min-agreement 3" in too_many.output
+
+
+def test_a_report_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
+    """Members naming reviewers the report does not list (false agreement), two findings
+    under one id (which one a dismissal means is unknown): refused; a participant the
+    report says failed is not heard in full in the merge."""
+    out = tmp_path / "merged.json"
+    assert _run(*_files(tmp_path), "--json", str(out)).exit_code == 1
+    report = json.loads(out.read_text(encoding="utf-8"))
+    strangers = json.loads(json.dumps(report))
+    strangers["participants"] = strangers["participants"][:1]
+    refused = _run(_write(tmp_path / "s.json", strangers))
+    assert refused.exit_code == 2 and "not participants of the report" in refused.output
+    shared = json.loads(json.dumps(report))
+    shared["findings"][1]["id"] = shared["findings"][0]["id"]
+    refused = _run(_write(tmp_path / "d.json", shared))
+    assert refused.exit_code == 2 and "share an id" in refused.output
+    failed = json.loads(json.dumps(report))
+    failed["participants"][2]["state"] = "failed"
+    assert _run(_write(tmp_path / "f.json", failed), "--fail-on", "never").exit_code == 3

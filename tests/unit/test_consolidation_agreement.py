@@ -308,3 +308,30 @@ def test_a_reworded_finding_of_an_earlier_round_is_seen_by_agreement() -> None:
     assert with_fingerprints(marked).fingerprints[9] == fingerprint(now[0])
     text = render_markdown(marked, fail_on="never")
     assert "restates finding 5 of an earlier round (recognised by agreement)" in text
+
+
+def test_exact_repeats_do_not_depend_on_list_order() -> None:
+    """One subject at lines 5 and 10 from one reviewer and at 32 from another: the exact
+    pass (says_the_same ignores lines) joins 32 to the same telling whichever order the
+    first reviewer listed its two in; at 12, the relation's pair (10, 12) wins in either
+    order."""
+    subject = "build_query xss"
+
+    def told(lines: tuple[int, ...], other: int) -> list[list[tuple[str, int | None]]]:
+        hawk = [
+            _f("hawk", subject, anchor=LineAnchor(path="b.py", line=n), severity="medium")
+            for n in lines
+        ]
+        owl = [_f("owl", subject, anchor=LineAnchor(path="b.py", line=other))]
+        merged = consolidate([("hawk", hawk), ("owl", owl)])
+        return sorted(
+            sorted((m.participant, m.anchor.line) for m in f.members)  # type: ignore[union-attr]
+            if f.members
+            else [(f.origin.participant if f.origin else "", f.anchor.line)]  # type: ignore[union-attr]
+            for f in merged
+        )
+
+    far = [[("hawk", 5), ("owl", 32)], [("hawk", 10)]]
+    assert told((5, 10), 32) == told((10, 5), 32) == far
+    near = [[("hawk", 5)], [("hawk", 10), ("owl", 12)]]
+    assert told((5, 10), 12) == told((10, 5), 12) == near

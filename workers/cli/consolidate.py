@@ -3,6 +3,8 @@ report, with no model and no Redis (docs/harvest.md §8; :mod:`council.sources`)
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -10,9 +12,18 @@ import click
 
 from council.consolidation import consolidate, file_findings
 from council.fingerprint import with_fingerprints
-from council.gate import FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
+from council.gate import DEFAULT_FAIL_ON, FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
 from council.report.model import CouncilReport, ParticipantSummary
-from council.sources import SourceError, Told, carried_suppressions, read_source, with_reviewer
+from council.sources import (
+    SOURCE_MAX_BYTES,
+    SourceError,
+    Told,
+    carried_suppressions,
+    heard_as,
+    name_clashes,
+    read_source,
+    with_reviewer,
+)
 from workers.cli.context import UsageProblem
 from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option, plan_outputs
 
@@ -29,6 +40,26 @@ def _split(given: str) -> tuple[str | None, Path]:
     return name, Path(rest)
 
 
+def _read(given: str, path: Path) -> str:
+    """The text of a source file: a regular file (a FIFO or a device would block or never
+    end), at most :data:`SOURCE_MAX_BYTES` bytes, decoded as UTF-8 (bad bytes replaced).
+    Raises UsageProblem naming the file and what is wrong."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise UsageProblem(f"{given}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise UsageProblem(f"{given}: is not a regular file; give a file's path")
+        data = file.read(SOURCE_MAX_BYTES + 1)
+    if len(data) > SOURCE_MAX_BYTES:
+        raise UsageProblem(
+            f"{given}: is over {SOURCE_MAX_BYTES // (1024 * 1024)} MiB, the most read of one "
+            "source; split it (one SARIF run or one reviewer's answer a file)"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
 @click.command("consolidate")
 @click.argument("sources", nargs=-1, required=True, metavar="[NAME=]FILE...")
 @json_option("Also write the consolidated JSON report (with each finding's members) here.")
@@ -37,9 +68,9 @@ def _split(given: str) -> tuple[str | None, Path]:
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
-    default="never",
+    default=DEFAULT_FAIL_ON,
     show_default=True,
-    help="Exit 1 when a consolidated finding is at or above this severity.",
+    help="Exit 1 when a consolidated finding is at or above this severity (as council review).",
 )
 @click.option(
     "--min-agreement",
@@ -63,9 +94,15 @@ def consolidate_command(
     Each FILE is a council JSON report (each participant a reviewer), a SARIF log (each
     run's tool a reviewer), a Harvest JSON (council harvest's output) or a reviewer's
     answer. The reviewer is NAME when given, else the participant or tool name, else the
-    file's stem; the files' order is the roster order. A finding a source report
-    dismissed, baselined or did not uphold stays so when no other source raised it. No
-    model, no Redis. Exit 0 (or 1 with --fail-on), 2 when a file cannot be read.
+    file's stem (two files of one stem need a NAME each); the files' order is the roster
+    order. A finding a source report dismissed, baselined or did not uphold stays so when
+    no other source raised it. No model, no Redis.
+
+    Each file: a regular file of at most 64 MiB; at most 10,000 findings
+    of it are read. Exit 0 passed, 1 a finding at or above --fail-on, 2 a file that
+    cannot be read (or a usage error), 3 incomplete: some source was not read whole (an
+    answer with no findings list, cut off, over the cap; a SARIF run that says it did not
+    analyze everything; a report's reviewer that was not heard in full).
 
     \b
     Examples:
@@ -73,18 +110,28 @@ def consolidate_command(
       council consolidate a/council.json b/council.json --json merged.json
     """
     outputs = plan_outputs(formats, output, json_out, None)
-    told: list[Told] = []
+    read: list[tuple[str, list[Told]]] = []
+    files: dict[str, str] = {}
     for given in sources:
         name, path = _split(given)
+        key = os.path.realpath(path)
+        if key in files:
+            raise UsageProblem(f"{given}: is given twice (also as {files[key]}); give it once")
+        files[key] = given
         try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            raise UsageProblem(f"{given}: cannot be read ({exc.strerror})") from None
-        try:
-            told += read_source(text, path.stem or path.name, name)
+            read.append((given, read_source(_read(given, path), path.stem or path.name, name)))
         except SourceError as exc:
             raise UsageProblem(f"{given}: {exc}") from None
+    clashes = name_clashes(read)
+    if clashes:
+        raise UsageProblem("; ".join(clashes))
+    told = [each for _, listed in read for each in listed]
     per_reviewer = with_reviewer(told, RUN_ID)
+    if min_agreement > len(per_reviewer):
+        raise UsageProblem(
+            f"--min-agreement {min_agreement} asks for more reviewers than the sources give "
+            f"({len(per_reviewer)}): no finding could gate; lower it or add sources"
+        )
     merged = file_findings(consolidate(per_reviewer), 1)
     kinds = {each.reviewer: each.kind for each in told}
     counts = {who: len(found) for who, found in per_reviewer}
@@ -93,25 +140,35 @@ def consolidate_command(
         for each in told
         for w in each.warnings
     ]
-    report = CouncilReport(
-        run_id=RUN_ID,
-        session=RUN_ID,
-        status="settled",
-        participants=tuple(
+    participants = []
+    for who, _ in per_reviewer:
+        state, failure, unread, in_part = heard_as([t for t in told if t.reviewer == who])
+        participants.append(
             ParticipantSummary(
                 id=who,
                 backend=kinds[who],
-                state="answered",
+                state=state,
+                failure=failure,
+                unread=unread,
+                read_in_part=in_part,
                 findings=counts[who],
                 warnings=sum(1 for w in warnings if w.at.startswith(f"{who}: ")),
             )
-            for who, _ in per_reviewer
-        ),
+        )
+    whole = all(p.heard_in_full for p in participants)
+    report = CouncilReport(
+        run_id=RUN_ID,
+        session=RUN_ID,
+        status="settled" if whole else "partial",
+        participants=tuple(participants),
         findings=tuple(merged),
         warnings=tuple(warnings),
-        notes=(f"consolidated from {len(sources)} file(s), {len(per_reviewer)} reviewer(s)",),
+        notes=(
+            f"consolidated from {len(sources)} file(s), {len(per_reviewer)} reviewer(s)",
+            *(note for each in told for note in each.notes),
+        ),
         suppressed=carried_suppressions(told, merged),
     )
     report = with_fingerprints(apply_min_agreement(report, min_agreement))
-    emit(report, outputs, fail_on=fail_on, quorum=0, change=None)
-    sys.exit(exit_code(report, parse_fail_on(fail_on), quorum=0))
+    emit(report, outputs, fail_on=fail_on, quorum=None, change=None)
+    sys.exit(exit_code(report, parse_fail_on(fail_on), quorum=None))
