@@ -187,7 +187,7 @@ class Repository:
     ) -> None:
         self.max_changed_files = max_changed_files
         start = Path(path).expanduser().absolute()
-        fix = "Run council review inside a clone, or pass --repo PATH"
+        fix = "Run council inside a clone of the repository, or pass --repo PATH"
         if not start.is_dir():
             raise RepositoryError(f"{start} is not a git repository (no such directory)", fix)
         self.path = start

@@ -65,7 +65,7 @@ def test_not_a_repository(tmp_path: Path) -> None:
         Repository(tmp_path)
     assert "is not a git repository" in caught.value.problem
     assert "--repo PATH" in caught.value.fix
-    assert ". Run council review inside a clone" in str(caught.value)
+    assert ". Run council inside a clone of the repository" in str(caught.value)
 
 
 def test_missing_directory(tmp_path: Path) -> None:
