@@ -12,6 +12,7 @@ backend's answer::
                    "subject": "E722: Do not use bare `except`",
                    "discussion": "Do not use bare `except`\\n\\nhttps://docs.astral.sh/..."}],
      "ignored_results": 4, "outside_change_results": 7, "outside_change_errors": 1,
+     "unplaced_errors": 0,
      "unreadable_results": 0}
 
 Roster options::
@@ -354,6 +355,15 @@ def outside_note(errors: int) -> str:
     )
 
 
+def unplaced_note(errors: int) -> str:
+    """The reviewer's note for ``errors`` error-level results that name no place at all."""
+    return (
+        f"{errors} result(s) at SARIF level error name no file (no readable location), so "
+        "none of them could be tied to the change, and they were left out; run the "
+        "analyzer by hand to see them"
+    )
+
+
 def findings_from_sarif(
     log: Any,
     changed_paths: Sequence[str],
@@ -385,7 +395,9 @@ def findings_from_sarif(
     location, are counted in ``ignored_results``; results on a changed file but off its
     edit in ``outside_change_results``, those of them at SARIF level ``error`` also in
     ``outside_change_errors`` (the reviewer says so in a note: a dropped critical is
-    never silent); results that are not objects in ``unreadable_results``. ``levels``
+    never silent), and those naming no place at all at level ``error`` in
+    ``unplaced_errors`` (a note too); results that are not objects in
+    ``unreadable_results``. ``levels``
     maps SARIF levels to severities over the defaults (see :func:`severities`). Changed
     files the log's invocations say were not analyzed are in ``unanalyzed_files``, and
     ``execution_failed`` is true when an invocation says it did not succeed
@@ -406,7 +418,7 @@ def findings_from_sarif(
     lines_of: dict[str, StatementLines] = {}
     severity_of = severities(levels)
     findings: list[dict[str, Any]] = []
-    ignored = outside = outside_errors = unreadable = 0
+    ignored = outside = outside_errors = unreadable = unplaced_errors = 0
     skipped: list[str] = []
     failed = False
     for number, raw_run in enumerate(log["runs"]):
@@ -432,9 +444,11 @@ def findings_from_sarif(
                 if p is not None and (path := changed.match(p[0])) is not None
             ]
             if not on_changed:
-                if unplaced and not any(p is not None for p in places):
-                    findings.append(_entry(run, result, None, {}, severity_of))
-                    continue
+                if not any(p is not None for p in places):
+                    if unplaced:
+                        findings.append(_entry(run, result, None, {}, severity_of))
+                        continue
+                    unplaced_errors += _level(run, result) == "error"
                 ignored += 1
                 continue
             place = next((p for p in on_changed if touches(p, added)), None)
@@ -468,6 +482,7 @@ def findings_from_sarif(
         "ignored_results": ignored,
         "outside_change_results": outside,
         "outside_change_errors": outside_errors,
+        "unplaced_errors": unplaced_errors,
         "unreadable_results": unreadable,
         "unanalyzed_files": skipped,
         "execution_failed": failed,
@@ -580,6 +595,9 @@ class SarifReviewer:
         read = json.loads(answer)
         if read["outside_change_errors"]:
             notes = (*outcome.notes, outside_note(read["outside_change_errors"]))
+            outcome = replace(outcome, notes=notes)
+        if read["unplaced_errors"]:
+            notes = (*outcome.notes, unplaced_note(read["unplaced_errors"]))
             outcome = replace(outcome, notes=notes)
         files, failed = read["unanalyzed_files"], read["execution_failed"]
         if files or failed:

@@ -24,6 +24,7 @@ from council.reviewers.sarif import (
     answer_from_output,
     check_options,
     findings_from_sarif,
+    unplaced_note,
 )
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
@@ -174,6 +175,20 @@ def test_results_elsewhere_are_counted_not_converted() -> None:
     assert len(out["findings"]) == 1
     assert out["ignored_results"] == 3
     assert out["unreadable_results"] == 1
+    assert out["unplaced_errors"] == 0
+
+
+def test_error_results_naming_no_place_are_counted_and_said() -> None:
+    """An error-level result with no location cannot be tied to the change: it is left
+    out, counted in unplaced_errors, and the reviewer's note says so (never silent); in
+    consolidate's reading (unplaced) it is a finding about the whole change."""
+    bare = {"ruleId": "DEP1", "level": "error", "message": {"text": "vulnerable dependency"}}
+    out = convert(log(bare, {**bare, "level": "note"}, result("src/app.py")))
+    assert out["unplaced_errors"] == 1 and out["ignored_results"] == 2
+    assert "1 result(s) at SARIF level error name no file" in unplaced_note(1)
+    kept = findings_from_sarif(log(bare), ("src/app.py",), [ROOT], unplaced=True)
+    assert kept["findings"][0]["location"] == {"kind": "global"}
+    assert kept["findings"][0]["severity"] == "critical"
 
 
 def test_first_location_on_a_changed_file_is_used() -> None:
@@ -225,6 +240,7 @@ def test_answer_is_json_in_the_answer_contract() -> None:
         "ignored_results": 0,
         "outside_change_results": 0,
         "outside_change_errors": 0,
+        "unplaced_errors": 0,
         "unreadable_results": 0,
         "unanalyzed_files": [],
         "execution_failed": False,
@@ -282,6 +298,18 @@ def test_real_ruff_run_reports_only_the_changed_file(tmp_path: Path) -> None:
     assert by_rule["E722"]["severity"] == "critical"
     assert "https://docs.astral.sh/ruff/rules/bare-except" in by_rule["E722"]["discussion"]
     assert answer["ignored_results"] == 2
+
+
+def test_the_reviewer_says_when_an_error_result_names_no_place(tmp_path: Path) -> None:
+    """The backend's notes name the error-level results it could not tie to the change."""
+    bare = {"ruleId": "DEP1", "level": "error", "message": {"text": "vulnerable dependency"}}
+    fixture = tmp_path / "log.sarif"
+    fixture.write_text(json.dumps(log(bare, result("src/app.py"))))
+    outcome = analyzer(tmp_path, "cat", [str(fixture)], ("src/app.py",))
+    assert unplaced_note(1) in outcome.notes
+    quiet = tmp_path / "quiet.sarif"
+    quiet.write_text(json.dumps(log(result("src/app.py"))))
+    assert not analyzer(tmp_path, "cat", [str(quiet)], ("src/app.py",)).notes
 
 
 def test_fixture_printed_by_a_program_is_converted(tmp_path: Path) -> None:
