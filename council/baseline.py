@@ -98,6 +98,14 @@ class BaselineEntry(BaseModel):
     ``shell=True`` of a file under one subject, so one fingerprint): a new occurrence
     past them gates. Entries written before it was kept accept one."""
 
+    def as_accepted(self) -> Finding:
+        """The entry as a finding of its subject, path and severity (what the severity
+        check of a match by fingerprint reads), whatever text it kept."""
+        anchor: Anchor = FileAnchor(path=self.path) if self.path else ChangeAnchor()
+        severity = cast(Severity, self.severity) if self.severity in SEVERITIES else None
+        subject = self.subject if self.subject.strip() else "(a baseline entry)"
+        return Finding(anchor=anchor, label="issue", subject=subject, severity=severity)
+
     def as_finding(self) -> Finding | None:
         """The entry as a finding the agreement relation can read (label ``issue``;
         anchored on its file, or on the change), or None when it holds too little text:
@@ -297,7 +305,9 @@ def suppress(
     suppressed = dict(report.suppressed)
     left: list[Finding] = []
     beyond: list[tuple[Finding, str, int]] = []
+    graver: list[tuple[Finding, Finding, str, str]] = []
     dismissed_id = {p: f.id for p, f in (dismissed or {}).items() if f.id is not None}
+    entry_of = {e.fingerprint: e.as_accepted() for e in reversed(baseline.entries)}
     held = {f.id for f in report.open_findings if f.id is not None}
     used: set[str] = set()
     seen = set(report.seen)
@@ -314,12 +324,20 @@ def suppress(
             owner = dismissed_id.get(value)
             if ident == owner or (value not in used and owner not in held):
                 used.add(value)
+                earlier = (dismissed or {}).get(value)
+                if earlier is not None and _graver(finding, earlier, "dismissed"):
+                    graver.append((finding, earlier, "dismissed", "fingerprint"))
+                    continue
                 suppressed[ident] = Suppression(source="dismissed", reason=dismissals[value])
             else:
                 beyond.append((finding, "dismissed", 1))
         elif value in accepted:
             if budget.get(value, 1) > 0:
                 budget[value] = budget.get(value, 1) - 1
+                earlier = entry_of[value]
+                if _graver(finding, earlier, "baseline"):
+                    graver.append((finding, earlier, "baseline", "fingerprint"))
+                    continue
                 suppressed[ident] = Suppression(source="baseline", reason=accepted[value])
             else:
                 beyond.append((finding, "baseline", baseline.counts()[value]))
@@ -328,10 +346,11 @@ def suppress(
     order = {f.id: at for at, f in enumerate(report.open_findings)}
     left.sort(key=lambda f: order[f.id])
     roster = [p.id for p in report.participants]
-    known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals]
+    # A decision used by a fingerprint match covers that finding alone: it leaves the
+    # pools the rest are matched against by id and by agreement.
+    known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals and p not in used]
     by_id = {f.id: (p, f) for p, f in known if f.id is not None}
     still: list[Finding] = []
-    graver: list[tuple[Finding, Finding, str]] = []
     for finding in left:
         ident = finding.id
         took = by_id.pop(ident, None) if ident is not None else None
@@ -340,16 +359,21 @@ def suppress(
             continue
         print_, earlier = took
         if _graver(finding, earlier, "dismissed"):
-            graver.append((finding, earlier, "dismissed"))
+            graver.append((finding, earlier, "dismissed", "agreement"))
             continue
         suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
     pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
     programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
     still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver, programs)
-    entries = [(e.fingerprint, f) for e in baseline.entries if (f := e.as_finding()) is not None]
+    entries = [
+        (e.fingerprint, f)
+        for e in _first_entries(baseline)
+        if (f := e.as_finding()) is not None
+        for _ in range(min(budget.get(e.fingerprint, e.count), len(still)))
+    ]
     _match(still, entries, roster, "baseline", accepted, suppressed, graver, programs)
     notes = (
-        *(graver_note(f, e, source) for f, e, source in graver),
+        *(graver_note(f, e, source, how) for f, e, source, how in graver),
         *(
             beyond_note(f, source, n)
             for f, source, n in sorted(beyond, key=lambda b: order[b[0].id])
@@ -361,13 +385,23 @@ def suppress(
     return report.model_copy(update=update)
 
 
+def _first_entries(baseline: Baseline) -> list[BaselineEntry]:
+    """The baseline's entries, the first of each fingerprint only (as :meth:`Baseline.
+    reasons` and :meth:`Baseline.counts` read them)."""
+    firsts: dict[str, BaselineEntry] = {}
+    for entry in baseline.entries:
+        firsts.setdefault(entry.fingerprint, entry)
+    return list(firsts.values())
+
+
 def _graver(finding: Finding, earlier: Finding, source: str) -> bool:
     """Whether ``finding`` is graver than the dismissed or baselined ``earlier`` it was
-    matched to by agreement: a person's decision covers what they saw, so a rewording
-    raised to a higher severity is not suppressed by it (it gates until a person
-    dismisses it again). A baseline entry that kept no severity (written before entries
-    kept one) holds nothing back. A match by fingerprint is the same claim and is never
-    held."""
+    matched to (by fingerprint or by agreement): a person's decision covers what they
+    saw, so the same subject, or a rewording, raised to a higher severity is not
+    suppressed by it (it gates until a person dismisses it again). A consolidated
+    finding carries its gravest telling's severity, so another reviewer's graver
+    telling merged into a dismissed one is not hidden by it either. A baseline entry
+    that kept no severity (written before entries kept one) holds nothing back."""
     if source == "baseline" and earlier.severity is None:
         return False
     return severity_rank(finding.severity) > severity_rank(earlier.severity)
@@ -387,12 +421,16 @@ def beyond_note(finding: Finding, source: str, count: int) -> str:
     )
 
 
-def graver_note(finding: Finding, earlier: Finding, source: str) -> str:
-    """The report's note for a rewording held back from a suppression by :func:`_graver`."""
+def graver_note(finding: Finding, earlier: Finding, source: str, how: str = "agreement") -> str:
+    """The report's note for a finding held back from a suppression by :func:`_graver`
+    (``how``: ``fingerprint`` when it makes the same claim, ``agreement`` when it
+    rewords it)."""
     what = "dismissed" if source == "dismissed" else "in the baseline"
     earlier_name = f"#{earlier.id}" if earlier.id is not None else repr(earlier.subject[:80])
+    said = "makes the same claim as" if how == "fingerprint" else "rewords"
+    by = "" if how == "fingerprint" else ", by agreement,"
     return (
-        f"#{finding.id} rewords {earlier_name}, {what}, by agreement, but is graver "
+        f"#{finding.id} {said} {earlier_name}, {what}{by} but is graver "
         f"({finding.severity or 'no severity'} over {earlier.severity or 'no severity'}): "
         f"it is not suppressed and gates until a person dismisses it again"
     )
@@ -405,7 +443,7 @@ def _match(
     source: Literal["dismissed", "baseline"],
     reasons: Mapping[str, str],
     suppressed: dict[int, Suppression],
-    graver: list[tuple[Finding, Finding, str]],
+    graver: list[tuple[Finding, Finding, str, str]],
     programs: Collection[str] = frozenset(),
 ) -> list[Finding]:
     """Suppress those of ``findings`` that agree with a finding of ``pool`` (fingerprint
@@ -422,7 +460,7 @@ def _match(
             left.append(finding)
             continue
         if _graver(finding, seen.earlier, source):
-            graver.append((finding, seen.earlier, source))
+            graver.append((finding, seen.earlier, source, "agreement"))
             continue
         print_ = pool[seen.at][0]
         suppressed[finding.id] = _reworded(source, reasons.get(print_, ""), print_, seen.earlier)

@@ -461,6 +461,11 @@ def _suppressed(report: CouncilReport) -> str:
         items.append(f"- {_brief(finding)} · {how}: {why}")
         if entry.by_agreement is not None:
             items.append(f"  {_reworded(entry.source, entry.by_agreement)}")
+        for member in (finding.members or ())[1:]:
+            grade = f" ({member.severity})" if member.severity else ""
+            items.append(
+                f"  also told by {inline(member.participant)}{grade}: {inline(member.subject)}"
+            )
     if not items:
         return ""
     lead = "Listed for the record; they neither gate nor post."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from council.findings import LineAnchor
+from council.findings import LineAnchor, Member
 from council.report import render_markdown
 from council.report.model import Suppression
 from tests.forge_cases import CAFE, finding, messy_findings, messy_report, report
@@ -91,3 +91,24 @@ def test_sections_are_absent_when_empty() -> None:
     text = render_markdown(report(finding(1)))
     for heading in ("Not on a changed line", "Dismissed and baselined", "Outdated"):
         assert f"### {heading}" not in text
+
+
+def test_a_suppressed_consolidated_finding_lists_every_telling() -> None:
+    """A dismissed finding that several reviewers told shows each other telling under it,
+    so what the suppression covers is on the page."""
+    lead = finding(1, LineAnchor(path="app.py", line=2), subject="name count is unclear")
+    other = Member(
+        participant="m2",
+        anchor=LineAnchor(path="app.py", line=4),
+        label="issue",
+        subject="run passes count into os.system",
+        severity="critical",
+    )
+    first = Member(participant="m1", anchor=lead.anchor, label="issue", subject=lead.subject)
+    merged = lead.model_copy(update={"members": (first, other), "raised_by": ("m1", "m2")})
+    text = render_markdown(
+        report(merged).model_copy(update={"suppressed": {1: Suppression(source="dismissed")}})
+    )
+    section = _section(text, "Dismissed and baselined")
+    assert "also told by m2 (critical): run passes count into os.system" in section
+    assert "also told by m1" not in section

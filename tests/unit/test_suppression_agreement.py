@@ -180,8 +180,9 @@ def test_sarif_says_a_suppression_was_matched_by_agreement() -> None:
 def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
     """A person dismissed the bug as minor; a rewording filed critical (matched by
     agreement, by the kept id or among the dismissed findings) is not suppressed: it
-    gates, and a note names it. A match by fingerprint stays suppressed whatever the
-    severity (the same claim)."""
+    gates, and a note names it. So is the same claim by fingerprint raised to critical
+    (the subject is all a fingerprint reads, and a hostile change can ask for it); at
+    the severity dismissed it stays suppressed."""
     minor = DISMISSED.model_copy(update={"severity": "minor"})
     key = fingerprint(minor)
     done = suppress(report(REWORDED), Baseline(), {key: "cosmetic"}, {key: minor})
@@ -195,6 +196,12 @@ def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
     assert 5 not in done.suppressed
     same = DISMISSED.model_copy(update={"id": 7})
     done = suppress(report(same), Baseline(), {key: "cosmetic"}, {key: minor})
+    assert 7 not in done.suppressed
+    assert any(
+        n.startswith("#7 makes the same claim as #5, dismissed but is graver") for n in done.notes
+    )
+    calm = DISMISSED.model_copy(update={"id": 7, "severity": "minor"})
+    done = suppress(report(calm), Baseline(), {key: "cosmetic"}, {key: minor})
     assert done.suppressed[7].source == "dismissed"
 
 
@@ -230,3 +237,36 @@ def test_a_baseline_entry_accepts_as_many_occurrences_as_it_counted() -> None:
             assert "entries[0].count" in str(error)
         else:
             raise AssertionError(f"count {bad!r} was read")
+
+
+def test_a_decision_used_by_fingerprint_covers_no_rewording_besides() -> None:
+    """The dismissed finding raised again (same fingerprint, kept id) uses the dismissal;
+    a rewording of it in the same round is not dismissed by it too, and gates. The same
+    for a baseline entry that counted one finding."""
+    key = fingerprint(DISMISSED)
+    done = suppress(report(DISMISSED, REWORDED), Baseline(), {key: "upstream"}, {key: DISMISSED})
+    assert set(done.suppressed) == {5}
+    assert [f.id for f in gate_tripped(done, "critical")] == [9]
+    baseline = read_baseline(write_baseline([DISMISSED], "legacy"))
+    done = suppress(report(DISMISSED, REWORDED), baseline, {})
+    assert set(done.suppressed) == {5}
+    twice = read_baseline(write_baseline([DISMISSED, DISMISSED], "legacy"))
+    assert twice.entries[0].count == 2
+    done = suppress(report(DISMISSED, REWORDED), twice, {})
+    assert set(done.suppressed) == {5, 9}
+
+
+def test_a_graver_telling_merged_into_a_dismissed_finding_is_not_hidden() -> None:
+    """A minor claim dismissed; next round it is consolidated with another reviewer's
+    critical telling (one finding, severity critical, the minor's subject and so its
+    fingerprint): not suppressed, it gates, and the note says why."""
+    minor = DISMISSED.model_copy(update={"severity": "minor"})
+    key = fingerprint(minor)
+    merged = DISMISSED.model_copy(update={"severity": "critical"})
+    done = suppress(report(merged), Baseline(), {key: "cosmetic"}, {key: minor})
+    assert 5 not in done.suppressed
+    assert [f.id for f in gate_tripped(done, "critical")] == [5]
+    baseline = read_baseline(write_baseline([minor], "legacy"))
+    done = suppress(report(merged), baseline, {})
+    assert 5 not in done.suppressed
+    assert any("in the baseline but is graver (critical over minor)" in n for n in done.notes)
