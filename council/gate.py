@@ -208,6 +208,8 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
 
     Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
     ``gate: no finding at or above critical → exit 0``;
+    ``gate: no finding at or above critical (1 more at or above critical raised by fewer
+    than min_agreement = 2 reviewers, not gated) → exit 0``;
     ``gate: fail-on never, 5 finding(s) not gated → exit 0``;
     ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
     1 finding(s) at or above critical → exit 3``;
@@ -226,6 +228,20 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
             if tripped
             else f"no finding at or above {level}"
         )
+        threshold = severity_rank(level)
+        unagreed = sum(
+            1
+            for f in report.open_findings
+            if f.id in report.unagreed
+            and f.id not in report.suppressed
+            and f.severity is not None
+            and _blocks(f, threshold)
+        )
+        if unagreed:
+            found += (
+                f" ({unagreed} more at or above {level} raised by fewer than "
+                f"min_agreement = {report.min_agreement} reviewers, not gated)"
+            )
     if reasons:
         return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"
     if report.status == "waiting":

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from council.findings import Agreement, FileAnchor, Finding, Origin
-from council.gate import apply_min_agreement, gate_tripped
+from council.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
+from council.gate import apply_min_agreement, gate_summary, gate_tripped
 from council.report.model import CouncilReport
+from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import ROUND, answer, report_of, review, reviewer, roster
 
@@ -127,3 +128,18 @@ def test_apply_min_agreement_in_the_domain() -> None:
     assert [f.id for f in gate_tripped(held, "critical")] == [2]
     with pytest.raises(ValueError):
         apply_min_agreement(report, 0)
+
+
+def test_the_gate_line_counts_what_min_agreement_kept_from_gating() -> None:
+    """A critical raised by one reviewer under min_agreement 2: the gate passes, and its
+    line says a critical was left ungated and why, not just "no finding"."""
+    lone = finding(3, LineAnchor(path="app.py", line=2), subject="lone", severity="critical")
+    kept = report(lone).model_copy(update={"unagreed": {3: 1}, "min_agreement": 2})
+    line = gate_summary(kept, "critical", quorum=0)
+    assert line == (
+        "gate: no finding at or above critical (1 more at or above critical raised by fewer "
+        "than min_agreement = 2 reviewers, not gated) → exit 0"
+    )
+    assert gate_summary(report(lone), "critical", quorum=0).startswith(
+        "gate: 1 finding(s) at or above critical →"
+    )
