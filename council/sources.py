@@ -20,6 +20,7 @@ participant or tool name; else the file's stem. Pure: no I/O. Never raises but
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,9 +186,14 @@ def _from_report(text: str) -> list[Told]:
     except (UnknownSchemaVersion, UnreadableReport) as exc:
         raise SourceError(f"a council report that cannot be read ({exc})") from None
     told: dict[str, Told] = {}
+    listed: set[str] = set()
     for p in report.participants:
-        if p.id in told:
+        if p.id in listed:
             raise SourceError(f"a council report that lists participant {p.id!r} twice")
+        listed.add(p.id)
+    for p in report.participants:
+        if p.role == "judge":
+            continue  # a judge consolidates, it does not raise: a reviewer only by its own findings
         told[p.id] = Told(
             p.id,
             "report",
@@ -196,15 +202,15 @@ def _from_report(text: str) -> list[Told]:
             unread=p.unread,
             read_in_part=p.read_in_part,
         )
-    ids = [f.id for f in report.open_findings if f.id is not None]
-    twice = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) < len(ids) else []
-    if twice:
+    ids = Counter(f.id for f in report.open_findings if f.id is not None)
+    shared = sorted(i for i, n in ids.items() if n > 1)
+    if shared:
         raise SourceError(
-            f"a council report whose findings share an id ({', '.join(map(str, twice))}): "
+            f"a council report whose findings share an id ({', '.join(map(str, shared))}): "
             "which of them its suppressions and marks mean cannot be told"
         )
     for finding in report.open_findings:
-        strangers = [m.participant for m in finding.members or () if m.participant not in told]
+        strangers = [m.participant for m in finding.members or () if m.participant not in listed]
         if strangers:
             raise SourceError(
                 f"a council report whose finding #{finding.id} has members of "

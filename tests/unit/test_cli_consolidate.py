@@ -303,3 +303,18 @@ def test_a_report_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
     failed = json.loads(json.dumps(report))
     failed["participants"][2]["state"] = "failed"
     assert _run(_write(tmp_path / "f.json", failed), "--fail-on", "never").exit_code == 3
+
+
+def test_a_reports_judge_is_not_counted_as_a_reviewer(tmp_path: Path) -> None:
+    """A judge consolidates, it raises nothing: reading back a report that lists one
+    leaves it out of the reviewers, so "k of n" counts reviewers only."""
+    out = tmp_path / "merged.json"
+    assert _run(*_files(tmp_path), "--json", str(out)).exit_code == 1
+    report = json.loads(out.read_text(encoding="utf-8"))
+    judge = {"id": "arbiter", "role": "judge", "backend": "openai", "state": "answered"}
+    report["participants"].append(judge)
+    again = tmp_path / "again.json"
+    assert _run(_write(tmp_path / "judged.json", report), "--json", str(again)).exit_code == 1
+    merged = json.loads(again.read_text(encoding="utf-8"))
+    assert [p["id"] for p in merged["participants"]] == ["hawk", "owl", "ruff"]
+    assert merged["findings"][0]["agreement"] == {"k": 2, "n": 3}
