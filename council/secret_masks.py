@@ -53,6 +53,10 @@ MIN_VALUE_CHARS = 8
 """Values shorter than this are not masked in free text (they would mask ordinary words);
 their place in the diff and the tree is masked all the same."""
 
+MIN_MIXED_CHARS = 6
+"""Values this long are masked in free text too when one of their characters is not a
+letter (``hunter2``): such a string is no ordinary word (:class:`Masker`)."""
+
 SHOWN_PLACES = 20
 """At most this many places are named in the run's note."""
 
@@ -294,13 +298,15 @@ def values_from(
 @dataclass(frozen=True)
 class Masker:
     """Masks known secret values in free text (a reviewer's answer, journal entry,
-    failure or note). ``values`` shorter than :data:`MIN_VALUE_CHARS` are skipped."""
+    failure or note): values of :data:`MIN_VALUE_CHARS` characters or more, and of
+    :data:`MIN_MIXED_CHARS` or more when one character is not a letter (a keyword
+    detector's ``password = "hunter2"`` finds ``hunter2``); shorter ones are skipped."""
 
     values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        kept = sorted({v for v in self.values if len(v) >= MIN_VALUE_CHARS}, key=len, reverse=True)
-        object.__setattr__(self, "values", tuple(kept))
+        kept = {v for v in self.values if _maskable(v)}
+        object.__setattr__(self, "values", tuple(sorted(kept, key=len, reverse=True)))
 
     def text(self, text: str) -> str:
         """``text`` with every value replaced by :data:`MASK` (longest first)."""
@@ -308,6 +314,13 @@ class Masker:
             if value in text:
                 text = text.replace(value, MASK)
         return text
+
+
+def _maskable(value: str) -> bool:
+    """Whether a secret value is long or odd enough to mask in free text."""
+    if len(value) >= MIN_VALUE_CHARS:
+        return True
+    return len(value) >= MIN_MIXED_CHARS and not value.isalpha()
 
 
 def masked_result(masker: Masker, result: ReviewResult) -> ReviewResult:

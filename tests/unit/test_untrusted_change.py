@@ -17,14 +17,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from council.diff import parse_diff
 from council.errors import RosterError
 from council.roster import parse_roster
+from council.secret_masks import MASK, Masker, values_from
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
 from workers.config_overlay import read_config_overlay
 from workers.repository import Repository
+from workers.secret_scan import find_secrets
 from workers.trees import TreeCache
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
@@ -423,6 +426,23 @@ def test_a_key_pattern_in_code_masks_nothing_after_it() -> None:
     assert GITHUB_TOKEN in values and len(values) == 2
     assert values_from(spans, lambda path: ["x"] * 4) == ()
     assert Masker(values).text(f"see {GITHUB_TOKEN}.") == f"see {MASK}."
+
+
+def test_a_short_keyword_secret_is_masked_where_a_reviewer_quotes_it() -> None:
+    """detect-secrets' keyword detector finds ``hunter2`` in ``password = "hunter2"``:
+    seven characters, but not a word, so a reviewer quoting it is masked; a short word
+    (``secret``) or a short value of letters is not, so prose stays readable."""
+    diff = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1,2 @@\n x = 1\n"
+        '+password = "hunter2"\n'
+    )
+    lines = ["x = 1", 'password = "hunter2"']
+    spans = find_secrets(parse_diff(diff))
+    values = values_from(spans, lambda path: lines if path == "app.py" else None)
+    assert values == ("hunter2",)
+    said = "The password hunter2 is in source; rotate the secret."
+    assert Masker(values).text(said) == f"The password {MASK} is in source; rotate the secret."
+    assert Masker(("secret", "abcdefg")).text(said) == said
 
 
 def test_a_merged_finding_gates_when_any_telling_is_on_the_change(tmp_path: Path) -> None:
