@@ -34,7 +34,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from council.agreement import best_agreeing
-from council.agreement.recognition import told_by_programs
+from council.agreement.recognition import led_by_program, told_by_programs
 from council.diff import Change, ChangedFile
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.fingerprint import fingerprint
@@ -139,7 +139,7 @@ def mark_round(
     programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
     pool = [f for f in recognizing if f.id not in own and not told_by_programs(f, programs)]
     told = [f for f in report.findings if not told_by_programs(f, programs)]
-    agreed = {**filed, **recognized(told, pool, {*seen, *filed})}
+    agreed = {**filed, **recognized(told, pool, {*seen, *filed}, programs)}
     seen_set = {*seen, *agreed}
     seen = [f.id for f in report.findings if f.id is not None and f.id in seen_set]
     raised_again = {agreed[i] for i in agreed}
@@ -195,13 +195,18 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
 
 
 def recognized(
-    findings: Iterable[Finding], earlier: Iterable[Finding], already: Collection[int]
+    findings: Iterable[Finding],
+    earlier: Iterable[Finding],
+    already: Collection[int],
+    programs: Collection[str] = frozenset(),
 ) -> dict[int, int]:
     """This round's findings (id → earlier id) that restate a finding of an earlier round
     in other words (the agreement relation, :func:`council.agreement.best_agreeing`,
     whoever tells it), leaving out those in ``already`` (seen by fingerprint); each
     earlier finding recognized once, in filing order. Candidates are the earlier
-    findings on the same file (or naming none), so the work is per file."""
+    findings on the same file (or naming none), so the work is per file; a finding led
+    by a program reviewer (``programs``) never restates another led by one
+    (:func:`council.agreement.recognition.led_by_program`)."""
     by_path: dict[str | None, list[Finding]] = {}
     for f in earlier:
         if f.id is not None:
@@ -212,10 +217,11 @@ def recognized(
         if f.id is None or f.id in already:
             continue
         path = anchor_path(f.anchor)
+        led = led_by_program(f, programs)
         pool = [
             e
             for e in (*by_path.get(path, ()), *(by_path.get(None, ()) if path else ()))
-            if e.id not in taken
+            if e.id not in taken and not (led and led_by_program(e, programs))
         ]
         at = best_agreeing(f, pool) if pool else None
         if at is not None and pool[at].id is not None:

@@ -77,7 +77,8 @@ def recognize(
     order (a new finding ranks by its origin's place in it, then by its position).
     Only pairs on one file, or where either names no file, are scored, so the work is
     per file. ``programs`` are the ids of program reviewers (analyzers): a finding only
-    programs told is recognized by its fingerprint alone, never by agreement. An analyzer
+    programs told is recognized by its fingerprint alone, never by agreement, and so is
+    a pair of findings both led by one (:func:`led_by_program`). An analyzer
     never rewords itself (bandit's B602 has one subject), and two of its rules on one
     file share the file's words: by agreement, a new B301 took the id of a fixed B602,
     and the B602 was no longer carried. Deterministic; never raises.
@@ -97,6 +98,7 @@ def recognize(
         by_path.setdefault(anchor_path(f.anchor), []).append(at)
     roster = {name: at for at, name in enumerate(dict.fromkeys(roster_order))}
     old_machine = [told_by_programs(f, programs) for f in kept]
+    old_led = [led_by_program(f, programs) for f in kept]
     pairs: list[tuple[int, float, tuple[int, int], int, int]] = []
     for i, finding in enumerate(findings):
         path = anchor_path(finding.anchor)
@@ -105,11 +107,12 @@ def recognize(
         )
         rank = (_roster_rank(finding, roster), i)
         machine = told_by_programs(finding, programs)
+        led = led_by_program(finding, programs)
         for j in pool:
             same_print = new_prints[i] == old_prints[j]
-            value = _best(vocabulary, new_told[i], old_told[j])
-            if not same_print and (machine or old_machine[j]):
+            if not same_print and (machine or old_machine[j] or (led and old_led[j])):
                 continue
+            value = _best(vocabulary, new_told[i], old_told[j])
             if same_print or value >= THRESHOLD:
                 pairs.append((0 if same_print else 1, -value, rank, j, i))
     pairs.sort()
@@ -176,3 +179,13 @@ def told_by_programs(finding: Finding, programs: Collection[str]) -> bool:
         told.add(finding.origin.participant)
     told.update(m.participant for m in finding.members or ())
     return bool(told) and told <= set(programs)
+
+
+def led_by_program(finding: Finding, programs: Collection[str]) -> bool:
+    """Whether ``finding``'s own telling (its origin: the first of its members in roster
+    order) is a program reviewer's. Two findings both led by analyzers are the same
+    problem only when their fingerprints are equal, whoever else told them: an
+    analyzer's rule is its subject, so B301 (pickle) and a fixed B307 (eval) are two
+    problems even when a model told each beside it and their words agree."""
+    origin = finding.origin
+    return origin is not None and origin.participant is not None and origin.participant in programs

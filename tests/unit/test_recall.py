@@ -14,7 +14,7 @@ from council.consolidation import with_origin
 from council.diff import parse_diff
 from council.earlier_rounds import mark_round, remembered
 from council.filing import RoundFacts, conclude_judge, conclude_round
-from council.findings import Finding, Member, Origin
+from council.findings import Finding, LineAnchor, Member, Origin
 from council.fingerprint import fingerprint
 from council.outcome import ParticipantOutcome, harvest_outcome
 from council.participant import Participant, Role
@@ -282,3 +282,45 @@ def test_a_different_bug_on_the_same_lines_takes_a_new_id() -> None:
     )
     filed, reworded = file_recalled([_new(sql, "owl")], 9, [_earlier(DIV0[0], 5)])
     assert [f.id for f in filed] == [9] and reworded == {}
+
+
+def test_two_findings_both_led_by_an_analyzer_are_one_only_by_fingerprint() -> None:
+    """bandit's fixed B307 (eval), told by hawk beside it, and next round a new B301
+    (pickle), told by hawk beside it, on the same lines: their words agree, but an
+    analyzer's rule is its subject, so the new one is not the old one (it takes a new id
+    and is not seen). The same B307 again keeps its id."""
+
+    def led(subject: str, hawk_says: str, ident: int | None = None) -> Finding:
+        origin = Origin(kind="reviewer", run_id="r", participant="bandit")
+        members = (
+            Member(participant="bandit", anchor=anchor, label="issue", subject=subject),
+            Member(participant="hawk", anchor=anchor, label="issue", subject=hawk_says),
+        )
+        return Finding(
+            id=ident,
+            anchor=anchor,
+            label="issue",
+            subject=subject,
+            discussion="untrusted input reaches a dangerous call in load_blob",
+            severity="critical",
+            origin=origin,
+            raised_by=("bandit", "hawk"),
+            members=members,
+        )
+
+    anchor = LineAnchor(path="app.py", line=12)
+    fixed = led(
+        "B307: Use of possibly insecure function - consider using safer ast.literal_eval.",
+        "load_blob evaluates untrusted input",
+        ident=8,
+    )
+    new = led(
+        "B301: Pickle and modules that wrap it can be unsafe to deserialize untrusted data.",
+        "load_blob deserializes untrusted input",
+    )
+    assert recognize([new], [fixed], ["bandit", "hawk"], programs={"bandit"}) == {}
+    assert set(recognize([new], [fixed], ["bandit", "hawk"])) == {0}
+    again = fixed.model_copy(update={"id": None})
+    assert (
+        recognize([again], [fixed], ["bandit", "hawk"], programs={"bandit"})[0].by == "fingerprint"
+    )
