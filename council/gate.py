@@ -203,6 +203,24 @@ def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = No
     return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
 
 
+def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
+    """How many open findings at or above ``fail_on`` do not gate only because fewer than
+    ``report.min_agreement`` reviewers raised them (``report.unagreed``; suppressed ones
+    not counted). Raises ValueError for an unknown level."""
+    level = parse_fail_on(fail_on)
+    if level == "never":
+        return 0
+    threshold = severity_rank(level)
+    return sum(
+        1
+        for f in report.open_findings
+        if f.id in report.unagreed
+        and f.id not in report.suppressed
+        and f.severity is not None
+        and _blocks(f, threshold)
+    )
+
+
 def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = None) -> str:
     """One line for CI logs saying what the gate decided and why.
 
@@ -228,15 +246,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
             if tripped
             else f"no finding at or above {level}"
         )
-        threshold = severity_rank(level)
-        unagreed = sum(
-            1
-            for f in report.open_findings
-            if f.id in report.unagreed
-            and f.id not in report.suppressed
-            and f.severity is not None
-            and _blocks(f, threshold)
-        )
+        unagreed = held_by_agreement(report, level)
         if unagreed:
             found += (
                 f" ({unagreed} more at or above {level} raised by fewer than "

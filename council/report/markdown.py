@@ -51,7 +51,13 @@ from council.findings import (
     Warning,
     severity_rank,
 )
-from council.gate import FailOn, gate_tripped, incomplete_reasons, parse_fail_on
+from council.gate import (
+    FailOn,
+    gate_tripped,
+    held_by_agreement,
+    incomplete_reasons,
+    parse_fail_on,
+)
 from council.report.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.report.escape import block, cell, code, for_log, inline
 from council.report.evidence_text import with_verdicts
@@ -129,6 +135,12 @@ def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     elif tripped:
         blocking = _count(tripped, "finding")
         head = f"## ❌ Council review: gate tripped ({blocking} at or above {level})"
+    elif held := held_by_agreement(report, level):
+        head = (
+            f"## ✅ Council review: passed (nothing at or above {level} that "
+            f"{report.min_agreement} reviewers raised; {_count(held, 'finding')} at or above "
+            "it raised by fewer)"
+        )
     else:
         head = f"## ✅ Council review: passed (nothing at or above {level})"
     lines = [head, "", _where(report)]

@@ -10,6 +10,7 @@ import pytest
 
 from council.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
 from council.gate import apply_min_agreement, gate_summary, gate_tripped
+from council.report import render_markdown
 from council.report.model import CouncilReport
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
@@ -142,4 +143,16 @@ def test_the_gate_line_counts_what_min_agreement_kept_from_gating() -> None:
     )
     assert gate_summary(report(lone), "critical", quorum=0).startswith(
         "gate: 1 finding(s) at or above critical →"
+    )
+
+
+def test_the_title_says_what_min_agreement_kept_from_gating() -> None:
+    """The Markdown title of a passed gate with a critical held back by min_agreement
+    does not read as "nothing at or above critical"."""
+    lone = finding(3, LineAnchor(path="app.py", line=2), subject="lone", severity="critical")
+    kept = report(lone).model_copy(update={"unagreed": {3: 1}, "min_agreement": 2})
+    title = render_markdown(kept, fail_on="critical", quorum=0).splitlines()[0]
+    assert title == (
+        "## ✅ Council review: passed (nothing at or above critical that 2 reviewers "
+        "raised; 1 finding at or above it raised by fewer)"
     )
