@@ -44,9 +44,14 @@ def read_trusted_baseline(
     explicit: Path | None,
     *,
     max_changed_files: int = DEFAULT_MAX_CHANGED_FILES,
+    target: str | None = None,
 ) -> BaselineSource:
     """The baseline for a review of ``base..head``: ``explicit`` when given, else
-    :data:`~council.baseline.BASELINE_FILE` in the BASE tree (absent: no baseline).
+    :data:`~council.baseline.BASELINE_FILE` in the tree of ``target`` (the base branch
+    as given, whose tip may be past ``base``, the merge base the change is reviewed
+    from: a baseline committed to the base branch after the pull request left it
+    holds), or of ``base`` when no target is given (absent: no baseline). Both are
+    trusted; the head never is.
 
     Raises :class:`UnreadableBaseline` (exit 2) for an explicit file that cannot be read
     and :class:`~council.errors.RepositoryError` for an unknown ref; the change's
@@ -62,7 +67,8 @@ def read_trusted_baseline(
         return BaselineSource(text=text, where=str(explicit))
     repo = Repository(repo_path, max_changed_files=max_changed_files)
     base_sha = repo.resolve(base)
-    blob = repo.read_file(base_sha, BASELINE_FILE)
+    read_sha = repo.resolve(target) if target is not None else base_sha
+    blob = repo.read_file(read_sha, BASELINE_FILE)
     notes: tuple[str, ...] = ()
     if BASELINE_FILE in repo.changed_paths(base_sha, repo.resolve(head)):
         notes = (
@@ -73,6 +79,6 @@ def read_trusted_baseline(
         return BaselineSource(notes=notes)
     return BaselineSource(
         text=blob.decode("utf-8", errors="replace"),
-        where=f"{BASELINE_FILE}@{base_sha[:12]}",
+        where=f"{BASELINE_FILE}@{read_sha[:12]}",
         notes=notes,
     )

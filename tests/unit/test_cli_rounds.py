@@ -324,6 +324,30 @@ def test_baseline_from_the_session_then_read_from_base(session: Session) -> None
     assert [s.source for s in report.suppressed.values()] == ["baseline"]
 
 
+def test_a_baseline_committed_to_the_base_branch_after_the_branch_left_holds(
+    session: Session,
+) -> None:
+    """The pull request branched off before the team committed the baseline to the base
+    branch: the review (from the merge base) reads the baseline at the base branch's
+    tip, so the accepted finding is baselined, and no note says the change edited it."""
+    trunk = git(session.repo, "rev-parse", "--abbrev-ref", "HEAD")
+    git(session.repo, "checkout", "-q", "-b", "feature")
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    target = session.tmp / BASELINE_FILE
+    assert session.cli("baseline", "--output", str(target)).exit_code == 0
+    git(session.repo, "checkout", "-q", trunk)
+    commit(session.repo, {BASELINE_FILE: target.read_text()}, "accept the legacy finding")
+    git(session.repo, "checkout", "-q", "feature")
+    session.push({"app.py": "x = 1\ny = 1 / 0\nw = 0\n"}, div0())
+    session.base = trunk
+    result, report = session.review()
+    assert result.exit_code == 0, result.output
+    assert report is not None
+    assert [s.source for s in report.suppressed.values()] == ["baseline"]
+    assert not any("edits" in n and BASELINE_FILE in n for n in report.notes)
+
+
 def test_baseline_edited_by_the_change_is_not_trusted(session: Session) -> None:
     """A change adding its own baseline: ignored (base version), noted, the gate trips."""
     finding = div0()

@@ -126,7 +126,7 @@ def plan_round(
     start, notes = _start_of_change(repository, base, head, exact_base)
     key, said = _session_key(repository, head, session)
     source = read_trusted_baseline(
-        repo, start, head, baseline, max_changed_files=settings.max_changed_files
+        repo, start, head, baseline, max_changed_files=settings.max_changed_files, target=base
     )
     source.parsed()
     notes += said
