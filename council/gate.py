@@ -228,7 +228,8 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
     ``gate: no finding at or above critical → exit 0``;
     ``gate: no finding at or above critical (1 more at or above critical raised by fewer
     than min_agreement = 2 reviewers, not gated) → exit 0``;
-    ``gate: fail-on never, 5 finding(s) not gated → exit 0``;
+    ``gate: fail-on never, 5 finding(s) not gated → exit 0`` (``… not gated (2 more
+    dismissed or baselined) …`` when some are);
     ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
     1 finding(s) at or above critical → exit 3``;
     ``gate: council incomplete (1 reviewer(s) not heard in full (ruff failed)); no finding
@@ -238,7 +239,11 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
     reasons = incomplete_reasons(report, quorum)
     code = exit_code(report, level, quorum=quorum)
     if level == "never":
-        found = f"fail-on never, {len(report.open_findings)} finding(s) not gated"
+        listed = [f for f in report.open_findings if f.id not in report.suppressed]
+        quiet = len(report.open_findings) - len(listed)
+        found = f"fail-on never, {len(listed)} finding(s) not gated"
+        if quiet:
+            found += f" ({quiet} more dismissed or baselined)"
     else:
         tripped = len(gate_tripped(report, level))
         found = (

@@ -11,7 +11,7 @@ import pytest
 from council.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
 from council.gate import apply_min_agreement, gate_summary, gate_tripped
 from council.report import render_markdown
-from council.report.model import CouncilReport
+from council.report.model import CouncilReport, Suppression
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import ROUND, answer, report_of, review, reviewer, roster
@@ -155,4 +155,14 @@ def test_the_title_says_what_min_agreement_kept_from_gating() -> None:
     assert title == (
         "## ✅ Council review: passed (nothing at or above critical that 2 reviewers "
         "raised; 1 finding at or above it raised by fewer)"
+    )
+
+
+def test_fail_on_never_counts_suppressed_findings_apart() -> None:
+    """fail-on never: the gate line counts the open findings, the suppressed ones apart."""
+    one = finding(1, LineAnchor(path="app.py", line=2), subject="a", severity="critical")
+    two = finding(2, LineAnchor(path="app.py", line=9), subject="b", severity="minor")
+    quiet = report(one, two).model_copy(update={"suppressed": {2: Suppression(source="baseline")}})
+    assert gate_summary(quiet, "never", quorum=0) == (
+        "gate: fail-on never, 1 finding(s) not gated (1 more dismissed or baselined) → exit 0"
     )
