@@ -7,6 +7,8 @@ Layout::
        "invocations": [{"executionSuccessful", "toolExecutionNotifications"?}],
        "results": [{"ruleId": <analyzer rule or label>, "level", "message": {"text"}, "locations"?,
                     "partialFingerprints": {"councilFingerprint/v1": ...},
+                    "baselineState": "new" | "unchanged" (seen or carried from an
+                                     earlier round of the session),
                     "suppressions"?, "properties": {"raisedBy", "side"?, "evidence"?,
                     "severityNote"?, ...}}],
        "properties": {"participant", "backend", "state", ...}}]}
@@ -425,6 +427,9 @@ def _result(
     if location is not None:
         result["locations"] = [location]
     result["partialFingerprints"] = {FINGERPRINT_KEY: fingerprint(finding)}
+    # SARIF §3.27.24: against the session's earlier rounds, a finding seen or carried
+    # from them is unchanged, any other is new.
+    result["baselineState"] = "unchanged" if carried or finding.id in seen else "new"
     entry = report.suppressed.get(finding.id) if finding.id is not None else None
     if entry is not None:
         default = "dismissed" if entry.source == "dismissed" else "in the committed baseline"

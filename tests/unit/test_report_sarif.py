@@ -159,6 +159,8 @@ def test_off_diff_and_seen_findings_still_appear() -> None:
     assert len(results) == len(messy_findings())
     assert results[5][1]["properties"]["offDiff"] == "file-absent"
     assert results[1][1]["properties"]["seen"] is True
+    assert results[1][1]["baselineState"] == "unchanged"
+    assert results[5][1]["baselineState"] == "new"
 
 
 def test_suppressed_findings_carry_suppressions() -> None:
@@ -260,7 +262,7 @@ def test_too_many_runs_keeps_the_most_severe_runs() -> None:
 def test_too_many_bytes_cuts_to_fit() -> None:
     """Over the size limit, results are cut until the UTF-8 text fits, and it says so."""
     findings = [
-        finding(i, severity="critical" if i % 10 == 0 else "minor", discussion="ü" * 400)
+        finding(i, severity="critical" if i % 10 == 0 else "minor", discussion="ü" * 300)
         for i in range(1, 201)
     ]
     limits = SarifLimits(file_bytes=40_000)
