@@ -225,8 +225,11 @@ def write_baseline(
     """The text of a baseline accepting ``findings`` for ``reason``, newline-terminated.
 
     One entry per distinct fingerprint, with the finding's subject, path and discussion
-    (``discussion`` left out when empty); entries of ``existing`` are kept with their own
-    reason and text (accepting a finding again does not rewrite why it was accepted). ``reasons``
+    (``discussion`` left out when empty), its gravest severity and how many findings
+    have it; entries of ``existing`` are kept with their own reason and text (accepting a
+    finding again does not rewrite why it was accepted), but take the severity and count
+    of what is accepted now when those are graver or more (else a finding graver than
+    its entry would gate for good: :func:`suppress` does not hide it). ``reasons``
     maps a fingerprint to the reason a person already gave for that finding (a
     dismissal's): it wins over ``reason``, the generic one, for a new entry. Entries are
     sorted by path, then fingerprint, and written with a 2-space indent and non-ASCII
@@ -239,18 +242,36 @@ def write_baseline(
             by_fingerprint.setdefault(entry.fingerprint, entry)
     listed = list(findings)
     occurrences = Counter(fingerprint(f) for f in listed)
+    gravest: dict[str, str] = {}
     for finding in listed:
         value = fingerprint(finding)
-        if value not in by_fingerprint:
+        if severity_rank(finding.severity) > severity_rank(gravest.get(value)):
+            gravest[value] = finding.severity or ""
+    for finding in listed:
+        value = fingerprint(finding)
+        kept = by_fingerprint.get(value)
+        now = gravest.get(value, "")
+        if kept is None:
             by_fingerprint[value] = BaselineEntry(
                 fingerprint=value,
                 reason=(reasons or {}).get(value) or reason,
                 subject=finding.subject,
                 path=anchor_path(finding.anchor) or "",
                 discussion=finding.discussion[:DISCUSSION_CHARS],
-                severity=finding.severity or "",
+                severity=now,
                 count=occurrences[value],
             )
+        else:
+            # Accepted again as it stands now: graver, or at more places, than before (an
+            # entry that kept no severity holds nothing back and keeps none).
+            severity = kept.severity
+            if severity and severity_rank(now) > severity_rank(severity):
+                severity = now
+            count = max(kept.count, occurrences[value])
+            if (severity, count) != (kept.severity, kept.count):
+                by_fingerprint[value] = kept.model_copy(
+                    update={"severity": severity, "count": count}
+                )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
     document = {
         "version": BASELINE_VERSION,

@@ -53,9 +53,10 @@ posted), so the next round reviews and posts what it found again."""
 class RoundMemory:
     """What a completed round leaves its session for the rounds after it.
 
-    ``reported``: content fingerprint → the ids it was reported under, ascending and
-    comma-separated (``"3,7"``: one claim made at two places, bandit's ``shell=True``
-    twice in a file, say), so a later round marks each of them *seen*. ``still_open``:
+    ``reported``: content fingerprint → the ids it was reported under (this round's
+    findings and those it carried), ascending and comma-separated (``"3,7"``: one claim
+    made at two places, bandit's ``shell=True`` twice in a file, say), so a later round
+    marks each of them *seen*. ``still_open``:
     the findings still open after it, which also marks its head as reviewed for
     ``--since-last``; None when the gate found the round incomplete.
     """
@@ -86,7 +87,7 @@ def remembered(
     if report.status not in COMPLETED:
         return None
     ids: dict[str, list[int]] = {}
-    for f in report.findings:
+    for f in report.open_findings:
         if f.id is not None:
             ids.setdefault(fingerprint(f), []).append(f.id)
     reported = {print_: ",".join(map(str, sorted(found))) for print_, found in ids.items()}
@@ -231,27 +232,25 @@ def recognized(
 
 
 def carry(
-    report: CouncilReport,
-    earlier_findings: Iterable[Finding],
-    change: Change,
-    accepted: Collection[str],
+    report: CouncilReport, earlier_findings: Iterable[Finding], change: Change
 ) -> CouncilReport:
     """The report with ``carried`` filled: earlier findings that still stand at its head.
 
     For a round that reviewed only the commits after the last reviewed head
     (``--since-last``; ``change`` is that interdiff, empty when there were none). Of
     ``earlier_findings`` (the findings still open after the last reviewed round), those
-    this round did not raise again, whose anchor ``change`` did not touch
-    (:func:`touched`: those are ``outdated``) and whose fingerprint is not in
-    ``accepted`` (dismissed in the session, or in the baseline) are carried, each
-    anchored on the new head (:func:`follow`). When several share a fingerprint, the one
-    filed last is kept. In filing order. Any earlier ``carried`` is replaced. Never
-    raises.
+    this round did not raise again and whose anchor ``change`` did not touch
+    (:func:`touched`: those are ``outdated``) are carried, each anchored on the new head
+    (:func:`follow`). Dismissed and baselined ones are carried too: whether a decision
+    still covers one (it may be graver than what was accepted, or past a baseline
+    entry's count) is :func:`council.baseline.suppress`'s to say, after carrying. When
+    several share a fingerprint, the one filed last is kept. In filing order. Any
+    earlier ``carried`` is replaced. Never raises.
     """
     carried = tuple(
         follow(change, f, report.head or None)
         for f in _not_raised_again(report, earlier_findings)
-        if not touched(change, f) and fingerprint(f) not in accepted
+        if not touched(change, f)
     )
     return report.model_copy(update={"carried": carried})
 

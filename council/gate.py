@@ -229,7 +229,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
     ``gate: no finding at or above critical (1 more at or above critical raised by fewer
     than min_agreement = 2 reviewers, not gated) → exit 0``;
     ``gate: fail-on never, 5 finding(s) not gated → exit 0`` (``… not gated (2 more
-    dismissed or baselined) …`` when some are);
+    suppressed: dismissed, baselined or not upheld) …`` when some are);
     ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
     1 finding(s) at or above critical → exit 3``;
     ``gate: council incomplete (1 reviewer(s) not heard in full (ruff failed)); no finding
@@ -243,7 +243,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
         quiet = len(report.open_findings) - len(listed)
         found = f"fail-on never, {len(listed)} finding(s) not gated"
         if quiet:
-            found += f" ({quiet} more dismissed or baselined)"
+            found += f" ({quiet} more suppressed: dismissed, baselined or not upheld)"
     else:
         tripped = len(gate_tripped(report, level))
         found = (
@@ -251,6 +251,17 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
             if tripped
             else f"no finding at or above {level}"
         )
+        filtered = sum(
+            1
+            for f in report.open_findings
+            if f.id in report.filtered
+            and f.id not in report.suppressed
+            and f.severity is not None
+            and _blocks(f, severity_rank(level))
+        )
+        if filtered:
+            mode = f" {report.filter}" if report.filter else ""
+            found += f" ({filtered} more at or above {level} kept from gating by --filter{mode})"
         unagreed = held_by_agreement(report, level)
         if unagreed:
             found += (

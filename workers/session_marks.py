@@ -75,8 +75,7 @@ class SessionMarks:
             report, earlier, self.fingerprints, self.since or Change(), recognizing=self.earlier
         )
         if self.carry and self.since is not None:
-            accepted = {*self.dismissals, *self.baseline.reasons()}
-            marked = carry(marked, earlier, self.since, accepted)
+            marked = carry(marked, earlier, self.since)
         return suppress(marked, self.baseline, self.dismissals, self.dismissed)
 
 

@@ -164,5 +164,19 @@ def test_fail_on_never_counts_suppressed_findings_apart() -> None:
     two = finding(2, LineAnchor(path="app.py", line=9), subject="b", severity="minor")
     quiet = report(one, two).model_copy(update={"suppressed": {2: Suppression(source="baseline")}})
     assert gate_summary(quiet, "never", quorum=0) == (
-        "gate: fail-on never, 1 finding(s) not gated (1 more dismissed or baselined) → exit 0"
+        "gate: fail-on never, 1 finding(s) not gated (1 more suppressed: dismissed, baselined "
+        "or not upheld) → exit 0"
+    )
+
+
+def test_the_gate_line_counts_what_the_filter_kept_from_gating() -> None:
+    """A critical off the change's lines under --filter added: the gate passes, and its
+    line says a critical was kept from gating by the filter."""
+    off = finding(4, LineAnchor(path="app.py", line=90), subject="off", severity="critical")
+    kept = report(off).model_copy(
+        update={"filtered": {4: "not on an added line"}, "filter": "added"}
+    )
+    assert gate_summary(kept, "critical", quorum=0) == (
+        "gate: no finding at or above critical (1 more at or above critical kept from gating "
+        "by --filter added) → exit 0"
     )

@@ -258,16 +258,21 @@ def test_edit_next_to_the_flagged_line_does_not_outdate_it(session: Session) -> 
     assert [f.subject for f in report.carried] == ["divides by zero"]
 
 
-def test_dismissed_finding_is_not_carried(session: Session) -> None:
-    """A finding dismissed after its round: --since-last on the same head carries nothing."""
+def test_dismissed_finding_is_carried_suppressed(session: Session) -> None:
+    """A finding dismissed after its round: --since-last on the same head carries it,
+    suppressed (listed with the reason, not gating); raised graver than dismissed, it
+    would gate (the suppression decides, not the carrying)."""
     session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
     _, first = session.review()
     assert first is not None
-    dismissed = session.cli("dismiss", str(first.findings[0].id), "--reason", "guarded")
+    ident = first.findings[0].id
+    dismissed = session.cli("dismiss", str(ident), "--reason", "guarded")
     assert dismissed.exit_code == 0, dismissed.output
     done, report = session.review("--since-last")
     assert done.exit_code == 0, done.output
-    assert report is not None and report.carried == ()
+    assert report is not None and [f.id for f in report.carried] == [ident]
+    assert ident is not None and report.suppressed[ident].source == "dismissed"
+    assert "guarded" in done.stdout
 
 
 def test_dismissed_finding_is_listed_and_never_gates(session: Session) -> None:

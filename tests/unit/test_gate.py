@@ -105,7 +105,7 @@ def test_carried_findings_trip_unless_suppressed() -> None:
     assert [f.id for f in gate_tripped(report, "medium")] == [7, 8]
     assert exit_code(report, "critical") == EXIT_TRIPPED
     assert "2 finding(s) at or above medium" in gate_summary(report, "medium")
-    assert "3 finding(s) not gated (1 more dismissed or baselined)" in gate_summary(report, "never")
+    assert "3 finding(s) not gated (1 more suppressed: dismissed" in gate_summary(report, "never")
 
 
 def test_unknown_level_is_refused() -> None:

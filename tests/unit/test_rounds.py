@@ -162,7 +162,7 @@ def test_a_renamed_file_still_holds_its_findings_at_the_new_path() -> None:
     change = parse_diff(RENAME_APP)
     marked = mark_round(report(), [line, whole], set(), change)
     assert marked.outdated == ()
-    carried = carry(marked, [line, whole], change, set()).carried
+    carried = carry(marked, [line, whole], change).carried
     assert [(f.id, f.anchor.path) for f in carried] == [(1, "main.py"), (2, "main.py")]
 
 
@@ -221,7 +221,8 @@ def test_context_lines_are_not_edits() -> None:
 
 
 def test_carry_keeps_what_the_interdiff_left_alone() -> None:
-    """Untouched earlier findings are carried; edited, raised-again and accepted ones not."""
+    """Untouched earlier findings are carried, accepted ones too (suppress decides
+    whether the decision still covers them); edited and raised-again ones not."""
     kept = finding(1, on(2), subject="kept", severity="critical")
     whole = finding(2, FileAnchor(path="app.py"), subject="whole file")
     edited = finding(3, on(5), subject="edited away")
@@ -231,23 +232,23 @@ def test_carry_keeps_what_the_interdiff_left_alone() -> None:
     earlier = [kept, whole, edited, again, accepted, other]
     now = report(finding(7, on(3), subject="Raised again."))
     change = parse_diff(EDIT_LINE_5)
-    carried = carry(now, earlier, change, {fingerprint(accepted)}).carried
-    assert [f.id for f in carried] == [1, 2, 6]
+    carried = carry(now, earlier, change).carried
+    assert [f.id for f in carried] == [1, 2, 5, 6]
     assert [f.id for f in mark_round(now, earlier, set(), change).outdated] == [3]
 
 
 def test_carry_with_no_interdiff_carries_every_open_finding() -> None:
-    """Nothing new since the last round: every open finding but the accepted is carried."""
+    """Nothing new since the last round: every open finding is carried."""
     open_ = [finding(1, on(2), subject="a"), finding(2, on(9), subject="b")]
-    carried = carry(report(), open_, Change(), {fingerprint(open_[1])}).carried
-    assert carried == (open_[0],)
+    carried = carry(report(), open_, Change()).carried
+    assert carried == tuple(open_)
 
 
 def test_carry_replaces_and_is_idempotent() -> None:
     """Carrying twice with the same inputs gives the same report."""
     open_ = [finding(1, on(2), subject="a")]
-    once = carry(report(), open_, parse_diff(INSERT_ABOVE), set())
-    assert carry(once, open_, parse_diff(INSERT_ABOVE), set()) == once
+    once = carry(report(), open_, parse_diff(INSERT_ABOVE))
+    assert carry(once, open_, parse_diff(INSERT_ABOVE)) == once
 
 
 def test_carried_anchor_follows_the_new_head() -> None:

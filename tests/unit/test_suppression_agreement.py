@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 from council.baseline import Baseline, BaselineEntry, read_baseline, suppress, write_baseline
+from council.diff import Change
+from council.earlier_rounds import carry, remembered
 from council.findings import Finding, LineAnchor
 from council.fingerprint import fingerprint
 from council.gate import gate_tripped
@@ -270,3 +272,43 @@ def test_a_graver_telling_merged_into_a_dismissed_finding_is_not_hidden() -> Non
     done = suppress(report(merged), baseline, {})
     assert 5 not in done.suppressed
     assert any("in the baseline but is graver (critical over minor)" in n for n in done.notes)
+
+
+def test_a_carried_finding_graver_than_its_dismissal_still_gates() -> None:
+    """--since-last: an earlier critical whose subject a person dismissed as minor, its
+    code untouched by the interdiff, is carried and not suppressed: it gates as it did
+    in the full round (carrying it away by fingerprint made the gate go green)."""
+    minor = DISMISSED.model_copy(update={"severity": "minor"})
+    key = fingerprint(minor)
+    carried = carry(report(), [DISMISSED], Change())
+    assert [f.id for f in carried.carried] == [5]
+    done = suppress(carried, Baseline(), {key: "cosmetic"}, {key: minor})
+    assert [f.id for f in gate_tripped(done, "critical")] == [5]
+    calm = carry(report(), [minor], Change())
+    assert suppress(calm, Baseline(), {key: "cosmetic"}, {key: minor}).suppressed[5].source == (
+        "dismissed"
+    )
+
+
+def test_a_round_remembers_the_ids_it_carried_with_its_own() -> None:
+    """A --since-last round that raises #3 again and carries #7 (one claim at two places)
+    remembers both ids for the fingerprint, so the next full round sees both."""
+    three = DISMISSED.model_copy(update={"id": 3})
+    seven = DISMISSED.model_copy(update={"id": 7, "anchor": LineAnchor(path="app.py", line=40)})
+    done = report(three).model_copy(update={"carried": (seven,)})
+    memory = remembered(done, None)
+    assert memory is not None and memory.reported == {fingerprint(three): "3,7"}
+
+
+def test_writing_the_baseline_again_accepts_what_stands_now() -> None:
+    """A minor baselined, raised again as critical, gates; `council baseline` run again
+    over the existing file keeps the entry's reason and text but takes the critical (and
+    the larger count), so the finding is accepted again and stops gating."""
+    minor = DISMISSED.model_copy(update={"severity": "minor"})
+    first = read_baseline(write_baseline([minor], "legacy"))
+    assert [f.id for f in gate_tripped(suppress(report(DISMISSED), first, {}), "critical")] == [5]
+    twin = DISMISSED.model_copy(update={"id": 6, "anchor": LineAnchor(path="app.py", line=40)})
+    again = read_baseline(write_baseline([DISMISSED, twin], "other words", existing=first))
+    (entry,) = again.entries
+    assert (entry.reason, entry.severity, entry.count) == ("legacy", "critical", 2)
+    assert gate_tripped(suppress(report(DISMISSED, twin), again, {}), "critical") == []

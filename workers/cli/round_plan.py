@@ -73,17 +73,16 @@ class RoundPlan:
 
     def carried_report(self, text: str) -> CouncilReport | None:
         """The report of a ``--since-last`` round with nothing new to review (``text`` says
-        why): no reviewer is asked, and the findings still open after the last round,
-        less the dismissed and baselined ones, are carried (they still gate); one that
-        rewords a dismissed finding or a baseline entry is carried suppressed
-        (:func:`council.baseline.suppress`, by agreement); each with its fingerprint.
+        why): no reviewer is asked, and the findings still open after the last round
+        are carried (they still gate); one a dismissal or the baseline still covers
+        (:func:`council.baseline.suppress`: by fingerprint or agreement, not graver than
+        what was accepted) is carried suppressed; each with its fingerprint.
         None when the round is not one (no ``--since-last``, or no earlier round to
         start after).
         """
         since = self.since.since
         if since is None:
             return None
-        accepted = {*self.dismissals, *self.baseline.parsed().reasons()}
         notes = (
             text,
             *self.since.notes,
@@ -98,7 +97,7 @@ class RoundPlan:
             status="settled",
             notes=notes,
         )
-        carried = carry(report, self.still_open, Change(), accepted)
+        carried = carry(report, self.still_open, Change())
         held = suppress(carried, self.baseline.parsed(), self.dismissals, self.dismissed)
         return with_fingerprints(held)
 
