@@ -30,11 +30,13 @@ Pure: the runtime reads the session and computes the interdiff. Source: docs/arc
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from council.agreement import best_agreeing
 from council.agreement.recognition import led_by_program, told_by_programs
+from council.agreement.relation import Place, place_of
 from council.diff import Change, ChangedFile
 from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.fingerprint import fingerprint
@@ -120,8 +122,8 @@ def mark_round(
     * ``outdated``: those of ``earlier_findings`` (the findings still open after the last
       reviewed round) that this round did not raise again (a finding raised again is
       current, and ``seen`` already says so) and whose anchor ``change`` touches
-      (:func:`touched`). When several earlier findings share a fingerprint, the one
-      filed last is kept. In filing order.
+      (:func:`touched`). Earlier findings of one fingerprint at one place count once
+      (the one filed last); at two places, twice. In filing order.
     * ``seen_by_agreement``: this round's findings that a fingerprint did not recognise
       but the agreement relation did: those filing already gave an earlier id
       (:func:`council.recall.file_recalled`, kept from the report), and those that
@@ -243,9 +245,9 @@ def carry(
     (:func:`touched`: those are ``outdated``) are carried, each anchored on the new head
     (:func:`follow`). Dismissed and baselined ones are carried too: whether a decision
     still covers one (it may be graver than what was accepted, or past a baseline
-    entry's count) is :func:`council.baseline.suppress`'s to say, after carrying. When
-    several share a fingerprint, the one filed last is kept. In filing order. Any
-    earlier ``carried`` is replaced. Never raises.
+    entry's count) is :func:`council.baseline.suppress`'s to say, after carrying.
+    Several with one fingerprint at one place are carried once (the one filed last), at
+    two places each. In filing order. Any earlier ``carried`` is replaced. Never raises.
     """
     carried = tuple(
         follow(change, f, report.head or None)
@@ -267,16 +269,28 @@ def still_open(report: CouncilReport) -> tuple[Finding, ...]:
 
 
 def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list[Finding]:
-    """The earlier findings whose fingerprint this round did not raise, the latest of each
-    fingerprint, in filing order (a finding of this round itself is skipped)."""
-    current = {fingerprint(f) for f in report.findings}
+    """The earlier findings this round did not raise again, in filing order.
+
+    Raised again: one of this round's findings holds its id (it kept it), or, for one
+    whose id none holds, a finding of this round with its fingerprint took a new id (one
+    such finding per earlier one, the latest first). Earlier findings of one fingerprint
+    at one place are one finding told in two rounds: the latest is kept; at two places
+    (bandit's ``shell=True`` twice in a file) they are two, and both stand. A finding of
+    this round itself is skipped."""
     own = {f.id for f in report.findings if f.id is not None}
-    latest: dict[str, Finding] = {}
+    latest: dict[tuple[str, Place], Finding] = {}
     for finding in sorted(earlier, key=lambda f: f.id or 0):
         if finding.id is not None and finding.id in own:
             continue
-        latest[fingerprint(finding)] = finding
-    kept = (f for value, f in latest.items() if value not in current)
+        latest[(fingerprint(finding), place_of(finding))] = finding
+    known = {f.id for f in earlier if f.id is not None}
+    fresh = Counter(fingerprint(f) for f in report.findings if f.id not in known)
+    kept: list[Finding] = []
+    for (print_, _), finding in sorted(latest.items(), key=lambda item: -(item[1].id or 0)):
+        if fresh[print_] > 0:
+            fresh[print_] -= 1
+            continue
+        kept.append(finding)
     return sorted(kept, key=lambda f: f.id or 0)
 
 

@@ -279,3 +279,16 @@ def test_still_open_leaves_out_what_the_judge_withdrew() -> None:
         },
     )
     assert [f.id for f in still_open(settled)] == [1, 3, 0]
+
+
+def test_one_claim_at_two_places_is_carried_at_both() -> None:
+    """Two earlier findings with one fingerprint on lines 2 and 9: both are carried when
+    the interdiff leaves them alone; one raised again (it kept its id, or a new finding
+    took a new id for it) leaves the other carried."""
+    two = finding(1, on(2), subject="shell=True", severity="critical")
+    nine = finding(2, on(9), subject="shell=True", severity="critical")
+    assert [f.id for f in carry(report(), [two, nine], Change()).carried] == [1, 2]
+    again = report(finding(2, on(9), subject="shell=True", severity="critical"))
+    assert [f.id for f in carry(again, [two, nine], Change()).carried] == [1]
+    moved = report(finding(7, on(10), subject="shell=True", severity="critical"))
+    assert [f.id for f in carry(moved, [two, nine], Change()).carried] == [1]
