@@ -240,15 +240,16 @@ def write_baseline(
     if existing is not None:
         for entry in existing.entries:
             by_fingerprint.setdefault(entry.fingerprint, entry)
-    listed = list(findings)
-    occurrences = Counter(fingerprint(f) for f in listed)
+    occurrences: Counter[str] = Counter()
+    first: dict[str, Finding] = {}
     gravest: dict[str, str] = {}
-    for finding in listed:
+    for finding in findings:
         value = fingerprint(finding)
+        occurrences[value] += 1
+        first.setdefault(value, finding)
         if severity_rank(finding.severity) > severity_rank(gravest.get(value)):
             gravest[value] = finding.severity or ""
-    for finding in listed:
-        value = fingerprint(finding)
+    for value, finding in first.items():
         kept = by_fingerprint.get(value)
         now = gravest.get(value, "")
         if kept is None:

@@ -23,6 +23,7 @@ Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops are partial
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
 from council.findings import Finding, severity_rank
@@ -203,10 +204,10 @@ def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = No
     return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
 
 
-def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
-    """How many open findings at or above ``fail_on`` do not gate only because fewer than
-    ``report.min_agreement`` reviewers raised them (``report.unagreed``; suppressed ones
-    not counted). Raises ValueError for an unknown level."""
+def held_back(report: CouncilReport, fail_on: FailOn, ids: Collection[int]) -> int:
+    """How many open findings at or above ``fail_on`` whose id is in ``ids`` (kept from
+    gating by one rule: ``report.unagreed``, ``report.filtered``) would otherwise gate:
+    suppressed ones are not counted. Raises ValueError for an unknown level."""
     level = parse_fail_on(fail_on)
     if level == "never":
         return 0
@@ -214,10 +215,29 @@ def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
     return sum(
         1
         for f in report.open_findings
-        if f.id in report.unagreed
+        if f.id in ids
         and f.id not in report.suppressed
         and f.severity is not None
         and _blocks(f, threshold)
+    )
+
+
+def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
+    """How many open findings at or above ``fail_on`` do not gate only because fewer than
+    ``report.min_agreement`` reviewers raised them (:func:`held_back`)."""
+    return held_back(report, fail_on, report.unagreed)
+
+
+def min_agreement_problem(
+    min_agreement: int, reviewers: int, whose: str = "the roster has", more: str = "reviewers"
+) -> str | None:
+    """The usage error for a ``--min-agreement`` no finding could reach (above the
+    ``reviewers`` there are, which ``whose`` has; ``more``: what to add), or None."""
+    if min_agreement <= reviewers:
+        return None
+    return (
+        f"--min-agreement {min_agreement} asks for more reviewers than {whose} "
+        f"({reviewers}): no finding could gate; lower it or add {more}"
     )
 
 
@@ -251,14 +271,7 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
             if tripped
             else f"no finding at or above {level}"
         )
-        filtered = sum(
-            1
-            for f in report.open_findings
-            if f.id in report.filtered
-            and f.id not in report.suppressed
-            and f.severity is not None
-            and _blocks(f, severity_rank(level))
-        )
+        filtered = held_back(report, level, report.filtered)
         if filtered:
             mode = f" {report.filter}" if report.filter else ""
             found += f" ({filtered} more at or above {level} kept from gating by --filter{mode})"

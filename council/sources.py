@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -46,7 +46,7 @@ class Told:
 
     reviewer: str
     kind: str
-    named_by: str = "content"
+    named_by: Literal["given", "content", "stem"] = "content"
     """Where ``reviewer`` came from: ``given`` (NAME=), ``content`` (a participant or a
     tool name in the file) or ``stem`` (the file's stem: two files of one stem are
     two reviewers by accident, see :func:`name_clashes`)."""
@@ -262,8 +262,9 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
             answer = findings_from_sarif(one, every_path(one), scope="files", unplaced=True)
         except SarifError as exc:
             raise SourceError(f"a SARIF log that cannot be read ({exc})") from None
-        named_by = "content" if who == named else "stem"
-        entry = told.setdefault(who, Told(who, "sarif", named_by=named_by))
+        entry = told.setdefault(
+            who, Told(who, "sarif", named_by="content" if who == named else "stem")
+        )
         _heard(entry, harvest(json.dumps(answer), max_entries=SOURCE_MAX_ENTRIES))
         if answer["unreadable_results"]:
             entry.warnings.append(

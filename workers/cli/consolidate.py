@@ -12,7 +12,14 @@ import click
 
 from council.consolidation import consolidate, file_findings
 from council.fingerprint import with_fingerprints
-from council.gate import DEFAULT_FAIL_ON, FAIL_ON, apply_min_agreement, exit_code, parse_fail_on
+from council.gate import (
+    DEFAULT_FAIL_ON,
+    FAIL_ON,
+    apply_min_agreement,
+    exit_code,
+    min_agreement_problem,
+    parse_fail_on,
+)
 from council.report.model import CouncilReport, ParticipantSummary
 from council.sources import (
     SOURCE_MAX_BYTES,
@@ -127,11 +134,10 @@ def consolidate_command(
         raise UsageProblem("; ".join(clashes))
     told = [each for _, listed in read for each in listed]
     per_reviewer = with_reviewer(told, RUN_ID)
-    if min_agreement > len(per_reviewer):
-        raise UsageProblem(
-            f"--min-agreement {min_agreement} asks for more reviewers than the sources give "
-            f"({len(per_reviewer)}): no finding could gate; lower it or add sources"
-        )
+    if problem := min_agreement_problem(
+        min_agreement, len(per_reviewer), "the sources give", "sources"
+    ):
+        raise UsageProblem(problem)
     merged = file_findings(consolidate(per_reviewer), 1)
     kinds = {each.reviewer: each.kind for each in told}
     counts = {who: len(found) for who, found in per_reviewer}

@@ -26,6 +26,7 @@ from council.gate import (
     FAIL_ON,
     exit_code,
     gate_summary,
+    min_agreement_problem,
     parse_fail_on,
 )
 from council.ledger import Ledger, attributed_ids
@@ -288,11 +289,8 @@ def _gated(
         )
     if min_agreement is None:
         min_agreement = round_.roster.min_agreement
-    elif min_agreement > len(round_.participants):
-        raise UsageProblem(
-            f"--min-agreement {min_agreement} asks for more reviewers than the roster has "
-            f"({len(round_.participants)}): no finding could gate; lower it or add reviewers"
-        )
+    elif problem := min_agreement_problem(min_agreement, len(round_.participants)):
+        raise UsageProblem(problem)
     gated = {
         "quorum": quorum,
         "filter": filter_mode,
