@@ -32,7 +32,13 @@ from council.harvest import harvest
 from council.outcome import READ_IN_PART_CODES, UNREAD_CODES
 from council.report.jsonreport import UnknownSchemaVersion, UnreadableReport, read_json
 from council.report.model import ParticipantState, Suppression
-from council.reviewers.sarif import SarifError, every_path, findings_from_sarif, unanalyzed_note
+from council.reviewers.sarif import (
+    SarifError,
+    every_path,
+    findings_from_sarif,
+    unanalyzed_note,
+    unreadable_note,
+)
 
 
 class SourceError(ValueError):
@@ -271,8 +277,7 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
                 Warning(
                     code="not-an-object",
                     at=f"runs[{number}].results",
-                    message=f"{answer['unreadable_results']} result(s) are not objects "
-                    "and could not be read",
+                    message=unreadable_note(answer["unreadable_results"]),
                 )
             )
         if answer["execution_failed"] or answer["unanalyzed_files"]:

@@ -364,6 +364,11 @@ def unplaced_note(errors: int) -> str:
     )
 
 
+def unreadable_note(results: int) -> str:
+    """The note for ``results`` SARIF results that are not objects (nothing to read)."""
+    return f"{results} result(s) of its SARIF log are not objects and could not be read"
+
+
 def findings_from_sarif(
     log: Any,
     changed_paths: Sequence[str],
@@ -598,6 +603,9 @@ class SarifReviewer:
             outcome = replace(outcome, notes=notes)
         if read["unplaced_errors"]:
             notes = (*outcome.notes, unplaced_note(read["unplaced_errors"]))
+            outcome = replace(outcome, notes=notes)
+        if read["unreadable_results"]:
+            notes = (*outcome.notes, unreadable_note(read["unreadable_results"]))
             outcome = replace(outcome, notes=notes)
         files, failed = read["unanalyzed_files"], read["execution_failed"]
         if files or failed:

@@ -25,6 +25,7 @@ from council.reviewers.sarif import (
     check_options,
     findings_from_sarif,
     unplaced_note,
+    unreadable_note,
 )
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
@@ -301,12 +302,16 @@ def test_real_ruff_run_reports_only_the_changed_file(tmp_path: Path) -> None:
 
 
 def test_the_reviewer_says_when_an_error_result_names_no_place(tmp_path: Path) -> None:
-    """The backend's notes name the error-level results it could not tie to the change."""
+    """The backend's notes name the error-level results it could not tie to the change,
+    and the results it could not read at all (not objects)."""
     bare = {"ruleId": "DEP1", "level": "error", "message": {"text": "vulnerable dependency"}}
     fixture = tmp_path / "log.sarif"
     fixture.write_text(json.dumps(log(bare, result("src/app.py"))))
     outcome = analyzer(tmp_path, "cat", [str(fixture)], ("src/app.py",))
     assert unplaced_note(1) in outcome.notes
+    odd = tmp_path / "odd.sarif"
+    odd.write_text(json.dumps(log(5, "x", result("src/app.py"))))
+    assert unreadable_note(2) in analyzer(tmp_path, "cat", [str(odd)], ("src/app.py",)).notes
     quiet = tmp_path / "quiet.sarif"
     quiet.write_text(json.dumps(log(result("src/app.py"))))
     assert not analyzer(tmp_path, "cat", [str(quiet)], ("src/app.py",)).notes
