@@ -277,6 +277,7 @@ def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list
     at one place are one finding told in two rounds: the latest is kept; at two places
     (bandit's ``shell=True`` twice in a file) they are two, and both stand. A finding of
     this round itself is skipped."""
+    earlier = list(earlier)  # read twice below: a generator would be empty the second time
     own = {f.id for f in report.findings if f.id is not None}
     latest: dict[tuple[str, Place], Finding] = {}
     for finding in sorted(earlier, key=lambda f: f.id or 0):

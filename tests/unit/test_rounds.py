@@ -292,3 +292,13 @@ def test_one_claim_at_two_places_is_carried_at_both() -> None:
     assert [f.id for f in carry(again, [two, nine], Change()).carried] == [1]
     moved = report(finding(7, on(10), subject="shell=True", severity="critical"))
     assert [f.id for f in carry(moved, [two, nine], Change()).carried] == [1]
+
+
+def test_carry_reads_earlier_findings_given_as_a_generator() -> None:
+    """The earlier findings may come as any iterable: a generator carries the same (#2
+    raised again under its own id is not taken for a new occurrence that uses up #1)."""
+    two = finding(1, on(2), subject="shell=True", severity="critical")
+    nine = finding(2, on(9), subject="shell=True", severity="critical")
+    again = report(finding(2, on(9), subject="shell=True", severity="critical"))
+    given = (f for f in (two, nine))
+    assert [f.id for f in carry(again, given, Change()).carried] == [1]
