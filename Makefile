@@ -14,8 +14,9 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit tests/cases
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check council workers tests bench
+	$(VENV)/bin/ruff check council reviewers workers tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP) redis-server
 	$(PY) bench/harvest.py

@@ -4,7 +4,7 @@ Part 1, quality, on the agreement corpus (shared/data/agreement/martian-offline.
 pull requests, 12 review tools, findings labelled with the human-verified problem they
 describe; README.md there defines the scores). Measured in the same run, for:
 
-* ``agreement``: :func:`council.agreement.cluster` (this method);
+* ``agreement``: :func:`council.merging.agreement.cluster` (this method);
 * ``says_the_same``: the exact rule consolidation uses today (folded subject + file,
   greedy in roster order, one finding per reviewer per merged finding);
 * ``naive probe``: IDF-weighted word overlap (cosine of plain words), one threshold,
@@ -17,7 +17,7 @@ the figures say how the method does on pull requests it has not seen. Choice: th
 highest recall with precision ≥ :data:`PRECISION_CHOICE` on the choosing half.
 
 Part 2, speed and memory: the whole consolidation a round runs
-(:func:`council.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
+(:func:`council.merging.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
 findings of 10 reviewers (100 per file), and on 1,000, 8,000 and 100,000 that name no
 file: wall and CPU time, peak memory, the exact says_the_same merge on the same findings
 in the same run, the floor (:func:`floor`: the CPU time of the least any lexical
@@ -52,14 +52,14 @@ from typing import TypeVar
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from council.agreement import THRESHOLD, cluster, relation  # noqa: E402
-from council.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
-from council.agreement.pairs import scored_pairs  # noqa: E402
-from council.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402
-from council.agreement.words import READ_CHARS, STOP_WORDS, Lexicon  # noqa: E402
-from council.consolidation import collector_paused, consolidate, merge_across  # noqa: E402
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
-from council.sameness import says_the_same  # noqa: E402
+from council.merging.agreement import THRESHOLD, cluster, relation
+from council.merging.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
+from council.merging.agreement.pairs import scored_pairs  # noqa: E402
+from council.merging.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402
+from council.merging.agreement.words import READ_CHARS, STOP_WORDS, Lexicon  # noqa: E402
+from council.merging.consolidation import collector_paused, consolidate, merge_across  # noqa: E402
+from council.merging.sameness import says_the_same  # noqa: E402
+from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
 
 CORPUS = "agreement/martian-offline.json"
 """The corpus, relative to the shared data folder."""

@@ -73,14 +73,14 @@ sys.path.insert(0, str(ROOT))
 from tests.fakes import FakeOpenAI, Scenario  # noqa: E402
 from tests.gitrepo import commit, git, new_repo  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
-from workers.celery_config import create_app  # noqa: E402
-from workers.clock import now_ms  # noqa: E402
-from workers.dispatch import open_and_dispatch  # noqa: E402
-from workers.logging import configure_logging  # noqa: E402
-from workers.preparation import ReviewOptions, Round, prepare  # noqa: E402
-from workers.runtime import Runtime, build_runtime  # noqa: E402
-from workers.settings import Settings  # noqa: E402
-from workers.waiting import Waiter  # noqa: E402
+from workers.app.celery_config import create_app  # noqa: E402
+from workers.app.clock import now_ms  # noqa: E402
+from workers.app.logging import configure_logging  # noqa: E402
+from workers.app.services import Runtime, build_runtime  # noqa: E402
+from workers.app.settings import Settings  # noqa: E402
+from workers.coordinator.dispatch import open_and_dispatch  # noqa: E402
+from workers.coordinator.preparation import ReviewOptions, Round, prepare  # noqa: E402
+from workers.coordinator.waiting import Waiter  # noqa: E402
 
 STREAM_MS = 2000
 """How long every scripted answer streams, in milliseconds."""
@@ -463,7 +463,7 @@ def baseline_sdk_async(base_url: str, n: int) -> dict[str, float]:
     import httpx2
     import openai
 
-    from council.reviewers.sse import EventReader
+    from reviewers.models.sse import EventReader
 
     async def one(client: openai.AsyncOpenAI) -> int:
         chunks = 0

@@ -16,7 +16,7 @@ Two measurements, each beside a baseline measured in the same run on the same an
    3 ("linear: yes").
 
 3. **The sandbox's start-up cost per ``run_script`` call**: the median wall time of 50
-   :meth:`ScriptRunner.run <council.reviewers.scripts.ScriptRunner.run>` calls of the
+   :meth:`ScriptRunner.run <reviewers.sandbox.scripts.ScriptRunner.run>` calls of the
    ``sh`` program ``true`` (bwrap, its namespaces and mounts, prlimit, and where the
    worker is root the pids cgroup), beside the median of 50 ``subprocess.run(["true"])``
    measured in the same run; skipped, saying why, where bubblewrap cannot run.
@@ -42,8 +42,9 @@ from functools import partial
 from pathlib import Path
 
 from council.evidence import MatchedBlock, ScriptRow, TurnSubmissions, match_evidence
-from council.reviewers.sandbox import Bubblewrap
-from council.reviewers.scripts import ScriptLimits, ScriptRunner
+from council.roster.script_limits import ScriptLimits
+from reviewers.sandbox.bubblewrap import Bubblewrap
+from reviewers.sandbox.scripts import ScriptRunner
 
 SIZES = (100_000, 1_000_000, 10_000_000)
 """Answer sizes for the growth table, in characters (ASCII, so also bytes)."""

@@ -32,15 +32,15 @@ sys.path.insert(0, str(ROOT))
 
 from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
-from workers.celery_config import create_app  # noqa: E402
-from workers.clock import now_ms  # noqa: E402
-from workers.dispatch import open_and_dispatch  # noqa: E402
-from workers.embedded import embedded_council  # noqa: E402
-from workers.logging import configure_logging  # noqa: E402
-from workers.preparation import ReviewOptions, Round, prepare  # noqa: E402
-from workers.runtime import Runtime, build_runtime  # noqa: E402
-from workers.settings import Settings  # noqa: E402
-from workers.waiting import Waiter  # noqa: E402
+from workers.app.celery_config import create_app  # noqa: E402
+from workers.app.clock import now_ms  # noqa: E402
+from workers.app.logging import configure_logging  # noqa: E402
+from workers.app.services import Runtime, build_runtime  # noqa: E402
+from workers.app.settings import Settings  # noqa: E402
+from workers.coordinator.dispatch import open_and_dispatch  # noqa: E402
+from workers.coordinator.embedded import embedded_council  # noqa: E402
+from workers.coordinator.preparation import ReviewOptions, Round, prepare  # noqa: E402
+from workers.coordinator.waiting import Waiter  # noqa: E402
 
 PARTICIPANTS = 12
 LATENCY_MS = 1000

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.gitrepo import commit, new_repo  # noqa: E402
-from workers.preparation import ReviewOptions  # noqa: E402
+from workers.coordinator.preparation import ReviewOptions  # noqa: E402
 
 ANSWER = {
     "findings": [

@@ -12,7 +12,9 @@ from council.errors import (
     IncompleteError,
     RosterError,
 )
-from council.findings import (
+from council.harvest import also_recorded, fold_journal, harvest, read_journal
+from council.merging.sameness import says_the_same
+from council.model.findings import (
     Anchor,
     ChangeAnchor,
     FileAnchor,
@@ -24,12 +26,10 @@ from council.findings import (
     Warning,
     canonical,
 )
-from council.harvest import also_recorded, fold_journal, harvest, read_journal
-from council.ledger import Ledger
-from council.participant import Clocks, Identity, Participant
-from council.report.model import CouncilReport, ParticipantSummary
+from council.model.participant import Clocks, Identity, Participant
+from council.model.report import CouncilReport, ParticipantSummary
 from council.roster import Roster, parse_roster
-from council.sameness import says_the_same
+from council.session.ledger import Ledger
 
 __all__ = [
     "Anchor",

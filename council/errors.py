@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from council.participant import Identity
+    from council.model.participant import Identity
 
 
 class CouncilError(Exception):

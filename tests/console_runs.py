@@ -15,11 +15,11 @@ from council.asks.ask import Ask
 from council.asks.component import Component
 from council.asks.confirm import waiting_report
 from council.asks.pending import PendingAsk
-from council.findings import Finding, LineAnchor, Origin
-from council.lifecycle import step
-from council.report.model import CouncilReport, ParticipantSummary
-from workers.clock import now_ms
-from workers.runtime import Runtime
+from council.model.findings import Finding, LineAnchor, Origin
+from council.model.report import CouncilReport, ParticipantSummary
+from council.round.lifecycle import step
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
 from workers.stores.runs import Progress, RunRecord
 from workers.stores.sessions import Filing
 

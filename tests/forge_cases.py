@@ -11,10 +11,10 @@ import json
 from collections.abc import Iterator
 from typing import Literal
 
-from council.diff import Change, parse_diff
-from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
-from council.landing import land
-from council.report.model import CouncilReport, ParticipantSummary
+from council.change.commentable import land
+from council.change.diff import Change, parse_diff
+from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
+from council.model.report import CouncilReport, ParticipantSummary
 
 Sev = Literal["critical", "medium", "minor"] | None
 Label = Literal["issue", "nitpick", "praise", "question", "suggestion", "thought", "note"]

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from council.reviewers.sandbox import Bubblewrap
+from reviewers.sandbox.bubblewrap import Bubblewrap
 
 
 def bwrap_or_skip() -> None:

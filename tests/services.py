@@ -18,7 +18,7 @@ from pathlib import Path
 
 import redis
 
-from workers.celery_config import ALL_QUEUES
+from workers.app.celery_config import ALL_QUEUES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from council.asks.ask import Ask
 from council.asks.component import PROPS_MAX_BYTES, Component
 from council.asks.pending import Answer, PendingAsk
-from council.findings import Finding, anchor_path, severity_rank
-from council.fingerprint import fingerprint
-from council.gate import gate_tripped, parse_fail_on
-from council.report.model import CouncilReport, RunStatus, Suppression
+from council.model.findings import Finding, anchor_path, severity_rank
+from council.model.fingerprint import fingerprint
+from council.model.report import CouncilReport, RunStatus, Suppression
+from council.round.gate import gate_tripped, parse_fail_on
 
 CONFIRMABLE = ("critical", "medium", "minor")
 """The severities ``[policy] confirm`` may name."""

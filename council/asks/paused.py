@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from council.asks.ask import Ask
 from council.asks.pending import Answer, PendingAsk
-from council.review_result import Usage
+from council.model.backend_result import Usage
 
 ASKS_PER_RUN = 5
 """The most questions one reviewer may put to a person in one run: past it, ``ask_human``

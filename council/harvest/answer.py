@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from council.findings import Finding, Harvest, Read, Warning
 from council.harvest.entries import read_entry
 from council.harvest.locate import locate
-from council.sameness import KeptFindings
+from council.merging.sameness import KeptFindings
+from council.model.findings import Finding, Harvest, Read, Warning
 
 ANSWER_MAX_ENTRIES = 1000
 """Entries read from one answer at most (docs/harvest.md §6); the rest are reported, once."""
@@ -31,7 +31,7 @@ def harvest(
     The findings lists are located by docs/harvest.md §3 (every candidate, or salvage, or a
     bare array), then each entry is read by §4 with ``at = findings[i]``, ``i`` counted
     across the candidates in text order. Going from the last candidate back to the
-    first, an entry that says the same (:func:`council.sameness.says_the_same`) as a
+    first, an entry that says the same (:func:`council.merging.sameness.says_the_same`) as a
     finding kept from a LATER candidate is a repeat: it is dropped with its reading
     warnings (the later telling wins); repeats inside one candidate are kept. The
     findings keep text order.

@@ -15,7 +15,6 @@ import math
 import re
 from collections.abc import Mapping
 
-from council.findings import Finding, Label, Severity, Warning
 from council.harvest.fields import (
     EntryWarnings,
     clean,
@@ -26,6 +25,7 @@ from council.harvest.fields import (
     type_name,
 )
 from council.harvest.location import read_location
+from council.model.findings import Finding, Label, Severity, Warning
 
 LABEL_WORDS: dict[str, Label] = {
     "praise": "praise",

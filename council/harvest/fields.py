@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from council.findings import Warning, WarningCode
+from council.model.findings import Warning, WarningCode
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 """A lone surrogate (a valid pair was already joined when the JSON was decoded)."""

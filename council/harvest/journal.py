@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from council.findings import Finding, Harvest, Read, Warning, WarningCode
 from council.harvest.entries import read_entry
 from council.harvest.scan import NOT_JSON, decode
-from council.sameness import KeptFindings
+from council.merging.sameness import KeptFindings
+from council.model.findings import Finding, Harvest, Read, Warning, WarningCode
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def fold_journal(h: Harvest, reading: JournalReading, read: Read | None = None) 
 
     Each readable entry is read like an answer entry with ``at = recorded[i]``; it is
     kept (after the answer's findings, in journal order) only when no finding already
-    kept says the same (:func:`council.sameness.says_the_same`): the answer's telling
+    kept says the same (:func:`council.merging.sameness.says_the_same`): the answer's telling
     wins, and journal repeats collapse into the first. A collapsed entry's reading
     warnings are not reported (nothing of it was lost); a dropped entry's are. Warnings:
     the answer's first (``said-nothing`` withdrawn when at least one journal finding was

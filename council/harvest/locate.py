@@ -16,9 +16,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from council.findings import Warning, WarningCode
 from council.harvest.fences import fence_contents
 from council.harvest.scan import Candidate, FindingsArray, Scan, decode, held, scan
+from council.model.findings import Warning, WarningCode
 
 
 @dataclass(frozen=True)

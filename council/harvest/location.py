@@ -18,9 +18,9 @@ import math
 import re
 from collections.abc import Mapping
 
-from council.findings import Anchor, ChangeAnchor, FileAnchor, LineAnchor
 from council.harvest.fields import EntryWarnings, first_text, shown, text_value, type_name
 from council.harvest.paths import tidy_path
+from council.model.findings import Anchor, ChangeAnchor, FileAnchor, LineAnchor
 
 _DIGITS = re.compile(r"[0-9]+")
 """A line number written as text: ASCII digits only (``"12"``; not ``"12.0"``)."""

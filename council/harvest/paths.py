@@ -10,7 +10,7 @@ The rules are the ones that can never change which file is named: empty segments
 (duplicate or trailing slashes) and ``.`` segments are dropped. Nothing else is guessed
 here: ``..`` segments, backslashes, a leading ``/`` and the ``a/`` ``b/`` prefixes of a
 diff are kept as given, because reading them needs the change's paths (see
-:func:`council.landing.resolve_path`). Rewriting a spelling is neither a drop nor a
+:func:`council.change.commentable.resolve_path`). Rewriting a spelling is neither a drop nor a
 degradation (the finding is exactly as precise), so it leaves no warning (docs/harvest.md §1
 principle 2, §6's closed list).
 

@@ -4,7 +4,7 @@
 :class:`Roster`; every refusal is a :class:`~council.errors.RosterError` naming the field
 path (``reviewers[2].backend``) and the fix. Inside: ``document`` (the whole file),
 ``entries`` (one participant table and its backend options), ``limits`` (the
-``[limits]`` table), ``values`` (one TOML value); ``[prices]`` is read by :mod:`council.cost`.
+``[limits]`` table), ``values`` (one TOML value); ``[prices]`` is read by :mod:`council.round.cost`.
 Source: docs/identity-and-clocks.md "Participant".
 """
 
@@ -16,8 +16,8 @@ from council.roster.document import (
     Roster,
     parse_roster,
 )
-from council.roster.entries import BACKEND_OPTIONS, ID_PATTERN
-from council.roster.limits import RateLimit, limit_key, limits_for, parse_limits
+from council.roster.participant_tables import BACKEND_OPTIONS, ID_PATTERN
+from council.roster.rate_limits import RateLimit, limit_key, limits_for, parse_limits
 
 __all__ = [
     "BACKEND_OPTIONS",

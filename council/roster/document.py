@@ -30,7 +30,7 @@ Shape::
     backend = "anthropic"
     model = "claude-sonnet-4"
     overrule = "all"               # also command/sarif findings (default "models")
-    [prices."openai:gpt-4.1"]      # optional: USD per million tokens (council.cost)
+    [prices."openai:gpt-4.1"]      # optional: USD per million tokens (council.round.cost)
     input = 2.0
     output = 8.0
     [limits.openai]                # optional: per minute, all workers together
@@ -50,15 +50,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from council.clocks import CLOCK_FIELDS, resolve_clocks
-from council.cost import PriceTable, parse_prices
 from council.errors import RosterError
-from council.participant import Clocks, Participant, Role
-from council.reviewers.options import SANDBOX_FIX, SANDBOX_MODES, key_env
-from council.roster.entries import PROGRAM_BACKENDS, read_participant
-from council.roster.limits import RateLimit, parse_limits
-from council.roster.values import refuse_unknown, table_at, text, text_list, whole
-from council.script_verdicts import POLICIES
+from council.evidence.policy import POLICIES
+from council.model.clocks import CLOCK_FIELDS, resolve_clocks
+from council.model.participant import Clocks, Participant, Role
+from council.roster.backend_options import SANDBOX_FIX, SANDBOX_MODES, key_env
+from council.roster.participant_tables import PROGRAM_BACKENDS, read_participant
+from council.roster.rate_limits import RateLimit, parse_limits
+from council.roster.toml_values import refuse_unknown, table_at, text, text_list, whole
+from council.round.cost import PriceTable, parse_prices
 
 DEFAULT_MAX_DIFF_BYTES = 1_000_000
 """The largest diff sent to reviewers, in bytes, unless ``[council] max_diff_bytes``."""
@@ -106,12 +106,12 @@ class Roster(BaseModel):
     (docs/harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
     are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
     many reviewers must answer in full for the council to complete (see
-    :func:`council.gate.incomplete_reasons`): by default (None) every reviewer not marked
+    :func:`council.round.gate.incomplete_reasons`): by default (None) every reviewer not marked
     ``optional``; a number counts instead, 0 switches the count off, never more than the
     number of reviewers. ``persona_dirs`` are searched for persona charters
     before the built-in ones, as written (the caller resolves relative ones);
-    ``prices`` and ``limits`` are checked by :func:`council.cost.parse_prices` and
-    :func:`council.roster.limits.parse_limits`. ``sandbox`` is ``auto`` (where bubblewrap
+    ``prices`` and ``limits`` are checked by :func:`council.round.cost.parse_prices` and
+    :func:`council.roster.rate_limits.parse_limits`. ``sandbox`` is ``auto`` (where bubblewrap
     cannot run, a reviewer program fails in CI and on distributed workers, and runs
     unsandboxed with a note in embedded mode elsewhere) or ``required`` (it always fails).
     """
@@ -132,7 +132,7 @@ class Roster(BaseModel):
     unverified_scripts: str = "demote"
     """``[policy] unverified_scripts``: ``demote`` (the default: a critical finding whose
     discussion shows a script that did not run this turn is held at medium) or ``keep``
-    (:mod:`council.script_verdicts`)."""
+    (:mod:`council.evidence.policy`)."""
     quorum: int | None = None
     """How many reviewers must be heard in full; None (the default): every reviewer not
     marked ``optional`` (the gate fails closed)."""
@@ -252,7 +252,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
     ``source`` names the text in messages (usually the file name); ``base_dir`` (the
     roster's directory, when it came from a file) is stored in the options of backends
     that read files relative to the roster. Clocks are in
-    milliseconds and resolved per participant (:func:`council.clocks.resolve_clocks`).
+    milliseconds and resolved per participant (:func:`council.model.clocks.resolve_clocks`).
     Raises :class:`~council.errors.RosterError` (``path``, ``problem``, ``fix``) for bad
     TOML, unknown tables or keys, a missing, malformed or repeated id, an unknown backend
     or thinking level, bad tools, bad backend options, bad clocks, bad caps or quorum,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from council.findings import Harvest, Read, canonical
 from council.harvest import also_recorded, fold_journal, harvest, read_journal
+from council.model.findings import Harvest, Read, canonical
 from tests.cases.loader import CaseError, case_params, load_case
 
 KNOWN_FIELDS = frozenset(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from council.errors import IdentityRefused
-from council.ledger import Ledger, attributed_ids
+from council.session.ledger import Ledger, attributed_ids
 from tests.cases.loader import cases_root
 
 IDENTITY_DIR = cases_root() / "identity"

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from council.participant import Clocks, Participant
-from council.reviewers.anthropic_messages import AnthropicReviewer
-from council.reviewers.base import RateLimiter, Reviewer, ReviewRequest
-from council.reviewers.openai_chat import OpenAIReviewer
-from council.reviewers.retry import Backoff
+from council.model.participant import Clocks, Participant
+from reviewers.base import RateLimiter, Reviewer, ReviewRequest
+from reviewers.models.anthropic_messages import AnthropicReviewer
+from reviewers.models.openai_chat import OpenAIReviewer
+from reviewers.models.retry import Backoff
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.server import FakeServer

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from council.participant import Participant
+from council.model.participant import Participant
 from tests.faults.lab import Lab
-from workers.settling import ABANDONED_NOTE
+from workers.settling.settle import ABANDONED_NOTE
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, RunStore
 from workers.stores.sessions import SessionStore

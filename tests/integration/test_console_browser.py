@@ -22,10 +22,10 @@ from pydantic import SecretStr
 
 from tests.console_runs import CHOICE, finding, waiting_run
 from tests.services import ROOT, free_port
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
 from workers.console.app import create_app
 from workers.console.security import Access
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
 from workers.stores.runs import Progress
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from council.errors import IdentityRefused
-from council.participant import Participant
+from council.model.participant import Participant
 from tests.gitrepo import ROOT, project_history_repo
 from tests.services import review_argv
 from workers.stores.keys import Keys

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from council.cost import Price, PriceTable, cost_usd
-from council.review_result import Usage
+from council.model.backend_result import Usage
+from council.round.cost import Price, PriceTable, cost_usd
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo

@@ -151,11 +151,11 @@ def test_no_worker_fails_naming_queues_through_a_redis_restart(
 DISPATCH_THEN_WAIT = """
 import sys
 from pathlib import Path
-from workers.celery_config import create_app
-from workers.dispatch import open_and_dispatch
-from workers.preparation import ReviewOptions, prepare
-from workers.runtime import build_runtime
-from workers.settings import Settings
+from workers.app.celery_config import create_app
+from workers.coordinator.dispatch import open_and_dispatch
+from workers.coordinator.preparation import ReviewOptions, prepare
+from workers.app.services import build_runtime
+from workers.app.settings import Settings
 
 settings = Settings()
 rt = build_runtime(settings)
@@ -201,11 +201,11 @@ import gc
 import sys
 from pathlib import Path
 from celery.result import AsyncResult
-from workers.celery_config import create_app
-from workers.dispatch import open_and_dispatch
-from workers.preparation import ReviewOptions, prepare
-from workers.runtime import build_runtime
-from workers.settings import Settings
+from workers.app.celery_config import create_app
+from workers.coordinator.dispatch import open_and_dispatch
+from workers.coordinator.preparation import ReviewOptions, prepare
+from workers.app.services import build_runtime
+from workers.app.settings import Settings
 
 settings = Settings()
 rt = build_runtime(settings)

@@ -22,8 +22,8 @@ from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
 from tests.services import free_port, review_argv, stop_group
-from workers.logging import TASK_KEYS
-from workers.metrics import METRIC_NAMES
+from workers.app.logging import TASK_KEYS
+from workers.app.metrics import METRIC_NAMES
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Unit tests for agreement across reviewers (council.agreement): the relation, the
+"""Unit tests for agreement across reviewers (council.merging.agreement): the relation, the
 clustering's linkage, determinism and odd input."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.agreement import THRESHOLD, agrees_with, cluster, score
-from council.agreement.words import terms_of
-from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
+from council.merging.agreement import THRESHOLD, agrees_with, cluster, score
+from council.merging.agreement.words import terms_of
+from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
 
 
 def _f(

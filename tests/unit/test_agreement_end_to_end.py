@@ -8,9 +8,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from council.findings import FINDING
 from council.harvest import harvest
-from council.sameness import says_the_same
+from council.merging.sameness import says_the_same
+from council.model.findings import FINDING
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, review, reviewer, roster
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from council.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
-from council.gate import apply_min_agreement, gate_summary, gate_tripped
-from council.report import render_markdown
-from council.report.model import CouncilReport, Suppression
+from council.model.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
+from council.model.report import CouncilReport, Suppression
+from council.rendering import render_markdown
+from council.round.gate import apply_min_agreement, gate_summary, gate_tripped
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import ROUND, answer, report_of, review, reviewer, roster

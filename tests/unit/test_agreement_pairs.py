@@ -1,4 +1,4 @@
-"""Unit tests for the fast paths of agreement (council.agreement): term ids read the same
+"""Unit tests for the fast paths of agreement (council.merging.agreement): term ids read the same
 terms as the string reader, every scored pair carries the relation's exact score, and
 the consolidation's collector pause is undone."""
 
@@ -9,13 +9,13 @@ import random
 
 import pytest
 
-from council.agreement import score
-from council.agreement.clusters import pairs_of, reviewer_numbers
-from council.agreement.pairs import SCALE
-from council.agreement.relation import THRESHOLD, place_of
-from council.agreement.words import Lexicon, Reader
-from council.consolidation import collector_paused
-from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.merging.agreement import score
+from council.merging.agreement.clusters import pairs_of, reviewer_numbers
+from council.merging.agreement.pairs import SCALE
+from council.merging.agreement.relation import THRESHOLD, place_of
+from council.merging.agreement.words import Lexicon, Reader
+from council.merging.consolidation import collector_paused
+from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor
 
 _SUBJECTS = [
     "`santizeAnchors` drops order.productId",

@@ -3,7 +3,7 @@
 A user trial anchored findings on ``./app.py:7`` and ``/tmp/trial2/repo/app.py:4``, both
 added lines, and saw them classed ``file-absent`` and written to SARIF as ``./app.py``.
 The harvest now reads a path in its plain spelling (council.harvest.paths) and landing
-matches what only the change's paths can settle (council.landing.resolve_path).
+matches what only the change's paths can settle (council.change.commentable.resolve_path).
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from council.diff import parse_diff
-from council.filing import RoundFacts, conclude_round
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.change.commentable import land, resolve_anchor, resolve_path
+from council.change.diff import parse_diff
 from council.harvest import also_recorded, harvest
 from council.harvest.paths import tidy_path
-from council.landing import land, resolve_anchor, resolve_path
-from council.outcome import harvest_outcome
-from council.participant import Participant
-from council.review_result import ReviewResult
+from council.model.backend_result import ReviewResult
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.participant import Participant
+from council.round.filing import RoundFacts, conclude_round
+from council.round.outcome import harvest_outcome
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster

@@ -13,8 +13,8 @@ import pytest
 from council.asks import checked_component
 from council.errors import AskRefused, ConfigurationError
 from tests.unit.test_stores import _participant, _record, _sessions, _settle
-from workers.runtime import build_runtime
-from workers.settings import Settings
+from workers.app.services import build_runtime
+from workers.app.settings import Settings
 from workers.stores.artifacts import (
     REF_PATTERN,
     ArtifactRefused,

@@ -1,4 +1,4 @@
-"""The committed baseline: reading, writing and suppressing (council.baseline)."""
+"""The committed baseline: reading, writing and suppressing (council.session.baseline)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from council.baseline import (
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.fingerprint import fingerprint
+from council.model.report import Suppression
+from council.round.gate import gate_tripped
+from council.session.baseline import (
     Baseline,
     BaselineEntry,
     UnreadableBaseline,
@@ -14,10 +18,6 @@ from council.baseline import (
     suppress,
     write_baseline,
 )
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.fingerprint import fingerprint
-from council.gate import gate_tripped
-from council.report.model import Suppression
 from tests.forge_cases import CAFE, finding, messy_findings, report
 
 PRINT = "a" * 64

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from council.baseline import BASELINE_FILE, read_baseline, write_baseline
-from council.findings import FileAnchor
-from council.fingerprint import fingerprint
+from council.model.findings import FileAnchor
+from council.model.fingerprint import fingerprint
+from council.session.baseline import BASELINE_FILE, read_baseline, write_baseline
 from tests.forge_cases import finding
 from tests.unit.test_cli_rounds import Session, div0
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import structlog
 from structlog.testing import capture_logs
 
-from workers.cancellation import CancelWatch
+from workers.execution.cancellation import CancelWatch
 
 
 def test_cancelled_run_sets_every_review_event_and_only_its_own() -> None:

@@ -1,4 +1,4 @@
-"""The coordinator's chord header (workers.dispatch.chord_header): model participants
+"""The coordinator's chord header (workers.coordinator.dispatch.chord_header): model participants
 in ``council.review_batch`` tasks of at most ``COUNCIL_BATCH_SIZE`` per provider queue,
 every other participant one ``council.review_participant`` task; and an embedded council
 of model participants, settled through those batches."""
@@ -14,15 +14,15 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from council.participant import Participant
+from council.model.participant import Participant
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import commit, git, new_repo
-from workers import tasks
-from workers.celery_config import create_app
+from workers.app import tasks
+from workers.app.celery_config import create_app
+from workers.app.settings import Settings
 from workers.cli import main
-from workers.dispatch import chord_header
-from workers.settings import Settings
+from workers.coordinator.dispatch import chord_header
 from workers.stores.runs import PROTOCOL
 
 

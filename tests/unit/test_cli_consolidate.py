@@ -134,9 +134,9 @@ def test_the_same_every_run_and_other_formats(tmp_path: Path) -> None:
 
 def _suppressed_report(tmp_path: Path) -> Path:
     """hawk's council report: its division finding baselined there, its token finding open."""
-    from council.findings import Finding, LineAnchor, Origin
-    from council.report.jsonreport import render_json
-    from council.report.model import CouncilReport, ParticipantSummary, Suppression
+    from council.model.findings import Finding, LineAnchor, Origin
+    from council.model.report import CouncilReport, ParticipantSummary, Suppression
+    from council.rendering.jsonreport import render_json
 
     origin = Origin(kind="reviewer", run_id="r1", participant="hawk")
     findings = (

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
-from council.report import read_json
+from council.rendering import read_json
 from tests.forge_cases import (
     CONTROLS_PATH,
     ESCAPED,

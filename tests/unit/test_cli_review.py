@@ -526,10 +526,10 @@ def test_a_chord_that_cannot_be_sent_leaves_no_open_run(
     ``cancelled`` at once (not left ``open`` for a watchdog), and the error goes on up."""
     import fakeredis
 
-    from workers import dispatch, preparation
-    from workers.celery_config import create_app
-    from workers.runtime import build_runtime
-    from workers.settings import Settings
+    from workers.app.celery_config import create_app
+    from workers.app.services import build_runtime
+    from workers.app.settings import Settings
+    from workers.coordinator import dispatch, preparation
 
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise ConnectionError("the broker refused the connection")

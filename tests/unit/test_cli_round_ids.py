@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from council.baseline import BASELINE_FILE, read_baseline
-from council.fingerprint import fingerprint
-from council.report import read_json
-from council.report.model import CouncilReport
+from council.model.fingerprint import fingerprint
+from council.model.report import CouncilReport
+from council.rendering import read_json
+from council.session.baseline import BASELINE_FILE, read_baseline
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
 

@@ -11,13 +11,13 @@ import fakeredis
 import pytest
 from click.testing import CliRunner, Result
 
-from council.baseline import BASELINE_FILE, read_baseline
-from council.findings import LineAnchor
-from council.report import read_json
-from council.report.model import CouncilReport
+from council.model.findings import LineAnchor
+from council.model.report import CouncilReport
+from council.rendering import read_json
+from council.session.baseline import BASELINE_FILE, read_baseline
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
-from workers.embedded import load_state
+from workers.coordinator.embedded import load_state
 from workers.stores.keys import Keys
 from workers.stores.sessions import SessionStore
 

@@ -1,12 +1,18 @@
-"""Unit tests for checking and resolving clocks (council.clocks)."""
+"""Unit tests for checking and resolving clocks (council.model.clocks)."""
 
 from __future__ import annotations
 
 import pytest
 
-from council.clocks import CEILING_MS, FLOOR_MS, check_clock, check_clock_table, resolve_clocks
 from council.errors import RosterError
-from council.participant import Clocks
+from council.model.clocks import (
+    CEILING_MS,
+    FLOOR_MS,
+    check_clock,
+    check_clock_table,
+    resolve_clocks,
+)
+from council.model.participant import Clocks
 from council.roster import parse_roster
 
 

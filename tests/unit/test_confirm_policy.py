@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from council.lifecycle import step
+from council.round.lifecycle import step
 from tests.unit.test_cli_review import ROUND, answer, review, reviewer, roster
 from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
 from workers.cli import main

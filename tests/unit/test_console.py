@@ -20,13 +20,13 @@ from council.asks.ask import Ask
 from council.asks.component import Component
 from council.asks.pending import PendingAsk
 from tests.console_runs import CHOICE, finding, waiting_run
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
 from workers.cli import main
 from workers.console.app import FORM_MAX_BYTES, create_app
 from workers.console.registry import FALLBACK, REGISTRY, rendering
 from workers.console.security import COOKIE, SECURITY_HEADERS, Access
 from workers.console.views import evidence_lines
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
 from workers.stores.runs import Progress
 
 TOKEN = "console-token-0123456789"

@@ -1,11 +1,11 @@
-"""Unit tests for consolidation across reviewers and filing (council.consolidation)."""
+"""Unit tests for consolidation across reviewers and filing (council.merging.consolidation)."""
 
 from __future__ import annotations
 
 import pytest
 
-from council.consolidation import file_findings, merge_across, with_origin
-from council.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
+from council.merging.consolidation import file_findings, merge_across, with_origin
+from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
 
 RUN = "run-1"
 

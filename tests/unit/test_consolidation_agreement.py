@@ -1,4 +1,4 @@
-"""Consolidation by agreement (council.consolidation.consolidate): one finding per
+"""Consolidation by agreement (council.merging.consolidation.consolidate): one finding per
 problem, every member kept, agreement k of n, deterministic, and odd input."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import itertools
 import json
 
-from council.consolidation import consolidate, covering_anchor, file_findings, with_origin
-from council.diff import parse_diff
-from council.earlier_rounds import mark_round
-from council.filing import conclude_judge
-from council.findings import (
+from council.change.diff import parse_diff
+from council.merging.consolidation import consolidate, covering_anchor, file_findings, with_origin
+from council.merging.sameness import says_the_same
+from council.model.backend_result import ReviewResult
+from council.model.findings import (
     Anchor,
     ChangeAnchor,
     FileAnchor,
@@ -19,15 +19,15 @@ from council.findings import (
     Origin,
     canonical,
 )
-from council.fingerprint import fingerprint, with_fingerprints
-from council.outcome import harvest_outcome
-from council.participant import Participant
-from council.report import CouncilReport, ParticipantSummary, render_json, render_markdown
-from council.report.github_review import render_github_review
-from council.report.gitlab import render_gitlab_codequality
-from council.report.sarif import render_sarif
-from council.review_result import ReviewResult
-from council.sameness import says_the_same
+from council.model.fingerprint import fingerprint, with_fingerprints
+from council.model.participant import Participant
+from council.rendering import CouncilReport, ParticipantSummary, render_json, render_markdown
+from council.rendering.github_review import render_github_review
+from council.rendering.gitlab import render_gitlab_codequality
+from council.rendering.sarif import render_sarif
+from council.round.filing import conclude_judge
+from council.round.outcome import harvest_outcome
+from council.session.earlier_rounds import mark_round
 
 ROSTER = ("hawk", "owl", "lynx")
 

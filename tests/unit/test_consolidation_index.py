@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.consolidation import _finished, _Kept, merge_across
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
-from council.sameness import says_the_same
+from council.merging.consolidation import _finished, _Kept, merge_across
+from council.merging.sameness import says_the_same
+from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
 
 
 def reference_merge(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> list[Finding]:

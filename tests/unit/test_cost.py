@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from council.cost import CostSummary, Price, PriceTable, cost_usd, parse_prices, sum_costs
 from council.errors import RosterError
-from council.report.model import CouncilReport, ParticipantSummary
-from council.review_result import Usage
+from council.model.backend_result import Usage
+from council.model.report import CouncilReport, ParticipantSummary
 from council.roster import RateLimit, limit_key, limits_for, parse_limits, parse_roster
+from council.round.cost import CostSummary, Price, PriceTable, cost_usd, parse_prices, sum_costs
 
 HAWK = """
 [[reviewers]]
@@ -91,12 +91,12 @@ def test_parse_prices_defaults_cached_input_to_input() -> None:
 def test_roster_reads_prices_limits_and_persona_dirs() -> None:
     """[prices], [limits] and [council] persona_dirs land on the Roster, checked."""
     roster = parse_roster(
-        '[council]\npersona_dirs = ["personas", "/etc/council/personas"]\n'
+        '[council]\npersona_dirs = ["personas", "/etc/council/roster/personas"]\n'
         '[prices."openai:gpt-4.1"]\ninput = 2.0\noutput = 8.0\ncached_input = 0.5\n'
         '[limits.openai]\nrpm = 500\n[limits."openai:gpt-4.1"]\ntpm = 30000\n' + HAWK,
         "council.toml",
     )
-    assert roster.persona_dirs == ("personas", "/etc/council/personas")
+    assert roster.persona_dirs == ("personas", "/etc/council/roster/personas")
     assert roster.prices.price("openai", "gpt-4.1") == Price(
         input=2.0, output=8.0, cached_input=0.5
     )

@@ -35,11 +35,11 @@ import yaml
 from celery import Celery
 from kombu import Connection
 
-from council.participant import Clocks
-from workers.celery_config import ALL_QUEUES, CONSOLIDATE_QUEUE, celery_config
+from council.model.participant import Clocks
+from workers.app.celery_config import ALL_QUEUES, CONSOLIDATE_QUEUE, celery_config
+from workers.app.settings import Settings
 from workers.cli.worker import _queue_names, worker_command
-from workers.settings import Settings
-from workers.trees import KEEP_RUNS
+from workers.execution.unpacked_trees import KEEP_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"

@@ -2,7 +2,7 @@
 
 A command reviewer's sandbox binds ``scripts/`` read-write, so the program (which reads
 the untrusted change) may plant links, FIFOs and huge files there. Unit tests of
-:mod:`council.reviewers.desk_files`, then the attack played by a real sandboxed program.
+:mod:`reviewers.sandbox.desk_files`, then the attack played by a real sandboxed program.
 Source: docs/evidence-and-asks.md §1 (the desk).
 """
 
@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from council.evidence import ScriptRow
-from council.participant import Clocks, Participant
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
-from council.reviewers.desk_files import (
+from council.model.participant import Clocks, Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs.command import CommandReviewer
+from reviewers.sandbox.bubblewrap import SandboxPolicy
+from reviewers.sandbox.desk_files import (
     DESK_MAX_BYTES,
     REQUEST_MAX_BYTES,
     Unreadable,
@@ -27,8 +28,7 @@ from council.reviewers.desk_files import (
     sweep,
     write_reply,
 )
-from council.reviewers.sandbox import SandboxPolicy
-from council.reviewers.script_desk import DESK_NAMES
+from reviewers.sandbox.script_desk import DESK_NAMES
 from tests.sandboxing import bwrap_or_skip
 
 

@@ -1,4 +1,4 @@
-"""Unit tests for the diff model (council.diff): reading git diff text, filtering, landing."""
+"""Unit tests for the diff model (council.change.diff): reading git diff text, filtering, landing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from council.diff import (
+from council.change.diff import (
     Change,
     ChangedFile,
     Hunk,
@@ -18,7 +18,7 @@ from council.diff import (
     parse_diff,
     render_for_prompt,
 )
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
 
 MODIFIED = """\
 diff --git a/src/app.py b/src/app.py
@@ -456,7 +456,7 @@ def test_a_file_renamed_out_of_an_excluded_path_is_reviewed() -> None:
     """A hostile change renames poetry.lock to src/deps.py and fills it with code: the
     new file is kept (exclusion reads the new path); one renamed into an excluded path,
     or an excluded file deleted, is left out."""
-    from council.diff import ChangedFile, selects
+    from council.change.diff import ChangedFile, selects
 
     out_of = ChangedFile(path="src/deps.py", old_path="poetry.lock", status="renamed")
     into = ChangedFile(path="vendor/x.lock", old_path="src/x.py", status="renamed")

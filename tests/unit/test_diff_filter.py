@@ -1,4 +1,4 @@
-"""The --filter modes (council/diff_filter.py): which findings gate and post inline; the
+"""The --filter modes (council/change/diff_filter.py): which findings gate and post inline; the
 rest is listed with why, never dropped; an invented path never gates."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from council.diff import parse_diff
-from council.diff_filter import FILTER_MODES, apply_filter, filter_reason, parse_filter
-from council.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
-from council.gate import gate_tripped
-from council.report.model import CouncilReport
+from council.change.diff import parse_diff
+from council.change.diff_filter import FILTER_MODES, apply_filter, filter_reason, parse_filter
+from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.model.report import CouncilReport
+from council.round.gate import gate_tripped
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster
 

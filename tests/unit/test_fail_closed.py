@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from council.gate import exit_code, gate_summary, incomplete_reasons
-from council.report.model import CouncilReport, ParticipantSummary
-from council.reviewers.program_search import find_program, interpreter_bin, search_path
+from council.model.report import CouncilReport, ParticipantSummary
+from council.round.gate import exit_code, gate_summary, incomplete_reasons
+from reviewers.programs.program_search import find_program, interpreter_bin, search_path
 from tests.gitrepo import commit, git, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster
-from workers.ci_session import ci_session
+from workers.coordinator.ci_session import ci_session
 
 CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
 

@@ -1,12 +1,12 @@
-"""Content fingerprints and per-occurrence fingerprints (council.fingerprint)."""
+"""Content fingerprints and per-occurrence fingerprints (council.model.fingerprint)."""
 
 from __future__ import annotations
 
 import re
 
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.fingerprint import fingerprint, occurrence_fingerprints, with_fingerprints
-from council.report import read_json, render_json
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.fingerprint import fingerprint, occurrence_fingerprints, with_fingerprints
+from council.rendering import read_json, render_json
 from tests.forge_cases import OWL, finding, report
 
 POOL = LineAnchor(path="src/pool.py", line=3)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from council.errors import RepositoryError
-from council.report import read_json
-from council.report.jsonreport import UnreadableReport
-from council.report.markdown import render_markdown
-from council.report.model import CouncilReport, ParticipantSummary
-from council.review_result import decode_answer
+from council.model.backend_result import decode_answer
+from council.model.report import CouncilReport, ParticipantSummary
+from council.rendering import read_json
+from council.rendering.jsonreport import UnreadableReport
+from council.rendering.markdown import render_markdown
 from tests.gitrepo import git
 from tests.unit.test_cli_review import report_of, review, reviewer, roster
 from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
-from workers.repository import Repository
+from workers.git.repository import Repository
 
 
 def test_an_empty_repository_says_it_has_no_commits(tmp_path: Path) -> None:

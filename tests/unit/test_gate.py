@@ -1,4 +1,4 @@
-"""The merge gate: which findings trip it, and the exit code CI reads (council.gate)."""
+"""The merge gate: which findings trip it, and the exit code CI reads (council.round.gate)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,15 @@ from typing import Literal, get_args
 
 import pytest
 
-from council.findings import ChangeAnchor, Finding, Origin
-from council.gate import (
+from council.model.findings import ChangeAnchor, Finding, Origin
+from council.model.report import (
+    CouncilReport,
+    ParticipantState,
+    ParticipantSummary,
+    RunStatus,
+    Suppression,
+)
+from council.round.gate import (
     EXIT_INCOMPLETE,
     EXIT_PASSED,
     EXIT_TRIPPED,
@@ -18,13 +25,6 @@ from council.gate import (
     gate_tripped,
     incomplete_reasons,
     parse_fail_on,
-)
-from council.report.model import (
-    CouncilReport,
-    ParticipantState,
-    ParticipantSummary,
-    RunStatus,
-    Suppression,
 )
 
 Sev = Literal["critical", "medium", "minor"] | None

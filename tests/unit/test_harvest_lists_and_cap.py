@@ -16,16 +16,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.filing import RoundFacts, conclude_round, round_status
-from council.findings import FileAnchor
 from council.harvest import ANSWER_MAX_ENTRIES, harvest
 from council.harvest.machine import MAX_NESTING
 from council.harvest.scan import NOT_JSON, Scan, decode, held, scan
-from council.outcome import harvest_outcome, heard_in_full, read_in_part_code
-from council.participant import Participant
-from council.report.markdown import render_markdown
-from council.review_result import ReviewResult, Stop
-from workers.settings import Settings
+from council.model.backend_result import ReviewResult, Stop
+from council.model.findings import FileAnchor
+from council.model.participant import Participant
+from council.rendering.markdown import render_markdown
+from council.round.filing import RoundFacts, conclude_round, round_status
+from council.round.outcome import harvest_outcome, heard_in_full, read_in_part_code
+from workers.app.settings import Settings
 
 
 def _entries(count: int, start: int = 0) -> list[dict[str, object]]:

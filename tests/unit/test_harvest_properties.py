@@ -14,7 +14,16 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.findings import (
+from council.harvest import (
+    JournalCaps,
+    also_recorded,
+    fold_journal,
+    harvest,
+    read_journal,
+)
+from council.harvest.scan import NOT_JSON, decode
+from council.merging.sameness import fold_subject, fold_subjects, says_the_same
+from council.model.findings import (
     HARVEST,
     ChangeAnchor,
     FileAnchor,
@@ -24,15 +33,6 @@ from council.findings import (
     Read,
     canonical,
 )
-from council.harvest import (
-    JournalCaps,
-    also_recorded,
-    fold_journal,
-    harvest,
-    read_journal,
-)
-from council.harvest.scan import NOT_JSON, decode
-from council.sameness import fold_subject, fold_subjects, says_the_same
 
 ANY_TEXT = st.text(
     alphabet=st.characters(exclude_categories=()) | st.characters(categories=["Cs"]),

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from council.findings import Harvest
-from council.outcome import harvest_outcome
-from council.review_result import ReviewResult
+from council.model.backend_result import ReviewResult
+from council.model.findings import Harvest
+from council.round.outcome import harvest_outcome
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import answer, journal, report_of, review, reviewer, roster, states
 

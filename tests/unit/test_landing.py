@@ -1,10 +1,10 @@
-"""Landing a report on its diff: off_diff filled, nothing dropped (council.landing)."""
+"""Landing a report on its diff: off_diff filled, nothing dropped (council.change.commentable)."""
 
 from __future__ import annotations
 
-from council.diff import parse_diff
-from council.findings import LineAnchor
-from council.landing import land
+from council.change.commentable import land
+from council.change.diff import parse_diff
+from council.model.findings import LineAnchor
 from tests.forge_cases import CAFE, finding, messy_change, messy_findings, messy_report, report
 
 TWO_HUNKS = (

@@ -1,13 +1,13 @@
-"""Unit tests for the identity ledger (council.ledger) beyond the shared cases."""
+"""Unit tests for the identity ledger (council.session.ledger) beyond the shared cases."""
 
 from __future__ import annotations
 
 import pytest
 
 from council.errors import IdentityRefused
-from council.findings import ChangeAnchor, Finding, Origin
-from council.ledger import Ledger, attributed_ids, identity_of
-from council.participant import Clocks, Identity, Participant
+from council.model.findings import ChangeAnchor, Finding, Origin
+from council.model.participant import Clocks, Identity, Participant
+from council.session.ledger import Ledger, attributed_ids, identity_of
 
 
 def _reviewer(pid: str, model: str, **extra: object) -> Participant:

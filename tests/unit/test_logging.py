@@ -1,4 +1,4 @@
-"""Tests for workers/logging.py: JSON line shape, task context, redaction, Celery signals."""
+"""Tests for workers/app/logging.py: JSON line shape, task context, redaction, Celery signals."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from structlog.contextvars import merge_contextvars
 from structlog.testing import capture_logs
 
-from workers.logging import (
+from workers.app.logging import (
     MASK,
     Redact,
     bind_task_context,
@@ -522,6 +522,6 @@ def test_real_trace_binds_for_celery_lines_too(app: Celery, lines: Lines) -> Non
     assert during[0]["event"] == "task_started"
     assert during[-1]["event"] == "task_finished"
     assert during[-1]["state"] == "SUCCESS"
-    assert {line["logger"] for line in during} >= {"workers.logging", "celery.app.trace"}
+    assert {line["logger"] for line in during} >= {"workers.app.logging", "celery.app.trace"}
     assert all(line["run_id"] == "r6" and line["participant"] == "erin" for line in during)
     assert "run_id" not in after

@@ -1,4 +1,4 @@
-"""Tests for workers/metrics.py: what a review attempt counts, the queue depth kombu's
+"""Tests for workers/app/metrics.py: what a review attempt counts, the queue depth kombu's
 lists give, tasks in flight, the server, and the Grafana dashboard's queries."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from celery import Celery, signals
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
-from council.cost import parse_prices
-from council.findings import Harvest
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
-from council.review_result import ReviewResult, Usage
-from council.roster.limits import RateLimit
-from workers.metrics import (
+from council.model.backend_result import ReviewResult, Usage
+from council.model.findings import Harvest
+from council.model.participant import Participant
+from council.roster.rate_limits import RateLimit
+from council.round.cost import parse_prices
+from council.round.outcome import ParticipantOutcome
+from workers.app.metrics import (
     METRIC_NAMES,
     QueueDepth,
     connect_celery_signals,
@@ -253,7 +253,7 @@ def test_multiprocess_dir_serves_an_aggregating_registry(
 
 def test_dashboard_queries_only_exported_metrics() -> None:
     """deploy/grafana/council-dashboard.json is valid JSON, every panel has a query, and
-    every metric a query names is one workers/metrics.py exports (a histogram's
+    every metric a query names is one workers/app/metrics.py exports (a histogram's
     _bucket/_sum/_count series included)."""
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     panels = [p for p in dashboard["panels"] if p.get("type") != "row"]

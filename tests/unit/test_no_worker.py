@@ -1,5 +1,5 @@
 """The waiting CLI when no worker takes the run's tasks, and when Redis goes away for a
-while (workers.waiting.Waiter, workers.settling.settle_run's ``deadline_passed``).
+while (workers.coordinator.waiting.Waiter, workers.settling.settle.settle_run's ``deadline_passed``).
 
 A participant no worker ever started fails at the watchdog, naming the queue its task
 waited on; one whose worker was lost keeps its ``worker-lost`` stop. A short Redis outage
@@ -17,15 +17,15 @@ import pytest
 import redis
 
 from council.errors import StoreUnavailable
-from council.participant import Participant
-from council.report.model import CouncilReport
-from workers import waiting
-from workers.clock import now_ms
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
-from workers.settling import settle_run
+from council.model.participant import Participant
+from council.model.report import CouncilReport
+from workers.app.clock import now_ms
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
+from workers.coordinator import waiting
+from workers.coordinator.waiting import Waiter
+from workers.settling.settle import settle_run
 from workers.stores.runs import RunRecord
-from workers.waiting import Waiter
 
 SECRET_URL = "redis://:sekrit@db.internal:6379/0"
 

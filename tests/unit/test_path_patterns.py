@@ -1,10 +1,10 @@
-"""Unit tests for roster path patterns (council.path_patterns)."""
+"""Unit tests for roster path patterns (council.change.path_patterns)."""
 
 from __future__ import annotations
 
 import pytest
 
-from council.path_patterns import PathPattern, matches_any
+from council.change.path_patterns import PathPattern, matches_any
 
 
 @pytest.mark.parametrize(

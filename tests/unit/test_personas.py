@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from council.errors import ConfigurationError, MalformedCharter, PersonaNotFound
-from council.personas import Charter, list_personas, load_persona, parse_charter
+from council.roster.personas import Charter, list_personas, load_persona, parse_charter
 
 SHIPPED = ("api-design", "general", "performance", "security", "tests")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from council.personas import load_persona
+from council.roster.personas import load_persona
 from tests.gitrepo import commit, new_repo
 from workers.cli import main
 
@@ -79,11 +79,11 @@ def test_the_judges_persona_travels_with_the_round_into_its_late_prompt(tmp_path
     """A judge with persona = "security": its charter is the round's ``judge_persona``, not
     an entry of the reviewers' prompts, and the judge's prompt, built once the reviewers
     are filed, reads it from the run's inputs."""
-    from workers.dispatch import open_and_dispatch
-    from workers.embedded import embedded_council
-    from workers.preparation import ReviewOptions, prepare
-    from workers.settings import Settings
-    from workers.waiting import Waiter
+    from workers.app.settings import Settings
+    from workers.coordinator.dispatch import open_and_dispatch
+    from workers.coordinator.embedded import embedded_council
+    from workers.coordinator.preparation import ReviewOptions, prepare
+    from workers.coordinator.waiting import Waiter
 
     roster = _roster(tmp_path, "tests")
     with roster.open("a", encoding="utf-8") as out:

@@ -17,13 +17,13 @@ import fakeredis
 import pytest
 from click.testing import CliRunner, Result
 
-from council.participant import Participant
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
+from council.model.participant import Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs.command import CommandReviewer
 from tests.gitrepo import commit, git, new_repo
+from workers.app.services import Runtime, build_runtime
 from workers.cli import main
 from workers.cli.context import CliContext
-from workers.runtime import Runtime, build_runtime
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 

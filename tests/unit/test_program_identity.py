@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from council.errors import IdentityRefused
-from council.ledger import Ledger
-from council.participant import Identity, Participant
+from council.model.participant import Identity, Participant
+from council.session.ledger import Ledger
 
 
 def _mine(program: str, *args: str) -> Participant:

@@ -1,4 +1,4 @@
-"""The progress display of the waiting CLI (workers.progress)."""
+"""The progress display of the waiting CLI (workers.coordinator.progress)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from council.report.model import ParticipantState
-from workers.progress import (
+from council.model.report import ParticipantState
+from workers.coordinator.progress import (
     LiveProgress,
     ParticipantProgress,
     PlainProgress,

@@ -1,4 +1,4 @@
-"""Unit tests for the council prompt (council.prompt)."""
+"""Unit tests for the council prompt (council.roster.prompt)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from council.diff import Change, parse_diff
-from council.findings import LABELS, ChangeAnchor, Finding, LineAnchor, Origin
-from council.participant import Participant
-from council.prompt import LENS, build_prompt, change_notes
+from council.change.diff import Change, parse_diff
+from council.model.findings import LABELS, ChangeAnchor, Finding, LineAnchor, Origin
+from council.model.participant import Participant
+from council.roster.prompt import LENS, build_prompt, change_notes
 
 DIFF = """\
 diff --git a/src/app.py b/src/app.py

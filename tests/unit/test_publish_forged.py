@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from council.report import render_json
+from council.rendering import render_json
 from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import report
 from tests.forge_outputs import HEAD, PR, REPO, TOKEN, outputs, publish, quick_pacing

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from council.findings import LineAnchor
-from council.report import render_json
+from council.model.findings import LineAnchor
+from council.rendering import render_json
 from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import ESCAPED, HOSTILE, RAW, finding, forge_strings, report
 from tests.forge_outputs import (

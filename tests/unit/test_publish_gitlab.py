@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from click.testing import CliRunner, Result
 
-from council.findings import LineAnchor
+from council.model.findings import LineAnchor
 from tests.fakes.gitlab_api import BASE, START, FakeGitLab
 from tests.forge_cases import (
     CAFE,

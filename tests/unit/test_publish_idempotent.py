@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from council.findings import LineAnchor
+from council.model.findings import LineAnchor
 from tests.fakes.github_api import FakeGitHub
 from tests.forge_cases import finding
 from tests.forge_outputs import HEAD, PR, REPO, TOKEN, outputs, publish, quick_pacing

@@ -1,10 +1,10 @@
-"""Unit tests for git's quoted path names (council.quoted_paths)."""
+"""Unit tests for git's quoted path names (council.change.quoted_paths)."""
 
 from __future__ import annotations
 
 import pytest
 
-from council.quoted_paths import header_names, take_quoted, unquote
+from council.change.quoted_paths import header_names, take_quoted, unquote
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import fakeredis
 import pytest
 from redis.commands.core import Script
 
-from council.roster.limits import RateLimit
+from council.roster.rate_limits import RateLimit
 from workers.stores.keys import Keys
 from workers.stores.ratelimit import RedisRateLimiter
 

@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from council.filing import RoundFacts, conclude_round, round_status
-from council.gate import EXIT_INCOMPLETE, EXIT_TRIPPED, answered_reviewers, exit_code
-from council.outcome import ParticipantOutcome, harvest_outcome, heard_in_full, read_in_part_code
-from council.participant import Participant
-from council.report.markdown import render_markdown
-from council.review_result import ReviewResult, Stop
+from council.model.backend_result import ReviewResult, Stop
+from council.model.participant import Participant
+from council.rendering.markdown import render_markdown
+from council.round.filing import RoundFacts, conclude_round, round_status
+from council.round.gate import EXIT_INCOMPLETE, EXIT_TRIPPED, answered_reviewers, exit_code
+from council.round.outcome import (
+    ParticipantOutcome,
+    harvest_outcome,
+    heard_in_full,
+    read_in_part_code,
+)
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import report_of, review, reviewer, roster, states
 

@@ -1,4 +1,4 @@
-"""Identity of a finding across rounds (council.recall, council.agreement.recognition): a
+"""Identity of a finding across rounds (council.session.remembered, council.merging.recognition): a
 reworded finding keeps its id, a new one takes a new id, one earlier id per finding,
 deterministic whatever the order."""
 
@@ -9,18 +9,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from council.agreement import recognize
-from council.consolidation import with_origin
-from council.diff import parse_diff
-from council.earlier_rounds import mark_round, remembered
-from council.filing import RoundFacts, conclude_judge, conclude_round
-from council.findings import Finding, LineAnchor, Member, Origin
-from council.fingerprint import fingerprint
-from council.outcome import ParticipantOutcome, harvest_outcome
-from council.participant import Participant, Role
-from council.recall import RECALL_CAP, file_recalled, recalled
-from council.report.model import CouncilReport
-from council.review_result import ReviewResult
+from council.change.diff import parse_diff
+from council.merging.agreement import recognize
+from council.merging.consolidation import with_origin
+from council.model.backend_result import ReviewResult
+from council.model.findings import Finding, LineAnchor, Member, Origin
+from council.model.fingerprint import fingerprint
+from council.model.participant import Participant, Role
+from council.model.report import CouncilReport
+from council.round.filing import RoundFacts, conclude_judge, conclude_round
+from council.round.outcome import ParticipantOutcome, harvest_outcome
+from council.session.earlier_rounds import mark_round, remembered
+from council.session.remembered import RECALL_CAP, file_recalled, recalled
 
 ROSTER = [Participant(id=name, backend="replay") for name in ("hawk", "owl")]
 

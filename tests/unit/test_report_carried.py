@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from council.findings import LineAnchor
-from council.report import read_json, render_json, render_markdown
-from council.report.github_review import render_github_review
-from council.report.gitlab import render_gitlab_codequality
-from council.report.model import CouncilReport, Suppression
-from council.report.sarif import render_sarif
+from council.model.findings import LineAnchor
+from council.model.report import CouncilReport, Suppression
+from council.rendering import read_json, render_json, render_markdown
+from council.rendering.github_review import render_github_review
+from council.rendering.gitlab import render_gitlab_codequality
+from council.rendering.sarif import render_sarif
 from tests.forge_cases import finding, report
 
 NEW = finding(5, LineAnchor(path="app.py", line=3), severity="minor", subject="new today")

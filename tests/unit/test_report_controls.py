@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from council.diff import parse_diff
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.landing import land
-from council.report import read_json
-from council.report.model import CouncilReport, ParticipantSummary
+from council.change.commentable import land
+from council.change.diff import parse_diff
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.report import CouncilReport, ParticipantSummary
+from council.rendering import read_json
 from tests.forge_cases import (
     CONTROLS_DIFF,
     CONTROLS_PATH,

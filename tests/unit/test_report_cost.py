@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from council.cost import PriceTable, parse_prices
-from council.filing import RoundFacts, conclude_round
-from council.findings import Harvest
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
-from council.report import render_markdown
-from council.review_result import Usage
+from council.model.backend_result import Usage
+from council.model.findings import Harvest
+from council.model.participant import Participant
+from council.rendering import render_markdown
+from council.round.cost import PriceTable, parse_prices
+from council.round.filing import RoundFacts, conclude_round
+from council.round.outcome import ParticipantOutcome
 
 USAGE = Usage(input=1_000_000, output=100_000, requests=1)
 

@@ -1,4 +1,4 @@
-"""Reviewer text made safe inside Markdown (council.report.escape)."""
+"""Reviewer text made safe inside Markdown (council.rendering.escape)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from council.report.escape import (
+from council.rendering.escape import (
     ZWJ,
     block,
     cell,

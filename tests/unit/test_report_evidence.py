@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 from council.evidence import MatchedBlock, UnmatchedBlock
-from council.findings import Finding, LineAnchor, Origin
-from council.report import CouncilReport, ParticipantSummary, render_markdown
-from council.report.evidence_text import evidence_line, verdict_phrase, with_verdicts
-from council.report.github_review import comment_body
-from council.report.jsonreport import read_json, render_json
-from council.report.sarif import render_sarif
+from council.model.findings import Finding, LineAnchor, Origin
+from council.rendering import CouncilReport, ParticipantSummary, render_markdown
+from council.rendering.evidence_text import evidence_line, verdict_phrase, with_verdicts
+from council.rendering.github_review import comment_body
+from council.rendering.jsonreport import read_json, render_json
+from council.rendering.sarif import render_sarif
 
 RAN = MatchedBlock(
     block=1,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from council.findings import FileAnchor, LineAnchor
-from council.report.github_checks import MAX_ANNOTATIONS, render_github_checks_with_cuts
-from council.report.model import Suppression
+from council.model.findings import FileAnchor, LineAnchor
+from council.model.report import Suppression
+from council.rendering.github_checks import MAX_ANNOTATIONS, render_github_checks_with_cuts
 from tests.forge_cases import (
     BINARY,
     CAFE,

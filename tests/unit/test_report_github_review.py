@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from council.diff import landing
-from council.findings import LineAnchor
-from council.report.github_review import (
+from council.change.diff import landing
+from council.model.findings import LineAnchor
+from council.model.report import Suppression
+from council.rendering.github_review import (
     BODY_UNITS,
     MAX_COMMENTS,
     comment_body,
     render_github_review,
     render_github_review_with_cuts,
 )
-from council.report.model import Suppression
 from tests.forge_cases import (
     CAFE,
     DELETED,
@@ -248,8 +248,8 @@ def test_messy_findings_fixture_is_whole() -> None:
 
 def test_a_huge_subject_cannot_push_a_comment_past_the_limit() -> None:
     """A 100,000-character subject is cut in the line comment, which stays under 65,536."""
-    from council.findings import FileAnchor, Finding
-    from council.report.github_review import BODY_UNITS, comment_body
+    from council.model.findings import FileAnchor, Finding
+    from council.rendering.github_review import BODY_UNITS, comment_body
 
     finding = Finding(id=1, anchor=FileAnchor(path="a.py"), label="issue", subject="x" * 100_000)
     body = comment_body(finding)

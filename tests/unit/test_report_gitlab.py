@@ -7,10 +7,10 @@ import re
 import time
 from typing import Any
 
-from council.findings import FileAnchor, LineAnchor
-from council.fingerprint import fingerprint
-from council.report.gitlab import CHANGE_PATH, render_gitlab_codequality
-from council.report.model import Suppression
+from council.model.findings import FileAnchor, LineAnchor
+from council.model.fingerprint import fingerprint
+from council.model.report import Suppression
+from council.rendering.gitlab import CHANGE_PATH, render_gitlab_codequality
 from tests.forge_cases import (
     BINARY,
     CAFE,

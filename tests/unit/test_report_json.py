@@ -7,7 +7,8 @@ import json
 import pytest
 
 from council.errors import CouncilError
-from council.findings import (
+from council.model.backend_result import Stop
+from council.model.findings import (
     ChangeAnchor,
     FileAnchor,
     Finding,
@@ -16,10 +17,9 @@ from council.findings import (
     Warning,
     canonical,
 )
-from council.report import CouncilReport, ParticipantSummary, read_json, render_json
-from council.report.jsonreport import UnknownSchemaVersion, UnreadableReport
-from council.report.model import SCHEMA_VERSION
-from council.review_result import Stop
+from council.model.report import SCHEMA_VERSION
+from council.rendering import CouncilReport, ParticipantSummary, read_json, render_json
+from council.rendering.jsonreport import UnknownSchemaVersion, UnreadableReport
 
 
 def _report() -> CouncilReport:

@@ -7,7 +7,8 @@ from typing import Literal
 
 import pytest
 
-from council.findings import (
+from council.model.backend_result import Stop
+from council.model.findings import (
     Anchor,
     ChangeAnchor,
     FileAnchor,
@@ -16,11 +17,10 @@ from council.findings import (
     Origin,
     Warning,
 )
-from council.gate import FailOn, exit_code
-from council.report import CouncilReport, ParticipantSummary, render_markdown
-from council.report.markdown import RUN_WARNINGS, group_warnings
-from council.report.model import RunStatus
-from council.review_result import Stop
+from council.model.report import RunStatus
+from council.rendering import CouncilReport, ParticipantSummary, render_markdown
+from council.rendering.markdown import RUN_WARNINGS, group_warnings
+from council.round.gate import FailOn, exit_code
 
 Sev = Literal["critical", "medium", "minor"] | None
 HAWK = Origin(kind="reviewer", run_id="r1", participant="hawk")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from council.findings import LineAnchor, Member
-from council.report import render_markdown
-from council.report.model import Suppression
+from council.model.findings import LineAnchor, Member
+from council.model.report import Suppression
+from council.rendering import render_markdown
 from tests.forge_cases import CAFE, finding, messy_findings, messy_report, report
 
 

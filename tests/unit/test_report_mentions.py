@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from council.report.escape import ZWJ, no_mentions, no_quick_actions
-from council.report.gitlab import gitlab_safe
+from council.rendering.escape import ZWJ, no_mentions, no_quick_actions
+from council.rendering.gitlab import gitlab_safe
 
 J = ZWJ
 

@@ -10,10 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor, severity_rank
-from council.fingerprint import fingerprint
-from council.report.model import ParticipantSummary, Suppression
-from council.report.sarif import (
+from council.model.backend_result import Stop
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor, severity_rank
+from council.model.fingerprint import fingerprint
+from council.model.report import ParticipantSummary, Suppression
+from council.rendering.sarif import (
     FINGERPRINT_KEY,
     GITHUB_LIMITS,
     UNATTRIBUTED_RUN,
@@ -21,7 +22,6 @@ from council.report.sarif import (
     render_sarif,
     render_sarif_with_cuts,
 )
-from council.review_result import Stop
 from tests.forge_cases import (
     BINARY,
     CAFE,

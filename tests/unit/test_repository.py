@@ -1,4 +1,4 @@
-"""Tests for reading git repositories (workers.repository), on throwaway repos in tmp_path."""
+"""Tests for reading git repositories (workers.git.repository), on throwaway repos in tmp_path."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from council.diff import decode_diff, parse_diff
+from council.change.diff import decode_diff, parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import commit, new_repo
-from workers.repository import Repository, url_without_credentials
-from workers.tree_archive import unpack_tree
+from workers.git.repository import Repository, url_without_credentials
+from workers.git.tree_archive import unpack_tree
 
 
 def git(repo: Path, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""``council.review_batch`` on fakeredis (workers.batch): many participants of one run
+"""``council.review_batch`` on fakeredis (workers.execution.batch): many participants of one run
 reviewed concurrently in this process, each settled as ``review()`` settles one."""
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ import structlog
 from structlog.contextvars import merge_contextvars
 from structlog.testing import LogCapture
 
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
-from council.review_result import ReviewResult
-from council.reviewers.base import ReviewRequest
+from council.model.backend_result import ReviewResult
+from council.model.participant import Participant
+from council.round.outcome import ParticipantOutcome
+from reviewers.base import ReviewRequest
 from tests.roundtrips import CountingClient
-from workers import batch, runtime
-from workers.batch import review_batch
-from workers.review import review
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
+from workers.app import services as runtime
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
+from workers.execution import batch
+from workers.execution.batch import review_batch
+from workers.execution.participant_attempt import review
 from workers.stores.runs import PROTOCOL, Progress, RunRecord
 
 DIFF = """diff --git a/app.py b/app.py
@@ -369,7 +370,7 @@ def test_round_trips_two_before_the_reviews_two_per_group(
 def test_task_result_is_small_json(rt: Runtime, tmp_path: Path) -> None:
     """The task's chord result: a JSON list of (participant, status), a few dozen bytes
     per participant, whatever the answers were."""
-    from workers.tasks import review_batch as task
+    from workers.app.tasks import review_batch as task
 
     people = [_replay(tmp_path, f"p{i}") for i in range(3)]
     _open(rt, "r1", people)

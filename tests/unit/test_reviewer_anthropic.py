@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from council.errors import RosterError
-from council.participant import THINKING_LEVELS, Clocks, Participant
-from council.reviewers import check_options
-from council.reviewers.anthropic_messages import ANSWER_TOKENS, THINKING_BUDGETS
-from council.reviewers.conversation import WRAP_UP
+from council.model.participant import THINKING_LEVELS, Clocks, Participant
+from reviewers import check_options
+from reviewers.models.anthropic_messages import ANSWER_TOKENS, THINKING_BUDGETS
+from reviewers.models.conversation import WRAP_UP
 from tests.fakes import FakeAnthropic, Scenario, ToolCall
 from tests.fakes.review import BACKENDS, KEY, participant, request
 

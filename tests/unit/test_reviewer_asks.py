@@ -289,7 +289,7 @@ def test_both_model_backends_pause_on_a_question_and_go_on_with_the_answer(
 def test_store_artifact_and_refusals_through_the_toolbox() -> None:
     """store_artifact replies with the ref; ask_human refused by shape, no-store and
     unresolved-ref says the code and never the value; a second ask in a turn waits."""
-    from council.reviewers.tools import ToolBox
+    from reviewers.models.tools import ToolBox
 
     desk = _Artifacts()
     box = ToolBox(["store_artifact", "ask_human"], None, MemorySink(), artifacts=desk)
@@ -439,8 +439,8 @@ def test_a_reviewer_may_ask_only_so_many_questions_in_a_run(tmp_path: Path) -> N
     from council.asks.ask import Ask
     from council.asks.paused import ASKS_PER_RUN, Paused, Resumption, too_many_asks
     from council.asks.pending import Answer
-    from council.reviewers.ask_desk import AskDesk
-    from council.reviewers.tools import ToolBox
+    from reviewers.models.tools import ToolBox
+    from reviewers.sandbox.ask_desk import AskDesk
 
     def resumed(asked: int, call: str = "call_9") -> Resumption:
         paused = Paused(

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from council.participant import Clocks, Participant
-from council.review_result import ReviewResult
-from council.reviewers import process
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
+from council.model.backend_result import ReviewResult
+from council.model.participant import Clocks, Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs import process
+from reviewers.programs.command import CommandReviewer
 
 SHORT = Clocks(backstop_ms=2000, idle_ms=1000, answer_ms=0)
 

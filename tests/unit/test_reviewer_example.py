@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from council.harvest import harvest
-from council.participant import Clocks, Participant
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
+from council.model.participant import Clocks, Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs.command import CommandReviewer
 
 REVIEWER = Path(__file__).resolve().parents[2] / "examples" / "reviewer.py"
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from council.errors import RosterError
-from council.participant import THINKING_LEVELS, Clocks, Participant
-from council.reviewers import check_options, key_env
-from council.reviewers.openai_chat import EFFORTS, sdk_efforts
+from council.model.participant import THINKING_LEVELS, Clocks, Participant
+from reviewers import check_options, key_env
+from reviewers.models.openai_chat import EFFORTS, sdk_efforts
 from tests.fakes import FakeOpenAI, Scenario, ToolCall
 from tests.fakes.review import BACKENDS, KEY, participant, request
 

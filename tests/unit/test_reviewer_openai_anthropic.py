@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from council.harvest import harvest
-from council.participant import Clocks
-from council.reviewers.conversation import LAST_TURN, WRAP_UP
-from council.reviewers.tools import NO_TREE
+from council.model.participant import Clocks
+from reviewers.models.conversation import LAST_TURN, WRAP_UP
+from reviewers.models.tools import NO_TREE
 from tests.fakes import FakeServer, Scenario, ToolCall
 from tests.fakes.review import (
     BACKENDS,

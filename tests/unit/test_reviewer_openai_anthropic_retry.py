@@ -10,11 +10,11 @@ from email.utils import formatdate
 
 import pytest
 
-from council.participant import Clocks
-from council.reviewers.conversation import redact
-from council.reviewers.retry import Backoff, retry_after_ms, retryable_status
-from council.reviewers.stream_loop import bridge
-from council.reviewers.stream_watch import Watch
+from council.model.participant import Clocks
+from reviewers.models.conversation import redact
+from reviewers.models.retry import Backoff, retry_after_ms, retryable_status
+from reviewers.models.stream_loop import bridge
+from reviewers.models.stream_watch import Watch
 
 NOW = 1_700_000_000.0
 

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from council.errors import RosterError
-from council.participant import Participant
-from council.reviewers import BUILT_BACKENDS, check_options, reviewer_for
-from council.reviewers.anthropic_messages import AnthropicReviewer
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
-from council.reviewers.openai_chat import OpenAIReviewer
-from council.reviewers.replay import ReplayReviewer
-from council.reviewers.sarif import SarifReviewer
-from council.reviewers.unavailable import UnavailableReviewer
+from council.model.participant import Participant
+from reviewers import BUILT_BACKENDS, check_options, reviewer_for
+from reviewers.base import ReviewRequest
+from reviewers.models.anthropic_messages import AnthropicReviewer
+from reviewers.models.openai_chat import OpenAIReviewer
+from reviewers.programs.command import CommandReviewer
+from reviewers.programs.replay import ReplayReviewer
+from reviewers.programs.sarif import SarifReviewer
+from reviewers.unavailable import UnavailableReviewer
 
 
 class MemorySink:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from council.errors import RosterError
-from council.participant import Clocks, Participant
-from council.review_result import ReviewResult
-from council.reviewers.base import ReviewRequest
-from council.reviewers.replay import ReplayReviewer, check_options
+from council.model.backend_result import ReviewResult
+from council.model.participant import Clocks, Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs.replay import ReplayReviewer, check_options
 
 SHORT = Clocks(backstop_ms=2000, idle_ms=1000, answer_ms=0)
 ANSWER = '{"findings": [{"subject": "leaks a file handle", "label": "issue"}]}'

@@ -12,21 +12,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from council.diff import added_lines, parse_diff
+from council.change.diff import added_lines, parse_diff
 from council.errors import RosterError
 from council.harvest import harvest
-from council.participant import Clocks, Participant
-from council.review_result import ReviewResult
-from council.reviewers.base import ReviewRequest
-from council.reviewers.sarif import (
+from council.model.backend_result import ReviewResult
+from council.model.participant import Clocks, Participant
+from council.readers.sarif import (
     SarifError,
-    SarifReviewer,
     answer_from_output,
-    check_options,
     findings_from_sarif,
     unplaced_note,
     unreadable_note,
 )
+from reviewers.base import ReviewRequest
+from reviewers.programs.sarif import SarifReviewer, check_options
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from council.reviewers.sse import ServerEvent, iter_events
+from reviewers.models.sse import ServerEvent, iter_events
 
 OPENAI_LIKE = (
     b'data: {"choices":[{"index":0,"delta":{"content":"h\xc3\xa9"}}]}\n\n'

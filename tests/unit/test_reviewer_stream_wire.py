@@ -14,8 +14,8 @@ from typing import Any, cast
 import httpx2
 import pytest
 
-from council.participant import Participant
-from council.reviewers import anthropic_messages, openai_chat
+from council.model.participant import Participant
+from reviewers.models import anthropic_messages, openai_chat
 from tests.fakes import FakeAnthropic, FakeOpenAI, FakeServer, Scenario, ToolCall
 from tests.fakes.review import BACKENDS, KEY, Backend, participant, request
 

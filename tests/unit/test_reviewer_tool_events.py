@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from council.reviewers.tools import ToolBox
+from reviewers.models.tools import ToolBox
 
 
 class Sink:

@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from council.reviewers.tools import (
-    GREP_MAX_MATCHES,
-    NO_TREE,
-    READ_MAX_LINES,
-    SPECS,
-    TOOL_NAMES,
-    ToolBox,
-    specs_for,
-)
+from council.roster.tool_catalog import READ_MAX_LINES, SPECS, TOOL_NAMES, specs_for
+from reviewers.models.tools import GREP_MAX_MATCHES, NO_TREE, ToolBox
 from tests.fakes.review import MemorySink
 
 ALL = TOOL_NAMES

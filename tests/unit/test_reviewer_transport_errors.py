@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from council.participant import Participant
-from council.reviewers.retry import Backoff
+from council.model.participant import Participant
+from reviewers.models.retry import Backoff
 from tests.fakes.review import BACKENDS, SHORT, Backend, request
 
 ONE_TRY = Backoff(attempts=1, base_ms=1, cap_ms=1)
@@ -64,7 +64,7 @@ def test_a_stream_broken_after_it_started_is_not_blamed_on_base_url() -> None:
     import aiohttp
     import httpx2
 
-    from council.reviewers.retry import transport_trouble
+    from reviewers.models.retry import transport_trouble
 
     cut = _chain(
         httpx2.ReadError("Response payload is not completed"),
@@ -79,7 +79,7 @@ def test_a_stream_broken_after_it_started_is_not_blamed_on_base_url() -> None:
 def test_a_connect_timeout_is_a_timeout_and_a_refusal_is_not() -> None:
     import httpx2
 
-    from council.reviewers.retry import transport_trouble
+    from reviewers.models.retry import transport_trouble
 
     slow = _chain(httpx2.ConnectTimeout("timed out"), TimeoutError())
     assert "timed out" in transport_trouble("OpenAI", "http://h/v1", slow).message

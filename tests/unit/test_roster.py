@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from council.errors import RosterError
-from council.participant import Clocks
+from council.model.participant import Clocks
 from council.roster import DEFAULT_MAX_DIFF_BYTES, DEFAULT_MAX_TREE_BYTES, parse_roster
 
 HAWK = """

@@ -15,14 +15,14 @@ import fakeredis
 import pytest
 
 from council.errors import RosterError
-from council.participant import Participant
+from council.model.participant import Participant
 from council.roster import parse_roster
-from workers.base_args import repository_path
-from workers.request import sandbox_policy
-from workers.settings import Settings
+from workers.app.settings import Settings
+from workers.coordinator.program_args import repository_path
+from workers.execution.backend_request import sandbox_policy
+from workers.execution.unpacked_trees import TreeCache
 from workers.stores.keys import Keys
 from workers.stores.runs import RunStore
-from workers.trees import TreeCache
 
 HEAD = "[council]\nbackstop_ms = 60000\n"
 

@@ -1,9 +1,12 @@
-"""council.earlier_rounds: seen, outdated and carried findings across the rounds of a session."""
+"""council.session.earlier_rounds: seen, outdated and carried findings across the rounds of a session."""
 
 from __future__ import annotations
 
-from council.diff import Change, parse_diff
-from council.earlier_rounds import (
+from council.change.diff import Change, parse_diff
+from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
+from council.model.fingerprint import fingerprint
+from council.model.report import Suppression
+from council.session.earlier_rounds import (
     carry,
     follow,
     mark_round,
@@ -11,9 +14,6 @@ from council.earlier_rounds import (
     still_open,
     touched,
 )
-from council.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.fingerprint import fingerprint
-from council.report.model import Suppression
 from tests.forge_cases import finding, report
 
 EDIT_LINE_5 = (

@@ -11,12 +11,12 @@ import stat
 from pathlib import Path
 
 from council.evidence import ScriptRow
-from council.findings import canonical
-from council.outcome import harvest_outcome
-from council.participant import Clocks, Participant
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
-from council.reviewers.sandbox import SandboxPolicy
+from council.model.findings import canonical
+from council.model.participant import Clocks, Participant
+from council.round.outcome import harvest_outcome
+from reviewers.base import ReviewRequest
+from reviewers.programs.command import CommandReviewer
+from reviewers.sandbox.bubblewrap import SandboxPolicy
 from tests.sandboxing import bwrap_or_skip
 
 
@@ -121,9 +121,9 @@ def test_a_row_is_stored_with_the_changes_secrets_masked() -> None:
     from types import SimpleNamespace
     from typing import cast
 
-    from council.secret_masks import MASK, Masker
-    from workers.request import RedisScripts
-    from workers.runtime import Runtime
+    from council.change.secret_masks import MASK, Masker
+    from workers.app.services import Runtime
+    from workers.execution.backend_request import RedisScripts
 
     store = _Store()
     rt = cast(Runtime, SimpleNamespace(scripts=store))

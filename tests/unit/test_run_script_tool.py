@@ -11,8 +11,10 @@ import fakeredis
 import pytest
 
 from council.evidence import ScriptRow
-from council.reviewers.scripts import ScriptLimits, ScriptRun
-from council.reviewers.tools import TOOL_NAMES, ToolBox, specs_for
+from council.roster.script_limits import ScriptLimits
+from council.roster.tool_catalog import TOOL_NAMES, specs_for
+from reviewers.models.tools import ToolBox
+from reviewers.sandbox.scripts import ScriptRun
 from tests.sandboxing import bwrap_or_skip
 from workers.stores.keys import Keys
 from workers.stores.scripts import ScriptStore

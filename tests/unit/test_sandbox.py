@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from council.participant import Clocks, Participant
-from council.review_result import ReviewResult
-from council.reviewers.base import ReviewRequest
-from council.reviewers.command import CommandReviewer
-from council.reviewers.process import PROGRAM_LIMITS
-from council.reviewers.sandbox import (
+from council.model.backend_result import ReviewResult
+from council.model.participant import Clocks, Participant
+from reviewers.base import ReviewRequest
+from reviewers.programs.command import CommandReviewer
+from reviewers.programs.process import PROGRAM_LIMITS
+from reviewers.sandbox.bubblewrap import (
     INSTALL_HINT,
     Box,
     Bubblewrap,

@@ -15,7 +15,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from council.reviewers.sarif import findings_from_sarif
+from council.readers.sarif import findings_from_sarif
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from council.consolidation import merge_across, with_origin
 from council.evidence import ScriptRow
-from council.findings import Origin, canonical
-from council.outcome import harvest_outcome
-from council.participant import Participant
-from council.review_result import ReviewResult
+from council.evidence.policy import runs_scripts
+from council.merging.consolidation import merge_across, with_origin
+from council.model.backend_result import ReviewResult
+from council.model.findings import Origin, canonical
+from council.model.participant import Participant
 from council.roster import parse_roster
-from council.script_verdicts import runs_scripts
+from council.round.outcome import harvest_outcome
 
 FIRST = "import sys\nprint(len(sys.argv))\nsys.exit(1)"
 SECOND = "print('fine')"

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from council.errors import RosterError
-from council.reviewers.scripts import (
-    ScriptLimits,
+from council.roster.script_limits import ScriptLimits, read_limits
+from reviewers.sandbox.scripts import (
     ScriptRun,
     ScriptRunner,
     check_submission,
-    read_limits,
     reply_text,
 )
 from tests.sandboxing import bwrap_or_skip, tcp_listener

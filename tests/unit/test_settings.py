@@ -7,9 +7,9 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from council.errors import ConfigurationError, StoreUnavailable
+from workers.app.services import connect
+from workers.app.settings import Settings
 from workers.cli import main
-from workers.runtime import connect
-from workers.settings import Settings
 
 
 def test_empty_redis_url_means_embedded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Settling follows the run lifecycle (council/lifecycle.py) on a runtime over fakeredis:
+"""Settling follows the run lifecycle (council/round/lifecycle.py) on a runtime over fakeredis:
 the reviewers' filing leads a run with a judge to ``judging``; a chord that fires again
 while the judge works files nothing (the judge is still to be heard); the judge's outcome
 settles the run; the watchdog settles a judge that never answered from its journal."""
@@ -11,13 +11,13 @@ from pathlib import Path
 import fakeredis
 import pytest
 
-from council.outcome import harvest_outcome
-from council.participant import Participant
-from council.review_result import ReviewResult
-from workers.clock import now_ms
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
-from workers.settling import settle_run
+from council.model.backend_result import ReviewResult
+from council.model.participant import Participant
+from council.round.outcome import harvest_outcome
+from workers.app.clock import now_ms
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
+from workers.settling.settle import settle_run
 from workers.stores.runs import RunRecord
 
 REVIEWER = Participant(id="rep", backend="replay", options={"answer": "a.json"})

@@ -10,16 +10,16 @@ import fakeredis
 import pytest
 
 from council.asks.confirm import waiting_report
-from council.earlier_rounds import RoundMemory
 from council.errors import IdentityRefused
-from council.findings import FINDINGS, FileAnchor, Finding, Origin
-from council.fingerprint import fingerprint
-from council.lifecycle import step
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
-from council.report.model import CouncilReport
-from council.review_result import Stop
-from workers.resume import finish
+from council.model.backend_result import Stop
+from council.model.findings import FINDINGS, FileAnchor, Finding, Origin
+from council.model.fingerprint import fingerprint
+from council.model.participant import Participant
+from council.model.report import CouncilReport
+from council.round.lifecycle import step
+from council.round.outcome import ParticipantOutcome
+from council.session.earlier_rounds import RoundMemory
+from workers.coordinator.resume import finish
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.runs import Progress, RunRecord, RunStore
@@ -234,7 +234,7 @@ def test_commit_refuses_a_filing_built_on_a_moved_counter(client: Any) -> None:
 
 
 def test_a_recognized_finding_keeps_its_id_and_only_new_ones_take_ids(client: Any) -> None:
-    """A filing whose finding kept an earlier id (recognized, council.recall) rewrites
+    """A filing whose finding kept an earlier id (recognized, council.session.remembered) rewrites
     that finding under it; the counter advances for the new one alone; the session's
     recall is written with the round and read back, and a reported fingerprint names
     its id."""

@@ -13,8 +13,8 @@ from typing import Any
 import fakeredis
 import pytest
 
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
+from council.model.participant import Participant
+from council.round.outcome import ParticipantOutcome
 from tests.roundtrips import CountingClient
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys

@@ -10,7 +10,7 @@ import time
 import pytest
 import structlog
 
-from council.reviewers.stream_loop import BRIDGE_POLL_MS, bridge, stream_loop
+from reviewers.models.stream_loop import BRIDGE_POLL_MS, bridge, stream_loop
 
 
 def test_one_loop_per_process_runs_coroutines_on_its_own_thread() -> None:

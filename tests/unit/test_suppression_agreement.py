@@ -1,4 +1,4 @@
-"""Dismissals and the baseline matched by agreement (council.baseline.suppress): a reworded
+"""Dismissals and the baseline matched by agreement (council.session.baseline.suppress): a reworded
 dismissed or baselined finding stays so, and the report says the match was made by
 agreement, not by fingerprint; an old baseline entry without text matches by
 fingerprint only."""
@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 
-from council.baseline import Baseline, BaselineEntry, read_baseline, suppress, write_baseline
-from council.diff import Change
-from council.earlier_rounds import carry, remembered
-from council.findings import Finding, LineAnchor
-from council.fingerprint import fingerprint
-from council.gate import gate_tripped
-from council.report import read_json, render_json, render_markdown
-from council.report.model import Reworded, Suppression
-from council.report.sarif import render_sarif
+from council.change.diff import Change
+from council.model.findings import Finding, LineAnchor
+from council.model.fingerprint import fingerprint
+from council.model.report import Reworded, Suppression
+from council.rendering import read_json, render_json, render_markdown
+from council.rendering.sarif import render_sarif
+from council.round.gate import gate_tripped
+from council.session.baseline import (
+    Baseline,
+    BaselineEntry,
+    read_baseline,
+    suppress,
+    write_baseline,
+)
+from council.session.earlier_rounds import carry, remembered
 from tests.forge_cases import finding, report
 
 

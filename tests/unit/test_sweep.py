@@ -10,13 +10,13 @@ from pathlib import Path
 import fakeredis
 import pytest
 
-from council.participant import Participant
-from workers.clock import now_ms
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
-from workers.settling import ABANDONED_NOTE
+from council.model.participant import Participant
+from workers.app.clock import now_ms
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
+from workers.execution.sweep import Sweeper
+from workers.settling.settle import ABANDONED_NOTE
 from workers.stores.runs import RunRecord
-from workers.sweep import Sweeper
 
 PEOPLE = [
     Participant(id="hawk", backend="openai", model="m"),

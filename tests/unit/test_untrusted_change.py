@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from council.diff import parse_diff
+from council.change.diff import parse_diff
+from council.change.secret_masks import MASK, Masker, values_from
 from council.errors import RosterError
 from council.roster import parse_roster
-from council.secret_masks import MASK, Masker, values_from
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
-from workers.config_overlay import read_config_overlay
-from workers.repository import Repository
-from workers.secret_scan import find_secrets
-from workers.trees import TreeCache
+from workers.coordinator.config_overlay import read_config_overlay
+from workers.coordinator.secret_scan import find_secrets
+from workers.execution.unpacked_trees import TreeCache
+from workers.git.repository import Repository
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 
@@ -401,9 +401,9 @@ def test_a_key_pattern_in_code_masks_nothing_after_it() -> None:
     holds no key: nothing is masked, neither that line nor the lines after it; an inline
     key in a string is masked between its markers, and values read back only where the
     digest matches."""
-    from council.diff import parse_diff
-    from council.secret_masks import MASK, Masker, mask_change, values_from
-    from workers.secret_scan import find_secrets
+    from council.change.diff import parse_diff
+    from council.change.secret_masks import MASK, Masker, mask_change, values_from
+    from workers.coordinator.secret_scan import find_secrets
 
     lines = [
         'PATTERNS = [r"BEGIN RSA PRIVATE KEY",',

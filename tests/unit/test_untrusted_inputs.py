@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from council.diff import parse_diff
+from council.change.diff import parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import ROOT, commit, new_repo
-from workers.change_listing import ChangeListing
+from workers.app.settings import Settings
 from workers.cli import main
-from workers.preparation import ReviewOptions, prepare
-from workers.repository import READ_CHUNK, Repository
-from workers.settings import Settings
-from workers.tree_archive import unpack_tree
-from workers.trees import TreeCache
+from workers.coordinator.preparation import ReviewOptions, prepare
+from workers.execution.unpacked_trees import TreeCache
+from workers.git.change_listing import ChangeListing
+from workers.git.repository import READ_CHUNK, Repository
+from workers.git.tree_archive import unpack_tree
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
@@ -189,8 +189,8 @@ MODEL_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from tests.fakes import FakeOpenAI, Scenario, ToolCall
     from tests.fakes.review import BACKENDS, KEY, participant, request
-    from workers.repository import Repository
-    from workers.tree_archive import unpack_tree
+    from workers.git.repository import Repository
+    from workers.git.tree_archive import unpack_tree
 
     repo, tree = Path(sys.argv[1]), Path(sys.argv[2])
     unpack_tree(Repository(repo).archive("HEAD", 50_000_000), tree)

@@ -23,13 +23,9 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from council.reviewers.sarif import findings_from_sarif
-from council.reviewers.statements import (
-    SOURCE_MAX_BYTES,
-    python_statements,
-    statement_lines,
-    statement_spans,
-)
+from council.readers.sarif import findings_from_sarif
+from council.readers.sarif_scope import statement_lines
+from reviewers.programs.statements import SOURCE_MAX_BYTES, python_statements, statement_spans
 from tests.gitrepo import ROOT
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits

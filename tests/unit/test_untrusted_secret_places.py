@@ -21,8 +21,8 @@ from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
 from workers.cli.outputs import FILE_NAMES
-from workers.repository import Repository
-from workers.secret_scan import EXCLUDED_FILE_MAX_BYTES
+from workers.coordinator.secret_scan import EXCLUDED_FILE_MAX_BYTES
+from workers.git.repository import Repository
 
 LOCK_KEY = "AKIA" + "Q3EGRMZ7XK5TBN2W"
 """In ``deps.lock``, a file ``[paths]`` excludes (the diff shows only its header)."""
@@ -201,11 +201,11 @@ def test_a_key_in_a_directory_name_is_masked_in_the_diff_and_the_tree(tmp_path: 
     the tree models read has the directory under its masked name (the files' modes and
     other contents kept, the key masked inside them), and nothing else moved; the masker
     a worker builds knows the value."""
-    from council.diff import read_change
-    from council.secret_masks import MASK, Masker, mask_change, values_from
-    from workers.request import _masked_files
-    from workers.secret_scan import find_secrets
-    from workers.trees import TreeCache
+    from council.change.diff import read_change
+    from council.change.secret_masks import MASK, Masker, mask_change, values_from
+    from workers.coordinator.secret_scan import find_secrets
+    from workers.execution.backend_request import _masked_files
+    from workers.execution.unpacked_trees import TreeCache
 
     folder = f"creds/{NAME_KEY}"
     repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "old.txt": "old\n"})

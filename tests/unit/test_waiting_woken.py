@@ -13,14 +13,14 @@ from typing import Any
 import fakeredis
 import pytest
 
-from council.participant import Participant
-from workers import waiting
-from workers.clock import now_ms
-from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings
-from workers.settling import settle_run
+from council.model.participant import Participant
+from workers.app.clock import now_ms
+from workers.app.services import Runtime, build_runtime
+from workers.app.settings import Settings
+from workers.coordinator import waiting
+from workers.coordinator.waiting import Waiter
+from workers.settling.settle import settle_run
 from workers.stores.runs import Progress, RunRecord
-from workers.waiting import Waiter
 
 PEOPLE = [Participant(id="rep", backend="replay", options={"answer": "a.json"})]
 

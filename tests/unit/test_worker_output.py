@@ -1,4 +1,4 @@
-"""Tests for workers/stdio.py: whatever a worker process writes becomes JSON lines."""
+"""Tests for workers/app/stdio.py: whatever a worker process writes becomes JSON lines."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import structlog
 
-from workers.logging import clear_task_context, configure_logging, render_json_line
-from workers.stdio import LineStream
+from workers.app.logging import clear_task_context, configure_logging, render_json_line
+from workers.app.stdio import LineStream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +100,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, threading, traceback, warnings
     import celery.apps.worker as celery_worker
-    from workers.stdio import install_worker_output
+    from workers.app.stdio import install_worker_output
 
     install_worker_output("INFO")
     install_worker_output("INFO")  # twice: nothing wrapped twice

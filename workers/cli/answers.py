@@ -24,10 +24,12 @@ from typing import Any
 import click
 
 from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
-from council.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
-from council.report.escape import for_log, no_controls_json
-from council.report.markdown import render_markdown
-from council.report.model import CouncilReport
+from council.model.report import CouncilReport
+from council.rendering.escape import for_log, no_controls_json
+from council.rendering.markdown import render_markdown
+from council.round.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
 from workers.cli.context import (
     CliContext,
     UsageProblem,
@@ -35,11 +37,15 @@ from workers.cli.context import (
     state_stores,
     with_state,
 )
-from workers.clock import now_ms
-from workers.progress import Progress, progress_view
-from workers.resume import asked_by_reviewers, find_ask, finish, pending_asks, resume_askers
-from workers.runtime import Runtime
-from workers.settling import RunNotFound
+from workers.coordinator.progress import Progress, progress_view
+from workers.coordinator.resume import (
+    asked_by_reviewers,
+    find_ask,
+    finish,
+    pending_asks,
+    resume_askers,
+)
+from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
 
 _STATE = click.option(
@@ -177,7 +183,7 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
     """Settle the run RUN that waited on a person, once every question has its answer;
     print its report and exit as `council review` would (4 while something is unanswered).
     """
-    from council.gate import parse_fail_on
+    from council.round.gate import parse_fail_on
 
     with session_store(cli, state, save=True) as sessions:
         parked = next(
@@ -226,11 +232,11 @@ def settle_parked(
     asked go on, ``show`` displays their progress (closed when they settle), and
     ``stopped`` (Ctrl-C, SIGTERM) cancels the run as a review's interrupt does.
 
-    A policy's confirmations are applied at once (:func:`~workers.resume.finish`). A
+    A policy's confirmations are applied at once (:func:`~workers.coordinator.resume.finish`). A
     reviewer's question sends that reviewer again with the answer
-    (:func:`~workers.resume.resume_askers`): on Redis's workers, or on an embedded
+    (:func:`~workers.coordinator.resume.resume_askers`): on Redis's workers, or on an embedded
     council in this process over the ``--state`` file, which keeps the waiting run.
-    Raises :class:`~workers.settling.RunNotFound` when the run's keys expired; its
+    Raises :class:`~workers.settling.settle.RunNotFound` when the run's keys expired; its
     waiting entry is dropped first (an expired question never holds a session up).
     """
     if not asked_by_reviewers(parked):
@@ -247,11 +253,11 @@ def settle_parked(
         return None
     try:
         if cli.distributed:
-            from workers.celery_config import create_app
+            from workers.app.celery_config import create_app
 
             rt = cli.runtime()
             return _resumed(create_app(rt.settings), rt, parked, show, stopped)
-        from workers.embedded import embedded_council
+        from workers.coordinator.embedded import embedded_council
 
         threads = max(1, len(parked.record.participants))
         with embedded_council(with_state(cli, state), threads) as (app, embedded):
@@ -269,7 +275,7 @@ def _resumed(
     show: Progress | None,
     stopped: threading.Event | None,
 ) -> CouncilReport | None:
-    """:func:`~workers.resume.resume_askers` with the progress shown and the stop heard."""
+    """:func:`~workers.coordinator.resume.resume_askers` with the progress shown and the stop heard."""
     try:
         return resume_askers(
             app,

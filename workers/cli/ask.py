@@ -5,7 +5,7 @@ Two modes. ``--check JSON``: check a component exactly as raising an ask would
 stand in for the artifact store of the run that would be raising it.
 ``--question TEXT [--component JSON]``, inside a command reviewer a council worker started
 (``$COUNCIL_JOURNAL`` set): the question is handed to the worker
-(:mod:`council.reviewers.ask_desk`), which checks it against the run's artifact store;
+(:mod:`reviewers.sandbox.ask_desk`), which checks it against the run's artifact store;
 refused, the refusal is printed and the exit is 2 (the reviewer goes on); accepted, its
 id is printed and the run waits for a person after the round (exit 0); on the run after
 the answer, the same question prints the answer at once (exit 0).
@@ -23,7 +23,7 @@ import click
 
 from council.asks import KnownRefs, component_refusal
 from council.errors import AskRefused
-from council.reviewers.script_desk import ASK_SUFFIX, ASKED_SUFFIX, scripts_dir, write_whole
+from reviewers.sandbox.script_desk import ASK_SUFFIX, ASKED_SUFFIX, scripts_dir, write_whole
 from workers.cli.context import UsageProblem
 
 WAIT_MAX_S = 60

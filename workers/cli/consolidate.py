@@ -1,5 +1,5 @@
 """``council consolidate [NAME=]FILE…``: merge findings from several sources into one
-report, with no model and no Redis (docs/harvest.md §8; :mod:`council.sources`)."""
+report, with no model and no Redis (docs/harvest.md §8; :mod:`council.readers.report_files`)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,10 @@ from pathlib import Path
 
 import click
 
-from council.consolidation import consolidate, file_findings
-from council.fingerprint import with_fingerprints
-from council.gate import (
-    DEFAULT_FAIL_ON,
-    FAIL_ON,
-    apply_min_agreement,
-    exit_code,
-    min_agreement_problem,
-    parse_fail_on,
-)
-from council.report.model import CouncilReport, ParticipantSummary
-from council.sources import (
+from council.merging.consolidation import consolidate, file_findings
+from council.model.fingerprint import with_fingerprints
+from council.model.report import CouncilReport, ParticipantSummary
+from council.readers.report_files import (
     SOURCE_MAX_BYTES,
     SourceError,
     Told,
@@ -30,6 +22,14 @@ from council.sources import (
     name_clashes,
     read_source,
     with_reviewer,
+)
+from council.round.gate import (
+    DEFAULT_FAIL_ON,
+    FAIL_ON,
+    apply_min_agreement,
+    exit_code,
+    min_agreement_problem,
+    parse_fail_on,
 )
 from workers.cli.context import UsageProblem
 from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option, plan_outputs

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import click
 from pydantic import SecretStr, ValidationError
 
-from council.report.escape import for_log
-from workers.logging import configure_logging
-from workers.settings import Settings
+from council.rendering.escape import for_log
+from workers.app.logging import configure_logging
+from workers.app.settings import Settings
 
 if TYPE_CHECKING:
-    from workers.runtime import Runtime
+    from workers.app.services import Runtime
     from workers.stores.sessions import SessionStore
 
 REDIS_ENV = "COUNCIL_REDIS_URL"
@@ -27,7 +27,7 @@ class UsageProblem(click.ClickException):
     """A usage or configuration error: nothing was sent. Exit code 2.
 
     The message may name what a change holds (a path, a link): it is printed escaped for
-    a terminal or a CI log (:func:`~council.report.escape.for_log`)."""
+    a terminal or a CI log (:func:`~council.rendering.escape.for_log`)."""
 
     exit_code = 2
 
@@ -92,7 +92,7 @@ class CliContext:
         # Imported here: redis and the stores are for the commands that reach Redis,
         # not for every start of the CLI (``council record`` runs once per finding).
         from council.errors import ConfigurationError, StoreUnavailable
-        from workers.runtime import build_runtime, connect
+        from workers.app.services import build_runtime, connect
 
         try:
             if not check:
@@ -112,7 +112,7 @@ def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterato
     (``state``, or the default; written back when ``save``). A state file that cannot be
     read is a usage error (exit 2)."""
     from council.errors import ConfigurationError
-    from workers.embedded import state_sessions
+    from workers.coordinator.embedded import state_sessions
 
     if cli.distributed:
         yield cli.runtime().sessions
@@ -130,7 +130,7 @@ def state_stores(cli: CliContext, state: Path | None, *, save: bool) -> Iterator
     else the embedded state file's (its sessions, and the runs it keeps waiting on their
     reviewers' questions, with their artifacts); as :func:`session_store`."""
     from council.errors import ConfigurationError
-    from workers.embedded import state_runtime
+    from workers.coordinator.embedded import state_runtime
 
     if cli.distributed:
         yield cli.runtime()

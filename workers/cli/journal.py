@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from council.findings import Read, canonical
 from council.harvest import fold_journal, harvest, read_journal
-from council.recording import reply, split_recorded
+from council.harvest.record_call import reply, split_recorded
+from council.model.findings import Read, canonical
 from workers.cli.context import CliContext, UsageProblem
 
 
@@ -110,7 +110,7 @@ def _record_in_redis(
     """Store ``entries`` in the participant's journal, waiting out a Redis outage for up
     to :data:`RECORD_OUTAGE_S`; None when all were recorded, else the first refusal
     (the run moved on, the participant was settled, a cap) or the outage's reply."""
-    from workers.patience import OUTAGE_ERRORS, patiently
+    from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
 
     until = time.monotonic() + RECORD_OUTAGE_S
     rt = cli.runtime(check=False)

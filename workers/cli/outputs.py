@@ -20,7 +20,7 @@ each file's SHA-256, which ``council publish`` checks before posting anything.
 Without ``--output`` only Markdown can be written, to stdout; asking for another format
 is a usage error (exit 2) found before anything is sent, like a missing directory: a
 traceback after the run would exit 1, which CI reads as a tripped gate. Runtime layer
-(writes files); the renderers are the pure :mod:`council.report` functions. Source:
+(writes files); the renderers are the pure :mod:`council.rendering` functions. Source:
 issue "CI outputs that forges accept".
 """
 
@@ -35,17 +35,17 @@ from typing import Any
 
 import click
 
-from council.diff import Change
-from council.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
-from council.report import render_json, render_markdown
-from council.report.escape import for_log
-from council.report.github_checks import render_github_checks_with_cuts
-from council.report.github_review import render_github_review_with_cuts
-from council.report.gitlab import render_gitlab_codequality, render_gitlab_discussions
-from council.report.model import CouncilReport
-from council.report.sarif import render_sarif_with_cuts
+from council.change.diff import Change
+from council.model.report import CouncilReport
+from council.rendering import render_json, render_markdown
+from council.rendering.escape import for_log
+from council.rendering.github_checks import render_github_checks_with_cuts
+from council.rendering.github_review import render_github_review_with_cuts
+from council.rendering.gitlab import render_gitlab_codequality, render_gitlab_discussions
+from council.rendering.sarif import render_sarif_with_cuts
+from council.round.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from workers.cli.context import UsageProblem
-from workers.cli.round_plan import RoundPlan
+from workers.coordinator.round_plan import RoundPlan
 from workers.forge.manifest import MANIFEST_NAME, OutputsRefused, clear_for_run, render_manifest
 
 FILE_NAMES: dict[str, str] = {
@@ -337,7 +337,7 @@ def head_sha(repo: Path, ref: str) -> str:
     """The commit sha ``ref`` names in ``repo``; empty when it cannot be read (the
     outputs then name no head, and ``council publish`` refuses them)."""
     from council.errors import ConfigurationError
-    from workers.repository import Repository
+    from workers.git.repository import Repository
 
     try:
         return Repository(repo).resolve(ref)

@@ -30,12 +30,12 @@ from typing import Any
 
 import click
 
-from council.gate import DEFAULT_FAIL_ON, FAIL_ON
-from council.report import read_json, render_markdown
-from council.report.github_checks import render_github_checks
-from council.report.github_review import render_github_review
-from council.report.jsonreport import UnreadableReport
-from council.report.model import CouncilReport
+from council.model.report import CouncilReport
+from council.rendering import read_json, render_markdown
+from council.rendering.github_checks import render_github_checks
+from council.rendering.github_review import render_github_review
+from council.rendering.jsonreport import UnreadableReport
+from council.round.gate import DEFAULT_FAIL_ON, FAIL_ON
 from workers.cli.context import Incomplete, UsageProblem
 from workers.cli.outputs import FILE_NAMES
 from workers.forge import gitlab as gitlab_api

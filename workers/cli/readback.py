@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from council.report import render_json, render_markdown
+from council.rendering import render_json, render_markdown
 from workers.cli.context import CliContext, UsageProblem, session_store
 
 

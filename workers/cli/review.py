@@ -17,10 +17,14 @@ from typing import Any
 import click
 import redis
 
-from council.diff import Change
-from council.diff_filter import DEFAULT_FILTER, FILTER_MODES
+from council.change.diff import Change
+from council.change.diff_filter import DEFAULT_FILTER, FILTER_MODES
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
-from council.gate import (
+from council.model.participant import Participant
+from council.model.report import CouncilReport
+from council.rendering.escape import for_log
+from council.roster.backend_options import BASE_DIR, RECORDED
+from council.round.gate import (
     DEFAULT_FAIL_ON,
     EXIT_WAITING,
     FAIL_ON,
@@ -29,13 +33,12 @@ from council.gate import (
     min_agreement_problem,
     parse_fail_on,
 )
-from council.ledger import Ledger, attributed_ids
-from council.participant import Participant
-from council.report.escape import for_log
-from council.report.model import CouncilReport
-from council.reviewers.options import BASE_DIR, RECORDED
-from council.reviewers.process import program_trouble
-from council.reviewers.program_search import find_program, interpreter_bin
+from council.session.ledger import Ledger, attributed_ids
+from reviewers.programs.process import program_trouble
+from reviewers.programs.program_search import find_program, interpreter_bin
+from workers.app.logging import redact_text
+from workers.app.services import Runtime
+from workers.app.settings import Settings
 from workers.cli.answers import settle_parked
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store, with_state
 from workers.cli.outputs import (
@@ -48,20 +51,17 @@ from workers.cli.outputs import (
     plan_outputs,
     refuse_link,
 )
-from workers.cli.round_plan import RoundPlan, plan_round, store_session_inputs
-from workers.dispatch import judge_sender, open_and_dispatch
-from workers.embedded import default_state_path, embedded_council, state_sessions
-from workers.logging import redact_text
-from workers.preparation import NothingToReview, ReviewOptions, Round, prepare
-from workers.progress import Progress, progress_view
-from workers.repository import Repository
-from workers.request import sandbox_outlook
-from workers.resume import asked_by_reviewers, finish
-from workers.runtime import Runtime
-from workers.settings import Settings
-from workers.settling import RunNotFound
+from workers.coordinator.dispatch import judge_sender, open_and_dispatch
+from workers.coordinator.embedded import default_state_path, embedded_council, state_sessions
+from workers.coordinator.preparation import NothingToReview, ReviewOptions, Round, prepare
+from workers.coordinator.progress import Progress, progress_view
+from workers.coordinator.resume import asked_by_reviewers, finish
+from workers.coordinator.round_plan import RoundPlan, plan_round, store_session_inputs
+from workers.coordinator.waiting import Waiter
+from workers.execution.backend_request import sandbox_outlook
+from workers.git.repository import Repository
+from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
-from workers.waiting import Waiter
 
 _repo_option = click.option(
     "--repo",
@@ -503,7 +503,7 @@ def _run(
 ) -> tuple[CouncilReport, Change]:
     """Open, dispatch and wait for the round; its report and the pull request's change."""
     if app is None:
-        from workers.celery_config import create_app
+        from workers.app.celery_config import create_app
 
         app = create_app(rt.settings)
     change = store_session_inputs(rt, round_, plan)
@@ -626,7 +626,7 @@ def check_command(
 def _with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:
     """The round with the run note of an unsandboxed embedded run, when it is one; a
     warning on stderr when its reviewer programs will fail for want of a sandbox (see
-    :func:`~workers.request.sandbox_outlook`)."""
+    :func:`~workers.execution.backend_request.sandbox_outlook`)."""
     everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
     note, warning = sandbox_outlook(settings, mode, everyone)
     if warning is not None:
@@ -648,10 +648,10 @@ def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
     neither beside council's interpreter nor on PATH, and for a model reviewer whose API
     key variable is unset: in embedded mode this machine is the worker, so a reviewer
     that cannot run is refused before anything is sent instead of failing the gate later.
-    Relative programs are checked by :func:`~workers.preparation.prepare` where it reads
+    Relative programs are checked by :func:`~workers.coordinator.preparation.prepare` where it reads
     them.
     """
-    from council.reviewers import BUILT_BACKENDS, key_env
+    from reviewers import BUILT_BACKENDS, key_env
 
     problems: list[str] = []
     warnings: list[str] = []

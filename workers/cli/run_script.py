@@ -1,7 +1,7 @@
 """``council run-script``: a command reviewer runs a script in the sandbox, and it counts.
 
 Inside a reviewer program a council worker started (``$COUNCIL_JOURNAL`` set), the
-script is handed to the worker (:mod:`council.reviewers.script_desk`): the worker runs it
+script is handed to the worker (:mod:`reviewers.sandbox.script_desk`): the worker runs it
 in a script sandbox and records its row for the running reviewer's attempt in Redis.
 Outside one, with ``COUNCIL_REDIS_URL`` and ``COUNCIL_RUN`` / ``COUNCIL_PARTICIPANT`` /
 ``COUNCIL_ATTEMPT``, it runs the script itself (the current directory as the tree) and
@@ -24,16 +24,15 @@ from pathlib import Path
 import click
 
 from council.evidence import SCRIPT_MAX_BYTES
-from council.reviewers.script_desk import (
+from council.roster.script_limits import LANGUAGES, ScriptLimits
+from reviewers.sandbox.script_desk import (
     REPLY_SUFFIX,
     REQUEST_SUFFIX,
     TOOL,
     scripts_dir,
     write_whole,
 )
-from council.reviewers.scripts import (
-    LANGUAGES,
-    ScriptLimits,
+from reviewers.sandbox.scripts import (
     ScriptRun,
     ScriptRunner,
     check_submission,

@@ -9,7 +9,7 @@ Two ways to stop a finding from gating and posting while keeping it listed:
   completed run (or a JSON report); committed to the base branch, a review reads it
   from the BASE ref (trusted, like the roster).
 
-Source: issue "CI outputs that forges accept"; :mod:`council.baseline`.
+Source: issue "CI outputs that forges accept"; :mod:`council.session.baseline`.
 """
 
 from __future__ import annotations
@@ -21,23 +21,23 @@ from typing import Any, TypeVar
 
 import click
 
-from council.baseline import (
+from council.errors import ConfigurationError
+from council.model.findings import Finding
+from council.model.fingerprint import fingerprint
+from council.model.report import CouncilReport
+from council.rendering import read_json
+from council.rendering.jsonreport import UnreadableReport
+from council.session.baseline import (
     BASELINE_FILE,
     Baseline,
     UnreadableBaseline,
     read_baseline,
     suppress,
 )
-from council.baseline import write_baseline as baseline_text
-from council.errors import ConfigurationError
-from council.findings import Finding
-from council.fingerprint import fingerprint
-from council.report import read_json
-from council.report.jsonreport import UnreadableReport
-from council.report.model import CouncilReport
+from council.session.baseline import write_baseline as baseline_text
+from workers.app.clock import now_ms
 from workers.cli.context import CliContext, UsageProblem, session_store
-from workers.clock import now_ms
-from workers.repository import Repository
+from workers.git.repository import Repository
 from workers.stores.sessions import SessionStore
 
 _PRINT = re.compile(r"([0-9a-f]{64})(?::\d+)?")
@@ -199,7 +199,7 @@ def _latest_run(
 ) -> tuple[list[Finding], dict[str, str]]:
     """The findings still open after the session's latest completed run, and fingerprint
     → reason for each finding dismissed in the session, by its fingerprint or as a
-    rewording of a dismissed finding (:func:`council.baseline.suppress`): its reason
+    rewording of a dismissed finding (:func:`council.session.baseline.suppress`): its reason
     carries into the baseline instead of the generic --reason."""
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=False) as store:

@@ -1,8 +1,8 @@
 """``council worker``: a Celery worker with the council's app, queues and threads pool.
 
-Everything it writes to stdout and stderr is a JSON line (:mod:`workers.stdio`), at INFO
+Everything it writes to stdout and stderr is a JSON line (:mod:`workers.app.stdio`), at INFO
 unless ``--log-level`` says otherwise; ``--metrics-port`` serves Prometheus metrics
-(:mod:`workers.metrics`). Source: docs/architecture.md "Observability".
+(:mod:`workers.app.metrics`). Source: docs/architecture.md "Observability".
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
-from workers.celery_config import ALL_QUEUES
+from workers.app.celery_config import ALL_QUEUES
 from workers.cli.context import CliContext, Incomplete, UsageProblem
 
 WORKER_LOG_LEVEL = "INFO"
@@ -81,7 +81,7 @@ def worker_command(
       COUNCIL_REDIS_URL=redis://localhost:6379/0 council worker -c 32 --metrics-port 9464
       council worker 2>&1 | jq -c 'select(.participant=="hawk")'
     """
-    from workers.stdio import install_worker_output
+    from workers.app.stdio import install_worker_output
 
     level = (log_level or _group_level(cli) or WORKER_LOG_LEVEL).upper()
     install_worker_output(level)  # from here on, every line is JSON
@@ -91,7 +91,7 @@ def worker_command(
             "(embedded mode needs no worker: council review runs one inside itself)"
         )
     cli.runtime()  # exit 3 within 5 s, URL redacted, when Redis cannot be reached
-    from workers import celery_config
+    from workers.app import celery_config
 
     app = celery_config.create_app(cli.settings)
     names = _queue_names(queues)
@@ -131,7 +131,7 @@ def _serve_metrics(
     cli: CliContext, port: int, host: str, names: str, transport_options: object
 ) -> None:
     """Start the metrics server (exit 2 when the address cannot be bound)."""
-    from workers.metrics import serve
+    from workers.app.metrics import serve
 
     queues = list(dict.fromkeys([*ALL_QUEUES, *names.split(",")]))
     try:

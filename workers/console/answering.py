@@ -1,12 +1,12 @@
 """Answering an ask from the console: the same operation as ``council answer``, then
 ``council resume`` once the run's last ask is answered.
 
-The ask is found by its id alone (:func:`workers.resume.find_ask`), the value checked
+The ask is found by its id alone (:func:`workers.coordinator.resume.find_ask`), the value checked
 against its component (:func:`council.asks.pending.checked_answer`: yes or no for a
 confirmation, one of the options for a choice, non-blank text otherwise), recorded in
 the session (:meth:`~workers.stores.sessions.SessionStore.answer`), and, when no ask of
 the run is left unanswered, the run is settled with its answers
-(:func:`workers.resume.finish`: a rejected finding is dismissed with the person's
+(:func:`workers.coordinator.resume.finish`: a rejected finding is dismissed with the person's
 reason). A run waiting on its reviewers' own questions is left waiting once answered:
 the next ``council review`` of its session (or ``council resume RUN``) sends those
 reviewers again, which this page does not do. Nothing here decides anything the CLI
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from council.asks.pending import Answer, checked_answer
-from council.report.model import CouncilReport
-from workers.resume import find_ask, finish, pending_asks
+from council.model.report import CouncilReport
+from workers.coordinator.resume import find_ask, finish, pending_asks
 from workers.stores.artifacts import ArtifactStore
 from workers.stores.sessions import SessionStore
 

@@ -59,12 +59,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from council.asks.pending import AnswerRefused
-from workers.clock import now_ms
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
 from workers.console.answering import AskGone, answer_ask
 from workers.console.registry import REGISTRY
 from workers.console.security import CSRF_FIELD, Access, Auth, Guard
 from workers.console.views import IndexView, RunView, index_view, run_view
-from workers.runtime import Runtime
 
 POLL_S = 1.0
 """Seconds between two renderings of a live stream's parts (a few Redis reads each)."""

@@ -29,13 +29,13 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, JsonValue
 
 from council.asks.pending import Answer, PendingAsk
-from council.findings import ChangeAnchor, FileAnchor, Finding
-from council.gate import FailOn, gate_summary
-from council.lifecycle import is_final
-from council.report.model import CouncilReport, ParticipantSummary, RunStatus
-from workers.clock import now_ms
+from council.model.findings import ChangeAnchor, FileAnchor, Finding
+from council.model.report import CouncilReport, ParticipantSummary, RunStatus
+from council.round.gate import FailOn, gate_summary
+from council.round.lifecycle import is_final
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
 from workers.console.registry import Props, Rendering, rendering
-from workers.runtime import Runtime
 from workers.stores.runs import Progress, RunRecord
 
 RUNS_SHOWN = 50

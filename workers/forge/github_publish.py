@@ -26,10 +26,10 @@ and by our App. GitHub appends the annotations of each update, so a re-run sends
 those past the check run's ``annotations_count`` (none when complete), in requests of
 at most 50, and updates nothing when all is as it should be.
 
-Every body posted goes through :func:`~council.report.escape.for_forge` (a finding
+Every body posted goes through :func:`~council.rendering.escape.for_forge` (a finding
 that quotes ``@org/team`` must not page it, nor an escape sequence or a right-to-left
 override of the change reach the page raw), and every annotation's title and message
-(and raw details) through :func:`~council.report.escape.no_controls`, whatever file
+(and raw details) through :func:`~council.rendering.escape.no_controls`, whatever file
 they were read from. Runtime layer (network).
 """
 
@@ -39,9 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from council.report.escape import for_forge, no_controls
-from council.report.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
-from council.report.github_review import fit_body
+from council.rendering.escape import for_forge, no_controls
+from council.rendering.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
+from council.rendering.github_review import fit_body
 from workers.forge.github import GitHubClient, GitHubInvalid, Identity, PublishError
 from workers.forge.markers import Say, is_summary, marked_run, marker, upsert_summary
 

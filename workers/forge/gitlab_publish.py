@@ -18,7 +18,7 @@ finding goes into the summary note instead, never away.
 alone when it already says the same, or when the merge request has moved on to another
 head and the note shows another run.
 
-Every body posted goes through :func:`~council.report.gitlab.gitlab_safe`: no mention
+Every body posted goes through :func:`~council.rendering.gitlab.gitlab_safe`: no mention
 notifies, no line runs as a quick action (``/merge``, ``/approve``). Runtime layer.
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from council.report.github_review import fit_body
-from council.report.gitlab import gitlab_safe
+from council.rendering.github_review import fit_body
+from council.rendering.gitlab import gitlab_safe
 from workers.forge.gitlab import GitLabClient, GitLabInvalid
 from workers.forge.markers import Say, is_summary, marker, upsert_summary
 

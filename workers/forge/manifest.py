@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from council.report.escape import no_controls_json
+from council.rendering.escape import no_controls_json
 
 MANIFEST_NAME = "council-run.json"
 """The manifest's file name in the output directory."""
@@ -67,7 +67,7 @@ def render_manifest(
 ) -> str:
     """The manifest's JSON text for files written (name → the bytes written); no control
     or bidirectional character of the session's name is written raw
-    (:func:`~council.report.escape.no_controls_json`)."""
+    (:func:`~council.rendering.escape.no_controls_json`)."""
     document = {
         "council_outputs": MANIFEST_VERSION,
         "run_id": run_id,

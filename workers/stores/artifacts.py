@@ -148,7 +148,7 @@ class RunArtifacts:
     def put(self, value: JsonValue) -> str:
         """Put a JSON value in this run's scope (a model's ``store_artifact``); its new
         ref. Raises :class:`ArtifactRefused` (a ValueError) as
-        :meth:`ArtifactStore.put` does; a :class:`~council.reviewers.base.ArtifactDesk`."""
+        :meth:`ArtifactStore.put` does; a :class:`~reviewers.base.ArtifactDesk`."""
         return self.store.put(self.run_id, value)
 
 

@@ -101,17 +101,17 @@ class Keys:
     def run_config(self, run_id: str) -> str:
         """Hash: the BASE's side of the analyzer configuration files the change edits,
         laid over the tree of program reviewers with ``config_from = "base"`` (field
-        ``"<kind>:<path>"`` → bytes, see :mod:`workers.config_overlay`)."""
+        ``"<kind>:<path>"`` → bytes, see :mod:`workers.coordinator.config_overlay`)."""
         return f"{self.prefix}run:{run_id}:config"
 
     def run_secrets(self, run_id: str) -> str:
         """String: JSON list of the places of the likely secrets the change adds (never
-        their values; see :mod:`council.secret_masks`), for workers to mask them."""
+        their values; see :mod:`council.change.secret_masks`), for workers to mask them."""
         return f"{self.prefix}run:{run_id}:secrets"
 
     def run_args(self, run_id: str, participant: str) -> str:
         """Hash: the files a program reviewer's ``args`` name, as read from the BASE tree
-        (field ``"<index>:<mode>:<path>"`` → bytes, see :mod:`workers.base_args`)."""
+        (field ``"<index>:<mode>:<path>"`` → bytes, see :mod:`workers.coordinator.program_args`)."""
         return f"{self.prefix}run:{run_id}:args:{participant}"
 
     def run_attempts(self, run_id: str, participant: str) -> str:
@@ -287,8 +287,8 @@ class Keys:
 
     def session_recall(self, session: str) -> str:
         """String: the JSON array of the findings the session remembers for recognition
-        (:func:`council.recall.recalled`: the latest telling of each id its completed
-        rounds reported, at most :data:`council.recall.RECALL_CAP`, newest first); a
+        (:func:`council.session.remembered.recalled`: the latest telling of each id its completed
+        rounds reported, at most :data:`council.session.remembered.RECALL_CAP`, newest first); a
         later round's finding recognized as one of them keeps its id."""
         return f"{self.prefix}session:{session}:recall"
 

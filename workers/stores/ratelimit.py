@@ -1,7 +1,7 @@
 """Rate limits shared by every worker: requests and tokens per minute, held in Redis.
 
 Structure, per limit name (``openai``, ``openai:gpt-4.1``; see
-:func:`council.roster.limits.limits_for`):
+:func:`council.roster.rate_limits.limits_for`):
 
 * ``ratelimit:{name}:requests``: a sorted set, admission id → admitted ms. The
   requests of the last window; its size is held under ``rpm``.
@@ -15,7 +15,7 @@ that applies and, only when all have room, admits into all of them: atomic acros
 workers, and the clock is the Redis server's (``TIME``), so hosts with skewed clocks
 agree. Each write sets the keys to expire one window later, so an idle limit leaves
 nothing behind. Source: docs/celery.md §1.10 (Celery's ``rate_limit`` is per worker; a
-provider-wide limit needs Redis), council/reviewers/base.py (``RateLimiter``).
+provider-wide limit needs Redis), reviewers/base.py (``RateLimiter``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from council.roster.limits import RateLimit, limits_for
-from workers.metrics import observe_rate_limit_wait
+from council.roster.rate_limits import RateLimit, limits_for
+from workers.app.metrics import observe_rate_limit_wait
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -129,9 +129,9 @@ class _Admission:
 class RedisRateLimiter:
     """Admission to model providers shared by every worker, per ``rpm``/``tpm`` limit.
 
-    Implements :class:`council.reviewers.base.RateLimiter`. ``limits`` are the roster's
+    Implements :class:`reviewers.base.RateLimiter`. ``limits`` are the roster's
     (:attr:`council.roster.Roster.limits`); a request on key ``"openai:gpt-4.1"`` (see
-    :func:`council.roster.limits.limit_key`) must fit every limit that applies to it,
+    :func:`council.roster.rate_limits.limit_key`) must fit every limit that applies to it,
     and a key with none is admitted at once, without touching Redis. ``window_ms`` is
     the window both limits count over (a minute; tests shorten it). Thread-safe: one
     instance may serve every reviewer thread of a worker. Redis errors propagate.
@@ -176,7 +176,7 @@ class RedisRateLimiter:
         how long), never past the deadline: no busy loop. A request estimated above
         ``tpm`` on its own is admitted once the window holds no other tokens, instead
         of never. Negative estimates count as 0. Each sleep is observed in
-        ``council_rate_limit_wait_seconds{limit=key}`` (:mod:`workers.metrics`).
+        ``council_rate_limit_wait_seconds{limit=key}`` (:mod:`workers.app.metrics`).
         """
         applicable = limits_for(key, self._limits)
         if not applicable:

@@ -31,13 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.asks.paused import Paused, Resumption
 from council.asks.pending import Answer
-from council.cost import PriceTable
-from council.outcome import ParticipantOutcome
-from council.participant import Participant
-from council.report.model import CouncilReport, RunStatus
-from council.review_result import Stop
-from council.roster.limits import RateLimit
-from council.secret_masks import SPANS, SecretSpan
+from council.change.secret_masks import SPANS, SecretSpan
+from council.model.backend_result import Stop
+from council.model.participant import Participant
+from council.model.report import CouncilReport, RunStatus
+from council.roster.rate_limits import RateLimit
+from council.round.cost import PriceTable
+from council.round.outcome import ParticipantOutcome
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -111,13 +111,13 @@ class RunRecord(BaseModel):
     that waited on a person with, unless told otherwise."""
     filter: str = "added"
     """The ``--filter`` mode the round's findings are gated with
-    (:mod:`council.diff_filter`); applied when the run settles."""
+    (:mod:`council.change.diff_filter`); applied when the run settles."""
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding
     may fail the gate (None: nobody is asked)."""
     unverified_scripts: Literal["demote", "keep"] = "demote"
     """``[policy] unverified_scripts``: whether a critical finding showing a script that
-    did not run this turn is held at medium (:mod:`council.script_verdicts`)."""
+    did not run this turn is held at medium (:mod:`council.evidence.policy`)."""
     min_agreement: int = Field(default=1, ge=1)
     """``--min-agreement`` (else ``[council] min_agreement``): a finding gates only when
     at least this many reviewers raised it; applied when the run settles."""
@@ -232,9 +232,9 @@ class RunStore:
         ``personas``: participant id → its persona charter's body, for a participant
         whose prompt is built later (the judge's, once the reviewers are filed); read
         back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
-        its ``args`` name (field → bytes, see :mod:`workers.base_args`), read back with
+        its ``args`` name (field → bytes, see :mod:`workers.coordinator.program_args`), read back with
         :meth:`arg_files`. ``config``: the base's side of the analyzer configuration the
-        change edits (field → bytes, see :mod:`workers.config_overlay`), read back with
+        change edits (field → bytes, see :mod:`workers.coordinator.config_overlay`), read back with
         :meth:`config`. ``secrets``: the places of the likely secrets the change adds,
         read back with :meth:`secrets`.
         """
@@ -465,12 +465,12 @@ class RunStore:
 
     def config(self, run_id: str) -> dict[str, bytes]:
         """The base's side of the analyzer configuration the change edits (field →
-        bytes, see :mod:`workers.config_overlay`; empty when it edits none)."""
+        bytes, see :mod:`workers.coordinator.config_overlay`; empty when it edits none)."""
         return _fields(self._r.hgetall(self._keys.run_config(run_id)))
 
     def secrets(self, run_id: str) -> list[SecretSpan]:
         """The places of the likely secrets the change adds (empty when none were
-        found), see :mod:`council.secret_masks`."""
+        found), see :mod:`council.change.secret_masks`."""
         raw = self._r.get(self._keys.run_secrets(run_id))
         return SPANS.validate_json(raw) if raw is not None else []
 
@@ -575,7 +575,7 @@ class RunStore:
         :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
         counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
         that attempt number, and, when ``lease_ms`` > 0, give the attempt a lease lapsing
-        at ``started_ms + lease_ms`` (:mod:`workers.leases`). Returns participant → the
+        at ``started_ms + lease_ms`` (:mod:`workers.execution.leases`). Returns participant → the
         attempt number (1, 2, …).
         """
         k = self._keys

@@ -13,14 +13,14 @@ keys (see :mod:`workers.stores.keys`) outlive runs:
   last completed run (its head, for ``--since-last``, and the findings still open after
   it); written when a run settles.
 * ``session:{s}:recall`` — the findings the session remembers for recognition (bounded,
-  :data:`council.recall.RECALL_CAP`): a later round's finding recognized as one of them
+  :data:`council.session.remembered.RECALL_CAP`): a later round's finding recognized as one of them
   keeps its id; written when a round completes.
 * ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason (and the
   finding dismissed, when known).
 
 Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
 and the id counter): a second consolidation of the same run sees it moved on and files
-nothing. The store persists transitions; :mod:`council.lifecycle` says which exist.
+nothing. The store persists transitions; :mod:`council.round.lifecycle` says which exist.
 Source: docs/architecture.md "State in Redis", docs/identity-and-clocks.md "Identity and the
 ledger", docs/harvest.md §8.
 """
@@ -35,13 +35,13 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.asks.pending import Answer
-from council.earlier_rounds import RoundMemory
-from council.findings import FINDING, FINDINGS, Finding
-from council.fingerprint import fingerprint
-from council.ledger import Ledger, attributed_ids
-from council.lifecycle import Transition
-from council.participant import Identity, Participant, Role
-from council.report.model import CouncilReport
+from council.model.findings import FINDING, FINDINGS, Finding
+from council.model.fingerprint import fingerprint
+from council.model.participant import Identity, Participant, Role
+from council.model.report import CouncilReport
+from council.round.lifecycle import Transition
+from council.session.earlier_rounds import RoundMemory
+from council.session.ledger import Ledger, attributed_ids
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.runs import RunRecord, dumps, wake
@@ -125,7 +125,7 @@ class Dismissal(BaseModel):
     finding: Finding | None = None
     """The finding dismissed, when it was known (dismissed by id, by the fingerprint of
     a finding of the session, or when asked): a rewording of it stays dismissed, matched
-    by agreement (:func:`council.baseline.suppress`). Absent in dismissals recorded
+    by agreement (:func:`council.session.baseline.suppress`). Absent in dismissals recorded
     before it was kept, and for a fingerprint no round had reported."""
 
 
@@ -231,7 +231,7 @@ class SessionStore:
         :meth:`next_finding_id` and commit again. A final transition gives the run's keys
         their retention TTL and removes the run from the session's open runs.
         Raises :class:`RunNotSettled` when the run left ``source`` without a report.
-        Which transitions exist and what they file is :mod:`council.lifecycle`'s; this
+        Which transitions exist and what they file is :mod:`council.round.lifecycle`'s; this
         method runs no domain rule.
         """
         k, s, rid = self._keys, record.session, record.run_id
@@ -432,7 +432,7 @@ class SessionStore:
     ) -> None:
         """Queue what a completed round leaves for later ones: the fingerprints it
         reported and, when the gate found it complete, its head as reviewed with the
-        findings still open after it (:func:`council.earlier_rounds.remembered` decides)."""
+        findings still open after it (:func:`council.session.earlier_rounds.remembered` decides)."""
         k, s = self._keys, record.session
         if memory.reported:
             pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
@@ -476,7 +476,7 @@ class SessionStore:
 
     def open_findings(self, session: str) -> list[Finding]:
         """The findings still open after the session's last completed run, anchored on
-        the head it reviewed (:func:`council.earlier_rounds.still_open`: its own findings, then
+        the head it reviewed (:func:`council.session.earlier_rounds.still_open`: its own findings, then
         those it carried, less those the judge did not uphold). Empty before the first
         completed run. A session written before the open findings were kept gives the
         run's own findings."""
@@ -488,7 +488,7 @@ class SessionStore:
 
     def recall(self, session: str) -> list[Finding] | None:
         """The findings the session remembers for recognition, newest first
-        (:func:`council.recall.recalled`); None when no round wrote them yet (a session
+        (:func:`council.session.remembered.recalled`); None when no round wrote them yet (a session
         older than the memory: the caller falls back to :meth:`open_findings`)."""
         raw = self._r.get(self._keys.session_recall(session))
         return FINDINGS.validate_json(raw) if raw is not None else None

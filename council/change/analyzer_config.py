@@ -1,0 +1,244 @@
+"""Files that configure analyzers, and what a change to them means for its own review.
+
+An analyzer reads its configuration from the tree it checks: ruff the nearest
+``pyproject.toml`` or ``ruff.toml``, eslint its ``eslint.config.js``, mypy ``mypy.ini``.
+A pull request that adds ``[tool.ruff] exclude = ["src"]`` switches the linter off for
+itself. So council lists the changed files that configure analyzers (:data:`ANALYZER_CONFIGS`,
+matched on the file's name at any depth, since most analyzers read the nearest one), and
+a program reviewer (``command``, ``sarif``) with ``config_from = "base"`` (the default)
+reads the BASE's versions of those files instead (``workers/coordinator/config_overlay.py`` lays
+them over its copy of the tree: a file the change added is removed, one it deleted is
+restored). Model reviewers read the tree as the change left it: reviewing the
+configuration change is their job, and the run's note tells them about it.
+
+Three files configure analyzers only in some of their tables (:data:`SECTIONED`):
+``pyproject.toml`` in ``[tool.*]``, ``Cargo.toml`` in ``[lints]`` and
+``[workspace.lints]``, ``package.json`` in ``eslintConfig``, ``prettier``,
+``stylelint``; a change elsewhere in them (a dependency) is not a configuration change.
+One that cannot be parsed counts: what an analyzer would make of it is unknown.
+
+Everything here is pure: the caller reads the blobs (bytes, either side None when the
+file is not there). Source: issue "The change under review is untrusted";
+docs/architecture.md "The shape" (the trusted configuration is the base's).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+CONFIG_OPTION = "config_from"
+"""The program reviewers' roster option: ``"base"`` (the default) or ``"head"``."""
+
+CONFIG_SOURCES: tuple[str, ...] = ("base", "head")
+"""Values of ``config_from``: which side's analyzer configuration a program reads."""
+
+DEFAULT_CONFIG_SOURCE = "base"
+"""A program reviewer's ``config_from`` when the roster sets none."""
+
+CONFIG_FIX = (
+    'Write config_from = "base" (the default: the program reads the base\'s analyzer '
+    'configuration) or "head" (the change\'s, which the change controls)'
+)
+
+ANALYZER_CONFIGS: tuple[tuple[str, str], ...] = (
+    # Python
+    ("pyproject.toml", "[tool.*] tables: ruff, mypy, pylint, bandit, black, isort, pyright…"),
+    ("setup.cfg", "flake8, mypy, pycodestyle, isort, pylint sections"),
+    ("tox.ini", "flake8, pycodestyle, isort sections"),
+    ("ruff.toml", "ruff"),
+    (".ruff.toml", "ruff"),
+    (".flake8", "flake8"),
+    ("mypy.ini", "mypy (its plugins run)"),
+    (".mypy.ini", "mypy (its plugins run)"),
+    (".pylintrc", "pylint (its load-plugins run)"),
+    ("pylintrc", "pylint (its load-plugins run)"),
+    (".bandit", "bandit (skips and excludes)"),
+    ("pyrightconfig.json", "pyright"),
+    (".pycodestyle", "pycodestyle"),
+    (".pydocstyle", "pydocstyle"),
+    (".pydocstylerc", "pydocstyle"),
+    (".isort.cfg", "isort"),
+    (".pre-commit-config.yaml", "pre-commit (which hooks run)"),
+    # JavaScript and TypeScript
+    ("package.json", "eslintConfig, prettier, stylelint keys"),
+    (".eslintrc", "eslint"),
+    (".eslintrc.*", "eslint"),
+    ("eslint.config.*", "eslint (a program it runs)"),
+    (".eslintignore", "eslint (files it skips)"),
+    (".prettierrc", "prettier"),
+    (".prettierrc.*", "prettier"),
+    ("prettier.config.*", "prettier (a program it runs)"),
+    (".prettierignore", "prettier (files it skips)"),
+    (".stylelintrc", "stylelint"),
+    (".stylelintrc.*", "stylelint"),
+    ("stylelint.config.*", "stylelint (a program it runs)"),
+    (".stylelintignore", "stylelint (files it skips)"),
+    ("biome.json", "biome"),
+    ("biome.jsonc", "biome"),
+    ("tsconfig.json", "tsc (strictness, files it checks)"),
+    ("tsconfig.*.json", "tsc (strictness, files it checks)"),
+    ("jsconfig.json", "tsc and editors"),
+    ("deno.json", "deno lint"),
+    ("deno.jsonc", "deno lint"),
+    (".jshintrc", "jshint"),
+    (".jshintignore", "jshint (files it skips)"),
+    ("tslint.json", "tslint"),
+    # Go, Rust, Ruby, others
+    (".golangci.yml", "golangci-lint"),
+    (".golangci.yaml", "golangci-lint"),
+    (".golangci.toml", "golangci-lint"),
+    (".golangci.json", "golangci-lint"),
+    ("staticcheck.conf", "staticcheck"),
+    ("Cargo.toml", "[lints] and [workspace.lints]: rustc and clippy lints"),
+    ("clippy.toml", "clippy"),
+    (".clippy.toml", "clippy"),
+    ("rustfmt.toml", "rustfmt"),
+    (".rustfmt.toml", "rustfmt"),
+    ("deny.toml", "cargo-deny"),
+    (".rubocop.yml", "rubocop"),
+    (".rubocop_todo.yml", "rubocop (offenses it ignores)"),
+    (".shellcheckrc", "shellcheck"),
+    (".hadolint.yaml", "hadolint"),
+    (".hadolint.yml", "hadolint"),
+    (".yamllint", "yamllint"),
+    (".yamllint.yml", "yamllint"),
+    (".yamllint.yaml", "yamllint"),
+    (".markdownlint.json", "markdownlint"),
+    (".markdownlint.yaml", "markdownlint"),
+    (".markdownlint.yml", "markdownlint"),
+    (".markdownlintrc", "markdownlint"),
+    (".clang-tidy", "clang-tidy"),
+    ("CPPLINT.cfg", "cpplint"),
+    ("phpstan.neon", "phpstan"),
+    ("phpstan.neon.dist", "phpstan"),
+    ("phpcs.xml", "phpcs"),
+    ("phpcs.xml.dist", "phpcs"),
+    (".phpcs.xml", "phpcs"),
+    ("psalm.xml", "psalm"),
+    (".swiftlint.yml", "swiftlint"),
+    ("detekt.yml", "detekt"),
+    (".sqlfluff", "sqlfluff"),
+    (".semgrepignore", "semgrep (files it skips)"),
+    (".semgrep.yml", "semgrep"),
+    (".semgrep.yaml", "semgrep"),
+    (".gitleaks.toml", "gitleaks"),
+    (".gitleaksignore", "gitleaks (findings it ignores)"),
+    (".secrets.baseline", "detect-secrets (secrets it ignores)"),
+    (".trivyignore", "trivy (findings it ignores)"),
+    ("trivy.yaml", "trivy"),
+    (".checkov.yml", "checkov"),
+    (".checkov.yaml", "checkov"),
+)
+"""``(file name pattern, what it configures)``: the name (``fnmatch``, case-sensitive) of
+a file that configures an analyzer, matched at any depth of the tree."""
+
+SECTIONED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "pyproject.toml": (("tool",),),
+    "Cargo.toml": (("lints",), ("workspace", "lints")),
+    "package.json": (("eslintConfig",), ("eslintIgnore",), ("prettier",), ("stylelint",)),
+}
+"""File name → the tables (key paths) that configure analyzers in it: the file counts
+only when one of them differs between base and head."""
+
+How = Literal["added", "deleted", "edited"]
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """One changed file that configures analyzers.
+
+    ``how``: ``added`` (not at the base: a base-config reader goes without it),
+    ``deleted`` (not in the head: restored), ``edited``; ``reason`` what it configures.
+    """
+
+    path: str
+    how: How
+    reason: str
+
+
+def config_reason(path: str) -> str | None:
+    """What the file at ``path`` configures (from :data:`ANALYZER_CONFIGS`), or None."""
+    name = posixpath.basename(path)
+    for pattern, reason in ANALYZER_CONFIGS:
+        if fnmatchcase(name, pattern):
+            return reason
+    return None
+
+
+def config_changes(
+    changed: Iterable[tuple[str, bytes | None, bytes | None]],
+) -> list[ConfigChange]:
+    """The analyzer configuration files among a change's files, in the order given.
+
+    ``changed`` holds ``(path, base bytes, head bytes)`` for files the change touches
+    (None: not on that side; a link's bytes are its target). A file of
+    :data:`SECTIONED` counts only when its analyzer tables differ (or either side cannot
+    be parsed); a file equal on both sides does not count. Never raises.
+    """
+    out: list[ConfigChange] = []
+    for path, base, head in changed:
+        reason = config_reason(path)
+        if reason is None or base == head:
+            continue
+        name = posixpath.basename(path)
+        if name in SECTIONED and base is not None and head is not None:
+            before, after = _tables(name, base), _tables(name, head)
+            if before is not None and before == after:
+                continue
+        how: How = "added" if base is None else "deleted" if head is None else "edited"
+        out.append(ConfigChange(path, how, reason))
+    return out
+
+
+def _tables(name: str, blob: bytes) -> list[Any] | None:
+    """The analyzer tables of a :data:`SECTIONED` file (None each when absent), or None
+    when the file cannot be parsed."""
+    try:
+        text = blob.decode("utf-8")
+        doc: Any = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+        return None
+    found: list[Any] = []
+    for keys in SECTIONED[name]:
+        value = doc
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        found.append(value)
+    return found
+
+
+def config_note(
+    changes: Sequence[ConfigChange], base_readers: Sequence[str], head_readers: Sequence[str]
+) -> str | None:
+    """The run's note about the analyzer configuration the change edits, or None.
+
+    Names each file (JSON-quoted: a file name is the change's text), how it changed
+    and what it configures, then which program reviewers read the base's versions
+    (``base_readers``, ``config_from = "base"``) and which the change's
+    (``head_readers``); model reviewers read the change's. At most 20 files are named.
+    """
+    if not changes:
+        return None
+    named = "; ".join(
+        f"{json.dumps(c.path, ensure_ascii=False)} ({c.how}: {c.reason})" for c in changes[:20]
+    )
+    more = f"; and {len(changes) - 20} more" if len(changes) > 20 else ""
+    said = f"the change edits analyzer configuration: {named}{more}."
+    if base_readers:
+        said += (
+            f" The program reviewers {', '.join(base_readers)} read the base's versions "
+            f'(config_from = "base"): a file the change added is left out, one it deleted '
+            f"is restored."
+        )
+    if head_readers:
+        said += (
+            f" The program reviewers {', '.join(head_readers)} read the change's versions "
+            f'(config_from = "head").'
+        )
+    return said + " Model reviewers read the change's: review what it changes."

@@ -1,0 +1,1 @@
+"""Merging reviewers' findings: sameness, agreement, consolidation, recognition across rounds."""

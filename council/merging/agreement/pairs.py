@@ -1,0 +1,308 @@
+"""Which findings are compared, and their scores: blocking by file and lines, rare words.
+
+Comparing every finding with every other is quadratic (100,000 findings are 5·10⁹ pairs).
+Agreement (:mod:`council.merging.agreement.relation`) never holds across files, nor between
+lines further apart than :data:`~council.merging.agreement.relation.WINDOW`, and needs shared
+terms, so only these pairs are scored:
+
+* line findings on one side of one file whose ranges are within the window: a sweep
+  over the file's findings sorted by first line. Where more than :data:`DENSE` findings
+  crowd one window, the sweep keeps only those sharing a rare term (below);
+* a finding on a file but no line (or on the other side of the diff) with the file's
+  findings that share a RARE term with it: one used by at most :data:`RARE_PER_REVIEWER`
+  × the number of reviewers findings of that file (an inverted index over rare terms);
+* a finding that names no file with every finding sharing a term rare over the whole
+  consolidation, the same way.
+
+A posting list holds at most that many findings, so the work is linear in the number
+of findings. Pairs of one reviewer are never scored. A scored pair's value is the
+relation's exact score (every shared term counts, rare or not): rarity only chooses
+which pairs are looked at. Scores are integers in millionths (:data:`SCALE`) so that
+sums later do not depend on the order they are added in.
+
+Terms are ids (:class:`~council.merging.agreement.words.Lexicon`) and squared weights integers
+(:class:`~council.merging.agreement.relation.Vocabulary`), so one pair costs one C-level set
+intersection and one integer sum.
+
+Source: docs/harvest.md §8; the brief of bench/agreement.py (blocking, no quadratic path).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from council.merging.agreement.relation import NEAR_BONUS, WINDOW, Place, place_factor
+
+SCALE = 1_000_000
+"""Scores are kept as integers: round(score × SCALE)."""
+
+RARE_PER_REVIEWER = 2
+"""A term used by more findings (of a file, or of the whole consolidation for findings
+with no file) than this many per reviewer cannot mark one problem: each reviewer tells a
+problem about once, twice leaves room for a neighbouring problem naming the same code."""
+
+DENSE = 64
+"""Findings within one line window past which the sweep compares only those sharing a
+rare term (10,000 findings on one line must not be 10⁸ comparisons)."""
+
+FLOOR_SHARE = 4
+"""Scores below threshold / FLOOR_SHARE are dropped as nothing: they would weigh on
+cluster averages only by pulling them down, which dropping them does too (a little)."""
+
+Adjacency = dict[int, dict[int, int]]
+"""Finding → {other finding → score in millionths}, both directions, scored pairs only."""
+
+
+class _Scorer:
+    """Scores pairs and keeps those above the floor.
+
+    ``terms[i]``: finding i's distinct term ids; ``squared``: term id → squared weight
+    (integer); ``norms[i]``: the square root of finding i's sum of squared weights.
+    """
+
+    def __init__(
+        self,
+        terms: Sequence[tuple[int, ...]],
+        places: Sequence[Place],
+        reviewer: Sequence[int],
+        squared: dict[int, int],
+        norms: Sequence[float],
+        floor: int,
+    ) -> None:
+        self.terms = terms
+        self.places = places
+        self.reviewer = reviewer
+        self.squared = squared.__getitem__
+        self.norms = norms
+        self.floor = floor
+        self.adjacency: Adjacency = {}
+
+    def keep(self, i: int, j: int, value: int) -> None:
+        """Keep a scored pair if it reaches the floor."""
+        if value >= self.floor:
+            adjacency = self.adjacency
+            row = adjacency.get(i)
+            if row is None:
+                row = adjacency[i] = {}
+            row[j] = value
+            row = adjacency.get(j)
+            if row is None:
+                row = adjacency[j] = {}
+            row[i] = value
+
+    def against(self, i: int, others: Sequence[int], factors: Sequence[float]) -> None:
+        """Score finding ``i`` against each of ``others`` (their place factors aligned,
+        each > 0), skipping its own reviewer's findings and empty ones."""
+        norm = self.norms[i]
+        if not norm:
+            return
+        own = set(self.terms[i])
+        terms, norms, reviewer, squared = self.terms, self.norms, self.reviewer, self.squared
+        who, keep, floor = reviewer[i], self.keep, self.floor
+        for j, factor in zip(others, factors, strict=True):
+            if reviewer[j] == who:
+                continue
+            shared = sum(map(squared, own.intersection(terms[j])))
+            if shared:
+                # cosine_of(shared, norm, norms[j]), inlined; norms[j] > 0 as j shares terms
+                value = round(shared / (norm * norms[j]) * factor * SCALE)
+                if value >= floor:
+                    keep(i, j, value)
+
+
+def scored_pairs(
+    terms: Sequence[tuple[int, ...]],
+    places: Sequence[Place],
+    reviewer: Sequence[int],
+    squared: dict[int, int],
+    norms: Sequence[float],
+    used: dict[int, int],
+    threshold: float,
+) -> Adjacency:
+    """The scored pairs of a consolidation's findings, as an adjacency.
+
+    ``terms`` (term ids), ``places``, ``reviewer`` (a reviewer number per finding) and
+    ``norms`` are aligned with the findings; ``squared`` weighs every term id used and
+    ``used`` counts the findings using it (:class:`~council.merging.agreement.relation.Vocabulary`). Time
+    and memory linear in the number of findings (see the module docstring). Never raises.
+    """
+    reviewers = len(set(reviewer))
+    if reviewers < 2:
+        return {}
+    cap = RARE_PER_REVIEWER * reviewers
+    floor = round(threshold * SCALE / FLOOR_SHARE)
+    scorer = _Scorer(terms, places, reviewer, squared, norms, floor)
+    by_path: dict[str, list[int]] = {}
+    unplaced: list[int] = []
+    for i, place in enumerate(places):
+        path = place.path
+        if path is None:
+            unplaced.append(i)
+        else:
+            members = by_path.get(path)
+            if members is None:
+                by_path[path] = [i]
+            else:
+                members.append(i)
+    for path in sorted(by_path):
+        _score_file(scorer, by_path[path], cap)
+    if unplaced:
+        _score_by_rare_terms(scorer, unplaced, range(len(terms)), cap, used)
+    return scorer.adjacency
+
+
+def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
+    """Score the pairs of one file: the line sweep, then the loose findings by rare terms."""
+    places = scorer.places
+    lined: list[int] = []
+    old: list[int] = []
+    loose: list[int] = []
+    for i in members:
+        place = places[i]
+        if place.first is None:
+            loose.append(i)
+        elif place.side == "new":
+            lined.append(i)
+        else:
+            old.append(i)
+            loose.append(i)
+    for side in (lined, old):
+        if len(side) > 1:
+            _sweep(scorer, side, cap)
+    if loose:
+        _score_by_rare_terms(scorer, loose, members, cap)
+
+
+def _postings(
+    terms: Sequence[tuple[int, ...]], among: Sequence[int], wanted: set[int]
+) -> dict[int, list[int]]:
+    """Term → the findings of ``among`` using it, for the terms of ``wanted`` only (each
+    finding's terms are intersected with ``wanted`` in C, so the cost is what is shared,
+    not every term)."""
+    postings: dict[int, list[int]] = {}
+    for j in among:
+        for term in wanted.intersection(terms[j]):
+            listed = postings.get(term)
+            if listed is None:
+                postings[term] = [j]
+            else:
+                listed.append(j)
+    return postings
+
+
+def _score_by_rare_terms(
+    scorer: _Scorer,
+    askers: list[int],
+    among: Sequence[int],
+    cap: int,
+    used: dict[int, int] | None = None,
+) -> None:
+    """Score each of ``askers`` against the findings of ``among`` sharing a rare term.
+
+    Rare: used by at most ``cap`` findings of ``among`` (``used``: term → that count when
+    the caller knows it, as for ``among`` = every finding; else counted here). Pairs of
+    two askers are scored once (from the earlier one's side).
+
+    A candidate's rare shared terms are summed while it is found (an accumulator per
+    asker). The terms too common to be looked up add at most their own weight, so a
+    candidate whose rare sum plus that bound stays under the floor is dropped (exactly:
+    the bound is never under the score); for the others the common shared terms are
+    added from each finding's few common terms (kept once per finding), so no pair
+    intersects whole term sets.
+    """
+    terms, places, squared = scorer.terms, scorer.places, scorer.squared
+    wanted: set[int] = set()
+    for i in askers:
+        wanted.update(terms[i])
+    if used is not None:
+        common = {t for t in wanted if used[t] > cap}
+        postings = _postings(terms, among, {t for t in wanted if 1 < used[t] <= cap})
+    else:
+        postings = _postings(terms, among, wanted)
+        common = {t for t, listed in postings.items() if len(listed) > cap}
+        for t in common:
+            del postings[t]
+    commons: dict[int, tuple[int, ...]] = {}
+    asking = set(askers)
+    norms, reviewer, floor, keep = scorer.norms, scorer.reviewer, scorer.floor, scorer.keep
+    for i in askers:
+        norm = norms[i]
+        if not norm:
+            continue
+        sums: dict[int, int] = {}
+        for term in terms[i]:
+            listed = postings.get(term)
+            if listed is None or len(listed) == 1:
+                continue
+            weight = squared(term)
+            for j in listed:
+                sums[j] = sums.get(j, 0) + weight
+        sums.pop(i, None)
+        if not sums:
+            continue
+        own = common.intersection(terms[i])
+        bound = sum(map(squared, own))
+        here, who = places[i], reviewer[i]
+        for j, shared in sums.items():
+            if reviewer[j] == who or (j < i and j in asking):
+                continue
+            factor = place_factor(here, places[j])
+            if not factor:
+                continue
+            norms_ij = norm * norms[j]
+            if bound:
+                if round((shared + bound) / norms_ij * factor * SCALE) < floor:
+                    continue
+                theirs = commons.get(j)
+                if theirs is None:
+                    theirs = commons[j] = tuple(common.intersection(terms[j]))
+                shared += sum(map(squared, own.intersection(theirs)))
+            # cosine_of(shared, norm, norms[j]) × factor, as everywhere
+            value = round(shared / norms_ij * factor * SCALE)
+            if value >= floor:
+                keep(i, j, value)
+
+
+def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
+    """Score line findings of one file and side whose ranges lie within the window.
+
+    A finding with more than :data:`DENSE` others in its window is compared only with
+    those sharing a term that at most ``cap`` findings of this side use (an index built
+    once for the side, so a crowd costs ``cap`` per term, never the crowd's size).
+    """
+    places, terms = scorer.places, scorer.terms
+    order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
+    firsts = [places[i].first or 0 for i in order]
+    lasts = [places[i].last or 0 for i in order]
+    index: dict[int, list[int]] | None = None
+    for at, i in enumerate(order):
+        last = lasts[at]
+        end = bisect_right(firsts, last + WINDOW, lo=at + 1)
+        if end == at + 1:
+            continue
+        if end - at - 1 > DENSE:
+            if index is None:
+                index = {}
+                for k, j in enumerate(order):
+                    for term in terms[j]:
+                        listed = index.get(term)
+                        if listed is None:
+                            index[term] = [k]
+                        else:
+                            listed.append(k)
+            near: set[int] = set()
+            for term in terms[i]:
+                listed = index[term]
+                if len(listed) <= cap:
+                    near.update(k for k in listed if at < k < end)
+            others = [order[k] for k in sorted(near)]
+            here = places[i]
+            scorer.against(i, others, [place_factor(here, places[j]) for j in others])
+            continue
+        # place_factor, inlined: each j starts at or after i, on the same side
+        factors = [
+            1.0 + NEAR_BONUS * (1.0 - max(0, first - last) / WINDOW)
+            for first in firsts[at + 1 : end]
+        ]
+        scorer.against(i, order[at + 1 : end], factors)

@@ -1,0 +1,107 @@
+"""When two findings make the same claim: the subject folding and ``says_the_same``.
+
+A reviewer records a finding in its journal the moment it is sure of it, then repeats it
+in its answer (or gives a draft list, then its final one); two reviewers often raise the
+same point in slightly different words of punctuation and case. Counting each telling
+separately would invent findings (within one reviewer) or hide agreement (across
+reviewers), so the answer's several lists, the journal fold and the consolidation ask the
+one question answered here.
+
+Source: docs/harvest.md §3.1 (repeats across an answer's lists), §5 (``says_the_same``), §8
+(consolidation uses the same relation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import partial
+from itertools import repeat
+
+from council.model.findings import Finding, anchor_path
+
+_SEPARATORS = re.compile(r"[\s.,;:]+")
+"""A run of whitespace (exactly the characters ``str.isspace`` accepts) and ``. , ; :``."""
+
+
+def fold_subject(subject: str) -> str:
+    """The form of a subject that sameness compares: case and separators folded away.
+
+    Unicode casefolding (so ``ß`` and ``SS`` agree), then every run of whitespace (any
+    character for which ``str.isspace()`` holds: U+00A0, U+2009, U+001E, U+0085 ...) and
+    of ``. , ; :`` becomes one space, and the result is trimmed. Other punctuation is
+    kept: "leaks!" and "leaks" differ, because an exclamation can change the claim.
+
+    Why: a journal entry and the answer's repetition of it differ in exactly these
+    details, and nothing else should make two claims look different.
+
+    >>> fold_subject("  Pool\\u00a0LEAKS;; on timeout. ")
+    'pool leaks on timeout'
+
+    Never raises. Source: docs/harvest.md §5.
+    """
+    return _SEPARATORS.sub(" ", subject.casefold()).strip(" ")
+
+
+def fold_subjects(subjects: Iterable[str]) -> list[str]:
+    """:func:`fold_subject` of each subject, in order: the same rule in bulk (a chain of
+    C-level calls, no Python frame per subject), for a consolidation's 100,000 subjects.
+    Never raises. Source: docs/harvest.md §5."""
+    folded = map(partial(_SEPARATORS.sub, " "), map(str.casefold, subjects))
+    return list(map(str.strip, folded, repeat(" ")))
+
+
+def says_the_same(a: Finding, b: Finding) -> bool:
+    """Whether two findings make the same claim about the same file.
+
+    True when the folded subjects (:func:`fold_subject`) are equal AND either finding
+    names no file (a change anchor) or both name the same file. A line anchor and a file
+    anchor on the same path are the same finding; labels, severities, discussions and
+    line numbers are not compared.
+
+    Why: a reviewer journals a finding, then repeats it in its answer, and counting both
+    would invent agreement; a vague telling ("somewhere in the change") of a claim made
+    precisely elsewhere is the same claim. The relation is symmetric but not transitive.
+    Never raises.
+
+    Source: docs/harvest.md §5, §8.
+    """
+    if fold_subject(a.subject) != fold_subject(b.subject):
+        return False
+    path_a, path_b = anchor_path(a.anchor), anchor_path(b.anchor)
+    return path_a is None or path_b is None or path_a == path_b
+
+
+class KeptFindings:
+    """The findings kept so far, indexed to ask ``says_the_same`` of all of them at once.
+
+    A new finding says the same as some kept one exactly when a kept finding has its
+    folded subject and either of the two names no file, or both name the same file
+    (docs/harvest.md §5). Indexed by folded subject, so a fold stays linear however many
+    findings were kept. Used for the repeats across an answer's lists (docs/harvest.md §3.1)
+    and the journal fold (§5).
+    """
+
+    def __init__(self, findings: Iterable[Finding] = ()) -> None:
+        self._fileless: set[str] = set()
+        """Folded subjects some kept finding tells without naming a file."""
+        self._files: dict[str, set[str]] = {}
+        """Folded subject → the files kept findings with that subject name."""
+        for finding in findings:
+            self.add(finding)
+
+    def add(self, finding: Finding) -> None:
+        """Index one more kept finding (docs/harvest.md §5)."""
+        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
+        if path is None:
+            self._fileless.add(subject)
+        else:
+            self._files.setdefault(subject, set()).add(path)
+
+    def says_the_same(self, finding: Finding) -> bool:
+        """Whether some kept finding says the same as ``finding`` (docs/harvest.md §5)."""
+        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
+        if subject in self._fileless:
+            return True
+        files = self._files.get(subject)
+        return files is not None and (path is None or path in files)

@@ -1,0 +1,1 @@
+"""The finding and report model: anchors, findings, participants, clocks, the settled report."""

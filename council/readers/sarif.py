@@ -1,0 +1,518 @@
+"""Reading a SARIF 2.1.0 log into findings: the results on the change, and what was not read.
+
+The ``sarif`` backend (:mod:`reviewers.programs.sarif`) runs an analyzer and hands its
+stdout here; ``council consolidate`` reads a SARIF file here too. Each result located on
+the change (by default on an added line, or in the hunk or Python statement around one:
+:mod:`council.readers.sarif_scope`) becomes one entry of the answer contract
+(docs/harvest.md §1); what was not read is counted (``outside_change_results``,
+``unplaced_errors``, ``unreadable_results``, ``unanalyzed_files``). Pure: the statement
+spans of a file come in as a function.
+
+Source: docs/harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
+§3.14.14 artifactLocation / originalUriBaseIds.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from council.readers.sarif_scope import (
+    Spans,
+    StatementLines,
+    edit_windows,
+    line_number,
+    reach_edit,
+    statement_edit,
+    statement_lines,
+    touches,
+)
+from council.roster.backend_options import DEFAULT_SARIF_SCOPE
+
+SEVERITY_OF_LEVEL: dict[str, str | None] = {
+    "error": "critical",
+    "warning": "medium",
+    "note": "minor",
+    "none": None,
+}
+"""SARIF ``level`` → our severity. ``none`` (informational) gets no severity."""
+
+DEFAULT_LEVEL = "warning"
+"""SARIF's default level when neither the result nor its rule gives one (§3.27.10)."""
+
+
+class SarifError(ValueError):
+    """The analyzer's output is not a SARIF log we can read (the reason is the message)."""
+
+
+def severities(levels: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """SARIF level → severity: :data:`SEVERITY_OF_LEVEL` with a roster's ``levels`` over it.
+
+    A ``levels`` value of ``"none"`` means no severity (the result becomes a note).
+    """
+    table = dict(SEVERITY_OF_LEVEL)
+    for level, severity in (levels or {}).items():
+        table[level] = None if severity == "none" else severity
+    return table
+
+
+def normalize_path(path: str) -> str:
+    """A repository-relative path in one spelling: no ``./``, no ``..``, no ``//``.
+
+    A backslash is kept: on POSIX it is part of a file name (``src/evil\\x.py`` is one
+    file, not ``src/evil/x.py``), and rewriting it let a change file an analyzer's
+    result on a path that is not in the change (:class:`ChangedPaths` tries the
+    slash form only as a fallback).
+    """
+    normal = posixpath.normpath(path) if path else path
+    return "" if normal == "." else normal
+
+
+def slash_form(path: str) -> str:
+    """``path`` with every backslash read as a separator (a Windows analyzer's spelling)."""
+    return normalize_path(path.replace("\\", "/"))
+
+
+class ChangedPaths:
+    """The change's new-side paths, matched against the paths a SARIF log names.
+
+    Why exact first: a change names its files in git's POSIX spelling, where ``\\`` is
+    an ordinary character; an analyzer on POSIX prints them so too (bandit percent-
+    encodes it, ``src/evil%5Cx.py``). Only a path that names no changed file exactly is
+    read with backslashes as separators, and then only when that names exactly one
+    changed file (an analyzer run on Windows); two candidates are ambiguous and match
+    none.
+    """
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = {normalize_path(p) for p in paths}
+        self._by_slash: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            self._by_slash.setdefault(slash_form(path), []).append(path)
+
+    def match(self, path: str) -> str | None:
+        """The changed path a SARIF path names, or None when it names none."""
+        if path in self.paths:
+            return path
+        candidates = self._by_slash.get(slash_form(path), [])
+        return candidates[0] if len(candidates) == 1 else None
+
+
+def _uri_path(uri: str) -> str:
+    """A SARIF URI (``file:///abs``, ``src/a%20b.py``) as a file-system path."""
+    if uri.startswith("file:"):
+        return unquote(urlsplit(uri).path)
+    return unquote(uri)
+
+
+def _resolve_uri(uri: str, base_id: Any, bases: Mapping[str, Any], depth: int = 0) -> str:
+    """Join a relative URI to its ``uriBaseId`` (recursively, as §3.14.14 allows).
+
+    An undefined base (``%SRCROOT%`` with no ``originalUriBaseIds``) is taken as the
+    analyzer's working directory, so the URI stays relative to the tree.
+    """
+    if uri.startswith(("file:", "/")) or not isinstance(base_id, str) or depth > 8:
+        return uri
+    base = bases.get(base_id)
+    if not isinstance(base, Mapping) or not isinstance(base.get("uri"), str):
+        return uri
+    parent = _resolve_uri(base["uri"], base.get("uriBaseId"), bases, depth + 1)
+    if parent and not parent.endswith("/"):
+        parent += "/"
+    return parent + uri
+
+
+def _relative(path: str, roots: Sequence[str]) -> str:
+    """``path`` relative to the first root it lies under; relative paths as they are."""
+    if not path.startswith("/"):
+        return normalize_path(path)
+    normal = posixpath.normpath(path)
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if normal.startswith(prefix):
+            return normalize_path(normal[len(prefix) :])
+    return normal
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class _Run:
+    """One SARIF run: its rules, artifacts and URI bases, for reading its results."""
+
+    def __init__(self, run: Mapping[str, Any], roots: Sequence[str]) -> None:
+        tool = run.get("tool")
+        driver = tool.get("driver") if isinstance(tool, Mapping) else None
+        rules = driver.get("rules") if isinstance(driver, Mapping) else None
+        self.rules: list[Any] = rules if isinstance(rules, list) else []
+        artifacts = run.get("artifacts")
+        self.artifacts: list[Any] = artifacts if isinstance(artifacts, list) else []
+        bases = run.get("originalUriBaseIds")
+        self.bases: Mapping[str, Any] = bases if isinstance(bases, Mapping) else {}
+        self.roots = roots
+
+    def rule(self, result: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        """The result's rule id and its rule object ({} when not described)."""
+        given = result.get("rule")
+        ref: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        rule_id = _text(result.get("ruleId")) or _text(ref.get("id"))
+        index = result.get("ruleIndex", ref.get("index"))
+        if isinstance(index, int) and 0 <= index < len(self.rules):
+            found = self.rules[index]
+            if isinstance(found, Mapping):
+                return rule_id or _text(found.get("id")), found
+        for found in self.rules:
+            if isinstance(found, Mapping) and rule_id and found.get("id") == rule_id:
+                return rule_id, found
+        return rule_id, {}
+
+    def _artifact(self, index: Any) -> Any:
+        """The location of ``run.artifacts[index]``, or None."""
+        if isinstance(index, int) and 0 <= index < len(self.artifacts):
+            artifact = self.artifacts[index]
+            return artifact.get("location") if isinstance(artifact, Mapping) else None
+        return None
+
+    def path(self, location: Any) -> tuple[str, Mapping[str, Any]] | None:
+        """The tree-relative path of a location and its region, or None without one."""
+        if not isinstance(location, Mapping):
+            return None
+        physical = location.get("physicalLocation")
+        if not isinstance(physical, Mapping):
+            return None
+        artifact = physical.get("artifactLocation")
+        if not isinstance(artifact, Mapping):
+            return None
+        uri, base_id = artifact.get("uri"), artifact.get("uriBaseId")
+        index = artifact.get("index")
+        listed = self._artifact(index) if not isinstance(uri, str) else None
+        if isinstance(listed, Mapping):
+            uri, base_id = listed.get("uri"), listed.get("uriBaseId", base_id)
+        if not isinstance(uri, str) or not uri:
+            return None
+        path = _relative(_uri_path(_resolve_uri(uri, base_id, self.bases)), self.roots)
+        region = physical.get("region")
+        return path, region if isinstance(region, Mapping) else {}
+
+
+def _message(result: Mapping[str, Any], rule: Mapping[str, Any]) -> str:
+    """The result's message text (text, else markdown, else the rule's message string)."""
+    message = result.get("message")
+    if not isinstance(message, Mapping):
+        return ""
+    text = _text(message.get("text")) or _text(message.get("markdown"))
+    strings = rule.get("messageStrings")
+    if not text and isinstance(strings, Mapping) and isinstance(message.get("id"), str):
+        template = strings.get(message["id"])
+        text = _text(template.get("text")) if isinstance(template, Mapping) else ""
+        arguments = message.get("arguments")
+        for position, argument in enumerate(arguments if isinstance(arguments, list) else []):
+            text = text.replace("{" + str(position) + "}", str(argument))
+    return text.strip()
+
+
+def _level(run: _Run, result: Mapping[str, Any]) -> str:
+    """The result's SARIF level: its own, else its rule's default, else ``warning``."""
+    rule = run.rule(result)[1]
+    level = _text(result.get("level"))
+    if not level:
+        configuration = rule.get("defaultConfiguration")
+        if isinstance(configuration, Mapping):
+            level = _text(configuration.get("level"))
+    return level or DEFAULT_LEVEL
+
+
+def _entry(
+    run: _Run,
+    result: Mapping[str, Any],
+    path: str | None,
+    region: Mapping[str, Any],
+    severity_of: Mapping[str, str | None],
+) -> dict[str, Any]:
+    """One answer-contract entry for a result located at ``path`` (None: about the whole
+    change, for a result that names no place)."""
+    rule_id, rule = run.rule(result)
+    severity = severity_of.get(_level(run, result), "medium")
+    text = _message(result, rule)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    named = bool(rule_id) and first.startswith(f"{rule_id}:")  # council's own SARIF
+    subject = first if named else f"{rule_id}: {first}" if rule_id and first else rule_id or first
+    discussion = text
+    help_uri = _text(rule.get("helpUri"))
+    if help_uri:
+        discussion = f"{discussion}\n\n{help_uri}" if discussion else help_uri
+    start = line_number(region.get("startLine"))
+    location: dict[str, Any] = {"kind": "file", "file": path}
+    if path is None:
+        location = {"kind": "global"}
+    elif start is not None:
+        end = line_number(region.get("endLine"))
+        location = {"kind": "line", "file": path, "start": start}
+        location["end"] = end if end is not None and end >= start else start
+    entry: dict[str, Any] = {
+        "location": location,
+        "label": "issue" if severity is not None else "note",
+        "subject": subject or "an analyzer result without a message",
+        "discussion": discussion,
+    }
+    if severity is not None:
+        entry["severity"] = severity
+    return entry
+
+
+UNANALYZED_SHOWN = 20
+"""Most unanalyzed changed files a note names (the rest are counted)."""
+
+
+def unanalyzed(
+    run: _Run, raw_run: Mapping[str, Any], changed: ChangedPaths
+) -> tuple[list[str], bool]:
+    """What one run's ``invocations`` say the analyzer did NOT analyze: the changed files
+    an ``error``-level tool notification names (``toolExecutionNotifications`` or
+    ``toolConfigurationNotifications``, SARIF §3.20.21–22: bandit reports a file it could
+    not parse there), and whether an invocation says ``executionSuccessful: false``
+    (§3.20.14). Why: such a file was never scanned, so the analyzer's silence on it is not
+    a pass. Never raises; a malformed invocation is skipped."""
+    files: list[str] = []
+    failed = False
+    invocations = raw_run.get("invocations")
+    for invocation in invocations if isinstance(invocations, list) else ():
+        if not isinstance(invocation, Mapping):
+            continue
+        failed = failed or invocation.get("executionSuccessful") is False
+        for key in ("toolExecutionNotifications", "toolConfigurationNotifications"):
+            notes = invocation.get(key)
+            for note in notes if isinstance(notes, list) else ():
+                if not isinstance(note, Mapping) or note.get("level") != "error":
+                    continue
+                locations = note.get("locations")
+                for location in locations if isinstance(locations, list) else ():
+                    place = run.path(location)
+                    path = changed.match(place[0]) if place is not None else None
+                    if path is not None and path not in files:
+                        files.append(path)
+    return files, failed
+
+
+def unanalyzed_note(files: Sequence[str], failed: bool) -> str:
+    """The reviewer's note for what :func:`unanalyzed` found (files JSON-quoted)."""
+    if files:
+        named = ", ".join(json.dumps(f, ensure_ascii=False) for f in files[:UNANALYZED_SHOWN])
+        more = f" and {len(files) - UNANALYZED_SHOWN} more" if len(files) > UNANALYZED_SHOWN else ""
+        return (
+            f"the analyzer could not analyze {len(files)} changed file(s): {named}{more} "
+            "(an error in its SARIF log's invocation notifications); its silence on them "
+            "is not a pass"
+        )
+    return (
+        "the analyzer's SARIF log says its execution did not succeed "
+        "(invocations[].executionSuccessful is false); what it did not analyze is unknown"
+    )
+
+
+def outside_note(errors: int) -> str:
+    """The reviewer's note for ``errors`` error-level results left out as off the change."""
+    return (
+        f"{errors} result(s) at SARIF level error lie on changed files but away from the "
+        'lines the change edits, and were left out (scope = "lines"); scope = "files" '
+        "files every result on a changed file"
+    )
+
+
+def unplaced_note(errors: int) -> str:
+    """The reviewer's note for ``errors`` error-level results that name no place at all."""
+    return (
+        f"{errors} result(s) at SARIF level error name no file (no readable location), so "
+        "none of them could be tied to the change, and they were left out; run the "
+        "analyzer by hand to see them"
+    )
+
+
+def unreadable_note(results: int) -> str:
+    """The note for ``results`` SARIF results that are not objects (nothing to read)."""
+    return f"{results} result(s) of its SARIF log are not objects and could not be read"
+
+
+def findings_from_sarif(
+    log: Any,
+    changed_paths: Sequence[str],
+    roots: Sequence[str] = (),
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    scope: str = DEFAULT_SARIF_SCOPE,
+    levels: Mapping[str, str] | None = None,
+    statements: Callable[[str], Spans] | None = None,
+    unplaced: bool = False,
+) -> dict[str, Any]:
+    """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
+
+    Why only the change: the council reviews a change, and an analyzer run on the whole
+    tree reports every old problem too. A result is on a changed file when one of its
+    locations names one (paths compared normalized: ``file://`` and ``uriBaseId``
+    resolved, absolute paths made relative to the first of ``roots`` (the analyzer's cwd)
+    they lie under, ``./`` dropped, backslashes kept: see :class:`ChangedPaths`). With
+    ``scope`` ``"lines"`` it must also touch the change: its region's lines
+    (``startLine`` to ``endLine``) meet the file's added lines in ``changed_lines``
+    (new-side path → line numbers), or lie within the hunk around one, or start in a
+    statement holding one (``statements``: changed path → its statement spans; None:
+    not used); see :mod:`council.readers.sarif_scope`. A location without a line, or
+    on a file ``changed_lines`` does not list, touches it. A result kept for the hunk or
+    the statement is filed from its region to the nearest added line there, its
+    discussion saying what the analyzer marked. With ``scope`` ``"files"``, or an empty
+    ``changed_lines`` (the diff is not known),
+    any result on a changed file counts. Results elsewhere, or with no
+    location, are counted in ``ignored_results``; results on a changed file but off its
+    edit in ``outside_change_results``, those of them at SARIF level ``error`` also in
+    ``outside_change_errors`` (the reviewer says so in a note: a dropped critical is
+    never silent), and those naming no place at all at level ``error`` in
+    ``unplaced_errors`` (a note too); results that are not objects in
+    ``unreadable_results``. ``levels``
+    maps SARIF levels to severities over the defaults (see :func:`severities`). Changed
+    files the log's invocations say were not analyzed are in ``unanalyzed_files``, and
+    ``execution_failed`` is true when an invocation says it did not succeed
+    (:func:`unanalyzed`). With ``unplaced`` (``council consolidate``: there is no change
+    to keep to), a result none of whose locations can be read is an entry about the
+    whole change rather than ignored.
+
+    Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
+    a ``results`` value of the wrong type).
+    """
+    if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
+        raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")
+    changed = ChangedPaths(changed_paths)
+    added = {normalize_path(p): n for p, n in (changed_lines or {}).items()}
+    if scope != "lines":
+        added = {}
+    windows = {path: edit_windows(lines) for path, lines in added.items()}
+    lines_of: dict[str, StatementLines] = {}
+    severity_of = severities(levels)
+    findings: list[dict[str, Any]] = []
+    ignored = outside = outside_errors = unreadable = unplaced_errors = 0
+    skipped: list[str] = []
+    failed = False
+    for number, raw_run in enumerate(log["runs"]):
+        if not isinstance(raw_run, Mapping):
+            raise SarifError(f"runs[{number}] of its SARIF log is not an object")
+        results = raw_run.get("results")
+        results = [] if results is None else results
+        if not isinstance(results, list):
+            raise SarifError(f"runs[{number}].results of its SARIF log is not a list")
+        run = _Run(raw_run, roots)
+        files, run_failed = unanalyzed(run, raw_run, changed)
+        skipped.extend(f for f in files if f not in skipped)
+        failed = failed or run_failed
+        for result in results:
+            if not isinstance(result, Mapping):
+                unreadable += 1
+                continue
+            locations = result.get("locations")
+            places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
+            on_changed = [
+                (path, p[1])
+                for p in places
+                if p is not None and (path := changed.match(p[0])) is not None
+            ]
+            if not on_changed:
+                if not any(p is not None for p in places):
+                    if unplaced:
+                        findings.append(_entry(run, result, None, {}, severity_of))
+                        continue
+                    unplaced_errors += _level(run, result) == "error"
+                ignored += 1
+                continue
+            place = next((p for p in on_changed if touches(p, added)), None)
+            near = None
+            if place is None:
+                near = next((p for p in on_changed if touches(p, added, windows)), None)
+                place = near and (near[0], reach_edit(near[1], added[near[0]]))
+            if place is None and statements is not None:
+                for p in on_changed:
+                    if p[0] not in lines_of:
+                        lines_of[p[0]] = statement_lines(statements(p[0]))
+                    edit = statement_edit(p, added, lines_of[p[0]])
+                    if edit:
+                        near, place = p, (p[0], reach_edit(p[1], edit))
+                        break
+            if place is None:
+                outside += 1
+                outside_errors += _level(run, result) == "error"
+                continue
+            entry = _entry(run, result, *place, severity_of)
+            if near is not None:
+                marked = _entry(run, result, *near, severity_of)["location"]
+                entry["discussion"] += (
+                    f"\n\n(The analyzer marked lines {marked['start']}–{marked['end']}; the "
+                    "finding reaches the nearest line the change wrote in the same hunk or "
+                    "statement.)"
+                )
+            findings.append(entry)
+    return {
+        "findings": findings,
+        "ignored_results": ignored,
+        "outside_change_results": outside,
+        "outside_change_errors": outside_errors,
+        "unplaced_errors": unplaced_errors,
+        "unreadable_results": unreadable,
+        "unanalyzed_files": skipped,
+        "execution_failed": failed,
+    }
+
+
+def every_path(log: Any) -> list[str]:
+    """Every path the results of a SARIF log name (normalized, first seen first): what to
+    pass as ``changed_paths`` to :func:`findings_from_sarif` to read every result, when
+    there is no change to keep them to (``council consolidate``). Never raises."""
+    if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
+        return []
+    found: dict[str, None] = {}
+    for raw_run in log["runs"]:
+        if not isinstance(raw_run, Mapping) or not isinstance(raw_run.get("results"), list):
+            continue
+        run = _Run(raw_run, ())
+        for result in raw_run["results"]:
+            locations = result.get("locations") if isinstance(result, Mapping) else None
+            for location in locations if isinstance(locations, list) else ():
+                place = run.path(location)
+                if place is not None:
+                    found.setdefault(normalize_path(place[0]))
+    return list(found)
+
+
+def answer_from_output(
+    stdout: str,
+    changed_paths: Sequence[str],
+    roots: Sequence[str] = (),
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    scope: str = DEFAULT_SARIF_SCOPE,
+    levels: Mapping[str, str] | None = None,
+    statements: Callable[[str], Spans] | None = None,
+) -> str:
+    """The backend's answer (JSON text) for an analyzer's stdout (see :func:`findings_from_sarif`).
+
+    Raises :class:`SarifError` for empty output, non-JSON output or a non-SARIF log, with
+    a reason fit for a failure.
+    """
+    if not stdout.strip():
+        raise SarifError("it printed nothing on stdout, where its SARIF log must go")
+    try:
+        log = json.loads(stdout)
+    except json.JSONDecodeError as error:
+        raise SarifError(
+            f"its stdout is not JSON ({error.msg} at line {error.lineno} column "
+            f"{error.colno}); the analyzer must print a SARIF log there"
+        ) from error
+    answer = findings_from_sarif(
+        log,
+        changed_paths,
+        roots,
+        changed_lines=changed_lines,
+        scope=scope,
+        levels=levels,
+        statements=statements,
+    )
+    return json.dumps(answer, ensure_ascii=False, indent=2)

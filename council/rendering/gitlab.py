@@ -1,0 +1,228 @@
+"""GitLab's outputs: the Code Quality artifact and the merge request's diff discussions.
+
+:func:`render_gitlab_discussions` writes what ``council publish gitlab`` posts as threads
+on the merge request's diff lines (see its docstring); the rest of this module is the
+Code Quality artifact, what a merge request's Code Quality widget reads.
+
+A JSON array of Code Climate issues, the subset GitLab documents::
+
+    [{"description": "issue (blocking): pool leaks on timeout",
+      "check_name": "council/issue",
+      "fingerprint": "<64 hex>[:n]",
+      "severity": "critical",
+      "location": {"path": "src/pool.py", "lines": {"begin": 12}}}]
+
+GitLab compares the artifact of the merge request with the target branch's by
+``fingerprint`` and shows only the first entry of a fingerprint, so the fingerprint is
+unique per occurrence (:func:`council.model.fingerprint.occurrence_fingerprints`) and stable
+when lines move. Every entry needs a path and a line: a file-anchored finding is placed
+at line 1 of its file, and a finding about the change as a whole at path ``.`` line 1,
+its description saying so. Suppressed findings are left out (the Markdown and JSON
+reports list them); off-diff and seen findings are kept. Outdated findings of earlier
+rounds are not written; findings carried from earlier rounds (still open, not reviewed
+again by a ``--since-last`` round) are, after this round's. Source: GitLab "Code Quality
+report format"; docs/harvest.md §2.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from council.change.diff import Change, ChangedFile, Hunk, landing
+from council.change.secret_masks import MASK
+from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, severity_rank
+from council.model.fingerprint import occurrence_fingerprints
+from council.model.report import CouncilReport
+from council.rendering.agreement import agreement_text, tellings_plain
+from council.rendering.escape import for_forge, no_controls, no_controls_json, no_quick_actions
+from council.rendering.github_review import MAX_COMMENTS, comment_body
+from council.rendering.markdown import DECORATIONS, OFF_DIFF_REASONS
+
+SEVERITIES: dict[str | None, str] = {
+    "critical": "critical",
+    "medium": "major",
+    "minor": "minor",
+    None: "info",
+}
+"""Code Quality severity for each council severity (``blocker`` is never used)."""
+
+CHANGE_PATH = "."
+"""Where a finding about the change as a whole is placed: the repository root."""
+
+DESCRIPTION_CHARS = 1_000
+"""The longest description written, in characters; the widget shows one line."""
+
+
+def render_gitlab_codequality(report: CouncilReport) -> str:
+    """The report as a GitLab Code Quality JSON array: one entry per line, newline-terminated.
+
+    One entry per open finding that is not suppressed: this round's in filing order,
+    then those carried from earlier rounds. The
+    description is ``label (decoration): subject``, plus what the widget could not say
+    otherwise: the whole change, the whole file, the old side of the diff, a line not
+    in the diff. ``check_name`` is ``council/<label>``; the full discussion goes in
+    ``content.body`` (Code Climate's field for it). The description (one line) and the
+    body pass :func:`~council.rendering.escape.no_controls`, as GitLab shows them; the
+    path keeps its characters (GitLab finds the file by it), written as JSON escapes
+    (:func:`~council.rendering.escape.no_controls_json`). An empty report is ``[]``. Never
+    raises. One entry per line (not an indented tree) keeps 30,000 findings fast to
+    write and the artifact easy to grep. Source: GitLab "Code Quality report format";
+    docs/architecture.md "Reports, the CLI and the gate".
+    """
+    findings = report.open_findings
+    prints = occurrence_fingerprints(findings)
+    entries: list[dict[str, Any]] = []
+    for finding, print_ in zip(findings, prints, strict=True):
+        if finding.id is not None and finding.id in report.suppressed:
+            continue
+        entries.append(_entry(report, finding, print_))
+    if not entries:
+        return "[]\n"
+    lines = ",\n".join(no_controls_json(json.dumps(entry, ensure_ascii=False)) for entry in entries)
+    return f"[\n{lines}\n]\n"
+
+
+def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, Any]:
+    path, line, where = _place(finding)
+    miss = report.off_diff.get(finding.id) if finding.id is not None else None
+    if miss is not None:
+        where.append(f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}")
+    decoration = DECORATIONS.get(finding.severity)
+    label = f"{finding.label} ({decoration})" if decoration else finding.label
+    description = f"{label}: {' '.join(finding.subject.split())}"
+    agreed = agreement_text(finding)
+    if finding.raised_by and agreed:
+        where.append(f"raised by {', '.join(finding.raised_by)} ({agreed})")
+    if where:
+        description += f" [{'; '.join(where)}]"
+    description = no_controls(description, one_line=True)
+    if len(description) > DESCRIPTION_CHARS:
+        description = description[: DESCRIPTION_CHARS - 1] + "…"
+    entry: dict[str, Any] = {
+        "description": description,
+        "check_name": f"council/{finding.label}",
+        "fingerprint": print_,
+        "severity": SEVERITIES[finding.severity],
+        "location": {"path": path, "lines": {"begin": line}},
+    }
+    body = "\n\n".join(t for t in (finding.discussion.strip(), tellings_plain(finding)) if t)
+    if body:
+        entry["content"] = {"body": no_controls(body)}
+    return entry
+
+
+def _place(finding: Finding) -> tuple[str, int, list[str]]:
+    """The path and line an entry is shown at, and what the description must add."""
+    anchor = finding.anchor
+    if isinstance(anchor, ChangeAnchor) or not anchor.path:
+        return CHANGE_PATH, 1, ["the change as a whole"]
+    if isinstance(anchor, FileAnchor):
+        return anchor.path, 1, ["the whole file"]
+    first = anchor.start_line if anchor.start_line is not None else anchor.line
+    where = [f"old side, line {first}"] if anchor.side == "old" else []
+    return anchor.path, min(first, anchor.line), where
+
+
+def gitlab_safe(text: str) -> str:
+    """Markdown as it may be posted in a GitLab note: no mention notifies anyone, no
+    control or bidirectional character is left raw, no line runs as a quick action
+    (:func:`~council.rendering.escape.for_forge`,
+    :func:`~council.rendering.escape.no_quick_actions`). Idempotent."""
+    return no_quick_actions(for_forge(text))
+
+
+def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> str:
+    """The merge request's diff threads as JSON text (2-space indent, newline-terminated).
+
+    ::
+
+        {"run_id": ..., "head": ...,
+         "discussions": [{"finding": 12, "body": <Markdown>,
+                          "position": {"old_path", "new_path",
+                                       "new_line"?, "old_line"?}}]}
+
+    One thread per finding that would be a GitHub line comment (a line anchor that
+    landed, not suppressed, not seen in an earlier round), at most
+    :data:`~council.rendering.github_review.MAX_COMMENTS`, the most severe first. GitLab
+    places a thread by the MR version's ``diff_refs`` (``council publish gitlab`` adds
+    them, with ``position_type: text``) and by the line's kind: an added line by
+    ``new_line``, a removed one by ``old_line``, an unchanged (context) line by both,
+    which is why the change is needed; without it there are no threads (the findings
+    are all in the summary note). A range is placed on its last line and says so.
+    Bodies are :func:`~council.rendering.github_review.comment_body`, made safe with
+    :func:`gitlab_safe`. Never raises.
+    """
+    placed: list[tuple[Finding, dict[str, Any]]] = []
+    seen = frozenset(report.seen)
+    for finding in report.findings:
+        thread = _thread(report, finding, seen, change)
+        if thread is not None:
+            placed.append((finding, thread))
+    ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
+    chosen = sorted(ranked[:MAX_COMMENTS])
+    document = {
+        "run_id": report.run_id,
+        "head": report.head,
+        "discussions": [placed[i][1] for i in chosen],
+    }
+    return no_controls_json(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+
+
+def _thread(
+    report: CouncilReport, finding: Finding, seen: frozenset[int], change: Change | None
+) -> dict[str, Any] | None:
+    anchor = finding.anchor
+    ident = finding.id
+    if change is None or not isinstance(anchor, LineAnchor) or ident is None:
+        return None
+    if ident in report.off_diff or ident in report.suppressed or ident in seen:
+        return None
+    if landing(change, anchor) is not None:
+        return None
+    changed = next((f for f in change.files if f.side_path(anchor.side) == anchor.path), None)
+    if changed is None or MASK in changed.path or MASK in (changed.old_path or ""):
+        return None  # a path holding a masked secret is no file of the merge request's
+    position = _position(changed, anchor.side, anchor.line)
+    if position is None:
+        return None
+    body = comment_body(finding)
+    if anchor.start_line is not None and anchor.start_line < anchor.line:
+        body = f"*Lines {anchor.start_line}–{anchor.line} ({anchor.side} side):*\n\n{body}"
+    return {"finding": ident, "body": gitlab_safe(body), "position": position}
+
+
+def _position(changed: ChangedFile, side: str, line: int) -> dict[str, Any] | None:
+    """GitLab's text position of one line of a file's diff, or None when no hunk shows it."""
+    new_path = changed.side_path("new") or changed.path
+    old_path = changed.side_path("old") or new_path
+    position: dict[str, Any] = {"old_path": old_path, "new_path": new_path}
+    for hunk in changed.hunks:
+        if side == "new" and line in hunk.added:
+            return {**position, "new_line": line}
+        if side == "old" and line in hunk.removed:
+            return {**position, "old_line": line}
+        other = _context_partner(hunk, side, line)
+        if other is not None:
+            old, new = (line, other) if side == "old" else (other, line)
+            return {**position, "old_line": old, "new_line": new}
+    return None
+
+
+def _context_partner(hunk: Hunk, side: str, line: int) -> int | None:
+    """For an unchanged line of the hunk on ``side``, its number on the other side."""
+    if line not in hunk.lines(side):  # type: ignore[arg-type]
+        return None
+    added, removed = frozenset(hunk.added), frozenset(hunk.removed)
+    old, new = hunk.old_start, hunk.new_start
+    old_end, new_end = old + hunk.old_length, new + hunk.new_length
+    while old < old_end or new < new_end:
+        if new < new_end and new in added:
+            new += 1
+        elif old < old_end and old in removed:
+            old += 1
+        else:
+            if (side == "new" and new == line) or (side == "old" and old == line):
+                return old if side == "new" else new
+            old, new = old + 1, new + 1
+    return None

@@ -1,0 +1,479 @@
+"""Filing a run: from every participant's outcome to the findings it files and its report.
+
+The same rule runs in the consolidation task, the errback finalizer and the waiting CLI's
+watchdog, so a council settles the same way whoever settles it. Source: docs/harvest.md §8
+(file in roster order, merge across reviewers), docs/architecture.md (the shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from council.change.commentable import resolve_findings
+from council.change.diff import Change
+from council.merging.agreement import best_agreeing
+from council.merging.consolidation import consolidate, with_origin
+from council.merging.sameness import says_the_same
+from council.model.findings import Agreement, Finding, Member, Origin, Warning
+from council.model.participant import PROGRAM_BACKENDS, Participant
+from council.model.report import CouncilReport, ParticipantSummary, RunStatus, Suppression
+from council.round.cost import PriceTable, cost_usd, sum_costs
+from council.round.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
+from council.round.overrule import OVERRULE_OPTION, Overrule
+from council.session.remembered import file_recalled, kept_ids
+
+
+@dataclass(frozen=True)
+class RoundFacts:
+    """What the report says about the run besides its outcomes (times in ms)."""
+
+    run_id: str
+    session: str
+    repository: str = ""
+    base: str = ""
+    head: str = ""
+    mode: str = "embedded"
+    notes: tuple[str, ...] = ()
+    created_ms: int = 0
+    prices: PriceTable = field(default_factory=PriceTable)
+
+
+def round_status(
+    participants: Sequence[Participant],
+    outcomes: Mapping[str, ParticipantOutcome],
+    forced: RunStatus | None = None,
+) -> RunStatus:
+    """``settled`` when every participant was heard in full (it answered, and its answer
+    was read whole: :func:`council.round.outcome.heard_in_full`); else ``partial`` (or
+    ``forced``)."""
+    if forced is not None:
+        return forced
+    whole = all(p.id in outcomes and heard_in_full(outcomes[p.id]) for p in participants)
+    return "settled" if whole else "partial"
+
+
+def conclude_round(
+    facts: RoundFacts,
+    participants: Sequence[Participant],
+    outcomes: Mapping[str, ParticipantOutcome],
+    first_id: int,
+    *,
+    status: RunStatus,
+    settled_ms: int,
+    change: Change | None = None,
+    remembered: Sequence[Finding] = (),
+) -> tuple[list[Finding], CouncilReport]:
+    """Merge the round's findings in ROSTER order, give them ids, and build the report.
+
+    ``outcomes`` must hold one outcome per participant (the caller settles the missing
+    ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
+    on who answered first. Each finding's origin names the first participant that raised
+    it; agreement is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the
+    reviewers heard in full; :func:`council.merging.consolidation.consolidate`, docs/harvest.md §8).
+    A ``raisedBy`` an ordinary reviewer wrote is dropped, with a note naming it: only the
+    consolidation (and a judge) credit raisers. With ``change`` (the round's
+    diff), anchor paths are first read as the repository paths they name
+    (:func:`council.change.commentable.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
+    ``app.py``), so two spellings of one place merge.
+
+    ``remembered``: the findings the session remembers from its earlier rounds
+    (:mod:`council.session.remembered`). A merged finding recognized as one of them keeps its id
+    (:func:`council.session.remembered.file_recalled`); only the others take ids from ``first_id``
+    on, so the caller's counter advances by those alone. Those recognized by agreement
+    rather than by fingerprint are listed in the report's ``seen_by_agreement``.
+
+    The steps: each participant's tellings, merged and filed; one summary per
+    participant; what they said besides findings; the cost; the report.
+    """
+    tellings, uncredited = _tellings(facts, participants, outcomes, change)
+    heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
+    merged = consolidate(tellings, heard=heard, change=change)
+    programs = {p.id for p in participants if p.backend in PROGRAM_BACKENDS}
+    roster = [p.id for p in participants]
+    filed, reworded = file_recalled(merged, first_id, remembered, roster, programs)
+    summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
+    warnings, notes = _said_besides(participants, outcomes)
+    notes += uncredited
+    costs = sum_costs(s.cost_usd for s in summaries if s.usage is not None)
+    report = CouncilReport(
+        run_id=facts.run_id,
+        cost_usd=costs.total_usd,
+        cost_complete=costs.complete,
+        session=facts.session,
+        repository=facts.repository,
+        base=facts.base,
+        head=facts.head,
+        status=status,
+        mode="distributed" if facts.mode == "distributed" else "embedded",
+        participants=summaries,
+        findings=tuple(filed),
+        warnings=tuple(warnings),
+        notes=(*facts.notes, *notes),
+        created_ms=facts.created_ms,
+        settled_ms=settled_ms,
+        seen_by_agreement=reworded,
+    )
+    return filed, report
+
+
+def _tellings(
+    facts: RoundFacts,
+    participants: Sequence[Participant],
+    outcomes: Mapping[str, ParticipantOutcome],
+    change: Change | None,
+) -> tuple[list[tuple[str, list[Finding]]], list[str]]:
+    """Each participant's findings, in roster order, with their origin set and their
+    anchor paths read against the change (so two spellings of one path can merge); and
+    a note for each reviewer whose own ``raisedBy`` was dropped (docs/harvest.md §8: a
+    reviewer's claim that others agree is not agreement; the consolidation credits)."""
+    roots = (facts.repository,) if facts.repository else ()
+    tellings: list[tuple[str, list[Finding]]] = []
+    notes: list[str] = []
+    for p in participants:
+        outcome = outcomes.get(p.id)
+        found: Sequence[Finding] = outcome.harvest.findings if outcome is not None else ()
+        if change is not None:
+            found = resolve_findings(found, change, roots)
+        crediting = sum(1 for f in found if f.raised_by)
+        if crediting and p.role != "judge":
+            found = [f.model_copy(update={"raised_by": None}) for f in found]
+            notes.append(
+                f"{p.id}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
+                "not credit raisers, the consolidation does"
+            )
+        origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
+        tellings.append((p.id, with_origin(found, origin)))
+    return tellings, notes
+
+
+def summarize(
+    p: Participant, outcome: ParticipantOutcome | None, prices: PriceTable
+) -> ParticipantSummary:
+    """The report's line for one participant: its state, stop or failure, what was read,
+    its usage and cost (``pending`` with nothing when it has no outcome yet)."""
+    if outcome is None:
+        return ParticipantSummary(
+            id=p.id,
+            role=p.role,
+            backend=p.backend,
+            model=p.model,
+            state="pending",
+            optional=p.optional,
+        )
+    return ParticipantSummary(
+        id=p.id,
+        role=p.role,
+        backend=p.backend,
+        model=p.model,
+        optional=p.optional,
+        state=outcome.status,
+        stop=outcome.stop,
+        failure=outcome.failure,
+        findings=len(outcome.harvest.findings),
+        warnings=len(outcome.harvest.warnings),
+        attempts=outcome.attempts,
+        duration_ms=outcome.duration_ms,
+        unread=unread_code(outcome),
+        read_in_part=read_in_part_code(outcome),
+        usage=outcome.usage,
+        cost_usd=(
+            cost_usd(outcome.usage, p.backend, p.model, prices)
+            if outcome.usage is not None
+            else None
+        ),
+    )
+
+
+def _said_besides(
+    participants: Sequence[Participant], outcomes: Mapping[str, ParticipantOutcome]
+) -> tuple[list[Warning], list[str]]:
+    """The harvest warnings (placed under their participant) and the backends' notes
+    (``hawk: stdout was cut …``), in roster order: nothing a reviewer said is dropped."""
+    warnings: list[Warning] = []
+    notes: list[str] = []
+    for p in participants:
+        o = outcomes.get(p.id)
+        if o is not None:
+            warnings.extend(_attributed(w, p.id) for w in o.harvest.warnings)
+            notes.extend(f"{p.id}: {note}" for note in o.notes)
+    return warnings, notes
+
+
+def _attributed(warning: Warning, participant: str) -> Warning:
+    """Prefix an entry-level warning's place with its participant (``hawk: findings[2]``)."""
+    if warning.at == participant:
+        return warning
+    return warning.model_copy(update={"at": f"{participant}: {warning.at}"})
+
+
+def read_whole(outcome: ParticipantOutcome) -> bool:
+    """Whether a judge's answer was read whole, so leaving a finding out is a verdict.
+
+    True only for a judge heard in full (:func:`council.round.outcome.heard_in_full`: it
+    answered, and its answer was neither unreadable nor cut off nor broken off nor over
+    the reading cap; a bare array is whole) whose entries all could be read (an entry
+    that could not may have restated a filed finding). Source: docs/harvest.md §3.3 (a
+    cut-off list: absence means unknown), §6 (the reading cap), §8.
+    """
+    if not heard_in_full(outcome):
+        return False
+    return not any(w.at.startswith("findings[") for w in outcome.harvest.warnings)
+
+
+def conclude_judge(
+    interim: CouncilReport,
+    judge: Participant,
+    outcome: ParticipantOutcome,
+    first_id: int,
+    *,
+    status: RunStatus,
+    settled_ms: int,
+    prices: PriceTable | None = None,
+    change: Change | None = None,
+    remembered: Sequence[Finding] = (),
+) -> tuple[list[Finding], CouncilReport]:
+    """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
+
+    With ``change``, the judge's anchor paths are read as in :func:`conclude_round`.
+    ``remembered``: the session's recall, as there: a finding the judge files new that
+    is recognized as a remembered one (not one of this round's) keeps its id
+    (:func:`council.session.remembered.kept_ids`), listed in ``seen_by_agreement`` when matched by
+    agreement.
+
+    The judge is asked for the consolidated findings (council/roster/prompt.py). Its answer:
+
+    * a judge finding that says the same as a filed one (docs/harvest.md §5) UPDATES it, in
+      place and under its id: the judge's anchor, label, severity and confidence (its
+      corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
+    * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
+    * ids the judge credits (``raisedBy``) that are not the round's participants are left
+      out, with a note: the judge names raisers, it cannot invent them;
+    * a filed finding the judge left out is kept and listed, but suppressed ("not upheld
+      by the judge"): it neither gates nor posts. Only a judge whose answer was read
+      WHOLE rules this way (:func:`read_whole`) — a deliberate ``{"findings": []}``
+      upholds nothing; a judge that failed, stopped, could not be read, or whose answer
+      was cut off or lost an entry leaves the findings it did not restate as they were
+      (its silence about them is unknown, not a verdict);
+    * a finding a program reviewer (``command``, ``sarif``) raised is out of the judge's
+      reach unless ``[judge] overrule = "all"`` (:mod:`council.round.overrule`): left out, it
+      stays as filed (with a note); restated, it keeps at least its severity.
+
+    Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
+    Source: docs/harvest.md §8, docs/architecture.md (chord → judge → settle).
+    """
+    origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
+    verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
+    updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
+    own = {f.id for f in interim.findings if f.id is not None}
+    earlier = [f for f in remembered if f.id not in own]
+    roster = [p.id for p in interim.participants]
+    programs = {p.id for p in interim.participants if p.backend in PROGRAM_BACKENDS}
+    filed, reworded = kept_ids(filed, first_id, earlier, roster, programs)
+    may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
+    updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
+    suppressed = dict(interim.suppressed)
+    if read_whole(outcome):
+        suppressed.update(_not_upheld(interim, updated, judge, may))
+    everyone = (*interim.participants, summarize(judge, outcome, prices or PriceTable()))
+    costs = sum_costs(s.cost_usd for s in everyone if s.usage is not None)
+    report = interim.model_copy(
+        update={
+            "status": status,
+            "cost_usd": costs.total_usd,
+            "cost_complete": costs.complete,
+            "participants": everyone,
+            "findings": (
+                *(updated.get(f.id, f) if f.id is not None else f for f in interim.findings),
+                *filed,
+            ),
+            "suppressed": suppressed,
+            "warnings": (
+                *interim.warnings,
+                *(_attributed(w, judge.id) for w in outcome.harvest.warnings),
+            ),
+            "notes": (
+                *interim.notes,
+                *_judge_notes(judge, outcome, strangers),
+                *(may.note(judge.id, interim, updated) if read_whole(outcome) else ()),
+            ),
+            "settled_ms": settled_ms,
+            "seen_by_agreement": {**interim.seen_by_agreement, **reworded},
+        }
+    )
+    return [*updated.values(), *filed], report
+
+
+def _verdicts(
+    interim: CouncilReport, outcome: ParticipantOutcome, change: Change | None
+) -> Sequence[Finding]:
+    """The judge's findings, their anchor paths read against the change (as a round's)."""
+    if change is None:
+        return outcome.harvest.findings
+    roots = (interim.repository,) if interim.repository else ()
+    return resolve_findings(outcome.harvest.findings, change, roots)
+
+
+def _credited_on_roster(
+    verdicts: Sequence[Finding], interim: CouncilReport
+) -> tuple[list[Finding], list[str]]:
+    """The verdicts with ``raised_by`` kept to the round's participants, and the ids left
+    out (first seen first). Why: the judge names raisers; it cannot invent them."""
+    roster = {p.id for p in interim.participants}
+    strangers: list[str] = []
+    kept: list[Finding] = []
+    for verdict in verdicts:
+        named = verdict.raised_by or ()
+        strangers += [r for r in named if r not in roster and r not in strangers]
+        if any(r not in roster for r in named):
+            on_roster = tuple(r for r in named if r in roster)
+            verdict = verdict.model_copy(update={"raised_by": on_roster or None})
+        kept.append(verdict)
+    return kept, strangers
+
+
+def _match_verdicts(
+    filed: Sequence[Finding], verdicts: Sequence[Finding], origin: Origin, first_id: int
+) -> tuple[dict[int, Finding], list[Finding]]:
+    """Each verdict updates one filed finding it restates (each filed finding at most
+    once), or is filed new with ids from ``first_id``. Returns (filed id → updated
+    finding, new findings).
+
+    A verdict restates the first open filed finding that ``says_the_same`` as it or as
+    one of its members (docs/harvest.md §5); else the one the agreement relation scores
+    highest with it, at or above its threshold (the judge reworded it), ties in filing
+    order. A restatement whose ``raisedBy`` names only some of a consolidated finding's
+    members SPLITS it (the judge thinks the merge wrong; its restatement wins): the
+    finding keeps the members it names; a new verdict naming the others takes them;
+    members no verdict names are filed alone (and, if the judge was read whole, not
+    upheld), so a wrong merge never loses a telling.
+    """
+    updated: dict[int, Finding] = {}
+    new: list[Finding] = []
+    left: list[Member] = []
+    heard = 1
+    open_ones = [f for f in filed if f.id is not None]
+    for verdict in verdicts:
+        match = _restates(open_ones, updated, verdict)
+        if match is None or match.id is None:
+            new.append(verdict.model_copy(update={"origin": origin, "id": first_id + len(new)}))
+            continue
+        restated, split_off = _restated(match, verdict)
+        updated[match.id] = restated
+        left.extend(split_off)
+        heard = max(heard, match.agreement.n if match.agreement is not None else 1)
+    new = [_taking(f, left, heard) for f in new]
+    for member in left:
+        alone = Finding(
+            anchor=member.anchor,
+            label=member.label,
+            subject=member.subject,
+            discussion=member.discussion,
+            origin=member.origin,
+            severity=member.severity,
+            confidence=member.confidence,
+        )
+        new.append(alone.model_copy(update={"id": first_id + len(new)}))
+    return updated, new
+
+
+def _restates(
+    filed: Sequence[Finding], updated: Mapping[int, Finding], verdict: Finding
+) -> Finding | None:
+    """The open filed finding a verdict restates, or None (see :func:`_match_verdicts`)."""
+    candidates = [f for f in filed if f.id not in updated]
+    for f in candidates:
+        if says_the_same(f, verdict) or any(
+            says_the_same(_as_finding(m), verdict) for m in f.members or ()
+        ):
+            return f
+    at = best_agreeing(verdict, candidates)
+    return candidates[at] if at is not None else None
+
+
+def _as_finding(member: Member) -> Finding:
+    return Finding(anchor=member.anchor, label=member.label, subject=member.subject)
+
+
+def _taking(verdict: Finding, left: list[Member], heard: int) -> Finding:
+    """A new judge finding takes the split-off members its ``raisedBy`` names (removed
+    from ``left``); ``heard``: the n of the agreement of the findings split."""
+    named = set(verdict.raised_by or ())
+    taken = [m for m in left if m.participant in named]
+    if not taken:
+        return verdict
+    for m in taken:
+        left.remove(m)
+    update: dict[str, object] = {"agreement": Agreement(k=len(named), n=max(heard, len(named)))}
+    if len(taken) >= 2:
+        update["members"] = tuple(taken)
+    return verdict.model_copy(update=update)
+
+
+def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
+    """A filed finding as the judge restated it, and the members it split off.
+
+    The judge's subject (when it reworded it), discussion (when it gave one), anchor,
+    label, severity and confidence (its corrections). ``raised_by``: with the judge's
+    ``raisedBy`` naming only some members, those members and any member saying the same
+    as the verdict word for word (a split); otherwise the filed raisers joined to the
+    ones it names.
+    """
+    named = verdict.raised_by or ()
+    members = list(match.members or ())
+    kept = [m for m in members if m.participant in named or says_the_same(_as_finding(m), verdict)]
+    split_off: list[Member] = []
+    raisers: list[str | None]
+    if members and named and kept and len(kept) < len(members):
+        split_off = [m for m in members if m.participant not in named]
+        raisers = [m.participant for m in kept]
+        raisers += [r for r in named if r not in raisers]
+    else:
+        kept = members
+        raisers = list(match.raised_by or ((match.origin.participant,) if match.origin else ()))
+        raisers += [r for r in named if r not in raisers]
+    raised = tuple(r for r in raisers if r)
+    update: dict[str, object] = {
+        "subject": verdict.subject,
+        "discussion": verdict.discussion or match.discussion,
+        "anchor": verdict.anchor,
+        "label": verdict.label,
+        "severity": verdict.severity or match.severity,
+        "confidence": verdict.confidence or match.confidence,
+        "raised_by": raised or None,
+        "members": tuple(kept) if len(kept) >= 2 else None,
+    }
+    if match.agreement is not None:
+        k = max(1, len(raised))
+        update["agreement"] = Agreement(k=k, n=max(match.agreement.n, k))
+    return match.model_copy(update=update), split_off
+
+
+def _not_upheld(
+    interim: CouncilReport, updated: Mapping[int, Finding], judge: Participant, may: Overrule
+) -> dict[int, Suppression]:
+    """The filed findings a judge heard in full left out: kept and listed, suppressed
+    (they neither gate nor post), when the judge may overrule them (``may``). Those
+    already suppressed keep their reason."""
+    return {
+        f.id: Suppression(source="judge", reason=f"the judge {judge.id} did not uphold it")
+        for f in interim.findings
+        if f.id is not None
+        and f.id not in updated
+        and f.id not in interim.suppressed
+        and may.rules(f)
+    }
+
+
+def _judge_notes(
+    judge: Participant, outcome: ParticipantOutcome, strangers: Sequence[str]
+) -> tuple[str, ...]:
+    """The judge's backend notes, and one naming the raisers it credited off the roster."""
+    notes = tuple(f"{judge.id}: {n}" for n in outcome.notes)
+    if not strangers:
+        return notes
+    return (
+        *notes,
+        f"{judge.id}: credited raisers who are not on the roster "
+        f"({', '.join(strangers)}); they were left out of raised_by",
+    )

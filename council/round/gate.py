@@ -1,0 +1,289 @@
+"""The merge gate: which findings block a change, and the exit code CI reads.
+
+``council review --fail-on LEVEL`` turns a settled :class:`CouncilReport` into an exit
+code (docs/architecture.md, "exit code from --fail-on")::
+
+    0  passed     no open finding at or above the threshold
+    1  tripped    at least one open finding at or above the threshold
+    3  incomplete the council could not complete; wins over 4 and 1, because a gate
+                  that only saw part of the council cannot say the change is clean
+    4  waiting    a person must answer first (``[policy] confirm``); wins over 1: the
+                  findings waiting on a person may yet be dismissed
+
+Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.errors`.
+
+The open findings are gated: those filed in THIS round (``report.findings``), then
+those carried from earlier rounds that a ``--since-last`` round did not review again
+(``report.carried``: their code is unchanged, so they still stand). A finding without
+a severity never trips the gate; ``never`` never trips it; a suppressed finding
+(dismissed, or in the committed baseline) never trips it, nor does one outside
+``--filter`` or raised by fewer reviewers than ``--min-agreement``.
+Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops are partial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Literal
+
+from council.model.findings import Finding, severity_rank
+
+if TYPE_CHECKING:
+    # Under TYPE_CHECKING: council.rendering imports this module for its verdict.
+    from council.model.report import CouncilReport, ParticipantSummary
+
+FailOn = Literal["critical", "medium", "minor", "never"]
+"""The lowest severity that fails the gate, or ``never`` to report without gating."""
+
+FAIL_ON: tuple[FailOn, ...] = ("critical", "medium", "minor", "never")
+"""Every accepted ``--fail-on`` value, highest threshold first."""
+
+DEFAULT_FAIL_ON: FailOn = "critical"
+"""The threshold when none is given: only critical findings block."""
+
+EXIT_PASSED = 0
+"""Exit code: the council completed and nothing at or above the threshold was found."""
+
+EXIT_TRIPPED = 1
+"""Exit code: the council completed and found something at or above the threshold."""
+
+EXIT_INCOMPLETE = 3
+"""Exit code: the council could not complete (same code as :class:`IncompleteError`)."""
+
+EXIT_WAITING = 4
+"""Exit code: the run waits on a person's answers (``council answer``, then run again)."""
+
+INCOMPLETE_STATUSES: frozenset[str] = frozenset({"open", "judging", "cancelled", "timeout"})
+"""Run statuses that mean the council did not complete: never settled, cancelled, or
+timed out. ``partial`` is NOT among them: a run where someone stopped or failed still
+completed; the quorum decides whether enough reviewers answered."""
+
+
+def parse_fail_on(text: str) -> FailOn:
+    """Check a ``--fail-on`` value and return it typed.
+
+    Why: renderers and the CLI receive the threshold as a plain string; a typo must be
+    refused, not read as "never". Raises ValueError naming the accepted values.
+    """
+    for value in FAIL_ON:
+        if text == value:
+            return value
+    raise ValueError(f"unknown fail-on level {text!r}; use one of: {', '.join(FAIL_ON)}")
+
+
+def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
+    """The open findings (this round's, then those carried) at or above the threshold,
+    in filing order.
+
+    Why: the gate and the report's verdict must agree on exactly which findings block;
+    a finding carried from an earlier round still stands, so it blocks as it did then.
+    A finding without severity never trips; a finding in ``report.suppressed`` (a
+    dismissal or a baseline entry) never trips, since accepting it is what suppressing
+    means; ``never`` returns an empty list. Raises ValueError for an unknown level.
+    Source: docs/architecture.md (exit code from --fail-on).
+    """
+    level = parse_fail_on(fail_on)
+    if level == "never":
+        return []
+    threshold = severity_rank(level)
+    return [
+        f
+        for f in report.open_findings
+        if f.severity is not None
+        and f.id not in report.suppressed
+        and f.id not in report.filtered
+        and f.id not in report.unagreed
+        and _blocks(f, threshold)
+    ]
+
+
+def apply_min_agreement(report: CouncilReport, min_agreement: int) -> CouncilReport:
+    """The report with ``unagreed`` set: each open finding (this round's and carried)
+    raised by fewer than ``min_agreement`` reviewers (:attr:`Finding.raisers`: its
+    agreement's k), id → that count. Such a finding is listed and posted, but never
+    gates (:func:`gate_tripped`). Any earlier ``unagreed`` is replaced. Raises
+    ValueError for a value below 1. Source: docs/harvest.md §8 (agreement as a gate).
+    """
+    if min_agreement < 1:
+        raise ValueError(f"min_agreement must be 1 or more, not {min_agreement}")
+    unagreed = {
+        f.id: f.raisers
+        for f in report.open_findings
+        if f.id is not None and f.raisers < min_agreement
+    }
+    return report.model_copy(update={"unagreed": unagreed, "min_agreement": min_agreement})
+
+
+def _blocks(finding: Finding, threshold: int) -> bool:
+    return severity_rank(finding.severity) >= threshold
+
+
+def answered_reviewers(report: CouncilReport) -> int:
+    """How many reviewers (role ``reviewer``) were heard in full: state ``answered``,
+    with an answer read whole (an unreadable answer is not heard; one read only up to a
+    break, ``cut-off`` or ``malformed-json``, or up to the reading cap, ``over-cap``, was
+    heard in part).
+
+    Why: the quorum counts independent reviews that completed. A stopped reviewer's
+    pass is partial (docs/harvest.md §7) and a judge only re-reads what reviewers filed, so
+    neither counts towards it.
+    """
+    return sum(1 for p in report.participants if p.role == "reviewer" and p.heard_in_full)
+
+
+def incomplete_reasons(report: CouncilReport, quorum: int | None = None) -> list[str]:
+    """Why the council could not complete, as short phrases; empty when it completed.
+
+    A run is incomplete when its status is ``open``, ``judging``, ``cancelled`` or
+    ``timeout``, or when not enough reviewers were heard in full. With ``quorum`` None
+    (the default: the gate fails closed) every reviewer the roster did not mark
+    ``optional`` must be heard in full, and at least one reviewer; the phrase names each
+    one that was not, and why. A number counts instead: fewer reviewers heard in full
+    than ``quorum`` (0 disables the count). Raises ValueError for a negative quorum.
+    """
+    if quorum is not None and quorum < 0:
+        raise ValueError(f"quorum must be 0 or more, not {quorum}")
+    reasons: list[str] = []
+    if report.waits_on_reviewers:
+        return reasons  # judged once the reviewers that asked went on (exit 4 meanwhile)
+    if report.status in INCOMPLETE_STATUSES:
+        reasons.append(_STATUS_PHRASES[report.status])
+    answered = answered_reviewers(report)
+    if quorum is not None:
+        if answered < quorum:
+            reasons.append(f"{answered} reviewer(s) heard in full, quorum is {quorum}")
+        return reasons
+    unheard = [p for p in report.participants if p.role == "reviewer" and not p.heard_in_full]
+    required = [p for p in unheard if not p.optional]
+    if required:
+        who = "; ".join(f"{p.id} {not_heard_why(p)}" for p in required)
+        reasons.append(f"{len(required)} reviewer(s) not heard in full ({who})")
+    elif answered == 0 and report.status not in INCOMPLETE_STATUSES:
+        reasons.append("no reviewer was heard in full")
+    return reasons
+
+
+def not_heard_why(p: ParticipantSummary) -> str:
+    """Why a reviewer was not heard in full, in a few words: ``failed``, ``stopped by the
+    idle clock (idle_ms = 60000 ms)``, ``answered nothing readable (no-json)``,
+    ``answered in part (cut-off)``, ``never ran``."""
+    if p.state == "failed":
+        return "failed"
+    if p.state == "stopped":
+        return f"stopped by {p.stop.describe()}" if p.stop is not None else "stopped"
+    if p.state == "answered" and p.unread is not None:
+        return f"answered nothing readable ({p.unread})"
+    if p.state == "answered" and p.read_in_part == "exit-status":
+        return "exited with an error after its answer (exit-status)"
+    if p.state == "answered" and p.read_in_part == "unanalyzed":
+        return "could not analyze part of the change (unanalyzed)"
+    if p.state == "answered" and p.read_in_part is not None:
+        return f"answered in part ({p.read_in_part})"
+    return "never ran"
+
+
+_STATUS_PHRASES = {
+    "open": "the run never settled",
+    "judging": "the judge never finished",
+    "cancelled": "the run was cancelled",
+    "timeout": "the run timed out",
+}
+
+
+def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = None) -> int:
+    """The process exit code for this report: 0 passed, 1 tripped, 3 incomplete.
+
+    Why: CI gates on one number. Incomplete (3) wins over tripped (1): a council that
+    could not complete cannot vouch for the change, whatever it found. Raises
+    ValueError for an unknown level or a negative quorum.
+    """
+    if incomplete_reasons(report, quorum):
+        return EXIT_INCOMPLETE
+    if report.status == "waiting":
+        return EXIT_WAITING
+    return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
+
+
+def held_back(report: CouncilReport, fail_on: FailOn, ids: Collection[int]) -> int:
+    """How many open findings at or above ``fail_on`` whose id is in ``ids`` (kept from
+    gating by one rule: ``report.unagreed``, ``report.filtered``) would otherwise gate:
+    suppressed ones are not counted. Raises ValueError for an unknown level."""
+    level = parse_fail_on(fail_on)
+    if level == "never":
+        return 0
+    threshold = severity_rank(level)
+    return sum(
+        1
+        for f in report.open_findings
+        if f.id in ids
+        and f.id not in report.suppressed
+        and f.severity is not None
+        and _blocks(f, threshold)
+    )
+
+
+def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
+    """How many open findings at or above ``fail_on`` do not gate only because fewer than
+    ``report.min_agreement`` reviewers raised them (:func:`held_back`)."""
+    return held_back(report, fail_on, report.unagreed)
+
+
+def min_agreement_problem(
+    min_agreement: int, reviewers: int, whose: str = "the roster has", more: str = "reviewers"
+) -> str | None:
+    """The usage error for a ``--min-agreement`` no finding could reach (above the
+    ``reviewers`` there are, which ``whose`` has; ``more``: what to add), or None."""
+    if min_agreement <= reviewers:
+        return None
+    return (
+        f"--min-agreement {min_agreement} asks for more reviewers than {whose} "
+        f"({reviewers}): no finding could gate; lower it or add {more}"
+    )
+
+
+def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = None) -> str:
+    """One line for CI logs saying what the gate decided and why.
+
+    Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
+    ``gate: no finding at or above critical → exit 0``;
+    ``gate: no finding at or above critical (1 more at or above critical raised by fewer
+    than min_agreement = 2 reviewers, not gated) → exit 0``;
+    ``gate: fail-on never, 5 finding(s) not gated → exit 0`` (``… not gated (2 more
+    suppressed: dismissed, baselined or not upheld) …`` when some are);
+    ``gate: council incomplete (the run timed out; 0 reviewer(s) heard in full, quorum is 1);
+    1 finding(s) at or above critical → exit 3``;
+    ``gate: council incomplete (1 reviewer(s) not heard in full (ruff failed)); no finding
+    at or above critical → exit 3``.
+    """
+    level = parse_fail_on(fail_on)
+    reasons = incomplete_reasons(report, quorum)
+    code = exit_code(report, level, quorum=quorum)
+    if level == "never":
+        listed = [f for f in report.open_findings if f.id not in report.suppressed]
+        quiet = len(report.open_findings) - len(listed)
+        found = f"fail-on never, {len(listed)} finding(s) not gated"
+        if quiet:
+            found += f" ({quiet} more suppressed: dismissed, baselined or not upheld)"
+    else:
+        tripped = len(gate_tripped(report, level))
+        found = (
+            f"{tripped} finding(s) at or above {level}"
+            if tripped
+            else f"no finding at or above {level}"
+        )
+        filtered = held_back(report, level, report.filtered)
+        if filtered:
+            mode = f" {report.filter}" if report.filter else ""
+            found += f" ({filtered} more at or above {level} kept from gating by --filter{mode})"
+        unagreed = held_by_agreement(report, level)
+        if unagreed:
+            found += (
+                f" ({unagreed} more at or above {level} raised by fewer than "
+                f"min_agreement = {report.min_agreement} reviewers, not gated)"
+            )
+    if reasons:
+        return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"
+    if report.status == "waiting":
+        asked = sum(1 for a in report.asks if a.answer is None)
+        return f"gate: waiting on a person ({asked} question(s) to answer); {found} → exit {code}"
+    return f"gate: {found} → exit {code}"

@@ -1,0 +1,235 @@
+"""What one participant's review came to: answered, stopped or failed, with its harvest.
+
+:func:`harvest_outcome` is the one rule that turns a backend's result plus every attempt's
+journal into a :class:`ParticipantOutcome`, in embedded and distributed mode alike.
+
+Source: docs/harvest.md §5 (every attempt's journal is folded), §7 (stops are not failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from council.evidence import ScriptRow
+from council.evidence.policy import UnverifiedPolicy, turn_of, with_evidence
+from council.harvest import ANSWER_MAX_ENTRIES, JournalCaps, fold_journal, harvest, read_journal
+from council.model.backend_result import ReviewResult, Stop, Usage
+from council.model.findings import Harvest, Read, Warning
+from council.model.participant import Role
+
+Status = Literal["answered", "stopped", "failed", "asking"]
+"""``asking``: a model reviewer paused on a question to a person (``ask_human``); its
+conversation waits in the run's store and goes on once answered."""
+
+UNREAD_CODES = frozenset({"said-nothing", "no-json", "no-findings-array"})
+"""Answer-level codes meaning nothing at all could be read from the answer."""
+
+ANSWER_SHAPE_CODES = frozenset(
+    {"said-nothing", "no-json", "no-findings-array", "cut-off", "malformed-json", "bare-array"}
+)
+"""Answer-level complaints about the shape of a text; replaced by ``stopped`` for a stop.
+
+``several-lists`` and ``over-cap`` are not among them: the first warns about where the
+kept findings came from (a quoted list may be among them), the second is a cut the
+harvest made, which must never be silent (docs/harvest.md §6)."""
+
+
+def _unreadable(h: Harvest) -> bool:
+    """Whether nothing at all could be read from an answer (blank, no JSON, no list)."""
+    return any(w.at == "answer" and w.code in UNREAD_CODES for w in h.warnings)
+
+
+def unread_code(outcome: ParticipantOutcome) -> str | None:
+    """The code saying an ANSWERED participant's answer could not be read, or None.
+
+    Why: "the reviewer had nothing to say" and "we could not read what it said" must
+    not look alike (docs/harvest.md principle 2); such a participant does not count towards
+    the quorum.
+    """
+    if outcome.status != "answered":
+        return None
+    for w in outcome.harvest.warnings:
+        if w.at == "answer" and w.code in UNREAD_CODES:
+            return w.code
+    return None
+
+
+READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
+BROKE_OFF_CODES = ("exit-status", "unanalyzed")
+"""Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
+ended badly after its answer (``exit-status``), or said it did not analyze some of the
+change (``unanalyzed``: a SARIF analyzer's invocation notifications), so what it would
+have said of the rest is unknown."""
+"""Answer-level codes meaning the answer was read only up to a break (docs/harvest.md §3.3) or
+up to the reading cap (§6): the entries before it were kept, any after it were never
+read."""
+
+
+def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
+    """The code saying an ANSWERED participant's answer was read only in part, or None.
+
+    ``cut-off`` when the text ended inside the findings list (``harvest.truncated``, a
+    reply cut at the output limit, a stdout over its cap), ``malformed-json`` when the
+    list broke at an entry that is not JSON, ``over-cap`` when the answer held more
+    entries than the harvest's reading cap (docs/harvest.md §6) and the rest were not read.
+    None when the answer was read whole or could not be read at all (that is
+    :func:`unread_code`).
+
+    Why: whatever came after the break is unknown, so such a participant was not heard in
+    full: the run is partial and it does not count towards the quorum, exactly like a
+    stopped reviewer whose findings were kept. A cut the harvest made itself is no
+    different: what it did not read may hold the finding that matters.
+    """
+    if outcome.status != "answered" or unread_code(outcome) is not None:
+        return None
+    if outcome.broke_off is not None:
+        return outcome.broke_off
+    for w in outcome.harvest.warnings:
+        if w.at == "answer" and w.code in READ_IN_PART_CODES:
+            return w.code
+    return "cut-off" if outcome.harvest.truncated else None
+
+
+def heard_in_full(outcome: ParticipantOutcome) -> bool:
+    """Whether a participant answered and its answer was read whole (neither unread nor
+    read only in part)."""
+    return (
+        outcome.status == "answered"
+        and unread_code(outcome) is None
+        and read_in_part_code(outcome) is None
+    )
+
+
+class ParticipantOutcome(BaseModel):
+    """The settled result of one participant in one run (small, JSON, Celery-safe).
+
+    * ``status``: ``answered`` (a normal answer), ``stopped`` (our clocks, a cancel or a
+      lost worker stopped it; what was read is kept), ``failed`` (no findings; ``failure``
+      says why, verbatim).
+    * ``harvest``: findings (no ids, no origins yet) and warnings.
+    * ``attempts``: how many task attempts ran; all their journals were folded.
+    * ``duration_ms``: wall time of the last attempt's backend call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    participant: str
+    role: Role = "reviewer"
+    status: Status
+    harvest: Harvest = Harvest()
+    stop: Stop | None = None
+    failure: str | None = None
+    attempts: int = 1
+    duration_ms: int = 0
+    journal_entries: int = 0
+    answer_chars: int = 0
+    usage: Usage | None = None
+    """Tokens a model reviewer used over every request of its last attempt."""
+    notes: tuple[str, ...] = ()
+    broke_off: str | None = None
+    """The backend's reason the answer is not whole though it was read (``exit-status``:
+    the program exited non-zero or was killed after printing it); see
+    :func:`read_in_part_code`."""
+    """What the backend did to the answer or journal that is neither a stop nor a
+    failure ("stdout was over … the middle was dropped"), for the report."""
+
+
+def harvest_outcome(
+    participant: str,
+    role: Role,
+    result: ReviewResult | None,
+    journals: Sequence[Sequence[str | bytes]],
+    *,
+    read: Read | None = None,
+    caps: JournalCaps | None = None,
+    answer_max_entries: int = ANSWER_MAX_ENTRIES,
+    attempts: int = 1,
+    lost: Stop | None = None,
+    scripts: Sequence[Sequence[ScriptRow]] | None = None,
+    unverified_scripts: UnverifiedPolicy = "demote",
+) -> ParticipantOutcome:
+    """Harvest one participant's answer and fold every attempt's journal into its outcome.
+
+    ``journals`` lists the raw journal entries of each attempt, in attempt order; they are
+    read as one journal (indices run across attempts) so a redelivered task keeps what a
+    dead attempt wrote down, and says_the_same collapses the repeats. ``result`` is None
+    when no attempt returned (the task died, the watchdog fired): the outcome is then a
+    stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
+    ``judge`` the journal is read only when its answer could not be read at all
+    (docs/harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
+    ``caps`` are the journal's reading caps (§5), ``answer_max_entries`` the answer's (§6).
+
+    Rules: a failure keeps no answer findings but still files its journal (a reviewer
+    that wrote things down before its program crashed worked); a stop replaces the
+    answer-shape complaints with one ``stopped`` warning that counts what was kept.
+
+    ``scripts`` (None: the participant can run no script) lists the script rows of each
+    attempt, in attempt order: every finding's discussion is matched against the rows of
+    attempt ``attempts`` (this turn; the earlier ones are only counted) and carries its
+    ``evidence``; ``unverified_scripts`` is the policy for a critical finding whose shown
+    script did not run this turn (:mod:`council.evidence.policy`;
+    docs/evidence-and-asks.md §1).
+    """
+    entries: list[str | bytes] = [raw for attempt in journals for raw in attempt]
+    reading = read_journal(entries, caps or JournalCaps())
+    if result is None:
+        stop: Stop | None = lost or Stop(limit="worker-lost")
+        answer, failure, duration_ms = "", None, 0
+    else:
+        stop, answer, failure = result.stop, result.answer, result.failure
+        duration_ms = result.duration_ms
+    answered = harvest("" if failure is not None else answer, read, max_entries=answer_max_entries)
+    if role == "judge" and not _unreadable(answered):
+        # A judge's answer is its decision, even an empty one; its journal is only a
+        # fallback for an answer that could not be read at all (docs/harvest.md §8).
+        folded = answered
+    else:
+        folded = fold_journal(answered, reading, read)
+    if scripts is not None:
+        folded = with_evidence(folded, turn_of(scripts, attempts), unverified_scripts)
+    status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
+    if status == "answered" and result is not None and result.paused is not None:
+        status = "asking"
+    warnings = list(folded.warnings)
+    if status == "asking":  # no answer yet: it comes once the person answered
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+    elif status == "failed":
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+        warnings.append(
+            Warning(code="failed", at=participant, message=failure or "no reason given")
+        )
+    elif stop is not None:
+        warnings = [w for w in warnings if w.code not in ANSWER_SHAPE_CODES]
+        kept = len(folded.findings)
+        warnings.append(
+            Warning(
+                code="stopped",
+                at=participant,
+                message=(
+                    f"{participant} was stopped by {stop.describe()}; {kept} finding(s) "
+                    f"were kept from what it had written, and the pass is partial."
+                ),
+            )
+        )
+    return ParticipantOutcome(
+        participant=participant,
+        role=role,
+        status=status,
+        harvest=Harvest(
+            findings=folded.findings,
+            warnings=tuple(warnings),
+            truncated=folded.truncated or stop is not None,
+        ),
+        stop=stop,
+        failure=failure,
+        attempts=attempts,
+        duration_ms=duration_ms,
+        journal_entries=len(entries),
+        answer_chars=len(answer),
+        notes=result.notes if result is not None else (),
+        usage=result.usage if result is not None else None,
+        broke_off=result.broke_off if result is not None and status == "answered" else None,
+    )

@@ -1,0 +1,1 @@
+"""A session over its rounds: the identity ledger, remembered findings, earlier rounds, the baseline."""

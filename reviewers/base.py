@@ -1,0 +1,185 @@
+"""The one small interface every reviewer backend implements.
+
+A backend turns (participant, prompt, clocks) into an answer plus what it journalled as
+it went, and a stop or a failure. It never raises for a reviewer fault: a program that
+cannot start is a :class:`ReviewResult` with ``failure`` set; a reviewer our clocks
+stopped is a result with ``stop`` set and whatever answer had arrived (docs/harvest.md §7).
+
+Source: docs/architecture.md "Layers" (reviewers), docs/harvest.md §7.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import JsonValue
+
+from council.evidence import ScriptRow
+from council.model.backend_result import ReviewResult
+from council.model.participant import Participant
+from reviewers.sandbox.bubblewrap import SandboxPolicy
+
+if TYPE_CHECKING:
+    from council.asks.paused import Resumption
+
+
+class JournalSink(Protocol):
+    """Where a reviewer's recorded findings go, as they are recorded.
+
+    ``append`` stores one raw entry (a JSON text, stored as given) and returns the
+    one-sentence reply of docs/harvest.md §1 ("Recorded." or "Not recorded (REASON); keep it
+    for your final answer."). It never raises.
+    """
+
+    def append(self, raw: str) -> str: ...
+
+
+class ScriptSink(Protocol):
+    """Where a reviewer's script runs are recorded, one row per call, as they end.
+
+    ``append`` stores one :class:`~council.evidence.ScriptRow` of the current attempt and
+    returns ``"Recorded."`` or a sentence saying why it was not (the store is full, or
+    failed). It never raises. Source: docs/evidence-and-asks.md §1.
+    """
+
+    def append(self, row: ScriptRow) -> str: ...
+
+
+class _IgnoredScripts:
+    """A :class:`ScriptSink` that keeps nothing (tests, tools without a store)."""
+
+    def append(self, row: ScriptRow) -> str:
+        return "Recorded."
+
+
+ignore_scripts: ScriptSink = _IgnoredScripts()
+"""The default :class:`ScriptSink`: rows are dropped."""
+
+
+class ArtifactDesk(Protocol):
+    """The run's artifact store as a reviewer's tools reach it (``store_artifact``, and
+    the scope an ``ask_human`` component's ``props_ref`` must resolve in).
+
+    ``put`` stores a JSON value in the run's scope and returns its new ref (``art_…``);
+    it raises ValueError whose message says why it was refused (over a cap, the run
+    gone), in words safe to show the model. ``resolves`` says whether a ref names an
+    artifact of this run (never raises). Source: docs/evidence-and-asks.md §2.
+    """
+
+    def put(self, value: JsonValue) -> str: ...
+
+    def resolves(self, ref: str) -> bool: ...
+
+
+class RateLimiter(Protocol):
+    """Admission to a provider shared by every worker (requests and tokens per minute).
+
+    ``acquire`` blocks until one request estimated at ``tokens`` may be sent, or until
+    ``deadline`` (a ``time.monotonic()`` value) passes, and returns whether it was
+    admitted. ``correct`` corrects the token count once the real usage is known. ``key``
+    is ``"<backend>:<model>"``; the limiter holds it to every limit covering it (the
+    model's and the provider's), so a caller acquires once per request.
+    """
+
+    def acquire(self, key: str, tokens: int, deadline: float) -> bool: ...
+
+    def correct(self, key: str, estimated: int, actual: int) -> None: ...
+
+
+class EventLog(Protocol):
+    """Where a backend reports what it did, for the worker's logs (``tool_call`` …).
+
+    Called with an event name and plain fields (numbers, short text; never a secret);
+    the worker renders them as structured log lines with the task's bound context.
+    """
+
+    def __call__(self, event: str, **fields: object) -> None: ...
+
+
+def ignore_events(event: str, **fields: object) -> None:
+    """An :class:`EventLog` that drops everything (the default)."""
+
+
+def nothing_heard() -> int:
+    """A ``ReviewRequest.heard`` for a journal no other process writes to (the default)."""
+    return 0
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """Everything a backend needs for one review.
+
+    * ``workdir``: the unpacked pinned head tree (None when the backend needs no tree).
+    * ``program``: a program materialized from the BASE tree when the roster names a
+      relative path (None otherwise: ``options["program"]`` is then used as given).
+    * ``arg_files``: index in ``options["args"]`` → the file of the BASE tree that entry
+      names, materialized (a program-running backend passes its path instead of the
+      entry, so a change cannot swap the script an interpreter runs).
+    * ``env``: council's variables for a child process (``COUNCIL_RUN``,
+      ``COUNCIL_PARTICIPANT``, ``COUNCIL_ATTEMPT``); the rest of its environment is an
+      allowlist (:func:`reviewers.sandbox.bubblewrap.program_env`).
+    * ``sandbox``: how a program is confined (:class:`~reviewers.sandbox.bubblewrap.SandboxPolicy`);
+      a worker always sets it. None runs a program unconfined, with the allowlisted
+      environment and no note: for tests and tools that run trusted programs only.
+    * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
+    * ``changed_paths``: the files of the change as reviewers see them (new side).
+    * ``changed_lines``: new-side path → the numbers of its added lines, from the run's
+      diff (empty when the diff is not known).
+    * ``secrets``: values of the environment variables the participant's options name
+      (``api_key_env``), read by the worker at the edge; never logged.
+    * ``rate_limiter``: shared admission to the provider, when the runtime has one.
+    * ``witness``: the commit of ``workdir`` when the tree was pinned (tools' anchors).
+    * ``events``: where the backend reports tool calls and retries for the logs.
+    * ``tool_read_max_bytes``: the most bytes a model's ``read_file`` tool reads of one
+      file (the worker's ``COUNCIL_TOOL_READ_MAX_BYTES``; None: the tool's default,
+      :data:`reviewers.models.tools.READ_MAX_BYTES`).
+    * ``scripts``: where each script run of this attempt records its row
+      (``run_script``, ``council run-script``); the worker's goes straight to Redis.
+    * ``artifacts``: the run's artifact store for ``store_artifact`` and the
+      ``props_ref`` of an ``ask_human`` component (None: no store attached, so a
+      ``props_ref`` is refused ``no-store``).
+    * ``resume``: a conversation paused on a person's question and the answer given
+      (:class:`~council.asks.paused.Resumption`): the model backend goes on from it
+      instead of starting over (None: a fresh review).
+    * ``heard``: how many entries the journal holds for this attempt, those another
+      process stored straight into it included (a program's ``council record`` in
+      distributed mode); cheap to call often (the worker caches it). A change is
+      activity for the idle clock, as a line of the journal file is.
+    """
+
+    participant: Participant
+    prompt: str
+    journal: JournalSink
+    workdir: Path | None = None
+    program: Path | None = None
+    arg_files: Mapping[int, Path] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+    sandbox: SandboxPolicy | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    changed_paths: tuple[str, ...] = ()
+    changed_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    rate_limiter: RateLimiter | None = None
+    witness: str | None = None
+    events: EventLog = ignore_events
+    tool_read_max_bytes: int | None = None
+    scripts: ScriptSink = ignore_scripts
+    heard: Callable[[], int] = nothing_heard
+    artifacts: ArtifactDesk | None = None
+    resume: Resumption | None = None
+
+
+class Reviewer(Protocol):
+    """A reviewer backend: one method, like an HTTP transport.
+
+    The model backends (``openai``, ``anthropic``) also offer ``async def
+    areview(request) -> ReviewResult``: the same review as a coroutine, which a worker's
+    batch runs by the hundred on one event loop (:mod:`reviewers.models.stream_loop`);
+    their ``review`` runs ``areview`` on that loop and waits.
+    """
+
+    def review(self, request: ReviewRequest) -> ReviewResult: ...

@@ -1,0 +1,1 @@
+"""Model reviewers: the conversation loop, the providers, streaming, retries."""

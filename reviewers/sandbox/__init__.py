@@ -1,0 +1,1 @@
+"""The sandbox around reviewer programs and their scripts: bubblewrap, limits, the desk."""

@@ -1,0 +1,1 @@
+"""The Celery app and the process: settings, tasks, logging, metrics, the shared services."""

@@ -1,0 +1,488 @@
+"""Structured JSON logging for workers and the CLI, with secrets removed from every line.
+
+Why: a run spans one CLI and several worker processes; the only way to follow it is one
+JSON object per line whose fields (``run_id``, ``session``, ``participant``, ``task_id``,
+``attempt``) can be filtered, and no API key or Redis password may ever reach one
+(docs/architecture.md "Observability", docs/style.md habit 10).
+
+The pieces::
+
+    configure_logging()        structlog + the stdlib root logger -> JSON lines on stderr
+    Redact                     processor: masks secrets in every value of the event dict
+    redact_url / redact_text   the same string rules, for error messages built elsewhere
+    bind_task_context()        fields every later line of this task carries
+    clear_task_context()       forget them (the next task must not inherit them)
+    connect_celery_signals()   Celery owns no logging; each task binds, logs, clears
+    get_logger()               a bound structlog logger
+
+One processor chain serves both structlog's own calls and foreign stdlib records (Celery's
+"Task ... succeeded", kombu's reconnect warnings), so every line has the same shape::
+
+    {"run_id": "r1", "participant": "alice", "task_id": "…", "event": "task_started",
+     "logger": "workers.app.logging", "level": "info", "timestamp": "2026-01-01T00:00:00Z"}
+
+The Celery wiring follows docs/celery.md §0 item 7 and §2.1.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+import structlog
+from pydantic import SecretBytes, SecretStr
+from structlog.contextvars import bind_contextvars, clear_contextvars, merge_contextvars
+from structlog.processors import JSONRenderer, TimeStamper, format_exc_info
+from structlog.stdlib import LoggerFactory, ProcessorFormatter, add_log_level, add_logger_name
+from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+__all__ = [
+    "MASK",
+    "SECRET_KEY_PARTS",
+    "Redact",
+    "bind_task_context",
+    "clear_task_context",
+    "configure_logging",
+    "connect_celery_signals",
+    "get_logger",
+    "real_stream",
+    "redact_text",
+    "redact_url",
+    "render_json_line",
+]
+
+MASK = "***"
+"""What a removed secret is replaced with, everywhere."""
+
+SECRET_KEY_PARTS: tuple[str, ...] = (
+    "api_key",
+    "apikey",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "authorization",
+    "credential",
+    "cookie",
+)
+"""Substrings (case-insensitive, ``-`` read as ``_``) that make a field name secret."""
+
+_HANDLER_NAME = "council"
+"""Name of the one root handler configure_logging owns; a second call replaces it."""
+
+_PROCESSOR_META = frozenset({"_record", "_from_structlog", "exc_info", "stack_info"})
+"""Event-dict keys that belong to later processors (ProcessorFormatter, format_exc_info)."""
+
+_MAX_DEPTH = 16
+"""Nesting depth after which a value is rendered with repr() and redacted as text."""
+
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^\s/?#'\"<>]*)@", re.I
+)
+# The userinfo run is greedy, so it ends at the LAST "@" before the host, as urlsplit reads it.
+
+_SECRET_NAMES = "|".join(re.escape(part).replace("_", "[_-]") for part in SECRET_KEY_PARTS)
+_ASSIGNMENT = re.compile(
+    rf"(?P<name>[\w-]*(?:{_SECRET_NAMES})[\w-]*)(?P<sep>[\"']?\s*[=:]\s*[\"']?)(?P<value>[^\s&,;'\"]+)",
+    re.I,
+)
+_BEARER = re.compile(r"\b(?P<scheme>bearer)\s+[\w\-.~+/]+=*", re.I)
+_KEY_SHAPES = re.compile(
+    r"\bsk-[\w-]{20,}"  # OpenAI / Anthropic style keys
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"  # GitHub tokens
+    r"|\bgithub_pat_\w{20,}"  # GitHub fine-grained tokens
+    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key ids
+)
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    user, colon, _password = match["userinfo"].partition(":")
+    return f"{match['scheme']}{user}:{MASK}@" if colon else f"{match['scheme']}{MASK}@"
+
+
+def _mask_assignment(match: re.Match[str]) -> str:
+    if match["value"].isdigit():  # a count such as tokens_in=1200 is not a secret
+        return match[0]
+    return f"{match['name']}{match['sep']}{MASK}"
+
+
+def redact_url(url: str) -> str:
+    """Return ``url`` with its password (or bare token user) and secret query values masked.
+
+    ``redis://:pw@h:6379/0`` → ``redis://:***@h:6379/0``; ``redis://user:pw@h`` →
+    ``redis://user:***@h``; ``https://tok@host`` → ``https://***@host``;
+    ``https://h/x?api_key=abc`` → ``https://h/x?api_key=***``. Why: error messages name the
+    Redis or API endpoint that failed, and the URL the user configured carries the password.
+    Source: docs/architecture.md "Observability".
+    """
+    scheme, sep, rest = url.strip().partition("://")
+    if sep and "@" in rest and not any(c.isspace() for c in rest):
+        # One URL: everything before its LAST "@" is userinfo, even when a password holds
+        # "/" or ":" and no parser would read it (the case where leaking is likeliest).
+        userinfo, _, host = rest.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        masked = f"{user}:{MASK}" if colon and "/" not in user else MASK
+        return _ASSIGNMENT.sub(_mask_assignment, f"{scheme}://{masked}@{host}")
+    return redact_text(url)
+
+
+def redact_text(text: str) -> str:
+    """Return ``text`` with every secret form ``Redact`` knows masked.
+
+    Covers URL passwords, ``name=value`` / ``name: value`` where the name looks secret (digits
+    only are kept: token counts), ``Bearer <token>``, and key shapes (``sk-…``, ``ghp_…``,
+    ``github_pat_…``, ``AKIA…``). Why: exception text and subprocess output are free text;
+    the secret has no field name there to give it away.
+    """
+    text = _KEY_SHAPES.sub(MASK, text)
+    text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
+    return _ASSIGNMENT.sub(_mask_assignment, _URL_USERINFO.sub(_mask_userinfo, text))
+
+
+class Redact:
+    """Processor that masks secrets in every value of the event dict, however deeply nested.
+
+    A value whose key looks secret (any of ``secret_key_parts`` in its name) becomes
+    ``MASK`` unless it is a number, a bool or None: ``tokens_in=1200`` is a count every
+    reviewer line carries, never a credential. Strings go through ``redact_text``; dicts,
+    lists and tuples are walked; pydantic ``SecretStr``/``SecretBytes`` become ``MASK``; any
+    other object is rendered as JSONRenderer would (``__structlog__()`` or ``repr()``) and
+    then redacted, so an exception object cannot carry a password past this step.
+
+    Place it after ``format_exc_info`` so that rendered tracebacks are redacted too. Keys
+    that belong to later processors (``exc_info``, ProcessorFormatter's ``_record``) are left
+    alone. Source: docs/architecture.md "Observability", docs/style.md habit 10.
+    """
+
+    def __init__(self, secret_key_parts: Iterable[str] = SECRET_KEY_PARTS) -> None:
+        self._parts = tuple(part.lower().replace("-", "_") for part in secret_key_parts)
+
+    def __call__(self, logger: WrappedLogger, method_name: str, event_dict: EventDict) -> EventDict:
+        return {
+            key: value if key in _PROCESSOR_META else self._field(key, value, 0)
+            for key, value in event_dict.items()
+        }
+
+    def is_secret_key(self, key: object) -> bool:
+        """Whether a field named ``key`` holds a secret (case-insensitive substring match)."""
+        name = str(key).lower().replace("-", "_")
+        return any(part in name for part in self._parts)
+
+    def _field(self, key: object, value: Any, depth: int) -> Any:
+        if self.is_secret_key(key) and not _is_scalar(value):
+            return MASK
+        return self._value(value, depth)
+
+    def _value(self, value: Any, depth: int) -> Any:
+        if _is_scalar(value):
+            return value
+        if isinstance(value, str):
+            return redact_text(value)
+        if isinstance(value, SecretStr | SecretBytes):
+            return MASK
+        if depth < _MAX_DEPTH:
+            if isinstance(value, Mapping):
+                return {k: self._field(k, v, depth + 1) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return type(value)(self._value(item, depth + 1) for item in value)
+        return redact_text(_render(value))
+
+
+def _is_scalar(value: object) -> bool:
+    return value is None or isinstance(value, bool | int | float)
+
+
+def _render(value: object) -> str:
+    structlog_hook = getattr(value, "__structlog__", None)
+    if callable(structlog_hook):
+        return str(structlog_hook())
+    return repr(value)
+
+
+def _shared_processors() -> list[Processor]:
+    """The chain every line runs through, whether it came from structlog or stdlib."""
+    return [
+        merge_contextvars,
+        add_logger_name,
+        add_log_level,
+        TimeStamper(fmt="iso", utc=True),
+        format_exc_info,
+        Redact(),
+    ]
+
+
+def _level_number(level: str) -> int:
+    names = logging.getLevelNamesMapping()
+    try:
+        return names[level.upper()]
+    except KeyError:
+        known = ", ".join(sorted(n for n in names if n != "NOTSET"))
+        raise ValueError(f"unknown log level {level!r}; use one of {known}") from None
+
+
+def configure_logging(
+    *, level: str = "INFO", stream: TextIO | None = None, json: bool = True
+) -> None:
+    """Send structlog and stdlib records, as one JSON object per line, to ``stream``.
+
+    ``stream`` defaults to stderr (the real one, when a worker's stderr is a
+    :class:`workers.app.stdio.LineStream`): stdout belongs to the CLI's report. ``json=False`` renders
+    the same fields for a human (ConsoleRenderer). The root logger gets one handler owned by
+    this function (calling again replaces it, so nothing is ever logged twice); handlers
+    others installed (pytest's capture) are kept. Loggers are not cached, so
+    ``structlog.testing.capture_logs`` still sees loggers created at import time.
+    Raises ``ValueError`` for an unknown level. Source: docs/celery.md §2.1.
+    """
+    number = _level_number(level)
+    out = stream if stream is not None else real_stream(sys.stderr)
+    shared = _shared_processors()
+    renderer: Processor = (
+        JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=out.isatty())
+    )
+    handler = logging.StreamHandler(out)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(
+        ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(old)
+        old.close()
+    root.addHandler(handler)
+    root.setLevel(number)
+    structlog.configure(
+        processors=[*shared, ProcessorFormatter.wrap_for_formatter],
+        logger_factory=LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(number),
+        cache_logger_on_first_use=False,
+    )
+
+
+def real_stream(stream: TextIO) -> TextIO:
+    """The stream lines really go to: ``stream`` itself, or the one a worker's
+    :class:`workers.app.stdio.LineStream` logs to (so a handler never writes into the
+    stream that logs what it writes)."""
+    original = getattr(stream, "council_original", None)
+    return cast(TextIO, original) if original is not None else stream
+
+
+def render_json_line(event: str, *, level: str, logger: str, **fields: object) -> str:
+    """One JSON log line, rendered as the handler would (bound context, ``timestamp``,
+    redaction) but without the logging machinery: no lock is taken, nothing is written.
+
+    For signal handlers (Celery's shutdown notices), where logging may be mid-write on
+    the same thread, and for a write that logging itself made. Never raises for a value
+    JSON cannot hold (it is rendered with ``repr``)."""
+    event_dict: EventDict = {"event": event, **fields}
+    for processor in (merge_contextvars, TimeStamper(fmt="iso", utc=True), Redact()):
+        event_dict = processor(None, level, event_dict)
+    event_dict["logger"], event_dict["level"] = logger, level
+    return str(JSONRenderer()(None, level, event_dict))
+
+
+def get_logger(name: str | None = None) -> FilteringBoundLogger:
+    """A structlog logger; ``name`` becomes the ``logger`` field (default: the caller's module)."""
+    if name is None:
+        return cast(FilteringBoundLogger, structlog.get_logger())
+    return cast(FilteringBoundLogger, structlog.get_logger(name))
+
+
+def bind_task_context(**fields: object) -> None:
+    """Add ``fields`` to every later line of this task (thread or process), until cleared.
+
+    A task binds what it learns after start, e.g. ``bind_task_context(attempt=2)`` once the
+    journal's INCR has numbered the attempt (docs/architecture.md, journal key).
+    """
+    bind_contextvars(**fields)
+
+
+def clear_task_context() -> None:
+    """Forget every bound field, so the next task on this thread starts with none.
+
+    Why: prefork children and pool threads run task after task, and context left behind
+    puts one run's ``run_id`` on another's lines (docs/celery.md §2.1, "Leakage hazards").
+    """
+    clear_contextvars()
+
+
+def _celery_level(loglevel: object) -> str:
+    if isinstance(loglevel, int) and loglevel > 0:
+        return logging.getLevelName(loglevel)
+    if isinstance(loglevel, str) and loglevel:
+        return loglevel
+    return "INFO"
+
+
+def _task_fields(kwargs: object) -> dict[str, object]:
+    """The identifying fields a task's kwargs carry (``participant_id`` read as
+    participant; a batch's ``participants`` kept as they are)."""
+    if not isinstance(kwargs, Mapping):
+        return {}
+    fields = {key: kwargs[key] for key in ("run_id", "session") if key in kwargs}
+    participant = kwargs.get("participant", kwargs.get("participant_id"))
+    if participant is not None:
+        fields["participant"] = participant
+    participants = kwargs.get("participants")
+    if isinstance(participants, list | tuple):
+        fields["participants"] = list(participants)
+    return fields
+
+
+SessionOf = Callable[[str], "str | None"]
+"""Given a run id, its session (None when unknown): how a task's first line learns the
+session its kwargs do not carry."""
+
+TASK_KEYS: tuple[str, ...] = ("run_id", "session", "participant", "task_id", "attempt")
+"""Fields every line of a task carries (null when the task has none: a run's
+``council.consolidate`` has no participant; a batch's own lines name ``participants``)."""
+
+SESSION_CACHE = 1024
+"""Run ids whose session a worker process remembers (a run's session never changes)."""
+
+
+class _Sessions:
+    """``session_of`` with a small memory: one lookup per run per process, and a failed
+    lookup (Redis away) is None, never an exception into Celery's signal."""
+
+    def __init__(self, session_of: SessionOf | None) -> None:
+        self._session_of = session_of
+        self._known: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, run_id: object) -> str | None:
+        if self._session_of is None or not isinstance(run_id, str):
+            return None
+        with self._lock:
+            if run_id in self._known:
+                return self._known[run_id]
+        try:
+            session = self._session_of(run_id)
+        except Exception:
+            return None
+        if session is not None:
+            with self._lock:
+                if len(self._known) >= SESSION_CACHE:
+                    self._known.pop(next(iter(self._known)))
+                self._known[run_id] = session
+        return session
+
+
+def _task_name(task: object) -> str | None:
+    name = getattr(task, "name", None)
+    return name if isinstance(name, str) else None
+
+
+class _TaskSignals:
+    """Receivers for Celery's task signals: one ``task_started`` and one closing line per task.
+
+    Keeps the monotonic start of each running task by task id, for ``duration_ms``. Every
+    receiver tolerates missing arguments: 5.7.0 fires ``task_failure`` twice for a hard time
+    limit and ``task_postrun`` may carry ``state=None`` (docs/celery.md §2.1, §4).
+    """
+
+    def __init__(self, session_of: SessionOf | None = None) -> None:
+        self._started: dict[str, float] = {}
+        self._log = get_logger(__name__)
+        self._sessions = _Sessions(session_of)
+
+    def setup_logging(self, loglevel: object = None, **_: Any) -> None:
+        """Configure our logging instead of Celery's (any receiver stops Celery doing it)."""
+        configure_logging(level=_celery_level(loglevel))
+
+    def prerun(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
+        """Clear the previous task's context, bind this task's fields, log ``task_started``."""
+        clear_task_context()
+        task = signal.get("task", sender)
+        request = getattr(task, "request", None)
+        retries = getattr(request, "retries", None)
+        delivery_info = getattr(request, "delivery_info", None)
+        fields: dict[str, object] = dict.fromkeys(TASK_KEYS)
+        fields.update(task_id=task_id, task=_task_name(task))
+        fields.update(_task_fields(signal.get("kwargs")))
+        if fields["session"] is None and fields["run_id"] is not None:
+            fields["session"] = self._sessions(fields["run_id"])
+        fields["attempt"] = retries + 1 if isinstance(retries, int) else 1
+        if isinstance(delivery_info, Mapping) and "redelivered" in delivery_info:
+            fields["redelivered"] = bool(delivery_info["redelivered"])
+        bind_task_context(**fields)
+        if task_id is not None:
+            self._started[task_id] = time.monotonic()
+        self._log.info("task_started")
+
+    def postrun(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
+        """Log ``task_finished`` with ``state`` and ``duration_ms``, then clear the context."""
+        started = self._started.pop(task_id, None) if task_id is not None else None
+        self._log.info(
+            "task_finished",
+            task_id=task_id,
+            state=signal.get("state"),
+            duration_ms=_elapsed_ms(started),
+        )
+        clear_task_context()
+
+    def failure(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
+        """Log ``task_failed`` from the signal's own arguments: MainProcess has no context."""
+        exception = signal.get("exception")
+        self._log.error(
+            "task_failed",
+            task_id=task_id,
+            task=_task_name(sender),
+            **_task_fields(signal.get("kwargs")),
+            error_type=type(exception).__name__ if exception is not None else None,
+            error=str(exception) if exception is not None else None,
+            duration_ms=_elapsed_ms(self._started.get(task_id) if task_id else None),
+        )
+
+    def revoked(self, sender: Any = None, request: Any = None, **signal: Any) -> None:
+        """Log ``task_revoked`` from the signal's own arguments: it runs in MainProcess."""
+        signum = signal.get("signum")
+        self._log.warning(
+            "task_revoked",
+            task_id=getattr(request, "id", None),
+            task=_task_name(sender) or getattr(request, "task", None),
+            **_task_fields(getattr(request, "kwargs", None)),
+            terminated=signal.get("terminated"),
+            signum=int(signum) if signum is not None else None,
+            expired=signal.get("expired"),
+        )
+
+
+def _elapsed_ms(started: float | None) -> int | None:
+    return None if started is None else round((time.monotonic() - started) * 1000)
+
+
+def connect_celery_signals(app: Celery, session_of: SessionOf | None = None) -> None:
+    """Hand logging over to structlog for the worker that runs ``app``; safe to call twice.
+
+    Connects ``setup_logging`` (Celery then configures no logging; ``configure_logging`` runs
+    instead), ``task_prerun``, ``task_postrun``, ``task_failure`` and ``task_revoked``, and sets
+    ``worker_hijack_root_logger=False`` and ``worker_redirect_stdouts=False`` on ``app`` so no
+    line is wrapped a second time in a non-JSON record. Receivers have fixed dispatch ids:
+    a second call adds nothing (the last call's ``session_of`` is used). Every task line
+    carries :data:`TASK_KEYS`; ``session_of`` (see :data:`SessionOf`) fills ``session``
+    on a task's first line when its kwargs lack it. Source: docs/celery.md §0 item 7, §2.1.
+    """
+    from celery import signals
+
+    app.conf.worker_hijack_root_logger = False
+    app.conf.worker_redirect_stdouts = False
+    receivers = _TaskSignals(session_of)
+    for signal, receiver in (
+        (signals.setup_logging, receivers.setup_logging),
+        (signals.task_prerun, receivers.prerun),
+        (signals.task_postrun, receivers.postrun),
+        (signals.task_failure, receivers.failure),
+        (signals.task_revoked, receivers.revoked),
+    ):
+        signal.connect(receiver, weak=False, dispatch_uid=f"council.logging.{signal.name}")

@@ -1,0 +1,163 @@
+"""The one settings object of the runtime (environment prefix ``COUNCIL_``).
+
+Built once at the edge (the CLI, or a worker starting) and passed down; nothing below
+reads ``os.environ``. Every field has a laptop-safe default. Secrets are ``SecretStr``:
+they never appear in a repr or a log line. Source: docs/style.md habit 8, docs/architecture.md
+"One knob".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
+from workers.git.tree_archive import DEFAULT_MAX_UNPACKED_TREE_BYTES
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+"""URL schemes redis-py accepts for a connection."""
+
+HOUR_S = 3600
+DAY_S = 24 * HOUR_S
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. Every field can be set as ``COUNCIL_<NAME>`` in the env."""
+
+    model_config = SettingsConfigDict(env_prefix="COUNCIL_", extra="ignore", frozen=True)
+
+    redis_url: SecretStr | None = None
+    """Broker, results and state. Unset: embedded mode, everything inside the process."""
+
+    prefix: str = "council:"
+    """Prefix of every key the council writes in Redis (Celery's own keys aside)."""
+
+    run_retention_s: int = Field(default=7 * DAY_S, ge=1)
+    """Seconds run keys live after the run settles."""
+
+    session_retention_s: int = Field(default=90 * DAY_S, ge=1)
+    """Seconds a session's keys live after its last write (idle expiry)."""
+
+    visibility_timeout_s: int = Field(default=2 * HOUR_S, ge=2)
+    """Seconds before Redis redelivers an unacknowledged task. Must exceed twice the
+    longest backstop of any roster, or a healthy long review is started again."""
+
+    restore_interval_s: float | None = None
+    """kombu's unacked-restore cadence in seconds (tests set 1); None keeps kombu's."""
+
+    ratelimit_window_ms: int = Field(default=60_000, ge=1)
+    """Milliseconds the roster's ``rpm``/``tpm`` limits count over (a minute; tests
+    shorten it). Set it alike on every worker sharing a limit."""
+
+    worker_threads: int = Field(default=16, ge=1)
+    """Threads per worker process: reviewer calls wait on the network, so many at once."""
+
+    batch_size: int = Field(default=64, ge=1)
+    """Most model participants (``openai``, ``anthropic``) one ``council.review_batch``
+    task carries: the coordinator (the CLI) sends a provider's participants in tasks of
+    this many, each reviewed concurrently in one worker process. 1 sends one task each.
+    Why 64: a batch is the unit a fleet spreads, and batch size barely matters to one
+    process: ``bench/concurrency.py`` measured 500 streams of 2 s in one worker (2 cores)
+    as 8 batches of 64 and as one of 500 alike, 530-670 ms over the 2 s, 115-190 ms of it
+    the council's own (the rest is the SDK alone)."""
+
+    max_diff_bytes: int | None = Field(default=None, ge=1)
+    """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When
+    set, it wins over the roster's ``[council] max_diff_bytes`` (default 1,000,000)."""
+
+    max_tree_bytes: int | None = Field(default=None, ge=1)
+    """Largest packed head tree (git archive, gzip) stored for workers. When set, it wins
+    over the roster's ``[council] max_tree_bytes`` (default 50 MiB)."""
+
+    max_unpacked_tree_bytes: int = Field(default=DEFAULT_MAX_UNPACKED_TREE_BYTES, ge=1)
+    """Largest unpacked head tree (512 MiB), counted as a tar stream counts it (each
+    file's bytes padded to 512-byte blocks, plus a 512-byte header per entry): the CLI
+    refuses a bigger tree before packing it, and a worker refuses to unpack one (a small
+    archive of zeros unpacks to gigabytes). Set it alike on workers and the CLI."""
+
+    max_changed_files: int = Field(default=DEFAULT_MAX_CHANGED_FILES, ge=1)
+    """Most files (added, removed, changed, renamed: each once) the change may list
+    (100,000): the list is read from git as a stream and git is stopped past it, before
+    any file's size or diff is read. Why: a repository of a few KiB can reuse one tree
+    object to list a million files (a "git bomb")."""
+
+    tool_read_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    """Most bytes of one file a model reviewer's ``read_file`` tool reads (1 MiB); the
+    reply says where a larger file was cut. Set on the workers."""
+
+    journal_max_entries: int = Field(default=100, ge=1)
+    """Journal entries read per participant (docs/harvest.md §5); the rest are reported."""
+
+    journal_max_entry_bytes: int = Field(default=65536, ge=1)
+    """UTF-8 bytes per journal entry read (docs/harvest.md §5)."""
+
+    answer_max_entries: int = Field(default=1000, ge=1)
+    """Findings entries read from one answer (docs/harvest.md §6); the rest are reported
+    (``over-cap``) and the reviewer counts as heard in part."""
+
+    artifact_max_bytes: int = Field(default=1024 * 1024, ge=1)
+    """Largest artifact one put may store (bytes as given, JSON as compact UTF-8): 1 MiB.
+    The artifact store holds what is too large to ride a checkpoint (an ask's props over
+    16 KiB); a larger put is refused, naming this cap."""
+
+    artifact_run_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+    """Bytes all of one run's artifacts may take together (16 MiB), so a run that puts in
+    a loop cannot fill Redis; a put past it is refused, naming this cap."""
+
+    watchdog_slack_ms: int = Field(default=60_000, ge=0)
+    """Milliseconds the waiting CLI allows past the longest backstop before it
+    finalizes the run from the journals itself (a chord that never fires)."""
+
+    abandon_after_s: int = Field(default=300, ge=1)
+    """Seconds a run may stay opened and not dispatched before a worker's sweep settles
+    it ``cancelled`` (its CLI died between opening and dispatch)."""
+
+    sweep_interval_s: float = Field(default=2.0, gt=0)
+    """Seconds between two sweeps (lapsed leases, abandoned runs, runs past their
+    deadline); every worker tries, one per period sweeps."""
+
+    wait_poll: bool = False
+    """The waiting CLI polls the run every 10 ms (the old way, kept to measure it: see
+    ``bench/fleet.py``) instead of being woken by Redis."""
+
+    state_path: Path | None = None
+    """Embedded mode: the JSON file sessions are kept in between runs (default: the
+    user's cache directory)."""
+
+    work_dir: Path | None = None
+    """Where workers unpack run trees (default: the system temp directory), each run in a
+    private directory (0700) of its own."""
+
+    bwrap: str = "bwrap"
+    """The bubblewrap binary reviewer programs run in (a name on PATH or a path; Debian's
+    package ``bubblewrap``). Naming one that is not there shows what happens without it
+    (``COUNCIL_BWRAP=/nonexistent``)."""
+
+    ci: str | None = Field(default=None, validation_alias="CI")
+    """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs
+    unsandboxed. Unset, empty, ``0`` or ``false``: not CI."""
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _redis_url(cls, value: object) -> object:
+        """An empty URL (an unset CI secret) means embedded mode; a URL must be Redis's."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if not isinstance(text, str) or not text.startswith(REDIS_SCHEMES):
+            raise ValueError(
+                "must be a Redis URL starting with redis://, rediss:// or unix:// "
+                "(e.g. redis://localhost:6379/0)"
+            )
+        return value
+
+    @property
+    def in_ci(self) -> bool:
+        """Whether ``CI`` says this runs in CI (set, and not empty, ``0`` or ``false``)."""
+        return self.ci is not None and self.ci.strip().lower() not in ("", "0", "false", "no")
+
+    def redis_url_value(self) -> str | None:
+        """The Redis URL in clear, for opening connections only (never log it)."""
+        return self.redis_url.get_secret_value() if self.redis_url is not None else None

@@ -1,0 +1,122 @@
+"""The council's Celery tasks. Thin: take ids, call the runtime, return small JSON.
+
+* ``council.review_participant(run_id, participant, protocol)`` — one reviewer; never
+  raises for a reviewer fault, so the chord always gets N results.
+* ``council.review_batch(run_id, participants, protocol)`` — several model reviewers of
+  one run at once in this process (the coordinator groups them per queue); the same
+  per-participant rules, one chord result for the batch.
+* ``council.consolidate(results, run_id)`` — the chord body; reads the stored outcomes
+  (results only say who finished) and settles the run.
+* ``council.judge(run_id, protocol)`` — the optional judge, sent once the reviewers'
+  findings are filed; it answers about them, then the run settles.
+* ``council.finalize(run_id)`` — the chord's errback for what a task cannot catch (a
+  hard kill, a lost worker); settles from the journals. Idempotent like the body.
+
+Source: docs/architecture.md (the shape), docs/celery.md §1.3-§1.4, docs/style.md habit 7.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from celery import current_app, shared_task
+from celery.signals import worker_ready
+
+from workers.app import services as runtime
+from workers.app.celery_config import queue_for
+from workers.execution import sweep
+from workers.execution.batch import review_batch as run_batch
+from workers.execution.participant_attempt import review
+from workers.execution.sweep import settle_if_heard
+from workers.settling.judge_turn import judge_run
+from workers.settling.settle import StillRunning, settle_run
+from workers.stores.runs import PROTOCOL
+
+log = structlog.get_logger("council.settle")
+
+
+@shared_task(name="council.review_participant", bind=True, acks_late=True)
+def review_participant(
+    self: Any, run_id: str, participant: str, protocol: int = PROTOCOL, redispatched: bool = False
+) -> dict[str, Any]:
+    """Review the run's change as one participant; return its outcome's summary.
+
+    ``redispatched``: sent by a sweep after the participant's worker was lost (no chord
+    counts this task), so once its outcome completes the reviewers it settles the run.
+    """
+    rt = runtime.current()
+    outcome = review(rt, run_id, participant, protocol)
+    if redispatched:
+        settle_if_heard(rt, run_id, send_judge)
+    return {"participant": outcome.participant, "status": outcome.status}
+
+
+@shared_task(name="council.review_batch", bind=True, acks_late=True)
+def review_batch(
+    self: Any, run_id: str, participants: list[str], protocol: int = PROTOCOL
+) -> list[dict[str, Any]]:
+    """Review the run's change as each of ``participants``, concurrently; return each
+    outcome's summary (``[{"participant": id, "status": status}, ...]``, in order)."""
+    outcomes = run_batch(runtime.current(), run_id, participants, protocol)
+    return [{"participant": o.participant, "status": o.status} for o in outcomes]
+
+
+@shared_task(name="council.consolidate", bind=True, acks_late=True)
+def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
+    """Settle the run once every reviewer task finished (the chord body). Delivered while
+    reviewers still run (a duplicate), it files nothing and says so."""
+    try:
+        report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+    except StillRunning as exc:
+        log.warning("consolidation_early", run_id=run_id, running=exc.running)
+        return {"run_id": run_id, "status": "open", "running": exc.running}
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+@shared_task(name="council.finalize", bind=True, acks_late=True)
+def finalize(self: Any, run_id: str) -> dict[str, Any]:
+    """Settle the run when the chord failed (errback): lost participants get stops."""
+    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge, event="worker_lost")
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+@shared_task(name="council.judge", bind=True, acks_late=True)
+def judge(self: Any, run_id: str, protocol: int = PROTOCOL) -> dict[str, Any]:
+    """The judge reads the filed findings and answers; then the run settles."""
+    report = judge_run(runtime.current(), run_id, protocol)
+    return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
+
+
+def resend(run_id: str, participant: str, backend: str) -> None:
+    """Send one participant's review again, alone, on its queue (a sweep found its
+    worker lost)."""
+    current_app.send_task(
+        "council.review_participant",
+        kwargs={
+            "run_id": run_id,
+            "participant": participant,
+            "protocol": PROTOCOL,
+            "redispatched": True,
+        },
+        queue=queue_for(backend),
+    )
+
+
+@worker_ready.connect
+def _start_sweeping(**_: Any) -> None:
+    """Every distributed worker sweeps (workers/execution/sweep.py); embedded mode does not."""
+    if current_app.conf.broker_url and not str(current_app.conf.broker_url).startswith("memory"):
+        sweep.start(runtime.current(), resend, send_judge)
+
+
+def send_judge(run_id: str) -> None:
+    """Send the run's judge task (settling calls this once, when reviewers are filed)."""
+    rt = runtime.current()
+    record = rt.runs.record(run_id)
+    judge = rt.runs.participant(run_id, record.judge) if record and record.judge else None
+    current_app.send_task(
+        "council.judge",
+        kwargs={"run_id": run_id, "protocol": PROTOCOL},
+        queue=queue_for(judge.backend if judge else ""),
+    )

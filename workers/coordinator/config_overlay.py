@@ -1,0 +1,107 @@
+"""The base's analyzer configuration, read for the program reviewers of a round.
+
+A pull request can switch its own analyzers off (``[tool.ruff] exclude = ["src"]``, an
+``.eslintrc`` in ``src/`` that ignores everything, a deleted ``.bandit``). So the
+coordinator lists the changed files that configure analyzers
+(:func:`council.change.analyzer_config.config_changes`) and reads their BASE versions; the run
+ships them beside the head tree (``run:{run}:config``), and a worker lays them over its
+copy of the tree for each program reviewer with ``config_from = "base"`` (the default):
+:meth:`workers.execution.unpacked_trees.TreeCache.overlaid`. Model reviewers read the head tree as it is.
+
+The shipped files, field → bytes (a Redis hash)::
+
+    "644:pyproject.toml"   the base's file, written with mode 0644 (or "755:…")
+    "link:src/ruff.toml"   the base's symbolic link, its target as the bytes
+    "-:src/.eslintrc"      b"": not at the base (the change added it): removed
+
+Source: issue "The change under review is untrusted"; docs/architecture.md "State in Redis".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from council.change.analyzer_config import (
+    CONFIG_OPTION,
+    DEFAULT_CONFIG_SOURCE,
+    ConfigChange,
+    config_changes,
+    config_note,
+    config_reason,
+)
+from council.model.participant import Participant
+from workers.git.git_objects import TreeEntry
+from workers.git.repository import Repository
+
+PROGRAM_BACKENDS: tuple[str, ...] = ("command", "sarif")
+"""Backends whose program reads the analyzer configuration (``config_from`` applies)."""
+
+REMOVED = "-"
+"""The kind of a shipped field whose file is removed from the tree."""
+
+LINK = "link"
+"""The kind of a shipped field that is a symbolic link (its target as the bytes)."""
+
+
+@dataclass(frozen=True)
+class ConfigOverlay:
+    """What a round ships for its program reviewers' trees: the changed analyzer
+    configuration files (``changes``) and the base's side of them (``files``, field →
+    bytes, the shapes in the module's docstring). Empty when the change edits none."""
+
+    changes: tuple[ConfigChange, ...] = ()
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def reads_base_config(participant: Participant) -> bool:
+    """Whether ``participant`` runs a program that reads the base's analyzer
+    configuration (``config_from = "base"``, the default for command and sarif)."""
+    source = participant.options.get(CONFIG_OPTION, DEFAULT_CONFIG_SOURCE)
+    return participant.backend in PROGRAM_BACKENDS and source == "base"
+
+
+def read_config_overlay(repo: Repository, base: str, head: str) -> ConfigOverlay:
+    """The analyzer configuration files the change ``base..head`` edits, and the base's
+    side of them (see the module's docstring). Whatever ``[paths]`` excludes is read
+    too: an excluded config file still configures the analyzer. Raises
+    :class:`~council.errors.RepositoryError` when git fails."""
+    candidates = [p for p in repo.changed_paths(base, head) if config_reason(p) is not None]
+    if not candidates:
+        return ConfigOverlay()
+    at_base = _files(repo.entries_at(base, candidates))
+    at_head = _files(repo.entries_at(head, candidates))
+    blobs = repo.blobs([e.obj for e in (*at_base.values(), *at_head.values())])
+
+    def side(entries: dict[str, TreeEntry], path: str) -> bytes | None:
+        entry = entries.get(path)
+        return blobs[entry.obj] if entry is not None else None
+
+    changes = config_changes((p, side(at_base, p), side(at_head, p)) for p in candidates)
+    files: dict[str, bytes] = {}
+    for change in changes:
+        entry = at_base.get(change.path)
+        if entry is None:
+            files[f"{REMOVED}:{change.path}"] = b""
+        elif entry.mode == "120000":
+            files[f"{LINK}:{change.path}"] = blobs[entry.obj]
+        else:
+            mode = "755" if entry.mode == "100755" else "644"
+            files[f"{mode}:{change.path}"] = blobs[entry.obj]
+    return ConfigOverlay(tuple(changes), files)
+
+
+def overlay_note(overlay: ConfigOverlay, participants: Sequence[Participant]) -> str | None:
+    """The run's note naming the changed analyzer configuration and who read which side
+    (:func:`council.change.analyzer_config.config_note`), or None when the change edits none."""
+    programs = [p for p in participants if p.backend in PROGRAM_BACKENDS]
+    return config_note(
+        overlay.changes,
+        [p.id for p in programs if reads_base_config(p)],
+        [p.id for p in programs if not reads_base_config(p)],
+    )
+
+
+def _files(entries: dict[str, TreeEntry]) -> dict[str, TreeEntry]:
+    """The entries that are files or links (a submodule is neither: left out)."""
+    return {path: e for path, e in entries.items() if e.kind == "blob"}

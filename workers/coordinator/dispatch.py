@@ -1,0 +1,220 @@
+"""Opening a prepared round's run and dispatching its chord; sending the judge.
+
+The order is the design's (docs/architecture.md "The shape"): claim every participant and
+write the run record ``open`` in one atomic step; store the inputs; send ONE chord
+(reviewer tasks → ``consolidate``, errback ``finalize``). Nothing reaches a worker before
+the run is open, and a chord that cannot be sent leaves no run ``open``.
+
+The chord's header (:func:`chord_header`): model participants (``openai``,
+``anthropic``) go in ``council.review_batch`` tasks of at most ``COUNCIL_BATCH_SIZE``
+per provider queue, so one worker process holds many streams for one task's cost; every
+other participant is one ``council.review_participant`` task.
+
+The CLI never reads a task's result (it polls the run in Redis, :mod:`workers.coordinator.waiting`),
+so no result object outlives the dispatch (:func:`release_results`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+
+import structlog
+from celery import Celery, Signature, chord
+from celery.result import AsyncResult, ResultBase, ResultSet
+
+from council.model.backend_result import Stop
+from council.model.participant import Participant
+from workers.app.celery_config import queue_for
+from workers.app.services import Runtime
+from workers.coordinator.preparation import Round
+from workers.settling.settle import JudgeDispatch, settle_run
+from workers.stores.runs import PROTOCOL
+
+log = structlog.get_logger("council.coordinator")  # the name its events always had
+
+BATCHED_BACKENDS = frozenset({"openai", "anthropic"})
+"""Backends whose participants are sent in ``council.review_batch`` tasks (model
+streams: mostly waiting, so one process holds many)."""
+
+
+def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
+    """Claim identities and open the run atomically, store inputs, send the chord.
+
+    Raises :class:`~council.errors.IdentityRefused` before anything is sent. When the
+    chord cannot be sent (the broker is unreachable, its transport cannot load), the run
+    just opened is settled ``cancelled`` and the error is raised again.
+    """
+    record = round_.record
+    rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
+    _store_inputs(rt, round_, rt.sessions.open_ttl_s(record, record.created_ms))
+    try:
+        header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
+        # Marked before sending: a CLI that dies in between leaves a run whose tasks may
+        # be on their way, which the deadline's sweep settles; never one cancelled under
+        # its running reviewers.
+        rt.runs.mark_dispatched(record.run_id)
+        sent = send_chord(app, record.run_id, header)
+    except Exception:
+        # Nothing reached a worker: settle the opened run now, so it is not left "open".
+        log.exception("dispatch_failed", run_id=record.run_id)
+        rt.runs.cancel(record.run_id)
+        settle_run(rt, record.run_id, forced="cancelled", lost=Stop(limit="cancelled"))
+        raise
+    # Drop the result handles now, while the backend is reachable: their finalizer
+    # unsubscribes from the result backend (docs/celery.md §1.12, noise at exit).
+    release_results(app, sent)
+    del sent
+    log.info(
+        "run_dispatched",
+        run_id=record.run_id,
+        session=record.session,
+        participants=len(round_.participants),
+        tasks=len(header),
+    )
+
+
+def _store_inputs(rt: Runtime, round_: Round, ttl_s: int) -> None:
+    """Store what the run's tasks read by key (docs/architecture.md "Messages": a message
+    carries ids, never megabytes of diff): every participant (the judge too), the
+    reviewers' prompts, the judge's persona for its prompt built later, the head tree,
+    the base-tree programs and the files ``args`` name, the base's side of the analyzer
+    configuration the change edits, the places of the likely secrets it adds, and the
+    (masked) diff, each with the run's opening TTL ``ttl_s``."""
+    judge = round_.judge
+    rt.runs.put_inputs(
+        round_.record.run_id,
+        (*round_.participants, *((judge,) if judge else ())),
+        round_.prompts,
+        round_.tree,
+        round_.programs,
+        change=round_.change.text,
+        personas=(
+            {judge.id: round_.judge_persona}
+            if judge is not None and round_.judge_persona is not None
+            else {}
+        ),
+        arg_files=round_.arg_files,
+        config=round_.config.files,
+        secrets=round_.secrets,
+        ttl_s=ttl_s,
+    )
+
+
+def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultBase:
+    """Send the run's chord: ``header`` → ``council.consolidate``, errback
+    ``council.finalize`` (both on the consolidate queue). Returns the chord's result
+    (the body's, its parent the header's group); raises what the broker raises.
+
+    The header goes in as a generator, as Celery's canvas guide writes them. Why: given
+    a header it can list, the Redis result backend's ``apply_chord`` builds a
+    ``GroupResult`` of its own over the header tasks, whose result objects it then keeps
+    among its pending results, subscribed to their channels, for the life of the
+    process, and no public API hands them back (celery/celery#4823); each one
+    unsubscribes in its ``AsyncResult.__del__`` at interpreter shutdown, when Redis may
+    be gone. Given a generator, the backend builds none: the only result objects are
+    the ones the returned result reaches, which :func:`release_results` releases (the
+    integration test ``test_nothing_of_the_chords_results_is_kept_after_dispatch``
+    fails should a Celery release change that).
+    """
+    body = app.signature("council.consolidate", kwargs={"run_id": run_id})
+    errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        canvas = chord((task for task in header), body)
+        canvas.link_error(errback)
+        return canvas.apply_async()
+
+
+def release_results(app: Celery, sent: ResultBase) -> None:
+    """Stop ``app``'s result backend tracking the results of a sent canvas; keep none.
+
+    Why: the CLI never reads them (it polls the run in Redis), but the Redis result
+    backend keeps each header task's result object among its pending results, subscribed
+    to its channel, as long as the object lives; its ``AsyncResult.__del__`` then
+    unsubscribes whenever it is collected, and at interpreter shutdown, with Redis gone
+    meanwhile, it tries to reconnect while Python tears down ("Exception ignored in:
+    AsyncResult.__del__", ImportError: sys.meta_path is None). Called right after
+    dispatch, while Redis answers: every result ``sent`` reaches (itself, its parents,
+    the members of each group) is removed through the backend's public
+    ``remove_pending_result`` (unsubscribing once); any that cannot be (Redis dropped in
+    between) loses its backend, so its finalizer does nothing. :func:`send_chord` sees
+    to it that no other result object exists. A backend without pending results (the
+    embedded ``cache+memory://``) makes this a no-op.
+    """
+    backend = app.backend
+    for handle in _reached(sent):
+        try:
+            backend.remove_pending_result(handle)
+        except Exception:  # Redis went away just now: disarm its finalizer instead
+            log.debug("result_release_failed", task_id=handle.id, exc_info=True)
+            handle.backend = None
+
+
+def _reached(sent: ResultBase) -> Iterator[AsyncResult]:
+    """Every task result ``sent`` reaches through public attributes: ``sent`` itself,
+    each ``parent`` up the chain, and the ``results`` of each group among them."""
+    node: ResultBase | None = sent
+    while node is not None:
+        if isinstance(node, AsyncResult):
+            yield node
+        if isinstance(node, ResultSet):
+            yield from (r for r in node.results or () if isinstance(r, AsyncResult))
+        node = node.parent
+
+
+def chord_header(
+    app: Celery, run_id: str, participants: Sequence[Participant], batch_size: int
+) -> list[Signature]:
+    """The reviewer tasks of a run's chord, built without sending anything.
+
+    Participants of a :data:`BATCHED_BACKENDS` backend are grouped by their queue
+    (``queue_for(backend)``), in roster order, into ``council.review_batch`` tasks of at
+    most ``batch_size`` (>= 1) ids each; every other participant is one
+    ``council.review_participant`` task on its queue. Single tasks come first, in roster
+    order, then the batches. Every signature is immutable (the header takes no parent
+    result) and carries the message protocol.
+    """
+    header: list[Signature] = []
+    batched: dict[str, list[str]] = {}
+    for p in participants:
+        if p.backend in BATCHED_BACKENDS:
+            batched.setdefault(queue_for(p.backend), []).append(p.id)
+            continue
+        header.append(
+            app.signature(
+                "council.review_participant",
+                kwargs={"run_id": run_id, "participant": p.id, "protocol": PROTOCOL},
+                immutable=True,
+                queue=queue_for(p.backend),
+            )
+        )
+    for queue, ids in batched.items():
+        for start in range(0, len(ids), batch_size):
+            header.append(
+                app.signature(
+                    "council.review_batch",
+                    kwargs={
+                        "run_id": run_id,
+                        "participants": ids[start : start + batch_size],
+                        "protocol": PROTOCOL,
+                    },
+                    immutable=True,
+                    queue=queue,
+                )
+            )
+    return header
+
+
+def judge_sender(app: Celery, backend: str) -> JudgeDispatch:
+    """A function that sends a run's judge task through ``app``, to its backend's queue
+    (``queue_for(backend)``); it takes the run id and returns nothing."""
+
+    def send(run_id: str) -> None:
+        app.send_task(
+            "council.judge",
+            kwargs={"run_id": run_id, "protocol": PROTOCOL},
+            queue=queue_for(backend),
+        )
+
+    return send

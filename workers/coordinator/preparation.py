@@ -1,0 +1,358 @@
+"""Preparing a round: read the change and the trusted configuration, check, build.
+
+The reads come first, in the design's order (docs/architecture.md "The shape"): the refs; the
+TRUSTED roster, from the base ref, never the head under review; the filtered change (its
+likely secrets found and masked, :mod:`council.change.secret_masks`); the
+programs and persona charters the roster names (trusted like it, so read where it is:
+:mod:`workers.coordinator.trusted_inputs`) and the base files its ``args`` name (:mod:`workers.coordinator.program_args`);
+the base's side of the analyzer configuration the change edits
+(:mod:`workers.coordinator.config_overlay`); the head tree. Then :mod:`council.roster.round_roster` builds the
+round from what was read, purely.
+Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.coordinator.dispatch`
+opens and sends and :mod:`workers.coordinator.waiting` waits for.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from council.change.diff import Change, read_change
+from council.change.quoted_paths import shown
+from council.change.secret_masks import (
+    Masker,
+    SecretSpan,
+    mask_change,
+    masked_path,
+    name_values,
+    secrets_note,
+)
+from council.errors import ChangeTooLarge, ConfigurationError
+from council.model.participant import Participant
+from council.roster import Roster
+from council.roster.prompt import change_notes
+from council.roster.round_roster import Lineup, deadline_ms, line_up, reviewer_prompts
+from reviewers import check_options
+from workers.app.clock import now_ms
+from workers.app.settings import Settings
+from workers.coordinator.config_overlay import ConfigOverlay, overlay_note, read_config_overlay
+from workers.coordinator.program_args import base_arg_files
+from workers.coordinator.replay_recordings import recorded_lineup
+from workers.coordinator.secret_scan import excluded_files, find_secrets
+from workers.coordinator.trusted_inputs import persona_texts, read_programs, read_roster
+from workers.git.change_listing import submodule_notes
+from workers.git.repository import DIFF_KNOB, Repository, attributes_notes
+from workers.stores.runs import RunRecord
+
+EXCLUDED_SHOWN = 20
+"""At most this many excluded paths are named in the round's note about them."""
+
+
+@dataclass(frozen=True)
+class ReviewOptions:
+    """What ``council review`` was asked (refs as given by the user)."""
+
+    repo: Path
+    base: str
+    head: str = "HEAD"
+    roster: Path | None = None
+    session: str | None = None
+    since: str | None = None
+    """Review the diff from this commit to ``head`` instead of from ``base``
+    (``--since-last``); trusted configuration is still read from ``base``."""
+    notes: tuple[str, ...] = ()
+    """Notes the caller adds to the round's (and the prompts') notes."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """A prepared round: everything checked, nothing sent yet.
+
+    ``participants`` are the reviewers in roster order; ``prompts`` maps each reviewer's
+    id to its whole prompt; ``programs`` maps a participant id to the bytes of the
+    relative program read for it, ``arg_files`` to the base-tree files its ``args`` name
+    (:mod:`workers.coordinator.program_args`); ``tree`` is the packed head tree (tar.gz, None when
+    the round has none). ``judge_persona`` is the judge's charter body (None: no judge,
+    or a judge without a persona): the judge's prompt is built only once the reviewers
+    are filed, and this travels with the run's inputs until then.
+    """
+
+    record: RunRecord
+    roster: Roster
+    participants: tuple[Participant, ...]
+    prompts: dict[str, str]
+    programs: dict[str, bytes]
+    tree: bytes | None
+    change: Change
+    notes: tuple[str, ...] = field(default=())
+    judge: Participant | None = None
+    judge_persona: str | None = None
+    arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    config: ConfigOverlay = field(default_factory=ConfigOverlay)
+    """The analyzer configuration files the change edits, and the base's side of them,
+    laid over the tree of program reviewers with ``config_from = "base"``."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """The places of the likely secrets the change adds (in its kept files' added lines,
+    its excluded files and its paths) and the excluded files withheld unscanned;
+    ``change``, ``notes``, ``record`` and ``prompts`` show them masked
+    (:mod:`council.change.secret_masks`)."""
+
+    def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
+        """The same prepared round as a new run (benchmarks run one change many times);
+        times in ms since the epoch."""
+        record = self.record.model_copy(
+            update={"run_id": run_id, "created_ms": created_ms, "deadline_ms": deadline_ms}
+        )
+        return replace(self, record=record)
+
+
+class NothingToReview(Exception):
+    """The change is empty, or every file of it is excluded. Exit 0."""
+
+
+@dataclass(frozen=True)
+class _Refs:
+    """The commits a round is about (full ids), and what the refs as given say."""
+
+    base: str
+    """Trusted configuration (roster, programs, personas) is read here."""
+    head: str
+    start: str
+    """Where the reviewed diff starts: the ``--since-last`` commit, else ``base``."""
+    notes: tuple[str, ...] = ()
+    """What the refs as given say about the change (it runs backwards)."""
+
+
+def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
+    """Read the repository and the roster, check everything, build the prompts.
+
+    ``mode`` is ``distributed`` or ``embedded``. The steps run in this order, each
+    refusing before the next reads anything: refs, roster, the visibility timeout, the
+    change, participants' options, programs, personas, the head tree. Raises
+    :class:`ConfigurationError` subclasses (exit 2) for a bad repository, ref, roster or
+    cap; :class:`NothingToReview` (exit 0) for an empty change.
+    """
+    repo = Repository(options.repo, max_changed_files=settings.max_changed_files)
+    refs = _resolve_refs(repo, options)
+    roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
+    listed = repo.changed_entries(refs.base, refs.head)
+    roster_notes = (
+        *roster_notes,
+        *attributes_notes(repo.changed_paths(refs.base, refs.head)),
+        *submodule_notes(listed),
+    )
+    _check_visibility_timeout(settings, roster, mode)
+    change, non_utf8, excluded = _read_change(settings, repo, refs, roster)
+    secrets = _find_secrets(repo, refs, change, excluded)
+    change = mask_change(change, secrets)
+    non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
+    excluded_notes = _excluded_notes([masked_path(p, secrets) for p in excluded])
+    lineup = line_up(roster, _replay_base_dir(options, repo))
+    if options.roster is None:  # replay files of a base-tree roster: the base tree's
+        lineup = recorded_lineup(lineup, repo, refs.base)
+    _check_options(lineup)
+    programs = read_programs(repo, refs.base, options.roster, lineup.placed)
+    arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
+    personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
+    config = read_config_overlay(repo, refs.base, refs.head)
+    config_said = overlay_note(config, lineup.reviewers)
+    tree = repo.archive(
+        refs.head,
+        settings.max_tree_bytes or roster.max_tree_bytes,
+        max_unpacked_bytes=settings.max_unpacked_tree_bytes,
+    )
+    names = Masker(name_values(secrets))  # a note naming a file named with a key
+    notes = _with_new(
+        [
+            *options.notes,
+            *refs.notes,
+            *(names.text(n) for n in (*roster_notes, *excluded_notes)),
+            *filter(None, [config_said and names.text(config_said), secrets_note(secrets)]),
+        ],
+        [names.text(n) for n in change_notes(change, non_utf8=non_utf8)],
+    )
+    judge = lineup.judge
+    return Round(
+        record=_record(settings, options, repo, refs, roster, change, lineup, notes, mode),
+        roster=roster,
+        participants=lineup.reviewers,
+        prompts=reviewer_prompts(lineup.reviewers, change, personas, notes),
+        programs=programs,
+        tree=tree,
+        change=change,
+        notes=tuple(notes),
+        judge=judge,
+        judge_persona=personas.get(judge.id) if judge is not None else None,
+        arg_files=arg_files,
+        config=config,
+        secrets=secrets,
+    )
+
+
+def _resolve_refs(repo: Repository, options: ReviewOptions) -> _Refs:
+    """The refs as commit ids, so every later read sees the same commits.
+
+    Why the note: a head that is an ancestor of the base reviews the change backwards
+    (``--base`` and ``--head`` swapped, usually); the round still runs, and says so.
+    Raises :class:`~council.errors.RepositoryError` (exit 2) for a ref that names no
+    commit, with how to fetch it.
+    """
+    base = repo.resolve(options.base)
+    head = repo.resolve(options.head)
+    start = repo.resolve(options.since) if options.since else base
+    notes: tuple[str, ...] = ()
+    if base != head and repo.is_ancestor(head, base):
+        notes = (
+            f"the head {options.head} is an ancestor of the base {options.base}: this "
+            f"reviews the change backwards (were --base and --head swapped?)",
+        )
+    return _Refs(base=base, head=head, start=start, notes=notes)
+
+
+def _check_visibility_timeout(settings: Settings, roster: Roster, mode: str) -> None:
+    """Refuse (distributed mode) a backstop Redis would cut short.
+
+    Why: Redis delivers an unacknowledged task again after the visibility timeout (in
+    seconds), so a review must end well within it, or a healthy review is started a
+    second time. Raises :class:`ConfigurationError` (exit 2) when twice the longest
+    backstop (ms) exceeds ``COUNCIL_VISIBILITY_TIMEOUT_S``.
+    """
+    if mode != "distributed":
+        return
+    if 2 * roster.longest_backstop_ms > settings.visibility_timeout_s * 1000:
+        raise ConfigurationError(
+            f"the longest backstop ({roster.longest_backstop_ms} ms) needs a visibility "
+            f"timeout above twice its length, and COUNCIL_VISIBILITY_TIMEOUT_S is "
+            f"{settings.visibility_timeout_s} s: Redis would start a healthy review again. "
+            f"Raise COUNCIL_VISIBILITY_TIMEOUT_S (on workers and CLI alike) or lower backstop_ms."
+        )
+
+
+def _find_secrets(
+    repo: Repository, refs: _Refs, change: Change, excluded: Sequence[str]
+) -> tuple[SecretSpan, ...]:
+    """The likely secrets of the change: on the kept files' added lines, in the excluded
+    files (read whole from the head tree, or withheld when too big:
+    :func:`~workers.coordinator.secret_scan.excluded_files`) and in every path the diff touches,
+    either side, excluded or not. Why the excluded ones: ``[paths]`` only trims the
+    prompt; the tree models' tools read still holds those files, and the notes name
+    them. Raises :class:`~council.errors.RepositoryError` when git fails."""
+    files, kept_out = excluded_files(repo, refs.head, excluded)
+    spans = find_secrets(change, files, repo.changed_paths(refs.start, refs.head))
+    first = spans[-1].secret + 1 if spans else 0
+    withheld = [s.model_copy(update={"secret": first + i}) for i, s in enumerate(kept_out)]
+    return (*spans, *withheld)
+
+
+def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:
+    """The note naming the files ``[paths]`` excluded (no silent loss); none when none."""
+    if not excluded:
+        return ()
+    return (
+        f"{len(excluded)} file(s) excluded by [paths] in the roster: "
+        + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
+        + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
+    )
+
+
+def _read_change(
+    settings: Settings, repo: Repository, refs: _Refs, roster: Roster
+) -> tuple[Change, tuple[str, ...], list[str]]:
+    """The change under review, filtered by the roster's ``[paths]``, within its cap.
+
+    Returns ``(change, non_utf8, excluded)``: the paths shown with replacement
+    characters, and the excluded paths, in diff order. Raises
+    :class:`NothingToReview` when no file is left, and :class:`ChangeTooLarge` (exit 2)
+    when the diff is over ``COUNCIL_MAX_DIFF_BYTES`` (which wins), else the roster's
+    ``max_diff_bytes`` (bytes), before any reviewer is asked: while git writes the diff
+    (:meth:`~workers.git.repository.Repository.diff` stops it at the cap), and again once it
+    is decoded. The diff is read with the BASE tree's ``.gitattributes`` only.
+    """
+    cap = settings.max_diff_bytes or roster.max_diff_bytes
+    raw = repo.diff(
+        refs.start,
+        refs.head,
+        attributes_from=refs.base,
+        include=roster.include,
+        exclude=roster.exclude,
+        cap_bytes=cap,
+    )
+    change, excluded, non_utf8 = read_change(raw, roster.include, roster.exclude)
+    if not change.files:
+        raise NothingToReview(
+            "nothing to review: the change is empty"
+            if not excluded
+            else "nothing to review: every file of the change is excluded by [paths]"
+        )
+    if change.total_bytes > cap:
+        raise ChangeTooLarge("diff", change.total_bytes, cap, DIFF_KNOB)
+    return change, non_utf8, excluded
+
+
+def _check_options(lineup: Lineup) -> None:
+    """Refuse a participant's bad backend options, reviewers first, then the judge.
+
+    Why before any program or persona is read: a replay without ``answer`` or a command
+    without ``program`` must stop the round before anything is read for it or sent.
+    Raises :class:`~council.errors.RosterError` (exit 2) naming the field path
+    (``reviewers[2].answer: …``, ``judge.model: …``).
+    """
+    for where, p in lineup.placed:
+        check_options(p, where)
+
+
+def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
+    """Where replay files resolve: beside an explicit roster. Without one the relative
+    files are read from the BASE tree instead (:func:`~workers.coordinator.replay_recordings.recorded_lineup`),
+    never from the repository's working directory, which is the change under review."""
+    return options.roster.resolve().parent if options.roster is not None else repo.path
+
+
+def _with_new(notes: list[str], more: Sequence[str]) -> list[str]:
+    """``notes`` followed by those of ``more`` not already there (in order, once each):
+    a change note the caller already gave is not said twice."""
+    out = list(notes)
+    for note in more:
+        if note not in out:
+            out.append(note)
+    return out
+
+
+def _record(
+    settings: Settings,
+    options: ReviewOptions,
+    repo: Repository,
+    refs: _Refs,
+    roster: Roster,
+    change: Change,
+    lineup: Lineup,
+    notes: Sequence[str],
+    mode: str,
+) -> RunRecord:
+    """The run record, with a new run id, written ``open`` before any task is sent.
+
+    Its ``deadline_ms`` (ms since the epoch) is the watchdog's: the longest reviewer
+    backstop, then the judge's, plus ``COUNCIL_WATCHDOG_SLACK_MS``. The session is the
+    one asked for, else the repository's default for the head ref. Source:
+    docs/architecture.md "State in Redis".
+    """
+    created = now_ms()
+    return RunRecord(
+        run_id=uuid.uuid4().hex[:16],
+        session=options.session or repo.default_session_key(options.head),
+        repository=str(repo.path),
+        base=refs.start,
+        head=refs.head,
+        witness=refs.head,
+        mode="distributed" if mode == "distributed" else "embedded",
+        participants=tuple(p.id for p in lineup.reviewers),
+        judge=lineup.judge.id if lineup.judge is not None else None,
+        limits=dict(roster.limits),
+        prices=roster.prices,
+        changed_paths=change.paths,
+        notes=tuple(notes),
+        created_ms=created,
+        deadline_ms=deadline_ms(created, lineup, settings.watchdog_slack_ms),
+    )

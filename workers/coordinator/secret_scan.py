@@ -1,0 +1,302 @@
+"""Finding the likely secrets a change adds, with detect-secrets' plugins.
+
+The coordinator scans the ADDED lines of the diff (what the change brings), the files
+the roster's ``[paths]`` exclude (whole, from the head tree: :func:`excluded_files`; they
+are still in the tree models' tools read) and every path the change touches (a file
+named with a key), and returns each secret's place as
+:class:`~council.change.secret_masks.SecretSpan` values, never keeping a value (see
+:mod:`council.change.secret_masks` for what is masked where). Lock files are scanned like any
+other file: a change can hide a key in ``yarn.lock`` as well as anywhere.
+
+An excluded file is read only up to :data:`EXCLUDED_FILE_MAX_BYTES`, and all of them
+together up to :data:`EXCLUDED_MAX_BYTES`: the diff keeps only the header of an excluded
+file, so it may be huge. One over either cap is not read at all and is WITHHELD from
+reviewer models (fail closed: a ``file`` span; their copy of the tree holds one line
+saying why instead of its content).
+
+How detect-secrets is used, and why:
+
+* its detector plugins are instantiated here and asked line by line
+  (``analyze_line``), not through ``scan_line``/``SecretsCollection``: those read and
+  rewrite the library's process-wide settings, and an embedded run has worker threads
+  in this process. No plugin verifies a secret with its service (that happens only when
+  the verification filter is configured, which council never does): the scan is
+  offline.
+* the plugins: every format detector (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, npm,
+  PyPI, JWT, private keys, …) and the keyword detector (``password = "…"``), with the
+  library's heuristic filters for it (templated, indirect, sequential values). The
+  high-entropy detectors (:data:`LEFT_OUT`) are not used: on code they mask commit ids,
+  hashes and test data, which reviewers need to read.
+* a regex detector's match is masked whole unless one of its groups holds the value
+  (at least 8 characters): GitHub's yields only its prefix, AWS's secret key only the
+  40 characters inside the quotes.
+* a private key is masked from its ``BEGIN`` line to its ``END`` line (the body lines),
+  not only the header detect-secrets recognizes.
+
+Scanning costs about 45 µs a line (a 1 MB diff of 25,000 added lines: about a second).
+Source: issue "The change under review is untrusted".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from council.change.diff import Change
+from council.change.secret_masks import SecretSpan, added_lines_of, digest
+from workers.git.repository import Repository
+
+LEFT_OUT: frozenset[str] = frozenset(
+    {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+)
+"""detect-secrets plugins council does not run (see the module's docstring)."""
+
+EXCLUDED_FILE_MAX_BYTES = 1024 * 1024
+"""Largest excluded file (bytes) read from the head tree to be scanned; a bigger one is
+withheld from reviewer models."""
+
+EXCLUDED_MAX_BYTES = 4 * 1024 * 1024
+"""Most bytes of excluded files read in all; the files past it are withheld."""
+
+BINARY_SNIFF_BYTES = 8000
+"""A file with a NUL byte in its first 8000 bytes is binary (git's test, and the one the
+model tools use to show none): it is not scanned, as no tool shows its text."""
+
+KEY_LINES_MAX = 200
+"""Most lines after a private key's ``BEGIN`` line masked when no ``END`` line comes."""
+
+_END = re.compile(r"-----END [A-Z0-9 ]*-----|---- END SSH2 ")
+_KEY_RUN = re.compile(r"(?<!\\)[A-Za-z0-9+/=]{16,}(?:(?:\\n|\s)*[A-Za-z0-9+/=]{16,})*")
+_KEY_HEADER = re.compile(r"[A-Za-z-]+: [^'\"]*[^'\"\s]")
+_BODY = re.compile(r"""[\s'"`]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: [^'"]*)?(?:\\n)?[\s'",+`\\]*""")
+_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|BEGIN [A-Z0-9 ]*PRIVATE KEY")
+
+
+def find_secrets(
+    change: Change,
+    files: Iterable[tuple[str, str]] = (),
+    paths: Iterable[str] = (),
+) -> list[SecretSpan]:
+    """The places of the likely secrets on the change's added lines (in diff order), then
+    on every line of ``files`` (``(path, text)``: the excluded files read whole from the
+    head tree, :func:`excluded_files`), then in ``paths`` themselves (every path the
+    change touches, either side: ``place = "path"`` spans).
+
+    Finds that overlap on a line are one secret. Never raises for what the lines hold;
+    raises ``ImportError`` when detect-secrets is not installed (it is a dependency of
+    council).
+    """
+    plugins = _plugins()
+    spans: list[SecretSpan] = []
+    for changed in change.files:
+        spans += _scan_lines(plugins, changed.path, list(added_lines_of(changed)), _count(spans))
+    for path, text in files:
+        lines = [(n, t.removesuffix("\r")) for n, t in enumerate(text.split("\n"), 1)]
+        spans += _scan_lines(plugins, path, lines, _count(spans))
+    for path in dict.fromkeys(paths):
+        for kind, start, stop in _joined(_line_secrets(plugins, path, path, 1)):
+            value = path[start:stop]
+            if kind != "Private Key" and value:
+                spans.append(
+                    SecretSpan(
+                        secret=_count(spans), path=path, line=0, start=start, end=stop,
+                        kind=kind, digest=digest(value), place="path",
+                    )
+                )  # fmt: skip
+    return spans
+
+
+def excluded_files(
+    repo: Repository, head: str, paths: Iterable[str], start: int = 0
+) -> tuple[list[tuple[str, str]], list[SecretSpan]]:
+    """The excluded files to scan, read from the head tree, and those withheld unread.
+
+    Returns ``(files, withheld)``: ``files`` as ``(path, text)`` (UTF-8, undecodable
+    bytes as surrogates, as a worker reads its tree) for the files at ``paths`` in
+    ``head``, a symbolic link's text being its target (deleted ones and submodules have
+    no text there); ``withheld`` a
+    ``file`` span (numbered from ``start``) for each over :data:`EXCLUDED_FILE_MAX_BYTES`
+    or past :data:`EXCLUDED_MAX_BYTES` in all, never read. Binary files (a NUL byte in
+    the first :data:`BINARY_SNIFF_BYTES`) are left out of ``files``. Raises
+    :class:`~workers.git.repository.RepositoryError` when git fails.
+    """
+    entries = repo.entries_at(head, list(paths))
+    wanted: list[tuple[str, str]] = []
+    withheld: list[SecretSpan] = []
+    budget = EXCLUDED_MAX_BYTES
+    for path, entry in entries.items():
+        if entry.kind != "blob" or entry.mode not in ("100644", "100755", "120000"):
+            continue
+        why = None
+        if entry.size > EXCLUDED_FILE_MAX_BYTES:
+            why = f"{entry.size} bytes, over the {EXCLUDED_FILE_MAX_BYTES}-byte cap"
+        elif entry.size > budget:
+            why = f"past the {EXCLUDED_MAX_BYTES} bytes read of excluded files in all"
+        if why is not None:
+            withheld.append(
+                SecretSpan(
+                    secret=start + len(withheld), path=path, line=0, start=0, end=0,
+                    kind=f"not scanned: {why}", digest=digest(""), place="file",
+                )
+            )  # fmt: skip
+            continue
+        budget -= entry.size
+        wanted.append((path, entry.obj))
+    blobs = repo.blobs([obj for _, obj in wanted])
+    files = [
+        (path, blobs[obj].decode("utf-8", "surrogateescape"))
+        for path, obj in wanted
+        if b"\0" not in blobs[obj][:BINARY_SNIFF_BYTES]
+    ]
+    return files, withheld
+
+
+def _count(spans: list[SecretSpan]) -> int:
+    """The next secret's number."""
+    return spans[-1].secret + 1 if spans else 0
+
+
+def _scan_lines(
+    plugins: list[Any], path: str, lines: list[tuple[int, str]], first: int
+) -> list[SecretSpan]:
+    """The spans of one file's lines (``(line number, text)``), secrets numbered from
+    ``first``."""
+    spans: list[SecretSpan] = []
+    count = first
+    index = 0
+    while index < len(lines):
+        number, text = lines[index]
+        found = _line_secrets(plugins, path, text, number)
+        if any(kind == "Private Key" for kind, _, _ in found):
+            body = _key_block(lines, index)
+            if body:
+                spans += [_span(count, path, n, t, a, b, "Private Key") for n, t, a, b in body]
+                count += 1
+                index += body[-1][0] - number + 1
+                continue
+        for kind, start, stop in _joined([f for f in found if f[0] != "Private Key"]):
+            spans.append(_span(count, path, number, text, start, stop, kind))
+            count += 1
+        index += 1
+    return spans
+
+
+def _joined(found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Finds on one line with overlapping characters joined (the first kind kept)."""
+    out: list[tuple[str, int, int]] = []
+    for kind, start, stop in sorted(found, key=lambda f: (f[1], -f[2])):
+        if stop <= start:
+            continue
+        if out and start < out[-1][2]:
+            out[-1] = (out[-1][0], out[-1][1], max(stop, out[-1][2]))
+        else:
+            out.append((kind, start, stop))
+    return out
+
+
+def _span(
+    secret: int, path: str, line: int, text: str, start: int, end: int, kind: str
+) -> SecretSpan:
+    value = text[start:end]
+    return SecretSpan(
+        secret=secret, path=path, line=line, start=start, end=end, kind=kind, digest=digest(value)
+    )
+
+
+def _plugins() -> list[Any]:
+    """One instance of every detect-secrets plugin council runs."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes: Iterable[type[Any]] = get_mapping_from_secret_type_to_class().values()
+    return [
+        cls() for cls in sorted(classes, key=lambda c: c.__name__) if cls.__name__ not in LEFT_OUT
+    ]
+
+
+def _line_secrets(
+    plugins: Iterable[Any], path: str, text: str, number: int
+) -> list[tuple[str, int, int]]:
+    """``(kind, start, end)`` of each secret the plugins find on one line (character
+    offsets; overlapping finds are all kept, :func:`~council.change.secret_masks.mask_line`
+    joins them)."""
+    from detect_secrets.filters import heuristic
+
+    out: list[tuple[str, int, int]] = []
+    if len(text) > 20_000:  # a minified line: detect-secrets' regexes would crawl
+        text = text[:20_000]
+    for plugin in plugins:
+        kind = str(plugin.secret_type)
+        denylist = getattr(plugin, "denylist", None)
+        if denylist is not None and kind != "Private Key":
+            for regex in denylist:
+                for match in regex.finditer(text):
+                    out.append((kind, *_value_span(match)))
+            continue
+        for found in plugin.analyze_line(filename=path, line=text, line_number=number):
+            value = found.secret_value or ""
+            if kind != "Private Key" and _filtered(heuristic, value, text):
+                continue
+            start = text.find(value) if value else -1
+            if kind == "Private Key" or start < 0:
+                out.append((kind, 0, 0) if kind == "Private Key" else (kind, 0, len(text)))
+            else:
+                out.append((kind, start, start + len(value)))
+    return out
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int]:
+    """Where a regex detector's value is: its longest group of at least 8 characters,
+    else the whole match."""
+    groups = [i for i in range(1, (match.re.groups or 0) + 1) if match.group(i)]
+    best = max(groups, key=lambda i: len(match.group(i)), default=None)
+    if best is not None and len(match.group(best)) >= 8:
+        return match.span(best)
+    return match.span()
+
+
+def _filtered(heuristic: Any, value: str, line: str) -> bool:
+    """detect-secrets' heuristic filters: a value that is templated, a reference, a
+    sequence, a UUID or a ``$VARIABLE`` is not a secret."""
+    return bool(
+        heuristic.is_templated_secret(value)
+        or heuristic.is_prefixed_with_dollar_sign(value)
+        or heuristic.is_sequential_string(value)
+        or heuristic.is_potential_uuid(value)
+        or heuristic.is_indirect_reference(line)
+    )
+
+
+def _key_block(lines: list[tuple[int, str]], at: int) -> list[tuple[int, str, int, int]]:
+    """The body of a private key whose header is on ``lines[at]``: ``(line, text, start,
+    end)`` of each run of key characters to mask, on the header's own line (a key
+    written in one string) and on the consecutive added lines that look like a key's
+    (base64, or ``Name: value`` headers) up to its ``END`` marker. Empty when nothing
+    after the header looks like a key (a detector's own pattern, say)."""
+    number, text = lines[at]
+    header = _HEADER.search(text)
+    after = header.end() if header else 0
+    end = _END.search(text, after)
+    taken: list[tuple[int, str, int, int]] = []
+    inline = _KEY_RUN.search(text[: end.start() if end else len(text)], after)
+    if inline is not None:
+        stop = end.start() if end is not None else inline.end()
+        taken.append((number, text, inline.start(), stop))
+    if end is not None:
+        return taken
+    for offset in range(1, KEY_LINES_MAX + 1):
+        if at + offset >= len(lines) or lines[at + offset][0] != number + offset:
+            break
+        n, t = lines[at + offset]
+        marker = _END.search(t)
+        if marker is not None:
+            run = _KEY_RUN.search(t[: marker.start()])
+            if run is not None:
+                taken.append((n, t, run.start(), marker.start()))
+            break
+        if not _BODY.fullmatch(t):
+            break
+        run = _KEY_RUN.search(t) or _KEY_HEADER.search(t)
+        if run is not None:
+            taken.append((n, t, run.start(), run.end()))
+    return taken

@@ -1,0 +1,221 @@
+"""What a round trusts, read only where it is trusted: the roster, persona charters, programs.
+
+A change under review cannot choose its own reviewers, their lenses or the programs they
+run: all three are read beside an explicit ``--roster`` file, else from the BASE tree of
+the repository (a commit id), never from the head under review. Each reader refuses with
+:class:`~council.errors.RosterError` (exit 2) naming the field, the path and the fix,
+before anything is sent. Source: docs/architecture.md "The shape" (the TRUSTED roster, from
+the base ref), docs/identity-and-clocks.md (personas).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from council.errors import RosterError
+from council.model.participant import Participant
+from council.roster import Roster, parse_roster
+from council.roster.personas import load_persona, parse_charter
+from reviewers.programs.process import program_trouble
+from workers.git.repository import Repository
+
+ROSTER_FILE = "council.toml"
+"""The roster's name at the root of the BASE tree."""
+
+
+def read_roster(
+    repo: Repository, roster_path: Path | None, base: str, head: str
+) -> tuple[Roster, tuple[str, ...]]:
+    """The trusted roster and the note it brings: ``roster_path`` (``--roster``), else
+    ``council.toml`` of the BASE tree at commit ``base``, never the head's. When the
+    change (``base`` → ``head``) edits that file, a note says the base version was used.
+
+    Raises :class:`RosterError` (exit 2) for a roster that cannot be read, is not UTF-8,
+    is missing from the base tree, or does not parse (naming the field path).
+    """
+    changed = repo.changed_paths(base, head)
+    if roster_path is not None:
+        return _roster_beside(roster_path), ()
+    blob = repo.read_file(base, ROSTER_FILE)
+    if blob is None:
+        raise RosterError(
+            ROSTER_FILE,
+            f"there is no {ROSTER_FILE} at the root of the base ref {base[:12]}",
+            "Commit a roster (see examples/council.toml) on the base branch, "
+            "or pass --roster PATH.",
+        )
+    notes: tuple[str, ...] = ()
+    if ROSTER_FILE in changed:
+        notes = (
+            f"the change edits {ROSTER_FILE}; the base version was used (a change cannot "
+            f"choose its own reviewers)",
+        )
+    text = blob.decode("utf-8", errors="replace")
+    return parse_roster(text, f"{ROSTER_FILE}@{base[:12]}"), notes
+
+
+def _roster_beside(path: Path) -> Roster:
+    """The roster of an explicit ``--roster PATH``; :class:`RosterError` (exit 2) when it
+    cannot be read, is not UTF-8 text, or does not parse."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RosterError(
+            str(path),
+            f"cannot be read ({exc.strerror})",
+            "Pass the path of a readable roster TOML file.",
+        ) from None
+    except UnicodeDecodeError:
+        raise RosterError(str(path), "is not UTF-8 text", "Save the roster as UTF-8.") from None
+    return parse_roster(text, str(path))
+
+
+def persona_texts(
+    repo: Repository,
+    base: str,
+    roster_path: Path | None,
+    roster: Roster,
+    participants: Sequence[Participant],
+) -> dict[str, str]:
+    """Participant id → its persona charter's body, for each of ``participants`` with a
+    persona (the judge too), in their order. Raises
+    :class:`~council.errors.PersonaNotFound` (exit 2) naming the first persona no charter
+    carries, so nothing is asked under its name."""
+    return {
+        p.id: _persona_text(repo, base, roster_path, roster, p.persona)
+        for p in participants
+        if p.persona is not None
+    }
+
+
+def _persona_text(
+    repo: Repository, base: str, roster_path: Path | None, roster: Roster, persona: str
+) -> str:
+    """A persona's charter body: the roster's persona_dirs first, then council's own.
+
+    The dirs are trusted configuration like the roster: beside an explicit ``--roster``
+    file, else read from the BASE tree, never from the head under review. Raises
+    :class:`~council.errors.PersonaNotFound` (exit 2) when no charter carries it.
+    """
+    if roster_path is not None:
+        here = roster_path.resolve().parent
+        return load_persona(persona, [here / d for d in roster.persona_dirs]).body
+    for d in roster.persona_dirs:
+        blob = repo.read_file(base, f"{d.strip('/')}/{persona}.md")
+        if blob is not None:
+            source = f"{d}/{persona}.md@{base[:12]}"
+            text = blob.decode("utf-8", errors="replace")
+            return parse_charter(text, source, persona_id=persona).body
+    return load_persona(persona).body
+
+
+def read_programs(
+    repo: Repository,
+    base: str,
+    roster_path: Path | None,
+    placed: Sequence[tuple[str, Participant]],
+) -> dict[str, bytes]:
+    """Programs named by a relative path: beside an explicit ``--roster`` file, else read
+    from the BASE tree. Never from the head under review.
+
+    ``placed`` pairs each participant with its place in the roster (``reviewers[2]``,
+    ``judge``). Each such program must be an executable file where it is read: beside the
+    roster, a file with an execute permission; in the base tree, a blob committed with
+    git mode 100755 (a worker writes the bytes out executable, so this is the one place
+    the mode is still known). Raises :class:`RosterError` (exit 2) naming the reviewer,
+    the path and the fix otherwise. A bare name (looked up on each worker's PATH) and an
+    absolute path (read on the worker's host) are left to the worker. Returns
+    participant id → the program's bytes.
+    """
+    out: dict[str, bytes] = {}
+    for where, p in placed:
+        program = p.options.get("program")
+        if p.backend not in ("command", "sarif") or not isinstance(program, str):
+            continue
+        if "/" not in program or program.startswith("/"):
+            continue
+        if roster_path is not None:
+            out[p.id] = _program_beside(roster_path, where, p.id, program)
+        else:
+            out[p.id] = _program_in_tree(repo, base, where, p.id, program)
+    return out
+
+
+_RELATIVE_FIX = (
+    "A relative program path is read beside an explicit --roster, or from the BASE ref "
+    "when the roster is the base tree's council.toml: put it there, or name a program on "
+    "PATH or an absolute path."
+)
+
+
+def _program_beside(roster: Path, where: str, pid: str, program: str) -> bytes:
+    """The bytes of a relative program beside an explicit roster file, checked to be an
+    executable file; :class:`RosterError` naming the path and the fix otherwise."""
+    beside = roster.resolve().parent / program
+    field = f"{where}.program"
+    named = f"{program!r} (reviewer {pid!r})"
+    trouble = program_trouble(beside)
+    if trouble == "directory":
+        raise RosterError(
+            field,
+            f"{named} is a directory beside the roster ({beside}), not a program",
+            "Name the executable file itself.",
+        )
+    if trouble == "missing":
+        raise RosterError(field, f"{named} is not beside the roster ({beside})", _RELATIVE_FIX)
+    if trouble == "not-executable":
+        raise RosterError(
+            field,
+            f"{named} beside the roster ({beside}) is not executable",
+            f"Make it executable: chmod +x {shlex.quote(str(beside))}",
+        )
+    try:
+        return beside.read_bytes()
+    except OSError as exc:
+        raise RosterError(
+            field,
+            f"{named} beside the roster ({beside}) cannot be read ({exc.strerror})",
+            f"Make it readable: chmod +r {shlex.quote(str(beside))}",
+        ) from None
+
+
+def _program_in_tree(repo: Repository, base: str, where: str, pid: str, program: str) -> bytes:
+    """The bytes of a relative program in the BASE tree, checked to be committed as an
+    executable file (git mode 100755); :class:`RosterError` naming the path, the mode
+    and the fix otherwise."""
+    path = program.removeprefix("./").rstrip("/")
+    at = f"in the base tree at {base[:12]}"
+    field = f"{where}.program"
+    named = f"{program!r} (reviewer {pid!r})"
+    mode = repo.tree_mode(base, path)
+    if mode is None:
+        raise RosterError(field, f"{named} is not {at}", _RELATIVE_FIX)
+    if mode == "040000":
+        raise RosterError(
+            field, f"{named} is a directory {at}, not a program", "Name the executable file itself."
+        )
+    if mode == "120000":
+        raise RosterError(
+            field,
+            f"{named} is a symbolic link {at}; council sends a program's bytes to the "
+            f"workers, not a link",
+            "Commit the program itself at that path, or name it by its absolute path.",
+        )
+    if mode == "100644":
+        quoted = shlex.quote(path)
+        raise RosterError(
+            field,
+            f"{named} is not executable {at} (committed with git mode 100644)",
+            f"Commit it executable on the base branch: git update-index --chmod=+x {quoted} "
+            f"(or chmod +x {quoted} && git add {quoted}), then commit.",
+        )
+    blob = repo.read_file(base, path) if mode == "100755" else None
+    if blob is None:
+        raise RosterError(
+            field,
+            f"{named} is not a file {at} (git mode {mode})",
+            "Commit the program itself (an executable file, git mode 100755) at that path.",
+        )
+    return blob

@@ -1,0 +1,1 @@
+"""The worker side: one participant's attempt, batches, leases, cancellation, the sweep."""

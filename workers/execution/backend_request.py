@@ -1,0 +1,496 @@
+"""What a backend is asked: one participant's :class:`ReviewRequest`, built from a run's
+stored inputs on this worker.
+
+Two steps, so a batch of participants of one run (``council.review_batch``) does the
+run's share once and a single review (``council.review_participant``) does it for itself,
+with the same code and the same result:
+
+* :func:`run_share` — what every participant of a run shares on this worker: the
+  unpacked head tree (once per run per worker, see :class:`~workers.execution.unpacked_trees.TreeCache`)
+  and the change's added lines (the diff parsed once).
+* :func:`build_request` — one participant's request over that share: its journal sink
+  (appends go straight to Redis), its program, environment, key, rate limiter, cancel
+  event and log events.
+
+Source: docs/architecture.md "The shape" (the worker unpacks the pinned tree, the journal
+survives a dying worker), reviewers/base.py (``ReviewRequest``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+import structlog
+
+from council.change.diff import added_lines, parse_diff
+from council.change.secret_masks import (
+    MASK,
+    Masker,
+    SecretSpan,
+    masked_file,
+    masked_path,
+    name_values,
+    values_from,
+    withheld,
+    withheld_text,
+)
+from council.evidence import ScriptRow
+from council.model.participant import Participant
+from council.model.report import UNSANDBOXED
+from council.roster.backend_options import SANDBOX_OPTION
+from reviewers import key_env
+from reviewers.base import ReviewRequest
+from reviewers.sandbox.bubblewrap import Bubblewrap, SandboxPolicy
+from workers.app.services import Runtime
+from workers.app.settings import Settings
+from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
+from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
+from workers.stores.ratelimit import RedisRateLimiter
+from workers.stores.runs import RunRecord
+
+log = structlog.get_logger("council.review")
+
+BASE_CONFIG_TREE = "tree-base-config"
+"""The run directory's name for the head tree with the base's analyzer configuration."""
+
+
+MASKED_TREE = "tree-masked"
+"""The run directory's name for the head tree with the change's likely secrets masked."""
+
+
+ASKING_BACKENDS = frozenset({"openai", "anthropic", "command"})
+"""Backends whose review can wait on a person's question and go on later: a model's
+conversation is kept (:mod:`council.asks.paused`); a command reviewer is run again, its
+question answered at once (:mod:`reviewers.sandbox.ask_desk`)."""
+
+HEARD_EVERY_S = 1.0
+"""Seconds between two reads of an attempt's journal length for the idle clock."""
+
+HELD = (
+    "Recorded by this worker, not yet in Redis (Redis is unreachable; the worker stores "
+    "it as soon as Redis answers, before your review is settled)."
+)
+"""The reply to an entry held in memory during a Redis outage (see :class:`RedisJournal`)."""
+
+
+class RedisJournal:
+    """The JournalSink of one attempt: appends go straight to Redis, the change's secret
+    values masked first (``masker``, or :meth:`mask_with`).
+
+    During a Redis outage an entry is held in this process, in order, and the reply says
+    so (:data:`HELD`); the next append tries the held ones first, and :meth:`flush`
+    stores them, waiting for Redis, before the attempt is folded. ``live`` is the status
+    the run must still be in for an entry to be stored (``open`` for a reviewer,
+    ``judging`` for the judge, see :meth:`JournalStore.store`).
+    """
+
+    def __init__(
+        self,
+        rt: Runtime,
+        run_id: str,
+        participant: str,
+        attempt: int,
+        live: str = "",
+        masker: Masker | None = None,
+    ) -> None:
+        self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+        self._live = live
+        self._masker = masker or Masker()
+        self._held: list[str] = []
+        self._lock = threading.Lock()
+        self._heard, self._heard_at = 0, float("-inf")
+
+    def heard(self) -> int:
+        """Entries this attempt's journal holds in Redis, those a program's ``council
+        record`` stored straight there included (the idle clock hears them), plus those
+        held here; asked at most once per :data:`HEARD_EVERY_S` (the last count is
+        answered meanwhile, and during an outage). Never raises."""
+        now = time.monotonic()
+        if now - self._heard_at >= HEARD_EVERY_S:
+            self._heard_at = now
+            try:
+                key = self._rt.keys.journal(self._run, self._p, self._attempt)
+                self._heard = int(self._rt.client.llen(key))
+            except redis.RedisError:
+                pass
+        return self._heard + self.held
+
+    def mask_with(self, masker: Masker) -> None:
+        """Mask entries with ``masker`` from now on (the run's share is made after the
+        sink: see :func:`build_request`)."""
+        self._masker = masker
+
+    @property
+    def held(self) -> int:
+        """Entries held in this process, waiting for Redis."""
+        with self._lock:
+            return len(self._held)
+
+    def append(self, raw: str) -> str:
+        """Store one raw entry; return the reply sentence (never raises)."""
+        raw = self._masker.text(raw)
+        with self._lock:
+            if self._held and not self._store_held():
+                self._held.append(raw)
+                log.warning("journal_held", held=len(self._held))
+                return HELD
+            try:
+                n = self._store(raw)
+            except OUTAGE_ERRORS:
+                self._held.append(raw)
+                log.warning("journal_held", held=len(self._held))
+                return HELD
+            except redis.RedisError as exc:
+                reply = (
+                    f"Not recorded ({type(exc).__name__}: the journal store failed); "
+                    "keep it for your final answer."
+                )
+            else:
+                reply = self._rt.journals.reply(n, len(raw.encode("utf-8", errors="replace")))
+        log.info("journal_appended", stored=reply == "Recorded.")
+        return reply
+
+    def flush(self, until: float) -> None:
+        """Store every held entry, in order, waiting for Redis until ``until`` (a
+        ``time.monotonic()`` value); raises the outage error past it."""
+        with self._lock:
+            while self._held:
+                patiently("journal_flush", self._store_first, until=until)
+                self._held.pop(0)
+                log.info("journal_stored_after_outage", left=len(self._held))
+
+    def _store_first(self) -> int:
+        return self._store(self._held[0])
+
+    def _store(self, raw: str) -> int:
+        return self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+
+    def _store_held(self) -> bool:
+        """Try once to store the held entries in order; False when Redis still fails."""
+        while self._held:
+            try:
+                self._store(self._held[0])
+            except OUTAGE_ERRORS:
+                return False
+            self._held.pop(0)
+        return True
+
+
+class RedisScripts:
+    """The ScriptSink of one attempt: each row goes straight to Redis, the change's
+    secret values masked in its text first (``masker``): a script run on the real tree
+    (a command reviewer's ``council run-script``) may print a file holding one."""
+
+    def __init__(
+        self, rt: Runtime, run_id: str, participant: str, attempt: int, masker: Masker | None = None
+    ) -> None:
+        self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
+        self._masker = masker or Masker()
+
+    def append(self, row: ScriptRow) -> str:
+        """Store one row (its text masked); ``"Recorded."`` or why not (never raises)."""
+        if row.text is not None and self._masker.values:
+            row = row.model_copy(update={"text": self._masker.text(row.text)})
+        reply = self._rt.scripts.append(self._run, self._p, self._attempt, row)
+        log.info("script_row_stored", stored=reply == "Recorded.", outcome=row.outcome)
+        return reply
+
+
+@dataclass(frozen=True)
+class RunShare:
+    """What every participant of one run shares on this worker.
+
+    * ``workdir``: the unpacked pinned head tree (None when the run pinned none).
+    * ``changed_lines``: new-side path → the numbers of its added lines in the diff.
+    * ``secrets``: the places of the likely secrets the change adds; ``masker`` masks
+      their values (read back from ``workdir``) in what reviewers return.
+    """
+
+    record: RunRecord
+    workdir: Path | None
+    changed_lines: Mapping[str, frozenset[int]]
+    secrets: tuple[SecretSpan, ...] = ()
+    masker: Masker = field(default_factory=Masker)
+
+
+def run_share(
+    rt: Runtime, record: RunRecord, change: str, secrets: Sequence[SecretSpan] | None = None
+) -> RunShare:
+    """Unpack the run's tree (at most once per run on this worker), parse ``change``
+    (the run's diff text) for its added lines, and read back the change's secret values
+    from the tree at the places the run stored (``secrets``, read from Redis when None:
+    :func:`council.change.secret_masks.values_from`).
+
+    Raises what unpacking raises (``OSError``, a bad archive) and what reading Redis
+    raises; the caller turns it into a failed review.
+    """
+    run_id = record.run_id
+    workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if record.witness else None
+    found = tuple(rt.runs.secrets(run_id) if secrets is None else secrets)
+    masker = Masker(values_from(found, lambda p: _lines(workdir, p))) if found else Masker()
+    return RunShare(record, workdir, added_lines(parse_diff(change)), found, masker)
+
+
+def _lines(tree: Path | None, path: str) -> list[str] | None:
+    """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
+    a symbolic link's one line is its target (the diff shows it so, and it can hold a
+    secret)."""
+    if tree is None:
+        return None
+    target = tree / path
+    try:
+        if target.is_symlink() and target.parent.resolve().is_relative_to(tree.resolve()):
+            return [os.readlink(target)]
+        if not target.resolve().is_relative_to(tree.resolve()) or not target.is_file():
+            return None
+        return target.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    except OSError:
+        return None
+
+
+def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]:
+    """What lays the tree models' tools read over ``tree`` (overlay fields, see
+    :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`), so that no secret of ``secrets`` is in it:
+
+    * a file holding secrets is written masked (:func:`~council.change.secret_masks.masked_file`);
+    * a withheld file (an excluded file too big to scan) holds only
+      :func:`~council.change.secret_masks.withheld_text`;
+    * every file or link whose path holds a secret found in a changed path is removed,
+      with the topmost directory on its way that holds one, and laid again at its masked
+      path (:func:`~council.change.secret_masks.masked_path`: ``keys/[masked secret].txt``),
+      its content masked as above (a link's target too). Two paths masked alike are one
+      file in the copy (the last in path order).
+
+    A file that cannot be read is left out, except a withheld one, which is replaced
+    whatever it is. Raises ``OSError`` when the tree cannot be walked.
+    """
+    out: dict[str, bytes] = {}
+    kept_out = withheld(secrets)
+    names = name_values(secrets)
+
+    def content(path: str) -> tuple[str, bytes] | None:
+        """``(kind, bytes)`` of the tree's entry at ``path``, masked; None: unreadable."""
+        target = tree / path
+        if path in kept_out:
+            return "644", withheld_text(masked_path(path, secrets), kept_out[path]).encode()
+        if target.is_symlink():
+            link = masked_file(os.readlink(target), [s for s in secrets if s.path == path])
+            return "link", os.fsencode(masked_path(link, secrets))
+        lines = _lines(tree, path)
+        if lines is None:
+            return None
+        text = masked_file("\n".join(lines), [s for s in secrets if s.path == path])
+        for value in names:  # a file may hold its own name
+            text = text.replace(value, MASK)
+        mode = "755" if os.access(target, os.X_OK) else "644"
+        return mode, text.encode("utf-8", "surrogateescape")
+
+    touched = [s.path for s in secrets if s.place != "path"]
+    for path in dict.fromkeys(touched):
+        got = content(path)
+        if got is not None:
+            out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
+    if names:
+        for path in _named_with(tree, names):
+            parts = path.split("/")
+            top = next(
+                i for i in range(len(parts)) if any(v in "/".join(parts[: i + 1]) for v in names)
+            )
+            out[f"-:{'/'.join(parts[: top + 1])}"] = b""
+            got = content(path)
+            if got is not None:
+                out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
+    return out
+
+
+def _named_with(tree: Path, values: Sequence[str]) -> list[str]:
+    """The paths (from ``tree``, ``/``-separated) of its files and links whose path holds
+    one of ``values``, in path order; directories are walked, links never followed."""
+    found: list[str] = []
+    for root, dirs, files in os.walk(tree):
+        dirs.sort()
+        here = Path(root).relative_to(tree).as_posix()
+        for name in sorted(files + [d for d in dirs if (Path(root) / d).is_symlink()]):
+            path = name if here == "." else f"{here}/{name}"
+            if any(v in path for v in values):
+                found.append(path)
+    return found
+
+
+def build_request(
+    rt: Runtime,
+    share: RunShare,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    cancel: threading.Event,
+    program: bytes | None,
+    arg_files: Mapping[str, bytes] | None = None,
+    journal: RedisJournal | None = None,
+) -> ReviewRequest:
+    """One participant's request for attempt number ``attempt`` of its review.
+
+    ``program`` is the base-tree program the coordinator stored for it (None: the
+    roster's ``program`` is used as given); ``arg_files`` the base-tree files its
+    ``args`` name (see :mod:`workers.coordinator.program_args`); both are written under the run's
+    private directory. A program reviewer that reads the base's analyzer configuration
+    (:func:`~workers.coordinator.config_overlay.reads_base_config`) works in the tree with the
+    base's versions of the configuration files the change edits laid over it
+    (:meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`, once per run on this worker); every
+    other participant in the head tree, a model's with the change's likely secrets
+    masked (so its tools cannot read them: :func:`_masked_files`); journal entries are
+    masked before they are stored. A program reviewer is given the changed paths as its
+    real tree spells them (the run's are masked where a path holds a secret), so its
+    findings on such a file land; the masker then masks them. ``cancel`` is set when the run is
+    cancelled. The sandbox policy comes from the worker's settings
+    (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
+    the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
+    the share's masker. The run's artifact store is attached (``store_artifact``,
+    ``ask_human``'s ``props_ref``), and a model reviewer whose conversation paused on a
+    question now answered is given it to go on from (``resume``). Raises ``OSError``
+    when a file cannot be written.
+    """
+    record = share.record
+    run_id = record.run_id
+    path = rt.trees.program(run_id, participant.id, program) if program is not None else None
+    args = rt.trees.arg_files(run_id, participant.id, arg_files) if arg_files else {}
+    workdir = share.workdir
+    if workdir is not None and reads_base_config(participant):
+        workdir = rt.trees.overlaid(
+            run_id, BASE_CONFIG_TREE, workdir, lambda: rt.runs.config(run_id)
+        )
+    elif workdir is not None and share.secrets and participant.backend not in PROGRAM_BACKENDS:
+        tree, secrets = workdir, share.secrets
+        workdir = rt.trees.overlaid(run_id, MASKED_TREE, tree, lambda: _masked_files(tree, secrets))
+    real: dict[str, str] = {}  # a program reads the real tree: it names files their way
+    if participant.backend in PROGRAM_BACKENDS:
+        real = {
+            masked_path(s.path, share.secrets): s.path for s in share.secrets if s.place == "path"
+        }
+    sink = journal or journal_for(rt, run_id, participant, attempt)
+    sink.mask_with(share.masker)
+    return ReviewRequest(
+        participant=participant,
+        prompt=prompt,
+        journal=sink,
+        heard=sink.heard,
+        workdir=workdir,
+        program=path,
+        arg_files=args,
+        sandbox=sandbox_policy(rt.settings, record.mode),
+        env={
+            "COUNCIL_RUN": run_id,
+            "COUNCIL_PARTICIPANT": participant.id,
+            "COUNCIL_ATTEMPT": str(attempt),
+        },
+        cancel=cancel,
+        changed_paths=_real(record.changed_paths, real),
+        changed_lines={_real((p,), real)[0]: n for p, n in share.changed_lines.items()},
+        secrets=_secrets(participant),
+        rate_limiter=(
+            RedisRateLimiter(
+                rt.client,
+                rt.keys,
+                record.limits,
+                window_ms=rt.settings.ratelimit_window_ms,
+            )
+            if record.limits
+            else None
+        ),
+        witness=record.witness,
+        events=_log_event,
+        tool_read_max_bytes=rt.settings.tool_read_max_bytes,
+        scripts=RedisScripts(rt, run_id, participant.id, attempt, share.masker),
+        artifacts=rt.artifacts.scope(run_id),
+        resume=(
+            rt.runs.resumption(run_id, participant.id)
+            if participant.backend in ASKING_BACKENDS
+            else None
+        ),
+    )
+
+
+def _real(paths: Sequence[str], real: Mapping[str, str]) -> tuple[str, ...]:
+    """``paths`` (the run's, masked) as the tree spells them, where ``real`` knows
+    (masked path → path, for the paths named with a secret)."""
+    return tuple(real.get(p, p) for p in paths)
+
+
+def sandbox_policy(settings: Settings, mode: str) -> SandboxPolicy:
+    """How this worker confines reviewer programs: bubblewrap (``COUNCIL_BWRAP``), and
+    whether a program may run unsandboxed where bubblewrap cannot run: never in CI
+    (``CI`` set) nor on a distributed worker (``mode`` is the run's, ``distributed`` or
+    ``embedded``); in embedded mode elsewhere it may, with a note (a laptop reviewing its
+    own repository), unless the roster says ``sandbox = "required"``."""
+    required = None
+    if settings.in_ci:
+        required = "in CI (CI is set)"
+    elif mode == "distributed" or settings.redis_url is not None:
+        required = "on a distributed worker"
+    return SandboxPolicy(bwrap=settings.bwrap, required=required)
+
+
+def sandbox_outlook(
+    settings: Settings, mode: str, participants: Sequence[Participant], *, ran: bool = True
+) -> tuple[str | None, str | None]:
+    """What the CLI tells about sandboxing before an embedded run: ``(note, warning)``.
+
+    Only in embedded mode (a distributed run's programs run on workers, which decide
+    there), only when ``participants`` run programs and bubblewrap cannot run here. The
+    note when the programs will run unsandboxed: for the run's notes (the report says it
+    in its first lines), beginning with :data:`~council.model.report.UNSANDBOXED`, or
+    with ``ran`` False in the future tense (``council check``). The warning when they
+    will fail instead (CI, or the roster's ``sandbox = "required"``). ``(None, None)``
+    otherwise.
+    """
+    programs = [p.id for p in participants if p.backend in ("command", "sarif")]
+    if mode != "embedded" or not programs:
+        return None, None
+    trouble = Bubblewrap(settings.bwrap).trouble()
+    if trouble is None:
+        return None, None
+    who = ", ".join(programs)
+    policy = sandbox_policy(settings, mode)
+    required = any(p.options.get(SANDBOX_OPTION) == "required" for p in participants)
+    if policy.required is not None or required:
+        why = policy.required or 'as the roster says sandbox = "required"'
+        return None, (
+            f"reviewer programs ({who}) will fail: they run only in a sandbox {why}, and {trouble}"
+        )
+    said = UNSANDBOXED if ran else "reviewer programs will run WITHOUT a sandbox"
+    return (
+        f"{said} ({who}): {trouble}. The change under review could read this "
+        f"machine's files through them, and this process's environment in /proc (their "
+        f'own is an allowlist). Set sandbox = "required" in the roster\'s [council] '
+        f"table to refuse instead."
+    ), None
+
+
+def journal_for(rt: Runtime, run_id: str, participant: Participant, attempt: int) -> RedisJournal:
+    """The journal sink of one attempt of ``participant``: its entries are stored while
+    the run is still in the state that needs them (``judging`` for the judge, else
+    ``open``)."""
+    live = "judging" if participant.role == "judge" else "open"
+    return RedisJournal(rt, run_id, participant.id, attempt, live)
+
+
+def _log_event(event: str, **fields: object) -> None:
+    """A backend's event (a tool call, a retry) as a log line with the task's context."""
+    log.info(event, **fields)
+
+
+def _secrets(participant: Participant) -> dict[str, str]:
+    """The API key a model participant names, read from THIS worker's environment.
+
+    The one read of the environment below the edge, on purpose: keys live on the workers
+    (never in the roster, a message or Redis), and each participant names its variable.
+    """
+    name = key_env(participant)
+    value = os.environ.get(name) if name else None
+    return {name: value} if name and value else {}

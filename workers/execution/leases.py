@@ -1,0 +1,146 @@
+"""Heartbeats of running attempts: a lost worker is noticed in seconds, not hours.
+
+Every attempt a worker runs holds a lease in Redis: a member ``{run}|{participant}|
+{attempt}`` of the sorted set ``council:leases``, scored by the time (ms) it lapses. One
+thread per worker process (:class:`LeaseKeeper`) pushes every lease it holds
+:data:`LEASE_MS` ahead each :data:`BEAT_S` in one round trip (``ZADD XX``: a lease a
+sweep took is not brought back). When the process dies its leases lapse, and a sweep
+(:mod:`workers.execution.sweep`) re-dispatches those participants at once.
+
+Why a sorted set rather than a key with a TTL per attempt: a key that expires is gone,
+and nothing can list what lapsed without keyspace notifications (off by default, and
+lost while nobody listens); ``ZRANGEBYSCORE leases -inf NOW`` lists exactly the lapsed
+leases, in one command, however many attempts run. The lease is the heartbeat key; its
+score is its TTL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import redis
+import structlog
+
+from workers.app.clock import now_ms
+from workers.execution.outage_retry import OUTAGE_ERRORS
+from workers.stores import RedisClient
+from workers.stores.keys import Keys
+
+log = structlog.get_logger("council.worker")
+
+LEASE_MS = 10_000
+"""How long a lease lasts without a beat, in ms (a lost worker is noticed this soon)."""
+
+BEAT_S = 2.0
+"""Seconds between two beats of a worker's leases."""
+
+SEP = "|"
+"""Between a lease member's run id, participant id and attempt number (ids contain no
+``|``: run ids are hex, participant ids are checked names)."""
+
+
+member = Keys.lease_member
+"""The lease member of one attempt."""
+
+
+def parse(raw: bytes | str) -> tuple[str, str, int] | None:
+    """``(run_id, participant, attempt)`` of a lease member; None for a malformed one."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    parts = text.split(SEP)
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    return parts[0], parts[1], int(parts[2])
+
+
+class LeaseKeeper:
+    """The leases of the attempts running in this process, and the thread that beats
+    them. :meth:`hold` when an attempt starts (the lease is written at once),
+    :meth:`release` when its outcome is stored."""
+
+    def __init__(self, client: RedisClient, keys: Keys, lease_ms: int = LEASE_MS) -> None:
+        self._r, self._keys, self._lease_ms = client, keys, lease_ms
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def lease_ms(self) -> int:
+        """How long a lease lasts without a beat, in ms."""
+        return self._lease_ms
+
+    def hold(self, run_id: str, participants: dict[str, int], *, written: bool = False) -> None:
+        """Start the leases of these attempts (participant → attempt number); ``written``:
+        the caller already wrote them (:meth:`RunStore.start_attempts`). Never raises: a
+        lease that could not be written is beaten in at the next beat."""
+        names = [member(run_id, p, a) for p, a in participants.items()]
+        with self._lock:
+            self._held.update(names)
+            self._start()
+        if written:
+            return
+        try:
+            self._r.zadd(self._keys.leases(), dict.fromkeys(names, now_ms() + self._lease_ms))
+        except redis.RedisError as exc:
+            log.warning("lease_not_written", run_id=run_id, error=str(exc))
+
+    def release(self, run_id: str, participants: dict[str, int], *, written: bool = False) -> None:
+        """End these attempts' leases (their outcomes are stored); ``written``: the
+        caller already removed them (:meth:`RunStore.put_outcomes`). Never raises."""
+        names = [member(run_id, p, a) for p, a in participants.items()]
+        with self._lock:
+            self._held.difference_update(names)
+        if written:
+            return
+        try:
+            self._r.zrem(self._keys.leases(), *names)
+        except redis.RedisError as exc:  # it lapses; the sweep finds the outcome stored
+            log.warning("lease_not_released", run_id=run_id, error=str(exc))
+
+    def drop(self, run_id: str, participants: dict[str, int]) -> None:
+        """Stop beating these attempts' leases without ending them (the attempt failed
+        without storing an outcome): they lapse and a sweep sends the participants
+        again."""
+        names = [member(run_id, p, a) for p, a in participants.items()]
+        with self._lock:
+            self._held.difference_update(names)
+
+    def beat(self) -> int:
+        """Push every held lease forward (one ``ZADD XX``); how many were held. A beat
+        may bring back a lease ended a moment ago: it lapses, and a sweep finds its
+        outcome stored and forgets it."""
+        with self._lock:
+            names = list(self._held)
+        if names:
+            self._r.zadd(
+                self._keys.leases(), dict.fromkeys(names, now_ms() + self._lease_ms), xx=True
+            )
+        return len(names)
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="council-leases", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(BEAT_S)
+            try:
+                self.beat()
+            except OUTAGE_ERRORS as exc:
+                log.warning("lease_beat_failed", error=str(exc) or type(exc).__name__)
+            except Exception:  # the beat must go on; say what happened
+                log.exception("lease_beat_crashed")
+
+
+_keepers: dict[int, LeaseKeeper] = {}
+_keepers_lock = threading.Lock()
+
+
+def keeper(client: RedisClient, keys: Keys) -> LeaseKeeper:
+    """The process's keeper for ``client`` (one per client, so one beat thread)."""
+    with _keepers_lock:
+        found = _keepers.get(id(client))
+        if found is None:
+            found = _keepers[id(client)] = LeaseKeeper(client, keys)
+        return found

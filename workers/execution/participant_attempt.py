@@ -1,0 +1,301 @@
+"""One participant's review on a worker: load by ids, run the backend, settle, store.
+
+The body of the ``council.review_participant`` task. It never raises for a reviewer
+fault (the backend reports a failure or a stop) nor for a fault of its own while running
+a review: anything unexpected becomes a ``failed`` outcome, so the chord always counts N
+results (docs/celery.md §0 item 3). Idempotent under redelivery: a stored outcome is returned
+as it is; otherwise a new attempt runs and folds every attempt's journal.
+
+The per-participant rules (:func:`wrong_protocol`, :func:`missing`, :func:`crashed`,
+:func:`fold_attempt`, :func:`finished_progress`, :func:`log_finished`) are public because a
+batch of participants (:mod:`workers.execution.batch`) applies the very same ones; the request a
+backend gets is built by :mod:`workers.execution.backend_request` for both.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import structlog
+
+from council.change.secret_masks import masked_result
+from council.evidence import ScriptRow
+from council.evidence.policy import runs_scripts
+from council.harvest import JournalCaps
+from council.model.backend_result import ReviewResult
+from council.model.findings import Read
+from council.model.participant import Participant
+from council.round.lifecycle import allows
+from council.round.outcome import ParticipantOutcome, harvest_outcome
+from reviewers import reviewer_for
+from workers.app.clock import now_ms
+from workers.app.logging import redact_text
+from workers.app.metrics import observe_review
+from workers.app.services import Runtime
+from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
+from workers.execution.leases import keeper
+from workers.execution.outage_retry import patiently, task_deadline
+from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
+
+log = structlog.get_logger("council.review")
+
+
+def _failed(participant: str, role: str, reason: str) -> ParticipantOutcome:
+    return harvest_outcome(participant, role, ReviewResult(failure=reason), [])  # type: ignore[arg-type]
+
+
+def wrong_protocol(participant_id: str, protocol: int) -> ParticipantOutcome:
+    """The failed outcome of a task sent with another council protocol than this worker's
+    (not stored: a worker of the right version may still serve the participant)."""
+    return _failed(
+        participant_id,
+        "reviewer",
+        f"this worker speaks council protocol {PROTOCOL}, the task was sent with "
+        f"protocol {protocol}; run workers of the same council version as the CLI",
+    )
+
+
+def missing(run_id: str, participant_id: str) -> ParticipantOutcome:
+    """The failed outcome of a participant whose run, entry or prompt is not in Redis
+    (logs ``review_inputs_missing``; not stored: nothing of the run may be left)."""
+    log.warning("review_inputs_missing")
+    return _failed(
+        participant_id,
+        "reviewer",
+        f"run {run_id} or its participant {participant_id} is not in Redis (expired, "
+        f"or another Redis than the coordinator's); check COUNCIL_REDIS_URL",
+    )
+
+
+def moved_on(status: str | None, role: str) -> bool:
+    """Whether a participant's task came after its run stopped needing it: a reviewer's
+    once the run is no longer ``open`` (its reviewers were filed, or it settled: a task
+    redelivered after its worker was lost, say), the judge's once it is no longer
+    ``judging`` (:mod:`council.round.lifecycle`: the event its outcome would be is refused).
+    False for an unknown run (that is :func:`missing`)."""
+    if status is None:
+        return False
+    return not allows(status, "judge_settled" if role == "judge" else "reviewer_settled")  # type: ignore[arg-type]
+
+
+def too_late(participant_id: str, role: str, status: str) -> ParticipantOutcome:
+    """The failed outcome of a task that came after its run ended (see :func:`moved_on`;
+    logs ``review_skipped_run_ended``; not stored: the run is settled already)."""
+    log.warning("review_skipped_run_ended", run_status=status)
+    return _failed(
+        participant_id,
+        role,
+        f"the run was already {status} when this task arrived (a redelivery after its "
+        f"worker was lost, say); nothing was sent to the reviewer",
+    )
+
+
+def crashed(exc: Exception, started: float) -> ReviewResult:
+    """The failed result of a review the worker could not run (logs ``review_crashed``
+    with the traceback). ``started`` is the ``time.monotonic()`` of the attempt's start."""
+    log.exception("review_crashed")
+    return ReviewResult(
+        failure=f"the worker could not run this review: {type(exc).__name__}: {exc}",
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def fold_attempt(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    result: ReviewResult,
+    journals: Sequence[Sequence[bytes]],
+    attempt: int,
+) -> ParticipantOutcome:
+    """Fold the attempt's result and every attempt's journal (``journals``, in attempt
+    order) into the participant's outcome, with the settings' reading caps.
+
+    The failure and the notes are free text from the reviewer (a program's stderr, a
+    provider's message): secret shapes in them are masked (:func:`redact_text`) before
+    they reach the report, which is posted on pull requests. A ``cancelled`` stop gets
+    what cancelled the run (:meth:`RunStore.cancel_stop`: the ``--timeout``, say).
+    """
+    stop = result.stop
+    if stop is not None and stop.limit == "cancelled" and stop.budget_ms is None:
+        stop = rt.runs.cancel_stop(record.run_id) or stop  # the run's --timeout, say
+    result = replace(
+        result,
+        failure=redact_text(result.failure) if result.failure is not None else None,
+        notes=tuple(redact_text(note) for note in result.notes),
+        stop=stop,
+    )
+    return harvest_outcome(
+        participant.id,
+        participant.role,
+        result,
+        journals,
+        read=Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned"),
+        caps=JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes),
+        answer_max_entries=rt.settings.answer_max_entries,
+        attempts=attempt,
+        scripts=script_rows(rt, record.run_id, participant, attempt),
+        unverified_scripts=record.unverified_scripts,
+    )
+
+
+def script_rows(
+    rt: Runtime, run_id: str, participant: Participant, attempts: int
+) -> list[tuple[ScriptRow, ...]] | None:
+    """The script rows of attempts 1..``attempts`` (one Redis round trip), or None for a
+    participant that can run no script (docs/evidence-and-asks.md §1)."""
+    if not runs_scripts(participant):
+        return None
+    return [read.rows for read in rt.scripts.read_all(run_id, participant.id, attempts)]
+
+
+def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int) -> Progress:
+    """The progress shown once ``outcome`` is stored (times in ms since the epoch), with
+    why it failed or stopped as its ``detail``."""
+    why = outcome.failure or (f"stopped by {outcome.stop.describe()}" if outcome.stop else "")
+    if len(why) > DETAIL_CHARS:
+        why = why[: DETAIL_CHARS - 1] + "…"
+    return Progress(
+        state=outcome.status,
+        started_ms=started_ms,
+        updated_ms=now_ms(),
+        findings=len(outcome.harvest.findings),
+        attempt=attempt,
+        detail=why,
+    )
+
+
+def log_finished(outcome: ParticipantOutcome, participant: Participant) -> None:
+    """The ``review_finished`` line of one participant (with the bound context)."""
+    log.info(
+        "review_finished",
+        status=outcome.status,
+        backend=participant.backend,
+        model=participant.model,
+        duration_ms=outcome.duration_ms,
+        findings=len(outcome.harvest.findings),
+        warnings=sorted({w.code for w in outcome.harvest.warnings}),
+        stopped=outcome.stop.limit if outcome.stop else None,
+        failure=outcome.failure,
+    )
+
+
+def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> ParticipantOutcome:
+    """Run one participant's review of a run, or return its stored outcome."""
+    if protocol != PROTOCOL:
+        return wrong_protocol(participant_id, protocol)
+    stored = rt.runs.outcome(run_id, participant_id)
+    if stored is not None:
+        log.info("review_already_settled", status=stored.status)
+        return stored
+    record = rt.runs.record(run_id)
+    participant = rt.runs.participant(run_id, participant_id)
+    prompt = rt.runs.prompt(run_id, participant_id)
+    if record is None or participant is None or prompt is None:
+        return missing(run_id, participant_id)
+    status = rt.runs.status(run_id)
+    if status is not None and moved_on(status, participant.role):
+        return too_late(participant_id, participant.role, status)
+    attempt = rt.journals.next_attempt(run_id, participant_id)
+    structlog.contextvars.bind_contextvars(
+        run_id=run_id, session=record.session, participant=participant_id, attempt=attempt
+    )
+    started = now_ms()
+    until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
+    rt.runs.set_progress(
+        run_id,
+        participant_id,
+        Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
+    )
+    journal = journal_for(rt, run_id, participant, attempt)
+    leases = keeper(rt.client, rt.keys)
+    leases.hold(run_id, {participant_id: attempt})
+    try:
+        result = _run_backend(rt, record, participant, prompt, attempt, journal)
+        outcome = store_outcome(rt, record, participant, result, journal, attempt, started, until)
+    except BaseException:
+        leases.drop(run_id, {participant_id: attempt})  # it lapses: a sweep sends it again
+        raise
+    leases.release(run_id, {participant_id: attempt})
+    return outcome
+
+
+def store_outcome(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    result: ReviewResult,
+    journal: RedisJournal,
+    attempt: int,
+    started_ms: int,
+    until: float,
+) -> ParticipantOutcome:
+    """Fold a finished attempt and store its outcome, riding out a Redis outage.
+
+    The entries held during an outage are stored first, then every attempt's journal is
+    read and folded, and the outcome is stored (``SET NX``: a kept one wins), each step
+    retried until Redis answers or ``until`` (a ``time.monotonic()`` value, see
+    :func:`~workers.execution.outage_retry.task_deadline`) passes: a reviewer that finished while
+    Redis restarted loses nothing it found. Past ``until`` the outage error is raised
+    (the message goes back to the queue, and another attempt folds this one's journal).
+    """
+    run_id, pid = record.run_id, participant.id
+    journal.flush(until)
+    paused = result.paused
+    if paused is not None:  # kept before the outcome that says it waits on it
+        patiently("pause_store", lambda: rt.runs.put_pause(run_id, pid, paused), until=until)
+    journals = patiently("journal_read", lambda: rt.journals.read_all(run_id, pid), until=until)
+    outcome = fold_attempt(rt, record, participant, result, journals, attempt)
+    stored = patiently(
+        "outcome_store", lambda: rt.runs.put_outcome(run_id, outcome, result.answer), until=until
+    )
+    observe_review(participant, outcome, result, record.prices)
+    if not stored:
+        kept = patiently("outcome_read", lambda: rt.runs.outcome(run_id, pid), until=until)
+        if kept is not None:
+            outcome = kept
+    done = finished_progress(outcome, started_ms, attempt)
+    patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, done), until=until)
+    log_finished(outcome, participant)
+    return outcome
+
+
+def _run_backend(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    journal: RedisJournal,
+) -> ReviewResult:
+    """Unpack what the backend needs, run it with a cancel watcher, never raise."""
+    started = time.monotonic()
+    with rt.cancels.watching(record.run_id) as cancel:
+        return _ask(rt, record, participant, prompt, attempt, cancel, started, journal)
+
+
+def _ask(
+    rt: Runtime,
+    record: RunRecord,
+    participant: Participant,
+    prompt: str,
+    attempt: int,
+    cancel: threading.Event,
+    started: float,
+    journal: RedisJournal,
+) -> ReviewResult:
+    run_id = record.run_id
+    try:
+        share = run_share(rt, record, rt.runs.change(run_id))
+        program = rt.runs.program(run_id, participant.id)
+        runs_program = participant.backend in ("command", "sarif")
+        arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
+        request = build_request(
+            rt, share, participant, prompt, attempt, cancel, program, arg_files, journal=journal
+        )
+        return masked_result(share.masker, reviewer_for(participant).review(request))
+    except Exception as exc:
+        return crashed(exc, started)

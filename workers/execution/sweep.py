@@ -1,0 +1,210 @@
+"""The sweep: every worker, every few seconds, makes sure every run settles or expires.
+
+Who sweeps, and why workers: a lost worker's participant needs another worker to run it
+again anyway, so a sweep in every worker covers exactly the cases where help is possible,
+and it does not depend on a waiting CLI (a CI job killed, a laptop closed). Every worker
+tries each :attr:`Settings.sweep_interval_s`; one per period wins the lock
+(``SET council:sweep NX PX``) and sweeps, so the cost does not grow with the fleet.
+The waiting CLI keeps its own watchdog at the deadline; the sweep's comes a slack later.
+
+One sweep:
+
+1. **Lapsed leases** (:mod:`workers.execution.leases`): an attempt whose worker stopped beating is
+   sent again at once, as a single ``council.review_participant`` (``redispatched``) on
+   its queue, unless its outcome is stored, a newer attempt started, or the run moved
+   on. The new attempt folds every attempt's journal, as redelivery does; when its
+   outcome completes the reviewers, it settles the run itself (the chord still waits
+   for the lost task's message, which, redelivered after the visibility timeout, finds
+   the outcome stored and the run settled: nothing is sent twice). A sweep that could
+   not reach Redis lately (an outage: nobody could beat) waits one lease length of
+   health before it believes a lapse.
+2. **Abandoned runs**: opened, never dispatched, for :attr:`Settings.abandon_after_s` →
+   settled ``cancelled`` on the lifecycle's ``abandoned`` event.
+3. **Runs past their deadline** plus :attr:`Settings.watchdog_slack_ms` → settled as the
+   waiting CLI's watchdog would (``watchdog_fired``), for a run whose CLI is gone.
+
+Source: docs/celery.md §1.14.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from council.model.backend_result import Stop
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
+from workers.execution.leases import BEAT_S, LEASE_MS, parse
+from workers.execution.outage_retry import OUTAGE_ERRORS
+from workers.settling.settle import JudgeDispatch, RunNotFound, settle_run
+
+log = structlog.get_logger("council.sweep")
+
+SLOW_S = 1.0
+"""A sweep's first round trip slower than this (seconds) counts as an outage (a paused
+or struggling Redis, during which nobody could beat)."""
+
+BATCH = 200
+"""Most leases or runs handled per kind in one sweep."""
+
+Resend = Callable[[str, str, str], None]
+"""Sends a participant's review again: (run id, participant id, backend)."""
+
+
+@dataclass
+class Swept:
+    """What one sweep did."""
+
+    redispatched: int = 0
+    abandoned: int = 0
+    overdue: int = 0
+
+
+class Sweeper:
+    """One worker's sweeps: :meth:`sweep` once, or :meth:`start` the thread."""
+
+    def __init__(self, rt: Runtime, resend: Resend, dispatch_judge: JudgeDispatch) -> None:
+        self.rt, self.resend, self.dispatch_judge = rt, resend, dispatch_judge
+        self._healthy_since = time.monotonic()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the sweeping thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="council-sweep", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.rt.settings.sweep_interval_s)
+            try:
+                self.sweep()
+            except OUTAGE_ERRORS as exc:
+                self._healthy_since = time.monotonic()
+                log.warning("sweep_failed", error=str(exc) or type(exc).__name__)
+            except Exception:  # the sweep must go on; say what happened
+                log.exception("sweep_crashed")
+
+    def sweep(self) -> Swept | None:
+        """Sweep once if this worker wins the period's lock; what it did, else None."""
+        rt = self.rt
+        before = time.monotonic()
+        period_ms = max(1, int(rt.settings.sweep_interval_s * 1000 * 0.75))
+        won = rt.client.set(rt.keys.sweep_lock(), b"1", nx=True, px=period_ms)
+        if time.monotonic() - before > SLOW_S:
+            self._healthy_since = time.monotonic()
+        if not won:
+            return None
+        swept = Swept()
+        healthy_for = time.monotonic() - self._healthy_since
+        if healthy_for >= LEASE_MS / 1000 + BEAT_S:
+            swept.redispatched = self._lapsed()
+        swept.abandoned = self._abandoned()
+        swept.overdue = self._overdue()
+        return swept
+
+    def _lapsed(self) -> int:
+        rt, k = self.rt, self.rt.keys
+        lapsed = rt.client.zrangebyscore(k.leases(), "-inf", now_ms(), start=0, num=BATCH)
+        sent = 0
+        for raw in lapsed:
+            lease = parse(raw)
+            if lease is None:
+                rt.client.zrem(k.leases(), raw)
+                continue
+            run_id, pid, attempt = lease
+            pipe = rt.client.pipeline(transaction=False)
+            pipe.hget(k.run(run_id), "status")
+            pipe.get(k.run_attempts(run_id, pid))
+            pipe.exists(k.run_outcome(run_id, pid))
+            pipe.hget(k.run_participants(run_id), pid)
+            status, latest, stored, entry = pipe.execute()
+            if not rt.client.zrem(k.leases(), raw):
+                continue  # another sweep took it
+            participant = rt.runs.participant(run_id, pid) if entry is not None else None
+            live = "judging" if participant is not None and participant.role == "judge" else "open"
+            if (
+                participant is None
+                or stored
+                or status is None
+                or status.decode() != live
+                or int(latest or 0) != attempt
+                or participant.role == "judge"  # the judge has no lease (docs)
+            ):
+                continue
+            log.warning(
+                "participant_redispatched", run_id=run_id, participant=pid, lost_attempt=attempt
+            )
+            self.resend(run_id, pid, participant.backend)
+            sent += 1
+        return sent
+
+    def _abandoned(self) -> int:
+        rt, k = self.rt, self.rt.keys
+        cutoff = now_ms() - rt.settings.abandon_after_s * 1000
+        found = rt.client.zrangebyscore(k.runs_undispatched(), "-inf", cutoff, start=0, num=BATCH)
+        settled = 0
+        for raw in found:
+            run_id = raw.decode()
+            if rt.runs.status(run_id) == "open":
+                log.warning("run_abandoned", run_id=run_id)
+                try:
+                    settle_run(rt, run_id, event="abandoned", lost=Stop(limit="cancelled"))
+                    settled += 1
+                except RunNotFound:
+                    pass
+            rt.client.zrem(k.runs_undispatched(), raw)
+        return settled
+
+    def _overdue(self) -> int:
+        rt, k = self.rt, self.rt.keys
+        cutoff = now_ms() - rt.settings.watchdog_slack_ms
+        found = rt.client.zrangebyscore(k.runs_open(), "-inf", cutoff, start=0, num=BATCH)
+        settled = 0
+        for raw in found:
+            run_id = raw.decode()
+            if rt.runs.status(run_id) not in ("open", "judging"):
+                rt.client.zrem(k.runs_open(), raw)
+                continue
+            log.warning("sweep_watchdog_fired", run_id=run_id)
+            try:
+                report = settle_run(
+                    rt,
+                    run_id,
+                    lost=Stop(limit="worker-lost"),
+                    dispatch_judge=self.dispatch_judge,
+                    deadline_passed=True,
+                )
+            except RunNotFound:
+                rt.client.zrem(k.runs_open(), raw)
+                continue
+            settled += report.status != "judging"
+        return settled
+
+
+def settle_if_heard(rt: Runtime, run_id: str, dispatch_judge: JudgeDispatch) -> None:
+    """Settle an ``open`` run once every reviewer has a stored outcome (a re-dispatched
+    participant was the last: the chord waits on the lost task's message). Idempotent."""
+    if rt.runs.status(run_id) != "open":
+        return
+    reviewers = [p.id for p in rt.runs.participants(run_id) if p.role != "judge"]
+    if len(rt.runs.outcomes_many(run_id, reviewers)) == len(reviewers):
+        settle_run(rt, run_id, dispatch_judge=dispatch_judge)
+
+
+_sweeper: Sweeper | None = None
+_lock = threading.Lock()
+
+
+def start(rt: Runtime, resend: Resend, dispatch_judge: JudgeDispatch) -> Sweeper:
+    """Start this process's sweeper (once)."""
+    global _sweeper
+    with _lock:
+        if _sweeper is None:
+            _sweeper = Sweeper(rt, resend, dispatch_judge)
+            _sweeper.start()
+        return _sweeper

@@ -1,0 +1,1 @@
+"""Reading git: refs, the diff, files at a ref, the packed head tree."""

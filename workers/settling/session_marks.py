@@ -1,0 +1,119 @@
+"""Marking a round against its session while it settles: seen, outdated, carried,
+suppressed.
+
+Settling builds the round's report from the outcomes and lands it on the diff; this
+module then reads what the session remembers and applies the pure rules:
+
+* :func:`council.session.earlier_rounds.mark_round` — ``seen`` from the fingerprints completed rounds
+  reported (``session:{s}:fingerprints``), ``outdated`` from the findings still open
+  after the last completed run (``session:{s}:reviewed``) checked on the interdiff the
+  CLI stored (``run:{id}:since``);
+* :func:`council.session.earlier_rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``), those
+  open findings the interdiff did not touch, nobody dismissed or baselined, and the
+  round did not raise again: they still stand, and gate;
+* :func:`council.session.baseline.suppress` — the session's dismissals
+  (``session:{s}:dismissed``) and the trusted baseline the CLI stored
+  (``run:{id}:baseline``), matched by fingerprint or, for a reworded finding, by
+  agreement; dismissals win.
+
+It also reads what filing recognizes the round's findings among, so they keep their ids:
+the session's recall (``session:{s}:recall``, :mod:`council.session.remembered`), or, in a session
+written before it, the findings still open.
+
+The marks are read once per settling step, before its transaction: a round of the same
+session settling at the same moment may not see the other's fingerprints, and then
+both show a repeat as new; nothing is lost. Source: docs/architecture.md "State in Redis"
+(sessions), issue "CI outputs that forges accept".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from council.change.diff import Change, parse_diff
+from council.model.findings import Finding
+from council.model.report import CouncilReport
+from council.session.baseline import Baseline, read_baseline, suppress
+from council.session.earlier_rounds import carry, mark_round
+from workers.app.services import Runtime
+from workers.stores.runs import RunRecord
+from workers.stores.sessions import SessionStore
+
+
+@dataclass(frozen=True)
+class SessionMarks:
+    """What the session says about a round: applied with :meth:`apply`."""
+
+    earlier: tuple[Finding, ...] = ()
+    """The findings still open after the last completed run (checked for outdated code,
+    and carried when ``carry``)."""
+    fingerprints: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Every fingerprint a completed round of the session reported → the ids it was
+    reported under (:func:`council.session.earlier_rounds.seen_by_fingerprint`)."""
+    since: Change | None = None
+    """The interdiff since the last reviewed head; None when this clone lacked it."""
+    baseline: Baseline = field(default_factory=Baseline)
+    dismissals: Mapping[str, str] = field(default_factory=dict)
+    """Fingerprint → the reason a person gave when dismissing it."""
+    dismissed: Mapping[str, Finding] = field(default_factory=dict)
+    """Fingerprint → the finding dismissed, for the dismissals that kept it."""
+    recall: tuple[Finding, ...] = ()
+    """The findings the session remembers (:func:`council.session.remembered.recalled`), or those
+    still open after the last completed run when it kept none yet."""
+    carry: bool = False
+    """The round reviews only the commits after the last reviewed head (``--since-last``)."""
+
+    def apply(self, report: CouncilReport) -> CouncilReport:
+        """The report with ``seen``, ``outdated``, ``carried`` and ``suppressed`` filled.
+
+        Without an interdiff nothing can be said to be outdated, so none is listed, and
+        none is carried (the CLI reviews the whole change then). Never raises.
+        """
+        earlier = self.earlier if self.since is not None else ()
+        marked = mark_round(
+            report, earlier, self.fingerprints, self.since or Change(), recognizing=self.earlier
+        )
+        if self.carry and self.since is not None:
+            marked = carry(marked, earlier, self.since)
+        return suppress(marked, self.baseline, self.dismissals, self.dismissed)
+
+
+def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
+    """Read the session's marks for the run ``record`` from Redis.
+
+    A stored baseline was read by the CLI before the run (an unreadable one refused it
+    with exit 2), so it reads here; should it not, the run is marked without it rather
+    than left unsettled.
+    """
+    sessions, session = rt.sessions, record.session
+    earlier = tuple(sessions.open_findings(session))
+    dismissals = sessions.dismissals(session)
+    since = rt.runs.since(record.run_id)
+    baseline_text = rt.runs.baseline(record.run_id)
+    try:
+        baseline = read_baseline(baseline_text) if baseline_text else Baseline()
+    except ValueError:
+        baseline = Baseline()
+    return SessionMarks(
+        earlier=earlier,
+        fingerprints=sessions.reported_ids(session),
+        since=parse_diff(since) if since is not None else None,
+        baseline=baseline,
+        dismissals={p: d.reason for p, d in dismissals.items()},
+        dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
+        recall=recall_of(sessions, session, earlier),
+        carry=rt.runs.carry(record.run_id),
+    )
+
+
+def recall_of(
+    sessions: SessionStore, session: str, still_open: Sequence[Finding] | None = None
+) -> tuple[Finding, ...]:
+    """The findings ``session`` remembers for recognition (``session:{s}:recall``), or,
+    in a session written before the memory was kept, those still open after its last
+    completed run (``still_open`` when the caller read them already)."""
+    recall = sessions.recall(session)
+    if recall is not None:
+        return tuple(recall)
+    return tuple(still_open if still_open is not None else sessions.open_findings(session))

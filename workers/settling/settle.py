@@ -1,0 +1,439 @@
+"""Settling a run: the consolidation, the errback finalizer and the watchdog share this.
+
+The stored outcomes are the source of truth (chord results only say who finished). A
+participant with no stored outcome (its task died, the chord never fired, the run was
+cancelled) is settled as a stop from its journals, so what it wrote down is filed; when
+the watchdog settles a run, one whose task no worker ever started is a failure naming the
+queue it waited on (:func:`never_started`), not a lost worker.
+Which event leads where is :mod:`council.round.lifecycle`'s; this module reads what the run
+holds, builds the filing with the domain's rules (:mod:`council.round.filing`, landing, the
+session's marks) outside any transaction, and hands it to :meth:`SessionStore.commit`,
+which persists the transition compare-and-set on the run's state: filing happens once,
+and a second call returns the settled report. Source: docs/celery.md §1.4, docs/harvest.md §7-§8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+
+from council.asks.confirm import confirmation_asks, waiting_report
+from council.asks.paused import pending
+from council.asks.pending import PendingAsk
+from council.change.commentable import land
+from council.change.diff import parse_diff
+from council.change.diff_filter import apply_filter, parse_filter
+from council.harvest import JournalCaps
+from council.model.backend_result import ReviewResult, Stop
+from council.model.findings import Finding, Read
+from council.model.fingerprint import with_fingerprints
+from council.model.participant import Participant
+from council.model.report import CouncilReport, RunStatus
+from council.round.filing import RoundFacts, conclude_judge, conclude_round
+from council.round.gate import apply_min_agreement
+from council.round.lifecycle import Event, Transition, allows, ending, is_final, step
+from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
+from council.session.earlier_rounds import remembered
+from workers.app.celery_config import queue_for
+from workers.app.clock import now_ms
+from workers.app.services import Runtime
+from workers.execution.participant_attempt import script_rows
+from workers.settling.session_marks import session_marks
+from workers.stores.runs import RunRecord
+from workers.stores.sessions import Filing
+
+log = structlog.get_logger("council.settle")
+
+
+class RunNotFound(LookupError):
+    """The run is not in Redis (never opened here, or expired)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"run {run_id} is not in Redis: it never opened on this server or its keys "
+            f"expired (runs are kept COUNCIL_RUN_RETENTION_S after settling)"
+        )
+
+
+ABANDONED_NOTE = (
+    "cancelled by a worker's sweep: the CLI that opened this run stopped before it "
+    "dispatched the reviewers (nothing was sent to them)"
+)
+"""The report's note on a run settled on the ``abandoned`` event."""
+
+
+class StillRunning(RuntimeError):
+    """The reviewers were said to be settled (a consolidation delivered twice, or before
+    its time), but some are being reviewed right now: nothing is filed; the run settles
+    when they finish."""
+
+    def __init__(self, run_id: str, running: list[str]) -> None:
+        self.run_id, self.running = run_id, running
+        super().__init__(f"run {run_id} still has reviewers running: {', '.join(running)}")
+
+
+JudgeDispatch = Callable[[str], None]
+"""Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
+
+
+def never_started(participant: Participant) -> str:
+    """The failure of a participant whose task no worker took before the run's deadline.
+
+    Says which Celery queue the task waited on (``queue_for(backend)``) and how to get a
+    worker onto it, so an operator looks at the workers, not at a crash that never was.
+    """
+    queue = queue_for(participant.backend)
+    short = queue.removeprefix("council.")
+    return (
+        f"no worker took {participant.id}'s task before the run's deadline: it waited on "
+        f"the Celery queue {queue}, which no running worker consumed (or every worker "
+        f"consuming it stayed busy). Start `council worker` on this Redis consuming that "
+        f"queue (`council worker --queues {short},consolidate`, or no --queues for every "
+        f"queue); see README, Distributed mode."
+    )
+
+
+def settle_run(
+    rt: Runtime,
+    run_id: str,
+    *,
+    forced: RunStatus | None = None,
+    lost: Stop | None = None,
+    dispatch_judge: JudgeDispatch | None = None,
+    deadline_passed: bool = False,
+    event: Event = "reviewers_settled",
+) -> CouncilReport:
+    """Settle ``run_id`` from what Redis holds; return its report (idempotent).
+
+    ``event`` is what the caller noticed (the chord body: ``reviewers_settled``; its
+    errback: ``worker_lost``); ``forced`` (``cancelled``, ``timeout``) and
+    ``deadline_passed`` (the watchdog) name the event instead, and a run cancelled with
+    :meth:`RunStore.cancel` ends with the status given there. ``lost`` is the stop given
+    to participants without an outcome (default ``worker-lost``); on the watchdog's
+    event, one whose task no worker ever started (no attempt, its progress still
+    ``pending``) FAILS with :func:`never_started` instead, because no worker was lost.
+
+    The transitions are :mod:`council.round.lifecycle`'s: from ``open`` the reviewers' findings
+    are filed, and a run with a judge becomes ``judging`` (``dispatch_judge`` then sends
+    the judge, once); from ``judging``, once the judge has an outcome (or the run is
+    forced, or the watchdog fires), its findings are filed and the run settles. An event
+    the lifecycle refuses (a final run, a chord firing again while the judge works)
+    files nothing and returns the stored report. Raises :class:`RunNotFound`.
+    """
+    record = rt.runs.record(run_id)
+    if record is None:
+        raise RunNotFound(run_id)
+    state = rt.runs.status(run_id)
+    if is_final(state) or state == "waiting":
+        settled = rt.runs.report(run_id)
+        if settled is not None:
+            return settled  # a waiting run moves on only with its answers (council.resume)
+    if forced is None:
+        # A cancelled run settles as cancelled (or timeout) even when the consolidation,
+        # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
+        forced = rt.runs.cancel_status(run_id)
+    noticed = ending(forced, deadline_passed=deadline_passed) or event
+    heard = _Hearing(rt, record, lost or Stop(limit="worker-lost"), deadline_passed)
+    if state == "open" and noticed == "reviewers_settled":
+        running = heard.running()
+        if running:
+            raise StillRunning(run_id, running)
+    if state == "open":
+        report = _file_reviewers(heard, noticed)
+        if report.status != "judging":
+            _log_settled(record.session, report)
+            return report
+        if dispatch_judge is not None and rt.runs.claim_judge(run_id):
+            dispatch_judge(run_id)
+        state = "judging"
+    if heard.judge is None:
+        raise RunNotFound(run_id)
+    if noticed not in ("cancelled", "timed_out", "watchdog_fired"):
+        if rt.runs.outcome(run_id, heard.judge.id) is None:
+            return _stored(rt, run_id)  # the judge is still to be heard
+        noticed = "judge_settled"
+    if not allows(state, noticed):
+        return _stored(rt, run_id)
+    report = _file_judge(heard, noticed)
+    _log_settled(record.session, report)
+    return report
+
+
+class _Hearing:
+    """What settling reads of a run: its participants, their outcomes (stored, or made
+    from the journals for a participant without one), the change, the session's marks."""
+
+    def __init__(self, rt: Runtime, record: RunRecord, lost: Stop, deadline_passed: bool):
+        self.rt, self.record, self.lost = rt, record, lost
+        self.deadline_passed = deadline_passed
+        participants = rt.runs.participants(record.run_id)
+        self.judge = next((p for p in participants if p.role == "judge"), None)
+        self.reviewers = [p for p in participants if p.role != "judge"]
+        self.stored = rt.runs.outcomes_many(record.run_id, [p.id for p in participants])
+        self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
+        self.change = parse_diff(rt.runs.change(record.run_id))
+        self.marks = session_marks(rt, record)
+        self.paths = rt.runs.paths(record.run_id)
+        pull = rt.runs.pull(record.run_id)
+        self.pull = parse_diff(pull) if pull is not None else self.change
+        """What ``--filter`` judges against: the pull request's change (with
+        ``--since-last`` the round's own change is only the new commits, and a finding
+        still open on the pull request's code must keep gating)."""
+
+    def finish(self, report: CouncilReport) -> CouncilReport:
+        """A filed report landed on the diff, marked against the session, filtered
+        (``--filter``, the head tree's paths: :mod:`council.change.diff_filter`) and held to
+        ``--min-agreement`` (:func:`council.round.gate.apply_min_agreement`)."""
+        marked = self.marks.apply(land(report, self.change))
+        filtered = apply_filter(marked, self.pull, parse_filter(self.record.filter), self.paths)
+        held = apply_min_agreement(filtered, self.record.min_agreement)
+        return with_fingerprints(held)
+
+    def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
+        """The questions ``[policy] confirm`` puts to a person before the run may settle."""
+        if self.record.confirm is None:
+            return ()
+        return confirmation_asks(report, self.record.confirm)
+
+    def answered_asks(self) -> tuple[PendingAsk, ...]:
+        """The questions reviewers asked in this run and went on with, each with the
+        answer it was given (the report keeps them: who asked what, what was said)."""
+        run_id = self.record.run_id
+        out: list[PendingAsk] = []
+        for p in self.reviewers:
+            resumed = self.rt.runs.resumption(run_id, p.id)
+            if resumed is not None:
+                ask = pending(run_id, p.id, resumed.paused)
+                out.append(ask.model_copy(update={"answer": resumed.answer}))
+        return tuple(out)
+
+    def running(self) -> list[str]:
+        """The reviewers without a stored outcome whose latest attempt holds a live lease
+        (:mod:`workers.execution.leases`): a worker is reviewing them right now."""
+        missing = [p.id for p in self.reviewers if p.id not in self.stored]
+        if not missing:
+            return []
+        rt, run_id = self.rt, self.record.run_id
+        latest = rt.client.mget([rt.keys.run_attempts(run_id, p) for p in missing])
+        pipe = rt.client.pipeline(transaction=False)
+        for pid, n in zip(missing, latest, strict=True):
+            pipe.zscore(rt.keys.leases(), rt.keys.lease_member(run_id, pid, int(n or 0)))
+        now = now_ms()
+        return [
+            pid
+            for pid, score in zip(missing, pipe.execute(), strict=True)
+            if score is not None and score > now
+        ]
+
+    def outcome(self, p: Participant) -> ParticipantOutcome:
+        """``p``'s stored outcome, or one made from its journals: a stop with the lost
+        stop, or, on the watchdog's event, a failure when no worker ever started it."""
+        run_id = self.record.run_id
+        stored = self.stored.get(p.id)
+        if stored is None and p.role == "judge":  # the judge's may have come since
+            stored = self.rt.runs.outcome(run_id, p.id)
+        if stored is not None:
+            return stored
+        attempts = self.rt.journals.attempts(run_id, p.id)
+        shown = self.progress.get(p.id)
+        unstarted = (
+            self.deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
+        )
+        witness = self.record.witness
+        made = harvest_outcome(
+            p.id,
+            p.role,
+            ReviewResult(failure=never_started(p)) if unstarted else None,
+            self.rt.journals.read_all(run_id, p.id),
+            read=Read(witness=witness) if witness else Read(unpinned="no tree pinned"),
+            caps=JournalCaps(
+                self.rt.settings.journal_max_entries, self.rt.settings.journal_max_entry_bytes
+            ),
+            answer_max_entries=self.rt.settings.answer_max_entries,
+            attempts=attempts,
+            lost=self.lost,
+            scripts=script_rows(self.rt, run_id, p, attempts),
+            unverified_scripts=self.record.unverified_scripts,
+        )
+        log.warning(
+            "participant_never_started" if unstarted else "participant_settled_without_outcome",
+            run_id=run_id,
+            participant=p.id,
+            stop=made.stop.limit if made.stop else None,
+            findings=len(made.harvest.findings),
+        )
+        return made
+
+
+ASKED_NOTE = (
+    "waiting on the reviewers' questions to a person: the round's findings are filed once "
+    "they are answered and the reviewers that asked went on (council asks lists them)"
+)
+"""The note of the report of a run waiting on its reviewers' questions."""
+
+ASKING_EVENTS: frozenset[Event] = frozenset({"reviewers_settled", "worker_lost", "watchdog_fired"})
+"""The events on which a reviewer paused on a question makes the run wait for its answer
+(a cancellation, a timeout or an abandoned run files what it has instead)."""
+
+
+def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
+    """Apply ``event`` to an ``open`` run: file the reviewers' findings (interim when the
+    run goes on to its judge), or wait on the questions reviewers put to a person."""
+    record = heard.record
+    outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
+    asking = [p.id for p in heard.reviewers if outcomes[p.id].status == "asking"]
+    if asking and event in ASKING_EVENTS:
+        return _wait_on_askers(heard, outcomes, asking)
+    whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
+    judge = heard.judge is not None
+    plain = step("open", event, judge=judge, whole="whole" if whole else "in part")
+    facts = RoundFacts(
+        run_id=record.run_id,
+        session=record.session,
+        repository=record.repository,
+        base=record.base,
+        head=record.head,
+        mode=record.mode,
+        notes=(*record.notes, ABANDONED_NOTE) if event == "abandoned" else record.notes,
+        created_ms=record.created_ms,
+        prices=record.prices,
+    )
+    settled_at = now_ms()
+    answered = heard.answered_asks()
+
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
+        filed, report = conclude_round(
+            facts,
+            heard.reviewers,
+            outcomes,
+            first_id,
+            status=plain.target,
+            settled_ms=settled_at,
+            change=heard.change,
+            remembered=heard.marks.recall,
+        )
+        report = heard.finish(report)
+        if answered:
+            report = report.model_copy(update={"asks": answered})
+        asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
+        if not asks:
+            return plain, filed, report
+        asks = (*answered, *asks)
+        asking = step("open", event, judge=judge, whole="whole" if whole else "in part", ask=True)
+        return asking, filed, waiting_report(report, asks)
+
+    return _commit(heard, build, settled_at)
+
+
+def _wait_on_askers(
+    heard: _Hearing, outcomes: dict[str, ParticipantOutcome], asking: list[str]
+) -> CouncilReport:
+    """The run waits on the questions of the reviewers that paused (``reviewers_asked``):
+    its report lists every participant and the questions, no finding (the round is filed
+    once the askers went on). Nothing is filed in the session; the pauses are already in
+    the run's store, and the run's keys get their retention with the transition."""
+    record = heard.record
+    pauses = heard.rt.runs.pauses(record.run_id, asking)
+    asks = tuple(pending(record.run_id, pid, pauses[pid]) for pid in asking if pid in pauses)
+    transition = step("open", "reviewers_asked")
+    facts = RoundFacts(
+        run_id=record.run_id,
+        session=record.session,
+        repository=record.repository,
+        base=record.base,
+        head=record.head,
+        mode=record.mode,
+        notes=(*record.notes, ASKED_NOTE),
+        created_ms=record.created_ms,
+        prices=record.prices,
+    )
+    at = now_ms()
+
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
+        _, report = conclude_round(
+            facts,
+            heard.reviewers,
+            outcomes,
+            first_id,
+            status="waiting",
+            settled_ms=at,
+            change=heard.change,
+        )
+        shown = report.model_copy(
+            update={"findings": (), "asks": asks, "resumes_as": None, "settled_ms": None}
+        )
+        return transition, [], shown
+
+    return _commit(heard, build, at)
+
+
+def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
+    """Apply ``event`` to a ``judging`` run: file the judge's verdicts over the interim
+    report and settle."""
+    record, judge = heard.record, heard.judge
+    interim = heard.rt.runs.report(record.run_id)
+    if interim is None or judge is None:
+        raise RunNotFound(record.run_id)
+    outcome = heard.outcome(judge)
+    whole = all(p.heard_in_full for p in interim.participants) and heard_in_full(outcome)
+    plain = step("judging", event, whole="whole" if whole else "in part")
+    settled_at = now_ms()
+
+    def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
+        filed, report = conclude_judge(
+            interim,
+            judge,
+            outcome,
+            first_id,
+            status=plain.target,
+            settled_ms=settled_at,
+            prices=record.prices,
+            change=heard.change,
+            remembered=heard.marks.recall,
+        )
+        report = heard.finish(report)
+        asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
+        if not asks:
+            return plain, filed, report
+        asking = step("judging", event, whole="whole" if whole else "in part", ask=True)
+        return asking, filed, waiting_report(report, asks)
+
+    return _commit(heard, build, settled_at)
+
+
+def _commit(
+    heard: _Hearing,
+    build: Callable[[int], tuple[Transition, list[Finding], CouncilReport]],
+    now: int,
+) -> CouncilReport:
+    """Build the transition and its filing from the session's next finding id and commit
+    them; build again when another run of the session took ids first (the store's
+    compare-and-set)."""
+    sessions, record = heard.rt.sessions, heard.record
+    while True:
+        first_id = sessions.next_finding_id(record.session)
+        transition, findings, report = build(first_id)
+        memory = remembered(report, record.quorum, heard.marks.recall) if transition.final else None
+        filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
+        committed = sessions.commit(record, transition, filing, now)
+        if committed is not None:
+            return committed
+
+
+def _stored(rt: Runtime, run_id: str) -> CouncilReport:
+    """The report the run holds now (an event was refused: its state stands)."""
+    report = rt.runs.report(run_id)
+    if report is None:
+        raise RunNotFound(run_id)
+    return report
+
+
+def _log_settled(session: str, report: CouncilReport) -> None:
+    log.info(
+        "run_settled",
+        run_id=report.run_id,
+        session=session,
+        status=report.status,
+        findings=len(report.findings),
+    )
