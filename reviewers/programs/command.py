@@ -2,7 +2,9 @@
 
 Prompt on stdin, answer on stdout (the answer contract of docs/harvest.md §1), findings
 journalled as it goes to the JSONL file named by ``COUNCIL_JOURNAL``. The process
-handling (own process group, clocks, journal following) is :mod:`reviewers.programs.process`.
+handling is :mod:`reviewers.programs.process` (own process group:
+:mod:`~reviewers.programs.process_group`; clocks and journal following:
+:mod:`~reviewers.programs.supervision`).
 
 Roster options::
 

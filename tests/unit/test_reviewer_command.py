@@ -15,7 +15,7 @@ import pytest
 from council.model.backend_result import ReviewResult
 from council.model.participant import Clocks, Participant
 from reviewers.base import ReviewRequest
-from reviewers.programs import process
+from reviewers.programs import process_group, supervision
 from reviewers.programs.command import CommandReviewer
 
 SHORT = Clocks(backstop_ms=2000, idle_ms=1000, answer_ms=0)
@@ -129,7 +129,7 @@ def test_nonzero_exit_without_stdout_fails_with_stderr_tail(tmp_path: Path) -> N
     assert result.failure is not None
     assert result.failure.startswith("exited with status 3: ")
     assert result.failure.endswith("last words")
-    assert len(result.failure) < process.STDERR_TAIL_BYTES + 100
+    assert len(result.failure) < supervision.STDERR_TAIL_BYTES + 100
 
 
 def test_program_not_on_path_fails_naming_it(tmp_path: Path) -> None:
@@ -315,7 +315,7 @@ def test_leftover_children_are_stopped_after_exit(tmp_path: Path) -> None:
 
 def test_stdout_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the cap the first and last halves are kept (the final answer survives), noted."""
-    monkeypatch.setattr(process, "STDOUT_CAP_BYTES", 1000)
+    monkeypatch.setattr(supervision, "STDOUT_CAP_BYTES", 1000)
     script = "import sys\nsys.stdout.write('a' * 700 + 'y' * 5000 + '{\"findings\": []}')"
     result = review(python(script, tmp_path))
     assert len(result.answer) == 1000
@@ -367,7 +367,7 @@ def test_program_busy_for_good_fails_naming_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A program that stays busy past every retry fails with the system's reason."""
-    monkeypatch.setattr(process, "BUSY_RETRY_MS", (1, 1))
+    monkeypatch.setattr(process_group, "BUSY_RETRY_MS", (1, 1))
     script = tmp_path / "reviewer.sh"
     script.write_text("#!/bin/sh\necho started\n")
     script.chmod(0o755)
