@@ -5,7 +5,7 @@ the council must know which anchors the diff can carry (a review comment on a li
 is not in any hunk cannot be posted) and must show reviewers where they may anchor.
 This module turns the text of ``git diff`` into frozen models and answers those
 questions. It is pure: the text comes in, models go out; running git lives in
-``workers/git/repository.py``.
+``workers/git/diff_reading.py``.
 
 Reading never raises on odd input: a file whose diff cannot be read becomes a
 :class:`ChangedFile` with a ``note`` (and whatever hunks could be read), text before the

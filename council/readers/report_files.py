@@ -28,8 +28,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from council.harvest import harvest
-from council.model.findings import HARVEST, Anchor, Finding, Harvest, Member, Origin, Warning
-from council.model.report import ParticipantState, Suppression
+from council.model.findings import HARVEST, Anchor, Finding, Harvest, Member, Warning
+from council.model.report import CouncilReport, ParticipantState, ParticipantSummary, Suppression
 from council.readers.sarif import (
     SarifError,
     every_path,
@@ -38,6 +38,7 @@ from council.readers.sarif import (
     unreadable_note,
 )
 from council.rendering.jsonreport import UnknownSchemaVersion, UnreadableReport, read_json
+from council.round.filing import Heard, RoundFacts, file_round
 from council.round.outcome import READ_IN_PART_CODES, UNREAD_CODES
 
 
@@ -128,9 +129,11 @@ def read_source(text: str, stem: str, name: str | None = None) -> list[Told]:
 
 
 def _heard(told: Told, read: Harvest) -> Told:
-    """``told`` with the harvest's findings and warnings, and how whole it was read (by
-    its answer-level warnings)."""
-    told.findings += read.findings
+    """``told`` with the harvest's findings (without ids: the filing gives its own) and
+    warnings, and how whole it was read (by its answer-level warnings)."""
+    told.findings += [
+        f if f.id is None else f.model_copy(update={"id": None}) for f in read.findings
+    ]
     told.warnings += read.warnings
     codes = [w.code for w in read.warnings if w.at == "answer"]
     told.unread = next((c for c in codes if c in UNREAD_CODES), told.unread)
@@ -309,17 +312,49 @@ def name_clashes(sources: Sequence[tuple[str, Sequence[Told]]]) -> list[str]:
     return clashes
 
 
-def with_reviewer(told: Sequence[Told], run_id: str) -> list[tuple[str, list[Finding]]]:
-    """``(reviewer, findings with origin)`` per reviewer, for the consolidation; a
-    reviewer named twice (two sources) keeps one entry, in first-seen order."""
-    merged: dict[str, list[Finding]] = {}
+def file_sources(told: Sequence[Told], run_id: str, files: int) -> CouncilReport:
+    """The consolidated report of what the sources told, filed by the round's own code
+    (:func:`council.round.filing.file_round`), so "k of n" counts the reviewers heard in
+    full as a review's does. ``told``: every source's reviewers, in the order given (the
+    roster order: first seen first); ``files``: how many files were read (for the note).
+
+    A reviewer told by several sources is one participant, heard as :func:`heard_as`
+    says; its backend is the kind of the last source that told it. Ids run from 1; a
+    finding every telling of which a source report suppressed stays so
+    (:func:`carried_suppressions`). No clock: ``settled_ms`` is absent. Never raises.
+    """
+    by_reviewer: dict[str, list[Told]] = {}
     for each in told:
-        origin = Origin(kind="reviewer", run_id=run_id, participant=each.reviewer)
-        merged.setdefault(each.reviewer, []).extend(
-            f.model_copy(update={"origin": origin, "raised_by": None, "id": None})
-            for f in each.findings
-        )
-    return list(merged.items())
+        by_reviewer.setdefault(each.reviewer, []).append(each)
+    heard = [_heard_in_all(who, sources) for who, sources in by_reviewer.items()]
+    whole = all(h.summary.heard_in_full for h in heard)
+    facts = RoundFacts(
+        run_id=run_id,
+        session=run_id,
+        notes=(f"consolidated from {files} file(s), {len(heard)} reviewer(s)",),
+    )
+    merged, report = file_round(
+        facts, heard, 1, status="settled" if whole else "partial", settled_ms=None
+    )
+    return report.model_copy(update={"suppressed": carried_suppressions(told, merged)})
+
+
+def _heard_in_all(who: str, sources: Sequence[Told]) -> Heard:
+    """One reviewer as every source that told it said it, for the filing."""
+    state, failure, unread, in_part = heard_as(sources)
+    findings = [f for each in sources for f in each.findings]
+    warnings = [w for each in sources for w in each.warnings]
+    summary = ParticipantSummary(
+        id=who,
+        backend=sources[-1].kind,
+        state=state,
+        failure=failure,
+        unread=unread,
+        read_in_part=in_part,
+        findings=len(findings),
+        warnings=len(warnings),
+    )
+    return Heard(summary, findings, warnings, [n for each in sources for n in each.notes])
 
 
 Telling = tuple[str, Anchor, str, str, str, str | None]

@@ -37,8 +37,9 @@ from council.change.secret_masks import MASK
 from council.model.findings import FileAnchor, Finding, LineAnchor, severity_rank
 from council.model.report import CouncilReport
 from council.rendering.escape import for_forge, no_controls, no_controls_json
+from council.rendering.finding_text import DECORATIONS
 from council.rendering.github_review import fit_body
-from council.rendering.markdown import DECORATIONS, render_markdown
+from council.rendering.markdown import render_markdown
 from council.round.gate import exit_code, gate_summary, parse_fail_on
 
 CHECK_NAME = "council"

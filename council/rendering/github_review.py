@@ -36,7 +36,8 @@ from council.model.report import CouncilReport
 from council.rendering.agreement import discussion_cut, other_tellings, place_text
 from council.rendering.escape import block, code, for_forge, inline, no_controls_json
 from council.rendering.evidence_text import evidence_line
-from council.rendering.markdown import DECORATIONS, raised_text, render_markdown
+from council.rendering.finding_text import DECORATIONS, raised_text
+from council.rendering.markdown import render_markdown
 from council.round.gate import gate_tripped, parse_fail_on
 
 MAX_COMMENTS = 50

@@ -36,8 +36,9 @@ from council.model.fingerprint import occurrence_fingerprints
 from council.model.report import CouncilReport
 from council.rendering.agreement import agreement_text, tellings_plain
 from council.rendering.escape import for_forge, no_controls, no_controls_json, no_quick_actions
+from council.rendering.finding_sections import OFF_DIFF_REASONS
+from council.rendering.finding_text import DECORATIONS
 from council.rendering.github_review import MAX_COMMENTS, comment_body
-from council.rendering.markdown import DECORATIONS, OFF_DIFF_REASONS
 
 SEVERITIES: dict[str | None, str] = {
     "critical": "critical",

@@ -17,22 +17,13 @@ Layout, top to bottom::
     notes
     <details> warnings, grouped per participant </details>
 
-Findings read as Conventional Comments: ``**issue (blocking):** subject`` (``blocking``
-for critical, ``non-blocking`` for minor, no decoration otherwise), then where, which
-id, who raised it (agreement when several did), severity and confidence, then the
-discussion as a blockquote (a quote is a container: whatever Markdown the reviewer
-wrote, an unclosed fence included, ends with it). Each finding is shown once: a finding
-whose anchor misses the diff (``report.off_diff``) under "Not on a changed line", a
-suppressed one under "Dismissed and baselined" (with a line "stays dismissed: matches
-#5 by agreement (reworded), not by fingerprint" when its dismissal or baseline entry was
-matched by agreement), the rest under "Findings", where a finding an earlier round
-already reported is marked "(seen in an earlier round)", and one recognized by agreement
-says so ("#5 of an earlier round, reworded: recognised by agreement, not by
-fingerprint").
+This module holds the page and its sections about the run (the verdict, the questions
+for a person, who was not heard in full, the counts, the participants, notes and
+warnings). The sections that list findings are :mod:`council.rendering.finding_sections`,
+and one finding's Conventional Comments text is :mod:`council.rendering.finding_text`.
 
 A pure function of the report; linear in its size (30,000 findings are one sort and one
-join). Source: docs/architecture.md (reports), docs/harvest.md §2 (anchors), §7 (stops), §8
-(raised_by is agreement).
+join). Source: docs/architecture.md (reports), docs/harvest.md §6 (warnings), §7 (stops).
 """
 
 from __future__ import annotations
@@ -41,20 +32,19 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
-from council.change.diff_filter import FILTER_REASONS
-from council.model.findings import (
-    LABELS,
-    SEVERITIES,
-    ChangeAnchor,
-    FileAnchor,
-    Finding,
-    Warning,
-    severity_rank,
+from council.model.findings import LABELS, SEVERITIES, Warning
+from council.model.report import UNSANDBOXED, CouncilReport, ParticipantSummary
+from council.rendering.escape import cell, code, for_log, inline
+from council.rendering.finding_sections import (
+    carried_section,
+    filtered_section,
+    findings_section,
+    off_diff_section,
+    outdated_section,
+    suppressed_section,
+    unagreed_section,
 )
-from council.model.report import UNSANDBOXED, CouncilReport, ParticipantSummary, Reworded
-from council.rendering.agreement import agreement_text, discussion_cut, other_tellings, place_text
-from council.rendering.escape import block, cell, code, for_log, inline
-from council.rendering.evidence_text import with_verdicts
+from council.rendering.finding_text import counted
 from council.round.gate import (
     FailOn,
     gate_tripped,
@@ -63,9 +53,6 @@ from council.round.gate import (
     parse_fail_on,
 )
 
-DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
-"""The Conventional Comments decoration a severity adds to a finding's label."""
-
 FAILURE_SHOWN_CHARS = 500
 """How much of a failure text the PARTIAL line shows, in characters; the warnings
 section keeps the whole text."""
@@ -73,16 +60,8 @@ section keeps the whole text."""
 RUN_WARNINGS = "the run"
 """The group heading for warnings that name no participant."""
 
-OFF_DIFF_REASONS: dict[str, str] = {
-    "file-absent": "the file is not in the diff on that side",
-    "line-absent": "the line is not in the diff",
-    "range-crosses-hunks": "the range spans more than one hunk of the diff",
-    "range-inverted": "the range ends before it starts",
-}
-"""What each landing miss code of :func:`council.change.diff.landing` means, for people."""
-
-SEEN_MARK = "(seen in an earlier round)"
-"""The mark after the subject of a finding an earlier round of the session reported."""
+CHOICES_SHOWN = 5
+"""Options of an inline ``choice`` named beside its answering command."""
 
 
 def render_markdown(
@@ -110,13 +89,13 @@ def render_markdown(
         _partial(report),
         _counts(report),
         _participants(report),
-        _findings(report, posted),
-        _off_diff(report),
-        _filtered(report),
-        _unagreed(report),
-        _carried(report),
-        _suppressed(report),
-        _outdated(report),
+        findings_section(report, posted),
+        off_diff_section(report),
+        filtered_section(report),
+        unagreed_section(report),
+        carried_section(report),
+        suppressed_section(report),
+        outdated_section(report),
         _notes(report),
         _warnings(report),
     ]
@@ -133,12 +112,12 @@ def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     elif level == "never":
         head = "## ℹ️ Council review: not gated (fail-on never)"
     elif tripped:
-        blocking = _count(tripped, "finding")
+        blocking = counted(tripped, "finding")
         head = f"## ❌ Council review: gate tripped ({blocking} at or above {level})"
     elif held := held_by_agreement(report, level):
         head = (
             f"## ✅ Council review: passed (nothing at or above {level} that "
-            f"{report.min_agreement} reviewers raised; {_count(held, 'finding')} at or above "
+            f"{report.min_agreement} reviewers raised; {counted(held, 'finding')} at or above "
             "it raised by fewer)"
         )
     else:
@@ -182,10 +161,6 @@ def _partial(report: CouncilReport) -> str:
     return "\n".join(lines)
 
 
-CHOICES_SHOWN = 5
-"""Options of an inline ``choice`` named beside its answering command."""
-
-
 def _takes(ask: PendingAsk) -> tuple[str, str]:
     """What ``council answer`` takes for ``ask`` (``yes|no``, ``OPTION``, ``TEXT``) and a
     hint saying which values (a choice's first options, or where they are listed)."""
@@ -211,7 +186,7 @@ def _why_partial(p: ParticipantSummary) -> str:
     who = code(p.id)
     if p.state == "stopped":
         how = p.stop.describe() if p.stop is not None else "our clocks"
-        return f"{who} was stopped by {inline(how)}; {_count(p.findings, 'finding')} kept."
+        return f"{who} was stopped by {inline(how)}; {counted(p.findings, 'finding')} kept."
     if p.state == "asking":
         return f"{who} asked a person a question and goes on once it is answered."
     if p.state == "failed":
@@ -222,38 +197,38 @@ def _why_partial(p: ParticipantSummary) -> str:
     if p.unread is not None:
         return (
             f"{who} answered, but its answer could not be read ({code(p.unread)}); "
-            f"{_count(p.findings, 'finding')} from its journal."
+            f"{counted(p.findings, 'finding')} from its journal."
         )
     if p.read_in_part == "over-cap":
         return (
             f"{who} answered, but its answer held more entries than the council reads "
-            f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from the first "
+            f"({code(p.read_in_part)}); {counted(p.findings, 'finding')} read from the first "
             "ones, the rest were not read."
         )
     if p.read_in_part == "exit-status":
         return (
             f"{who} printed an answer, then exited with an error or was killed "
-            f"({code(p.read_in_part)}); {_count(p.findings, 'finding')} read from what it "
+            f"({code(p.read_in_part)}); {counted(p.findings, 'finding')} read from what it "
             "printed, what it would have said next is unknown."
         )
     if p.read_in_part == "unanalyzed":
         return (
             f"{who} answered, but said it could not analyze part of the change "
             f"({code(p.read_in_part)}, its note names the files); "
-            f"{_count(p.findings, 'finding')} from what it analyzed."
+            f"{counted(p.findings, 'finding')} from what it analyzed."
         )
     if p.read_in_part is not None:
         where = "was cut off" if p.read_in_part == "cut-off" else "broke off in invalid JSON"
         return (
             f"{who} answered, but its answer {where} ({code(p.read_in_part)}); "
-            f"{_count(p.findings, 'finding')} read before the break, none after it."
+            f"{counted(p.findings, 'finding')} read before the break, none after it."
         )
     return f"{who} never answered (still {p.state})."
 
 
 def _counts(report: CouncilReport) -> str:
     still = len(report.carried)
-    open_line = f"**Still open from earlier rounds:** {_count(still, 'finding')}."
+    open_line = f"**Still open from earlier rounds:** {counted(still, 'finding')}."
     if not report.findings:
         return f"No new findings. {open_line}" if still else "No findings."
     severities: Counter[str | None] = Counter(f.severity for f in report.findings)
@@ -263,7 +238,7 @@ def _counts(report: CouncilReport) -> str:
         by_severity.append(f"{severities[None]} without severity")
     by_label = [f"{labels[label]} {label}" for label in LABELS if labels[label]]
     lines = [
-        f"**{_count(len(report.findings), 'finding')}:** " + " · ".join(by_severity),
+        f"**{counted(len(report.findings), 'finding')}:** " + " · ".join(by_severity),
         "",
         "**By label:** " + " · ".join(by_label),
     ]
@@ -315,61 +290,6 @@ def _usd(amount: float) -> str:
     return f"${amount:.4f}" if amount < 1 else f"${amount:.2f}"
 
 
-def _findings(report: CouncilReport, posted: Collection[int]) -> str:
-    shown = [
-        f
-        for f in report.findings
-        if f.id not in posted
-        and f.id not in report.off_diff
-        and f.id not in report.suppressed
-        and f.id not in report.filtered
-    ]
-    count = sum(1 for f in report.findings if f.id in posted)
-    if not shown and not count:
-        return ""
-    parts = ["### Findings"]
-    if count:
-        where = f"{_count(count, 'finding')} {'is' if count == 1 else 'are'}"
-        parts.append(f"{where} posted as line comments on the diff and not repeated here.")
-    seen = set(report.seen)
-    ordered = sorted(shown, key=_rank)
-    blocks = [_finding(f, seen=f.id in seen, missed=_recognized(report, f)) for f in ordered]
-    return "\n\n".join([*parts, *blocks])
-
-
-def _recognized(report: CouncilReport, finding: Finding) -> str:
-    """For a finding recognised as an earlier one by agreement, not by its fingerprint:
-    it kept that id (filing recognized it), or restates it under a new one."""
-    earlier = report.seen_by_agreement.get(finding.id) if finding.id is not None else None
-    if earlier is None:
-        return ""
-    if earlier == finding.id:
-        return (
-            f"#{earlier} of an earlier round, reworded: recognised by agreement, not by fingerprint"
-        )
-    return f"restates finding {earlier} of an earlier round (recognised by agreement)"
-
-
-def _rank(finding: Finding) -> tuple[int, int]:
-    """Findings are listed by severity, then by how many reviewers raised them."""
-    return (-severity_rank(finding.severity), -finding.raisers)
-
-
-def _off_diff(report: CouncilReport) -> str:
-    missed = [
-        f
-        for f in report.findings
-        if f.id in report.off_diff and f.id not in report.suppressed and f.id not in report.filtered
-    ]
-    if not missed:
-        return ""
-    seen = set(report.seen)
-    ordered = sorted(missed, key=lambda f: -severity_rank(f.severity))
-    lead = "Their anchors do not land on a line the diff shows, so they cannot be line comments."
-    blocks = [_finding(f, seen=f.id in seen, missed=_missed(report, f)) for f in ordered]
-    return "\n\n".join(["### Not on a changed line", lead, *blocks])
-
-
 def _questions(report: CouncilReport) -> str:
     """The questions a waiting run puts to a person (a policy's confirmations and the
     reviewers' own questions alike), each with the exact command that answers it and
@@ -400,200 +320,6 @@ def _questions(report: CouncilReport) -> str:
     return "\n".join(lines)
 
 
-def _filtered(report: CouncilReport) -> str:
-    """The findings ``--filter`` kept from gating and inline posting, each with why."""
-    kept_out = [
-        f for f in report.findings if f.id in report.filtered and f.id not in report.suppressed
-    ]
-    if not kept_out:
-        return ""
-    lead = (
-        f"Outside the filter ({code(report.filter or 'added')}): listed here, never posted "
-        "as line comments, never gating."
-    )
-    ordered = sorted(kept_out, key=lambda f: -severity_rank(f.severity))
-    blocks = [
-        _finding(f, seen=False, missed="outside the filter: " + _filter_why(report, f))
-        for f in ordered
-    ]
-    return "\n\n".join(["### Outside the filter", lead, *blocks])
-
-
-def _unagreed(report: CouncilReport) -> str:
-    """The findings ``--min-agreement`` kept from gating: listed (they are shown, and
-    posted, where they belong), each with how many reviewers raised it."""
-    items = [
-        f"- {_brief(f)} · raised by {_count(report.unagreed[f.id], 'reviewer')}"
-        for f in report.open_findings
-        if f.id is not None and f.id in report.unagreed and f.id not in report.suppressed
-    ]
-    if not items:
-        return ""
-    lead = (
-        f"Raised by fewer than {report.min_agreement} reviewers (--min-agreement "
-        f"{report.min_agreement}): shown above, never gating."
-    )
-    return "\n".join(["### Kept from gating by agreement", "", lead, "", *items])
-
-
-def _filter_why(report: CouncilReport, finding: Finding) -> str:
-    reason = report.filtered.get(finding.id, "") if finding.id is not None else ""
-    return FILTER_REASONS.get(reason, reason)
-
-
-def _missed(report: CouncilReport, finding: Finding) -> str:
-    miss = report.off_diff.get(finding.id) if finding.id is not None else None
-    if miss is None:
-        return ""
-    return f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}"
-
-
-def _carried(report: CouncilReport) -> str:
-    shown = [f for f in report.carried if f.id not in report.suppressed]
-    if not shown:
-        return ""
-    lead = (
-        "Findings of earlier rounds that this round did not review again: the new commits "
-        "left their code as it was, so they still stand, and gate."
-    )
-    ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
-    return "\n\n".join(["### Still open from earlier rounds", lead, *map(_finding, ordered)])
-
-
-def _suppressed(report: CouncilReport) -> str:
-    items: list[str] = []
-    for finding in report.open_findings:
-        entry = report.suppressed.get(finding.id) if finding.id is not None else None
-        if entry is None:
-            continue
-        how = {"dismissed": "dismissed", "baseline": "baselined", "judge": "not upheld"}[
-            entry.source
-        ]
-        why = inline(entry.reason) if entry.reason.strip() else "no reason given"
-        items.append(f"- {_brief(finding)} · {how}: {why}")
-        if entry.by_agreement is not None:
-            items.append(f"  {_reworded(entry.source, entry.by_agreement)}")
-        for member in (finding.members or ())[1:]:
-            grade = f" ({member.severity})" if member.severity else ""
-            items.append(
-                f"  also told by {inline(member.participant)}{grade}: {inline(member.subject)}"
-            )
-    if not items:
-        return ""
-    lead = "Listed for the record; they neither gate nor post."
-    return "\n".join(["### Dismissed and baselined", "", lead, "", *items])
-
-
-def _reworded(source: str, matched: Reworded) -> str:
-    """The line under a suppressed finding matched by agreement, not by fingerprint."""
-    if source == "dismissed":
-        which = f"#{matched.id}" if matched.id is not None else _entry_name(matched)
-        return f"stays dismissed: matches {which} by agreement (reworded), not by fingerprint"
-    return (
-        f"stays baselined: matches the baseline entry {_entry_name(matched)} by agreement "
-        "(reworded), not by fingerprint"
-    )
-
-
-def _entry_name(matched: Reworded) -> str:
-    said = f" ({inline(matched.subject)})" if matched.subject.strip() else ""
-    return f"{code(matched.fingerprint[:12])}{said}"
-
-
-def _outdated(report: CouncilReport) -> str:
-    if not report.outdated:
-        return ""
-    lead = "Findings of earlier rounds whose code this change edited or removed."
-    items = [f"- {_brief(f)}" for f in report.outdated]
-    return "\n".join(["### Outdated", "", lead, "", *items])
-
-
-def _label(finding: Finding) -> str:
-    decoration = DECORATIONS.get(finding.severity)
-    return f"{finding.label} ({decoration})" if decoration else finding.label
-
-
-def _brief(finding: Finding) -> str:
-    facts = [f"**{_label(finding)}:** {inline(finding.subject)}", _location(finding)]
-    if finding.id is not None:
-        facts.append(f"id {finding.id}")
-    return " · ".join(facts)
-
-
-def _finding(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
-    facts = [_location(finding)]
-    if missed:
-        facts.append(missed)
-    if finding.id is not None:
-        facts.append(f"id {finding.id}")
-    who = raised_text(finding)
-    if who:
-        facts.append(who)
-    if finding.severity is not None:
-        facts.append(f"severity {finding.severity}")
-    if finding.confidence is not None:
-        facts.append(f"confidence {finding.confidence:.2f}")
-    mark = f" {SEEN_MARK}" if seen else ""
-    lines = [f"**{_label(finding)}:** {inline(finding.subject)}{mark}", "", " · ".join(facts)]
-    if finding.severity_note:
-        lines += ["", f"*{inline(finding.severity_note)}*"]
-    if finding.discussion.strip():
-        lines.append("")
-        shown = with_verdicts(finding.discussion, finding.evidence)
-        lines += [f"> {line}" if line.strip() else ">" for line in block(shown)]
-    for member in other_tellings(finding):
-        told = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
-        who = inline(member.participant)
-        lines += ["", f"Also told by {who} ({told}): {inline(member.subject)}"]
-        said = discussion_cut(member)
-        if said:
-            lines.append("")
-            lines += [f"> {line}" if line.strip() else ">" for line in block(said)]
-    return "\n".join(lines)
-
-
-def _location(finding: Finding) -> str:
-    anchor = finding.anchor
-    if isinstance(anchor, ChangeAnchor):
-        return "whole change"
-    if isinstance(anchor, FileAnchor):
-        return f"{code(anchor.path)} (whole file)"
-    lines = f"{anchor.start_line}-{anchor.line}" if anchor.start_line else str(anchor.line)
-    side = " (old side)" if anchor.side == "old" else ""
-    return f"{code(f'{anchor.path}:{lines}')}{side}"
-
-
-def raised_text(finding: Finding) -> str:
-    """Who raised a finding, as a phrase: ``raised by hawk, owl (2 of 3)`` (k of the n
-    reviewers heard in full; ``2 reviewers agree`` when the agreement is not known).
-
-    Empty when nothing is known. Why: a line comment and the report must name the
-    raisers the same way; several raisers are agreement. Source: docs/harvest.md §8.
-    """
-    origin = finding.origin
-    judge = origin.participant if origin and origin.kind == "judge" else None
-    agreed = agreement_text(finding)
-    if finding.raised_by:
-        names = ", ".join(inline(name) for name in finding.raised_by)
-        notes = []
-        if agreed:
-            notes.append(agreed)
-        elif len(finding.raised_by) > 1:
-            notes.append(f"{len(finding.raised_by)} reviewers agree")
-        if judge:
-            notes.append(f"judge {inline(judge)}")
-        return f"raised by {names}" + (f" ({'; '.join(notes)})" if notes else "")
-    if origin is None:
-        return ""
-    if origin.kind == "hand":
-        return "filed by hand" + (f" ({inline(origin.participant)})" if origin.participant else "")
-    if origin.participant is None:
-        return f"raised by a {origin.kind}"
-    suffix = " (judge)" if origin.kind == "judge" else ""
-    suffix += f" ({agreed})" if agreed and origin.kind != "judge" else ""
-    return f"raised by {inline(origin.participant)}{suffix}"
-
-
 def _notes(report: CouncilReport) -> str:
     notes = [note for note in report.notes if not _unsandboxed(note)]
     if not notes:
@@ -607,7 +333,7 @@ def _warnings(report: CouncilReport) -> str:
     groups = group_warnings(report.warnings, [p.id for p in report.participants])
     lines = [
         "<details>",
-        f"<summary>{_count(len(report.warnings), 'warning')}</summary>",
+        f"<summary>{counted(len(report.warnings), 'warning')}</summary>",
     ]
     for owner, warnings in groups.items():
         lines += ["", f"**{inline(owner)}** ({len(warnings)})", ""]
@@ -644,10 +370,6 @@ def _owner(at: str, known: set[str]) -> str:
             return at[:position]
         position = at.rfind(":", 0, position)
     return RUN_WARNINGS
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _seconds(ms: int) -> str:

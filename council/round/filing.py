@@ -53,6 +53,38 @@ def round_status(
     return "settled" if whole else "partial"
 
 
+@dataclass(frozen=True)
+class Heard:
+    """What one participant said in a round, as the filing reads it.
+
+    ``summary``: its report line (whether it was heard in full decides the n of "k of
+    n"); ``findings``: what it told, no ids (the filing sets their origins); ``warnings``:
+    its harvest's, placed under it by the filing; ``notes``: sentences for the report,
+    each already naming who said it (``hawk: stdout was cut …``). A review builds it from
+    an outcome (:func:`conclude_round`), ``council consolidate`` from the files it reads
+    (:mod:`council.readers.report_files`): one filing for both.
+    """
+
+    summary: ParticipantSummary
+    findings: Sequence[Finding] = ()
+    warnings: Sequence[Warning] = ()
+    notes: Sequence[str] = ()
+
+
+def heard_from(p: Participant, outcome: ParticipantOutcome | None, prices: PriceTable) -> Heard:
+    """What ``p`` said in a review: its summary (:func:`summarize`), its harvest, its
+    backend's notes (nothing but a ``pending`` line when it has no outcome yet)."""
+    summary = summarize(p, outcome, prices)
+    if outcome is None:
+        return Heard(summary)
+    return Heard(
+        summary,
+        outcome.harvest.findings,
+        outcome.harvest.warnings,
+        tuple(f"{p.id}: {note}" for note in outcome.notes),
+    )
+
+
 def conclude_round(
     facts: RoundFacts,
     participants: Sequence[Participant],
@@ -64,37 +96,65 @@ def conclude_round(
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
-    """Merge the round's findings in ROSTER order, give them ids, and build the report.
+    """File a review's round: :func:`file_round` of what each participant said
+    (:func:`heard_from`), in ROSTER order.
 
     ``outcomes`` must hold one outcome per participant (the caller settles the missing
-    ones as stops first). Ids run from ``first_id`` in filing order, so they never depend
-    on who answered first. Each finding's origin names the first participant that raised
-    it; agreement is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the
-    reviewers heard in full; :func:`council.merging.consolidation.consolidate`, docs/harvest.md §8).
-    A ``raisedBy`` an ordinary reviewer wrote is dropped, with a note naming it: only the
-    consolidation (and a judge) credit raisers. With ``change`` (the round's
-    diff), anchor paths are first read as the repository paths they name
+    ones as stops first).
+    """
+    heard = [heard_from(p, outcomes.get(p.id), facts.prices) for p in participants]
+    return file_round(
+        facts,
+        heard,
+        first_id,
+        status=status,
+        settled_ms=settled_ms,
+        change=change,
+        remembered=remembered,
+    )
+
+
+def file_round(
+    facts: RoundFacts,
+    heard: Sequence[Heard],
+    first_id: int,
+    *,
+    status: RunStatus,
+    settled_ms: int | None,
+    change: Change | None = None,
+    remembered: Sequence[Finding] = (),
+) -> tuple[list[Finding], CouncilReport]:
+    """Merge the round's findings in ROSTER order (the order of ``heard``), give them ids,
+    and build the report. Returns ``(filed findings in filing order, report)``.
+
+    Ids run from ``first_id`` in filing order, so they never depend on who answered
+    first. Each finding's origin names the first participant that raised it; agreement
+    is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the participants heard
+    in full, plus any raiser that was not; :func:`council.merging.consolidation.consolidate`,
+    docs/harvest.md §8). Why one function: a review and ``council consolidate`` must
+    mean the same "k of n". A ``raisedBy`` an ordinary reviewer wrote is dropped, with a
+    note naming it: only the consolidation (and a judge) credit raisers. With ``change``
+    (the round's diff), anchor paths are first read as the repository paths they name
     (:func:`council.change.commentable.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
-    ``app.py``), so two spellings of one place merge.
+    ``app.py``), so two spellings of one place merge. ``settled_ms``: ms since the epoch
+    (None: no clock was read, ``council consolidate``).
 
     ``remembered``: the findings the session remembers from its earlier rounds
     (:mod:`council.session.remembered`). A merged finding recognized as one of them keeps its id
     (:func:`council.session.remembered.file_recalled`); only the others take ids from ``first_id``
     on, so the caller's counter advances by those alone. Those recognized by agreement
     rather than by fingerprint are listed in the report's ``seen_by_agreement``.
-
-    The steps: each participant's tellings, merged and filed; one summary per
-    participant; what they said besides findings; the cost; the report.
+    Raises ValueError as :func:`council.merging.consolidation.file_findings` does.
     """
-    tellings, uncredited = _tellings(facts, participants, outcomes, change)
-    heard = [p.id for p in participants if p.id in outcomes and heard_in_full(outcomes[p.id])]
-    merged = consolidate(tellings, heard=heard, change=change)
-    programs = {p.id for p in participants if p.backend in PROGRAM_BACKENDS}
-    roster = [p.id for p in participants]
+    tellings, uncredited = _participant_findings(facts, heard, change)
+    whole = [h.summary.id for h in heard if h.summary.heard_in_full]
+    merged = consolidate(tellings, heard=whole, change=change)
+    programs = {h.summary.id for h in heard if h.summary.backend in PROGRAM_BACKENDS}
+    roster = [h.summary.id for h in heard]
     filed, reworded = file_recalled(merged, first_id, remembered, roster, programs)
-    summaries = tuple(summarize(p, outcomes.get(p.id), facts.prices) for p in participants)
-    warnings, notes = _said_besides(participants, outcomes)
-    notes += uncredited
+    summaries = tuple(h.summary for h in heard)
+    warnings = [_attributed(w, h.summary.id) for h in heard for w in h.warnings]
+    notes = [note for h in heard for note in h.notes]
     costs = sum_costs(s.cost_usd for s in summaries if s.usage is not None)
     report = CouncilReport(
         run_id=facts.run_id,
@@ -109,7 +169,7 @@ def conclude_round(
         participants=summaries,
         findings=tuple(filed),
         warnings=tuple(warnings),
-        notes=(*facts.notes, *notes),
+        notes=(*facts.notes, *notes, *uncredited),
         created_ms=facts.created_ms,
         settled_ms=settled_ms,
         seen_by_agreement=reworded,
@@ -117,11 +177,8 @@ def conclude_round(
     return filed, report
 
 
-def _tellings(
-    facts: RoundFacts,
-    participants: Sequence[Participant],
-    outcomes: Mapping[str, ParticipantOutcome],
-    change: Change | None,
+def _participant_findings(
+    facts: RoundFacts, heard: Sequence[Heard], change: Change | None
 ) -> tuple[list[tuple[str, list[Finding]]], list[str]]:
     """Each participant's findings, in roster order, with their origin set and their
     anchor paths read against the change (so two spellings of one path can merge); and
@@ -130,20 +187,20 @@ def _tellings(
     roots = (facts.repository,) if facts.repository else ()
     tellings: list[tuple[str, list[Finding]]] = []
     notes: list[str] = []
-    for p in participants:
-        outcome = outcomes.get(p.id)
-        found: Sequence[Finding] = outcome.harvest.findings if outcome is not None else ()
+    for h in heard:
+        who, role = h.summary.id, h.summary.role
+        found = h.findings
         if change is not None:
             found = resolve_findings(found, change, roots)
         crediting = sum(1 for f in found if f.raised_by)
-        if crediting and p.role != "judge":
+        if crediting and role != "judge":
             found = [f.model_copy(update={"raised_by": None}) for f in found]
             notes.append(
-                f"{p.id}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
+                f"{who}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
                 "not credit raisers, the consolidation does"
             )
-        origin = Origin(kind=p.role, run_id=facts.run_id, participant=p.id)
-        tellings.append((p.id, with_origin(found, origin)))
+        origin = Origin(kind=role, run_id=facts.run_id, participant=who)
+        tellings.append((who, with_origin(found, origin)))
     return tellings, notes
 
 
@@ -183,21 +240,6 @@ def summarize(
             else None
         ),
     )
-
-
-def _said_besides(
-    participants: Sequence[Participant], outcomes: Mapping[str, ParticipantOutcome]
-) -> tuple[list[Warning], list[str]]:
-    """The harvest warnings (placed under their participant) and the backends' notes
-    (``hawk: stdout was cut …``), in roster order: nothing a reviewer said is dropped."""
-    warnings: list[Warning] = []
-    notes: list[str] = []
-    for p in participants:
-        o = outcomes.get(p.id)
-        if o is not None:
-            warnings.extend(_attributed(w, p.id) for w in o.harvest.warnings)
-            notes.extend(f"{p.id}: {note}" for note in o.notes)
-    return warnings, notes
 
 
 def _attributed(warning: Warning, participant: str) -> Warning:

@@ -460,12 +460,15 @@ def program_paths(program: str, path_env: str) -> list[Path]:
     return out
 
 
+PACKAGES = ("council", "reviewers", "workers")
+"""council's top-level packages: each one a sandboxed ``council`` command imports."""
+
+
 def _council_packages() -> list[Path]:
     """The directories of council's own packages (an editable install keeps them in the
-    source checkout, outside any prefix): ``council`` and ``workers``."""
-    here = Path(__file__).resolve().parent.parent  # .../council
-    root = here.parent
-    return [here, *([root / "workers"] if (root / "workers" / "__init__.py").is_file() else [])]
+    source checkout, outside any prefix): ``council``, ``reviewers`` and ``workers``."""
+    root = Path(__file__).resolve().parents[2]  # the folder holding reviewers/
+    return [root / name for name in PACKAGES if (root / name / "__init__.py").is_file()]
 
 
 _SHEBANG = re.compile(rb"#!\s*(\S+)(?:[ \t]+(\S+))?")

@@ -13,7 +13,8 @@ import pytest
 from council.change.diff import decode_diff, parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import commit, new_repo
-from workers.git.repository import Repository, url_without_credentials
+from workers.git.refs import url_without_credentials
+from workers.git.repository import Repository
 from workers.git.tree_archive import unpack_tree
 
 

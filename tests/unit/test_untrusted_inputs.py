@@ -30,7 +30,8 @@ from workers.cli import main
 from workers.coordinator.preparation import ReviewOptions, prepare
 from workers.execution.unpacked_trees import TreeCache
 from workers.git.change_listing import ChangeListing
-from workers.git.repository import READ_CHUNK, Repository
+from workers.git.git_command import READ_CHUNK
+from workers.git.repository import Repository
 from workers.git.tree_archive import unpack_tree
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"

@@ -10,18 +10,14 @@ from pathlib import Path
 
 import click
 
-from council.merging.consolidation import consolidate, file_findings
 from council.model.fingerprint import with_fingerprints
-from council.model.report import CouncilReport, ParticipantSummary
 from council.readers.report_files import (
     SOURCE_MAX_BYTES,
     SourceError,
     Told,
-    carried_suppressions,
-    heard_as,
+    file_sources,
     name_clashes,
     read_source,
-    with_reviewer,
 )
 from council.round.gate import (
     DEFAULT_FAIL_ON,
@@ -133,48 +129,10 @@ def consolidate_command(
     if clashes:
         raise UsageProblem("; ".join(clashes))
     told = [each for _, listed in read for each in listed]
-    per_reviewer = with_reviewer(told, RUN_ID)
-    if problem := min_agreement_problem(
-        min_agreement, len(per_reviewer), "the sources give", "sources"
-    ):
+    reviewers = len(dict.fromkeys(each.reviewer for each in told))
+    if problem := min_agreement_problem(min_agreement, reviewers, "the sources give", "sources"):
         raise UsageProblem(problem)
-    merged = file_findings(consolidate(per_reviewer), 1)
-    kinds = {each.reviewer: each.kind for each in told}
-    counts = {who: len(found) for who, found in per_reviewer}
-    warnings = [
-        w.model_copy(update={"at": f"{each.reviewer}: {w.at}"})
-        for each in told
-        for w in each.warnings
-    ]
-    participants = []
-    for who, _ in per_reviewer:
-        state, failure, unread, in_part = heard_as([t for t in told if t.reviewer == who])
-        participants.append(
-            ParticipantSummary(
-                id=who,
-                backend=kinds[who],
-                state=state,
-                failure=failure,
-                unread=unread,
-                read_in_part=in_part,
-                findings=counts[who],
-                warnings=sum(1 for w in warnings if w.at.startswith(f"{who}: ")),
-            )
-        )
-    whole = all(p.heard_in_full for p in participants)
-    report = CouncilReport(
-        run_id=RUN_ID,
-        session=RUN_ID,
-        status="settled" if whole else "partial",
-        participants=tuple(participants),
-        findings=tuple(merged),
-        warnings=tuple(warnings),
-        notes=(
-            f"consolidated from {len(sources)} file(s), {len(per_reviewer)} reviewer(s)",
-            *(note for each in told for note in each.notes),
-        ),
-        suppressed=carried_suppressions(told, merged),
-    )
+    report = file_sources(told, RUN_ID, len(sources))
     report = with_fingerprints(apply_min_agreement(report, min_agreement))
     emit(report, outputs, fail_on=fail_on, quorum=None, change=None)
     sys.exit(exit_code(report, parse_fail_on(fail_on), quorum=None))

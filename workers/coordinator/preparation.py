@@ -43,7 +43,8 @@ from workers.coordinator.replay_recordings import recorded_lineup
 from workers.coordinator.secret_scan import excluded_files, find_secrets
 from workers.coordinator.trusted_inputs import persona_texts, read_programs, read_roster
 from workers.git.change_listing import submodule_notes
-from workers.git.repository import DIFF_KNOB, Repository, attributes_notes
+from workers.git.diff_reading import DIFF_KNOB, attributes_notes
+from workers.git.repository import Repository
 from workers.stores.runs import RunRecord
 
 EXCLUDED_SHOWN = 20

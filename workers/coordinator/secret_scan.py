@@ -119,7 +119,7 @@ def excluded_files(
     ``file`` span (numbered from ``start``) for each over :data:`EXCLUDED_FILE_MAX_BYTES`
     or past :data:`EXCLUDED_MAX_BYTES` in all, never read. Binary files (a NUL byte in
     the first :data:`BINARY_SNIFF_BYTES`) are left out of ``files``. Raises
-    :class:`~workers.git.repository.RepositoryError` when git fails.
+    :class:`~council.errors.RepositoryError` when git fails.
     """
     entries = repo.entries_at(head, list(paths))
     wanted: list[tuple[str, str]] = []
