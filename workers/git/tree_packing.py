@@ -1,0 +1,137 @@
+"""Packing the head tree: the commit's files as a capped, reproducible tar.gz, for
+workers that never read a clone.
+
+Built from ``git ls-tree`` and ``git cat-file`` rather than ``git archive``, which obeys
+the tree's own (untrusted) ``export-ignore``/``export-subst`` attributes. Capped on the
+unpacked and the packed size while it is built, and a link leading out of the tree is
+refused before any file is read: the worker would refuse to unpack it
+(:func:`workers.git.tree_archive.unpack_tree`). Raises :class:`ChangeTooLarge` and
+:class:`RepositoryError`.
+
+Runtime layer (runs subprocesses). Source: docs/architecture.md "State in Redis" (tree
+archive); issue "The change under review is untrusted".
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import subprocess
+import tarfile
+
+from council.errors import ChangeTooLarge, RepositoryError
+from workers.git.files_at_ref import FilesAtRef
+from workers.git.git_objects import Blobs, CheckedBlob
+from workers.git.tree_archive import (
+    DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    LINK_TARGET_MAX_BYTES,
+    UNPACKED_TREE_KNOB,
+    check_links,
+    link_refused,
+    tar_bytes,
+)
+
+TREE_KNOB = "COUNCIL_MAX_TREE_BYTES"
+"""The setting that raises the packed-tree cap (named in :class:`ChangeTooLarge`)."""
+
+
+class TreePacking(FilesAtRef):
+    """The head commit's tree packed as tar.gz (:meth:`archive`)."""
+
+    def archive(
+        self,
+        head_sha: str,
+        cap_bytes: int,
+        *,
+        max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_TREE_BYTES,
+    ) -> bytes:
+        """The head commit's tree as tar.gz bytes, at most ``cap_bytes`` long.
+
+        Built here from ``git ls-tree`` and ``git cat-file`` (not ``git archive``, which
+        obeys the tree's own ``export-ignore``/``export-subst`` attributes: a change
+        could leave a file out of what analyzers read). Every file, link, directory and
+        submodule (an empty directory, as ``git archive`` writes it) of the commit is in
+        it; tar entries carry the commit's time, modes 0644/0755/0777, no owner; gzip
+        level 6, mtime 0: the same commit packs to the same bytes.
+
+        Caps, each enforced before or while reading, so a huge tree is never held whole:
+
+        * ``max_unpacked_bytes``: the tree's size as :func:`tar_bytes` counts it, summed
+          from the listing before any file is read; over it, :class:`ChangeTooLarge`
+          (``unpacked head tree``, knob ``COUNCIL_MAX_UNPACKED_TREE_BYTES``).
+        * ``cap_bytes``: the packed bytes, checked as they grow; over it,
+          :class:`ChangeTooLarge` (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``).
+
+        A symbolic link that is absolute or leads out of the tree, by its text or once
+        the tree's other links are followed (``d -> .``, then ``a -> d/d/../..`` leads
+        to the tree's parent; :class:`~workers.git.tree_archive.LinkResolver`), or loops,
+        or whose target is longer than
+        :data:`~workers.git.tree_archive.LINK_TARGET_MAX_BYTES`, raises
+        :class:`RepositoryError` naming the link, its target and why, before any file
+        is read: a worker refuses to unpack such a tree, so every reviewer would fail
+        (the check fails closed). A link's target counts against ``max_unpacked_bytes``
+        as content (a tar header holds a long one in extra blocks), so the targets
+        held to be checked are capped too.
+        Raises :class:`RepositoryError` when git fails. Source: docs/architecture.md "State in
+        Redis"; issue "The change under review is untrusted".
+        """
+        sha = self.resolve(head_sha)
+        total = 0
+        link_objects: dict[str, str] = {}
+        for entry in self._tree_entries(sha):
+            total += tar_bytes(entry.size if entry.kind == "blob" else 0)
+            if total > max_unpacked_bytes:
+                raise ChangeTooLarge(
+                    "unpacked head tree",
+                    total,
+                    max_unpacked_bytes,
+                    UNPACKED_TREE_KNOB,
+                    at_least=True,
+                )
+            if entry.mode == "120000":
+                if entry.size > LINK_TARGET_MAX_BYTES:
+                    raise link_refused(
+                        entry.path,
+                        f"its target is {entry.size} bytes, longer than any path "
+                        f"({LINK_TARGET_MAX_BYTES} bytes)",
+                    )
+                link_objects[entry.path] = entry.obj
+        read = self.blobs(list(link_objects.values()))
+        links = {path: os.fsdecode(read[obj]) for path, obj in link_objects.items()}
+        check_links(links)
+        mtime = int(self._must("show", "-s", "--format=%ct", sha).decode().strip() or 0)
+        packed = io.BytesIO()
+
+        def check() -> None:
+            if packed.tell() > cap_bytes:
+                raise ChangeTooLarge("packed head tree", packed.tell(), cap_bytes, TREE_KNOB)
+
+        with (
+            self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch,
+            gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            blobs = Blobs(batch)
+            for entry in self._tree_entries(sha):
+                info = tarfile.TarInfo(entry.path)
+                info.mtime, info.uname, info.gname = mtime, "", ""
+                if entry.kind in ("tree", "commit"):
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                elif entry.mode == "120000":
+                    target = links.get(entry.path)
+                    if target is None:  # the tree changed under us: fail closed
+                        raise RepositoryError(
+                            f"the link {entry.path!r} of the head tree was not listed",
+                            "Run the review again",
+                        )
+                    info.type, info.mode, info.linkname = tarfile.SYMTYPE, 0o777, target
+                    tar.addfile(info)
+                else:
+                    info.size = blobs.open(entry.obj)
+                    info.mode = 0o755 if entry.mode == "100755" else 0o644
+                    tar.addfile(info, CheckedBlob(blobs, check))
+                check()
+        check()
+        return packed.getvalue()
