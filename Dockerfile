@@ -11,7 +11,7 @@ FROM python:3.11-slim-bookworm
 # tini is PID 1: it reaps the reviewer programs' orphans and forwards SIGTERM to the
 # worker alone (no -g), so a stop is celery's warm shutdown and the reviewer programs of
 # running reviews are not killed with it. bubblewrap: a distributed worker runs reviewer
-# programs (command, sarif) only inside its sandbox, and fails them without it (README,
+# programs (command, sarif) only inside its sandbox, and fails them without it (docs/security.md,
 # "Sandbox"; the container must also let it create namespaces: see compose.yaml).
 # git: for command reviewers that call it.
 RUN apt-get update \

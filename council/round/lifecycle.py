@@ -7,41 +7,7 @@ judge's. This module is the authority: the workers name the event, :func:`step` 
 where it leads (or refuses it), and the store only persists the transition atomically,
 compare-and-set on the state (``workers.stores.sessions.SessionStore.commit``).
 
-======== =================== ============================ =================================
-from     event               to                           files
-======== =================== ============================ =================================
-(none)   opened              open                         the run record and the claims
-open     dispatched          open                         nothing (the chord is on its way)
-open     reviewer_settled    open                         that participant's outcome
-open     reviewers_settled   judging (a judge on roster)  the reviewers' findings (interim)
-open     reviewers_settled   settled | partial            the reviewers' findings (final)
-open     worker_lost         judging | settled | partial  as reviewers_settled; a reviewer
-                                                          without an outcome is a stop
-                                                          ``worker-lost`` from its journal
-open     watchdog_fired      judging | settled | partial  as worker_lost; a reviewer no
-                                                          worker ever started FAILS naming
-                                                          its queue
-open     cancelled           cancelled                    what the reviewers' outcomes and
-                                                          journals hold
-open     abandoned           cancelled                    the same; a sweep found the run
-                                                          opened but never dispatched (the
-                                                          CLI died in between)
-open     timed_out           timeout                      the same
-open     reviewers_asked     waiting                      the reviewers' questions (no
-                                                          finding yet: the round is filed
-                                                          once the askers answered)
-judging  judge_settled       waiting | settled | partial  the judge's verdicts: updates,
-                                                          new findings, "not upheld"
-judging  watchdog_fired      waiting | settled | partial  the judge's journal, as a stop
-judging  cancelled           cancelled                    the judge's outcome or journal
-judging  timed_out           timeout                      the same
-waiting  answered            settled | partial            the person's answers (a rejected
-                                                          finding is dismissed with their
-                                                          reason)
-waiting  resumed             open                         the answers handed to the
-                                                          reviewers that asked, which are
-                                                          dispatched again
-======== =================== ============================ =================================
+The table of every transition: docs/architecture.md "The run lifecycle" (:data:`TRANSITIONS`).
 
 ``waiting`` (a run waiting on a person): where the reviewers' (or the judge's) filing
 would settle the run, but a policy asks a person first (``[policy] confirm``: each
