@@ -26,7 +26,7 @@ Source: docs/harvest.md §3-§6.
 
 from __future__ import annotations
 
-from council.harvest.answer import ANSWER_MAX_ENTRIES, harvest
+from council.harvest.answer import ANSWER_MAX_ENTRIES, harvest, harvest_entries
 from council.harvest.journal import (
     DEFAULT_CAPS,
     JournalCaps,
@@ -48,5 +48,6 @@ __all__ = [
     "also_recorded",
     "fold_journal",
     "harvest",
+    "harvest_entries",
     "read_journal",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from council.harvest.entries import read_entry
-from council.harvest.locate import locate
+from council.harvest.locate import Located, locate
 from council.merging.sameness import KeptFindings
 from council.model.findings import Finding, Harvest, Read, Warning
 
@@ -52,8 +52,28 @@ def harvest(
     (a 10 MB answer reads in seconds), and entries past the cap cost a C-speed check
     each. Source: docs/harvest.md §3.1, §4, §6.
     """
+    return _read_located(locate(answer, max(0, max_entries)), read)
+
+
+def harvest_entries(
+    entries: Sequence[object], read: Read | None = None, *, max_entries: int = ANSWER_MAX_ENTRIES
+) -> Harvest:
+    """The harvest of one findings list a reader already holds decoded, read as
+    :func:`harvest` reads an answer's one list: each entry by docs/harvest.md §4 (``at =
+    findings[i]``), the first ``max_entries`` of them, ``over-cap`` for the rest (§6).
+
+    Why: a reader that built the entries itself (a SARIF log's results,
+    :class:`council.readers.sarif.SarifReading`) need not write them as text for the
+    harvest to parse again. Never raises.
+    """
     cap = max(0, max_entries)
-    located = locate(answer, cap)
+    located = Located(tuple(entries[:cap]), unread=max(0, len(entries) - cap))
+    return _read_located(located, read)
+
+
+def _read_located(located: Located, read: Read | None) -> Harvest:
+    """Read the entries :func:`~council.harvest.locate.locate` found (the body of
+    :func:`harvest`: repeats, ``several-lists``, ``over-cap``, then the entries' own)."""
     witness = read.stamp if read is not None else None
     readings = [
         read_entry(entry, f"findings[{index}]", witness)

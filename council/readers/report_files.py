@@ -27,13 +27,13 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from council.harvest import harvest
+from council.harvest import harvest, harvest_entries
 from council.model.findings import HARVEST, Anchor, Finding, Harvest, Member, Warning
 from council.model.report import CouncilReport, ParticipantState, ParticipantSummary, Suppression
 from council.readers.sarif import (
     SarifError,
     every_path,
-    findings_from_sarif,
+    read_sarif,
     unanalyzed_note,
     unreadable_note,
 )
@@ -268,24 +268,24 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
         who = named if isinstance(named, str) and named.strip() else f"{stem}#{number}"
         one = {"version": "2.1.0", "runs": [run]}
         try:
-            answer = findings_from_sarif(one, every_path(one), scope="files", unplaced=True)
+            read = read_sarif(one, every_path(one), scope="files", unplaced=True)
         except SarifError as exc:
             raise SourceError(f"a SARIF log that cannot be read ({exc})") from None
         entry = told.setdefault(
             who, Told(who, "sarif", named_by="content" if who == named else "stem")
         )
-        _heard(entry, harvest(json.dumps(answer), max_entries=SOURCE_MAX_ENTRIES))
-        if answer["unreadable_results"]:
+        _heard(entry, harvest_entries(read.findings, max_entries=SOURCE_MAX_ENTRIES))
+        if read.unreadable_results:
             entry.warnings.append(
                 Warning(
                     code="not-an-object",
                     at=f"runs[{number}].results",
-                    message=unreadable_note(answer["unreadable_results"]),
+                    message=unreadable_note(read.unreadable_results),
                 )
             )
-        if answer["execution_failed"] or answer["unanalyzed_files"]:
+        if read.unanalyzed:
             entry.read_in_part = entry.read_in_part or "unanalyzed"
-            note = unanalyzed_note(answer["unanalyzed_files"], answer["execution_failed"])
+            note = unanalyzed_note(read.unanalyzed_files, read.execution_failed)
             entry.notes.append(f"{who}: {note}")
     return list(told.values())
 

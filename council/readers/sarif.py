@@ -5,8 +5,8 @@ stdout here; ``council consolidate`` reads a SARIF file here too. Each result lo
 the change (by default on an added line, or in the hunk or Python statement around one:
 :mod:`council.readers.sarif_scope`) becomes one entry of the answer contract
 (docs/harvest.md §1); what was not read is counted (``outside_change_results``,
-``unplaced_errors``, ``unreadable_results``, ``unanalyzed_files``). Pure: the statement
-spans of a file come in as a function.
+``unplaced_errors``, ``unreadable_results``, ``unanalyzed_files``). Both come back as one
+typed :class:`SarifReading`. Pure: the statement spans of a file come in as a function.
 
 Source: docs/harvest.md §1 and §7; SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and
 §3.14.14 artifactLocation / originalUriBaseIds.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -46,6 +47,48 @@ DEFAULT_LEVEL = "warning"
 
 class SarifError(ValueError):
     """The analyzer's output is not a SARIF log we can read (the reason is the message)."""
+
+
+@dataclass
+class SarifReading:
+    """What one SARIF log came to (:func:`read_sarif`, which fills it as it reads): its
+    results on the change as answer-contract entries (docs/harvest.md §1), and the counts
+    of those left out.
+
+    Why typed: the backend and ``council consolidate`` read the counts from here; only
+    the harvest reads the entries as an answer (:meth:`answer`), never a JSON text we
+    wrote just to read it back.
+    """
+
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per result kept (``location``, ``label``, ``subject``, ``discussion``,
+    ``severity`` when it has one), in log order."""
+    ignored_results: int = 0
+    """Results on no changed file, or with no location at all."""
+    outside_change_results: int = 0
+    """Results on a changed file but away from its edit (``scope = "lines"``)."""
+    outside_change_errors: int = 0
+    """Those of :attr:`outside_change_results` at SARIF level ``error``."""
+    unplaced_errors: int = 0
+    """Results at level ``error`` naming no readable place (left out)."""
+    unreadable_results: int = 0
+    """Results that are not objects."""
+    unanalyzed_files: list[str] = field(default_factory=list)
+    """Changed files the log's invocations say were not analyzed (:func:`unanalyzed`)."""
+    execution_failed: bool = False
+    """An invocation says ``executionSuccessful: false``."""
+
+    @property
+    def unanalyzed(self) -> bool:
+        """Whether the log says the analyzer did not analyze all of the change."""
+        return bool(self.unanalyzed_files) or self.execution_failed
+
+    def answer(self) -> str:
+        """The reading as a backend's answer text: a JSON object of the entries under
+        ``findings`` and every count beside them: what the harvest reads, and what the
+        run archives and shows."""
+        shown = {each.name: getattr(self, each.name) for each in fields(self)}
+        return json.dumps(shown, ensure_ascii=False, indent=2)
 
 
 def severities(levels: Mapping[str, str] | None = None) -> dict[str, str | None]:
@@ -337,7 +380,7 @@ def unreadable_note(results: int) -> str:
     return f"{results} result(s) of its SARIF log are not objects and could not be read"
 
 
-def findings_from_sarif(
+def read_sarif(
     log: Any,
     changed_paths: Sequence[str],
     roots: Sequence[str] = (),
@@ -347,8 +390,8 @@ def findings_from_sarif(
     levels: Mapping[str, str] | None = None,
     statements: Callable[[str], Spans] | None = None,
     unplaced: bool = False,
-) -> dict[str, Any]:
-    """Convert a parsed SARIF log into the answer object ``{"findings": [...], ...}``.
+) -> SarifReading:
+    """Read a parsed SARIF log: its results on the change as entries, the rest counted.
 
     Why only the change: the council reviews a change, and an analyzer run on the whole
     tree reports every old problem too. A result is on a changed file when one of its
@@ -390,10 +433,7 @@ def findings_from_sarif(
     windows = {path: edit_windows(lines) for path, lines in added.items()}
     lines_of: dict[str, StatementLines] = {}
     severity_of = severities(levels)
-    findings: list[dict[str, Any]] = []
-    ignored = outside = outside_errors = unreadable = unplaced_errors = 0
-    skipped: list[str] = []
-    failed = False
+    reading = SarifReading()
     for number, raw_run in enumerate(log["runs"]):
         if not isinstance(raw_run, Mapping):
             raise SarifError(f"runs[{number}] of its SARIF log is not an object")
@@ -403,11 +443,12 @@ def findings_from_sarif(
             raise SarifError(f"runs[{number}].results of its SARIF log is not a list")
         run = _Run(raw_run, roots)
         files, run_failed = unanalyzed(run, raw_run, changed)
+        skipped = reading.unanalyzed_files
         skipped.extend(f for f in files if f not in skipped)
-        failed = failed or run_failed
+        reading.execution_failed = reading.execution_failed or run_failed
         for result in results:
             if not isinstance(result, Mapping):
-                unreadable += 1
+                reading.unreadable_results += 1
                 continue
             locations = result.get("locations")
             places = [run.path(loc) for loc in locations] if isinstance(locations, list) else []
@@ -419,10 +460,10 @@ def findings_from_sarif(
             if not on_changed:
                 if not any(p is not None for p in places):
                     if unplaced:
-                        findings.append(_entry(run, result, None, {}, severity_of))
+                        reading.findings.append(_entry(run, result, None, {}, severity_of))
                         continue
-                    unplaced_errors += _level(run, result) == "error"
-                ignored += 1
+                    reading.unplaced_errors += _level(run, result) == "error"
+                reading.ignored_results += 1
                 continue
             place = next((p for p in on_changed if touches(p, added)), None)
             near = None
@@ -438,8 +479,8 @@ def findings_from_sarif(
                         near, place = p, (p[0], reach_edit(p[1], edit))
                         break
             if place is None:
-                outside += 1
-                outside_errors += _level(run, result) == "error"
+                reading.outside_change_results += 1
+                reading.outside_change_errors += _level(run, result) == "error"
                 continue
             entry = _entry(run, result, *place, severity_of)
             if near is not None:
@@ -449,22 +490,13 @@ def findings_from_sarif(
                     "finding reaches the nearest line the change wrote in the same hunk or "
                     "statement.)"
                 )
-            findings.append(entry)
-    return {
-        "findings": findings,
-        "ignored_results": ignored,
-        "outside_change_results": outside,
-        "outside_change_errors": outside_errors,
-        "unplaced_errors": unplaced_errors,
-        "unreadable_results": unreadable,
-        "unanalyzed_files": skipped,
-        "execution_failed": failed,
-    }
+            reading.findings.append(entry)
+    return reading
 
 
 def every_path(log: Any) -> list[str]:
     """Every path the results of a SARIF log name (normalized, first seen first): what to
-    pass as ``changed_paths`` to :func:`findings_from_sarif` to read every result, when
+    pass as ``changed_paths`` to :func:`read_sarif` to read every result, when
     there is no change to keep them to (``council consolidate``). Never raises."""
     if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
         return []
@@ -482,7 +514,7 @@ def every_path(log: Any) -> list[str]:
     return list(found)
 
 
-def answer_from_output(
+def read_sarif_output(
     stdout: str,
     changed_paths: Sequence[str],
     roots: Sequence[str] = (),
@@ -491,8 +523,8 @@ def answer_from_output(
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
     statements: Callable[[str], Spans] | None = None,
-) -> str:
-    """The backend's answer (JSON text) for an analyzer's stdout (see :func:`findings_from_sarif`).
+) -> SarifReading:
+    """The reading of an analyzer's stdout (:func:`read_sarif` of the log it printed).
 
     Raises :class:`SarifError` for empty output, non-JSON output or a non-SARIF log, with
     a reason fit for a failure.
@@ -506,7 +538,7 @@ def answer_from_output(
             f"its stdout is not JSON ({error.msg} at line {error.lineno} column "
             f"{error.colno}); the analyzer must print a SARIF log there"
         ) from error
-    answer = findings_from_sarif(
+    return read_sarif(
         log,
         changed_paths,
         roots,
@@ -515,4 +547,3 @@ def answer_from_output(
         levels=levels,
         statements=statements,
     )
-    return json.dumps(answer, ensure_ascii=False, indent=2)

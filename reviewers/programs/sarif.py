@@ -4,8 +4,9 @@ The analyzer runs like a ``command`` reviewer (same process runner: own process 
 backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
 result located on the change (by default: on an added line of a changed file, or in
 the hunk or Python statement around one: :mod:`council.readers.sarif_scope`) becomes
-one entry of the answer contract (docs/harvest.md §1), so the ordinary harvest reads the
-backend's answer::
+one entry of the answer contract (docs/harvest.md §1). The reader's typed
+:class:`~council.readers.sarif.SarifReading` gives the backend its counts (for the
+notes); its answer text, what the ordinary harvest reads and the run archives, is::
 
     {"findings": [{"location": {"kind": "line", "file": "src/app.py", "start": 3, "end": 3},
                    "label": "issue", "severity": "critical",
@@ -32,7 +33,6 @@ Source: docs/harvest.md §1 and §7, docs/architecture.md "Reports, the CLI and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -42,8 +42,8 @@ from council.errors import RosterError
 from council.model.backend_result import ReviewResult
 from council.readers.sarif import (
     SarifError,
-    answer_from_output,
     outside_note,
+    read_sarif_output,
     unanalyzed_note,
     unplaced_note,
     unreadable_note,
@@ -91,7 +91,7 @@ class SarifReviewer:
             duration_ms=ran.duration_ms, journal_entries=ran.journal_entries, notes=ran.notes
         )
         try:
-            answer = answer_from_output(
+            read = read_sarif_output(
                 ran.answer,
                 request.changed_paths,
                 roots,
@@ -109,23 +109,19 @@ class SarifReviewer:
             if ran.status != 0:
                 reason += f"; the program {ran.exit_reason()}"
             return replace(outcome, failure=reason)
-        read = json.loads(answer)
-        if read["outside_change_errors"]:
-            notes = (*outcome.notes, outside_note(read["outside_change_errors"]))
-            outcome = replace(outcome, notes=notes)
-        if read["unplaced_errors"]:
-            notes = (*outcome.notes, unplaced_note(read["unplaced_errors"]))
-            outcome = replace(outcome, notes=notes)
-        if read["unreadable_results"]:
-            notes = (*outcome.notes, unreadable_note(read["unreadable_results"]))
-            outcome = replace(outcome, notes=notes)
-        files, failed = read["unanalyzed_files"], read["execution_failed"]
-        if files or failed:
-            return replace(
-                outcome,
-                answer=answer,
-                stop=ran.stop,
-                notes=(*outcome.notes, unanalyzed_note(files, failed)),
-                broke_off=outcome.broke_off or "unanalyzed",
-            )
-        return replace(outcome, answer=answer, stop=ran.stop)
+        notes = list(outcome.notes)
+        if read.outside_change_errors:
+            notes.append(outside_note(read.outside_change_errors))
+        if read.unplaced_errors:
+            notes.append(unplaced_note(read.unplaced_errors))
+        if read.unreadable_results:
+            notes.append(unreadable_note(read.unreadable_results))
+        if read.unanalyzed:
+            notes.append(unanalyzed_note(read.unanalyzed_files, read.execution_failed))
+        return replace(
+            outcome,
+            answer=read.answer(),
+            stop=ran.stop,
+            notes=tuple(notes),
+            broke_off="unanalyzed" if read.unanalyzed else None,
+        )

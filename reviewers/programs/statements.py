@@ -4,7 +4,7 @@ Why: an analyzer marks where a statement starts (bandit: a call's first two line
 the line that makes it wrong, and a change may edit a continuation line of a long call
 (``shell=False`` → ``shell=True`` six lines down). Knowing the statement's span lets the
 ``sarif`` backend keep a result whose statement the change edited, however far from its
-start the edit is (:func:`reviewers.programs.sarif.findings_from_sarif`).
+start the edit is (:func:`council.readers.sarif.read_sarif`).
 :func:`statement_spans` is pure; :func:`python_statements` reads a tree's file for it,
 with a size cap.
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.harvest import ANSWER_MAX_ENTRIES, harvest
+from council.harvest import ANSWER_MAX_ENTRIES, harvest, harvest_entries
 from council.harvest.machine import MAX_NESTING
 from council.harvest.scan import NOT_JSON, Scan, decode, held, scan
 from council.model.backend_result import ReviewResult, Stop
@@ -104,6 +104,16 @@ def test_over_cap_comes_after_the_other_answer_level_warnings_and_before_the_ent
         ("unknown-label", "findings[0]"),
     ]
     assert [f.subject for f in result.findings] == ["s0", "s1"]
+
+
+def test_a_list_already_decoded_is_read_as_the_same_list_in_an_answer() -> None:
+    """harvest_entries (a SARIF log's entries, never written as text) reads entries as the
+    harvest reads that list in an answer: the same findings, warnings and over-cap."""
+    listed: list[object] = [*_entries(3), 7, {"label": "issue"}, *_entries(2, start=3)]
+    for cap in (3, 7, 100):
+        as_text = harvest(json.dumps({"findings": listed, "ignored_results": 0}), max_entries=cap)
+        assert harvest_entries(listed, max_entries=cap) == as_text
+    assert harvest_entries([]) == harvest('{"findings": []}')
 
 
 def test_a_bare_array_over_the_cap() -> None:

@@ -19,8 +19,9 @@ from council.model.backend_result import ReviewResult
 from council.model.participant import Clocks, Participant
 from council.readers.sarif import (
     SarifError,
-    answer_from_output,
-    findings_from_sarif,
+    SarifReading,
+    read_sarif,
+    read_sarif_output,
     unplaced_note,
     unreadable_note,
 )
@@ -65,9 +66,9 @@ def log(*results: Any, **run: Any) -> dict[str, Any]:
     return {"version": "2.1.0", "runs": [{"tool": tool, "results": list(results), **run}]}
 
 
-def convert(sarif: dict[str, Any], changed: tuple[str, ...] = ("src/app.py",)) -> dict[str, Any]:
+def convert(sarif: dict[str, Any], changed: tuple[str, ...] = ("src/app.py",)) -> SarifReading:
     """Convert a log with the fixture root as the analyzer's directory."""
-    return findings_from_sarif(sarif, changed, [ROOT])
+    return read_sarif(sarif, changed, [ROOT])
 
 
 def test_levels_map_to_severities() -> None:
@@ -81,16 +82,16 @@ def test_levels_map_to_severities() -> None:
             result(level="none"),
         )
     )
-    severities = [f.get("severity") for f in out["findings"]]
+    severities = [f.get("severity") for f in out.findings]
     assert severities == ["critical", "medium", "minor", "medium", None]
-    assert [f["label"] for f in out["findings"]] == ["issue"] * 4 + ["note"]
+    assert [f["label"] for f in out.findings] == ["issue"] * 4 + ["note"]
 
 
 def test_rule_default_level_and_help_uri() -> None:
     """A result without level takes its rule's default; the help URI joins the discussion."""
     rules = [{"id": "R9", "defaultConfiguration": {"level": "error"}, "helpUri": "https://x/r9"}]
     sarif = log(result(ruleId="R9", ruleIndex=0), tool={"driver": {"name": "t", "rules": rules}})
-    (entry,) = convert(sarif)["findings"]
+    (entry,) = convert(sarif).findings
     assert entry["severity"] == "critical"
     assert entry["discussion"] == "something is off\n\nhttps://x/r9"
 
@@ -98,7 +99,7 @@ def test_rule_default_level_and_help_uri() -> None:
 def test_subject_is_rule_and_first_line_discussion_is_whole_message() -> None:
     """subject = 'ruleId: first line'; discussion = the full message."""
     text = "\nFirst line here.\nMore detail.\n"
-    (entry,) = convert(log(result(ruleId="E722", message={"text": text})))["findings"]
+    (entry,) = convert(log(result(ruleId="E722", message={"text": text}))).findings
     assert entry["subject"] == "E722: First line here."
     assert entry["discussion"] == "First line here.\nMore detail."
 
@@ -108,7 +109,7 @@ def test_message_from_rule_message_strings() -> None:
     rules = [{"id": "R2", "messageStrings": {"m": {"text": "{0} is unused in {1}"}}}]
     message = {"id": "m", "arguments": ["x", "f"]}
     sarif = log(result(ruleId="R2", message=message), tool={"driver": {"rules": rules}})
-    (entry,) = convert(sarif)["findings"]
+    (entry,) = convert(sarif).findings
     assert entry["subject"] == "R2: x is unused in f"
 
 
@@ -123,7 +124,7 @@ def test_line_and_file_anchors() -> None:
             result(region={"charOffset": 10}),
         )
     )
-    locations = [f["location"] for f in out["findings"]]
+    locations = [f["location"] for f in out.findings]
     assert locations == [
         {"kind": "line", "file": "src/app.py", "start": 3, "end": 5},
         {"kind": "line", "file": "src/app.py", "start": 7, "end": 7},
@@ -157,7 +158,7 @@ def test_uri_forms_reach_the_changed_file(uri: Any) -> None:
     }
     artifacts = [{"location": {"uri": "src/app.py"}}]
     out = convert(log(result(uri), originalUriBaseIds=bases, artifacts=artifacts))
-    assert [f["location"]["file"] for f in out["findings"]] == ["src/app.py"]
+    assert [f["location"]["file"] for f in out.findings] == ["src/app.py"]
 
 
 def test_results_elsewhere_are_counted_not_converted() -> None:
@@ -172,10 +173,10 @@ def test_results_elsewhere_are_counted_not_converted() -> None:
             42,
         )
     )
-    assert len(out["findings"]) == 1
-    assert out["ignored_results"] == 3
-    assert out["unreadable_results"] == 1
-    assert out["unplaced_errors"] == 0
+    assert len(out.findings) == 1
+    assert out.ignored_results == 3
+    assert out.unreadable_results == 1
+    assert out.unplaced_errors == 0
 
 
 def test_error_results_naming_no_place_are_counted_and_said() -> None:
@@ -184,25 +185,25 @@ def test_error_results_naming_no_place_are_counted_and_said() -> None:
     consolidate's reading (unplaced) it is a finding about the whole change."""
     bare = {"ruleId": "DEP1", "level": "error", "message": {"text": "vulnerable dependency"}}
     out = convert(log(bare, {**bare, "level": "note"}, result("src/app.py")))
-    assert out["unplaced_errors"] == 1 and out["ignored_results"] == 2
+    assert out.unplaced_errors == 1 and out.ignored_results == 2
     assert "1 result(s) at SARIF level error name no file" in unplaced_note(1)
-    kept = findings_from_sarif(log(bare), ("src/app.py",), [ROOT], unplaced=True)
-    assert kept["findings"][0]["location"] == {"kind": "global"}
-    assert kept["findings"][0]["severity"] == "critical"
+    kept = read_sarif(log(bare), ("src/app.py",), [ROOT], unplaced=True)
+    assert kept.findings[0]["location"] == {"kind": "global"}
+    assert kept.findings[0]["severity"] == "critical"
 
 
 def test_first_location_on_a_changed_file_is_used() -> None:
     """A result with several locations is anchored at the one on a changed file."""
     entry = result("lib/old.py")
     entry["locations"].append({"physicalLocation": {"artifactLocation": {"uri": "src/app.py"}}})
-    (finding,) = convert(log(entry))["findings"]
+    (finding,) = convert(log(entry)).findings
     assert finding["location"] == {"kind": "file", "file": "src/app.py"}
 
 
 def test_changed_paths_are_normalized_too() -> None:
     """A changed path spelled with ./ still matches."""
     out = convert(log(result("src/app.py")), changed=("./src/app.py",))
-    assert len(out["findings"]) == 1
+    assert len(out.findings) == 1
 
 
 @pytest.mark.parametrize(
@@ -221,12 +222,13 @@ def test_changed_paths_are_normalized_too() -> None:
 def test_malformed_output_raises_sarif_error(stdout: str, words: str) -> None:
     """Output that is not a SARIF log is refused with a reason that says what it was."""
     with pytest.raises(SarifError, match=re.escape(words)):
-        answer_from_output(stdout, ("a.py",))
+        read_sarif_output(stdout, ("a.py",))
 
 
 def test_answer_is_json_in_the_answer_contract() -> None:
     """The answer text is a JSON object with a findings list and the ignored count."""
-    answer = json.loads(answer_from_output(json.dumps(log(result(level="error"))), ("src/app.py",)))
+    read = read_sarif_output(json.dumps(log(result(level="error"))), ("src/app.py",))
+    answer = json.loads(read.answer())
     assert answer == {
         "findings": [
             {
@@ -367,7 +369,7 @@ def test_stopped_analyzer_without_a_log_is_a_stop(tmp_path: Path) -> None:
 def test_the_harvest_reads_the_answer_without_warnings() -> None:
     """The backend's answer is read by the ordinary harvest with no warning."""
     sarif = log(result(level="error", region={"startLine": 2, "endLine": 4}), result(region=None))
-    read = harvest(answer_from_output(json.dumps(sarif), ("src/app.py",)))
+    read = harvest(read_sarif_output(json.dumps(sarif), ("src/app.py",)).answer())
     assert read.warnings == () and not read.truncated
     assert [f.anchor.kind for f in read.findings] == ["line", "file"]
     assert [f.severity for f in read.findings] == ["critical", "medium"]
@@ -381,7 +383,7 @@ three lines of context, covers lines 10 to 17)."""
 def test_scope_lines_keeps_results_meeting_added_lines() -> None:
     """By default only results whose region meets an added line, or lies in its hunk, or
     has no line, are kept; those reaching out of the hunk or far from it are not."""
-    out = findings_from_sarif(
+    out = read_sarif(
         log(
             result(region={"startLine": 13}),
             result(region={"startLine": 1, "endLine": 13}),
@@ -401,45 +403,45 @@ def test_scope_lines_keeps_results_meeting_added_lines() -> None:
         [ROOT],
         changed_lines=ADDED,
     )
-    starts = [f["location"].get("start") for f in out["findings"]]
+    starts = [f["location"].get("start") for f in out.findings]
     assert starts == [13, 1, 14, 10, 14, None, None]
     # the two kept for lying in the hunk reach the nearest added line, and say so
-    assert [f["location"].get("end") for f in out["findings"][3:5]] == [13, 17]
-    assert all("The analyzer marked lines" in f["discussion"] for f in out["findings"][3:5])
-    assert "The analyzer marked" not in out["findings"][0]["discussion"]
-    assert out["outside_change_results"] == 5
-    assert out["ignored_results"] == 1
+    assert [f["location"].get("end") for f in out.findings[3:5]] == [13, 17]
+    assert all("The analyzer marked lines" in f["discussion"] for f in out.findings[3:5])
+    assert "The analyzer marked" not in out.findings[0]["discussion"]
+    assert out.outside_change_results == 5
+    assert out.ignored_results == 1
 
 
 def test_scope_files_keeps_every_result_on_a_changed_file() -> None:
     """scope files keeps old-line results; so does an empty changed_lines (no diff known)."""
     sarif = log(result(region={"startLine": 1}), result(region={"startLine": 13}))
     for lines, scope in ((ADDED, "files"), ({}, "lines")):
-        out = findings_from_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=lines, scope=scope)
-        assert len(out["findings"]) == 2
-        assert out["outside_change_results"] == 0
+        out = read_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=lines, scope=scope)
+        assert len(out.findings) == 2
+        assert out.outside_change_results == 0
 
 
 def test_a_changed_file_without_line_information_is_judged_whole() -> None:
     """A changed file changed_lines does not list keeps its results (nothing to compare)."""
-    out = findings_from_sarif(
+    out = read_sarif(
         log(result("src/lib.py", region={"startLine": 50})),
         ("src/app.py", "src/lib.py"),
         [ROOT],
         changed_lines=ADDED,
     )
-    assert len(out["findings"]) == 1
+    assert len(out.findings) == 1
 
 
 def test_changed_lines_paths_are_normalized() -> None:
     """A changed_lines path spelled with ./ matches the result's path."""
-    out = findings_from_sarif(
+    out = read_sarif(
         log(result(region={"startLine": 1})),
         ("src/app.py",),
         [ROOT],
         changed_lines={"./src/app.py": frozenset({13})},
     )
-    assert out["findings"] == [] and out["outside_change_results"] == 1
+    assert out.findings == [] and out.outside_change_results == 1
 
 
 def test_the_location_on_an_added_line_is_chosen() -> None:
@@ -447,21 +449,21 @@ def test_the_location_on_an_added_line_is_chosen() -> None:
     entry = result(region={"startLine": 12})
     second = {"artifactLocation": {"uri": "src/app.py"}, "region": {"startLine": 14}}
     entry["locations"].append({"physicalLocation": second})
-    out = findings_from_sarif(log(entry), ("src/app.py",), [ROOT], changed_lines=ADDED)
-    (finding,) = out["findings"]
+    out = read_sarif(log(entry), ("src/app.py",), [ROOT], changed_lines=ADDED)
+    (finding,) = out.findings
     assert finding["location"]["start"] == 14
 
 
 def test_levels_option_overrides_the_severities() -> None:
     """levels maps SARIF levels over the defaults; 'none' makes a result a note."""
-    out = findings_from_sarif(
+    out = read_sarif(
         log(result(level="error"), result(level="warning"), result(level="note"), result()),
         ("src/app.py",),
         [ROOT],
         levels={"error": "medium", "note": "none", "warning": "critical"},
     )
-    assert [f.get("severity") for f in out["findings"]] == ["medium", "critical", None, "critical"]
-    assert [f["label"] for f in out["findings"]] == ["issue", "issue", "note", "issue"]
+    assert [f.get("severity") for f in out.findings] == ["medium", "critical", None, "critical"]
+    assert [f["label"] for f in out.findings] == ["issue", "issue", "note", "issue"]
 
 
 @pytest.mark.parametrize(
@@ -568,4 +570,4 @@ def test_a_message_already_named_by_its_rule_is_not_named_twice() -> None:
     """Council's own SARIF writes "B602: …" as the message of rule B602: read back (by
     `council consolidate`), the subject is "B602: …", not "B602: B602: …"."""
     out = convert(log(result(ruleId="B602", message={"text": "B602: shell=True"})))
-    assert [f["subject"] for f in out["findings"]] == ["B602: shell=True"]
+    assert [f["subject"] for f in out.findings] == ["B602: shell=True"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from council.readers.sarif import findings_from_sarif
+from council.readers.sarif import read_sarif
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
@@ -52,17 +52,17 @@ def test_error_notifications_name_the_changed_files_not_analyzed() -> None:
             "toolExecutionNotifications": [_note("./bad.py"), _note("lib/other.py")],
         }
     )
-    read = findings_from_sarif(log, ["bad.py", "w.py", "lib/other.py"])
-    assert read["unanalyzed_files"] == ["bad.py", "lib/other.py"]
-    assert read["execution_failed"] is False
+    read = read_sarif(log, ["bad.py", "w.py", "lib/other.py"])
+    assert read.unanalyzed_files == ["bad.py", "lib/other.py"]
+    assert read.execution_failed is False
 
 
 def test_an_unsuccessful_execution_is_said() -> None:
     """``executionSuccessful: false`` with no file named still says the run failed."""
-    read = findings_from_sarif(_log({"executionSuccessful": False}), ["a.py"])
-    assert read["unanalyzed_files"] == [] and read["execution_failed"] is True
-    clean = findings_from_sarif(_log({"executionSuccessful": True}), ["a.py"])
-    assert clean["unanalyzed_files"] == [] and clean["execution_failed"] is False
+    read = read_sarif(_log({"executionSuccessful": False}), ["a.py"])
+    assert read.unanalyzed_files == [] and read.execution_failed is True
+    clean = read_sarif(_log({"executionSuccessful": True}), ["a.py"])
+    assert clean.unanalyzed_files == [] and clean.execution_failed is False
 
 
 def test_bandit_that_cannot_parse_a_changed_file_fails_the_gate_closed(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from council.readers.sarif import findings_from_sarif
+from council.readers.sarif import read_sarif
 from council.readers.sarif_scope import statement_lines
 from reviewers.programs.statements import SOURCE_MAX_BYTES, python_statements, statement_spans
 from tests.gitrepo import ROOT
@@ -83,12 +83,12 @@ def test_a_result_filed_in_windows_spelling_falls_back_to_the_one_changed_file()
         result = {"ruleId": "R", "message": {"text": "m"}, "locations": [place]}
         return {"version": "2.1.0", "runs": [{"tool": {"driver": {}}, "results": [result]}]}
 
-    one = findings_from_sarif(log("src%5Capp.py"), ["src/app.py"])
-    assert [f["location"]["file"] for f in one["findings"]] == ["src/app.py"]
-    exact = findings_from_sarif(log("src%5Capp.py"), ["src/app.py", "src\\app.py"])
-    assert [f["location"]["file"] for f in exact["findings"]] == ["src\\app.py"]
-    both = findings_from_sarif(log("a%5Cb%5Cc.py"), ["a/b\\c.py", "a\\b/c.py"])
-    assert both["findings"] == [] and both["ignored_results"] == 1
+    one = read_sarif(log("src%5Capp.py"), ["src/app.py"])
+    assert [f["location"]["file"] for f in one.findings] == ["src/app.py"]
+    exact = read_sarif(log("src%5Capp.py"), ["src/app.py", "src\\app.py"])
+    assert [f["location"]["file"] for f in exact.findings] == ["src\\app.py"]
+    both = read_sarif(log("a%5Cb%5Cc.py"), ["a/b\\c.py", "a\\b/c.py"])
+    assert both.findings == [] and both.ignored_results == 1
 
 
 CALL = (
