@@ -20,7 +20,7 @@ from council.model.report import CouncilReport, ParticipantSummary
 from council.round.lifecycle import step
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
-from workers.stores.runs import Progress, RunRecord
+from workers.stores.run_record import Progress, RunRecord
 from workers.stores.sessions import Filing
 
 CHOICE = {"component_id": "choice", "props": {"options": ["keep", "drop"]}}

@@ -13,7 +13,8 @@ from council.model.participant import Participant
 from tests.faults.lab import Lab
 from workers.settling.settle import ABANDONED_NOTE
 from workers.stores.keys import Keys
-from workers.stores.runs import RunRecord, RunStore
+from workers.stores.run_record import RunRecord
+from workers.stores.runs import RunStore
 from workers.stores.sessions import SessionStore
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from celery import Celery
 
 from tests.faults.lab import Lab, assert_filed_once
 from workers.stores.keys import Keys
-from workers.stores.runs import PROTOCOL
+from workers.stores.run_record import PROTOCOL
 
 pytestmark = pytest.mark.integration
 

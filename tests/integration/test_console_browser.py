@@ -26,7 +26,7 @@ from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
 from workers.console.app import create_app
 from workers.console.security import Access
-from workers.stores.runs import Progress
+from workers.stores.run_record import Progress
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

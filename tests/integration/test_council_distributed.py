@@ -20,7 +20,7 @@ from council.model.participant import Participant
 from tests.gitrepo import ROOT, project_history_repo
 from tests.services import review_argv
 from workers.stores.keys import Keys
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 from workers.stores.sessions import SessionStore
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from workers.app.celery_config import create_app
 from workers.app.settings import Settings
 from workers.cli import main
 from workers.coordinator.dispatch import chord_header
-from workers.stores.runs import PROTOCOL
+from workers.stores.run_record import PROTOCOL
 
 
 @pytest.fixture

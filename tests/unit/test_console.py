@@ -27,7 +27,7 @@ from workers.console.app import FORM_MAX_BYTES, create_app
 from workers.console.registry import FALLBACK, REGISTRY, rendering
 from workers.console.security import COOKIE, SECURITY_HEADERS, Access
 from workers.console.views import evidence_lines
-from workers.stores.runs import Progress
+from workers.stores.run_record import Progress
 
 TOKEN = "console-token-0123456789"
 SCRIPT = "<script>alert(1)</script>"

@@ -25,7 +25,7 @@ from workers.app.settings import Settings
 from workers.coordinator import waiting
 from workers.coordinator.waiting import Waiter
 from workers.settling.settle import settle_run
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 
 SECRET_URL = "redis://:sekrit@db.internal:6379/0"
 

@@ -28,7 +28,7 @@ from workers.app.settings import Settings
 from workers.execution import batch
 from workers.execution.batch import review_batch
 from workers.execution.participant_attempt import review
-from workers.stores.runs import PROTOCOL, Progress, RunRecord
+from workers.stores.run_record import PROTOCOL, Progress, RunRecord
 
 DIFF = """diff --git a/app.py b/app.py
 --- a/app.py

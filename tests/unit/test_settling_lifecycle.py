@@ -18,7 +18,7 @@ from workers.app.clock import now_ms
 from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
 from workers.settling.settle import settle_run
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 
 REVIEWER = Participant(id="rep", backend="replay", options={"answer": "a.json"})
 JUDGE = Participant(id="arbiter", role="judge", backend="replay", options={"answer": "j.json"})

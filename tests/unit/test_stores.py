@@ -22,7 +22,8 @@ from council.session.earlier_rounds import RoundMemory
 from workers.coordinator.resume import finish
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
-from workers.stores.runs import Progress, RunRecord, RunStore
+from workers.stores.run_record import Progress, RunRecord
+from workers.stores.runs import RunStore
 from workers.stores.sessions import Filing, RunNotSettled, SessionStore
 
 KEYS = Keys("council:")

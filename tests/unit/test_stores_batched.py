@@ -18,7 +18,9 @@ from council.round.outcome import ParticipantOutcome
 from tests.roundtrips import CountingClient
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
-from workers.stores.runs import Progress, RunRecord, RunStore, Settled
+from workers.stores.run_progress import Settled
+from workers.stores.run_record import Progress, RunRecord
+from workers.stores.runs import RunStore
 
 KEYS = Keys("council:")
 

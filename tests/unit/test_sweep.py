@@ -16,7 +16,7 @@ from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
 from workers.execution.sweep import Sweeper
 from workers.settling.settle import ABANDONED_NOTE
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 
 PEOPLE = [
     Participant(id="hawk", backend="openai", model="m"),

@@ -20,7 +20,7 @@ from workers.app.settings import Settings
 from workers.coordinator import waiting
 from workers.coordinator.waiting import Waiter
 from workers.settling.settle import settle_run
-from workers.stores.runs import Progress, RunRecord
+from workers.stores.run_record import Progress, RunRecord
 
 PEOPLE = [Participant(id="rep", backend="replay", options={"answer": "a.json"})]
 

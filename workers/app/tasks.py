@@ -31,7 +31,7 @@ from workers.execution.participant_attempt import review
 from workers.execution.sweep import settle_if_heard
 from workers.settling.judge_turn import judge_run
 from workers.settling.settle import StillRunning, settle_run
-from workers.stores.runs import PROTOCOL
+from workers.stores.run_record import PROTOCOL
 
 log = structlog.get_logger("council.settle")
 

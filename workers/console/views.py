@@ -36,7 +36,7 @@ from council.round.lifecycle import is_final
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.console.registry import Props, Rendering, rendering
-from workers.stores.runs import Progress, RunRecord
+from workers.stores.run_record import Progress, RunRecord
 
 RUNS_SHOWN = 50
 """How many of the most recent runs the index lists."""

@@ -29,7 +29,7 @@ from workers.app.celery_config import queue_for
 from workers.app.services import Runtime
 from workers.coordinator.preparation import Round
 from workers.settling.settle import JudgeDispatch, settle_run
-from workers.stores.runs import PROTOCOL
+from workers.stores.run_record import PROTOCOL
 
 log = structlog.get_logger("council.coordinator")  # the name its events always had
 

@@ -45,7 +45,7 @@ from workers.coordinator.trusted_inputs import persona_texts, read_programs, rea
 from workers.git.change_listing import submodule_notes
 from workers.git.diff_reading import DIFF_KNOB, attributes_notes
 from workers.git.repository import Repository
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 
 EXCLUDED_SHOWN = 20
 """At most this many excluded paths are named in the round's note about them."""

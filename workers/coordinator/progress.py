@@ -33,7 +33,7 @@ from rich.text import Text
 from council.model.report import ParticipantState
 from council.rendering.escape import for_log
 from workers.app.clock import now_ms
-from workers.stores.runs import Progress as StoredProgress
+from workers.stores.run_record import Progress as StoredProgress
 
 STATE_STYLES: dict[str, str] = {
     "pending": "dim",
@@ -244,7 +244,7 @@ def _seconds(ms: int) -> str:
 
 def progress_view(states: Mapping[str, StoredProgress]) -> dict[str, ParticipantProgress]:
     """What the display shows of a run's stored progress (participant id → its stored
-    :class:`~workers.stores.runs.Progress`): each participant's state, findings, elapsed
+    :class:`~workers.stores.run_record.Progress`): each participant's state, findings, elapsed
     ms (to now while it runs, to its last update once done) and detail."""
     now = now_ms()
     view: dict[str, ParticipantProgress] = {}

@@ -30,7 +30,7 @@ from workers.coordinator.dispatch import chord_header, judge_sender, release_res
 from workers.coordinator.waiting import Waiter
 from workers.settling.session_marks import recall_of
 from workers.settling.settle import RunNotFound
-from workers.stores.runs import Progress
+from workers.stores.run_record import Progress
 from workers.stores.sessions import Filing, SessionStore, Waiting
 
 log = structlog.get_logger("council.coordinator")

@@ -36,7 +36,8 @@ from workers.coordinator.embedded import state_sessions
 from workers.coordinator.preparation import ReviewOptions, Round
 from workers.coordinator.since_last import SincePlan, full_change, interdiff, plan_since_last
 from workers.git.repository import Repository
-from workers.stores.sessions import Dismissal, Reviewed, SessionStore
+from workers.stores.session_memory import Dismissal, Reviewed
+from workers.stores.sessions import SessionStore
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from council.change.diff import Change, read_change
 from council.errors import ChangeTooLarge, RepositoryError
 from council.roster import Roster
 from workers.git.repository import Repository
-from workers.stores.sessions import Reviewed
+from workers.stores.session_memory import Reviewed
 
 
 @dataclass(frozen=True)

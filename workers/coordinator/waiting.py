@@ -27,7 +27,7 @@ from workers.app.clock import now_ms
 from workers.app.logging import redact_text, redact_url
 from workers.app.services import Runtime
 from workers.settling.settle import JudgeDispatch, settle_run
-from workers.stores.runs import Progress, RunRecord
+from workers.stores.run_record import Progress, RunRecord
 
 log = structlog.get_logger("council.coordinator")  # the name its events always had
 

@@ -52,7 +52,7 @@ from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
 from workers.stores.ratelimit import RedisRateLimiter
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 
 log = structlog.get_logger("council.review")
 

@@ -76,7 +76,9 @@ from workers.execution.participant_attempt import (
     too_late,
     wrong_protocol,
 )
-from workers.stores.runs import PROTOCOL, BatchInputs, RunRecord, Settled
+from workers.stores.run_inputs import BatchInputs
+from workers.stores.run_progress import Settled
+from workers.stores.run_record import PROTOCOL, RunRecord
 
 log = structlog.get_logger("council.review")
 

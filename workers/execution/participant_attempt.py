@@ -38,7 +38,7 @@ from workers.app.services import Runtime
 from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, task_deadline
-from workers.stores.runs import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
+from workers.stores.run_record import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.review")
 

@@ -37,7 +37,7 @@ from council.model.report import CouncilReport
 from council.session.baseline import Baseline, read_baseline, suppress
 from council.session.earlier_rounds import carry, mark_round
 from workers.app.services import Runtime
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 from workers.stores.sessions import SessionStore
 
 

@@ -40,7 +40,7 @@ from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.execution.participant_attempt import script_rows
 from workers.settling.session_marks import session_marks
-from workers.stores.runs import RunRecord
+from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
 
 log = structlog.get_logger("council.settle")

@@ -3,20 +3,16 @@
 A *session* is one change under review over its life (a pull request, a branch). Its
 keys (see :mod:`workers.stores.keys`) outlive runs:
 
-* ``session:{s}:ledger`` — the ledger JSON. A round's claims and the opening of its run
-  are ONE optimistic transaction (WATCH ledger, attributed ids and open runs; MULTI), so
-  two coordinators claiming one id with different meanings cannot both win.
-* ``session:{s}:open`` — open run → the ids it holds; those count as attributed.
+* ``session:{s}:ledger`` / ``:open`` — the ledger and the ids open runs hold. A round's
+  claims and the opening of its run are ONE optimistic transaction
+  (:mod:`workers.stores.session_opening`).
 * ``session:{s}:issued`` — finding ids, INCRBY only, never reset, never from a length.
 * ``session:{s}:findings`` / ``:attributed`` — filed findings and who they credit.
-* ``session:{s}:fingerprints`` / ``:reviewed`` — what completed rounds reported, and the
-  last completed run (its head, for ``--since-last``, and the findings still open after
-  it); written when a run settles.
-* ``session:{s}:recall`` — the findings the session remembers for recognition (bounded,
-  :data:`council.session.remembered.RECALL_CAP`): a later round's finding recognized as one of them
-  keeps its id; written when a round completes.
-* ``session:{s}:dismissed`` — fingerprints a person dismissed, with the reason (and the
-  finding dismissed, when known).
+* ``session:{s}:fingerprints`` / ``:reviewed`` / ``:recall`` / ``:dismissed`` — what
+  completed rounds leave for later ones, and people's dismissals
+  (:mod:`workers.stores.session_memory`).
+* ``session:{s}:waiting`` / ``:answers`` — runs waiting on a person, and the answers they
+  were given.
 
 Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
 and the id counter): a second consolidation of the same run sees it moved on and files
@@ -27,28 +23,25 @@ ledger", docs/harvest.md §8.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import redis
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from council.asks.pending import Answer
-from council.model.findings import FINDING, FINDINGS, Finding
+from council.model.findings import Finding
 from council.model.fingerprint import fingerprint
-from council.model.participant import Identity, Participant, Role
 from council.model.report import CouncilReport
 from council.round.lifecycle import Transition
 from council.session.earlier_rounds import RoundMemory
-from council.session.ledger import Ledger, attributed_ids
+from council.session.ledger import attributed_ids
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
-from workers.stores.runs import RunRecord, dumps, wake
-
-HEARD = "heard:"
-"""Prefix of the ``session:{s}:reviewed`` fields that hold, per reviewer, the head of the
-last completed round it was heard in full in (``heard:hawk`` → sha)."""
+from workers.stores.run_progress import wake
+from workers.stores.run_record import RunRecord
+from workers.stores.session_memory import Dismissal, SessionMemory
+from workers.stores.session_opening import SessionOpening
 
 
 @dataclass(frozen=True)
@@ -83,14 +76,6 @@ return #KEYS
 of keys (a pipelined EXPIRE each cost 21 ms of a 500-participant settle, py-spy)."""
 
 
-RUNS_INDEX_MAX = 10_000
-"""Most runs ``council:runs`` lists; older ones are trimmed at each opening (as are runs
-older than the run retention, whose keys have expired)."""
-
-OPEN_TTL_CAP_S = 30 * 24 * 3600
-"""The longest a run's deadline counts toward its keys' TTL at opening (30 days)."""
-
-
 class Waiting(BaseModel):
     """A run waiting on a person, as its session keeps it: its record and its report
     (the questions in ``report.asks``)."""
@@ -101,35 +86,7 @@ class Waiting(BaseModel):
     report: CouncilReport
 
 
-class Reviewed(BaseModel):
-    """The session's last completed run: which run, the head it reviewed, when."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    run: str
-    head: str
-    settled_ms: int = 0
-    heard: dict[str, str] = Field(default_factory=dict)
-    """Reviewer id → the head of the last completed round it was heard in full in."""
-    reviewers: tuple[str, ...] | None = None
-    """The reviewers of that run (None: written before they were kept)."""
-
-
-class Dismissal(BaseModel):
-    """A person's decision that a finding (by content fingerprint) is not to be acted on."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    reason: str
-    dismissed_ms: int = 0
-    finding: Finding | None = None
-    """The finding dismissed, when it was known (dismissed by id, by the fingerprint of
-    a finding of the session, or when asked): a rewording of it stays dismissed, matched
-    by agreement (:func:`council.session.baseline.suppress`). Absent in dismissals recorded
-    before it was kept, and for a fingerprint no round had reported."""
-
-
-class SessionStore:
+class SessionStore(SessionOpening, SessionMemory):
     """Atomic steps over a session's ledger and findings."""
 
     def __init__(
@@ -142,69 +99,6 @@ class SessionStore:
     ) -> None:
         self._r, self._keys = client, keys
         self._session_ttl, self._run_ttl = session_retention_s, run_retention_s
-
-    def open_run(
-        self, record: RunRecord, claims: Sequence[tuple[Role, Participant]], now_ms: int
-    ) -> list[Identity]:
-        """Claim every participant and write the run record ``open``, all or nothing.
-
-        An id held by another still-open run (deadline not passed) counts as attributed.
-        Raises :class:`~council.errors.IdentityRefused` (nothing written) when a claim is
-        refused.
-        """
-        k, s = self._keys, record.session
-        watched = [k.session_ledger(s), k.session_attributed(s), k.session_open(s)]
-        with self._r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(*watched)
-                    ledger = _load_ledger(pipe.get(k.session_ledger(s)))
-                    attributed = {m.decode() for m in pipe.smembers(k.session_attributed(s))}
-                    stale: list[bytes] = []
-                    for rid, raw in pipe.hgetall(k.session_open(s)).items():
-                        held = json.loads(raw)
-                        if held.get("deadline_ms", 0) > now_ms:
-                            attributed.update(held.get("ids", []))
-                        else:
-                            stale.append(rid)
-                    identities = ledger.claim_round(list(claims), attributed)
-                    pipe.multi()
-                    pipe.set(k.session_ledger(s), ledger.to_json())
-                    if stale:
-                        pipe.hdel(k.session_open(s), *stale)
-                    pipe.hset(
-                        k.session_open(s),
-                        record.run_id,
-                        dumps(
-                            {"ids": [p.id for _, p in claims], "deadline_ms": record.deadline_ms}
-                        ),
-                    )
-                    pipe.hset(
-                        k.run(record.run_id),
-                        mapping={"record": record.model_dump_json(), "status": "open"},
-                    )
-                    pipe.expire(k.run(record.run_id), self.open_ttl_s(record, now_ms))
-                    pipe.zremrangebyscore(
-                        k.runs_index(), "-inf", f"({now_ms - self._run_ttl * 1000}"
-                    )
-                    pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
-                    pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
-                    pipe.zadd(k.runs_open(), {record.run_id: record.deadline_ms})
-                    pipe.zadd(k.runs_undispatched(), {record.run_id: now_ms})
-                    pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
-                    for key in k.session_keys(s):
-                        pipe.expire(key, self._session_ttl)
-                    pipe.execute()
-                    return identities
-                except redis.WatchError:
-                    continue
-
-    def open_ttl_s(self, record: RunRecord, now_ms: int) -> int:
-        """The TTL a run's keys get when it opens: until its deadline (at most
-        :data:`OPEN_TTL_CAP_S` ahead), plus the run retention. A run that never settles
-        still expires; settling sets the retention from then on."""
-        until_deadline = max(0, record.deadline_ms - now_ms) // 1000 + 1
-        return min(until_deadline, OPEN_TTL_CAP_S) + self._run_ttl
 
     def next_finding_id(self, session: str) -> int:
         """The id the session's next new finding gets (ids are issued once, never reused).
@@ -427,159 +321,6 @@ class SessionStore:
             if credited:
                 pipe.sadd(k.session_attributed(s), *sorted(credited))
 
-    def _remember_round(
-        self, pipe: redis.client.Pipeline, record: RunRecord, memory: RoundMemory, now_ms: int
-    ) -> None:
-        """Queue what a completed round leaves for later ones: the fingerprints it
-        reported and, when the gate found it complete, its head as reviewed with the
-        findings still open after it (:func:`council.session.earlier_rounds.remembered` decides)."""
-        k, s = self._keys, record.session
-        if memory.reported:
-            pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
-        if memory.recall:
-            recall = FINDINGS.dump_json(list(memory.recall), exclude_none=True).decode()
-            pipe.set(k.session_recall(s), recall)
-        if memory.heard:
-            heard = {HEARD + pid: record.head for pid in memory.heard}
-            pipe.hset(k.session_reviewed(s), mapping=heard)
-        if memory.still_open is None:
-            return
-        still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()
-        pipe.hset(
-            k.session_reviewed(s),
-            mapping={
-                "run": record.run_id,
-                "head": record.head,
-                "settled_ms": str(now_ms),
-                "open": still,
-                "reviewers": json.dumps(list(memory.reviewers)),
-            },
-        )
-
-    def reviewed(self, session: str) -> Reviewed | None:
-        """The session's last completed run, or None before its first one."""
-        raw = {
-            key.decode(): value.decode()
-            for key, value in self._r.hgetall(self._keys.session_reviewed(session)).items()
-        }
-        if not raw.get("run") or not raw.get("head"):
-            return None
-        heard = {k.removeprefix(HEARD): v for k, v in raw.items() if k.startswith(HEARD)}
-        reviewers = tuple(json.loads(raw["reviewers"])) if raw.get("reviewers") else None
-        return Reviewed(
-            run=raw["run"],
-            head=raw["head"],
-            settled_ms=int(raw.get("settled_ms", 0)),
-            heard=heard,
-            reviewers=reviewers,
-        )
-
-    def open_findings(self, session: str) -> list[Finding]:
-        """The findings still open after the session's last completed run, anchored on
-        the head it reviewed (:func:`council.session.earlier_rounds.still_open`: its own findings, then
-        those it carried, less those the judge did not uphold). Empty before the first
-        completed run. A session written before the open findings were kept gives the
-        run's own findings."""
-        key = self._keys.session_reviewed(session)
-        run, still = self._r.hmget(key, ["run", "open"])
-        if still is not None:
-            return FINDINGS.validate_json(still)
-        return self.run_findings(session, run.decode()) if run else []
-
-    def recall(self, session: str) -> list[Finding] | None:
-        """The findings the session remembers for recognition, newest first
-        (:func:`council.session.remembered.recalled`); None when no round wrote them yet (a session
-        older than the memory: the caller falls back to :meth:`open_findings`)."""
-        raw = self._r.get(self._keys.session_recall(session))
-        return FINDINGS.validate_json(raw) if raw is not None else None
-
-    def fingerprints(self, session: str) -> set[str]:
-        """Every content fingerprint a completed round of the session reported."""
-        return {f.decode() for f in self._r.hkeys(self._keys.session_fingerprints(session))}
-
-    def reported_ids(self, session: str) -> dict[str, tuple[int, ...]]:
-        """Every content fingerprint a completed round of the session reported → the ids
-        of the findings that last reported it, ascending (empty for an unreadable entry;
-        an entry written before several were kept holds one id)."""
-        found = self._r.hgetall(self._keys.session_fingerprints(session))
-        return {k.decode(): _ids_of(v) for k, v in found.items()}
-
-    def reported_id(self, session: str, print_: str) -> int | None:
-        """The id of the latest finding a completed round reported with fingerprint
-        ``print_`` (the highest of its ids; None when none did): an older telling's
-        fingerprint still names the finding after a rewording replaced it under its id."""
-        raw = self._r.hget(self._keys.session_fingerprints(session), print_)
-        ids = _ids_of(raw) if raw is not None else ()
-        return ids[-1] if ids else None
-
-    def run_findings(self, session: str, run_id: str) -> list[Finding]:
-        """The findings one run filed in the session (by their origin), by id."""
-        return [
-            f for f in self.findings(session) if f.origin is not None and f.origin.run_id == run_id
-        ]
-
-    def dismiss(
-        self,
-        session: str,
-        print_: str,
-        reason: str,
-        now_ms: int,
-        finding: Finding | None = None,
-    ) -> bool:
-        """Record a dismissal of a fingerprint; True when it was not dismissed before.
-
-        ``finding``: the finding dismissed, when known (kept so a rewording of it stays
-        dismissed). Dismissing again replaces the reason (the latest decision is the one
-        that holds).
-        """
-        key = self._keys.session_dismissed(session)
-        held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=finding)
-        value = held.model_dump_json(exclude_none=True)
-        with self._r.pipeline() as pipe:
-            pipe.hset(key, print_, value)
-            for name in self._keys.session_keys(session):
-                pipe.expire(name, self._session_ttl)
-            added = pipe.execute()[0]
-        return bool(added)
-
-    def dismissals(self, session: str) -> dict[str, Dismissal]:
-        """Fingerprint → dismissal, for every finding dismissed in the session."""
-        raw = self._r.hgetall(self._keys.session_dismissed(session))
-        return {k.decode(): Dismissal.model_validate_json(v) for k, v in raw.items()}
-
-    def findings(self, session: str) -> list[Finding]:
-        """Every finding filed in the session, by id."""
-        raw = self._r.hgetall(self._keys.session_findings(session))
-        found = [FINDING.validate_json(v) for v in raw.values()]
-        return sorted(found, key=lambda f: f.id or 0)
-
-    def ledger(self, session: str) -> Ledger:
-        """The session's ledger (empty when none was written)."""
-        return _load_ledger(self._r.get(self._keys.session_ledger(session)))
-
-    def release(self, session: str, participant: str) -> bool:
-        """Free a participant id in the session's ledger (True if it was held)."""
-        key = self._keys.session_ledger(session)
-        with self._r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    ledger = _load_ledger(pipe.get(key))
-                    released = ledger.release(participant)
-                    pipe.multi()
-                    pipe.set(key, ledger.to_json())
-                    pipe.expire(key, self._session_ttl)
-                    pipe.execute()
-                    return released
-                except redis.WatchError:
-                    continue
-
-    def runs(self, session: str, limit: int = 50) -> list[str]:
-        """Run ids of the session, newest first."""
-        return [
-            r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)
-        ]
-
 
 class RunNotSettled(RuntimeError):
     """A run is in another state than a settling step expected, with no report to return."""
@@ -589,16 +330,3 @@ class RunNotSettled(RuntimeError):
             f"run {run_id} is {status!r}, expected {expected!r}, and holds no report; "
             "inspect it with `council show RUN`"
         )
-
-
-def _load_ledger(raw: bytes | None) -> Ledger:
-    return Ledger.from_json(raw.decode()) if raw else Ledger()
-
-
-def _ids_of(raw: bytes) -> tuple[int, ...]:
-    """``b"3,7"`` → ``(3, 7)``: the ids a fingerprint was reported under (a bad entry:
-    none)."""
-    parts = raw.split(b",")
-    if not all(part.isdigit() for part in parts):
-        return ()
-    return tuple(sorted(int(part) for part in parts))

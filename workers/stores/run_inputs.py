@@ -1,0 +1,315 @@
+"""A run's inputs: what the coordinator stores for workers before it sends any task,
+and what settling marks the round with, read back by key.
+
+Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` /
+``:prompt`` / ``:tree`` / ``:change`` / ``:program:{p}`` / ``:args:{p}`` / ``:config`` /
+``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` /
+``:paths``. Tasks read them by key, so messages carry ids, never megabytes of diff; a batch
+of participants reads all it needs in one round trip (:meth:`RunInputs.batch_inputs`).
+
+Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import TypeAdapter
+
+from council.change.secret_masks import SPANS, SecretSpan
+from council.model.participant import Participant
+from council.model.report import RunStatus
+from council.round.outcome import ParticipantOutcome
+from workers.stores import RedisClient
+from workers.stores.keys import Keys
+from workers.stores.run_record import Progress, RunRecord
+
+_PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
+
+_PERSONA_FIELD = "#persona"
+"""Suffix of the prompt-hash field holding a participant's persona text (ids never
+contain '#'). The field is where earlier versions kept the judge's persona, so runs and
+workers of either version read each other's."""
+
+
+@dataclass(frozen=True)
+class BatchInputs:
+    """What a batch of participants of one run reads before it starts (one round trip).
+
+    Each mapping holds only the participants found: a missing id has no participant,
+    prompt, stored outcome or program under its key. ``change`` is the run's diff text
+    ("" when none was stored); ``record`` is None when the run is unknown or expired;
+    ``status`` is the run's status (None then too).
+    """
+
+    record: RunRecord | None
+    change: str
+    participants: dict[str, Participant]
+    prompts: dict[str, str]
+    outcomes: dict[str, ParticipantOutcome]
+    programs: dict[str, bytes]
+    status: RunStatus | None = None
+    arg_files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    """Participant → the base-tree files its ``args`` name (see :meth:`RunStore.arg_files`);
+    only participants that have some."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """The places of the likely secrets the change adds (see :meth:`RunStore.secrets`)."""
+
+
+class RunInputs:
+    """Write a run's inputs once, read them by key (a part of
+    :class:`~workers.stores.runs.RunStore`, whose client and keys it uses)."""
+
+    _r: RedisClient
+    _keys: Keys
+
+    # -- inputs written by the coordinator after the run is open -------------------------
+    def put_inputs(
+        self,
+        run_id: str,
+        participants: Sequence[Participant],
+        prompts: dict[str, str],
+        tree: bytes | None,
+        programs: dict[str, bytes],
+        change: str = "",
+        *,
+        personas: Mapping[str, str] | None = None,
+        arg_files: Mapping[str, Mapping[str, bytes]] | None = None,
+        config: Mapping[str, bytes] | None = None,
+        secrets: Sequence[SecretSpan] = (),
+        ttl_s: int | None = None,
+    ) -> None:
+        """Store the roster, prompts, head tree, base-tree programs and diff of a run.
+
+        ``ttl_s``: the TTL every one of these keys gets (the run's opening TTL, see
+        :meth:`SessionStore.open_ttl_s`), so a run that never settles leaves nothing
+        behind for ever; settling sets the retention on them like on every run key.
+
+        ``personas``: participant id → its persona charter's body, for a participant
+        whose prompt is built later (the judge's, once the reviewers are filed); read
+        back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
+        its ``args`` name (field → bytes, see :mod:`workers.coordinator.program_args`),
+        read back with :meth:`arg_files`. ``config``: the base's side of the analyzer
+        configuration the change edits (field → bytes, see
+        :mod:`workers.coordinator.config_overlay`), read back with :meth:`config`.
+        ``secrets``: the places of the likely secrets the change adds, read back with
+        :meth:`secrets`.
+        """
+        k = self._keys
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"))
+        pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)))
+        pipe.hset(
+            k.run_participants(run_id),
+            mapping={p.id: p.model_dump_json() for p in participants},
+        )
+        stored = {**prompts, **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()}}
+        if stored:
+            pipe.hset(k.run_prompt(run_id), mapping=stored)
+        if tree is not None:
+            pipe.set(k.run_tree(run_id), tree)
+        for pid, blob in programs.items():
+            pipe.set(k.run_program(run_id, pid), blob)
+        for pid, files in (arg_files or {}).items():
+            if files:
+                pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
+        if config:
+            pipe.hset(k.run_config(run_id), mapping=dict(config))
+        if secrets:
+            pipe.set(k.run_secrets(run_id), SPANS.dump_json(list(secrets)))
+        pipe.hset(
+            k.run_state(run_id),
+            mapping={p.id: Progress().model_dump_json() for p in participants},
+        )
+        if ttl_s is not None:
+            written = [
+                k.run_change(run_id),
+                k.run_roster(run_id),
+                k.run_participants(run_id),
+                k.run_state(run_id),
+                *([k.run_prompt(run_id)] if stored else []),
+                *([k.run_tree(run_id)] if tree is not None else []),
+                *(k.run_program(run_id, pid) for pid in programs),
+                *(k.run_args(run_id, pid) for pid, files in (arg_files or {}).items() if files),
+                *([k.run_config(run_id)] if config else []),
+                *([k.run_secrets(run_id)] if secrets else []),
+            ]
+            for key in written:
+                pipe.expire(key, ttl_s)
+        pipe.execute()
+
+    def put_session_inputs(
+        self,
+        run_id: str,
+        *,
+        since: str | None,
+        baseline: str | None,
+        ttl_s: int,
+        carry: bool = False,
+        paths: Collection[str] | None = None,
+        pull: str | None = None,
+    ) -> None:
+        """Store what settling marks the round with: the interdiff since the session's
+        last reviewed head, the trusted baseline text (each absent when None), and
+        whether the round reviews only the commits after that head (``carry``: the
+        earlier findings still open it does not touch are carried).
+
+        Written by the CLI before the run opens, so with ``ttl_s`` (the run retention):
+        a run refused before it opened leaves nothing behind for long; settling sets the
+        run's retention on them like on every run key.
+        """
+        k = self._keys
+        pipe = self._r.pipeline(transaction=True)
+        if since is not None:
+            pipe.set(k.run_since(run_id), since.encode("utf-8", "surrogatepass"), ex=ttl_s)
+        if baseline is not None:
+            pipe.set(k.run_baseline(run_id), baseline.encode("utf-8"), ex=ttl_s)
+        if carry:
+            pipe.set(k.run_carry(run_id), b"1", ex=ttl_s)
+        if pull is not None:
+            pipe.set(k.run_pull(run_id), pull.encode("utf-8", "surrogatepass"), ex=ttl_s)
+        if paths is not None:
+            joined = "\0".join(sorted(paths)).encode("utf-8", "surrogateescape")
+            pipe.set(k.run_paths(run_id), joined, ex=ttl_s)
+        pipe.execute()
+
+    def carry(self, run_id: str) -> bool:
+        """Whether the run carries the earlier findings it does not touch (see
+        :meth:`put_session_inputs`)."""
+        return bool(self._r.exists(self._keys.run_carry(run_id)))
+
+    def pull(self, run_id: str) -> str | None:
+        """The pull request's diff of a ``--since-last`` run (see
+        :meth:`put_session_inputs`), None otherwise."""
+        raw = self._r.get(self._keys.run_pull(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def paths(self, run_id: str) -> frozenset[str] | None:
+        """The head tree's file paths (see :meth:`put_session_inputs`), None when not
+        stored."""
+        raw = self._r.get(self._keys.run_paths(run_id))
+        if raw is None:
+            return None
+        text = raw.decode("utf-8", errors="surrogateescape")
+        return frozenset(p for p in text.split("\0") if p)
+
+    def since(self, run_id: str) -> str | None:
+        """The interdiff since the session's last reviewed head, None when unknown."""
+        raw = self._r.get(self._keys.run_since(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def baseline(self, run_id: str) -> str | None:
+        """The baseline text the run is suppressed by, None when there is none."""
+        raw = self._r.get(self._keys.run_baseline(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    # -- reads ---------------------------------------------------------------------------
+    def participants(self, run_id: str) -> list[Participant]:
+        """The checked participants of the run, in roster order."""
+        raw = self._r.get(self._keys.run_roster(run_id))
+        return _PARTICIPANTS.validate_json(raw) if raw is not None else []
+
+    def participant(self, run_id: str, participant: str) -> Participant | None:
+        """One participant of the run by id (one hash field: O(1) in the roster's size)."""
+        raw = self._r.hget(self._keys.run_participants(run_id), participant)
+        return Participant.model_validate_json(raw) if raw is not None else None
+
+    def prompt(self, run_id: str, participant: str) -> str | None:
+        """The prompt stored for the participant."""
+        raw = self._r.hget(self._keys.run_prompt(run_id), participant)
+        return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+    def persona(self, run_id: str, participant: str) -> str | None:
+        """The persona charter body stored for a participant (see :meth:`put_inputs`),
+        None when none was stored or it is empty (a run of an earlier version stored ""
+        for a judge without a persona)."""
+        raw = self._r.hget(self._keys.run_prompt(run_id), participant + _PERSONA_FIELD)
+        text = raw.decode("utf-8", errors="replace") if raw is not None else ""
+        return text or None
+
+    def change(self, run_id: str) -> str:
+        """The (filtered) diff text the run reviewed; "" when none was stored."""
+        raw = self._r.get(self._keys.run_change(run_id))
+        return raw.decode("utf-8", errors="replace") if raw is not None else ""
+
+    def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
+        """The record, the status, the diff, and each participant's checked entry,
+        prompt, stored outcome, base-tree program and args files, and the places of the
+        change's secrets, in ONE pipelined round trip (HMGET, GET ×2, HMGET ×2, MGET ×2,
+        HGETALL per participant), however many participants. Ids not found are left out
+        of the maps."""
+        k, ids = self._keys, list(participants)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hmget(k.run(run_id), ["record", "status"])
+        pipe.get(k.run_change(run_id))
+        pipe.get(k.run_secrets(run_id))
+        if ids:
+            pipe.hmget(k.run_participants(run_id), ids)
+            pipe.hmget(k.run_prompt(run_id), ids)
+            pipe.mget([k.run_outcome(run_id, p) for p in ids])
+            pipe.mget([k.run_program(run_id, p) for p in ids])
+            for p in ids:
+                pipe.hgetall(k.run_args(run_id, p))
+        replies = pipe.execute()
+        (record, status), change, secrets = replies[0], replies[1], replies[2]
+        people, prompts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        args = replies[7:] if ids else []
+        return BatchInputs(
+            record=RunRecord.model_validate_json(record) if record is not None else None,
+            change=change.decode("utf-8", errors="replace") if change is not None else "",
+            participants={
+                p: Participant.model_validate_json(raw)
+                for p, raw in zip(ids, people, strict=True)
+                if raw is not None
+            },
+            prompts={
+                p: raw.decode("utf-8", errors="replace")
+                for p, raw in zip(ids, prompts, strict=True)
+                if raw is not None
+            },
+            outcomes={
+                p: ParticipantOutcome.model_validate_json(raw)
+                for p, raw in zip(ids, outcomes, strict=True)
+                if raw is not None
+            },
+            programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
+            status=status.decode() if status is not None else None,
+            arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
+            secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
+        )
+
+    def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
+        """Store (or replace) one participant's prompt (the judge's is built late)."""
+        self._r.hset(self._keys.run_prompt(run_id), participant, prompt)
+
+    def tree(self, run_id: str) -> bytes | None:
+        """The packed head tree (tar.gz), or None when the run has none."""
+        blob: bytes | None = self._r.get(self._keys.run_tree(run_id))
+        return blob
+
+    def program(self, run_id: str, participant: str) -> bytes | None:
+        """A program read from the base tree for a command reviewer, if any."""
+        blob: bytes | None = self._r.get(self._keys.run_program(run_id, participant))
+        return blob
+
+    def arg_files(self, run_id: str, participant: str) -> dict[str, bytes]:
+        """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
+        when it names none)."""
+        return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
+
+    def config(self, run_id: str) -> dict[str, bytes]:
+        """The base's side of the analyzer configuration the change edits (field →
+        bytes, see :mod:`workers.coordinator.config_overlay`; empty when it edits none)."""
+        return _fields(self._r.hgetall(self._keys.run_config(run_id)))
+
+    def secrets(self, run_id: str) -> list[SecretSpan]:
+        """The places of the likely secrets the change adds (empty when none were
+        found), see :mod:`council.change.secret_masks`."""
+        raw = self._r.get(self._keys.run_secrets(run_id))
+        return SPANS.validate_json(raw) if raw is not None else []
+
+
+def _fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:
+    """A Redis hash of bytes values, with its field names as text."""
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}

@@ -1,0 +1,289 @@
+"""A run's progress and outcomes: each participant's attempts, progress, pauses on a
+question and settled outcome, and the wake list the waiting CLI blocks on.
+
+Structures (see :mod:`workers.stores.keys`):
+
+* ``run:{id}:state`` — participant → progress JSON, for the waiting CLI; every write
+  pushes ``run:{id}:wake`` (one element kept), which the CLI waits on with BLPOP.
+* ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
+  wins, so a redelivered task returns it instead of filing twice.
+* ``run:{id}:pause:{p}`` — a conversation paused on a question, and its answer.
+
+A batch of participants starts its attempts and puts its outcomes in one round trip each
+(:meth:`RunProgress.start_attempts`, :meth:`RunProgress.put_outcomes`), however many
+participants.
+
+Source: docs/architecture.md "State in Redis"; docs/celery.md §1.8.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import redis
+
+from council.asks.paused import Paused, Resumption
+from council.asks.pending import Answer
+from council.model.report import RunStatus
+from council.round.outcome import ParticipantOutcome
+from workers.stores import RedisClient
+from workers.stores.keys import Keys
+from workers.stores.run_record import Progress
+
+_START_ATTEMPTS = """
+local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
+local numbers = {}
+local lease = tonumber(ARGV[2])
+for i = 3, #KEYS do
+  local n = redis.call('INCR', KEYS[i])
+  redis.call('HSET', KEYS[1], ARGV[i + 1], shown .. n .. '}')
+  if lease > 0 then
+    redis.call('ZADD', KEYS[2], lease, ARGV[3] .. '|' .. ARGV[i + 1] .. '|' .. n)
+  end
+  numbers[i - 2] = n
+end
+return numbers
+"""
+"""KEYS: the progress hash, the leases set, then each participant's attempts counter;
+ARGV: the progress JSON object without ``attempt`` (each new attempt number is added to
+it), the ms the attempts' leases lapse (0: no lease), the run id, then each participant
+(ARGV[i + 1] goes with KEYS[i]). Returns the new attempt numbers, in order."""
+
+_PUT_OUTCOME = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+  return false
+end
+return redis.call('GET', KEYS[1])
+"""
+"""KEYS: the outcome, the answer, the progress hash; ARGV: the outcome JSON, the answer,
+the participant, its progress JSON. Nil when stored, else the outcome already stored."""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """One participant's terminal write: its outcome, the verbatim answer archived with
+    it, and the progress shown once it is stored (see :meth:`RunStore.put_outcomes`)."""
+
+    outcome: ParticipantOutcome
+    answer: str
+    progress: Progress
+
+
+WAKE_TTL_S = 24 * 3600
+"""Seconds a run's wake list lives after its last push (a waiter that never came)."""
+
+_WAIT_READ = """
+local status = redis.call('HGET', KEYS[1], 'status')
+return {status or false, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+"""
+"""KEYS: the run hash, its progress hash, its recorded counts. What the waiting CLI reads
+after each wake, in one command: the status, every progress, every count."""
+
+
+def wake(pipe: redis.client.Pipeline, keys: Keys, run_id: str) -> None:
+    """Queue the push that wakes the run's waiting CLI (at most one element is kept)."""
+    key = keys.run_wake(run_id)
+    pipe.rpush(key, b"1")
+    pipe.ltrim(key, -1, -1)
+    pipe.expire(key, WAKE_TTL_S)
+
+
+class RunProgress:
+    """Record and read how a run's participants are doing (a part of
+    :class:`~workers.stores.runs.RunStore`, whose client and keys it uses)."""
+
+    _r: RedisClient
+    _keys: Keys
+
+    # -- progress and outcomes --------------------------------------------------------------
+    def set_progress(self, run_id: str, participant: str, progress: Progress) -> None:
+        """Record a participant's progress (and wake the waiting CLI)."""
+        pipe = self._r.pipeline(transaction=False)
+        pipe.hset(self._keys.run_state(run_id), participant, progress.model_dump_json())
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
+
+    def set_progress_many(self, run_id: str, progress: Mapping[str, Progress]) -> None:
+        """Record several participants' progress (participant → Progress) in one HSET
+        (and wake the waiting CLI), one round trip."""
+        if progress:
+            pipe = self._r.pipeline(transaction=False)
+            pipe.hset(
+                self._keys.run_state(run_id),
+                mapping={p: s.model_dump_json() for p, s in progress.items()},
+            )
+            wake(pipe, self._keys, run_id)
+            pipe.execute()
+
+    def wait_read(
+        self, run_id: str
+    ) -> tuple[RunStatus | None, dict[str, Progress], dict[str, int]]:
+        """The status, every participant's progress and every recorded count, in ONE
+        command (a script): what the waiting CLI reads after each wake."""
+        k = self._keys
+        status, states, counts = self._r.eval(
+            _WAIT_READ, 3, k.run(run_id), k.run_state(run_id), k.run_recorded(run_id)
+        )
+        progress = {
+            states[i].decode(): Progress.model_validate_json(states[i + 1])
+            for i in range(0, len(states), 2)
+        }
+        recorded = {counts[i].decode(): int(counts[i + 1]) for i in range(0, len(counts), 2)}
+        return (status.decode() if status else None), progress, recorded
+
+    def wait_wake(self, run_id: str, timeout_s: float) -> bool:
+        """Block until the run's wake list is pushed or ``timeout_s`` passes (BLPOP);
+        whether it was pushed."""
+        key = self._keys.run_wake(run_id)
+        return self._r.blpop([key], timeout=max(timeout_s, 0.01)) is not None
+
+    def poke(self, run_id: str) -> None:
+        """Wake the run's waiting CLI (it reads the run again)."""
+        pipe = self._r.pipeline(transaction=False)
+        wake(pipe, self._keys, run_id)
+        pipe.execute()
+
+    def start_attempts(
+        self, run_id: str, participants: Sequence[str], started_ms: int, lease_ms: int = 0
+    ) -> dict[str, int]:
+        """Start a new attempt of each participant, in one round trip (one script call).
+
+        Per participant, atomically: INCR its attempts counter (the counter
+        :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
+        counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
+        that attempt number, and, when ``lease_ms`` > 0, give the attempt a lease lapsing
+        at ``started_ms + lease_ms`` (:mod:`workers.execution.leases`). Returns participant → the
+        attempt number (1, 2, …).
+        """
+        k = self._keys
+        body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
+        shown = body.model_dump_json(exclude={"attempt"})
+        ids = list(participants)
+        if not ids:
+            return {}
+        keys = [k.run_state(run_id), k.leases(), *(k.run_attempts(run_id, p) for p in ids)]
+        lapse = started_ms + lease_ms if lease_ms > 0 else 0
+        pipe = self._r.pipeline(transaction=False)
+        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, lapse, run_id, *ids)
+        wake(pipe, self._keys, run_id)
+        numbers = pipe.execute()[0]
+        return {p: int(n) for p, n in zip(ids, numbers, strict=True)}
+
+    def progress(self, run_id: str) -> dict[str, Progress]:
+        """Every participant's progress (participant → Progress)."""
+        raw = self._r.hgetall(self._keys.run_state(run_id))
+        return {k.decode(): Progress.model_validate_json(v) for k, v in raw.items()}
+
+    def put_outcome(self, run_id: str, outcome: ParticipantOutcome, answer: str) -> bool:
+        """Store the outcome if none is stored yet (first terminal result wins).
+
+        Returns True when this call stored it. The verbatim answer is archived with it.
+        """
+        k = self._keys
+        stored = self._r.set(
+            k.run_outcome(run_id, outcome.participant), outcome.model_dump_json(), nx=True
+        )
+        if stored:
+            self._r.set(k.run_answer(run_id, outcome.participant), answer.encode("utf-8"))
+        return bool(stored)
+
+    def put_outcomes(
+        self, run_id: str, settled: Sequence[Settled], leases: Sequence[str] = ()
+    ) -> dict[str, ParticipantOutcome]:
+        """Store each outcome unless one is stored (first terminal result wins), in one
+        pipelined round trip; the same rule as :meth:`put_outcome`.
+
+        Per participant, atomically: SET NX the outcome; when this call stored it, also
+        archive the answer and record ``progress``. Returns, for each participant whose
+        outcome was ALREADY stored, that kept outcome (the caller shows its progress);
+        participants absent from the result were stored by this call. ``leases``: lease
+        members (:meth:`Keys.lease_member`) ended in the same round trip.
+        """
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        if leases:
+            pipe.zrem(k.leases(), *leases)
+        for s in settled:
+            p = s.outcome.participant
+            pipe.eval(
+                _PUT_OUTCOME,
+                3,
+                k.run_outcome(run_id, p),
+                k.run_answer(run_id, p),
+                k.run_state(run_id),
+                s.outcome.model_dump_json(),
+                s.answer.encode("utf-8", errors="replace"),
+                p,
+                s.progress.model_dump_json(),
+            )
+        wake(pipe, k, run_id)
+        replies = pipe.execute()[1 if leases else 0 : -3]
+        return {
+            s.outcome.participant: ParticipantOutcome.model_validate_json(kept)
+            for s, kept in zip(settled, replies, strict=True)
+            if kept is not None
+        }
+
+    def outcome(self, run_id: str, participant: str) -> ParticipantOutcome | None:
+        """The stored outcome of a participant, if it settled."""
+        raw = self._r.get(self._keys.run_outcome(run_id, participant))
+        return ParticipantOutcome.model_validate_json(raw) if raw is not None else None
+
+    def outcomes_many(
+        self, run_id: str, participants: Sequence[str]
+    ) -> dict[str, ParticipantOutcome]:
+        """The stored outcomes of ``participants`` (id → outcome; ids without one are
+        left out), in ONE round trip (MGET), however many participants."""
+        ids = list(participants)
+        if not ids:
+            return {}
+        raws = self._r.mget([self._keys.run_outcome(run_id, p) for p in ids])
+        return {
+            p: ParticipantOutcome.model_validate_json(raw)
+            for p, raw in zip(ids, raws, strict=True)
+            if raw is not None
+        }
+
+    def put_pause(self, run_id: str, participant: str, paused: Paused) -> None:
+        """Keep ``participant``'s conversation paused on a question (``run:{run}:pause:{p}``
+        field ``pause``), dropping an answer an earlier pause was given; the hash gets
+        the run hash's TTL (it lives as long as the run)."""
+        key = self._keys.run_pause(run_id, participant)
+        ttl = self._r.ttl(self._keys.run(run_id))
+        with self._r.pipeline() as pipe:
+            pipe.hset(key, "pause", paused.model_dump_json())
+            pipe.hdel(key, "answer")
+            if ttl > 0:
+                pipe.expire(key, ttl)
+            pipe.execute()
+
+    def pauses(self, run_id: str, participants: Sequence[str]) -> dict[str, Paused]:
+        """The paused conversations of ``participants`` (those that have one)."""
+        pipe = self._r.pipeline(transaction=False)
+        for p in participants:
+            pipe.hget(self._keys.run_pause(run_id, p), "pause")
+        found = pipe.execute()
+        return {
+            p: Paused.model_validate_json(raw)
+            for p, raw in zip(participants, found, strict=True)
+            if raw is not None
+        }
+
+    def resumption(self, run_id: str, participant: str) -> Resumption | None:
+        """``participant``'s paused conversation with the answer it goes on with; None
+        when it has no pause, or its pause has no answer yet."""
+        key = self._keys.run_pause(run_id, participant)
+        paused, answer = self._r.hmget(key, ["pause", "answer"])
+        if paused is None or answer is None:
+            return None
+        return Resumption(
+            paused=Paused.model_validate_json(paused), answer=Answer.model_validate_json(answer)
+        )
+
+    def answer(self, run_id: str, participant: str) -> str | None:
+        """The archived verbatim answer of a participant."""
+        raw = self._r.get(self._keys.run_answer(run_id, participant))
+        return raw.decode("utf-8", errors="replace") if raw is not None else None

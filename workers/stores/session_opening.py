@@ -1,0 +1,144 @@
+"""Opening a run in its session: claiming its participants' ids in the session's
+ledger and writing the run ``open``, all or nothing; and the ledger itself.
+
+Structures (see :mod:`workers.stores.keys`): ``session:{s}:ledger`` (the ledger JSON),
+``session:{s}:open`` (open run → the ids it holds; those count as attributed),
+``session:{s}:runs`` and ``runs`` (the runs, by creation time), ``runs:open``
+(by deadline, for the sweep). A round's claims and the opening of its run are ONE
+optimistic transaction (WATCH ledger, attributed ids and open runs; MULTI), so two
+coordinators claiming one id with different meanings cannot both win. Raises
+:class:`~council.errors.IdentityRefused` when a claim is refused.
+
+Source: docs/identity-and-clocks.md "Identity and the ledger"; docs/architecture.md
+"State in Redis".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import redis
+
+from council.model.participant import Identity, Participant, Role
+from council.session.ledger import Ledger
+from workers.stores import RedisClient
+from workers.stores.keys import Keys
+from workers.stores.run_record import RunRecord
+
+RUNS_INDEX_MAX = 10_000
+"""Most runs ``council:runs`` lists; older ones are trimmed at each opening (as are runs
+older than the run retention, whose keys have expired)."""
+
+OPEN_TTL_CAP_S = 30 * 24 * 3600
+"""The longest a run's deadline counts toward its keys' TTL at opening (30 days)."""
+
+
+class SessionOpening:
+    """Open runs in a session and keep its ledger (a part of
+    :class:`~workers.stores.sessions.SessionStore`, whose client, keys and retentions it
+    uses)."""
+
+    _r: RedisClient
+    _keys: Keys
+    _session_ttl: int
+    _run_ttl: int
+
+    def open_run(
+        self, record: RunRecord, claims: Sequence[tuple[Role, Participant]], now_ms: int
+    ) -> list[Identity]:
+        """Claim every participant and write the run record ``open``, all or nothing.
+
+        An id held by another still-open run (deadline not passed) counts as attributed.
+        Raises :class:`~council.errors.IdentityRefused` (nothing written) when a claim is
+        refused.
+        """
+        k, s = self._keys, record.session
+        watched = [k.session_ledger(s), k.session_attributed(s), k.session_open(s)]
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(*watched)
+                    ledger = _load_ledger(pipe.get(k.session_ledger(s)))
+                    attributed = {m.decode() for m in pipe.smembers(k.session_attributed(s))}
+                    stale: list[bytes] = []
+                    for rid, raw in pipe.hgetall(k.session_open(s)).items():
+                        held = json.loads(raw)
+                        if held.get("deadline_ms", 0) > now_ms:
+                            attributed.update(held.get("ids", []))
+                        else:
+                            stale.append(rid)
+                    identities = ledger.claim_round(list(claims), attributed)
+                    pipe.multi()
+                    pipe.set(k.session_ledger(s), ledger.to_json())
+                    if stale:
+                        pipe.hdel(k.session_open(s), *stale)
+                    pipe.hset(
+                        k.session_open(s),
+                        record.run_id,
+                        dumps(
+                            {"ids": [p.id for _, p in claims], "deadline_ms": record.deadline_ms}
+                        ),
+                    )
+                    pipe.hset(
+                        k.run(record.run_id),
+                        mapping={"record": record.model_dump_json(), "status": "open"},
+                    )
+                    pipe.expire(k.run(record.run_id), self.open_ttl_s(record, now_ms))
+                    pipe.zremrangebyscore(
+                        k.runs_index(), "-inf", f"({now_ms - self._run_ttl * 1000}"
+                    )
+                    pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
+                    pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
+                    pipe.zadd(k.runs_open(), {record.run_id: record.deadline_ms})
+                    pipe.zadd(k.runs_undispatched(), {record.run_id: now_ms})
+                    pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
+                    for key in k.session_keys(s):
+                        pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return identities
+                except redis.WatchError:
+                    continue
+
+    def open_ttl_s(self, record: RunRecord, now_ms: int) -> int:
+        """The TTL a run's keys get when it opens: until its deadline (at most
+        :data:`OPEN_TTL_CAP_S` ahead), plus the run retention. A run that never settles
+        still expires; settling sets the retention from then on."""
+        until_deadline = max(0, record.deadline_ms - now_ms) // 1000 + 1
+        return min(until_deadline, OPEN_TTL_CAP_S) + self._run_ttl
+
+    def ledger(self, session: str) -> Ledger:
+        """The session's ledger (empty when none was written)."""
+        return _load_ledger(self._r.get(self._keys.session_ledger(session)))
+
+    def release(self, session: str, participant: str) -> bool:
+        """Free a participant id in the session's ledger (True if it was held)."""
+        key = self._keys.session_ledger(session)
+        with self._r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    ledger = _load_ledger(pipe.get(key))
+                    released = ledger.release(participant)
+                    pipe.multi()
+                    pipe.set(key, ledger.to_json())
+                    pipe.expire(key, self._session_ttl)
+                    pipe.execute()
+                    return released
+                except redis.WatchError:
+                    continue
+
+    def runs(self, session: str, limit: int = 50) -> list[str]:
+        """Run ids of the session, newest first."""
+        return [
+            r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)
+        ]
+
+
+def dumps(value: object) -> str:
+    """Compact JSON for small records."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _load_ledger(raw: bytes | None) -> Ledger:
+    return Ledger.from_json(raw.decode()) if raw else Ledger()
