@@ -52,7 +52,7 @@ from typing import TypeVar
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from council.merging.agreement import THRESHOLD, cluster, relation
+from council.merging.agreement import THRESHOLD, cluster, relation  # noqa: E402
 from council.merging.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
 from council.merging.agreement.pairs import scored_pairs  # noqa: E402
 from council.merging.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402

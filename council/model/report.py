@@ -165,7 +165,8 @@ class CouncilReport(BaseModel):
     """Findings of earlier rounds whose code this round's change edited or removed."""
     carried: tuple[Finding, ...] = ()
     """Findings of earlier rounds still open at this head, which a ``--since-last`` round
-    did not review again (:func:`council.session.earlier_rounds.carry`): listed, written to SARIF and
+    did not review again (:func:`council.session.earlier_rounds.carry`): listed, written to SARIF
+    and
     GitLab, gated, never posted again as line comments. Anchored on this head."""
     cost_usd: float | None = None
     """What the participants' tokens cost in US dollars, summed over those with a price

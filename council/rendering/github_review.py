@@ -10,8 +10,8 @@ The JSON body of ``POST /repos/{owner}/{repo}/pulls/{number}/reviews``::
 
 GitHub refuses the WHOLE review when one comment names a line its diff does not show,
 so a comment is made only from a finding whose anchor landed: a line anchor that
-:func:`council.change.diff.landing` accepts and :func:`council.change.commentable.land` did not list in
-``off_diff``. Everything else goes into the body, never away: change and file anchors
+:func:`council.change.diff.landing` accepts and :func:`council.change.commentable.land` did not
+list in ``off_diff``. Everything else goes into the body, never away: change and file anchors
 (a line comment needs a line), findings not on a changed line, findings seen in an
 earlier round (shown, not posted again), suppressed findings (listed with their
 reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's

@@ -77,7 +77,8 @@ def reviewer_prompts(
 
     ``personas`` maps a participant id to its charter's body (ids without a persona are
     absent); ``notes`` are the round's notes, in the order they are shown. The judge has
-    none here: its prompt is built once the reviewers are filed (:mod:`workers.settling.judge_turn`).
+    none here: its prompt is built once the reviewers are filed
+    (:mod:`workers.settling.judge_turn`).
     """
     return {
         p.id: build_prompt(p, change, change.text, persona_text=personas.get(p.id), notes=notes)

@@ -1,1 +1,2 @@
-"""A session over its rounds: the identity ledger, remembered findings, earlier rounds, the baseline."""
+"""A session over its rounds: the identity ledger, remembered findings, earlier rounds,
+the baseline."""

@@ -79,7 +79,8 @@ def remembered(
 ) -> RoundMemory | None:
     """What the session keeps of a round that settled with ``report`` (None unless it
     completed: :data:`COMPLETED`). ``recall``: the session's memory of findings before
-    it; the round's findings and those it carried go first (:func:`council.session.remembered.recalled`).
+    it; the round's findings and those it carried go first
+    (:func:`council.session.remembered.recalled`).
 
     Why the head is not always marked: a round the gate called incomplete (exit 3: fewer
     than ``quorum`` heard in full) reviewed nothing for sure; marking its head reviewed

@@ -1,4 +1,5 @@
-"""Unit tests for the diff model (council.change.diff): reading git diff text, filtering, landing."""
+"""Unit tests for the diff model (council.change.diff): reading git diff text, filtering,
+landing."""
 
 from __future__ import annotations
 

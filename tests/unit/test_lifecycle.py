@@ -136,7 +136,12 @@ def test_stores_import_no_domain_rules(module: str) -> None:
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    forbidden = {"council.round.filing", "council.change.commentable", "council.round.gate", "council.merging.consolidation"}
+    forbidden = {
+        "council.round.filing",
+        "council.change.commentable",
+        "council.round.gate",
+        "council.merging.consolidation",
+    }
     assert not imported & forbidden
 
 

@@ -1,5 +1,6 @@
 """The waiting CLI when no worker takes the run's tasks, and when Redis goes away for a
-while (workers.coordinator.waiting.Waiter, workers.settling.settle.settle_run's ``deadline_passed``).
+while (workers.coordinator.waiting.Waiter, workers.settling.settle.settle_run's
+``deadline_passed``).
 
 A participant no worker ever started fails at the watchdog, naming the queue its task
 waited on; one whose worker was lost keeps its ``worker-lost`` stop. A short Redis outage

@@ -1,4 +1,5 @@
-"""council.session.earlier_rounds: seen, outdated and carried findings across the rounds of a session."""
+"""council.session.earlier_rounds: seen, outdated and carried findings across the rounds of
+a session."""
 
 from __future__ import annotations
 

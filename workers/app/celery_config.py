@@ -114,8 +114,8 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         visibility_timeout=vt,
         result_backend_always_retry=True,
         # A result (and the chord's count) waits out a Redis outage as long as the task's
-        # own writes do (workers/execution/outage_retry.py): retries sleep up to 10 s with full jitter,
-        # 5 s on average, over most of the visibility timeout.
+        # own writes do (workers/execution/outage_retry.py): retries sleep up to 10 s with full
+        # jitter, 5 s on average, over most of the visibility timeout.
         result_backend_max_retries=max(10, int(vt * 0.9 / 5)),
         result_backend_max_sleep_between_retries_ms=10_000,
         redis_socket_keepalive=True,

@@ -234,7 +234,8 @@ def configure_logging(
     """Send structlog and stdlib records, as one JSON object per line, to ``stream``.
 
     ``stream`` defaults to stderr (the real one, when a worker's stderr is a
-    :class:`workers.app.stdio.LineStream`): stdout belongs to the CLI's report. ``json=False`` renders
+    :class:`workers.app.stdio.LineStream`): stdout belongs to the CLI's report. ``json=False``
+    renders
     the same fields for a human (ConsoleRenderer). The root logger gets one handler owned by
     this function (calling again replaces it, so nothing is ever logged twice); handlers
     others installed (pytest's capture) are kept. Loggers are not cached, so

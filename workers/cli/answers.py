@@ -275,7 +275,8 @@ def _resumed(
     show: Progress | None,
     stopped: threading.Event | None,
 ) -> CouncilReport | None:
-    """:func:`~workers.coordinator.resume.resume_askers` with the progress shown and the stop heard."""
+    """``resume_askers`` (:mod:`workers.coordinator.resume`) with the progress shown and the
+    stop heard."""
     try:
         return resume_askers(
             app,

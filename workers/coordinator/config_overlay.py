@@ -6,7 +6,8 @@ coordinator lists the changed files that configure analyzers
 (:func:`council.change.analyzer_config.config_changes`) and reads their BASE versions; the run
 ships them beside the head tree (``run:{run}:config``), and a worker lays them over its
 copy of the tree for each program reviewer with ``config_from = "base"`` (the default):
-:meth:`workers.execution.unpacked_trees.TreeCache.overlaid`. Model reviewers read the head tree as it is.
+:meth:`workers.execution.unpacked_trees.TreeCache.overlaid`. Model reviewers read the head tree as
+it is.
 
 The shipped files, field → bytes (a Redis hash)::
 

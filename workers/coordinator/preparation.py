@@ -4,10 +4,10 @@ The reads come first, in the design's order (docs/architecture.md "The shape"): 
 TRUSTED roster, from the base ref, never the head under review; the filtered change (its
 likely secrets found and masked, :mod:`council.change.secret_masks`); the
 programs and persona charters the roster names (trusted like it, so read where it is:
-:mod:`workers.coordinator.trusted_inputs`) and the base files its ``args`` name (:mod:`workers.coordinator.program_args`);
-the base's side of the analyzer configuration the change edits
-(:mod:`workers.coordinator.config_overlay`); the head tree. Then :mod:`council.roster.round_roster` builds the
-round from what was read, purely.
+:mod:`workers.coordinator.trusted_inputs`) and the base files its ``args`` name
+(:mod:`workers.coordinator.program_args`); the base's side of the analyzer configuration the change
+edits (:mod:`workers.coordinator.config_overlay`); the head tree. Then
+:mod:`council.roster.round_roster` builds the round from what was read, purely.
 Nothing is sent: :func:`prepare` returns a :class:`Round`, which :mod:`workers.coordinator.dispatch`
 opens and sends and :mod:`workers.coordinator.waiting` waits for.
 """
@@ -306,7 +306,8 @@ def _check_options(lineup: Lineup) -> None:
 
 def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
     """Where replay files resolve: beside an explicit roster. Without one the relative
-    files are read from the BASE tree instead (:func:`~workers.coordinator.replay_recordings.recorded_lineup`),
+    files are read from the BASE tree instead
+    (:func:`~workers.coordinator.replay_recordings.recorded_lineup`),
     never from the repository's working directory, which is the change under review."""
     return options.roster.resolve().parent if options.roster is not None else repo.path
 

@@ -4,10 +4,10 @@ Why: a roster (trusted, from the base) may run ``program = "python3"`` with ``ar
 ["tools/rev.py"]``; the program runs in the change's tree, so the interpreter would open
 the pull request's ``tools/rev.py``: the change would choose what its reviewer runs. So
 an ``args`` entry that names a file of the base tree is shipped with the run, like a
-relative ``program`` (:func:`workers.coordinator.trusted_inputs.read_programs`): the coordinator reads its
-bytes at the base, the worker writes them under the run's private directory
-(:meth:`workers.execution.unpacked_trees.TreeCache.arg_files`) and the program gets that file's path in
-place of the entry.
+relative ``program`` (:func:`workers.coordinator.trusted_inputs.read_programs`): the coordinator
+reads its bytes at the base, the worker writes them under the run's private directory
+(:meth:`workers.execution.unpacked_trees.TreeCache.arg_files`) and the program gets that file's
+path in place of the entry.
 
 Which entries are paths: relative ones, not starting with ``-``, holding a ``/`` or a
 ``.`` (``tools/rev.py``, ``./check``, ``setup.cfg``; a bare word such as ``check`` is a

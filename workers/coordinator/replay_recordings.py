@@ -2,8 +2,8 @@
 
 A replay reviewer names an ``answer`` file (and maybe a ``journal``). A relative path is
 configuration, so it resolves like a relative ``program`` (see
-``workers.coordinator.trusted_inputs.read_programs``): beside an explicit ``--roster`` file, else in the
-BASE tree, never in the working directory, which in CI is the pull request's checkout
+``workers.coordinator.trusted_inputs.read_programs``): beside an explicit ``--roster`` file, else
+in the BASE tree, never in the working directory, which in CI is the pull request's checkout
 (a change could otherwise commit the answer its own review gives). The base-tree texts
 travel with the participant as ``options["recorded"]`` (:data:`RECORDED`), so a worker
 on another host reads nothing from disk. Source: issue "The change under review is

@@ -7,8 +7,8 @@ baseline (an unreadable one is exit 2 here). Once the run's runtime is up, befor
 run opens: the interdiff since the last reviewed head, the baseline text and whether the
 round carries the earlier open findings are stored on the run
 (:meth:`workers.stores.runs.RunStore.put_session_inputs`), for settling to mark the
-round with (:mod:`workers.settling.session_marks`). With ``--since-last`` and no new change, no round
-runs: :meth:`RoundPlan.carried_report` reports the open findings, which still gate.
+round with (:mod:`workers.settling.session_marks`). With ``--since-last`` and no new change, no
+round runs: :meth:`RoundPlan.carried_report` reports the open findings, which still gate.
 Source: issue "CI outputs that forges accept".
 """
 

@@ -6,7 +6,8 @@ run's share once and a single review (``council.review_participant``) does it fo
 with the same code and the same result:
 
 * :func:`run_share` — what every participant of a run shares on this worker: the
-  unpacked head tree (once per run per worker, see :class:`~workers.execution.unpacked_trees.TreeCache`)
+  unpacked head tree (once per run per worker, see
+  :class:`~workers.execution.unpacked_trees.TreeCache`)
   and the change's added lines (the diff parsed once).
 * :func:`build_request` — one participant's request over that share: its journal sink
   (appends go straight to Redis), its program, environment, key, rate limiter, cancel
@@ -256,7 +257,8 @@ def _lines(tree: Path | None, path: str) -> list[str] | None:
 
 def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]:
     """What lays the tree models' tools read over ``tree`` (overlay fields, see
-    :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`), so that no secret of ``secrets`` is in it:
+    :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`), so that no secret of ``secrets``
+    is in it:
 
     * a file holding secrets is written masked (:func:`~council.change.secret_masks.masked_file`);
     * a withheld file (an excluded file too big to scan) holds only
@@ -342,7 +344,8 @@ def build_request(
     private directory. A program reviewer that reads the base's analyzer configuration
     (:func:`~workers.coordinator.config_overlay.reads_base_config`) works in the tree with the
     base's versions of the configuration files the change edits laid over it
-    (:meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`, once per run on this worker); every
+    (:meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`, once per run on this worker);
+    every
     other participant in the head tree, a model's with the change's likely secrets
     masked (so its tools cannot read them: :func:`_masked_files`); journal entries are
     masked before they are stored. A program reviewer is given the changed paths as its

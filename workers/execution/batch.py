@@ -7,11 +7,11 @@ round trips, made Celery's bookkeeping and the GIL the bottleneck. A batch is on
 its reviews run concurrently on the process's stream loop
 (:func:`reviewers.models.stream_loop.stream_loop`), and its Redis I/O is batched.
 
-Per participant the semantics are :func:`workers.execution.participant_attempt.review`'s, using the same rules
-(imported from there) and the same request (:mod:`workers.execution.backend_request`): the protocol check;
-a stored outcome is kept and its backend not run (so a redelivered batch re-runs only the
-participants without an outcome); a new attempt number; progress ``running`` then the
-terminal state; every attempt's journal folded by ``harvest_outcome``; the first stored
+Per participant the semantics are :func:`workers.execution.participant_attempt.review`'s, using the
+same rules (imported from there) and the same request (:mod:`workers.execution.backend_request`):
+the protocol check; a stored outcome is kept and its backend not run (so a redelivered batch
+re-runs only the participants without an outcome); a new attempt number; progress ``running`` then
+the terminal state; every attempt's journal folded by ``harvest_outcome``; the first stored
 outcome wins (SET NX); a missing entry or a crashing backend fails that participant only,
 never the batch; log lines about a participant carry its ``run_id``, ``session``,
 ``participant`` and ``attempt``, and each gets its ``review_finished`` line.
@@ -305,7 +305,8 @@ def _settle_group(
     """Settle every finished review of ``group`` together: one read of their journals,
     the pure fold per participant (each result's secret values masked first), one write
     of their outcomes and progress. Each step rides out a Redis outage until ``until``
-    (:func:`~workers.execution.participant_attempt.store_outcome`); the entries ``sinks`` held during one are
+    (:func:`~workers.execution.participant_attempt.store_outcome`); the entries ``sinks`` held
+    during one are
     stored first; the attempts' ``leases`` (participant → attempt) end with the
     outcomes' write."""
     run_id = record.run_id

@@ -151,7 +151,8 @@ class TreeCache:
         """Write the base-tree files a participant's ``args`` name; index → path.
 
         ``files`` maps ``"<index>:<mode>:<path>"`` (mode ``755`` or ``644``, the path as
-        the roster wrote it; see :func:`workers.coordinator.program_args.base_arg_files`) to the bytes.
+        the roster wrote it; see :func:`workers.coordinator.program_args.base_arg_files`) to the
+        bytes.
         Each is written under the run's directory with the file's own name, so a program
         that looks at the name or the extension (an interpreter, ``ruff``) still sees it.
         A key of another shape is skipped. Raises ``OSError`` when a file cannot be written.

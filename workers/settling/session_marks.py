@@ -4,11 +4,13 @@ suppressed.
 Settling builds the round's report from the outcomes and lands it on the diff; this
 module then reads what the session remembers and applies the pure rules:
 
-* :func:`council.session.earlier_rounds.mark_round` — ``seen`` from the fingerprints completed rounds
+* :func:`council.session.earlier_rounds.mark_round` — ``seen`` from the fingerprints completed
+  rounds
   reported (``session:{s}:fingerprints``), ``outdated`` from the findings still open
   after the last completed run (``session:{s}:reviewed``) checked on the interdiff the
   CLI stored (``run:{id}:since``);
-* :func:`council.session.earlier_rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``), those
+* :func:`council.session.earlier_rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``),
+  those
   open findings the interdiff did not touch, nobody dismissed or baselined, and the
   round did not raise again: they still stand, and gate;
 * :func:`council.session.baseline.suppress` — the session's dismissals

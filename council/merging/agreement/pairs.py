@@ -124,7 +124,8 @@ def scored_pairs(
 
     ``terms`` (term ids), ``places``, ``reviewer`` (a reviewer number per finding) and
     ``norms`` are aligned with the findings; ``squared`` weighs every term id used and
-    ``used`` counts the findings using it (:class:`~council.merging.agreement.relation.Vocabulary`). Time
+    ``used`` counts the findings using it
+    (:class:`~council.merging.agreement.relation.Vocabulary`). Time
     and memory linear in the number of findings (see the module docstring). Never raises.
     """
     reviewers = len(set(reviewer))
