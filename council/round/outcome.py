@@ -9,13 +9,21 @@ Source: docs/harvest.md §5 (every attempt's journal is folded), §7 (stops are 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from council.evidence import ScriptRow
 from council.evidence.policy import UnverifiedPolicy, turn_of, with_evidence
-from council.harvest import ANSWER_MAX_ENTRIES, JournalCaps, fold_journal, harvest, read_journal
+from council.harvest import (
+    ANSWER_MAX_ENTRIES,
+    DEFAULT_CAPS,
+    JournalCaps,
+    fold_journal,
+    harvest,
+    read_journal,
+)
 from council.model.backend_result import ReviewResult, Stop, Usage
 from council.model.findings import Harvest, Read, Warning
 from council.model.participant import Role
@@ -137,19 +145,37 @@ class ParticipantOutcome(BaseModel):
     failure ("stdout was over … the middle was dropped"), for the report."""
 
 
+@dataclass(frozen=True)
+class ReadingPolicy:
+    """How a run's answers and journals are read into outcomes: one value per run, so a
+    worker folding an attempt and the settling folding a lost one read alike.
+
+    ``read``: the commit the reviewers read, stamped on every anchor (None: no witness);
+    ``caps``: the journal's reading caps (docs/harvest.md §5); ``answer_max_entries``:
+    the answer's (§6); ``unverified_scripts``: the policy for a critical finding whose
+    shown script did not run this turn (:mod:`council.evidence.policy`).
+    """
+
+    read: Read | None = None
+    caps: JournalCaps = DEFAULT_CAPS
+    answer_max_entries: int = ANSWER_MAX_ENTRIES
+    unverified_scripts: UnverifiedPolicy = "demote"
+
+
+DEFAULT_READING = ReadingPolicy()
+"""The defaults of every cap and policy, with no witness (tests, one-off readings)."""
+
+
 def harvest_outcome(
     participant: str,
     role: Role,
     result: ReviewResult | None,
     journals: Sequence[Sequence[str | bytes]],
     *,
-    read: Read | None = None,
-    caps: JournalCaps | None = None,
-    answer_max_entries: int = ANSWER_MAX_ENTRIES,
+    policy: ReadingPolicy = DEFAULT_READING,
     attempts: int = 1,
     lost: Stop | None = None,
     scripts: Sequence[Sequence[ScriptRow]] | None = None,
-    unverified_scripts: UnverifiedPolicy = "demote",
 ) -> ParticipantOutcome:
     """Harvest one participant's answer and fold every attempt's journal into its outcome.
 
@@ -160,7 +186,7 @@ def harvest_outcome(
     stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
     ``judge`` the journal is read only when its answer could not be read at all
     (docs/harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
-    ``caps`` are the journal's reading caps (§5), ``answer_max_entries`` the answer's (§6).
+    ``policy`` says how answer and journal are read (:class:`ReadingPolicy`).
 
     Rules: a failure keeps no answer findings but still files its journal (a reviewer
     that wrote things down before its program crashed worked); a stop replaces the
@@ -169,19 +195,20 @@ def harvest_outcome(
     ``scripts`` (None: the participant can run no script) lists the script rows of each
     attempt, in attempt order: every finding's discussion is matched against the rows of
     attempt ``attempts`` (this turn; the earlier ones are only counted) and carries its
-    ``evidence``; ``unverified_scripts`` is the policy for a critical finding whose shown
-    script did not run this turn (:mod:`council.evidence.policy`;
-    docs/evidence-and-asks.md §1).
+    ``evidence``, held to ``policy.unverified_scripts`` (docs/evidence-and-asks.md §1).
     """
+    read = policy.read
     entries: list[str | bytes] = [raw for attempt in journals for raw in attempt]
-    reading = read_journal(entries, caps or JournalCaps())
+    reading = read_journal(entries, policy.caps)
     if result is None:
         stop: Stop | None = lost or Stop(limit="worker-lost")
         answer, failure, duration_ms = "", None, 0
     else:
         stop, answer, failure = result.stop, result.answer, result.failure
         duration_ms = result.duration_ms
-    answered = harvest("" if failure is not None else answer, read, max_entries=answer_max_entries)
+    answered = harvest(
+        "" if failure is not None else answer, read, max_entries=policy.answer_max_entries
+    )
     if role == "judge" and not _unreadable(answered):
         # A judge's answer is its decision, even an empty one; its journal is only a
         # fallback for an answer that could not be read at all (docs/harvest.md §8).
@@ -189,7 +216,7 @@ def harvest_outcome(
     else:
         folded = fold_journal(answered, reading, read)
     if scripts is not None:
-        folded = with_evidence(folded, turn_of(scripts, attempts), unverified_scripts)
+        folded = with_evidence(folded, turn_of(scripts, attempts), policy.unverified_scripts)
     status: Status = "failed" if failure is not None else "stopped" if stop else "answered"
     if status == "answered" and result is not None and result.paused is not None:
         status = "asking"

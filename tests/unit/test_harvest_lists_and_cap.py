@@ -24,8 +24,16 @@ from council.model.findings import FileAnchor
 from council.model.participant import Participant
 from council.rendering.markdown import render_markdown
 from council.round.filing import RoundFacts, conclude_round, round_status
-from council.round.outcome import harvest_outcome, heard_in_full, read_in_part_code
+from council.round.outcome import (
+    ReadingPolicy,
+    harvest_outcome,
+    heard_in_full,
+    read_in_part_code,
+)
 from workers.app.settings import Settings
+
+TWO = ReadingPolicy(answer_max_entries=2)
+"""A reading cap of two entries an answer."""
 
 
 def _entries(count: int, start: int = 0) -> list[dict[str, object]]:
@@ -172,9 +180,7 @@ def test_over_cap_is_heard_in_part_and_survives_a_stop() -> None:
     """A cut the harvest made is never silent: the reviewer is read in part (not heard
     in full, not counted for the quorum), and a stop does not hide the over-cap."""
     answer = json.dumps({"findings": _entries(3)})
-    capped = harvest_outcome(
-        "hawk", "reviewer", ReviewResult(answer=answer), [], answer_max_entries=2
-    )
+    capped = harvest_outcome("hawk", "reviewer", ReviewResult(answer=answer), [], policy=TWO)
     assert len(capped.harvest.findings) == 2
     assert read_in_part_code(capped) == "over-cap"
     assert not heard_in_full(capped)
@@ -185,7 +191,7 @@ def test_over_cap_is_heard_in_part_and_survives_a_stop() -> None:
         "reviewer",
         ReviewResult(answer=answer, stop=Stop(limit="idle")),
         [],
-        answer_max_entries=2,
+        policy=TWO,
     )
     assert [w.code for w in stopped.harvest.warnings] == ["over-cap", "stopped"]
 
@@ -195,9 +201,7 @@ def test_the_report_says_the_answer_was_over_the_cap() -> None:
     people = [Participant(id="hawk", backend="replay")]
     answer = json.dumps({"findings": _entries(3)})
     outcomes = {
-        "hawk": harvest_outcome(
-            "hawk", "reviewer", ReviewResult(answer=answer), [], answer_max_entries=2
-        )
+        "hawk": harvest_outcome("hawk", "reviewer", ReviewResult(answer=answer), [], policy=TWO)
     }
     status = round_status(people, outcomes)
     _, report = conclude_round(

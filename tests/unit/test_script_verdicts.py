@@ -16,7 +16,7 @@ from council.model.backend_result import ReviewResult
 from council.model.findings import Origin, canonical
 from council.model.participant import Participant
 from council.roster import parse_roster
-from council.round.outcome import harvest_outcome
+from council.round.outcome import ReadingPolicy, harvest_outcome
 
 FIRST = "import sys\nprint(len(sys.argv))\nsys.exit(1)"
 SECOND = "print('fine')"
@@ -64,7 +64,7 @@ def _outcome(rows: list[tuple[ScriptRow, ...]], attempts: int, policy: str = "de
         [],
         attempts=attempts,
         scripts=rows,
-        unverified_scripts=policy,  # type: ignore[arg-type]
+        policy=ReadingPolicy(unverified_scripts=policy),  # type: ignore[arg-type]
     )
 
 

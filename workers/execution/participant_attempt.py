@@ -29,7 +29,7 @@ from council.model.backend_result import ReviewResult
 from council.model.findings import Read
 from council.model.participant import Participant
 from council.round.lifecycle import allows
-from council.round.outcome import ParticipantOutcome, harvest_outcome
+from council.round.outcome import ParticipantOutcome, ReadingPolicy, harvest_outcome
 from reviewers import reviewer_for
 from workers.app.clock import now_ms
 from workers.app.logging import redact_text
@@ -133,11 +133,21 @@ def fold_attempt(
         participant.role,
         result,
         journals,
-        read=Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned"),
-        caps=JournalCaps(rt.settings.journal_max_entries, rt.settings.journal_max_entry_bytes),
-        answer_max_entries=rt.settings.answer_max_entries,
+        policy=reading_policy(rt, record),
         attempts=attempt,
         scripts=script_rows(rt, record.run_id, participant, attempt),
+    )
+
+
+def reading_policy(rt: Runtime, record: RunRecord) -> ReadingPolicy:
+    """How ``record``'s answers and journals are read: the commit its reviewers read (or
+    why none was pinned), the settings' reading caps, its ``[policy] unverified_scripts``.
+    The one place it is built, for a worker's fold and the settling's alike."""
+    settings = rt.settings
+    return ReadingPolicy(
+        read=Read(witness=record.witness) if record.witness else Read(unpinned="no tree pinned"),
+        caps=JournalCaps(settings.journal_max_entries, settings.journal_max_entry_bytes),
+        answer_max_entries=settings.answer_max_entries,
         unverified_scripts=record.unverified_scripts,
     )
 

@@ -24,9 +24,8 @@ from council.asks.pending import PendingAsk
 from council.change.commentable import land
 from council.change.diff import parse_diff
 from council.change.diff_filter import apply_filter, parse_filter
-from council.harvest import JournalCaps
 from council.model.backend_result import ReviewResult, Stop
-from council.model.findings import Finding, Read
+from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
 from council.model.participant import Participant
 from council.model.report import CouncilReport, RunStatus
@@ -38,7 +37,7 @@ from council.session.earlier_rounds import remembered
 from workers.app.celery_config import queue_for
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
-from workers.execution.participant_attempt import script_rows
+from workers.execution.participant_attempt import reading_policy, script_rows
 from workers.settling.session_marks import session_marks
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
@@ -240,21 +239,15 @@ class _Hearing:
         unstarted = (
             self.deadline_passed and attempts == 0 and (shown is None or shown.state == "pending")
         )
-        witness = self.record.witness
         made = harvest_outcome(
             p.id,
             p.role,
             ReviewResult(failure=never_started(p)) if unstarted else None,
             self.rt.journals.read_all(run_id, p.id),
-            read=Read(witness=witness) if witness else Read(unpinned="no tree pinned"),
-            caps=JournalCaps(
-                self.rt.settings.journal_max_entries, self.rt.settings.journal_max_entry_bytes
-            ),
-            answer_max_entries=self.rt.settings.answer_max_entries,
+            policy=reading_policy(self.rt, self.record),
             attempts=attempts,
             lost=self.lost,
             scripts=script_rows(self.rt, run_id, p, attempts),
-            unverified_scripts=self.record.unverified_scripts,
         )
         log.warning(
             "participant_never_started" if unstarted else "participant_settled_without_outcome",
