@@ -180,6 +180,22 @@ class _Hearing:
         ``--since-last`` the round's own change is only the new commits, and a finding
         still open on the pull request's code must keep gating)."""
 
+    def facts(self, *notes: str) -> RoundFacts:
+        """What the report says of the run besides its outcomes, from its record, with
+        ``notes`` after the record's own (why it was abandoned, what it waits on)."""
+        record = self.record
+        return RoundFacts(
+            run_id=record.run_id,
+            session=record.session,
+            repository=record.repository,
+            base=record.base,
+            head=record.head,
+            mode=record.mode,
+            notes=(*record.notes, *notes),
+            created_ms=record.created_ms,
+            prices=record.prices,
+        )
+
     def finish(self, report: CouncilReport) -> CouncilReport:
         """A filed report landed on the diff, marked against the session, filtered
         (``--filter``, the head tree's paths: :mod:`council.change.diff_filter`) and held to
@@ -273,7 +289,6 @@ ASKING_EVENTS: frozenset[Event] = frozenset({"reviewers_settled", "worker_lost",
 def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     """Apply ``event`` to an ``open`` run: file the reviewers' findings (interim when the
     run goes on to its judge), or wait on the questions reviewers put to a person."""
-    record = heard.record
     outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
     asking = [p.id for p in heard.reviewers if outcomes[p.id].status == "asking"]
     if asking and event in ASKING_EVENTS:
@@ -281,17 +296,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
     judge = heard.judge is not None
     plain = step("open", event, judge=judge, whole="whole" if whole else "in part")
-    facts = RoundFacts(
-        run_id=record.run_id,
-        session=record.session,
-        repository=record.repository,
-        base=record.base,
-        head=record.head,
-        mode=record.mode,
-        notes=(*record.notes, ABANDONED_NOTE) if event == "abandoned" else record.notes,
-        created_ms=record.created_ms,
-        prices=record.prices,
-    )
+    facts = heard.facts(ABANDONED_NOTE) if event == "abandoned" else heard.facts()
     settled_at = now_ms()
     answered = heard.answered_asks()
 
@@ -330,17 +335,7 @@ def _wait_on_askers(
     pauses = heard.rt.runs.pauses(record.run_id, asking)
     asks = tuple(pending(record.run_id, pid, pauses[pid]) for pid in asking if pid in pauses)
     transition = step("open", "reviewers_asked")
-    facts = RoundFacts(
-        run_id=record.run_id,
-        session=record.session,
-        repository=record.repository,
-        base=record.base,
-        head=record.head,
-        mode=record.mode,
-        notes=(*record.notes, ASKED_NOTE),
-        created_ms=record.created_ms,
-        prices=record.prices,
-    )
+    facts = heard.facts(ASKED_NOTE)
     at = now_ms()
 
     def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
