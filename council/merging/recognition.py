@@ -140,7 +140,7 @@ def _tellings(finding: Finding, read: Reader) -> list[Telling]:
     reviewer's: a rewording may agree with any of them)."""
     told: list[Telling] = [(read(finding), place_of(finding))]
     for m in finding.members or ():
-        member = Finding(anchor=m.anchor, label=m.label, subject=m.subject, discussion=m.discussion)
+        member = m.as_finding()
         told.append((read(member), place_of(member)))
     return told
 

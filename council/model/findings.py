@@ -144,6 +144,10 @@ class Origin(_Canonical):
     participant: str | None = None
 
 
+_MEMBER_ONLY = frozenset({"participant", "evidence"})
+"""The fields of a :class:`Member` that :meth:`Member.as_finding` does not carry."""
+
+
 class Member(_Canonical):
     """One reviewer's own telling of a consolidated finding (docs/harvest.md §8).
 
@@ -162,6 +166,14 @@ class Member(_Canonical):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     evidence: tuple[Verdict, ...] | None = None
     """The script verdicts of this telling's shown blocks, as its finding had them."""
+
+    def as_finding(self) -> Finding:
+        """The telling as a finding of its own: what it said, where, how severe and sure,
+        and its origin; no id, raisers or agreement. Why one conversion: a judge's split,
+        recognition and ``council consolidate`` each read a telling back as a finding.
+        ``evidence`` is not carried: a finding's verdicts are set by its outcome, never
+        read back (:class:`Finding`)."""
+        return Finding(**{name: value for name, value in self if name not in _MEMBER_ONLY})
 
 
 class Agreement(_Canonical):

@@ -238,25 +238,13 @@ def _from_report(text: str) -> list[Told]:
 def _tellings(finding: Finding) -> list[tuple[str, Finding]]:
     """A report's finding back as each reviewer told it (members, else itself)."""
     if finding.members:
-        return [(m.participant, _as_telling(m)) for m in finding.members]
+        return [(m.participant, m.as_finding()) for m in finding.members]
     origin = finding.origin
     who = origin.participant if origin is not None and origin.participant else "hand"
     bare = finding.model_copy(
         update={"id": None, "raised_by": None, "members": None, "agreement": None}
     )
     return [(who, bare)]
-
-
-def _as_telling(member: Member) -> Finding:
-    return Finding(
-        anchor=member.anchor,
-        label=member.label,
-        subject=member.subject,
-        discussion=member.discussion,
-        origin=member.origin,
-        severity=member.severity,
-        confidence=member.confidence,
-    )
 
 
 def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:

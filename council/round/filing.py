@@ -406,16 +406,7 @@ def _match_verdicts(
         heard = max(heard, match.agreement.n if match.agreement is not None else 1)
     new = [_taking(f, left, heard) for f in new]
     for member in left:
-        alone = Finding(
-            anchor=member.anchor,
-            label=member.label,
-            subject=member.subject,
-            discussion=member.discussion,
-            origin=member.origin,
-            severity=member.severity,
-            confidence=member.confidence,
-        )
-        new.append(alone.model_copy(update={"id": first_id + len(new)}))
+        new.append(member.as_finding().model_copy(update={"id": first_id + len(new)}))
     return updated, new
 
 
@@ -426,15 +417,11 @@ def _restates(
     candidates = [f for f in filed if f.id not in updated]
     for f in candidates:
         if says_the_same(f, verdict) or any(
-            says_the_same(_as_finding(m), verdict) for m in f.members or ()
+            says_the_same(m.as_finding(), verdict) for m in f.members or ()
         ):
             return f
     at = best_agreeing(verdict, candidates)
     return candidates[at] if at is not None else None
-
-
-def _as_finding(member: Member) -> Finding:
-    return Finding(anchor=member.anchor, label=member.label, subject=member.subject)
 
 
 def _taking(verdict: Finding, left: list[Member], heard: int) -> Finding:
@@ -463,7 +450,7 @@ def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
     """
     named = verdict.raised_by or ()
     members = list(match.members or ())
-    kept = [m for m in members if m.participant in named or says_the_same(_as_finding(m), verdict)]
+    kept = [m for m in members if m.participant in named or says_the_same(m.as_finding(), verdict)]
     split_off: list[Member] = []
     raisers: list[str | None]
     if members and named and kept and len(kept) < len(members):

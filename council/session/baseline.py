@@ -101,10 +101,8 @@ class BaselineEntry(BaseModel):
     def as_accepted(self) -> Finding:
         """The entry as a finding of its subject, path and severity (what the severity
         check of a match by fingerprint reads), whatever text it kept."""
-        anchor: Anchor = FileAnchor(path=self.path) if self.path else ChangeAnchor()
-        severity = cast(Severity, self.severity) if self.severity in SEVERITIES else None
         subject = self.subject if self.subject.strip() else "(a baseline entry)"
-        return Finding(anchor=anchor, label="issue", subject=subject, severity=severity)
+        return self._finding(subject, "")
 
     def as_finding(self) -> Finding | None:
         """The entry as a finding the agreement relation can read (label ``issue``;
@@ -112,14 +110,15 @@ class BaselineEntry(BaseModel):
         no subject or no discussion (such an entry matches by fingerprint only)."""
         if not self.subject.strip() or not self.discussion.strip():
             return None
+        return self._finding(self.subject, self.discussion)
+
+    def _finding(self, subject: str, discussion: str) -> Finding:
+        """An ``issue`` of ``subject`` and ``discussion`` on the entry's file (or the
+        change), at its severity when it kept a known one."""
         anchor: Anchor = FileAnchor(path=self.path) if self.path else ChangeAnchor()
         severity = cast(Severity, self.severity) if self.severity in SEVERITIES else None
         return Finding(
-            anchor=anchor,
-            label="issue",
-            subject=self.subject,
-            discussion=self.discussion,
-            severity=severity,
+            anchor=anchor, label="issue", subject=subject, discussion=discussion, severity=severity
         )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from council.merging.consolidation import file_findings, merge_across, with_origin
+from council.evidence.verdict import UnmatchedBlock
+from council.merging.consolidation import file_findings, member_of, merge_across, with_origin
 from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
 
 RUN = "run-1"
@@ -202,3 +203,12 @@ def test_file_findings_refuses_misuse(finding: Finding, first_id: int) -> None:
     """No origin, an id already given, or a first id below 1 is a ValueError."""
     with pytest.raises(ValueError):
         file_findings([finding], first_id)
+
+
+def test_a_telling_read_back_is_the_finding_it_was_told_as_but_its_evidence() -> None:
+    """Member.as_finding gives back what member_of kept (text, place, severity,
+    confidence, origin), with no id, raisers or agreement, and never the evidence."""
+    told = _f("hawk", discussion="no with block", severity="critical", confidence=0.8)
+    verdict = UnmatchedBlock(block=1, reason="no-submission-this-turn")
+    back = member_of("hawk", told.model_copy(update={"evidence": (verdict,)})).as_finding()
+    assert back == told
