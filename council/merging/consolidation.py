@@ -9,8 +9,8 @@ Usage::
 
     per_participant = [("hawk", with_origin(hawk_harvest.findings, hawk_origin)),
                        ("owl", with_origin(owl_harvest.findings, owl_origin))]
-    merged = merge_across(per_participant)
-    first_id = store.issue(len(merged))          # INCRBY on session:{session}:issued
+    merged = consolidate(per_participant, heard=["hawk", "owl"])
+    first_id = sessions.next_finding_id(session)   # SessionStore: the counter's next id
     filed = file_findings(merged, first_id)
 
 Source: docs/harvest.md §8; docs/architecture.md (consolidate).

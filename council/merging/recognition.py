@@ -88,8 +88,8 @@ def recognize(
     order = sorted(range(len(earlier)), key=lambda at: _earlier_key(earlier[at]))
     kept = [earlier[at] for at in order]
     read = Reader()
-    new_told = [_tellings(f, read) for f in findings]
-    old_told = [_tellings(f, read) for f in kept]
+    new_told = [_terms_and_places(f, read) for f in findings]
+    old_told = [_terms_and_places(f, read) for f in kept]
     vocabulary = Vocabulary([t for told in (*new_told, *old_told) for t, _ in told])
     new_prints = [fingerprint(f) for f in findings]
     old_prints = [fingerprint(f) for f in kept]
@@ -135,9 +135,9 @@ Telling = tuple[tuple[Term, ...], Place]
 """One telling of a finding as the relation reads it: its terms and its place."""
 
 
-def _tellings(finding: Finding, read: Reader) -> list[Telling]:
-    """The finding's own telling, then each member's (a consolidated finding holds every
-    reviewer's: a rewording may agree with any of them)."""
+def _terms_and_places(finding: Finding, read: Reader) -> list[Telling]:
+    """The terms and place of the finding's own telling, then of each member's (a
+    consolidated finding holds every reviewer's: a rewording may agree with any of them)."""
     told: list[Telling] = [(read(finding), place_of(finding))]
     for m in finding.members or ():
         member = m.as_finding()

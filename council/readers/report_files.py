@@ -227,7 +227,7 @@ def _from_report(text: str) -> list[Told]:
             )
     for finding in report.open_findings:
         entry = report.suppressed.get(finding.id) if finding.id is not None else None
-        for participant, telling in _tellings(finding):
+        for participant, telling in _findings_by_member(finding):
             one = told.setdefault(participant, Told(participant, "report"))
             if entry is not None:
                 one.suppressed[len(one.findings)] = entry
@@ -235,8 +235,9 @@ def _from_report(text: str) -> list[Told]:
     return list(told.values())
 
 
-def _tellings(finding: Finding) -> list[tuple[str, Finding]]:
-    """A report's finding back as each reviewer told it (members, else itself)."""
+def _findings_by_member(finding: Finding) -> list[tuple[str, Finding]]:
+    """``(reviewer, finding)`` for each member of a report's finding, as that reviewer
+    told it; a finding of one telling is its raiser's (else ``hand``'s), bare."""
     if finding.members:
         return [(m.participant, m.as_finding()) for m in finding.members]
     origin = finding.origin

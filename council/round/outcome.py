@@ -66,14 +66,15 @@ def unread_code(outcome: ParticipantOutcome) -> str | None:
 
 
 READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
+"""Answer-level codes meaning the answer was read only up to a break (docs/harvest.md §3.3) or
+up to the reading cap (§6): the entries before it were kept, any after it were never
+read."""
+
 BROKE_OFF_CODES = ("exit-status", "unanalyzed")
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
 ended badly after its answer (``exit-status``), or said it did not analyze some of the
 change (``unanalyzed``: a SARIF analyzer's invocation notifications), so what it would
 have said of the rest is unknown."""
-"""Answer-level codes meaning the answer was read only up to a break (docs/harvest.md §3.3) or
-up to the reading cap (§6): the entries before it were kept, any after it were never
-read."""
 
 
 def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
@@ -137,12 +138,12 @@ class ParticipantOutcome(BaseModel):
     usage: Usage | None = None
     """Tokens a model reviewer used over every request of its last attempt."""
     notes: tuple[str, ...] = ()
-    broke_off: str | None = None
-    """The backend's reason the answer is not whole though it was read (``exit-status``:
-    the program exited non-zero or was killed after printing it); see
-    :func:`read_in_part_code`."""
     """What the backend did to the answer or journal that is neither a stop nor a
     failure ("stdout was over … the middle was dropped"), for the report."""
+    broke_off: str | None = None
+    """The backend's reason the answer is not whole though it was read, one of
+    :data:`BROKE_OFF_CODES` (``exit-status``: the program exited non-zero or was killed
+    after printing it); see :func:`read_in_part_code`."""
 
 
 @dataclass(frozen=True)
