@@ -33,7 +33,7 @@ INTERNAL_ERROR_EXIT = 3
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("workers.cli.review", "review_command"),
-    "check": ("workers.cli.review", "check_command"),
+    "check": ("workers.cli.check", "check_command"),
     "worker": ("workers.cli.worker", "worker_command"),
     "record": ("workers.cli.journal", "record_command"),
     "harvest": ("workers.cli.journal", "harvest_command"),

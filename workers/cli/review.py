@@ -1,15 +1,19 @@
-"""``council review`` and ``council check``."""
+"""``council review``: one round of the roster's council on a change, and its gate.
+
+It plans the round, settles or stops at a run waiting on a person, refuses what cannot
+run here (:mod:`workers.cli.check`), runs it on workers or embedded, hearing Ctrl-C and
+SIGTERM (:func:`stop_signals`), and exits with the gate's code (see its ``--help``).
+``--timeout`` is in seconds, as click takes it; the waiter counts milliseconds.
+Source: docs/architecture.md "Reports, the CLI and the gate".
+"""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shlex
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -20,26 +24,32 @@ import redis
 from council.change.diff import Change
 from council.change.diff_filter import DEFAULT_FILTER, FILTER_MODES
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
-from council.model.participant import Participant
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log
-from council.roster.backend_options import BASE_DIR, RECORDED
 from council.round.gate import (
     DEFAULT_FAIL_ON,
     EXIT_WAITING,
     FAIL_ON,
     exit_code,
     gate_summary,
-    min_agreement_problem,
     parse_fail_on,
 )
-from council.session.ledger import Ledger, attributed_ids
-from reviewers.programs.process import program_trouble
-from reviewers.programs.program_search import find_program, interpreter_bin
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.cli.answers import settle_parked
+from workers.cli.check import (
+    REPO_OPTION,
+    ROSTER_OPTION,
+    STATE_OPTION,
+    cannot_run,
+    checkout_top,
+    gated,
+    refuse_tracked_state,
+    refused,
+    runnable,
+    with_sandbox_note,
+)
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store, with_state
 from workers.cli.outputs import (
     FORMAT_OPTION,
@@ -49,41 +59,20 @@ from workers.cli.outputs import (
     nothing_to_review,
     output_option,
     plan_outputs,
-    refuse_link,
 )
 from workers.coordinator.dispatch import judge_sender, open_and_dispatch
-from workers.coordinator.embedded import default_state_path, embedded_council, state_sessions
-from workers.coordinator.preparation import NothingToReview, ReviewOptions, Round, prepare
+from workers.coordinator.embedded import embedded_council
+from workers.coordinator.preparation import NothingToReview, Round, prepare
 from workers.coordinator.progress import Progress, progress_view
 from workers.coordinator.resume import asked_by_reviewers, finish
 from workers.coordinator.round_plan import RoundPlan, plan_round, store_session_inputs
 from workers.coordinator.waiting import Waiter
-from workers.execution.backend_request import sandbox_outlook
-from workers.git.repository import Repository
 from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
 
-_repo_option = click.option(
-    "--repo",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("."),
-    show_default=True,
-    help="The git repository holding the change.",
-)
-_roster_option = click.option(
-    "--roster",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Roster TOML to use instead of council.toml in the BASE ref's tree.",
-)
-_state_option = click.option(
-    "--state",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Embedded mode: the file sessions are kept in (default: the cache directory).",
-)
-
 
 @click.command("review")
-@_repo_option
+@REPO_OPTION
 @click.option(
     "--base",
     required=True,
@@ -96,7 +85,7 @@ _state_option = click.option(
     help="Diff against BASE itself instead of the merge base (two dots, not three).",
 )
 @click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
-@_roster_option
+@ROSTER_OPTION
 @json_option("Also write the whole report as JSON to this file.")
 @click.option(
     "--markdown",
@@ -170,7 +159,7 @@ _state_option = click.option(
     help="Session key (default: in GitHub Actions the repository and pull request number, "
     "in GitLab CI the project and merge request IID, else the repository and the branch).",
 )
-@_state_option
+@STATE_OPTION
 @click.option(
     "--progress/--no-progress",
     default=True,
@@ -217,12 +206,12 @@ def review_command(
       council review --base origin/main --format markdown --format sarif \\
         --format github-review --output out   # then: council publish github --from out
     """
-    checkout = _checkout(repo)
+    checkout = checkout_top(repo)
     outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
     settings = with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     if mode == "embedded":
-        _refuse_tracked_state(repo, head, settings)
+        refuse_tracked_state(repo, head, settings)
     plan: RoundPlan | None = None
     try:
         plan = plan_round(
@@ -244,11 +233,11 @@ def review_command(
         )
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
-    problems, _ = _runnable(round_, mode)
+    problems, _ = runnable(round_, mode)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
-        raise UsageProblem(_cannot_run(problems))
-    round_ = _gated(
-        _with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
+        raise UsageProblem(cannot_run(problems))
+    round_ = gated(
+        with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
     )
     quorum = round_.record.quorum
     for note in round_.notes:
@@ -257,7 +246,7 @@ def review_command(
     try:
         report, change = _run_council(cli, settings, round_, plan, show, timeout)
     except IdentityRefused as exc:
-        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
+        raise refused(exc, round_.record.session, state if mode == "embedded" else None) from None
     finally:
         if show is not None:
             show.close()
@@ -265,41 +254,6 @@ def review_command(
     threshold = parse_fail_on(fail_on)
     click.echo(gate_summary(report, threshold, quorum), err=True)
     sys.exit(exit_code(report, threshold, quorum=quorum))
-
-
-def _gated(
-    round_: Round,
-    quorum: int | None,
-    filter_mode: str,
-    fail_on: str,
-    min_agreement: int | None = None,
-) -> Round:
-    """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
-    else the roster's; None: every reviewer not optional), the ``--filter`` mode, the
-    ``--min-agreement`` (else ``[council] min_agreement``), the ``[policy] confirm``
-    severity and ``[policy] unverified_scripts``, and the ``--fail-on`` (``council
-    resume`` gates with it). Raises UsageProblem for a quorum or a min-agreement above
-    the roster."""
-    if quorum is None:
-        quorum = round_.roster.quorum
-    elif quorum > len(round_.participants):
-        raise UsageProblem(
-            f"--quorum {quorum} asks for more answers than the roster has reviewers "
-            f"({len(round_.participants)}); lower --quorum or add reviewers"
-        )
-    if min_agreement is None:
-        min_agreement = round_.roster.min_agreement
-    elif problem := min_agreement_problem(min_agreement, len(round_.participants)):
-        raise UsageProblem(problem)
-    gated = {
-        "quorum": quorum,
-        "filter": filter_mode,
-        "confirm": round_.roster.confirm,
-        "unverified_scripts": round_.roster.unverified_scripts,
-        "fail_on": fail_on,
-        "min_agreement": min_agreement,
-    }
-    return replace(round_, record=round_.record.model_copy(update=gated))
 
 
 def _run_council(
@@ -441,56 +395,6 @@ def _abandoned(run_id: str, mode: str) -> str:
     )
 
 
-def _checkout(repo: Path) -> Path | None:
-    """The top of the repository ``--repo`` names, or None when it cannot be read
-    (``prepare`` then says why)."""
-    try:
-        return Repository(repo).path
-    except ConfigurationError:
-        return None
-
-
-def _refuse_tracked_state(repo: Path, head: str, settings: Settings) -> None:
-    """Refuse (exit 2) an embedded state file that git tracks in the reviewed repository,
-    or one reached through a symbolic link (:func:`~workers.cli.outputs.refuse_link`:
-    the file itself, or a link inside the checkout on its way).
-
-    The state file holds the sessions: finding ids, identities, dismissals and the head
-    the last round reviewed. One committed in the repository (in the index a checkout
-    wrote, or in the head's tree; see :meth:`Repository.tracked`) is the change's own,
-    and a pull request could forge what its review trusts. The CI recipes keep the state
-    outside the checkout (``$RUNNER_TEMP``, the CI cache directory). A path outside any
-    repository, or a repository that cannot be read (``prepare`` says why), passes.
-    """
-    path = settings.state_path or default_state_path()
-    try:
-        repository = Repository(repo)
-        tracked = repository.tracked(path, head)
-    except ConfigurationError:
-        refuse_link("--state", path)
-        return
-    if tracked is None:
-        refuse_link("--state", path, repository.path)
-        return
-    raise UsageProblem(
-        f"the state file {path} is tracked by git in {repository.path} (as {tracked!r}): "
-        f"a change under review could commit forged sessions there (dismissals, the head "
-        f"the last round reviewed), so council will not load it. Keep the state outside "
-        f"the checkout: pass --state with a path outside the repository, e.g. --state "
-        f'"$RUNNER_TEMP/council-state/state.json" in GitHub Actions (see deploy/ci/)'
-    )
-
-
-def _refused(exc: IdentityRefused, session: str, state: Path | None) -> UsageProblem:
-    """The refusal, with the release command spelt out for this session (and state file)."""
-    release = f"council release {shlex.quote(session)} {exc.participant}"
-    if state is not None:
-        release += f" --state {shlex.quote(str(state))}"
-    text, short = str(exc), f"`council release SESSION {exc.participant}`"
-    text = text.replace(short, f"`{release}`") if short in text else f"{text} (`{release}`)"
-    return UsageProblem(text)
-
-
 def _run(
     rt: Runtime,
     round_: Round,
@@ -549,219 +453,3 @@ def stop_signals() -> Iterator[threading.Event]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-@click.command("check")
-@_repo_option
-@click.option("--base", default="HEAD~1", show_default=True, help="The ref the change starts from.")
-@click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
-@_roster_option
-@click.option("--session", help="Session whose ledger the identity claims are checked against.")
-@_state_option
-@click.pass_obj
-def check_command(
-    cli: CliContext,
-    repo: Path,
-    base: str,
-    head: str,
-    roster: Path | None,
-    session: str | None,
-    state: Path | None,
-) -> None:
-    """Validate the roster and the identity claims; print each participant's prompt.
-
-    Sends nothing and writes nothing. Exit 2 on a roster error or a refused claim.
-
-    \b
-    Example:
-      council check --roster examples/council.toml --base HEAD~1
-    """
-    mode = "distributed" if cli.distributed else "embedded"
-    settings = with_state(cli, state)
-    if mode == "embedded":
-        _refuse_tracked_state(repo, head, settings)
-    try:
-        round_ = prepare(settings, ReviewOptions(repo, base, head, roster, session), mode=mode)
-    except NothingToReview as done:
-        click.echo(f"roster OK; {done}.")
-        return
-    except ConfigurationError as exc:
-        raise UsageProblem(str(exc)) from None
-    problems, warnings = _runnable(round_, mode)
-    if problems:
-        raise UsageProblem(_cannot_run(problems))
-    everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
-    unsandboxed, failing = sandbox_outlook(settings, mode, everyone, ran=False)
-    warnings += [w for w in (unsandboxed, failing) if w is not None]
-    ledger, attributed = _ledger_for(cli, settings, round_.record.session)
-    try:
-        ledger.claim_round(round_.roster.claims(), attributed)
-    except IdentityRefused as exc:
-        raise _refused(exc, round_.record.session, state if mode == "embedded" else None) from None
-    for p in round_.participants:
-        click.echo(f"===== {p.id} ({p.role}, backend {p.backend}) =====")
-        if p.backend == "sarif":
-            click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
-        else:
-            click.echo(for_log(round_.prompts[p.id]))
-    if round_.judge is not None:
-        j = round_.judge
-        click.echo(f"===== {j.id} (judge, backend {j.backend}) =====")
-        click.echo(
-            "(the judge's prompt is built after the reviewers are filed: the change, the "
-            "filed findings, and its lens" + (f" (persona {j.persona})" if j.persona else "") + ")"
-        )
-    for note in round_.notes:
-        click.echo(for_log(f"note: {note}", one_line=True))
-    for warning in warnings:
-        click.echo(for_log(f"warning: {warning}", one_line=True))
-    judged = " and a judge" if round_.judge is not None else ""
-    click.echo(
-        f"roster OK: {len(round_.participants)} reviewer(s){judged}; identity claims hold in "
-        f"session {round_.record.session!r} (against what is attributed, a review may still "
-        f"be refused if findings are filed meanwhile)."
-    )
-
-
-def _with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:
-    """The round with the run note of an unsandboxed embedded run, when it is one; a
-    warning on stderr when its reviewer programs will fail for want of a sandbox (see
-    :func:`~workers.execution.backend_request.sandbox_outlook`)."""
-    everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
-    note, warning = sandbox_outlook(settings, mode, everyone)
-    if warning is not None:
-        click.echo(f"council: warning: {warning}", err=True)
-    if note is None:
-        return round_
-    notes = (note, *round_.notes)
-    record = round_.record.model_copy(update={"notes": (note, *round_.record.notes)})
-    return replace(round_, notes=notes, record=record)
-
-
-def _runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
-    """What would make a participant fail on THIS machine: ``(problems, warnings)``.
-
-    Programs named by an absolute path and replay files must be there, and be what they
-    should (an executable file, a readable file). In embedded mode every reviewer runs
-    here, so these are problems (``council check`` exits 2); in distributed mode a
-    worker's host may differ, so they are warnings. The same holds for a program found
-    neither beside council's interpreter nor on PATH, and for a model reviewer whose API
-    key variable is unset: in embedded mode this machine is the worker, so a reviewer
-    that cannot run is refused before anything is sent instead of failing the gate later.
-    Relative programs are checked by :func:`~workers.coordinator.preparation.prepare` where it reads
-    them.
-    """
-    from reviewers import BUILT_BACKENDS, key_env
-
-    problems: list[str] = []
-    warnings: list[str] = []
-
-    def here(subject: str, what: str, fix: str) -> None:
-        if mode == "embedded":
-            problems.append(f"{subject} {what}; {fix}")
-        else:
-            warnings.append(
-                f"{subject} {what} on this machine; a worker where it is the same fails "
-                f"this participant ({fix})"
-            )
-
-    for p in (*round_.participants, *((round_.judge,) if round_.judge else ())):
-        name = key_env(p)
-        if name and not os.environ.get(name):
-            here(
-                f"{p.id}: its API key variable {name}",
-                "is not set",
-                f"export {name} before running council (the roster names the variable, "
-                "never the key)",
-            )
-        if p.backend not in BUILT_BACKENDS:
-            warnings.append(
-                f"{p.id}: backend {p.backend!r} is not built in this version; it will fail"
-            )
-        program = p.options.get("program")
-        if p.backend in ("command", "sarif") and isinstance(program, str):
-            if "/" not in program and find_program(program, os.environ.get("PATH")) is None:
-                here(
-                    f"{p.id}: program {program!r}",
-                    f"is found neither beside council's interpreter ({interpreter_bin()}) "
-                    "nor on PATH",
-                    "install it into council's virtualenv (pip install) or on PATH, or set "
-                    "program to its absolute path",
-                )
-            elif program.startswith("/"):
-                cannot = _program_trouble(Path(program))
-                if cannot:
-                    here(f"{p.id}: program {program!r}", *cannot)
-        for key, path in _replay_files(p):
-            unreadable = _file_trouble(path)
-            if unreadable:
-                here(
-                    f"{p.id}: replay {key} file '{path}'",
-                    unreadable,
-                    f"write it there, or set {key} to its path (a relative path is read "
-                    "beside an explicit --roster, else from the base tree)",
-                )
-    return problems, warnings
-
-
-def _cannot_run(problems: list[str]) -> str:
-    """The usage error for reviewers that cannot run here (see :func:`_runnable`)."""
-    return (
-        "a reviewer cannot run on this machine (embedded mode runs every reviewer here):\n"
-        + "\n".join(f"  {problem}" for problem in problems)
-    )
-
-
-def _replay_files(p: Participant) -> list[tuple[str, Path]]:
-    """A replay participant's files (``answer``, ``journal``) where the backend reads them:
-    as given when absolute, else under its ``base_dir``. One read from the base tree
-    already (``options["recorded"]``) is not on disk, and not listed."""
-    if p.backend != "replay":
-        return []
-    out: list[tuple[str, Path]] = []
-    recorded = p.options.get(RECORDED)
-    for key in ("answer", "journal"):
-        value = p.options.get(key)
-        if not isinstance(value, str) or (isinstance(recorded, dict) and key in recorded):
-            continue
-        path = Path(value).expanduser()
-        if not path.is_absolute():
-            path = Path(str(p.options.get(BASE_DIR) or ".")) / path
-        out.append((key, path))
-    return out
-
-
-def _program_trouble(path: Path) -> tuple[str, str] | None:
-    """Why the program at an absolute ``path`` cannot run here, and the fix; None if it can."""
-    trouble = program_trouble(path)
-    if trouble == "directory":
-        return "is a directory, not a program", "set program to the executable file inside it"
-    if trouble == "missing":
-        return "does not exist", "install it there, or set program to the path of an executable"
-    if trouble == "not-executable":
-        return "is not executable", f"run chmod +x {shlex.quote(str(path))}"
-    return None
-
-
-def _file_trouble(path: Path) -> str | None:
-    """Why the file at ``path`` cannot be read here, or None."""
-    if path.is_dir():
-        return "is a directory, not a file"
-    if not path.is_file():
-        return "does not exist"
-    if not os.access(path, os.R_OK):
-        return "cannot be read"
-    return None
-
-
-def _ledger_for(cli: CliContext, settings: Settings, session: str) -> tuple[Ledger, set[str]]:
-    """The session's ledger and the ids its findings are attributed to, from Redis or
-    from the embedded state file."""
-    if cli.distributed:
-        sessions = cli.runtime().sessions
-        return sessions.ledger(session), attributed_ids(sessions.findings(session))
-    try:
-        with state_sessions(settings, save=False) as store:
-            return store.ledger(session), attributed_ids(store.findings(session))
-    except ConfigurationError as exc:
-        raise UsageProblem(str(exc)) from None
