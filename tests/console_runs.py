@@ -16,6 +16,7 @@ from council.asks.component import Component
 from council.asks.confirm import waiting_report
 from council.asks.pending import PendingAsk
 from council.model.findings import Finding, LineAnchor, Origin
+from council.model.gate_policy import GatePolicy
 from council.model.report import CouncilReport, ParticipantSummary
 from council.round.lifecycle import step
 from workers.app.clock import now_ms
@@ -58,10 +59,13 @@ def waiting_run(
     ),
     findings: Sequence[Finding] = (),
     participants: Sequence[str] = ("hawk", "owl"),
+    gate: GatePolicy | None = None,
 ) -> tuple[RunRecord, tuple[PendingAsk, ...]]:
     """Open ``run_id`` in ``session``, file ``findings`` (ids from the session's next),
     and leave it waiting on ``asks``: (question, component JSON or None), or (question,
-    component, the id of the finding it confirms). Returns its record and its asks."""
+    component, the id of the finding it confirms). ``gate``: the run's gate policy, which
+    its report carries as settling gives it one (default: a new run's). Returns its record
+    and its asks."""
     now = now_ms()
     record = RunRecord(
         run_id=run_id,
@@ -74,6 +78,8 @@ def waiting_run(
         created_ms=now,
         deadline_ms=now + 600_000,
     )
+    if gate is not None:
+        record = record.model_copy(update={"gate": gate})
     rt.sessions.open_run(record, [], now)
     for n, pid in enumerate(participants):
         rt.runs.set_progress(
@@ -122,6 +128,7 @@ def waiting_run(
         findings=filed,
         created_ms=now,
         cost_usd=0.0123,
+        gate=record.gate,
     )
     transition = step("open", "reviewers_settled", ask=True)
     filing = Filing(first_id=first, findings=filed, report=waiting_report(report, pending))

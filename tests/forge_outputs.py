@@ -66,7 +66,7 @@ def outputs(
     out = tmp_path / name
     rep = report(*findings, run_id=run_id, **fields)
     plan = plan_outputs(formats, out, None, None)
-    write_outputs(rep, plan, fail_on="critical", quorum=1, change=change)
+    write_outputs(rep.gated(fail_on="critical", quorum=1), plan, change=change)
     return out
 
 

@@ -45,7 +45,7 @@ def confirmation_asks(report: CouncilReport, threshold: str) -> tuple[PendingAsk
     floor = severity_rank(level)
     asks: list[PendingAsk] = []
     mine = {f.id for f in report.findings}
-    for finding in gate_tripped(report, level):
+    for finding in gate_tripped(report.gated(fail_on=level)):
         if finding.id is None or finding.id not in mine:
             continue  # carried from an earlier round: it was settled then
         if severity_rank(finding.severity) < floor:

@@ -133,4 +133,4 @@ def apply_filter(
         for f in report.findings
         if f.id is not None and (reason := filter_reason(f, change, mode, tree_paths))
     }
-    return report.model_copy(update={"filtered": filtered, "filter": mode})
+    return report.model_copy(update={"filtered": filtered}).gated(filter=mode)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from council.asks.pending import PendingAsk
 from council.model.backend_result import Stop, Usage
 from council.model.findings import Finding, Warning
+from council.model.gate_policy import GatePolicy
 
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
@@ -134,14 +135,13 @@ class CouncilReport(BaseModel):
     filtered: dict[int, str] = Field(default_factory=dict)
     """Finding id → why ``--filter`` kept it from gating and from inline posting
     (:mod:`council.change.diff_filter`): listed, never dropped."""
-    filter: str | None = None
-    """The ``--filter`` mode the report was gated with (None: not filtered)."""
-    min_agreement: int = 1
-    """``--min-agreement`` / ``[council] min_agreement``: how many reviewers must have
-    raised a finding for it to gate (1: every finding may)."""
+    gate: GatePolicy = Field(default_factory=GatePolicy)
+    """The gate's policy the run was opened with (``fail_on``, ``quorum``,
+    ``min_agreement``, ``filter``): what :mod:`council.round.gate`, every renderer and the
+    console read, so none of them can judge the report by another threshold."""
     unagreed: dict[int, int] = Field(default_factory=dict)
     """Finding id → how many reviewers raised it, for the open findings kept from gating
-    because fewer than ``min_agreement`` did (:func:`council.round.gate.apply_min_agreement`):
+    because fewer than ``gate.min_agreement`` did (:func:`council.round.gate.apply_min_agreement`):
     listed and posted, never gating."""
     off_diff: dict[int, str] = Field(default_factory=dict)
     """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
@@ -174,6 +174,39 @@ class CouncilReport(BaseModel):
     cost_complete: bool = True
     """False when some participant used tokens without a price: ``cost_usd`` is then a
     lower bound, and a report says "at least"."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gate_of_older_reports(cls, data: object) -> object:
+        """A report written before ``gate`` held ``filter`` and ``min_agreement`` at the
+        top level (and they are still written there, for scripts): read them into
+        ``gate`` when it is absent; otherwise ``gate`` is the policy."""
+        if not isinstance(data, dict) or not ({"filter", "min_agreement"} & data.keys()):
+            return data
+        data = dict(data)
+        flat = {key: data.pop(key) for key in ("filter", "min_agreement") if key in data}
+        data.setdefault("gate", {key: value for key, value in flat.items() if value is not None})
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def filter(self) -> str | None:
+        """``gate.filter``, also written at the top level of the JSON for scripts."""
+        return self.gate.filter
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def min_agreement(self) -> int:
+        """``gate.min_agreement``, also written at the top level of the JSON for scripts."""
+        return self.gate.min_agreement
+
+    def gated(self, **policy: object) -> CouncilReport:
+        """This report under another gate policy (``fail_on="minor"``, ``quorum=0``): how
+        a caller asks a different question of the same report, never by handing a
+        renderer a threshold of its own. Raises pydantic's ValidationError for a bad
+        value."""
+        gate = GatePolicy.model_validate({**self.gate.model_dump(), **policy})
+        return self.model_copy(update={"gate": gate})
 
     @property
     def open_findings(self) -> tuple[Finding, ...]:

@@ -40,7 +40,7 @@ from council.rendering.escape import for_forge, no_controls, no_controls_json
 from council.rendering.finding_text import DECORATIONS
 from council.rendering.github_review import fit_body
 from council.rendering.markdown import render_markdown
-from council.round.gate import exit_code, gate_summary, parse_fail_on
+from council.round.gate import exit_code, gate_summary
 
 CHECK_NAME = "council"
 """The check run's name (one per head: GitHub shows the latest of a name)."""
@@ -75,20 +75,16 @@ _CUT_MESSAGE = "\n… (cut: the whole discussion is in the council report)"
 def render_github_checks(
     report: CouncilReport,
     *,
-    fail_on: str,
-    quorum: int | None = None,
     change: Change | None = None,
 ) -> str:
     """The check run as JSON text (see :func:`render_github_checks_with_cuts`)."""
-    text, _ = render_github_checks_with_cuts(report, fail_on=fail_on, quorum=quorum, change=change)
+    text, _ = render_github_checks_with_cuts(report, change=change)
     return text
 
 
 def render_github_checks_with_cuts(
     report: CouncilReport,
     *,
-    fail_on: str,
-    quorum: int | None = None,
     change: Change | None = None,
 ) -> tuple[str, list[str]]:
     """The check run as JSON text (2-space indent, newline-terminated), and the cuts made.
@@ -98,11 +94,10 @@ def render_github_checks_with_cuts(
     required check and the CI gate never disagree: it passes only when the gate does.
     ``title`` is the gate's verdict in one line, ``summary`` the verdict and what was
     annotated, ``text`` the Markdown report. Pass ``change`` when at hand: a whole-file
-    anchor on a deleted file is then kept out of the annotations. Raises ValueError for
-    an unknown ``fail_on``.
+    anchor on a deleted file is then kept out of the annotations. The gate policy is the
+    report's own (``report.gate``).
     """
-    level = parse_fail_on(fail_on)
-    code = exit_code(report, level, quorum=quorum)
+    code = exit_code(report)
     placed = [
         (finding, note)
         for finding in report.open_findings
@@ -111,7 +106,7 @@ def render_github_checks_with_cuts(
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
     chosen = sorted(ranked[:MAX_ANNOTATIONS])
     annotations = [placed[i][1] for i in chosen]
-    verdict = gate_summary(report, level, quorum).removeprefix("gate: ")
+    verdict = gate_summary(report).removeprefix("gate: ")
     title = {0: "passed", 1: "gate tripped", 3: "incomplete", 4: "waiting on a person"}.get(
         code, "done"
     )
@@ -128,7 +123,7 @@ def render_github_checks_with_cuts(
             f"head are annotations (at most {MAX_ANNOTATIONS}); the rest are in the text"
         )
         summary += ["", f"*{len(placed) - len(chosen)} more are in the report only.*"]
-    markdown = for_forge(render_markdown(report, fail_on=level, quorum=quorum))
+    markdown = for_forge(render_markdown(report))
     text = fit_body(markdown, TEXT_CHARS)
     if text != markdown:
         cuts.append("github-checks: the text was cut to GitHub's limit of 65,535 characters")

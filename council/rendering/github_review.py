@@ -38,7 +38,7 @@ from council.rendering.escape import block, code, for_forge, inline, no_controls
 from council.rendering.evidence_text import evidence_line
 from council.rendering.finding_text import DECORATIONS, raised_text
 from council.rendering.markdown import render_markdown
-from council.round.gate import gate_tripped, parse_fail_on
+from council.round.gate import gate_tripped
 
 MAX_COMMENTS = 50
 """Line comments in one review at most; the rest are listed in the body. Large reviews
@@ -66,27 +66,23 @@ _CUT_DISCUSSION = "\n\n… (cut: the full discussion is in the council report)"
 def render_github_review(
     report: CouncilReport,
     *,
-    fail_on: str,
-    quorum: int | None = None,
     change: Change | None = None,
 ) -> str:
     """The review as JSON text (see :func:`render_github_review_with_cuts`)."""
-    text, _ = render_github_review_with_cuts(report, fail_on=fail_on, quorum=quorum, change=change)
+    text, _ = render_github_review_with_cuts(report, change=change)
     return text
 
 
 def render_github_review_with_cuts(
     report: CouncilReport,
     *,
-    fail_on: str,
-    quorum: int | None = None,
     change: Change | None = None,
 ) -> tuple[str, list[str]]:
     """The review as JSON text (2-space indent, newline-terminated) for GitHub's API.
 
     ``event`` is ``REQUEST_CHANGES`` when :func:`council.round.gate.gate_tripped` finds a
-    blocking finding at ``fail_on`` (suppressed findings never block), else ``COMMENT``;
-    an incomplete council does not request changes (its exit code 3 already fails
+    blocking finding at the report's ``gate.fail_on`` (suppressed findings never block),
+    else ``COMMENT``; an incomplete council does not request changes (its exit code 3 already fails
     the check, and the body says why). ``body`` is :func:`render_markdown` of the
     report with the commented findings counted, not repeated.
 
@@ -94,14 +90,12 @@ def render_github_review_with_cuts(
     is then checked against it as well, and a comment on the old side of a renamed
     file is addressed by the file's pull-request path. Without it, the report's
     ``off_diff`` is trusted and old-side findings stay in the body, because GitHub
-    addresses a renamed file by its new path, which only the change knows. Raises
-    ValueError for an unknown ``fail_on`` or a negative quorum.
+    addresses a renamed file by its new path, which only the change knows.
 
     Also returns one sentence per cut made to fit GitHub's limits (empty: none): the
     comments beyond :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units; each
     cut is said in the body too, and the CLI repeats it on stderr.
     """
-    level = parse_fail_on(fail_on)
     seen = frozenset(report.seen)
     placed: list[tuple[Finding, dict[str, Any]]] = []
     for finding in report.findings:
@@ -111,12 +105,12 @@ def render_github_review_with_cuts(
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
     chosen = sorted(ranked[:MAX_COMMENTS])
     posted = {ident for i in chosen if (ident := placed[i][0].id) is not None}
-    body = render_markdown(report, fail_on=level, quorum=quorum, posted=posted)
+    body = render_markdown(report, posted=posted)
     review: dict[str, Any] = {}
     if report.head:
         review["commit_id"] = report.head
     review["body"] = fit_body(for_forge(body))
-    review["event"] = "REQUEST_CHANGES" if gate_tripped(report, level) else "COMMENT"
+    review["event"] = "REQUEST_CHANGES" if gate_tripped(report) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
     cuts: list[str] = []
     if len(placed) > len(chosen):

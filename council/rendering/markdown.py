@@ -45,13 +45,7 @@ from council.rendering.finding_sections import (
     unagreed_section,
 )
 from council.rendering.finding_text import counted
-from council.round.gate import (
-    FailOn,
-    gate_tripped,
-    held_by_agreement,
-    incomplete_reasons,
-    parse_fail_on,
-)
+from council.round.gate import gate_tripped, held_by_agreement, incomplete_reasons
 
 FAILURE_SHOWN_CHARS = 500
 """How much of a failure text the PARTIAL line shows, in characters; the warnings
@@ -67,24 +61,20 @@ CHOICES_SHOWN = 5
 def render_markdown(
     report: CouncilReport,
     *,
-    fail_on: str = "critical",
-    quorum: int | None = None,
     posted: Collection[int] = frozenset(),
 ) -> str:
     """The report as Markdown for people, ending with a newline.
 
-    ``fail_on`` and ``quorum`` decide the verdict in the title exactly as
-    :func:`council.round.gate.exit_code` decides the exit code, so the page and the CI status
-    never disagree. ``posted`` holds the ids of findings already shown elsewhere as line
-    comments (the body of a pull-request review): they are counted, not repeated.
+    The report's own gate policy (``report.gate``) decides the verdict in the title
+    exactly as :func:`council.round.gate.exit_code` decides the exit code, so the page and
+    the CI status never disagree. ``posted`` holds the ids of findings already shown
+    elsewhere as line comments (the body of a pull-request review): they are counted, not repeated.
     The page is fit for a CI log as well (:func:`~council.rendering.escape.for_log`: no
     control character, no line a runner reads as a workflow command), since it is
-    printed on stdout and ``cat`` in CI jobs. Raises ValueError for an unknown
-    ``fail_on`` or a negative quorum.
+    printed on stdout and ``cat`` in CI jobs.
     """
-    level = parse_fail_on(fail_on)
     sections = [
-        _title(report, level, quorum),
+        _title(report),
         _questions(report),
         _partial(report),
         _counts(report),
@@ -102,9 +92,10 @@ def render_markdown(
     return for_log("\n\n".join(part for part in sections if part) + "\n")
 
 
-def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
-    reasons = incomplete_reasons(report, quorum)
-    tripped = len(gate_tripped(report, level))
+def _title(report: CouncilReport) -> str:
+    level = report.gate.fail_on
+    reasons = incomplete_reasons(report)
+    tripped = len(gate_tripped(report))
     if reasons:
         head = "## ⚠️ Council review: incomplete"
     elif report.status == "waiting":
@@ -114,10 +105,10 @@ def _title(report: CouncilReport, level: FailOn, quorum: int | None) -> str:
     elif tripped:
         blocking = counted(tripped, "finding")
         head = f"## ❌ Council review: gate tripped ({blocking} at or above {level})"
-    elif held := held_by_agreement(report, level):
+    elif held := held_by_agreement(report):
         head = (
             f"## ✅ Council review: passed (nothing at or above {level} that "
-            f"{report.min_agreement} reviewers raised; {counted(held, 'finding')} at or above "
+            f"{report.gate.min_agreement} reviewers raised; {counted(held, 'finding')} at or above "
             "it raised by fewer)"
         )
     else:

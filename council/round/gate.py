@@ -24,22 +24,14 @@ Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops are partial
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from council.model.findings import Finding, severity_rank
+from council.model.gate_policy import FAIL_ON, FailOn
 
 if TYPE_CHECKING:
     # Under TYPE_CHECKING: council.rendering imports this module for its verdict.
     from council.model.report import CouncilReport, ParticipantSummary
-
-FailOn = Literal["critical", "medium", "minor", "never"]
-"""The lowest severity that fails the gate, or ``never`` to report without gating."""
-
-FAIL_ON: tuple[FailOn, ...] = ("critical", "medium", "minor", "never")
-"""Every accepted ``--fail-on`` value, highest threshold first."""
-
-DEFAULT_FAIL_ON: FailOn = "critical"
-"""The threshold when none is given: only critical findings block."""
 
 EXIT_PASSED = 0
 """Exit code: the council completed and nothing at or above the threshold was found."""
@@ -71,18 +63,18 @@ def parse_fail_on(text: str) -> FailOn:
     raise ValueError(f"unknown fail-on level {text!r}; use one of: {', '.join(FAIL_ON)}")
 
 
-def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
+def gate_tripped(report: CouncilReport) -> list[Finding]:
     """The open findings (this round's, then those carried) at or above the threshold,
-    in filing order.
+    in filing order, at the report's ``gate.fail_on``.
 
     Why: the gate and the report's verdict must agree on exactly which findings block;
     a finding carried from an earlier round still stands, so it blocks as it did then.
     A finding without severity never trips; a finding in ``report.suppressed`` (a
     dismissal or a baseline entry) never trips, since accepting it is what suppressing
-    means; ``never`` returns an empty list. Raises ValueError for an unknown level.
+    means; ``never`` returns an empty list.
     Source: docs/architecture.md (exit code from --fail-on).
     """
-    level = parse_fail_on(fail_on)
+    level = report.gate.fail_on
     if level == "never":
         return []
     threshold = severity_rank(level)
@@ -97,21 +89,20 @@ def gate_tripped(report: CouncilReport, fail_on: FailOn) -> list[Finding]:
     ]
 
 
-def apply_min_agreement(report: CouncilReport, min_agreement: int) -> CouncilReport:
+def apply_min_agreement(report: CouncilReport) -> CouncilReport:
     """The report with ``unagreed`` set: each open finding (this round's and carried)
-    raised by fewer than ``min_agreement`` reviewers (:attr:`Finding.raisers`: its
-    agreement's k), id → that count. Such a finding is listed and posted, but never
-    gates (:func:`gate_tripped`). Any earlier ``unagreed`` is replaced. Raises
-    ValueError for a value below 1. Source: docs/harvest.md §8 (agreement as a gate).
+    raised by fewer than the report's ``gate.min_agreement`` reviewers
+    (:attr:`Finding.raisers`: its agreement's k), id → that count. Such a finding is
+    listed and posted, but never gates (:func:`gate_tripped`). Any earlier ``unagreed``
+    is replaced. Source: docs/harvest.md §8 (agreement as a gate).
     """
-    if min_agreement < 1:
-        raise ValueError(f"min_agreement must be 1 or more, not {min_agreement}")
+    min_agreement = report.gate.min_agreement
     unagreed = {
         f.id: f.raisers
         for f in report.open_findings
         if f.id is not None and f.raisers < min_agreement
     }
-    return report.model_copy(update={"unagreed": unagreed, "min_agreement": min_agreement})
+    return report.model_copy(update={"unagreed": unagreed})
 
 
 def _blocks(finding: Finding, threshold: int) -> bool:
@@ -131,18 +122,17 @@ def answered_reviewers(report: CouncilReport) -> int:
     return sum(1 for p in report.participants if p.role == "reviewer" and p.heard_in_full)
 
 
-def incomplete_reasons(report: CouncilReport, quorum: int | None = None) -> list[str]:
+def incomplete_reasons(report: CouncilReport) -> list[str]:
     """Why the council could not complete, as short phrases; empty when it completed.
 
     A run is incomplete when its status is ``open``, ``judging``, ``cancelled`` or
-    ``timeout``, or when not enough reviewers were heard in full. With ``quorum`` None
-    (the default: the gate fails closed) every reviewer the roster did not mark
-    ``optional`` must be heard in full, and at least one reviewer; the phrase names each
-    one that was not, and why. A number counts instead: fewer reviewers heard in full
-    than ``quorum`` (0 disables the count). Raises ValueError for a negative quorum.
+    ``timeout``, or when not enough reviewers were heard in full. With the report's
+    ``gate.quorum`` None (the default: the gate fails closed) every reviewer the roster
+    did not mark ``optional`` must be heard in full, and at least one reviewer; the
+    phrase names each one that was not, and why. A number counts instead: fewer
+    reviewers heard in full than the quorum (0 disables the count).
     """
-    if quorum is not None and quorum < 0:
-        raise ValueError(f"quorum must be 0 or more, not {quorum}")
+    quorum = report.gate.quorum
     reasons: list[str] = []
     if report.waits_on_reviewers:
         return reasons  # judged once the reviewers that asked went on (exit 4 meanwhile)
@@ -190,25 +180,25 @@ _STATUS_PHRASES = {
 }
 
 
-def exit_code(report: CouncilReport, fail_on: FailOn, *, quorum: int | None = None) -> int:
+def exit_code(report: CouncilReport) -> int:
     """The process exit code for this report: 0 passed, 1 tripped, 3 incomplete.
 
     Why: CI gates on one number. Incomplete (3) wins over tripped (1): a council that
-    could not complete cannot vouch for the change, whatever it found. Raises
-    ValueError for an unknown level or a negative quorum.
+    could not complete cannot vouch for the change, whatever it found. The policy is
+    the report's own (``report.gate``).
     """
-    if incomplete_reasons(report, quorum):
+    if incomplete_reasons(report):
         return EXIT_INCOMPLETE
     if report.status == "waiting":
         return EXIT_WAITING
-    return EXIT_TRIPPED if gate_tripped(report, fail_on) else EXIT_PASSED
+    return EXIT_TRIPPED if gate_tripped(report) else EXIT_PASSED
 
 
-def held_back(report: CouncilReport, fail_on: FailOn, ids: Collection[int]) -> int:
-    """How many open findings at or above ``fail_on`` whose id is in ``ids`` (kept from
-    gating by one rule: ``report.unagreed``, ``report.filtered``) would otherwise gate:
-    suppressed ones are not counted. Raises ValueError for an unknown level."""
-    level = parse_fail_on(fail_on)
+def held_back(report: CouncilReport, ids: Collection[int]) -> int:
+    """How many open findings at or above ``gate.fail_on`` whose id is in ``ids`` (kept
+    from gating by one rule: ``report.unagreed``, ``report.filtered``) would otherwise
+    gate: suppressed ones are not counted."""
+    level = report.gate.fail_on
     if level == "never":
         return 0
     threshold = severity_rank(level)
@@ -222,10 +212,10 @@ def held_back(report: CouncilReport, fail_on: FailOn, ids: Collection[int]) -> i
     )
 
 
-def held_by_agreement(report: CouncilReport, fail_on: FailOn) -> int:
-    """How many open findings at or above ``fail_on`` do not gate only because fewer than
-    ``report.min_agreement`` reviewers raised them (:func:`held_back`)."""
-    return held_back(report, fail_on, report.unagreed)
+def held_by_agreement(report: CouncilReport) -> int:
+    """How many open findings at or above ``gate.fail_on`` do not gate only because fewer
+    than ``gate.min_agreement`` reviewers raised them (:func:`held_back`)."""
+    return held_back(report, report.unagreed)
 
 
 def min_agreement_problem(
@@ -241,8 +231,8 @@ def min_agreement_problem(
     )
 
 
-def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = None) -> str:
-    """One line for CI logs saying what the gate decided and why.
+def gate_summary(report: CouncilReport) -> str:
+    """One line for CI logs saying what the gate decided and why, by ``report.gate``.
 
     Shapes: ``gate: 2 finding(s) at or above critical → exit 1``;
     ``gate: no finding at or above critical → exit 0``;
@@ -255,9 +245,9 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
     ``gate: council incomplete (1 reviewer(s) not heard in full (ruff failed)); no finding
     at or above critical → exit 3``.
     """
-    level = parse_fail_on(fail_on)
-    reasons = incomplete_reasons(report, quorum)
-    code = exit_code(report, level, quorum=quorum)
+    level = report.gate.fail_on
+    reasons = incomplete_reasons(report)
+    code = exit_code(report)
     if level == "never":
         listed = [f for f in report.open_findings if f.id not in report.suppressed]
         quiet = len(report.open_findings) - len(listed)
@@ -265,21 +255,21 @@ def gate_summary(report: CouncilReport, fail_on: FailOn, quorum: int | None = No
         if quiet:
             found += f" ({quiet} more suppressed: dismissed, baselined or not upheld)"
     else:
-        tripped = len(gate_tripped(report, level))
+        tripped = len(gate_tripped(report))
         found = (
             f"{tripped} finding(s) at or above {level}"
             if tripped
             else f"no finding at or above {level}"
         )
-        filtered = held_back(report, level, report.filtered)
+        filtered = held_back(report, report.filtered)
         if filtered:
-            mode = f" {report.filter}" if report.filter else ""
+            mode = f" {report.gate.filter}" if report.gate.filter else ""
             found += f" ({filtered} more at or above {level} kept from gating by --filter{mode})"
-        unagreed = held_by_agreement(report, level)
+        unagreed = held_by_agreement(report)
         if unagreed:
             found += (
                 f" ({unagreed} more at or above {level} raised by fewer than "
-                f"min_agreement = {report.min_agreement} reviewers, not gated)"
+                f"min_agreement = {report.gate.min_agreement} reviewers, not gated)"
             )
     if reasons:
         return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"

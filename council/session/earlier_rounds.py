@@ -74,16 +74,14 @@ class RoundMemory:
     what later rounds recognize their findings among, to keep their ids."""
 
 
-def remembered(
-    report: CouncilReport, quorum: int | None, recall: Sequence[Finding] = ()
-) -> RoundMemory | None:
+def remembered(report: CouncilReport, recall: Sequence[Finding] = ()) -> RoundMemory | None:
     """What the session keeps of a round that settled with ``report`` (None unless it
     completed: :data:`COMPLETED`). ``recall``: the session's memory of findings before
     it; the round's findings and those it carried go first
     (:func:`council.session.remembered.recalled`).
 
     Why the head is not always marked: a round the gate called incomplete (exit 3: fewer
-    than ``quorum`` heard in full) reviewed nothing for sure; marking its head reviewed
+    than ``report.gate.quorum`` heard in full) reviewed nothing for sure; marking its head reviewed
     would let the next ``--since-last`` find "nothing to review" and pass. Its findings
     are still remembered as reported, so a new round does not post them again.
     """
@@ -96,7 +94,7 @@ def remembered(
     reported = {print_: ",".join(map(str, sorted(found))) for print_, found in ids.items()}
     reviewers = tuple(p.id for p in report.participants if p.role == "reviewer")
     heard = tuple(p.id for p in report.participants if p.role == "reviewer" and p.heard_in_full)
-    kept = still_open(report) if not incomplete_reasons(report, quorum) else None
+    kept = still_open(report) if not incomplete_reasons(report) else None
     return RoundMemory(
         reported=reported,
         still_open=kept,

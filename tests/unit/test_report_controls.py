@@ -53,6 +53,10 @@ def hostile_report() -> CouncilReport:
     return land(report(*findings, participants=(*people(), failed)), parse_diff(CONTROLS_DIFF))
 
 
+GATE = {"fail_on": "never", "quorum": None}
+"""The gate policy the hostile report is written under: every finding listed, none gating."""
+
+
 def written(tmp_path: Path) -> dict[str, str]:
     """Every format of :func:`hostile_report` written as ``council review`` writes them,
     by file name (the manifest too)."""
@@ -60,7 +64,9 @@ def written(tmp_path: Path) -> dict[str, str]:
     out.mkdir()
     change = parse_diff(CONTROLS_DIFF)
     write_outputs(
-        hostile_report(), OutputPlan(FORMATS, out), fail_on="never", quorum=None, change=change
+        hostile_report().gated(**GATE),
+        OutputPlan(FORMATS, out),
+        change=change,
     )
     return {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
 
@@ -127,5 +133,5 @@ def test_each_forge_text_shows_the_escapes(tmp_path: Path) -> None:
 def test_json_report_keeps_the_exact_text(tmp_path: Path) -> None:
     """council.json holds no raw control, yet reads back into the same report."""
     files = written(tmp_path)
-    assert read_json(files["council.json"]) == hostile_report()
+    assert read_json(files["council.json"]) == hostile_report().gated(**GATE)
     assert "\\u202e" in files["council.json"] and "\\u001b" in files["council.json"]

@@ -24,7 +24,7 @@ REQUIRED = {"path", "start_line", "end_line", "annotation_level", "message"}
 
 
 def _run(rep: Any, **options: Any) -> tuple[dict[str, Any], list[str]]:
-    text, cuts = render_github_checks_with_cuts(rep, fail_on="critical", **options)
+    text, cuts = render_github_checks_with_cuts(rep.gated(fail_on="critical"), **options)
     run: dict[str, Any] = json.loads(text)
     assert run["name"] == "council" and run["status"] == "completed"
     output = run["output"]

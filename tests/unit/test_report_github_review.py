@@ -49,7 +49,9 @@ def _review(text: str) -> dict[str, Any]:
 
 def _messy_review() -> dict[str, Any]:
     """The review of the messy report, with the messy change at hand."""
-    return _review(render_github_review(messy_report(), fail_on="critical", change=messy_change()))
+    return _review(
+        render_github_review(messy_report().gated(fail_on="critical"), change=messy_change())
+    )
 
 
 def _units(text: str) -> int:
@@ -63,23 +65,26 @@ def _posted(review: dict[str, Any]) -> list[int]:
 
 def test_shape_and_commit() -> None:
     """The review names the head commit, has a body, an event and comments."""
-    review = _review(render_github_review(messy_report(), fail_on="critical"))
+    review = _review(render_github_review(messy_report().gated(fail_on="critical")))
     assert review["commit_id"] == "0123abcd" * 5
 
 
 def test_commit_is_left_out_without_a_head() -> None:
     """No head in the report: no commit_id (GitHub then uses the pull request's head)."""
-    review = _review(render_github_review(messy_report(head=""), fail_on="critical"))
+    review = _review(render_github_review(messy_report(head="").gated(fail_on="critical")))
     assert "commit_id" not in review
 
 
 def test_event_follows_the_gate() -> None:
     """REQUEST_CHANGES when the gate trips, COMMENT otherwise or with fail-on never."""
     tripped = report(finding(1, severity="critical"))
-    assert _review(render_github_review(tripped, fail_on="critical"))["event"] == "REQUEST_CHANGES"
-    assert _review(render_github_review(tripped, fail_on="never"))["event"] == "COMMENT"
+    assert (
+        _review(render_github_review(tripped.gated(fail_on="critical")))["event"]
+        == "REQUEST_CHANGES"
+    )
+    assert _review(render_github_review(tripped.gated(fail_on="never")))["event"] == "COMMENT"
     calm = report(finding(1, severity="minor"))
-    assert _review(render_github_review(calm, fail_on="medium"))["event"] == "COMMENT"
+    assert _review(render_github_review(calm.gated(fail_on="medium")))["event"] == "COMMENT"
 
 
 def test_suppressed_finding_does_not_request_changes() -> None:
@@ -88,8 +93,7 @@ def test_suppressed_finding_does_not_request_changes() -> None:
     quiet = report(finding(1, LineAnchor(path=CAFE, line=2), severity="critical"))
     review = _review(
         render_github_review(
-            quiet.model_copy(update={"suppressed": dismissed}),
-            fail_on="critical",
+            quiet.model_copy(update={"suppressed": dismissed}).gated(fail_on="critical"),
             change=messy_change(),
         )
     )
@@ -100,8 +104,8 @@ def test_suppressed_finding_does_not_request_changes() -> None:
 
 def test_unknown_fail_on_is_refused() -> None:
     """A typo in fail_on is an error, not 'never'."""
-    with pytest.raises(ValueError, match="fail-on"):
-        render_github_review(report(), fail_on="critcal")
+    with pytest.raises(ValueError, match="fail_on"):
+        render_github_review(report().gated(fail_on="critcal"))
 
 
 def test_only_landed_line_anchors_become_comments() -> None:
@@ -113,7 +117,7 @@ def test_only_landed_line_anchors_become_comments() -> None:
 def test_every_comment_lands_on_the_diff() -> None:
     """Each comment's path, side and lines are on the diff GitHub shows."""
     change = messy_change()
-    review = _review(render_github_review(messy_report(), fail_on="critical", change=change))
+    review = _review(render_github_review(messy_report().gated(fail_on="critical"), change=change))
     by_path = {f.path: f for f in change.files}
     for comment in review["comments"]:
         changed = by_path[comment["path"]]
@@ -144,7 +148,7 @@ def test_deleted_file_range_is_a_left_range() -> None:
 
 def test_without_the_change_old_side_findings_stay_in_the_body() -> None:
     """Without the change, only new-side landed anchors post; old-side ones go to the body."""
-    review = _review(render_github_review(messy_report(), fail_on="critical"))
+    review = _review(render_github_review(messy_report().gated(fail_on="critical")))
     assert sorted(_posted(review)) == [1, 2, 10, 11]
     assert "subject 3" in review["body"]
     assert "subject 4" in review["body"]
@@ -166,7 +170,9 @@ def test_body_holds_everything_not_commented() -> None:
 def test_seen_findings_are_not_posted_again() -> None:
     """A finding an earlier round reported is in the body, marked, not commented."""
     review = _review(
-        render_github_review(messy_report(seen=(1,)), fail_on="critical", change=messy_change())
+        render_github_review(
+            messy_report(seen=(1,)).gated(fail_on="critical"), change=messy_change()
+        )
     )
     assert 1 not in _posted(review)
     assert "subject 1 (seen in an earlier round)" in review["body"]
@@ -184,7 +190,9 @@ def test_comment_is_a_conventional_comment() -> None:
 
 def test_zero_findings() -> None:
     """No findings: no comments, and the body says so."""
-    review = _review(render_github_review(report(), fail_on="critical", change=messy_change()))
+    review = _review(
+        render_github_review(report().gated(fail_on="critical"), change=messy_change())
+    )
     assert review["comments"] == []
     assert "No findings." in review["body"]
 
@@ -196,7 +204,7 @@ def test_comment_count_is_capped_most_severe_first() -> None:
         for i in range(1, 81)
     ]
     review = _review(
-        render_github_review(report(*findings), fail_on="critical", change=messy_change())
+        render_github_review(report(*findings).gated(fail_on="critical"), change=messy_change())
     )
     posted = _posted(review)
     assert len(posted) == MAX_COMMENTS
@@ -220,7 +228,7 @@ def test_huge_discussion_is_cut_inside_the_limit() -> None:
 def test_huge_body_is_cut_at_a_block_with_a_note() -> None:
     """A body over the limit is cut between blocks, with a note, under the limit."""
     findings = [finding(i, discussion="ü" * 300) for i in range(1, 2_001)]
-    review = _review(render_github_review(report(*findings), fail_on="critical"))
+    review = _review(render_github_review(report(*findings).gated(fail_on="critical")))
     body = review["body"]
     assert _units(body) <= BODY_UNITS
     assert "GitHub limits a review body" in body
@@ -231,7 +239,7 @@ def test_thirty_thousand_findings() -> None:
     """30,000 findings give a valid review within GitHub's limits, quickly."""
     started = time.perf_counter()
     text = render_github_review(
-        report(*many_findings(30_000)), fail_on="critical", change=messy_change()
+        report(*many_findings(30_000)).gated(fail_on="critical"), change=messy_change()
     )
     elapsed = time.perf_counter() - started
     review = _review(text)
@@ -262,7 +270,7 @@ def test_cuts_are_said_for_stderr() -> None:
     as it does SARIF's); a review that fits says nothing."""
     landed = [finding(i, LineAnchor(path=CAFE, line=2)) for i in range(1, 61)]
     _, cuts = render_github_review_with_cuts(
-        report(*landed), fail_on="critical", change=messy_change()
+        report(*landed).gated(fail_on="critical"), change=messy_change()
     )
     assert cuts == [
         f"github-review: {MAX_COMMENTS} of the 60 findings on the diff are line comments "
@@ -270,9 +278,9 @@ def test_cuts_are_said_for_stderr() -> None:
         "are listed in the body"
     ]
     big = [finding(i, discussion="ü" * 300) for i in range(1, 2_001)]
-    _, cuts = render_github_review_with_cuts(report(*big), fail_on="critical")
+    _, cuts = render_github_review_with_cuts(report(*big).gated(fail_on="critical"))
     assert [c.split(";")[0] for c in cuts] == [
         "github-review: the review body was cut to GitHub's limit of 65,536 characters"
     ]
-    _, cuts = render_github_review_with_cuts(report(*landed[:3]), fail_on="critical")
+    _, cuts = render_github_review_with_cuts(report(*landed[:3]).gated(fail_on="critical"))
     assert cuts == []

@@ -86,7 +86,7 @@ def test_passed_title() -> None:
 def test_tripped_title_counts_blocking_findings() -> None:
     """A tripped gate says so in the title, with how many findings block."""
     text = render_markdown(
-        _report(_finding(1, "critical"), _finding(2, "medium")), fail_on="medium"
+        _report(_finding(1, "critical"), _finding(2, "medium")).gated(fail_on="medium")
     )
     assert "gate tripped" in _title(text)
     assert "2 findings" in _title(text)
@@ -94,7 +94,7 @@ def test_tripped_title_counts_blocking_findings() -> None:
 
 def test_never_title_is_not_gated() -> None:
     """fail-on never is titled as not gated, never as passed."""
-    title = _title(render_markdown(_report(_finding(1, "critical")), fail_on="never"))
+    title = _title(render_markdown(_report(_finding(1, "critical")).gated(fail_on="never")))
     assert "not gated" in title
     assert "passed" not in title
 
@@ -108,7 +108,7 @@ def test_incomplete_title_and_reason() -> None:
 
 def test_quorum_reaches_the_verdict() -> None:
     """The quorum given to the renderer decides incompleteness as exit_code does."""
-    assert "incomplete" in _title(render_markdown(_report(), quorum=2))
+    assert "incomplete" in _title(render_markdown(_report().gated(quorum=2)))
 
 
 @pytest.mark.parametrize("fail_on", ["critical", "medium", "minor", "never"])
@@ -116,16 +116,16 @@ def test_quorum_reaches_the_verdict() -> None:
 def test_title_agrees_with_exit_code(fail_on: FailOn, status: RunStatus) -> None:
     """The verdict in the title and the gate's exit code always tell the same story."""
     report = _report(_finding(1, "medium"), _finding(2, None), status=status)
-    title = _title(render_markdown(report, fail_on=fail_on))
+    title = _title(render_markdown(report.gated(fail_on=fail_on)))
     expected = {0: ("passed", "not gated"), 1: ("gate tripped",), 3: ("incomplete",)}
-    words = expected[exit_code(report, fail_on)]
+    words = expected[exit_code(report.gated(fail_on=fail_on))]
     assert any(word in title for word in words)
 
 
 def test_unknown_fail_on_is_refused() -> None:
     """A misspelt threshold raises instead of rendering a wrong verdict."""
     with pytest.raises(ValueError):
-        render_markdown(_report(), fail_on="blocker")
+        render_markdown(_report().gated(fail_on="blocker"))
 
 
 def test_no_findings_line() -> None:
@@ -388,7 +388,7 @@ def test_every_pending_question_is_shown_with_its_answering_command() -> None:
     )
     plain = PendingAsk(id="ask_3333", run="r1", participant="owl", ask=Ask(question="Why?"))
     report = _report(status="waiting").model_copy(update={"asks": (asked, confirm, plain)})
-    text = render_markdown(report, fail_on="critical")
+    text = render_markdown(report.gated(fail_on="critical"))
     assert "- `ask_1111` (asked by `hawk`): Which profile?" in text
     command = '`council answer ask_1111 OPTION --reason "…"`'
     assert f"{command} (one of `p0`, `p1`, `p2`, `p3`, `p4` and 2 more)" in text

@@ -73,9 +73,9 @@ def test_a_reworded_dismissed_finding_stays_dismissed_with_the_note() -> None:
         by_agreement=Reworded(fingerprint=key, id=5, subject=DISMISSED.subject),
     )
     assert 10 not in done.suppressed
-    assert [f.id for f in gate_tripped(done, "critical")] == [10]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [10]
     assert read_json(render_json(done)).suppressed[9].by_agreement == held.by_agreement
-    text = render_markdown(done, fail_on="never")
+    text = render_markdown(done.gated(fail_on="never"))
     assert DISMISSED_LINE in text
 
 
@@ -88,7 +88,7 @@ def test_a_finding_that_kept_the_dismissed_id_stays_dismissed() -> None:
     assert done.suppressed[5].by_agreement == Reworded(
         fingerprint=key, id=5, subject=DISMISSED.subject
     )
-    assert DISMISSED_LINE in render_markdown(done, fail_on="never")
+    assert DISMISSED_LINE in render_markdown(done.gated(fail_on="never"))
 
 
 def test_a_fingerprint_match_says_nothing_of_agreement() -> None:
@@ -97,7 +97,7 @@ def test_a_fingerprint_match_says_nothing_of_agreement() -> None:
     again = DISMISSED.model_copy(update={"id": 11})
     done = suppress(report(again), Baseline(), {key: "upstream"}, {key: DISMISSED})
     assert done.suppressed[11] == Suppression(source="dismissed", reason="upstream")
-    assert "by agreement" not in render_markdown(done, fail_on="never")
+    assert "by agreement" not in render_markdown(done.gated(fail_on="never"))
 
 
 def test_one_dismissal_is_claimed_by_one_reworded_finding() -> None:
@@ -124,7 +124,7 @@ def test_a_reworded_baselined_finding_stays_baselined_with_the_note() -> None:
     )
     assert 10 not in done.suppressed
     line = "stays baselined: matches the baseline entry"
-    shown = render_markdown(done, fail_on="never")
+    shown = render_markdown(done.gated(fail_on="never"))
     assert line in shown and "by agreement (reworded), not by fingerprint" in shown
 
 
@@ -195,7 +195,7 @@ def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
     key = fingerprint(minor)
     done = suppress(report(REWORDED), Baseline(), {key: "cosmetic"}, {key: minor})
     assert 9 not in done.suppressed
-    assert [f.id for f in gate_tripped(done, "critical")] == [9]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [9]
     assert any(
         n.startswith("#9 rewords #5, dismissed, by agreement, but is graver") for n in done.notes
     )
@@ -225,7 +225,7 @@ def test_a_baseline_entry_accepts_as_many_occurrences_as_it_counted() -> None:
     assert [e.count for e in written.entries] == [1]
     done = suppress(report(one, two).model_copy(update={"seen": (5,)}), written, {})
     assert 5 in done.suppressed and 6 not in done.suppressed
-    assert [f.id for f in gate_tripped(done, "critical")] == [6]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [6]
     assert any(
         n.startswith("#6 makes the same claim as one that is in the baseline for 1")
         for n in done.notes
@@ -254,7 +254,7 @@ def test_a_decision_used_by_fingerprint_covers_no_rewording_besides() -> None:
     key = fingerprint(DISMISSED)
     done = suppress(report(DISMISSED, REWORDED), Baseline(), {key: "upstream"}, {key: DISMISSED})
     assert set(done.suppressed) == {5}
-    assert [f.id for f in gate_tripped(done, "critical")] == [9]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [9]
     baseline = read_baseline(write_baseline([DISMISSED], "legacy"))
     done = suppress(report(DISMISSED, REWORDED), baseline, {})
     assert set(done.suppressed) == {5}
@@ -273,7 +273,7 @@ def test_a_graver_telling_merged_into_a_dismissed_finding_is_not_hidden() -> Non
     merged = DISMISSED.model_copy(update={"severity": "critical"})
     done = suppress(report(merged), Baseline(), {key: "cosmetic"}, {key: minor})
     assert 5 not in done.suppressed
-    assert [f.id for f in gate_tripped(done, "critical")] == [5]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [5]
     baseline = read_baseline(write_baseline([minor], "legacy"))
     done = suppress(report(merged), baseline, {})
     assert 5 not in done.suppressed
@@ -289,7 +289,7 @@ def test_a_carried_finding_graver_than_its_dismissal_still_gates() -> None:
     carried = carry(report(), [DISMISSED], Change())
     assert [f.id for f in carried.carried] == [5]
     done = suppress(carried, Baseline(), {key: "cosmetic"}, {key: minor})
-    assert [f.id for f in gate_tripped(done, "critical")] == [5]
+    assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [5]
     calm = carry(report(), [minor], Change())
     assert suppress(calm, Baseline(), {key: "cosmetic"}, {key: minor}).suppressed[5].source == (
         "dismissed"
@@ -302,7 +302,7 @@ def test_a_round_remembers_the_ids_it_carried_with_its_own() -> None:
     three = DISMISSED.model_copy(update={"id": 3})
     seven = DISMISSED.model_copy(update={"id": 7, "anchor": LineAnchor(path="app.py", line=40)})
     done = report(three).model_copy(update={"carried": (seven,)})
-    memory = remembered(done, None)
+    memory = remembered(done)
     assert memory is not None and memory.reported == {fingerprint(three): "3,7"}
 
 
@@ -312,9 +312,13 @@ def test_writing_the_baseline_again_accepts_what_stands_now() -> None:
     the larger count), so the finding is accepted again and stops gating."""
     minor = DISMISSED.model_copy(update={"severity": "minor"})
     first = read_baseline(write_baseline([minor], "legacy"))
-    assert [f.id for f in gate_tripped(suppress(report(DISMISSED), first, {}), "critical")] == [5]
+    assert [
+        f.id for f in gate_tripped(suppress(report(DISMISSED), first, {}).gated(fail_on="critical"))
+    ] == [5]
     twin = DISMISSED.model_copy(update={"id": 6, "anchor": LineAnchor(path="app.py", line=40)})
     again = read_baseline(write_baseline([DISMISSED, twin], "other words", existing=first))
     (entry,) = again.entries
     assert (entry.reason, entry.severity, entry.count) == ("legacy", "critical", 2)
-    assert gate_tripped(suppress(report(DISMISSED, twin), again, {}), "critical") == []
+    assert (
+        gate_tripped(suppress(report(DISMISSED, twin), again, {}).gated(fail_on="critical")) == []
+    )

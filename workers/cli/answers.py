@@ -24,10 +24,11 @@ from typing import Any
 import click
 
 from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
+from council.model.gate_policy import FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log, no_controls_json
 from council.rendering.markdown import render_markdown
-from council.round.gate import EXIT_WAITING, FAIL_ON, exit_code, gate_summary
+from council.round.gate import EXIT_WAITING, exit_code, gate_summary
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.cli.context import (
@@ -209,14 +210,12 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
             )
     except RunNotFound as gone:
         raise UsageProblem(f"{gone}; its questions went with it") from None
-    threshold = parse_fail_on(fail_on or parked.record.fail_on)
-    shown = report if report is not None else parked.report
-    click.echo(render_markdown(shown, fail_on=threshold, quorum=parked.record.quorum), nl=False)
-    if report is None:
-        click.echo(gate_summary(parked.report, threshold, parked.record.quorum), err=True)
-        sys.exit(EXIT_WAITING)
-    click.echo(gate_summary(report, threshold, parked.record.quorum), err=True)
-    sys.exit(exit_code(report, threshold, quorum=parked.record.quorum))
+    gate = parked.record.gate
+    policy = {"fail_on": parse_fail_on(fail_on or gate.fail_on), "quorum": gate.quorum}
+    shown = (report if report is not None else parked.report).gated(**policy)
+    click.echo(render_markdown(shown), nl=False)
+    click.echo(gate_summary(shown), err=True)
+    sys.exit(EXIT_WAITING if report is None else exit_code(shown))
 
 
 def settle_parked(

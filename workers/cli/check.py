@@ -22,10 +22,11 @@ from pathlib import Path
 import click
 
 from council.errors import ConfigurationError, IdentityRefused
+from council.model.gate_policy import GatePolicy
 from council.model.participant import Participant
 from council.rendering.escape import for_log
 from council.roster.backend_options import BASE_DIR, RECORDED
-from council.round.gate import min_agreement_problem
+from council.round.gate import min_agreement_problem, parse_fail_on
 from council.session.ledger import Ledger, attributed_ids
 from reviewers.programs.process import program_trouble
 from reviewers.programs.program_search import find_program, interpreter_bin
@@ -138,12 +139,12 @@ def gated(
     fail_on: str,
     min_agreement: int | None = None,
 ) -> Round:
-    """The round with what its gate reads recorded on the run: the quorum (``--quorum``,
-    else the roster's; None: every reviewer not optional), the ``--filter`` mode, the
-    ``--min-agreement`` (else ``[council] min_agreement``), the ``[policy] confirm``
-    severity and ``[policy] unverified_scripts``, and the ``--fail-on`` (``council
-    resume`` gates with it). Raises UsageProblem for a quorum or a min-agreement above
-    the roster."""
+    """The round with its gate policy (:class:`GatePolicy`: ``--fail-on``, the quorum,
+    ``--filter``, the min-agreement) and ``[policy]`` recorded on the run; the report it
+    settles to carries the same policy, and ``council resume`` gates with it. The quorum
+    is ``--quorum``, else the roster's (None: every reviewer not optional); the
+    min-agreement ``--min-agreement``, else ``[council] min_agreement``. Raises
+    UsageProblem for a quorum or a min-agreement above the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
     elif quorum > len(round_.participants):
@@ -155,15 +156,18 @@ def gated(
         min_agreement = round_.roster.min_agreement
     elif problem := min_agreement_problem(min_agreement, len(round_.participants)):
         raise UsageProblem(problem)
-    gated = {
-        "quorum": quorum,
-        "filter": filter_mode,
+    gate = GatePolicy(
+        fail_on=parse_fail_on(fail_on),
+        quorum=quorum,
+        min_agreement=min_agreement,
+        filter=filter_mode,
+    )
+    policy = {
+        "gate": gate,
         "confirm": round_.roster.confirm,
         "unverified_scripts": round_.roster.unverified_scripts,
-        "fail_on": fail_on,
-        "min_agreement": min_agreement,
     }
-    return replace(round_, record=round_.record.model_copy(update=gated))
+    return replace(round_, record=round_.record.model_copy(update=policy))
 
 
 def with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:

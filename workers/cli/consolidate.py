@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from council.model.fingerprint import with_fingerprints
+from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
 from council.readers.report_files import (
     SOURCE_MAX_BYTES,
     SourceError,
@@ -20,8 +21,6 @@ from council.readers.report_files import (
     read_source,
 )
 from council.round.gate import (
-    DEFAULT_FAIL_ON,
-    FAIL_ON,
     apply_min_agreement,
     exit_code,
     min_agreement_problem,
@@ -133,6 +132,7 @@ def consolidate_command(
     if problem := min_agreement_problem(min_agreement, reviewers, "the sources give", "sources"):
         raise UsageProblem(problem)
     report = file_sources(told, RUN_ID, len(sources))
-    report = with_fingerprints(apply_min_agreement(report, min_agreement))
-    emit(report, outputs, fail_on=fail_on, quorum=None, change=None)
-    sys.exit(exit_code(report, parse_fail_on(fail_on), quorum=None))
+    report = report.gated(fail_on=parse_fail_on(fail_on), min_agreement=min_agreement)
+    report = with_fingerprints(apply_min_agreement(report))
+    emit(report, outputs, change=None)
+    sys.exit(exit_code(report))

@@ -36,6 +36,7 @@ from typing import Any
 import click
 
 from council.change.diff import Change
+from council.model.gate_policy import GatePolicy
 from council.model.report import CouncilReport
 from council.rendering import render_json, render_markdown
 from council.rendering.escape import for_log
@@ -218,11 +219,10 @@ def write_outputs(
     report: CouncilReport,
     plan: OutputPlan,
     *,
-    fail_on: str,
-    quorum: int | None,
     change: Change | None,
 ) -> Written:
-    """Render and write every output of ``plan``; return what was done.
+    """Render and write every output of ``plan``, each gated by ``report.gate``; return
+    what was done.
 
     ``change`` is the diff the pull request shows (for the GitHub review's line
     comments); None when unknown. Into ``plan.directory``, the manifest is written
@@ -233,7 +233,7 @@ def write_outputs(
     done = Written()
     markdown: str | None = None
     if "markdown" in plan.formats or plan.markdown_file is not None:
-        markdown = render_markdown(report, fail_on=fail_on, quorum=quorum)
+        markdown = render_markdown(report)
     json_text = render_json(report) if "json" in plan.formats or plan.json_file else None
     if plan.markdown_file is not None and markdown is not None:
         _write(plan.markdown_file, markdown, "--markdown", done)
@@ -253,14 +253,10 @@ def write_outputs(
             text, cuts = render_sarif_with_cuts(report)
             done.messages += cuts
         elif name == "github-review":
-            text, cuts = render_github_review_with_cuts(
-                report, fail_on=fail_on, quorum=quorum, change=change
-            )
+            text, cuts = render_github_review_with_cuts(report, change=change)
             done.messages += cuts
         elif name == "github-checks":
-            text, cuts = render_github_checks_with_cuts(
-                report, fail_on=fail_on, quorum=quorum, change=change
-            )
+            text, cuts = render_github_checks_with_cuts(report, change=change)
             done.messages += cuts
         elif name == "gitlab-discussions":
             text = render_gitlab_discussions(report, change)
@@ -283,13 +279,11 @@ def emit(
     report: CouncilReport,
     plan: OutputPlan,
     *,
-    fail_on: str,
-    quorum: int | None,
     change: Change | None,
 ) -> None:
     """Write the outputs; Markdown to stdout when no file takes it; the files written
     and what a renderer cut to stderr."""
-    written = write_outputs(report, plan, fail_on=fail_on, quorum=quorum, change=change)
+    written = write_outputs(report, plan, change=change)
     for message in written.messages:
         click.echo(for_log(f"council: {message}", one_line=True), err=True)
     if written.stdout is not None:
@@ -319,17 +313,24 @@ def nothing_to_review(
     click.echo(for_log(f"council: {text}", one_line=True), err=True)
     carried = plan.carried_report(f"{text}.") if plan is not None else None
     if carried is not None:
-        threshold = parse_fail_on(fail_on)
-        emit(carried, outputs, fail_on=threshold, quorum=0, change=None)
-        click.echo(gate_summary(carried, threshold, 0), err=True)
-        return exit_code(carried, threshold, quorum=0)
+        carried = carried.gated(fail_on=parse_fail_on(fail_on), quorum=0)
+        emit(carried, outputs, change=None)
+        click.echo(gate_summary(carried), err=True)
+        return exit_code(carried)
     if outputs.directory is None and outputs.json_file is None and outputs.markdown_file is None:
         click.echo(f"{text}.")
         return EXIT_PASSED
     notes = (f"{text}.", *(plan.since.notes if plan is not None else ()))
     session = plan.session if plan is not None else ""
-    empty = CouncilReport(run_id="none", session=session, head=head, status="settled", notes=notes)
-    emit(empty, outputs, fail_on=fail_on, quorum=0, change=None)
+    empty = CouncilReport(
+        run_id="none",
+        session=session,
+        head=head,
+        status="settled",
+        notes=notes,
+        gate=GatePolicy(fail_on=parse_fail_on(fail_on), quorum=0),
+    )
+    emit(empty, outputs, change=None)
     return EXIT_PASSED
 
 

@@ -30,12 +30,12 @@ from typing import Any
 
 import click
 
+from council.model.gate_policy import FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering import read_json, render_markdown
 from council.rendering.github_checks import render_github_checks
 from council.rendering.github_review import render_github_review
 from council.rendering.jsonreport import UnreadableReport
-from council.round.gate import DEFAULT_FAIL_ON, FAIL_ON
 from workers.cli.context import Incomplete, UsageProblem
 from workers.cli.outputs import FILE_NAMES
 from workers.forge import gitlab as gitlab_api
@@ -125,15 +125,14 @@ _from_option = click.option(
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
-    default=DEFAULT_FAIL_ON,
-    show_default=True,
-    help="With --report: the gate the review's verdict is rendered with.",
+    help="With --report: the gate the review's verdict is rendered with (default: the "
+    "report's own, the --fail-on its round was reviewed with).",
 )
 @click.option(
     "--quorum",
     type=click.IntRange(min=0),
-    help="With --report: the quorum the verdict is rendered with (default: every reviewer "
-    "not marked optional must have been heard in full).",
+    help="With --report: the quorum the verdict is rendered with (default: the report's "
+    "own, the quorum its round was reviewed with).",
 )
 def publish_github_command(
     repo_name: str,
@@ -143,7 +142,7 @@ def publish_github_command(
     head: str | None,
     checks: bool,
     api_url: str,
-    fail_on: str,
+    fail_on: str | None,
     quorum: int | None,
 ) -> None:
     """Post ONE review and update ONE summary comment on a GitHub pull request.
@@ -284,23 +283,27 @@ def _github_inputs(
     report: Path | None,
     head: str,
     checks: bool,
-    fail_on: str,
+    fail_on: str | None,
     quorum: int | None,
 ) -> GitHubPost:
-    """What to post, from a checked --from DIR or a --report of this head."""
+    """What to post, from a checked --from DIR or a --report of this head, rendered under
+    the report's gate policy with ``fail_on`` and ``quorum`` over it when given."""
+    policy = {
+        key: value for key, value in (("fail_on", fail_on), ("quorum", quorum)) if value is not None
+    }
     if (from_dir is None) == (report is None):
         raise UsageProblem(
             "pass exactly one of --from DIR (council review's --output) or --report FILE"
         )
     if report is not None:
-        parsed = _parse_report(_read(report), str(report), head)
+        parsed = _parse_report(_read(report), str(report), head).gated(**policy)
         return GitHubPost(
             run_id=parsed.run_id,
             head=head,
-            review=_object(render_github_review(parsed, fail_on=fail_on, quorum=quorum), report),
-            summary=render_markdown(parsed, fail_on=fail_on, quorum=quorum),
+            review=_object(render_github_review(parsed), report),
+            summary=render_markdown(parsed),
             checks=(
-                _object(render_github_checks(parsed, fail_on=fail_on, quorum=quorum), report)
+                _object(render_github_checks(parsed), report)
                 if checks
                 else None
             ),
@@ -312,6 +315,7 @@ def _github_inputs(
     checks_text = _output(outputs, "github-checks") if checks else None
     if review_text is None or markdown is None or (checks and checks_text is None):
         found = _report_of(outputs)
+        found = found.gated(**policy) if found is not None else None
         if found is None:
             wanted = "github-review, markdown" + (", github-checks" if checks else "")
             raise UsageProblem(
@@ -322,11 +326,11 @@ def _github_inputs(
                 + f" --output {from_dir}` first"
             )
         if review_text is None:
-            review_text = render_github_review(found, fail_on=fail_on, quorum=quorum)
+            review_text = render_github_review(found)
         if markdown is None:
-            markdown = render_markdown(found, fail_on=fail_on, quorum=quorum)
+            markdown = render_markdown(found)
         if checks and checks_text is None:
-            checks_text = render_github_checks(found, fail_on=fail_on, quorum=quorum)
+            checks_text = render_github_checks(found)
     path = from_dir / FILE_NAMES["github-review"]
     return GitHubPost(
         run_id=outputs.run_id,

@@ -24,16 +24,10 @@ import redis
 from council.change.diff import Change
 from council.change.diff_filter import DEFAULT_FILTER, FILTER_MODES
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
+from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log
-from council.round.gate import (
-    DEFAULT_FAIL_ON,
-    EXIT_WAITING,
-    FAIL_ON,
-    exit_code,
-    gate_summary,
-    parse_fail_on,
-)
+from council.round.gate import EXIT_WAITING, exit_code, gate_summary, parse_fail_on
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
 from workers.app.settings import Settings
@@ -239,7 +233,6 @@ def review_command(
     round_ = gated(
         with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
     )
-    quorum = round_.record.quorum
     for note in round_.notes:
         click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
     show = Progress.for_stream(sys.stderr) if progress else None
@@ -250,10 +243,9 @@ def review_command(
     finally:
         if show is not None:
             show.close()
-    emit(report, outputs, fail_on=fail_on, quorum=quorum, change=change)
-    threshold = parse_fail_on(fail_on)
-    click.echo(gate_summary(report, threshold, quorum), err=True)
-    sys.exit(exit_code(report, threshold, quorum=quorum))
+    emit(report, outputs, change=change)
+    click.echo(gate_summary(report), err=True)
+    sys.exit(exit_code(report))
 
 
 def _run_council(
@@ -321,7 +313,7 @@ def _settle_waiting(
         click.echo(f"council: {gone}; its questions went with it, reviewing anew", err=True)
         return
     record = parked.record
-    threshold = parse_fail_on(fail_on)
+    policy = {"fail_on": parse_fail_on(fail_on), "quorum": record.gate.quorum}
     if report is None:
         with session_store(cli, state, save=False) as sessions:
             given = sessions.answers(record.session)
@@ -331,7 +323,7 @@ def _settle_waiting(
             else a.model_copy(update={"answer": given[a.id]})
             for a in parked.report.asks
         )
-        shown = parked.report.model_copy(update={"asks": asks})
+        shown = parked.report.model_copy(update={"asks": asks}).gated(**policy)
         left = len([a for a in asks if a.answer is None])
         click.echo(
             f"council: run {record.run_id} of this session waits on a person ({left} "
@@ -339,17 +331,18 @@ def _settle_waiting(
             "again",
             err=True,
         )
-        emit(shown, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
-        click.echo(gate_summary(shown, threshold, record.quorum), err=True)
+        emit(shown, outputs, change=None)
+        click.echo(gate_summary(shown), err=True)
         sys.exit(EXIT_WAITING)
     click.echo(
         f"council: run {record.run_id} waited on a person and every question is answered: "
         "it settles now with the answers; run this again to review later commits",
         err=True,
     )
-    emit(report, outputs, fail_on=fail_on, quorum=record.quorum, change=None)
-    click.echo(gate_summary(report, threshold, record.quorum), err=True)
-    sys.exit(exit_code(report, threshold, quorum=record.quorum))
+    report = report.gated(**policy)
+    emit(report, outputs, change=None)
+    click.echo(gate_summary(report), err=True)
+    sys.exit(exit_code(report))
 
 
 def _supersede(cli: CliContext, state: Path | None, waiting: list[Waiting], head: str) -> None:

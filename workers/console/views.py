@@ -31,7 +31,7 @@ from pydantic import BaseModel, JsonValue
 from council.asks.pending import Answer, PendingAsk
 from council.model.findings import ChangeAnchor, FileAnchor, Finding
 from council.model.report import CouncilReport, ParticipantSummary, RunStatus
-from council.round.gate import FailOn, gate_summary
+from council.round.gate import gate_summary
 from council.round.lifecycle import is_final
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
@@ -40,11 +40,6 @@ from workers.stores.run_record import Progress, RunRecord
 
 RUNS_SHOWN = 50
 """How many of the most recent runs the index lists."""
-
-GATE_AT: FailOn = "critical"
-"""The ``--fail-on`` threshold the settled banner's gate line is read at (the default of
-``council review`` and ``council resume``)."""
-
 
 @dataclass(frozen=True)
 class RunRow:
@@ -215,7 +210,7 @@ def run_view(rt: Runtime, run_id: str) -> RunView | None:
         asks=asks,
         waiting=status == "waiting",
         settled_with_answers=bool(asks) and is_final(status),
-        gate=gate_summary(report, GATE_AT, record.quorum) if report is not None else "",
+        gate=gate_summary(report) if report is not None else "",
         notes=report.notes if report is not None else record.notes,
     )
 

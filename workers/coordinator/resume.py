@@ -119,7 +119,7 @@ def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
     settled, dismissals = answered_report(parked.report, answers, settled_at)
     whole: Whole = "whole" if settled.status == "settled" else "in part"
     transition = step("waiting", "answered", whole=whole)
-    memory = remembered(settled, record.quorum, recall_of(sessions, record.session))
+    memory = remembered(settled, recall_of(sessions, record.session))
     while True:
         filing = Filing(
             first_id=sessions.next_finding_id(record.session),

@@ -200,9 +200,10 @@ class _Hearing:
         """A filed report landed on the diff, marked against the session, filtered
         (``--filter``, the head tree's paths: :mod:`council.change.diff_filter`) and held to
         ``--min-agreement`` (:func:`council.round.gate.apply_min_agreement`)."""
-        marked = self.marks.apply(land(report, self.change))
-        filtered = apply_filter(marked, self.pull, parse_filter(self.record.filter), self.paths)
-        held = apply_min_agreement(filtered, self.record.min_agreement)
+        gate = self.record.gate
+        marked = self.marks.apply(land(report, self.change)).gated(**gate.model_dump())
+        filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
+        held = apply_min_agreement(filtered)
         return with_fingerprints(held)
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
@@ -402,7 +403,7 @@ def _commit(
     while True:
         first_id = sessions.next_finding_id(record.session)
         transition, findings, report = build(first_id)
-        memory = remembered(report, record.quorum, heard.marks.recall) if transition.final else None
+        memory = remembered(report, heard.marks.recall) if transition.final else None
         filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
         committed = sessions.commit(record, transition, filing, now)
         if committed is not None:

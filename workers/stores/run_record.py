@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from council.model.gate_policy import GatePolicy
 from council.roster.rate_limits import RateLimit
 from council.round.cost import PriceTable
 
@@ -46,28 +47,32 @@ class RunRecord(BaseModel):
     created_ms: int = 0
     deadline_ms: int = 0
     protocol: int = PROTOCOL
-    fail_on: str = "critical"
-    """The ``--fail-on`` the round was reviewed with: what ``council resume`` gates a run
-    that waited on a person with, unless told otherwise."""
-    filter: str = "added"
-    """The ``--filter`` mode the round's findings are gated with
-    (:mod:`council.change.diff_filter`); applied when the run settles."""
+    gate: GatePolicy = Field(default_factory=lambda: GatePolicy(quorum=1, filter="added"))
+    """The gate's policy the round was opened with (``--fail-on``, ``--quorum``,
+    ``--min-agreement``, ``--filter``, else the roster's): the settled report carries it,
+    and ``council resume`` gates a run that waited on a person with it unless told
+    otherwise. An incomplete round (fewer than the quorum heard in full) does not move the
+    session's reviewed head, so ``--since-last`` reviews its commits again."""
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding
     may fail the gate (None: nobody is asked)."""
     unverified_scripts: Literal["demote", "keep"] = "demote"
     """``[policy] unverified_scripts``: whether a critical finding showing a script that
     did not run this turn is held at medium (:mod:`council.evidence.policy`)."""
-    min_agreement: int = Field(default=1, ge=1)
-    """``--min-agreement`` (else ``[council] min_agreement``): a finding gates only when
-    at least this many reviewers raised it; applied when the run settles."""
-    quorum: int | None = Field(default=1, ge=0)
-    """Reviewers that must be heard in full for the round to count as a review of its
-    head (``--quorum``, else the roster's); None: every reviewer not marked optional (the
-    default, failing closed). An incomplete round does not move the session's reviewed
-    head, so ``--since-last`` reviews its commits again. Records written before it was
-    kept read as 1."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gate_of_older_records(cls, data: object) -> object:
+        """A run written before ``gate`` kept ``fail_on``, ``filter``, ``min_agreement`` and
+        ``quorum`` at the top level (a missing quorum read as 1, a missing filter as
+        ``added``): read them into ``gate`` so an older run is still read."""
+        flat = ("fail_on", "filter", "min_agreement", "quorum")
+        if not isinstance(data, dict) or "gate" in data or not (set(flat) & data.keys()):
+            return data
+        data = dict(data)
+        gate = {"quorum": 1, "filter": "added"} | {k: data.pop(k) for k in flat if k in data}
+        data["gate"] = gate
+        return data
 
 class Progress(BaseModel):
     """One participant's progress as the waiting CLI sees it."""

@@ -1,0 +1,45 @@
+"""The gate's policy: the one value that says what blocks a change.
+
+``fail_on`` (the lowest severity that fails), ``quorum`` (how many reviewers must be
+heard in full; None: every reviewer not marked ``optional``), ``min_agreement`` (how many
+reviewers must have raised a finding for it to gate) and ``filter`` (the ``--filter``
+mode the findings were gated with). A run carries it from the moment it is opened
+(``RunRecord.gate``) and its report carries it once settled (``CouncilReport.gate``), so
+every renderer, the exit code and the console read the same policy: a threshold handed
+to each of them apart is how a console and a CLI came to disagree.
+
+Source: docs/architecture.md "Reports, the CLI and the gate".
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FailOn = Literal["critical", "medium", "minor", "never"]
+"""The lowest severity that fails the gate, or ``never`` to report without gating."""
+
+FAIL_ON: tuple[FailOn, ...] = ("critical", "medium", "minor", "never")
+"""Every accepted ``--fail-on`` value, highest threshold first."""
+
+DEFAULT_FAIL_ON: FailOn = "critical"
+"""The threshold when none is given: only critical findings block."""
+
+
+class GatePolicy(BaseModel):
+    """What blocks a change. Frozen; unknown keys are refused (a typo is not a policy)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fail_on: FailOn = DEFAULT_FAIL_ON
+    """``--fail-on``: the lowest severity that fails the gate (``never``: report only)."""
+    quorum: int | None = Field(default=None, ge=0)
+    """``--quorum`` (else the roster's): reviewers that must be heard in full; 0 switches
+    the count off; None (the default: the gate fails closed) asks every reviewer the
+    roster did not mark ``optional``."""
+    min_agreement: int = Field(default=1, ge=1)
+    """``--min-agreement`` (else ``[council] min_agreement``): a finding gates only when at
+    least this many reviewers raised it (1: every finding may)."""
+    filter: str | None = None
+    """The ``--filter`` mode the findings were gated with (None: not filtered)."""
