@@ -1,17 +1,11 @@
 """Reviewer backends: one adapter per backend, behind one small interface.
 
-``reviewer_for(participant)`` picks the backend a roster entry names; ``check_options``
-refuses a backend's bad options with the field path, so the roster reader can stop a
-round before anything is sent. Backends never raise for a reviewer fault: they return a
-:class:`ReviewResult` with a ``failure`` or a ``stop`` (docs/harvest.md §7). The model
-backends (``openai``, ``anthropic``) import their SDK on first use (over a second
-each), so a round without them never pays for it.
-
-Usage::
-
-    check_options(participant, where="reviewers[2]")   # RosterError on a bad option
-    name = key_env(participant)                         # the worker reads it: secrets
-    result = reviewer_for(participant).review(request)
+:func:`reviewer_for` picks the backend a roster entry names; :func:`check_options` refuses
+its bad options with the field path (RosterError), so a round stops before anything is
+sent; :func:`key_env` names the variable a worker reads the provider key from. Backends
+never raise for a reviewer fault: they return a :class:`ReviewResult` with a ``failure``
+or a ``stop`` (docs/harvest.md §7). The model backends (``openai``, ``anthropic``) import
+their SDK on first use (over a second each), so a round without them never pays for it.
 
 Source: docs/architecture.md "Layers" (reviewers), docs/identity-and-clocks.md "Participant".
 """

@@ -111,44 +111,20 @@ def nothing_heard() -> int:
 
 @dataclass(frozen=True)
 class ReviewRequest:
-    """Everything a backend needs for one review.
+    """Everything a backend needs for one review; a None or empty field is "not given".
 
-    * ``workdir``: the unpacked pinned head tree (None when the backend needs no tree).
-    * ``program``: a program materialized from the BASE tree when the roster names a
-      relative path (None otherwise: ``options["program"]`` is then used as given).
-    * ``arg_files``: index in ``options["args"]`` → the file of the BASE tree that entry
-      names, materialized (a program-running backend passes its path instead of the
-      entry, so a change cannot swap the script an interpreter runs).
-    * ``env``: council's variables for a child process (``COUNCIL_RUN``,
-      ``COUNCIL_PARTICIPANT``, ``COUNCIL_ATTEMPT``); the rest of its environment is an
-      allowlist (:func:`reviewers.sandbox.bubblewrap.program_env`).
-    * ``sandbox``: how a program is confined (:class:`~reviewers.sandbox.bubblewrap.SandboxPolicy`);
-      a worker always sets it. None runs a program unconfined, with the allowlisted
-      environment and no note: for tests and tools that run trusted programs only.
-    * ``cancel``: set when the run is cancelled; the backend stops as ``cancelled``.
-    * ``changed_paths``: the files of the change as reviewers see them (new side).
-    * ``changed_lines``: new-side path → the numbers of its added lines, from the run's
-      diff (empty when the diff is not known).
-    * ``secrets``: values of the environment variables the participant's options name
-      (``api_key_env``), read by the worker at the edge; never logged.
-    * ``rate_limiter``: shared admission to the provider, when the runtime has one.
-    * ``witness``: the commit of ``workdir`` when the tree was pinned (tools' anchors).
-    * ``events``: where the backend reports tool calls and retries for the logs.
-    * ``tool_read_max_bytes``: the most bytes a model's ``read_file`` tool reads of one
-      file (the worker's ``COUNCIL_TOOL_READ_MAX_BYTES``; None: the tool's default,
-      :data:`reviewers.models.tools.READ_MAX_BYTES`).
-    * ``scripts``: where each script run of this attempt records its row
-      (``run_script``, ``council run-script``); the worker's goes straight to Redis.
-    * ``artifacts``: the run's artifact store for ``store_artifact`` and the
-      ``props_ref`` of an ``ask_human`` component (None: no store attached, so a
-      ``props_ref`` is refused ``no-store``).
-    * ``resume``: a conversation paused on a person's question and the answer given
-      (:class:`~council.asks.paused.Resumption`): the model backend goes on from it
-      instead of starting over (None: a fresh review).
-    * ``heard``: how many entries the journal holds for this attempt, those another
-      process stored straight into it included (a program's ``council record`` in
-      distributed mode); cheap to call often (the worker caches it). A change is
-      activity for the idle clock, as a line of the journal file is.
+    * ``workdir``: the pinned head tree (``witness``: its commit); ``program`` and
+      ``arg_files`` (index in ``options["args"]`` → file) come materialized from the BASE
+      tree, so a change cannot swap the script an interpreter runs.
+    * ``env``: council's ``COUNCIL_*`` variables for a child, whose environment is otherwise an
+      allowlist (:func:`~reviewers.sandbox.bubblewrap.program_env`); ``sandbox`` None runs it
+      unconfined without a note (trusted programs in tests; a worker always sets it).
+    * ``secrets``: the values the ``api_key_env`` options name, read at the edge; never logged.
+      ``changed_lines``: new-side path → the numbers of its added lines.
+    * ``heard()``: the attempt's journal entries, other processes' included (``council
+      record``); cached, and a change is activity for the idle clock.
+    * None: ``tool_read_max_bytes`` is :data:`reviewers.models.tools.READ_MAX_BYTES`,
+      ``artifacts`` refuses a ``props_ref`` (``no-store``), ``resume`` is a fresh review.
     """
 
     participant: Participant

@@ -1,27 +1,13 @@
 """The ``anthropic`` backend: Anthropic's Messages API, streamed.
 
-Through the official ``anthropic`` SDK (its retries off:
-:mod:`~reviewers.models.conversation` retries, under our clocks). The SDK sends the
-request (its public ``post``, on the async client) and judges its status; the body is
-read raw by :mod:`~reviewers.models.sse` into plain dicts, because the SDK's pydantic object per
-event cost most of a busy worker's CPU. The conversation loop,
-tools, retries and clocks are shared with the ``openai`` backend; this module only says
-how the Messages wire looks: message events, content blocks (text, thinking, tool use),
-``tool_result`` blocks in the next user message, thinking blocks sent back with the turn
-that used tools.
-
-Roster::
-
-    [[reviewers]]
-    id = "owl"
-    backend = "anthropic"
-    model = "claude-sonnet-4-5"              # required
-    thinking_level = "medium"                # extended thinking, 8192 tokens
-    tools = ["read_file", "list_files", "grep", "record_finding"]
-    base_url = "https://api.anthropic.com"   # the default
-    api_key_env = "ANTHROPIC_API_KEY"        # the default; the worker passes its value
-    max_turns = 20                           # tool loop bound (requests)
-    max_output_tokens = 24576                # max_tokens (must exceed the thinking budget)
+Through the official ``anthropic`` SDK, its retries off (:mod:`~reviewers.models.conversation`
+retries, under our clocks): its public ``post`` on the async client sends the request and
+judges the status, and :mod:`~reviewers.models.sse` reads the body raw into plain dicts,
+because the SDK's pydantic object per event cost most of a busy worker's CPU. The loop,
+tools, retries and clocks are shared with ``openai``; this module says only how the
+Messages wire looks: content blocks (text, thinking, tool use), ``tool_result`` blocks in
+the next user message, thinking blocks sent back with the turn that used tools. Roster
+options: :data:`THINKING_BUDGETS`, :func:`max_tokens_of`, :func:`check_participant`.
 
 Source: issue "Model reviewers"; Anthropic API reference, "Messages" (streaming events,
 extended thinking with ``budget_tokens`` >= 1024 and < ``max_tokens``, tool use).

@@ -1,23 +1,14 @@
 """A model reviewer's conversation: turns, tools, retries, the wrap-up, usage.
 
-One review is a conversation with a model over streamed requests. A turn is one request
-(retried as a whole on a retryable trouble); a turn that calls tools gets their replies
-and the next turn follows, at most ``max_turns`` turns (the last one is asked to answer
-without tools). The providers (:mod:`~reviewers.models.openai_chat`,
-:mod:`~reviewers.models.anthropic_messages`) only say how their wire looks
-(:mod:`~reviewers.models.provider`).
-
-Clocks (ms, :mod:`~reviewers.models.stream_watch`): the wall and the idle clock stop the
-review (a stop, never a failure, keeping what was said); at the soft deadline the turn in
-flight is interrupted and ONE wrap-up turn asks for the answer now; the wrap-up's answer
-and the text before it are both harvested and the one with more findings is returned
-(ties: the wrap-up). An accepted ``ask_human`` call pauses the conversation after its
-turn's tool calls ran: the result carries it (``ReviewResult.paused``) and the worker
-keeps it with the run; given back with the person's answer (``request.resume``), the
-loop loads the messages, replies to the pending call with the answer and goes on, its
-turns, texts, usage and notes counted on from the pause, its clocks fresh (the person's
-time is not the reviewer's). A shared rate limiter, when the runtime has one, admits every
-request under two keys (``backend:model`` and ``backend``).
+A turn is one streamed request, retried whole on a retryable trouble
+(:mod:`~reviewers.models.retry`); a turn that calls tools gets their replies and the next
+follows, at most ``max_turns``, the last asked to answer without tools. Providers only say
+how their wire looks (:mod:`~reviewers.models.provider`); the clocks (ms) are watched by
+:mod:`~reviewers.models.stream_watch`. At the soft deadline ONE wrap-up turn asks for the
+answer now; of it and the text before, the one with more findings is kept (a tie: the
+wrap-up). An accepted ``ask_human`` pauses the conversation (``ReviewResult.paused``);
+``request.resume`` goes on from it, clocks fresh. The rate limiter admits each request
+under ``backend:model`` alone, held to the model's and the provider's limits.
 
 Source: docs/harvest.md §1 and §7, docs/identity-and-clocks.md "Clocks", issue "Model reviewers".
 """

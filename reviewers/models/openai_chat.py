@@ -1,27 +1,12 @@
 """The ``openai`` backend: any OpenAI-compatible chat completions server, streamed.
 
-OpenAI itself, Ollama, vLLM, LM Studio, OpenRouter: anything serving
-``POST {base_url}/chat/completions`` with SSE streaming, through the official ``openai``
-SDK (its retries off: :mod:`~reviewers.models.conversation` retries, under our clocks).
-The SDK's async client (on the loop of :mod:`~reviewers.models.stream_loop`) sends the
-request (its public ``post``) and judges its status; the body is read raw by
-:mod:`~reviewers.models.sse` into plain dicts, because the SDK's pydantic object per
-chunk cost most of a busy worker's CPU. The conversation
-loop, tools, retries and clocks are shared with the ``anthropic`` backend; this module
-only says how the OpenAI wire looks.
-
-Roster::
-
-    [[reviewers]]
-    id = "hawk"
-    backend = "openai"
-    model = "gpt-5"                          # required
-    thinking_level = "medium"                # sent as reasoning_effort
-    tools = ["read_file", "grep", "record_finding"]
-    base_url = "http://localhost:11434/v1"   # default https://api.openai.com/v1
-    api_key_env = "OPENAI_API_KEY"           # the default; the worker passes its value
-    max_turns = 20                           # tool loop bound (requests)
-    max_output_tokens = 8192                 # sent as max_completion_tokens
+Anything serving ``POST {base_url}/chat/completions`` with SSE, through the official
+``openai`` SDK, its retries off (:mod:`~reviewers.models.conversation` retries, under our
+clocks). Its async client (on :mod:`~reviewers.models.stream_loop`'s loop) sends the
+request and judges its status; :mod:`~reviewers.models.sse` reads the body raw into plain
+dicts, because the SDK's pydantic object per chunk cost most of a busy worker's CPU. The
+loop, tools, retries and clocks are shared with ``anthropic``; this module says only how
+the OpenAI wire looks (``max_output_tokens`` is sent as ``max_completion_tokens``).
 
 Source: issue "Model reviewers"; OpenAI API reference, "Create chat completion"
 (streaming, ``stream_options.include_usage``, ``reasoning_effort``, tool calls).

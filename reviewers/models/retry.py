@@ -1,14 +1,11 @@
 """Retrying a model request: which troubles deserve another try, and how long to wait.
 
-The SDKs' own retries are off (``max_retries=0``) so that every attempt is counted in
-the usage, waits honour our clocks, and a retry restarts the whole turn. Worth retrying:
-HTTP 408, 429 and 5xx, a connection that failed or dropped, and a stream that ended
-before its final event. Not worth it: 401, 403 and every other 4xx (the request itself
-is wrong; the provider's message says why).
-
-Waits use exponential backoff with full jitter (a uniformly random wait between 0 and
-``base_ms·2^(n-1)``, capped), unless the server said when to come back (``Retry-After``
-in seconds or as an HTTP date, or OpenAI's ``retry-after-ms``): then exactly that.
+The SDKs' own retries are off (``max_retries=0``) so that every attempt is counted in the
+usage, waits honour our clocks, and a retry restarts the whole turn. Worth retrying: HTTP
+408, 429 and 5xx, a connection that failed or dropped, a stream that ended before its
+final event. Not worth it: 401, 403 and every other 4xx (the request itself is wrong; the
+provider's message says why). The wait is the server's ``Retry-After`` when it sent one,
+else exponential backoff with full jitter (:meth:`Backoff.delay_ms`).
 
 Source: issue "Model reviewers"; RFC 9110 §10.2.3 (Retry-After); the AWS Architecture
 Blog, "Exponential Backoff And Jitter" (full jitter).

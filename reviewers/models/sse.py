@@ -1,22 +1,14 @@
 """Server-sent events read off a streamed HTTP body: a small, linear reader.
 
-Why our own reader: the official SDKs build a pydantic model for every streamed chunk
-(``ChatCompletionChunk``, the Messages stream events), and with hundreds of reviews
-streaming on one worker that per-chunk work was most of the worker's CPU
-(``bench/concurrency.py``). The SDKs still send the request (auth, base URL, headers,
-status errors); this module only turns the body's bytes into events, and the backends
-``json.loads`` each event's data into plain dicts.
-
-The format (WHATWG HTML, "Server-sent events", "Interpreting an event stream"): lines
-end in CRLF, LF or CR; a line starting with ``:`` is a comment; ``field: value`` (one
-space after the colon dropped; a line without a colon is a field with an empty value);
-``data`` lines accumulate, joined by ``\\n``; ``event`` names the event; a blank line
-dispatches it (nothing when no ``data`` line came). An event not closed by a blank line
-when the body ends is dropped: the stream was cut, and the backends see no final event.
-``id`` and ``retry`` are ignored: nothing reconnects here (a retry restarts the turn).
-
-Linear: every byte is split into its line once; a line spread over many chunks is
-joined once, when its end arrives; every line is decoded once.
+Why our own: the official SDKs build a pydantic model for every streamed chunk, and with
+hundreds of reviews streaming on one worker that was most of its CPU
+(``bench/concurrency.py``). The SDKs still send the request (auth, headers, status
+errors); this reader turns the body's bytes into events, whose data the backends
+``json.loads`` into plain dicts. Format: WHATWG HTML, "Interpreting an event stream". An
+event the body ends before its blank line is dropped (the stream was cut: the backends see
+no final event); ``id`` and ``retry`` are ignored (nothing reconnects, a retry restarts the
+turn). Linear: every byte is split into its line once, and every line joined and decoded
+once, however many chunks it spans.
 """
 
 from __future__ import annotations

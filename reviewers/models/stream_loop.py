@@ -3,20 +3,11 @@
 Why: a worker holds hundreds of model reviews at once, each mostly waiting on a streamed
 HTTP body. A thread per stream (and a watcher thread per review) made the GIL the
 bottleneck: ``bench/concurrency.py`` measured threads plus the SDK alone at 150 % overhead
-on 500 streams of 2 s. One loop multiplexes them all on one thread; the callers (a Celery
-task's thread, the CLI) hand it a coroutine and wait for its result.
-
-* :func:`stream_loop` — the process's loop, started on first use (again after a fork:
-  neither threads nor sockets survive one).
-* :meth:`StreamLoop.run` — run a coroutine on the loop, block the calling thread for its
-  result (raises what the coroutine raised).
-* :meth:`StreamLoop.submit` — the same without blocking: a ``concurrent.futures.Future``.
-* :func:`bridge` — an ``asyncio.Event`` set soon after a ``threading.Event`` (a
-  cancellation set by another thread) is set. ONE poll of every bridged event per
-  :data:`BRIDGE_POLL_MS` on each loop, however many reviews wait on it.
-* Blocking work a review does (tool calls over the tree, journal appends, waits on the
-  rate limiter) goes to the loop's executor (``asyncio.to_thread``):
-  :data:`TOOL_THREADS` threads.
+on 500 streams of 2 s. Callers (a Celery task's thread, the CLI) hand the loop a coroutine
+(:meth:`StreamLoop.run`, :meth:`StreamLoop.submit`); :func:`stream_loop` starts it again
+after a fork (neither threads nor sockets survive one). :func:`bridge` mirrors a
+cancellation with ONE poll per loop, however many reviews wait on it; blocking work (tool
+calls, journal appends, rate-limiter waits) goes to the loop's :data:`TOOL_THREADS`.
 
 Source: docs/architecture.md "Worker pool", issue "Model reviewers" (speed).
 """

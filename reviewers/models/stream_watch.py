@@ -1,17 +1,13 @@
 """Holding a streamed model request to the review's clocks (all durations in ms).
 
-A model request streams as an asyncio task that fills a :class:`StreamedTurn`; the
-review's coroutine watches the clocks while it waits (:func:`run_streamed`). When a clock
-fires, the stream's task is cancelled at once: the SDK's read is abandoned and its
-connection closed, so a stalled server cannot hold a reviewer past its idle clock, and a
-cancellation is honoured within the cancel bridge's poll
-(:data:`~reviewers.models.stream_loop.BRIDGE_POLL_MS`).
-
-Clocks: ``backstop_ms`` (the wall, from the start of the review), ``idle_ms`` (no token
-streamed and no journal entry), the soft deadline ``backstop_ms - answer_ms`` (when
-``answer_ms`` > 0), and ``request.cancel``. The watcher sleeps until the next moment a
-clock could fire (no polling): hundreds of reviews on one loop cost nothing while they
-stream.
+A request streams as an asyncio task filling a :class:`StreamedTurn` while the review's
+coroutine watches the clocks (:func:`run_streamed`): ``backstop_ms`` (the wall, from the
+review's start), ``idle_ms`` (no token and no journal entry), the soft deadline
+``backstop_ms - answer_ms`` (when ``answer_ms`` > 0) and ``request.cancel`` (seen within
+:data:`~reviewers.models.stream_loop.BRIDGE_POLL_MS`). When one fires the stream's task is
+cancelled at once, abandoning the SDK's read and closing its connection, so a stalled
+server cannot hold a reviewer past its idle clock. The watcher sleeps until the next
+moment a clock could fire (no polling): hundreds of streaming reviews cost nothing.
 
 Source: docs/identity-and-clocks.md "Clocks", docs/architecture.md "Worker pool",
 docs/harvest.md §7.

@@ -1,41 +1,14 @@
 """The tools an agentic model reviewer may call, and the dispatcher that answers them.
 
-* ``read_file(path, start_line?, end_line?)`` — a file of the pinned tree, lines numbered;
-* ``list_files(dir?)`` — the files under a directory of the tree (recursive, sorted);
-* ``grep(pattern, path?)`` — lines matching a regular expression (RE2 syntax);
-* ``record_finding(finding)`` — one finding appended to the review's journal as it goes;
-* ``run_script(language, program)`` — a script run once in a sandbox of its own
-  (:mod:`reviewers.sandbox.scripts`), its exit code and output the reply, and one row
-  recorded for the call (:class:`~reviewers.base.ScriptSink`): what the
-  reviewer's shown blocks are later matched against (docs/evidence-and-asks.md §1);
-* ``store_artifact(value)`` — a JSON value put in the run's artifact store, its ``art_``
-  ref the reply: how a model gives a large picker its props (``props_ref``);
-* ``ask_human(question, component?)`` — a question for a person, checked at the source
-  (:func:`~council.asks.ask.checked_ask`, the run's artifact store the scope): a refused
-  one gets the refusal as its reply (the shape described, never the value) and the
-  review goes on; an accepted one is kept in :attr:`ToolBox.asked`, and the conversation
-  pauses on it (docs/evidence-and-asks.md §2).
-
-The tree is ``request.workdir``: the head commit unpacked from ``git archive``, never the
-repository's working directory. A path is relative to the tree's root (a leading ``/``
-is read as the root) and may not leave it, by ``..`` or through a symlink. Output is
-bounded (:data:`READ_MAX_LINES`, :data:`OUTPUT_MAX_CHARS`, ...) and says where it was
-cut. A tool never raises into the model's loop: every error is the tool's reply text.
-
-The tree is the change under review, so it is untrusted input: ``read_file`` reads at
-most ``read_max_bytes`` of a file and shows no binary file; ``grep`` compiles its
-pattern with RE2 (linear time: a pattern like ``(a+)+$`` cannot freeze the worker, as
-Python's backtracking ``re`` would, holding the GIL) and stops at its time budget
-between any two lines, not only between files.
-
-Usage::
-
-    box = ToolBox(("read_file", "record_finding"), workdir, request.journal, touch)
-    box.call("read_file", '{"path": "src/app.py", "start_line": 10}')
-    box.call("run_script", '{"language": "sh", "program": "make test"}', call_id="call_3")
-
-Every call counts as one dispatch of the turn (1 for the first call of any tool), so a
-``run_script`` row's ``dispatch`` is its call's position among the turn's tool calls.
+The tools and their arguments: :mod:`council.roster.tool_catalog`. The file tools read the
+pinned tree (``request.workdir``: the head commit unpacked from ``git archive``, never a
+working directory); ``run_script`` runs in a sandbox of its own
+(:mod:`reviewers.sandbox.scripts`) and records a row (docs/evidence-and-asks.md §1);
+``store_artifact`` and ``ask_human`` are docs/evidence-and-asks.md §2's. The tree is
+untrusted input: a path may not leave it (by ``..`` or a symlink), replies are bounded and
+say where they were cut, and ``grep`` compiles with RE2 (linear: ``(a+)+$`` cannot freeze
+the worker, as backtracking ``re`` would while holding the GIL). A tool never raises into
+the model's loop: an error is the tool's reply.
 
 Source: docs/harvest.md §1 (record_finding and its replies), docs/architecture.md (tree archive),
 issue "The change under review is untrusted", docs/evidence-and-asks.md §1 (run_script
@@ -122,22 +95,14 @@ NO_TREE = (
 class ToolBox:
     """Answers a model's tool calls over one review's tree and journal.
 
-    ``names`` are the tools the participant was given; ``workdir`` the pinned tree (None:
-    the file tools reply :data:`NO_TREE`); ``journal`` where ``record_finding`` appends;
-    ``on_entry`` is called for every entry the journal accepted (the idle clock's
-    activity); ``read_max_bytes`` the most bytes ``read_file`` reads of one file.
-    :attr:`entries` counts entries forwarded to the journal.
-
-    ``scripts`` is where ``run_script`` records each call's row; ``runner`` runs the
-    scripts (None: a :class:`~reviewers.sandbox.scripts.ScriptRunner` over ``workdir``
-    with ``limits`` and the ``bwrap`` binary). :attr:`dispatched` counts the tool calls
-    so far (a row's ``dispatch``).
-
-    ``artifacts`` is the run's artifact store (``store_artifact``; the scope of an
-    ``ask_human`` component's ``props_ref``; None: no store attached). :attr:`asked` is
-    the first ask a person was put, with its call id (None until one is accepted): the
-    caller pauses the conversation on it. ``ask_refusal``, when given, is why
-    ``ask_human`` may not ask at all (the reviewer asked the most it may in this run).
+    ``workdir`` None: the file tools reply :data:`NO_TREE`. ``on_entry`` is called for every
+    entry the journal accepted (the idle clock's activity); :attr:`entries` counts them.
+    ``runner`` None: a :class:`~reviewers.sandbox.scripts.ScriptRunner` over ``workdir`` with
+    ``limits`` and ``bwrap``. :attr:`dispatched` counts the calls so far (a ``run_script``
+    row's ``dispatch``). ``artifacts`` None: no store, so a ``props_ref`` is refused.
+    :attr:`asked` is the first accepted ask with its call id (the caller pauses on it);
+    ``ask_refusal``, when given, is why ``ask_human`` may not ask at all (the reviewer asked
+    the most it may in this run).
     """
 
     def __init__(

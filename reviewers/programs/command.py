@@ -1,18 +1,11 @@
 """The ``command`` backend: any program that reads the prompt and prints its answer.
 
 Prompt on stdin, answer on stdout (the answer contract of docs/harvest.md §1), findings
-journalled as it goes to the JSONL file named by ``COUNCIL_JOURNAL``. The process
-handling is :mod:`reviewers.programs.process` (own process group:
+journalled as it goes to the JSONL file named by ``COUNCIL_JOURNAL``. Its options are
+``program`` (a name on PATH, an absolute path, or roster-relative) and ``args``. The
+process handling is :mod:`reviewers.programs.process` (own process group:
 :mod:`~reviewers.programs.process_group`; clocks and journal following:
 :mod:`~reviewers.programs.supervision`).
-
-Roster options::
-
-    [[reviewers]]
-    id = "smells"
-    backend = "command"
-    program = "examples/reviewer.py"   # a name on PATH, an absolute path, or roster-relative
-    args = ["--strict"]                # optional
 
 Source: docs/harvest.md §1 and §7, docs/identity-and-clocks.md "Clocks".
 """

@@ -26,26 +26,12 @@ READ_CHUNK_BYTES = 64 * 1024
 class JournalFollower:
     """Forwards each complete new line of a journal file to a :class:`JournalSink`.
 
-    Why: the journal is the reviewer's insurance against dying before it answers, so an
-    entry must leave the process as soon as its line is complete, not at exit.
-
-    Shapes: a line is the bytes up to ``\\n`` (a ``\\r`` before it is dropped), decoded as
-    UTF-8 with replacement and forwarded as given; blank lines are skipped (they are not
-    entries). :meth:`poll` forwards the complete lines that appeared since the last call;
-    :meth:`finish` does the same and then forwards a final unterminated line. A line longer
-    than ``line_cap_bytes`` is not forwarded; it is counted in :attr:`notes` (no silent
-    loss), and so are lines the sink refused (its reply starts "Not recorded": the
-    journal store is full, say), since a program reading no replies cannot know. A file
-    that shrank (rewritten by the program) is read again from its start.
-    Never raises: a file that cannot be read is treated as not (yet) written.
-
-    Usage::
-
-        follower = JournalFollower(path, request.journal)
-        while running:
-            if follower.poll():
-                ...  # activity: the idle clock restarts
-        follower.finish()
+    A line is the bytes up to ``\\n`` (a ``\\r`` before it dropped), decoded as UTF-8 with
+    replacement and forwarded as given; blank lines are not entries. A line over
+    ``line_cap_bytes`` is not forwarded; it is counted in :attr:`notes`, and so are lines the
+    sink refused ("Not recorded": the journal store is full, say), since a program reading no
+    replies cannot know. A file that shrank (rewritten by the program) is read again from its
+    start. Never raises: a file that cannot be read is treated as not (yet) written.
     """
 
     def __init__(self, path: Path, sink: JournalSink, line_cap_bytes: int = LINE_CAP_BYTES) -> None:

@@ -123,43 +123,20 @@ def _locate(request: ReviewRequest, env: Mapping[str, str]) -> str:
 
 
 def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
-    """Run the reviewer's program on the prompt under its clocks; never raises.
+    """Run the reviewer's program on the prompt under its clocks (ms); never raises.
 
-    argv = [program] + ``args``; program = ``request.program`` when set (materialized
-    from the base tree), else ``options["program"]`` (a bare name on the child's PATH, an
-    absolute path, or a path relative to ``options["base_dir"]``, else the current
-    directory); an entry of ``args`` that names a file of the BASE tree is replaced by
-    that file, materialized (``request.arg_files``). cwd = ``request.workdir``.
-
-    The environment is an allowlist (:func:`~reviewers.sandbox.bubblewrap.program_env`):
-    PATH (council's interpreter's ``bin/`` first, as programs are found, see
-    :mod:`~reviewers.programs.program_search`) without relative entries nor entries in the
-    tree, HOME and TMPDIR in a private temp dir, LANG/LC_ALL/TZ,
-    council's ``request.env``, ``COUNCIL_JOURNAL`` (a fresh, empty JSONL file, removed
-    afterwards) and the variables the roster entry lists in ``env``; never a provider's
-    key nor ``COUNCIL_REDIS_URL``. Beside the journal, ``scripts/`` (writable) is where
-    ``council run-script`` hands its scripts to the worker, which runs them in a script
-    sandbox and records their rows in ``request.scripts``
-    (:mod:`reviewers.sandbox.script_desk`), and where ``council ask --question`` hands
-    a question to a person, checked by the worker (:mod:`reviewers.sandbox.ask_desk`).
-    The journal file is followed every
-    :data:`~reviewers.programs.supervision.POLL_MS` ms, each complete line forwarded to
-    ``request.journal``.
-
-    Confinement (``request.sandbox``, see :mod:`reviewers.sandbox.bubblewrap`): the program
-    runs in a bubblewrap sandbox (the tree read-only, no network unless the entry says
-    ``network = true``, the worker's home hidden). When bubblewrap cannot run here, a
-    policy with ``required`` set (CI, a distributed worker) or a roster with
-    ``[council] sandbox = "required"`` makes it a failure naming the package; otherwise
-    it runs unconfined with a note saying so. ``request.sandbox`` None: unconfined, no
-    note (tests and tools that run trusted programs).
-
-    Clocks (ms): ``backstop_ms`` → stop ``wall-clock``; ``idle_ms`` with no stdout byte, no
-    new journal line and no new entry in ``request.heard()`` → stop ``idle``;
-    ``request.cancel`` → stop ``cancelled``. On a stop the group is killed
-    (:func:`~reviewers.programs.process_group.kill_group`); partial stdout and the journal
-    are kept.
-    When the program exits, anything it left running in its group is stopped too.
+    argv = [program] + ``args``, in ``request.workdir``. The program is ``request.program``
+    (materialized from the BASE tree) when set, else ``options["program"]``: a bare name on the
+    child's PATH, an absolute path, or one relative to ``options["base_dir"]``; an ``args``
+    entry naming a BASE file is that file, materialized (``request.arg_files``). The
+    environment is :func:`~reviewers.sandbox.bubblewrap.program_env` with ``COUNCIL_JOURNAL``,
+    a fresh file followed every :data:`~reviewers.programs.supervision.POLL_MS` ms; ``scripts/``
+    beside it is the desks' (:mod:`~reviewers.sandbox.script_desk`,
+    :mod:`~reviewers.sandbox.ask_desk`). Confinement: ``request.sandbox``, see
+    docs/security.md "Sandbox" (None: unconfined, no note). Stops: ``backstop_ms`` →
+    ``wall-clock``; ``idle_ms`` with no stdout byte, journal line or change of
+    ``request.heard()`` → ``idle``; ``request.cancel`` → ``cancelled``. A stop kills the
+    process group, keeping partial stdout and the journal; at exit, leftovers are stopped too.
     """
     started = time.monotonic()
     if request.cancel.is_set():

@@ -1,25 +1,13 @@
 """The ``replay`` backend: a recorded answer and journal, played back under the clocks.
 
-Our ``MockTransport`` (docs/style.md habit 6): tests and demos plug it in instead of patching
-a model client, and it exercises the same journal, stop and failure paths as a live
-reviewer. The answer file is returned as the answer; the journal file's lines reach the
-journal sink first, spread over ``latency_ms`` when it is set, as a reviewer would record
-them while it worked.
+Our ``MockTransport`` (docs/style.md habit 6): tests and demos plug it in instead of
+patching a model client, and it exercises the same journal, stop and failure paths as a
+live reviewer. Options: ``answer`` (required), ``journal`` (JSONL) and ``latency_ms``. A
+relative path is trusted configuration, read beside ``--roster`` (``base_dir``) or from
+the BASE tree (the coordinator hands those files over as ``options["recorded"]``), never
+from the working directory, which in CI is the change under review.
 
-Roster options::
-
-    [[reviewers]]
-    id = "recorded-hawk"
-    backend = "replay"
-    answer = "recordings/hawk.answer.txt"    # required
-    journal = "recordings/hawk.journal.jsonl" # optional, one JSON entry per line
-    latency_ms = 1500                         # optional, default 0
-
-Relative paths are trusted configuration, like the roster: beside an explicit
-``--roster`` file (``base_dir``, set by the roster loader), else the BASE tree's files,
-which the coordinator reads and hands over as ``options["recorded"]``; never the
-working directory, which in CI is the change under review. An absolute path is read
-as given. Source: docs/harvest.md §1, §5, §7; docs/identity-and-clocks.md "Clocks"; issue "The
+Source: docs/harvest.md §1, §5, §7; docs/identity-and-clocks.md "Clocks"; issue "The
 change under review is untrusted".
 """
 
@@ -105,18 +93,13 @@ def _read(path: Path, what: str) -> bytes | str:
 class ReplayReviewer:
     """Plays back a recorded answer and journal; never raises for a reviewer fault.
 
-    Timeline (ms from the start): with ``latency_ms`` = L and n journal entries, entry i
-    (0-based) is forwarded at L·(i+1)/(n+1) and the answer is returned at L. The clocks
-    apply as to a live reviewer: the next event later than ``backstop_ms`` → stop
-    ``wall-clock`` at the backstop; a gap between events longer than ``idle_ms`` → stop
-    ``idle``; ``request.cancel`` → stop ``cancelled``. A stopped replay keeps the entries
-    forwarded so far and returns an empty answer (the recorded answer had not "arrived").
-    The soft deadline does not apply (a recording cannot wrap up).
-
-    Failures (verbatim): a missing or unreadable answer/journal file, naming the path;
-    bad options. Both files are read before anything is forwarded, so a failure forwards
-    nothing. Blank journal lines are skipped; others are forwarded as given (a line that
-    is not JSON is the harvest's to report).
+    With ``latency_ms`` = L and n journal entries, entry i (from 0) is forwarded at
+    L·(i+1)/(n+1) ms and the answer returned at L. The clocks apply as to a live reviewer (an
+    event past ``backstop_ms``, a gap over ``idle_ms``, ``request.cancel``); a stopped replay
+    keeps the entries forwarded so far and returns no answer (it had not "arrived"), and there
+    is no soft deadline (a recording cannot wrap up). Bad options or a missing or unreadable
+    file are a failure naming the path; both files are read first, so a failure forwards
+    nothing. Blank journal lines are skipped, the others forwarded as given.
     """
 
     def review(self, request: ReviewRequest) -> ReviewResult:

@@ -1,30 +1,13 @@
 """The ``sarif`` backend: a static analyzer whose SARIF 2.1.0 log becomes findings.
 
-The analyzer runs like a ``command`` reviewer (same process runner: own process group,
-backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on stdout. Each
-result located on the change (by default: on an added line of a changed file, or in
-the hunk or Python statement around one: :mod:`council.readers.sarif_scope`) becomes
-one entry of the answer contract (docs/harvest.md §1). The reader's typed
-:class:`~council.readers.sarif.SarifReading` gives the backend its counts (for the
-notes); its answer text, what the ordinary harvest reads and the run archives, is::
-
-    {"findings": [{"location": {"kind": "line", "file": "src/app.py", "start": 3, "end": 3},
-                   "label": "issue", "severity": "critical",
-                   "subject": "E722: Do not use bare `except`",
-                   "discussion": "Do not use bare `except`\\n\\nhttps://docs.astral.sh/..."}],
-     "ignored_results": 4, "outside_change_results": 7, "outside_change_errors": 1,
-     "unplaced_errors": 0,
-     "unreadable_results": 0}
-
-Roster options::
-
-    [[reviewers]]
-    id = "ruff"
-    backend = "sarif"
-    program = "ruff"
-    args = ["check", "--output-format", "sarif", "--exit-zero", "."]
-    scope = "lines"                 # or "files": every result on a changed file
-    levels = { error = "medium" }   # SARIF level -> severity (or "none": a note)
+The analyzer runs like a ``command`` reviewer (:mod:`reviewers.programs.process`: own
+process group, backstop and idle clocks, cwd = the pinned tree) and prints a SARIF log on
+stdout. Each result on the change (by default: on an added line, or in the hunk or Python
+statement around one, :mod:`council.readers.sarif_scope`) becomes one entry of the answer
+contract (docs/harvest.md §1). :class:`~council.readers.sarif.SarifReading` gives the
+answer text, which the ordinary harvest reads and the run archives, and the counts for the
+notes. Options: ``program``, ``args``, ``scope`` (``"lines"``, or ``"files"``: anywhere in
+a changed file) and ``levels`` (SARIF level → severity, or ``"none"``: a note).
 
 Source: docs/harvest.md §1 and §7, docs/architecture.md "Reports, the CLI and the gate"
 (``unanalyzed``); SARIF 2.1.0 (OASIS) §3.14 run, §3.27 result, §3.4 and

@@ -45,18 +45,13 @@ STDERR_TAIL_LINES = 10
 class Ran:
     """What running a program produced.
 
-    * ``failure``: set when the program could not be started (the reason, verbatim);
-      everything else is then empty.
-    * ``stdout``: what it printed (at most ``STDOUT_CAP_BYTES``), ``stdout_capped`` when
-      more was printed and dropped.
-    * ``status``: the exit status (negative: killed by that signal); None when stopped.
-    * ``stop``: the clock (or cancellation) that stopped it.
-    * ``stderr_tail``: the last ``STDERR_TAIL_BYTES`` of stderr.
-    * ``journal_entries``: lines of the journal file forwarded to the sink.
-    * ``notes``: sentences about dropped output or journal lines.
-    * ``duration_ms``: wall time from start to the end of the program, in ms.
-    * ``asked``: the question it put to a person through ``council ask --question``
-      and the worker accepted (:mod:`reviewers.sandbox.ask_desk`); None: none.
+    ``failure``: why it could not be started (verbatim; everything else is then empty).
+    ``stdout`` holds at most :data:`STDOUT_CAP_BYTES` (``stdout_capped``: more was printed);
+    ``status`` is the exit status (negative: killed by that signal; None when stopped);
+    ``stderr_tail`` the last :data:`STDERR_TAIL_BYTES`; ``journal_entries`` the journal lines
+    forwarded; ``notes`` sentences about dropped output or journal lines; ``duration_ms`` from
+    the start to the program's end. ``asked``: the question it put through ``council ask
+    --question`` that the worker accepted (:mod:`reviewers.sandbox.ask_desk`), else None.
     """
 
     stdout: bytes = b""

@@ -1,25 +1,14 @@
-"""The worker's desk for ``council ask --question``: a command reviewer's question to a
-person, checked where it is raised.
+"""The worker's desk for ``council ask --question``: a command reviewer's question to a person.
 
-A command reviewer runs in a sandbox and cannot be paused across runs, so its question
-does not stop it: ``council ask --question TEXT [--component JSON]`` hands the question
-to the worker through the same directory ``council run-script`` uses (``scripts/``
-beside ``$COUNCIL_JOURNAL``) and waits for the reply. The worker checks it at the source
-(:func:`~council.asks.ask.checked_ask`, the run's artifact store the scope) and replies:
-
-* refused: the refusal (its code and the shape of what is wrong, never the value);
-  nothing is kept, the reviewer goes on (``council ask`` exits 2);
-* accepted: kept on the attempt (:attr:`AskDesk.asked`, a
-  :class:`~council.asks.paused.Paused` without messages): once the program ends, its
-  participant settles ``asking`` and the run waits after the round; ``council ask``
-  prints the question's id and exits 0. One question per run of the program: a second
-  one is told to wait for the answer to the first;
-* answered: on the run after the person answered (``request.resume``), the same question
-  gets their answer at once.
-
-Files (JSON, written whole then renamed): ``scripts/{id}.ask.json`` ``{"question",
-"component"?}`` by ``council ask``; ``scripts/{id}.asked.json`` ``{"outcome": "refused" |
-"asked" | "answered" | "busy", ...}`` by the desk.
+A command reviewer cannot be paused across runs, so its question does not stop it: the
+question reaches the worker through ``scripts/`` beside ``$COUNCIL_JOURNAL`` and is checked
+at the source (:func:`~council.asks.ask.checked_ask`, the run's artifact store the scope).
+Refused, the reviewer goes on; accepted, it is kept on the attempt (:attr:`AskDesk.asked`)
+and the run waits after the round; on the run after the answer, the same question gets it
+at once. Files (JSON, written whole then renamed): ``scripts/{id}.ask.json``
+``{"question", "component"?}`` by ``council ask``; ``scripts/{id}.asked.json``
+``{"outcome": "refused" | "asked" | "answered" | "busy", ...}`` by the desk (``busy``: a
+second question while the first waits).
 
 Source: docs/evidence-and-asks.md §2.
 """

@@ -1,50 +1,17 @@
 """Confining a program that reads untrusted files: bubblewrap, and an allowlisted environment.
 
-A pull request comes from anyone, and a reviewer program (an analyzer, a script) runs in
-the change's tree: the change can hand it a config that loads a plugin, a file it runs,
-a ``bin/`` it finds on a relative PATH entry. So a program runs in a bubblewrap sandbox
-(Debian's ``bubblewrap`` package, the ``bwrap`` binary) that shows it only:
-
-* the system's programs and libraries, read-only at their paths: ``/usr``, ``/bin``,
-  ``/sbin``, ``/lib*``, ``/opt`` and a few files of ``/etc`` (:data:`ETC_ENTRIES`: users
-  and groups, name resolution, certificates, the dynamic linker's cache, the time zone);
-* the paths the caller names read-only (:attr:`Box.read_only`: the tree under review, the
-  program, its interpreter, council's own installation, see :func:`program_paths`) and
-  read-write (:attr:`Box.writable`: the journal file), each at its own path;
-* a private writable directory (:attr:`Box.temp_dir`) holding ``HOME`` and ``TMPDIR``,
-  a fresh ``/proc``, a minimal ``/dev`` and an empty in-memory ``/tmp``.
-
-The worker's home (``~/.ssh``, ``~/.aws``, ``~/.config``, council's state file) and every
-other run's directory are not there at all. There is no network unless the box asks for
-it (:attr:`Box.network`): only a loopback of its own. The program's environment is only
-what :func:`program_env` lets through: never a provider's key nor ``COUNCIL_REDIS_URL``.
-
-bubblewrap flags, and why (probed on Debian's bubblewrap 0.8.0, as root and as a user):
-
-* ``--unshare-all --unshare-user``: new user, mount, pid, ipc, uts, cgroup and network
-  namespaces (``--share-net`` keeps the network for a box that asks for it). The user
-  namespace is asked for explicitly: ``--unshare-all`` only tries it.
-* ``--cap-drop ALL``: run as root, bwrap KEEPS every capability inside the sandbox, even
-  in a new user namespace, so the program could ``mount -o remount,rw`` the read-only
-  binds bwrap made in its own mount namespace and write through them (tried: it can).
-  Without capabilities that remount is refused.
-* ``--disable-userns`` (bubblewrap >= 0.8, dropped when the binary does not know it):
-  no nested user namespace, so no capability can be regained inside.
-* ``--die-with-parent``: the sandbox is killed when the process that started it dies.
-  Why it matters which: the parent death signal follows the THREAD that forked bwrap; the
-  runner waits for the program on that same thread, so the two end together.
-* ``--new-session``: the program cannot push keystrokes into a terminal (TIOCSTI).
-
-A stop kills bwrap's process group (the runner starts it in a session of its own); bwrap
-dying kills the sandbox's first process (``--die-with-parent``) and with it, the pid
-namespace: every process the program started, wherever it moved to.
-
-Where bubblewrap cannot run (not installed, or this kernel refuses the namespaces),
-:meth:`Bubblewrap.trouble` says why; the caller decides whether to refuse the program or
-run it unconfined with the same environment (see :mod:`reviewers.programs.process`).
+A pull request comes from anyone, and a reviewer program runs in the change's tree, which
+can hand it a config that loads a plugin, a file it runs, a ``bin/`` on a relative PATH
+entry. So a program runs in a bubblewrap sandbox (the ``bwrap`` binary) that shows it the
+system read-only (:data:`SYSTEM_DIRS`, :data:`ETC_ENTRIES`), its :class:`Box`'s paths, a
+private ``HOME`` and ``TMPDIR``, a fresh ``/proc``, a minimal ``/dev`` and an empty
+``/tmp``: not the worker's home nor other runs, no network unless the box asks, and only
+the environment :func:`program_env` lets through. The flags, and why each (probed on
+Debian's bubblewrap 0.8.0): docs/security.md "Sandbox". Where bubblewrap cannot run,
+:meth:`Bubblewrap.trouble` says why; the caller decides (:mod:`reviewers.programs.process`).
 
 Source: docs/architecture.md "The shape" (workers run reviewers on the pinned tree), issue
-"The change under review is untrusted".
+"The change under review is untrusted"; docs/security.md "Sandbox".
 """
 
 from __future__ import annotations
@@ -138,22 +105,14 @@ class SandboxError(Exception):
 class Limits:
     """Resource limits of a confined program; None leaves a limit as it is.
 
-    * ``address_space_bytes``: RLIMIT_AS, in bytes (a memory cap; note that some
-      runtimes reserve far more address space than they use).
-    * ``file_size_bytes``: RLIMIT_FSIZE, the largest file it may write, in bytes.
-    * ``open_files``: RLIMIT_NOFILE, descriptors open at once.
-    * ``cpu_s``: RLIMIT_CPU, CPU seconds (wall time is the caller's clock, in ms): the
-      soft limit is ``cpu_s`` (SIGXCPU), the hard one a second later (SIGKILL), so a
-      program that ignores SIGXCPU still ends.
-    * ``processes``: RLIMIT_NPROC, tasks (processes and threads) at once. It holds per
-      sandbox because the sandbox has a user namespace of its own (the kernel counts per
-      namespace and uid), but NEVER for a program whose uid outside is root: the kernel
-      exempts root (see :mod:`reviewers.sandbox.scripts`, which uses a pids cgroup then).
-    * ``tmp_bytes``: the size of the sandbox's in-memory ``/tmp`` (and of an in-memory
-      ``temp_dir``, see :attr:`Box.temp_in_memory`), in bytes.
-
-    The rlimits are set by util-linux's ``prlimit`` inside the sandbox, just before the
-    program starts (no ``preexec_fn``: forking from a threaded worker must stay plain).
+    ``address_space_bytes`` (RLIMIT_AS; some runtimes reserve far more than they use),
+    ``file_size_bytes`` (RLIMIT_FSIZE: the largest file it may write), ``open_files``
+    (RLIMIT_NOFILE), ``cpu_s`` (RLIMIT_CPU in seconds, the hard limit a second after the soft
+    one, so a program ignoring SIGXCPU still ends; wall time is the caller's clock),
+    ``processes`` (RLIMIT_NPROC: per sandbox through its user namespace, but NEVER for a uid
+    that is root outside), ``tmp_bytes`` (the in-memory ``/tmp``, and ``temp_dir`` with
+    :attr:`Box.temp_in_memory`). Set by ``prlimit`` inside the sandbox, not by a
+    ``preexec_fn``: docs/security.md "Sandbox".
     """
 
     address_space_bytes: int | None = None
@@ -180,27 +139,15 @@ class Limits:
 class Box:
     """What one confined program may see and do.
 
-    * ``temp_dir``: a private directory (the caller creates it, 0700, and removes it),
-      writable inside at its own path; ``HOME`` and ``TMPDIR`` point into it.
-    * ``workdir``: the working directory (shown read-only unless listed as writable);
-      None: ``temp_dir``.
-    * ``read_only``: absolute paths shown read-only at their own paths (symbolic links
-      are resolved: the target is shown at its path, and at the link's path too).
-    * ``writable``: absolute paths shown read-write at their own paths (one FILE, such as
-      a journal, can be written but not replaced by a link: it is a mount point inside).
-    * ``network``: keep the host's network; False gives a loopback of the sandbox's own.
-    * ``limits``: rlimits and the size of ``/tmp`` (:class:`Limits`).
-    * ``uid``: the uid and gid the program runs as inside (``--uid``/``--gid``); None:
-      the caller's own.
-    * ``runtime``: also show what a reviewer program needs to start
-      (:func:`program_paths`: council's Python and packages, ``#!`` interpreters); False
-      shows only the system directories and the box's own paths (a script run with a
-      system interpreter needs nothing more).
-    * ``temp_in_memory``: ``temp_dir`` is a fresh in-memory file system at its path
-      (sized by ``limits.tmp_bytes``, holding ``home`` and ``tmp``) instead of the host
-      directory, and the rest is sealed: the sandbox's root and ``/dev`` read-only, a
-      sized ``/dev/shm``. So nothing the program writes reaches the worker's disk, and
-      what it writes in memory is bounded (``/tmp``, ``temp_dir``, ``/dev/shm``).
+    ``temp_dir``: a private directory (the caller creates it, 0700, and removes it) holding
+    ``HOME`` and ``TMPDIR``, writable at its own path. ``workdir``: read-only unless writable
+    (None: ``temp_dir``). ``read_only``, ``writable``: absolute paths shown at their own paths
+    (a link's target at the link's path too; a writable FILE, such as a journal, is a mount
+    point, so it cannot be replaced by a link). ``network`` False: a loopback of its own.
+    ``uid`` None: the caller's. ``runtime``: also show what a reviewer program needs to start
+    (:func:`program_paths`); a script on a system interpreter needs nothing more.
+    ``temp_in_memory``: ``temp_dir`` is a sized in-memory file system and the root and ``/dev``
+    are read-only, so nothing written reaches the worker's disk and all of it is bounded.
     """
 
     temp_dir: Path
@@ -534,19 +481,13 @@ def program_env(
 ) -> dict[str, str]:
     """The whole environment of a program: an allowlist, whether it is sandboxed or not.
 
-    * ``PATH``: the worker's (``host``), cleaned by :func:`clean_path`; ``os.defpath``
-      when the worker has none;
-    * ``HOME`` = ``temp_dir/home`` and ``TMPDIR`` = ``temp_dir/tmp`` (both created here);
-    * :data:`PASSED_THROUGH` (``LANG``, ``LC_ALL``, ``LC_CTYPE``, ``TZ``) when set;
-    * ``council``: council's variables for the program (:data:`COUNCIL_VARIABLES`);
-    * ``names``: the variables the roster entry lists in ``env``, with the worker's
-      values, when set (the roster reader refused keys and council's own settings, see
-      :func:`council.roster.backend_options.check_env_names`; a ``COUNCIL_`` name is dropped
-      here too);
-    * ``COUNCIL_SANDBOX`` = ``sandbox`` (``bwrap`` or ``none``).
-
-    Nothing else: no provider key, no ``COUNCIL_REDIS_URL``, nothing a worker's shell
-    happened to export.
+    ``PATH`` (the worker's, through :func:`clean_path`; else ``os.defpath``), ``HOME`` =
+    ``temp_dir/home`` and ``TMPDIR`` = ``temp_dir/tmp`` (created here), :data:`PASSED_THROUGH`
+    when set, ``council``'s :data:`COUNCIL_VARIABLES`, the ``names`` the roster entry lists in
+    ``env`` with the worker's values (never a ``COUNCIL_`` name; the roster reader refused keys
+    and council's settings: :func:`council.roster.backend_options.check_env_names`) and
+    ``COUNCIL_SANDBOX`` = ``sandbox``. Nothing else: no provider key, no ``COUNCIL_REDIS_URL``,
+    nothing a worker's shell happened to export.
     """
     home, tmp = temp_dir / "home", temp_dir / "tmp"
     home.mkdir(mode=0o700, exist_ok=True)

@@ -1,25 +1,15 @@
 """The files a sandboxed reviewer program and its worker exchange through the desk.
 
-``council run-script`` and ``council ask --question`` run inside a command reviewer's
-sandbox and hand their requests to the worker through the directory ``scripts/`` beside
-``$COUNCIL_JOURNAL`` (:mod:`reviewers.sandbox.script_desk`,
+``council run-script`` and ``council ask --question`` hand their requests to the worker
+through ``scripts/`` beside ``$COUNCIL_JOURNAL`` (:mod:`reviewers.sandbox.script_desk`,
 :mod:`reviewers.sandbox.ask_desk`). That directory is bound read-write into the sandbox,
-so the program, which reads the untrusted change, controls what is in it: a request may
-be a symbolic link to a file of the worker's, a FIFO that never ends, a sparse file of
-gigabytes, and the name the worker is about to write its reply under may already be a
-link. So the worker's side of the desk:
-
-* reads a request only as a regular file opened without following a link
-  (``O_NOFOLLOW``, ``O_NONBLOCK``, then ``fstat``), of at most :data:`REQUEST_MAX_BYTES`;
-  anything else is refused as unreadable and removed;
-* writes a reply by creating a fresh file (``O_CREAT | O_EXCL | O_NOFOLLOW``) under a
-  name of its own and renaming it into place (a rename replaces a link; it never writes
-  through one);
-* sweeps the directory at every poll (:func:`sweep`): an entry that is not a regular
-  file of a name it knows under :data:`REQUEST_MAX_BYTES` is removed (never followed),
-  and the files kept hold at most :data:`DESK_MAX_BYTES` together, so the directory
-  cannot grow on the worker's disk (a file the program writes is also cut at 1 GiB by
-  its RLIMIT_FSIZE, :data:`reviewers.programs.process.PROGRAM_LIMITS`).
+so the program controls it: a request may be a link to a worker's file, a FIFO that never
+ends, a sparse file of gigabytes, and a reply's name may already be a link. So the worker
+reads a request only as a regular file opened without following a link (``O_NOFOLLOW``,
+``O_NONBLOCK``, then ``fstat``), of at most :data:`REQUEST_MAX_BYTES`; writes a reply as a
+fresh file (``O_EXCL``) renamed into place (a rename replaces a link, never writes through
+one); and at every poll :func:`sweep` removes anything else, holding the rest under
+:data:`DESK_MAX_BYTES` together.
 
 Source: issue "The change under review is untrusted" (every size read has a cap);
 docs/evidence-and-asks.md §1 (the desk).

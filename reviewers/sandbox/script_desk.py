@@ -1,23 +1,15 @@
 """The worker's desk for ``council run-script``: a command reviewer's scripts, run for it.
 
-A command reviewer runs in its own sandbox, where no sandbox can be made again (tried:
-bubblewrap inside bubblewrap fails, "Creating new namespace failed" or "setting up uid
-map: Operation not permitted"), and which may keep the network (``network = true``). So
-``council run-script`` inside it does not run the script: it hands the program to the
-worker through the directory ``scripts/`` beside ``$COUNCIL_JOURNAL`` and waits for the
-reply. The worker runs it in a script sandbox of its own (:mod:`reviewers.sandbox.scripts`,
-the reviewer's ``script_limits``), records the call's row for the attempt at once
-(:class:`~reviewers.base.ScriptSink`: Redis on a worker), then replies.
-
-Files (JSON, each written whole then renamed into place):
-
-* ``scripts/{id}.request.json``: ``{"language", "program"}``, by ``council run-script``;
-* ``scripts/{id}.reply.json``: :meth:`~reviewers.sandbox.scripts.ScriptRun.as_json` plus
-  ``"dispatch"`` and ``"recorded"``, by the desk.
-
-So a row is written only by the worker, after the run: a reviewer program cannot forge
-one, and its own unsandboxed runs are not rows, by design. Requests are served one at a
-time, oldest first; ``dispatch`` counts them from 1.
+A command reviewer's sandbox cannot make another (tried: bubblewrap inside bubblewrap
+fails, "Creating new namespace failed" or "setting up uid map: Operation not permitted")
+and may keep the network, so ``council run-script`` inside it hands the program to the
+worker through ``scripts/`` beside ``$COUNCIL_JOURNAL`` and waits. The worker runs it in a
+script sandbox (:mod:`reviewers.sandbox.scripts`, the reviewer's ``script_limits``),
+records its row (:class:`~reviewers.base.ScriptSink`), then replies; requests are served
+one at a time, oldest first (``dispatch`` from 1). Files (JSON, written whole, renamed):
+``scripts/{id}.request.json`` ``{"language", "program"}`` by ``council run-script``;
+``scripts/{id}.reply.json``, :meth:`~reviewers.sandbox.scripts.ScriptRun.as_json` plus
+``"dispatch"`` and ``"recorded"``, by the desk.
 
 Source: docs/evidence-and-asks.md §1.
 """

@@ -1,41 +1,15 @@
 """Running one script a reviewer submitted: ``run_script`` and ``council run-script``.
 
-A reviewer (a model through the ``run_script`` tool, a command reviewer through
-``council run-script``) submits ``{"language", "program"}``; the program runs once, in a
-bubblewrap sandbox of its own (:mod:`reviewers.sandbox.bubblewrap`), and the call ends as
-one :class:`ScriptRun`: how it ended (``ok``, ``failed``, ``error``, ``timeout``,
-``not-run``), its exit code, its output (capped, saying so) and the limit that stopped
-it. The call's row (:class:`~council.evidence.ScriptRow`) is what the evidence matcher
-later compares the reviewer's shown blocks against.
-
-The sandbox of a script:
-
-* the pinned head tree read-only at the working directory; the program itself as a
-  read-only file beside it; a private in-memory writable directory (``HOME``,
-  ``TMPDIR``, sized :data:`SCRATCH_BYTES`) and an in-memory ``/tmp``: nothing reaches the
-  worker's disk;
-* NO network (a loopback of its own), the allowlisted environment
-  (:func:`~reviewers.sandbox.bubblewrap.program_env`: no provider key, no Redis URL);
-* the system's interpreters only (``python3``, ``bash``, ``sh``, ``node`` found on
-  :data:`SYSTEM_PATH`), never council's own Python or packages;
-* uid and gid :data:`SCRIPT_UID` (``nobody``) inside, no capabilities.
-
-Limits (:class:`ScriptLimits`, from the roster) and how each is enforced:
-
-* ``wall_s``: our clock; past it the process group is killed (SIGKILL): ``timeout``;
-* ``cpu_s``: RLIMIT_CPU (SIGXCPU at ``cpu_s``, SIGKILL a second later): ``timeout``;
-* ``memory_mb``: RLIMIT_AS (address space; ``node`` gets :data:`NODE_RESERVE_MB` more,
-  as V8 reserves address space it never uses, and a heap of ``memory_mb``): an
-  allocation fails; named when the output says so (``MemoryError``, ``Cannot allocate``);
-* ``processes``: RLIMIT_NPROC in the sandbox's own user namespace; where the worker is
-  root the kernel exempts it (uid 0 outside), so a pids cgroup (``pids.max``) holds the
-  sandbox instead, and where none can be made the script is NOT run;
-* ``output_bytes``: stdout and stderr together (one pipe, interleaved as written); past
-  the cap the process group is killed and the reply says the output was cut.
-
-Every run is killed as a process group when it ends (bwrap's session, and with it the
-sandbox's pid namespace). Exit codes are the shell's: a program killed by a signal
-exits ``128 + signal`` (as bwrap reports it).
+A reviewer (a model's ``run_script`` tool, a command reviewer's ``council run-script``)
+submits ``{"language", "program"}``; the program runs once in a bubblewrap sandbox of its
+own (:mod:`reviewers.sandbox.bubblewrap`) and the call ends as one :class:`ScriptRun`,
+whose row (:class:`~council.evidence.ScriptRow`) the evidence matcher later compares the
+reviewer's shown blocks against. The sandbox is stricter than a reviewer program's: the
+tree read-only, an in-memory scratch of :data:`SCRATCH_BYTES`, no network, the system's
+interpreters only (:data:`SYSTEM_PATH`), uid :data:`SCRIPT_UID`, no capabilities. The
+limits (:class:`~council.roster.script_limits.ScriptLimits`) and how each is enforced, a
+root worker's pids cgroup included (where none can be made, the script is NOT run):
+docs/evidence-and-asks.md §1.
 
 Source: docs/evidence-and-asks.md §1.
 """
@@ -84,18 +58,14 @@ address space at start (measured: node 18 does not start under 512 MiB of RLIMIT
 class ScriptRun:
     """How one script call ended.
 
-    * ``outcome``: ``ok`` (exit 0), ``failed`` (a non-zero exit, a signal as
-      ``128 + signal``), ``timeout`` (``wall_s`` or ``cpu_s``), ``error`` (the sandbox
-      could not run it), ``not-run`` (refused before it started: bad arguments, no
-      sandbox here, a limit that cannot be enforced);
-    * ``exit_code``: only when the program exited (None for ``error`` and ``not-run``,
-      and for a ``wall_s`` timeout);
-    * ``output``: stdout and stderr together, at most ``output_bytes``, decoded as UTF-8
-      with replacement; ``output_capped`` when more was printed;
-    * ``limit``: the limit that stopped it (``wall_s``, ``cpu_s``, ``output_bytes``), or
-      that the output shows it ran into (``memory_mb``, ``processes``), or None;
-    * ``reason``: why it did not run, or what broke (``not-run``, ``error``);
-    * ``duration_ms``: wall time of the run, in ms.
+    ``outcome``: ``ok`` (exit 0), ``failed`` (a non-zero exit; a signal as ``128 + signal``,
+    as bwrap reports it), ``timeout`` (``wall_s`` or ``cpu_s``), ``error`` (the sandbox could
+    not run it) or ``not-run`` (refused before it started: bad arguments, no sandbox here, a
+    limit that cannot be enforced). ``exit_code``: only when the program exited (not after a
+    ``wall_s`` timeout). ``output``: stdout and stderr through one pipe, interleaved as
+    written, at most ``output_bytes``, UTF-8 with replacement. ``limit``: the one that stopped
+    it (``wall_s``, ``cpu_s``, ``output_bytes``) or that its output shows it hit
+    (``memory_mb``, ``processes``). ``reason``: why it did not run, or what broke.
     """
 
     outcome: RunOutcome
