@@ -1,18 +1,13 @@
 """The ``council`` console script: the command line, with an interrupt at start-up quiet.
 
-Start-up (importing pydantic, redis, celery ...: most of a second, more on a busy CI
-runner) does nothing that needs undoing, so Ctrl-C during it ends the process at once:
-one line on stderr, exit 130, never a traceback from inside an import. The start-up
-handler is installed before anything heavy is imported and handed back to Python's
-(``KeyboardInterrupt``) by :func:`started` once the group has built its context, just
-before a command runs: from then on an interrupt is the command's to handle (``council
-review`` cancels its run), and one no command handled still exits 130 with the same line
-(:class:`workers.cli.group.CouncilGroup`).
-
-This module imports only the standard library. ``pyproject.toml`` names :func:`main` as
-the ``council`` script; ``python -m workers.cli`` calls it too. Ctrl-C in the first tens
-of milliseconds, while the interpreter itself starts (before any council code runs), is
-Python's own and may still print its traceback.
+Start-up (importing pydantic, redis, celery: most of a second, more on a busy CI runner)
+does nothing that needs undoing, so Ctrl-C during it exits 130 with one line on stderr,
+never a traceback from inside an import. The handler is installed before anything heavy is
+imported and handed back to Python by :func:`started` just before a command runs; from then
+on an interrupt is the command's (``council review`` cancels its run), and one no command
+handled still exits 130 (:class:`workers.cli.group.CouncilGroup`). This module imports only
+the standard library. Ctrl-C in the interpreter's own first tens of milliseconds may still
+print Python's traceback.
 """
 
 from __future__ import annotations

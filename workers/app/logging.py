@@ -1,27 +1,15 @@
 """Structured JSON logging for workers and the CLI, with secrets removed from every line.
 
-Why: a run spans one CLI and several worker processes; the only way to follow it is one
-JSON object per line whose fields (``run_id``, ``session``, ``participant``, ``task_id``,
-``attempt``) can be filtered, and no API key or Redis password may ever reach one
-(docs/architecture.md "Observability", docs/style.md habit 10).
+A run spans one CLI and several worker processes, so it is followed as one JSON object per
+line on stderr, filtered by ``run_id``, ``session``, ``participant``, ``task_id`` and
+``attempt``; no API key or Redis password may reach one (:class:`Redact` masks them in every
+value, :func:`redact_url` and :func:`redact_text` in messages built elsewhere). One processor
+chain serves structlog's calls and foreign stdlib records (Celery, kombu), so every line has
+the same shape. A task's context is cleared after it: pool threads run task after task, and
+contextvars persist.
 
-The pieces::
-
-    configure_logging()        structlog + the stdlib root logger -> JSON lines on stderr
-    Redact                     processor: masks secrets in every value of the event dict
-    redact_url / redact_text   the same string rules, for error messages built elsewhere
-    bind_task_context()        fields every later line of this task carries
-    clear_task_context()       forget them (the next task must not inherit them)
-    connect_celery_signals()   Celery owns no logging; each task binds, logs, clears
-    get_logger()               a bound structlog logger
-
-One processor chain serves both structlog's own calls and foreign stdlib records (Celery's
-"Task ... succeeded", kombu's reconnect warnings), so every line has the same shape::
-
-    {"run_id": "r1", "participant": "alice", "task_id": "…", "event": "task_started",
-     "logger": "workers.app.logging", "level": "info", "timestamp": "2026-01-01T00:00:00Z"}
-
-The Celery wiring follows docs/celery.md §0 item 7 and §2.1.
+Source: docs/architecture.md "Observability", docs/celery.md §0 item 7 and §2.1,
+docs/style.md habit 10.
 """
 
 from __future__ import annotations

@@ -1,47 +1,13 @@
 """Prometheus metrics of a worker: reviews, durations, tokens, cost, retries, queues.
 
-``council worker --metrics-port 9464`` serves them at ``http://127.0.0.1:9464/metrics``
-(``--metrics-host 0.0.0.0`` to be scraped from elsewhere). Every name is in
-:data:`METRIC_NAMES`; the Grafana dashboard (``deploy/grafana/council-dashboard.json``)
-queries only those. Units are Prometheus's: seconds and counts (council's own clocks are
-in milliseconds and are divided by 1000 here).
-
-=========================================  =========  ===================================
-metric                                     type       labels
-=========================================  =========  ===================================
-council_reviews_total                      counter    backend, status
-council_review_duration_seconds            histogram  backend
-council_review_time_to_first_token_seconds histogram  provider, model
-council_tokens_total                       counter    provider, model, kind
-council_cost_usd_total                     counter    provider, model
-council_model_requests_total               counter    provider, model
-council_findings_total                     counter    backend, severity
-council_warnings_total                     counter    code
-council_retries_total                      counter    provider, reason
-council_rate_limit_wait_seconds            histogram  limit
-council_tasks_in_flight                    gauge      task
-council_queue_depth                        gauge      queue
-=========================================  =========  ===================================
-
-What counts: each attempt this worker ran, when it was folded (so a redelivered review
-counts twice, once per worker that ran it, and its tokens and cost twice: both were
-spent). ``status`` is the attempt's ``answered``/``stopped``/``failed``; ``kind`` is
-``input``/``output``/``cached``/``reasoning`` (cached is part of input, reasoning part
-of output, as :class:`~council.model.backend_result.Usage` counts them); cost is in US dollars
-from the roster's ``[prices]`` (an unpriced model adds nothing); ``severity`` is
-``none`` for a finding without one. Retries and the time to first token are counted
-when the review ends; rate-limit waits as they happen (one observation per sleep on the
-shared limiter, so the histogram's ``_count`` is the number of waits and ``_sum`` the
-seconds waited). ``council_queue_depth`` is read from Redis at scrape time: ``LLEN`` of
-the list kombu keeps for each queue (its name, and ``NAME\\x06\\x16P`` for each priority
-step P above 0), summed. Heartbeats are not measured (no metric is registered for them).
-
-Processes: the threads pool is one process, and the default registry serves it. Several
-processes on one host (``celery -A workers.celery_app worker -P prefork``) need
-prometheus-client's multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to an empty
-directory writable by the worker before it starts (and empty it between runs); the
-server then aggregates every process's files. Never raises into a review: a failure
-to record is logged (``metrics_failed``). Source: docs/architecture.md "Observability".
+Served by ``council worker --metrics-port`` (on 127.0.0.1 unless ``--metrics-host``). Every
+name is in :data:`METRIC_NAMES`, and the Grafana dashboard
+(``deploy/grafana/council-dashboard.json``) queries only those. Units are Prometheus's:
+seconds (council's millisecond clocks divided by 1000), counts, US dollars. An attempt is
+counted by the worker that folded it, so a redelivered review counts twice, tokens and cost
+too: both were spent. A prefork pool needs ``PROMETHEUS_MULTIPROC_DIR``. Never raises into a
+review: a failure to record is logged (``metrics_failed``). Labels and what each metric counts:
+docs/operating.md "Metrics". Source: docs/architecture.md "Observability".
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
 """A worker's standard streams, one JSON object per line: nothing else reaches them.
 
-Why: teams follow workers through their logs with ``jq``; one line of ASCII art, one
-Python warning or one bare traceback breaks ``jq`` for everyone. Each thing that writes
-to a worker's stdout or stderr is turned into a JSON line at its source, through the one
-processor chain of :mod:`workers.app.logging` (bound context, timestamp, redaction):
-
-* Celery's banner (ASCII art, ``Worker.emit_banner``): :class:`JsonWorker`, the app's
-  ``Worker`` class, logs the same facts as fields: ``worker_banner``.
-* Celery's signal-handler notices ("worker: Warm shutdown (MainProcess)"), which
-  ``celery.apps.worker.safe_say`` ``os.write`` to fd 1 past every stream (Celery has
-  no setting for it, celery#8101): ``safe_say`` is replaced: ``celery_notice``.
-* ``warnings.warn`` (Celery's root SecurityWarning, deprecations):
-  ``warnings.showwarning``: ``python_warning`` with ``category`` and ``warning``.
-* Uncaught exceptions (main thread, other threads, ``__del__``): ``sys.excepthook``,
-  ``threading.excepthook``, ``sys.unraisablehook``: ``uncaught_exception`` /
-  ``unraisable_exception``, the traceback in ``exception``.
-* ``print``, click's messages, kombu, billiard, anything writing to ``sys.stdout`` or
-  ``sys.stderr``: both are :class:`LineStream` streams, each line a ``printed`` record
-  (``stream``, ``text``); a printed traceback is one ``printed_traceback`` record
-  (``exception``).
-
-All of it goes to the process's real stderr (stdout lines too: one ordered stream).
-``install_worker_output`` does it; ``council worker`` calls it first thing, and
-``celery -A workers.celery_app worker`` gets it from the ``celeryd_init`` signal (sent
-before Celery checks privileges and warns about root). Not caught: bytes written to
-fd 1 or 2 below Python (a C extension, ``faulthandler``, "Fatal Python error"), and
-click's usage errors for ``council worker``'s own options, printed before the command
-runs. Source: docs/architecture.md "Observability", docs/celery.md §2.1.
+Teams follow workers through their logs with ``jq``; one line of ASCII art, one Python
+warning or one bare traceback breaks it for everyone. So each writer becomes a JSON line at
+its source, through :mod:`workers.app.logging`'s processor chain: Celery's banner
+(:class:`JsonWorker`), ``safe_say``'s ``os.write`` to fd 1 (Celery has no setting for it,
+celery#8101), warnings, the three exception hooks, and ``sys.stdout``/``sys.stderr`` as
+:class:`LineStream` objects; all of it on the real stderr, one ordered stream
+(:func:`install_worker_output`). Not caught: bytes written to fd 1 or 2 below Python (a C
+extension, ``faulthandler``), and click's usage errors for ``council worker``'s own options,
+printed before the command runs. Source: docs/architecture.md "Observability",
+docs/celery.md §2.1.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The council's Celery tasks. Thin: take ids, call the runtime, return small JSON.
 
-* ``council.review_participant(run_id, participant, protocol)`` — one reviewer; never
-  raises for a reviewer fault, so the chord always gets N results.
-* ``council.review_batch(run_id, participants, protocol)`` — several model reviewers of
-  one run at once in this process (the coordinator groups them per queue); the same
-  per-participant rules, one chord result for the batch.
-* ``council.consolidate(results, run_id)`` — the chord body; reads the stored outcomes
-  (results only say who finished) and settles the run.
-* ``council.judge(run_id, protocol)`` — the optional judge, sent once the reviewers'
-  findings are filed; it answers about them, then the run settles.
-* ``council.finalize(run_id)`` — the chord's errback for what a task cannot catch (a
-  hard kill, a lost worker); settles from the journals. Idempotent like the body.
+``council.review_participant`` (one reviewer) and ``council.review_batch`` (several model
+reviewers of one run, grouped per queue) never raise for a reviewer fault, so the chord
+always gets N results. ``council.consolidate`` is the chord body (it reads the stored
+outcomes: results only say who finished), ``council.finalize`` its errback for what a task
+cannot catch (a hard kill, a lost worker), ``council.judge`` the optional judge, sent once the
+reviewers' findings are filed. Settling is idempotent, so which gets there first is moot.
 
 Source: docs/architecture.md (the shape), docs/celery.md §1.3-§1.4, docs/style.md habit 7.
 """

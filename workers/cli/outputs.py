@@ -1,27 +1,12 @@
-"""The report files ``council review`` writes: ``--format`` × ``--output DIR``, ``--json``,
-``--markdown``.
+"""The files ``council review`` writes: ``--format`` × ``--output DIR``, ``--json``, ``--markdown``.
 
-Each format has one file name in the output directory, the name its consumer expects
-or a CI recipe can point at::
-
-    markdown            council.md                   a PR comment, $GITHUB_STEP_SUMMARY
-    json                council.json                 council publish, other tools
-    sarif               council.sarif                code scanning (upload-sarif)
-    github-review       github-review.json           POST .../pulls/{n}/reviews
-    github-checks       github-checks.json           POST .../check-runs (council publish --checks)
-    gitlab-codequality  gl-code-quality-report.json  artifacts: reports: codequality
-    gitlab-discussions  gitlab-discussions.json      council publish gitlab (diff threads)
-
-``--output DIR`` must be new, empty, or hold only an earlier run's outputs (they are
-removed first); anything else is refused (exit 2) before the run. After the files, the
-run writes ``council-run.json`` (:mod:`workers.forge.manifest`): its run id, head and
-each file's SHA-256, which ``council publish`` checks before posting anything.
-
-Without ``--output`` only Markdown can be written, to stdout; asking for another format
-is a usage error (exit 2) found before anything is sent, like a missing directory: a
-traceback after the run would exit 1, which CI reads as a tripped gate. Runtime layer
-(writes files); the renderers are the pure :mod:`council.rendering` functions. Source:
-issue "CI outputs that forges accept".
+Each format has one file name in the output directory (:data:`FILE_NAMES`), the name its
+consumer expects or a CI recipe points at; after them the run writes ``council-run.json``
+(:mod:`workers.forge.manifest`), which ``council publish`` checks. An output directory holding
+anything but an earlier run's outputs, or a format other than Markdown without ``--output``, is
+a usage error (exit 2) found before anything is sent: a traceback after the run would exit 1,
+which CI reads as a tripped gate. The renderers are the pure :mod:`council.rendering`
+functions. Source: issue "CI outputs that forges accept".
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""``council publish github`` and ``council publish gitlab``: post a run's outputs on
-its pull (merge) request, idempotently, and only outputs the run provably wrote.
+"""``council publish github|gitlab``: post a run's outputs on its pull (merge) request.
 
-GitHub: ONE review per run (line comments where lines landed, the rest in its body),
-ONE summary comment for the pull request's whole life, and with ``--checks`` ONE check
-run with annotations. GitLab: one thread per line finding on the diff, ONE summary
-note. What was posted before is found by a hidden marker carrying the run id and head
-AND the token's own user, so a retried CI step updates instead of duplicating, and no
-one else's comment is ever edited (:mod:`workers.forge.github_publish`,
-:mod:`workers.forge.gitlab_publish`).
-
-Before any request, the outputs are checked (:mod:`workers.forge.manifest`): the
-directory's ``council-run.json`` must name the head CI names (``--head``, else from the
-CI's environment), and every file posted must be one it lists, byte for byte. A pull
-request that commits its own ``council-out/`` is refused (exit 2), as is a directory of
-another run or head.
-
-Tokens are read from the environment (``GITHUB_TOKEN``; ``GITLAB_TOKEN``, else
-``CI_JOB_TOKEN``), never from an option (options end up in shell history and process
-lists), and never printed. Source: issue "CI outputs that forges accept"; GitHub and
-GitLab REST (see :mod:`workers.forge.github`, :mod:`workers.forge.gitlab`).
+It posts idempotently, and only outputs the run provably wrote. What was posted before is
+found by a hidden marker (run id, head) AND the token's own user, so a retried CI step
+updates instead of duplicating and no one else's comment is ever edited
+(:mod:`workers.forge.github_publish`, :mod:`workers.forge.gitlab_publish`). Before any
+request the directory's manifest (:mod:`workers.forge.manifest`) must name the head CI names
+and list every file posted, byte for byte, or the command exits 2. Tokens come from the
+environment, never from an option (options end up in shell history and process lists), and
+are never printed. Source: issue "CI outputs that forges accept"; docs/ci-and-forges.md;
+GitHub and GitLab REST (see :mod:`workers.forge.github`, :mod:`workers.forge.gitlab`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Answering an ask from the console: the same operation as ``council answer``, then
-``council resume`` once the run's last ask is answered.
+"""Answering an ask from the console: ``council answer``, then ``council resume`` when done.
 
-The ask is found by its id alone (:func:`workers.coordinator.resume.find_ask`), the value checked
-against its component (:func:`council.asks.pending.checked_answer`: yes or no for a
-confirmation, one of the options for a choice, non-blank text otherwise), recorded in
-the session (:meth:`~workers.stores.sessions.SessionStore.answer`), and, when no ask of
-the run is left unanswered, the run is settled with its answers
-(:func:`workers.coordinator.resume.finish`: a rejected finding is dismissed with the person's
-reason). A run waiting on its reviewers' own questions is left waiting once answered:
-the next ``council review`` of its session (or ``council resume RUN``) sends those
-reviewers again, which this page does not do. Nothing here decides anything the CLI
-would decide differently.
+The ask is found by its id (:func:`workers.coordinator.resume.find_ask`), the value checked
+against its component (:func:`council.asks.pending.checked_answer`), recorded in the session
+(:meth:`~workers.stores.sessions.SessionStore.answer`), and the run settled once no ask is
+left (:func:`workers.coordinator.resume.finish`). A run waiting on its reviewers' own
+questions stays waiting: the next ``council review`` of its session (or ``council resume
+RUN``) sends them again, which the console does not do. Nothing here decides anything the
+CLI would decide differently.
 
 Source: docs/evidence-and-asks.md §2.
 """

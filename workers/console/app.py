@@ -1,31 +1,13 @@
 """The console's web application: pages, live updates, and answering asks.
 
-Routes (every one behind :class:`~workers.console.security.Guard`: the token, or 401):
-
-* ``GET /``: the runs Redis holds and the questions waiting for an answer;
-  ``GET /events``: their live updates.
-* ``GET /runs/{run}``: one run (status, participants, findings, cost, asks);
-  ``GET /runs/{run}/events``: its live updates. 404 for a run Redis does not hold.
-* ``POST /asks/{ask}/answer``: answer an ask (form ``value``, ``reason``, ``csrf``,
-  ``against``: the artifact ref the page rendered, refused as stale when the ask pins another;
-  several ``value`` fields are joined with ``,``, for a ``finding-picker`` with
-  ``multiple``). The same operation as ``council answer``, then the run settles once
-  its last ask is answered (:func:`workers.console.answering.answer_ask`). 303 to the
-  run's page; 400 with the page and the refusal for an answer that does not fit; 403
-  without the session's CSRF token; 404 for an ask no run waits on; 413 over
-  :data:`FORM_MAX_BYTES`; 415 for another body than a urlencoded form. With
-  ``Accept: application/json``, a JSON object instead of the redirect.
-* ``GET /static/…``: the stylesheet and the script (no build step).
-
-Live updates are server-sent events: every ``poll_s`` seconds the stream renders the
-page's live parts (the same templates as the page) and sends each part whose HTML
-changed, as ``event: part`` with JSON ``{"part", "digest", "html"}``; the script puts
-it in place. The asks part is not replaced while the person has started answering (the
-page says the questions changed instead). A stream ends after ``stream_s`` seconds and
-the browser reconnects (``retry``), so none is held forever.
-
-Every value shown is escaped (Jinja2 autoescape, no ``|safe``): finding text is model
-output. A Redis that does not answer gives 503 (a page saying so).
+Routes, each behind :class:`~workers.console.security.Guard` (the token, or 401): ``GET /``
+(the runs and the questions waiting) and ``GET /runs/{run}`` (one run; 404 when Redis does
+not hold it), each with its ``/events`` stream; ``POST /asks/{ask}/answer``
+(:meth:`Console.answer`, which lists its statuses); ``GET /static/…``. Live updates are
+server-sent events carrying each page part whose HTML changed; the asks part is not replaced
+while the person is answering, and a stream ends after :data:`STREAM_S` (the browser
+reconnects), so none is held forever. Every value is escaped (Jinja2 autoescape, no
+``|safe``): finding text is model output. A Redis that does not answer gives 503.
 
 Source: docs/evidence-and-asks.md §2.
 """
@@ -151,7 +133,17 @@ class Console:
         return _event_stream(self._stream(lambda: self._run_parts(run_id, csrf)))
 
     async def answer(self, request: Request) -> Response:
-        """Answer an ask (see the module docstring for the statuses)."""
+        """Answer an ask: the same operation as ``council answer``, then the run settles
+        once its last ask is answered (:func:`workers.console.answering.answer_ask`).
+
+        Form: ``value`` (several joined with ``,``, for a ``finding-picker`` with
+        ``multiple``), ``reason``, ``csrf``, ``against`` (the artifact ref the page rendered;
+        the answer is refused as stale when the ask pins another). 303 to the run's page (a
+        JSON object with ``Accept: application/json``); 400 with the page and the refusal for
+        an answer that does not fit; 403 without the session's CSRF token; 404 for an ask no
+        run waits on; 413 over :data:`FORM_MAX_BYTES`; 415 for a body that is not a
+        urlencoded form.
+        """
         auth = _auth(request)
         ask_id = request.path_params["ask_id"]
         form = await _form(request)

@@ -1,41 +1,13 @@
 """The console's component registry: which template shows an ask, keyed by ``component_id``.
 
-An ask names, by ``component_id``, the registered screen component that should collect
-its answer (``{component_id, props?, props_ref?}``); it never carries markup. This module
-is the front end's side of that contract: each registered id maps to ONE template under
-``templates/components/`` and a reader of its props. The reader turns the props into the
-few plain values the template shows, or says why it cannot (:class:`PropsUnreadable`,
-describing the props' SHAPE, never their text); the template then never touches the
-raw props.
-
-Registered (what each answer is, as ``council answer ASK VALUE`` takes it):
-
-* ``confirm-finding``: props ``{"finding": {id, subject, severity?, label?, anchor?,
-  discussion?, raised_by?}}`` (:func:`council.asks.confirm._component` writes them);
-  answer ``yes`` (it gates) or ``no`` (it is dismissed with the reason).
-* ``confirm``: no props needed; answer ``yes`` or ``no``.
-* ``choice``: props ``{"options": [text | {"value": text, "label"?: text}, …]}``, at
-  least one; answer one option's value.
-* ``text``: props ``{"placeholder"?: text, "multiline"?: bool}``, both optional; answer
-  any non-blank text.
-* ``finding-picker``: props ``{"findings": [{"id": int | text, "subject": text,
-  "severity"?: text, "path"?: text}, …], "multiple"?: bool}``, at least one finding;
-  answer the picked finding's id as text (several ids joined with ``,`` when
-  ``multiple``).
-
-An ask with no component is a plain text question (the ``text`` template). Anything
-else falls back to the prose question with a visible note and a plain text answer
-(:data:`FALLBACK`): an unknown ``component_id``, props its reader cannot read, a
-``props_ref`` that does not resolve in the run's artifact store. Nothing is guessed:
-the console never picks a "closest" component, and the answer is checked by
-:func:`council.asks.pending.checked_answer` whatever the screen showed.
-
-Usage::
-
-    shown = rendering(ask, props)          # props: inline merged with props_ref's, or None
-    shown.template                         # "components/choice.html"
-    shown.values["options"]                # (Option(value="keep", label="keep"), …)
-    shown.note                             # None, or why the prose fallback is shown
+An ask names the screen component that collects its answer (``{component_id, props?,
+props_ref?}``), never markup. Each registered id maps to ONE template under
+``templates/components/`` and a reader that turns the props into the few plain values the
+template shows, or raises :class:`PropsUnreadable` (describing their shape, never their
+text): no template touches raw props. The ids, their props and answers are listed in
+docs/evidence-and-asks.md §2. An unknown id, unreadable props or an unresolved ``props_ref``
+shows the prose question with a note and a text answer (:data:`FALLBACK`): nothing is
+guessed, and :func:`council.asks.pending.checked_answer` checks the answer whatever showed.
 
 Source: docs/evidence-and-asks.md §2.
 """

@@ -1,25 +1,12 @@
 """Who may use the console: its token, the session cookie it sets, CSRF, the headers.
 
-The console can answer what a run waits on, so every request needs the token
-``COUNCIL_CONSOLE_TOKEN``, given one of two ways:
-
-* ``Authorization: Bearer TOKEN`` (a program, curl); such a request cannot be forged by
-  another site (a browser never adds the header by itself), so it needs no CSRF token;
-* ``?token=TOKEN`` on a GET, once: the console answers with a session cookie
-  (``HttpOnly``, ``SameSite=Strict``, ``Path=/``, ``Secure`` over https) and a page that
-  reloads the address WITHOUT the token (a ``<meta http-equiv="refresh">``, so the
-  reload is the console's own navigation and the Strict cookie goes with it, even when
-  the link was followed from another site). The cookie is
-  ``{issued_s}.{nonce}.{mac}``: a MAC keyed by the token, never the token itself, valid
-  :data:`SESSION_S` seconds; changing the token logs every browser out.
-
-A form the console serves carries a CSRF token, the MAC of the session cookie (tied to
-it: another browser's cookie, or none, does not fit), and a POST with the cookie is
-refused without it (403). Everything else without a valid token or cookie is 401.
-
-Every response gets the security headers (:data:`SECURITY_HEADERS`): a CSP with no
-inline script or style (``script-src 'self'``), ``X-Frame-Options: DENY``,
-``frame-ancestors 'none'``, ``nosniff``, ``no-referrer``, ``no-store``.
+The console can answer what a run waits on, so every request needs
+``COUNCIL_CONSOLE_TOKEN``: as ``Authorization: Bearer`` (no CSRF token needed: a browser never
+adds that header by itself), or once as ``?token=`` on a GET, which sets a session cookie (a
+MAC keyed by the token, never the token; valid :data:`SESSION_S` seconds) and reloads the
+address without it. A form carries a CSRF token, the MAC of that cookie; a POST with the
+cookie but without it is 403, anything else unauthenticated 401. Every response gets
+:data:`SECURITY_HEADERS`. Why each choice: docs/security.md "The console".
 
 Source: docs/evidence-and-asks.md §2 (a person answers an ask; the console is one front
 end for ``council answer``).

@@ -1,20 +1,12 @@
 """What a console page shows, read from the council's Redis: plain values, no markup.
 
-* :func:`index_view`: the runs Redis still holds (newest first) and every question a
-  waiting run asks that nobody answered yet (as ``council runs`` and ``council asks``).
-* :func:`run_view`: one run: its status, each participant's state and progress (live
-  while the run is open: the journal's count of findings so far), the findings with
-  their agreement (``raised_by``) and evidence (when a finding carries an ``evidence``
-  field), the cost, and its asks with their answers, each rendered through the
-  component registry (:mod:`workers.console.registry`).
-
-Everything here is read, never written (the only write is the expired-run pruning of
-:meth:`~workers.stores.runs.RunStore.recent`, as ``council runs`` does). The templates
-escape every value (Jinja2 autoescape): a finding's subject is model output.
-
-Times are ms since the epoch, shown as UTC; durations are shown in seconds; costs in
-US dollars. Raises whatever the Redis client raises when Redis does not answer (the app
-turns it into a 503).
+:func:`index_view`: the runs Redis still holds (newest first) and every unanswered question
+(as ``council runs`` and ``council asks``). :func:`run_view`: one run's status, participants
+(live while it is open), findings with agreement and evidence, cost, and asks rendered through
+:mod:`workers.console.registry`. Nothing is written but the expired-run pruning of
+:meth:`~workers.stores.runs.RunStore.recent` (as ``council runs`` does). Times are ms since the
+epoch shown as UTC, durations shown in seconds, costs in US dollars. Raises what the Redis
+client raises when Redis does not answer (the app answers 503).
 
 Source: docs/evidence-and-asks.md §2, docs/architecture.md "State in Redis".
 """

@@ -1,15 +1,11 @@
 """The session a CI job's review belongs to, from the CI's own variables.
 
-A session is one change under review over its life; in CI that is a pull request (or a
-merge request), whatever branch name or detached commit the job checked out. Most CI
-systems check out a detached HEAD, so a session read from the branch would start over on
-every push: dismissals, ``--since-last`` and *seen* marks would be lost. The forges'
-variables name the pull request directly:
-
-* GitHub Actions: ``GITHUB_REPOSITORY`` and the pull request's number, from
-  ``GITHUB_REF`` (``refs/pull/N/merge``) or the event file ``GITHUB_EVENT_PATH``
-  (``pull_request.number``; read up to :data:`EVENT_CAP_BYTES`).
-* GitLab CI: ``CI_PROJECT_PATH`` and ``CI_MERGE_REQUEST_IID``.
+In CI a session is the pull (merge) request, whatever branch or detached commit the job
+checked out: most CI systems check out a detached HEAD, so a session read from the branch
+would start over on every push and lose dismissals, ``--since-last`` and *seen* marks. GitHub
+Actions: ``GITHUB_REPOSITORY`` and the number from ``GITHUB_REF`` (``refs/pull/N/merge``) or
+the event file ``GITHUB_EVENT_PATH`` (read up to :data:`EVENT_CAP_BYTES`); GitLab CI:
+``CI_PROJECT_PATH`` and ``CI_MERGE_REQUEST_IID``.
 
 Source: docs/architecture.md "State in Redis" (sessions).
 """

@@ -1,19 +1,13 @@
 """The base's analyzer configuration, read for the program reviewers of a round.
 
-A pull request can switch its own analyzers off (``[tool.ruff] exclude = ["src"]``, an
-``.eslintrc`` in ``src/`` that ignores everything, a deleted ``.bandit``). So the
-coordinator lists the changed files that configure analyzers
-(:func:`council.change.analyzer_config.config_changes`) and reads their BASE versions; the run
-ships them beside the head tree (``run:{run}:config``), and a worker lays them over its
-copy of the tree for each program reviewer with ``config_from = "base"`` (the default):
-:meth:`workers.execution.unpacked_trees.TreeCache.overlaid`. Model reviewers read the head tree as
-it is.
-
-The shipped files, field → bytes (a Redis hash)::
-
-    "644:pyproject.toml"   the base's file, written with mode 0644 (or "755:…")
-    "link:src/ruff.toml"   the base's symbolic link, its target as the bytes
-    "-:src/.eslintrc"      b"": not at the base (the change added it): removed
+A pull request can switch its own analyzers off (``[tool.ruff] exclude = ["src"]``, a deleted
+``.bandit``). So the coordinator reads the BASE versions of the changed files that configure
+analyzers (:func:`council.change.analyzer_config.config_changes`) and ships them with the run
+in ``run:{run}:config``, field → bytes: ``644:PATH`` or ``755:PATH`` a file, ``link:PATH`` a
+link's target, ``-:PATH`` (empty) a file the change added, removed. A worker lays them over
+its copy of the tree for each program reviewer with ``config_from = "base"``
+(:meth:`workers.execution.unpacked_trees.TreeCache.overlaid`); model reviewers read the head
+tree as it is.
 
 Source: issue "The change under review is untrusted"; docs/architecture.md "State in Redis".
 """

@@ -1,17 +1,15 @@
 """Opening a prepared round's run and dispatching its chord; sending the judge.
 
-The order is the design's (docs/architecture.md "The shape"): claim every participant and
-write the run record ``open`` in one atomic step; store the inputs; send ONE chord
-(reviewer tasks → ``consolidate``, errback ``finalize``). Nothing reaches a worker before
-the run is open, and a chord that cannot be sent leaves no run ``open``.
+The design's order: claim every participant and write the run ``open`` in one atomic step,
+store the inputs, send ONE chord (reviewer tasks → ``consolidate``, errback ``finalize``).
+Nothing reaches a worker before the run is open, and a chord that cannot be sent leaves no
+run ``open``. :func:`chord_header` puts model participants in ``council.review_batch`` tasks
+of at most ``COUNCIL_BATCH_SIZE`` per provider queue (one worker process then holds many
+streams for one task's cost), every other one in its own ``council.review_participant``. No
+result object outlives the dispatch (:func:`release_results`): the CLI polls the run in Redis
+(:mod:`workers.coordinator.waiting`).
 
-The chord's header (:func:`chord_header`): model participants (``openai``,
-``anthropic``) go in ``council.review_batch`` tasks of at most ``COUNCIL_BATCH_SIZE``
-per provider queue, so one worker process holds many streams for one task's cost; every
-other participant is one ``council.review_participant`` task.
-
-The CLI never reads a task's result (it polls the run in Redis, :mod:`workers.coordinator.waiting`),
-so no result object outlives the dispatch (:func:`release_results`).
+Source: docs/architecture.md "The shape", "The canvas".
 """
 
 from __future__ import annotations
@@ -106,16 +104,13 @@ def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultB
     ``council.finalize`` (both on the consolidate queue). Returns the chord's result
     (the body's, its parent the header's group); raises what the broker raises.
 
-    The header goes in as a generator, as Celery's canvas guide writes them. Why: given
-    a header it can list, the Redis result backend's ``apply_chord`` builds a
-    ``GroupResult`` of its own over the header tasks, whose result objects it then keeps
-    among its pending results, subscribed to their channels, for the life of the
-    process, and no public API hands them back (celery/celery#4823); each one
-    unsubscribes in its ``AsyncResult.__del__`` at interpreter shutdown, when Redis may
-    be gone. Given a generator, the backend builds none: the only result objects are
-    the ones the returned result reaches, which :func:`release_results` releases (the
-    integration test ``test_nothing_of_the_chords_results_is_kept_after_dispatch``
-    fails should a Celery release change that).
+    The header goes in as a generator: given a header it can list, the Redis result
+    backend builds a ``GroupResult`` of its own over the header tasks and keeps their
+    results subscribed for the life of the process, with no public API to hand them back
+    (celery/celery#4823). Given a generator it builds none, so :func:`release_results`
+    reaches every result object; the integration test
+    ``test_nothing_of_the_chords_results_is_kept_after_dispatch`` fails should a Celery
+    release change that.
     """
     body = app.signature("council.consolidate", kwargs={"run_id": run_id})
     errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True)
@@ -129,18 +124,13 @@ def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultB
 def release_results(app: Celery, sent: ResultBase) -> None:
     """Stop ``app``'s result backend tracking the results of a sent canvas; keep none.
 
-    Why: the CLI never reads them (it polls the run in Redis), but the Redis result
-    backend keeps each header task's result object among its pending results, subscribed
-    to its channel, as long as the object lives; its ``AsyncResult.__del__`` then
-    unsubscribes whenever it is collected, and at interpreter shutdown, with Redis gone
-    meanwhile, it tries to reconnect while Python tears down ("Exception ignored in:
-    AsyncResult.__del__", ImportError: sys.meta_path is None). Called right after
-    dispatch, while Redis answers: every result ``sent`` reaches (itself, its parents,
-    the members of each group) is removed through the backend's public
-    ``remove_pending_result`` (unsubscribing once); any that cannot be (Redis dropped in
-    between) loses its backend, so its finalizer does nothing. :func:`send_chord` sees
-    to it that no other result object exists. A backend without pending results (the
-    embedded ``cache+memory://``) makes this a no-op.
+    The CLI never reads them, but each stays subscribed while it lives and unsubscribes in
+    ``AsyncResult.__del__``, which at interpreter shutdown, Redis gone, tries to reconnect
+    ("Exception ignored in: AsyncResult.__del__"). Called right after dispatch, while Redis
+    answers: every result ``sent`` reaches (itself, its parents, each group's members) is
+    removed through the backend's public ``remove_pending_result``; one that cannot be
+    (Redis dropped in between) loses its backend, so its finalizer does nothing. A no-op on
+    a backend without pending results (the embedded ``cache+memory://``).
     """
     backend = app.backend
     for handle in _reached(sent):

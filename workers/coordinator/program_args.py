@@ -1,22 +1,14 @@
 """Files a program reviewer's ``args`` name, read from the BASE tree like its program.
 
-Why: a roster (trusted, from the base) may run ``program = "python3"`` with ``args =
-["tools/rev.py"]``; the program runs in the change's tree, so the interpreter would open
-the pull request's ``tools/rev.py``: the change would choose what its reviewer runs. So
-an ``args`` entry that names a file of the base tree is shipped with the run, like a
-relative ``program`` (:func:`workers.coordinator.trusted_inputs.read_programs`): the coordinator
-reads its bytes at the base, the worker writes them under the run's private directory
-(:meth:`workers.execution.unpacked_trees.TreeCache.arg_files`) and the program gets that file's
-path in place of the entry.
-
-Which entries are paths: relative ones, not starting with ``-``, holding a ``/`` or a
-``.`` (``tools/rev.py``, ``./check``, ``setup.cfg``; a bare word such as ``check`` is a
-subcommand far more often than a file: write ``./check`` for a file of that name), that
-name a regular file at the base (git mode 100644 or 100755). A directory (``.``,
-``src``) is left as written: it is what an analyzer reads in the change's tree. Refused
-with a :class:`~council.errors.RosterError`: an entry that names a symbolic link at the
-base, one the base does not have but the change adds (the change would supply it), and
-a file over :data:`MAX_ARG_FILE_BYTES`.
+A trusted roster may run ``program = "python3"`` with ``args = ["tools/rev.py"]``; the program
+runs in the change's tree, so the change would choose what its reviewer runs. So an entry that
+names a regular file of the base is shipped with the run, like a relative ``program``
+(:func:`workers.coordinator.trusted_inputs.read_programs`), and the program gets the path of the
+worker's copy (:meth:`workers.execution.unpacked_trees.TreeCache.arg_files`). A path is
+relative, not ``-``-led, and holds a ``/`` or a ``.`` (a bare ``check`` is far more often a
+subcommand: write ``./check``); a directory stays as written. Raises
+:class:`~council.errors.RosterError` for an entry that is a symbolic link at the base, that only
+the change adds, or that is over :data:`MAX_ARG_FILE_BYTES`.
 
 Source: issue "The change under review is untrusted"; docs/architecture.md "State in Redis".
 """

@@ -1,20 +1,14 @@
 """What the waiting CLI shows while the council works: one row or one line per participant.
 
-Two displays, chosen once by :meth:`Progress.for_stream` from where the text goes
-(typically stderr, so stdout stays the report):
+:meth:`Progress.for_stream` picks the display once from where the text goes (stderr, so
+stdout stays the report): a terminal gets a live ``rich`` table left on screen when closed
+(the final states stay in the scrollback); anything else (a CI log, a pipe) gets one plain
+line per STATE CHANGE, never one per poll, because a log that repeats "hawk running" every
+second hides the moment something happened. The caller hands over the whole picture each
+time (``update(states)``); the display decides what is new.
 
-* a terminal gets a live ``rich`` table, redrawn on every update and left on screen
-  when closed (``transient=False``), so the final states stay in the scrollback;
-* anything else (a CI log, a pipe, a file) gets one plain line per STATE CHANGE, never
-  one per poll, because a log that repeats "hawk running" every second hides the
-  moment something happened::
-
-      council: hawk running (0 findings, 1.2 s)
-      council: hawk answered (3 findings, 14.0 s)
-
-The caller polls the run and hands over the whole picture each time
-(``update(states)``); the display decides what is new. Source: docs/architecture.md (the CLI
-waits on the chord; embedded and distributed mode alike).
+Source: docs/architecture.md (the CLI waits on the chord; embedded and distributed mode
+alike).
 """
 
 from __future__ import annotations

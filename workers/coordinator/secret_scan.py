@@ -1,40 +1,16 @@
 """Finding the likely secrets a change adds, with detect-secrets' plugins.
 
-The coordinator scans the ADDED lines of the diff (what the change brings), the files
-the roster's ``[paths]`` exclude (whole, from the head tree: :func:`excluded_files`; they
-are still in the tree models' tools read) and every path the change touches (a file
-named with a key), and returns each secret's place as
-:class:`~council.change.secret_masks.SecretSpan` values, never keeping a value (see
-:mod:`council.change.secret_masks` for what is masked where). Lock files are scanned like any
-other file: a change can hide a key in ``yarn.lock`` as well as anywhere.
-
-An excluded file is read only up to :data:`EXCLUDED_FILE_MAX_BYTES`, and all of them
-together up to :data:`EXCLUDED_MAX_BYTES`: the diff keeps only the header of an excluded
-file, so it may be huge. One over either cap is not read at all and is WITHHELD from
-reviewer models (fail closed: a ``file`` span; their copy of the tree holds one line
-saying why instead of its content).
-
-How detect-secrets is used, and why:
-
-* its detector plugins are instantiated here and asked line by line
-  (``analyze_line``), not through ``scan_line``/``SecretsCollection``: those read and
-  rewrite the library's process-wide settings, and an embedded run has worker threads
-  in this process. No plugin verifies a secret with its service (that happens only when
-  the verification filter is configured, which council never does): the scan is
-  offline.
-* the plugins: every format detector (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, npm,
-  PyPI, JWT, private keys, …) and the keyword detector (``password = "…"``), with the
-  library's heuristic filters for it (templated, indirect, sequential values). The
-  high-entropy detectors (:data:`LEFT_OUT`) are not used: on code they mask commit ids,
-  hashes and test data, which reviewers need to read.
-* a regex detector's match is masked whole unless one of its groups holds the value
-  (at least 8 characters): GitHub's yields only its prefix, AWS's secret key only the
-  40 characters inside the quotes.
-* a private key is masked from its ``BEGIN`` line to its ``END`` line (the body lines),
-  not only the header detect-secrets recognizes.
-
-Scanning costs about 45 µs a line (a 1 MB diff of 25,000 added lines: about a second).
-Source: issue "The change under review is untrusted".
+Scans the ADDED lines of the diff, the files ``[paths]`` excludes (whole, from the head tree:
+models' tools still read them; lock files too) and every changed path, and returns each
+secret's place as :class:`~council.change.secret_masks.SecretSpan` values, never a value. An
+excluded file over :data:`EXCLUDED_FILE_MAX_BYTES`, or past :data:`EXCLUDED_MAX_BYTES` in all,
+is not read and is WITHHELD from models (fail closed). The plugins are called line by line
+(``analyze_line``), not through ``scan_line``/``SecretsCollection``, which rewrite the
+library's process-wide settings while an embedded run's worker threads share the process; no
+secret is verified online; the high-entropy detectors (:data:`LEFT_OUT`) would mask commit
+ids and hashes reviewers need. About 45 µs a line (1 MB of diff, 25,000 added lines: about a
+second). Source: issue "The change under review is untrusted"; docs/security.md "Secrets in
+the change".
 """
 
 from __future__ import annotations

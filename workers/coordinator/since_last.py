@@ -1,21 +1,15 @@
 """Incremental rounds, the git side: what changed since the session's last reviewed head.
 
-A session remembers the head its last completed run reviewed
-(:meth:`workers.stores.sessions.SessionStore.reviewed`). From it and the clone:
+From the head the session's last completed run reviewed
+(:meth:`workers.stores.sessions.SessionStore.reviewed`): :func:`plan_since_last` reviews only
+the commits after it when it is an ancestor of the new head, else (a force push, no head
+yet) the whole change with a note; :func:`interdiff` diffs it to the new head, where the last
+round's findings are checked for outdated code (git diffs any two commits, so a force push
+still has one while the old head's objects are in the clone); :func:`full_change` is
+base..head, where a line comment must land even when the round reviews new commits only.
 
-* :func:`plan_since_last` — ``--since-last``: review only the commits after that head,
-  when it is an ancestor of the new head; otherwise (a force push rewrote it, or the
-  session has none) the whole change, with a note saying why;
-* :func:`interdiff` — the diff from that head to the new head, which the last round's
-  findings are checked on for outdated code (:func:`council.session.earlier_rounds.mark_round`). git
-  diffs any two commits, so a force push still has one, as long as the old head's
-  objects are in this clone;
-* :func:`full_change` — with ``--since-last`` the round reviews the new commits only, but
-  a pull request still shows base..head, and a line comment must land there.
-
-Runtime layer (runs git through :class:`workers.git.repository.Repository`). Source:
-docs/architecture.md "State in Redis" (sessions, last reviewed head), issue "CI outputs that
-forges accept".
+Source: docs/architecture.md "State in Redis" (sessions, last reviewed head), issue "CI
+outputs that forges accept".
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""What a backend is asked: one participant's :class:`ReviewRequest`, built from a run's
-stored inputs on this worker.
+"""What a backend is asked: one participant's :class:`ReviewRequest`, from the run's inputs.
 
-Two steps, so a batch of participants of one run (``council.review_batch``) does the
-run's share once and a single review (``council.review_participant``) does it for itself,
-with the same code and the same result:
-
-* :func:`run_share` — what every participant of a run shares on this worker: the
-  unpacked head tree (once per run per worker, see
-  :class:`~workers.execution.unpacked_trees.TreeCache`)
-  and the change's added lines (the diff parsed once).
-* :func:`build_request` — one participant's request over that share: its journal sink
-  (appends go straight to Redis), its program, environment, key, rate limiter, cancel
-  event and log events.
+:func:`run_share` is what a run's participants share on this worker (the head tree, unpacked
+once per run, see :class:`~workers.execution.unpacked_trees.TreeCache`, and the change's added
+lines, parsed once), so a batch (``council.review_batch``) pays for it once and a single
+review for itself, with the same code and result; :func:`build_request` adds one
+participant's journal sink, program, environment, key, rate limiter, cancel event and log
+events.
 
 Source: docs/architecture.md "The shape" (the worker unpacks the pinned tree, the journal
 survives a dying worker), reviewers/base.py (``ReviewRequest``).
@@ -256,21 +250,15 @@ def _lines(tree: Path | None, path: str) -> list[str] | None:
 
 
 def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]:
-    """What lays the tree models' tools read over ``tree`` (overlay fields, see
-    :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`), so that no secret of ``secrets``
-    is in it:
+    """The overlay (fields as :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid` takes
+    them) that turns ``tree`` into the copy models' tools read, holding no secret of ``secrets``.
 
-    * a file holding secrets is written masked (:func:`~council.change.secret_masks.masked_file`);
-    * a withheld file (an excluded file too big to scan) holds only
-      :func:`~council.change.secret_masks.withheld_text`;
-    * every file or link whose path holds a secret found in a changed path is removed,
-      with the topmost directory on its way that holds one, and laid again at its masked
-      path (:func:`~council.change.secret_masks.masked_path`: ``keys/[masked secret].txt``),
-      its content masked as above (a link's target too). Two paths masked alike are one
-      file in the copy (the last in path order).
-
-    A file that cannot be read is left out, except a withheld one, which is replaced
-    whatever it is. Raises ``OSError`` when the tree cannot be walked.
+    A file holding secrets is written masked, a withheld file (an excluded file too big to
+    scan) holds only :func:`~council.change.secret_masks.withheld_text`, and every file or link
+    whose path holds a secret is removed (with the topmost directory on its way that holds
+    one) and laid again at its :func:`~council.change.secret_masks.masked_path`; two paths
+    masked alike are one file (the last in path order). An unreadable file is left out, a
+    withheld one replaced whatever it is. Raises ``OSError`` when the tree cannot be walked.
     """
     out: dict[str, bytes] = {}
     kept_out = withheld(secrets)
@@ -338,26 +326,15 @@ def build_request(
 ) -> ReviewRequest:
     """One participant's request for attempt number ``attempt`` of its review.
 
-    ``program`` is the base-tree program the coordinator stored for it (None: the
-    roster's ``program`` is used as given); ``arg_files`` the base-tree files its
-    ``args`` name (see :mod:`workers.coordinator.program_args`); both are written under the run's
-    private directory. A program reviewer that reads the base's analyzer configuration
-    (:func:`~workers.coordinator.config_overlay.reads_base_config`) works in the tree with the
-    base's versions of the configuration files the change edits laid over it
-    (:meth:`~workers.execution.unpacked_trees.TreeCache.overlaid`, once per run on this worker);
-    every
-    other participant in the head tree, a model's with the change's likely secrets
-    masked (so its tools cannot read them: :func:`_masked_files`); journal entries are
-    masked before they are stored. A program reviewer is given the changed paths as its
-    real tree spells them (the run's are masked where a path holds a secret), so its
-    findings on such a file land; the masker then masks them. ``cancel`` is set when the run is
-    cancelled. The sandbox policy comes from the worker's settings
-    (:func:`sandbox_policy`). ``journal``: the attempt's sink (made here when None;
-    the caller passes its own to :meth:`RedisJournal.flush` it before folding), given
-    the share's masker. The run's artifact store is attached (``store_artifact``,
-    ``ask_human``'s ``props_ref``), and a model reviewer whose conversation paused on a
-    question now answered is given it to go on from (``resume``). Raises ``OSError``
-    when a file cannot be written.
+    ``program``: the base-tree program the coordinator stored (None: the roster's, as given);
+    ``arg_files``: the base-tree files its ``args`` name (:mod:`workers.coordinator.program_args`);
+    both are written under the run's private directory. A program reviewer reading the base's
+    analyzer configuration (:func:`~workers.coordinator.config_overlay.reads_base_config`)
+    works in the tree with it laid over, and gets the changed paths as its tree spells them,
+    so its findings land; a model's tree has the likely secrets masked (:func:`_masked_files`).
+    ``journal``: the attempt's sink (made here when None; a caller passes its own to flush it
+    before folding). A paused model reviewer whose question was answered gets its pause
+    (``resume``). Raises ``OSError`` when a file cannot be written.
     """
     record = share.record
     run_id = record.run_id

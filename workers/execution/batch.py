@@ -1,37 +1,14 @@
-"""Many participants of one run reviewed at once in this process: the body of the
-``council.review_batch`` task.
+"""Many participants of one run reviewed at once in this process: ``council.review_batch``.
 
-Why: one worker process holds hundreds of model reviews that mostly wait on streamed
-HTTP bodies. One Celery task and one pool thread per review, each with its own ~20 Redis
-round trips, made Celery's bookkeeping and the GIL the bottleneck. A batch is one task:
-its reviews run concurrently on the process's stream loop
-(:func:`reviewers.models.stream_loop.stream_loop`), and its Redis I/O is batched.
-
-Per participant the semantics are :func:`workers.execution.participant_attempt.review`'s, using the
-same rules (imported from there) and the same request (:mod:`workers.execution.backend_request`):
-the protocol check; a stored outcome is kept and its backend not run (so a redelivered batch
-re-runs only the participants without an outcome); a new attempt number; progress ``running`` then
-the terminal state; every attempt's journal folded by ``harvest_outcome``; the first stored
-outcome wins (SET NX); a missing entry or a crashing backend fails that participant only,
-never the batch; log lines about a participant carry its ``run_id``, ``session``,
-``participant`` and ``attempt``, and each gets its ``review_finished`` line.
-
-Where things run:
-
-* A reviewer with an ``areview`` coroutine method runs as a task on the stream loop; a
-  reviewer with only a sync ``review`` (command, sarif, replay) runs on a thread of the
-  batch's own pool, awaited from the loop. Not ``asyncio.to_thread``: the loop's default
-  executor serves the model reviews' tool calls and journal appends, and a batch of long
-  sync reviews would hold every one of its threads.
-* Results are handled in the task's own thread (sync Redis never blocks the loop), a
-  group at a time: every review finished when the thread wakes up is settled together.
-
-Redis round trips: before the first review starts, two (:meth:`RunStore.batch_inputs`,
-then :meth:`RunStore.start_attempts`), plus one GET of the tree archive the first time
-this worker serves a run with a pinned tree; per group of finished reviews, two
-(:meth:`JournalStore.read_all_many`, :meth:`RunStore.put_outcomes`), plus one when
-another delivery's outcome was already stored (its progress is shown). The reviewers'
-own journal appends are theirs. Source: docs/architecture.md "Worker pool", docs/celery.md §1.8.
+One Celery task and pool thread per model review, each with ~20 Redis round trips, made
+Celery's bookkeeping and the GIL the bottleneck. A batch runs its reviews concurrently on the
+process's stream loop (:func:`reviewers.models.stream_loop.stream_loop`) and batches its Redis
+I/O (its round trips: docs/architecture.md "Worker pool"). Per participant the semantics are
+:func:`workers.execution.participant_attempt.review`'s, with the same rules and request; a
+missing entry or a crashing backend fails that participant only, never the batch. A reviewer
+with only a sync ``review`` runs on the batch's own thread pool, not ``asyncio.to_thread``:
+the loop's default executor serves the models' tool calls and journal appends, which long
+sync reviews would starve. Source: docs/architecture.md "Worker pool", docs/celery.md §1.8.
 """
 
 from __future__ import annotations

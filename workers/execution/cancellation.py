@@ -1,17 +1,13 @@
 """Cancellation on a worker: one watcher thread per process, however many reviews it runs.
 
-A cancelled run (Ctrl-C or SIGTERM in CI, ``--timeout``) sets ``run:{id}:cancel``; every
-review of that run on this worker must stop as ``cancelled``. One thread polls the
-cancel flags of all the runs this process serves, in one pipelined round trip, and sets
-each review's event. Why one: a worker holding hundreds of reviews must not spend a
-thread and a Redis round trip per review per poll.
-
-A Redis outage makes every poll fail. It is said once per outage for each task that is
-watching (``cancel_check_failed``, with that task's ``run_id``, ``session``,
-``participant``, ``task_id`` and ``attempt``, captured when it started watching: the
-watcher thread has no task context of its own), and once more when a poll succeeds
-again (``cancel_check_recovered``, with ``failed_polls`` and ``outage_ms``), never per
-poll. Source: docs/architecture.md "Observability".
+A cancelled run (Ctrl-C or SIGTERM in CI, ``--timeout``) sets ``run:{id}:cancel``, and every
+review of it on this worker must stop as ``cancelled``. One thread polls the flags of all
+the runs this process serves in one pipelined round trip and sets each review's event: a
+worker holding hundreds of reviews must not spend a thread and a round trip per review per
+poll. A Redis outage is logged once per watching task (``cancel_check_failed``, with the ids
+captured when it started watching: the thread has no task context) and once on recovery
+(``cancel_check_recovered``, with ``failed_polls`` and ``outage_ms``), never per poll.
+Source: docs/architecture.md "Observability".
 """
 
 from __future__ import annotations

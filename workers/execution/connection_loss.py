@@ -1,31 +1,14 @@
 """A worker holding running tasks survives the loss of its Redis broker connection.
 
-The fault (celery 5.7.0 / kombu 5.7.0, threads pool, Redis broker; upstream relatives
-celery/kombu#582, celery/celery#9250): on a broker connection error the consumer's
-``on_connection_error_after_connected`` first ``collect()``s the connection, which
-detaches its transport (``transport.client = None``), then ``close()``s it. Closing the
-channel runs ``QoS.restore_unacked_once()``, and when this worker has delivered messages
-not yet acknowledged (the tasks still running in its threads: late acks) it calls
-``restore_unacked()``, which builds a Redis client from ``transport.client.hostname`` —
-``AttributeError: 'NoneType' object has no attribute 'hostname'``. That is not a
-connection error, so ``ignore_errors`` lets it through and ``Worker.start`` logs
-"Unrecoverable error" and stops the worker. An idle worker has nothing to restore and
-reconnects; a busy one dies, and its reviews with it.
-
-Restoring those messages would be wrong anyway: their tasks are still running in this
-process. Put back on the queue now (when Redis answers again quickly: CLIENT PAUSE, a
-short blip) they would run twice at once. So :func:`install` wraps the consumer's
-handler: before Celery closes the lost connection, each of its channels is told not to
-restore (``do_restore = False``, kombu's own per-channel switch, which the ``memory``
-transport uses) and remembers the broker URL. The messages stay in Redis's ``unacked``
-hash (with AOF they survive a restart): when their task finishes, its ack is done on a
-fresh connection to that URL (:func:`_ack_on_fresh_connection`, retried with backoff);
-if this process dies first, any worker's visibility-timeout sweep puts them back.
-
-A warm shutdown (SIGTERM) is untouched: its connection is intact, so the messages it
-did not start are restored as before.
-
-Source: docs/celery.md §1.6 and §4.
+On a broker connection error Celery 5.7.0 detaches the connection's transport, then closes
+it; closing restores the unacknowledged messages through ``transport.client.hostname``, an
+``AttributeError`` that ``Worker.start`` treats as unrecoverable, so a busy worker stopped
+(kombu#582, celery#9250). Restoring would be wrong anyway: those tasks still run here, and
+put back on the queue they would run twice at once. So :func:`install` wraps the consumer's
+handler: the lost connection's channels do not restore (``do_restore = False``), each task's
+ack is done on a fresh connection when it finishes (:func:`_ack_on_fresh_connection`), and
+if the process dies first the visibility-timeout sweep puts the messages back.
+Source: docs/celery.md §1.6, §1.13 and §4.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Heartbeats of running attempts: a lost worker is noticed in seconds, not hours.
 
-Every attempt a worker runs holds a lease in Redis: a member ``{run}|{participant}|
-{attempt}`` of the sorted set ``council:leases``, scored by the time (ms) it lapses. One
-thread per worker process (:class:`LeaseKeeper`) pushes every lease it holds
-:data:`LEASE_MS` ahead each :data:`BEAT_S` in one round trip (``ZADD XX``: a lease a
-sweep took is not brought back). When the process dies its leases lapse, and a sweep
-(:mod:`workers.execution.sweep`) re-dispatches those participants at once.
-
-Why a sorted set rather than a key with a TTL per attempt: a key that expires is gone,
-and nothing can list what lapsed without keyspace notifications (off by default, and
-lost while nobody listens); ``ZRANGEBYSCORE leases -inf NOW`` lists exactly the lapsed
-leases, in one command, however many attempts run. The lease is the heartbeat key; its
-score is its TTL.
+Every attempt a worker runs holds a lease, a member ``{run}|{participant}|{attempt}`` of the
+sorted set ``council:leases`` scored by the ms it lapses. One thread per process
+(:class:`LeaseKeeper`) pushes every lease it holds :data:`LEASE_MS` ahead each
+:data:`BEAT_S`, in one round trip (``ZADD XX``: a lease a sweep took is not brought back);
+a dead process's leases lapse, and a sweep (:mod:`workers.execution.sweep`) sends those
+participants again. A sorted set, not a key with a TTL per attempt: an expired key is gone,
+while ``ZRANGEBYSCORE leases -inf NOW`` lists exactly the lapsed leases in one command.
+Source: docs/celery.md §1.14.
 """
 
 from __future__ import annotations

@@ -1,17 +1,14 @@
 """Waiting out a Redis outage instead of losing what a worker holds.
 
-A reviewer that finishes while Redis restarts (or the link to it is cut) holds the only
-copy of its answer. redis-py retries a command three times within a second; an outage
-lasts longer. :func:`patiently` retries one step (read the journals, store the outcome)
-with backoff (full jitter, doubling from 0.25 s to 5 s) until Redis answers or a
-deadline passes; the deadline a task uses is its start plus most of the visibility
-timeout (:func:`task_deadline`), past which its message is redelivered anyway.
+A reviewer that finishes while Redis restarts holds the only copy of its answer, and
+redis-py's three retries last under a second. :func:`patiently` retries one step with
+backoff (full jitter, 0.25 s doubling to 5 s) until Redis answers or the deadline passes
+(:func:`task_deadline`: the task's start plus most of the visibility timeout, past which
+its message is redelivered anyway). An outage is ``ConnectionError`` (``LOADING`` while a
+restarted Redis reads its AOF included), ``TimeoutError`` or ``ReadOnlyError`` (a failover);
+anything else is raised at once.
 
-What counts as an outage: ``ConnectionError`` (refused, reset, ``LOADING`` while a
-restarted Redis reads its AOF), ``TimeoutError`` (a paused or partitioned server) and
-``ReadOnlyError`` (a failover in progress). Anything else is raised at once.
-
-Source: docs/celery.md §1.6 ("Connection loss").
+Source: docs/celery.md §1.6, §1.13 ("Connection loss").
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """The sweep: every worker, every few seconds, makes sure every run settles or expires.
 
-Who sweeps, and why workers: a lost worker's participant needs another worker to run it
-again anyway, so a sweep in every worker covers exactly the cases where help is possible,
-and it does not depend on a waiting CLI (a CI job killed, a laptop closed). Every worker
-tries each :attr:`Settings.sweep_interval_s`; one per period wins the lock
-(``SET council:sweep NX PX``) and sweeps, so the cost does not grow with the fleet.
-The waiting CLI keeps its own watchdog at the deadline; the sweep's comes a slack later.
-
-One sweep:
-
-1. **Lapsed leases** (:mod:`workers.execution.leases`): an attempt whose worker stopped beating is
-   sent again at once, as a single ``council.review_participant`` (``redispatched``) on
-   its queue, unless its outcome is stored, a newer attempt started, or the run moved
-   on. The new attempt folds every attempt's journal, as redelivery does; when its
-   outcome completes the reviewers, it settles the run itself (the chord still waits
-   for the lost task's message, which, redelivered after the visibility timeout, finds
-   the outcome stored and the run settled: nothing is sent twice). A sweep that could
-   not reach Redis lately (an outage: nobody could beat) waits one lease length of
-   health before it believes a lapse.
-2. **Abandoned runs**: opened, never dispatched, for :attr:`Settings.abandon_after_s` →
-   settled ``cancelled`` on the lifecycle's ``abandoned`` event.
-3. **Runs past their deadline** plus :attr:`Settings.watchdog_slack_ms` → settled as the
-   waiting CLI's watchdog would (``watchdog_fired``), for a run whose CLI is gone.
+Workers sweep, not the waiting CLI: re-running a lost participant needs a live worker
+anyway, and a sweep there does not depend on a CLI still waiting (a CI job killed, a laptop
+closed). Each :attr:`Settings.sweep_interval_s` one worker wins the lock (``SET
+council:sweep NX PX``), so the cost does not grow with the fleet. A sweep sends lapsed
+leases' participants again (:mod:`workers.execution.leases`), settles runs opened and never
+dispatched for :attr:`Settings.abandon_after_s` (``abandoned``), and runs past their
+deadline plus :attr:`Settings.watchdog_slack_ms` as the CLI's watchdog would. After a Redis
+outage it waits one lease length of health before it believes a lapse.
 
 Source: docs/celery.md §1.14.
 """

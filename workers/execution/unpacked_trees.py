@@ -1,19 +1,13 @@
 """Unpacked run trees on a worker: the pinned head tree once per run per worker.
 
-A worker never reads a repository's working directory: it unpacks the run's ``git
-archive`` from Redis into its own directory, once, however many of the run's reviewers it
-serves (a lock per run keeps threads from unpacking twice). Programs a command reviewer
-names by relative path, and the files its ``args`` name, are written beside it from the
-BASE tree, never from the head. A program reviewer that reads the base's analyzer
-configuration gets a copy of the tree with those files laid over it (:meth:`TreeCache.overlaid`,
-see :mod:`workers.coordinator.config_overlay`).
-
-Each run gets a private directory (mode 0700, a name no one can guess, made with
-``mkdtemp``) under the work directory, instead of a shared, well-known
-``/tmp/council-trees``: another user of the machine can neither read a run's tree nor
-plant a directory or link where the worker will write one. A reviewer's sandbox shows
-only its own run's tree and programs (:mod:`reviewers.sandbox.bubblewrap`).
-Source: docs/architecture.md "State in Redis" (tree archive).
+A worker never reads a repository's working directory: it unpacks the run's ``git archive``
+from Redis once, however many of the run's reviewers it serves (a lock per run), and writes
+a command reviewer's relative programs and ``args`` files beside it from the BASE tree; a
+program reviewer that reads the base's analyzer configuration gets a copy with it laid over
+(:meth:`TreeCache.overlaid`, :mod:`workers.coordinator.config_overlay`). Each run gets a
+private directory (``mkdtemp``, mode 0700) rather than a well-known ``/tmp/council-trees``:
+another user of the machine can neither read a run's tree nor plant a directory or link
+where the worker will write. Source: docs/architecture.md "State in Redis" (tree archive).
 """
 
 from __future__ import annotations

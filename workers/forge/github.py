@@ -1,38 +1,15 @@
 """GitHub's REST API, as far as ``council publish github`` needs it.
 
-The calls, on one pull request::
-
-    GET   /user  (else POST /graphql {viewer {login}})        who the token is
-    GET   /repos/{o}/{r}/pulls/{n}                           its head now
-    POST  /repos/{o}/{r}/pulls/{n}/reviews                   create the round's review
-    GET   /repos/{o}/{r}/pulls/{n}/reviews                   find council's earlier ones
-    PUT   /repos/{o}/{r}/pulls/{n}/reviews/{id}              update a review's body
-    GET   /repos/{o}/{r}/pulls/{n}/reviews/{id}/comments     a review's line comments
-    PUT   /repos/{o}/{r}/pulls/{n}/reviews/{id}/dismissals   dismiss a stale "changes"
-    GET   /repos/{o}/{r}/issues/{n}/comments                 find the summary comment
-    PATCH /repos/{o}/{r}/issues/comments/{id}  (else POST .../issues/{n}/comments)
-    GET   /repos/{o}/{r}/commits/{sha}/check-runs            find the run's check run
-    POST  /repos/{o}/{r}/check-runs  (PATCH .../check-runs/{id} for more annotations)
-
-Who the token is: ``GET /user`` answers for a personal or OAuth token; a GitHub App
-installation token (``GITHUB_TOKEN`` in Actions is one) gets 403 there ("Resource not
-accessible by integration", and ``GET /app`` wants the App's JWT), so GraphQL's
-``viewer`` is asked instead: it answers the App's bot (``github-actions[bot]``,
-``SLUG[bot]``; some servers leave out ``[bot]``, which :meth:`Identity.owns` allows).
-
-GitHub's rules for integrations, followed here: mutating requests are paced at least
-:data:`MIN_INTERVAL_S` apart (its secondary rate limit punishes bursts); a 403 or 429
-that is a rate limit is waited out as the response says (``Retry-After``, else
-``x-ratelimit-reset`` when ``x-ratelimit-remaining`` is 0, else one minute), at most
-:data:`MAX_WAIT_S` per wait and :data:`RETRIES` times, never forever. A mutation is not
-retried after a network error or a 5xx. Errors say what to do: 401 the token, 403 the
-permission the call needs, 404 the repository or pull request, 422 GitHub's own message.
-
-The token is sent in the ``Authorization`` header only and never appears in a message,
-a repr or a log line. Runtime layer (network). Source: GitHub REST "Create a review for
-a pull request", "Update a review", "List comments for a pull request review",
-"Dismiss a review", "Issue comments", "Check runs", "Rate limits for the REST API"
-(secondary limits: one second between mutative requests).
+Reviews, issue comments and check runs on one pull request, and who the token is:
+``GET /user`` answers a personal or OAuth token; an App installation token (Actions'
+``GITHUB_TOKEN``) gets 403 there, so GraphQL's ``viewer`` is asked (the App's bot; some
+servers leave out ``[bot]``, which :meth:`Identity.owns` allows). Mutations are
+:data:`MIN_INTERVAL_S` apart, since the secondary rate limit punishes bursts; a rate-limited
+403 or 429 is waited out as ``Retry-After``, else ``x-ratelimit-reset``, else a minute says,
+within the bounds of :mod:`workers.forge.http` (which also keeps the token out of every
+message). Source: GitHub REST "Create a review for a pull request", "Update a review", "List
+comments for a pull request review", "Dismiss a review", "Issue comments", "Check runs",
+"Rate limits for the REST API" (secondary limits: one second between mutative requests).
 """
 
 from __future__ import annotations

@@ -1,36 +1,15 @@
-"""Posting one run's outputs on a GitHub pull request, so that doing it twice changes
-nothing: ONE review per run, ONE summary comment per pull request, ONE check run.
+"""Posting one run's outputs on a GitHub pull request so that doing it twice changes nothing.
 
-**Whose is what.** Council finds what it posted earlier by two things at once: a hidden
-marker on the first line of the body (``<!-- council:review run=RUN head=SHA -->``,
-``<!-- council:summary run=RUN head=SHA -->``) AND the token's own user
-(:meth:`~workers.forge.github.GitHubClient.whoami`). A marker alone proves nothing:
-anyone can type it, and a maintainer's token may edit anyone's comment.
-
-**The review.** GitHub creates a review and its line comments in one request, whole or
-not at all, and afterwards lets REST change only its body (``PUT .../reviews/{id}``);
-a line comment added later would be a review of its own. So when our review for this
-run and head already exists (a retried CI step), no review is created: its line
-comments are listed (``GET .../reviews/{id}/comments``), its body is made what this
-publish would have posted (updated only when it differs), and any comment it lacks is
-written into that body (as the 422 fallback does), never posted as another review. A
-review of another run (a new round) is a new review.
-
-**The summary.** Our marked comment is edited in place, or added when there is none;
-left alone when it already says the same. When the pull request has moved on to
-another head, the summary of another run is left alone (an older run retried late must
-not overwrite a newer round's summary), and earlier reviews are not dismissed.
-
-**The check run.** Named ``council`` on the head, found by ``external_id`` = the run id
-and by our App. GitHub appends the annotations of each update, so a re-run sends only
-those past the check run's ``annotations_count`` (none when complete), in requests of
-at most 50, and updates nothing when all is as it should be.
-
-Every body posted goes through :func:`~council.rendering.escape.for_forge` (a finding
-that quotes ``@org/team`` must not page it, nor an escape sequence or a right-to-left
-override of the change reach the page raw), and every annotation's title and message
-(and raw details) through :func:`~council.rendering.escape.no_controls`, whatever file
-they were read from. Runtime layer (network).
+ONE review per run, ONE summary comment per pull request, ONE check run. What council posted
+is found by a hidden marker on the body's first line AND the token's own user
+(:meth:`~workers.forge.github.GitHubClient.whoami`): anyone can type a marker, and a
+maintainer's token may edit anyone's comment. GitHub creates a review whole and then lets
+REST change only its body, so a retried publish brings the body up to date (listing any line
+comment it lacks) rather than posting a second review. The check run (``external_id`` = the
+run id) gets only the annotations past its ``annotations_count``, since GitHub appends each
+update's. Every body goes through :func:`~council.rendering.escape.for_forge`, every
+annotation's texts through :func:`~council.rendering.escape.no_controls`. Source:
+docs/ci-and-forges.md "Publishing is idempotent".
 """
 
 from __future__ import annotations

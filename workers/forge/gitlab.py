@@ -1,25 +1,13 @@
 """GitLab's REST API (v4), as far as ``council publish gitlab`` needs it.
 
-The calls, on one merge request::
-
-    GET  /user                                                      who the token is
-    GET  /projects/{id}/merge_requests/{iid}                        its diff_refs, head
-    GET  /projects/{id}/merge_requests/{iid}/versions               older heads' refs
-    GET  /projects/{id}/merge_requests/{iid}/discussions            find our threads
-    POST /projects/{id}/merge_requests/{iid}/discussions            a thread on a line
-    GET  /projects/{id}/merge_requests/{iid}/notes                  find the summary
-    PUT  /projects/{id}/merge_requests/{iid}/notes/{note_id}  (else POST .../notes)
-
-The token is ``GITLAB_TOKEN`` (a project, group or personal access token with the
-``api`` scope, sent as ``PRIVATE-TOKEN``) or else ``CI_JOB_TOKEN`` (sent as
-``JOB-TOKEN``; GitLab lets a job token call only a few endpoints, and on most
-instances notes are not among them: the errors say to set ``GITLAB_TOKEN``). It is in
-that header only, never in a message, a repr or a log line. Mutations are paced
-:data:`MIN_INTERVAL_S` apart; a 429 is waited out as ``Retry-After`` (else
-``RateLimit-Reset``) says, within the bounds of :mod:`workers.forge.http`. GitLab
-refuses a missing or invalid parameter with 400 and its own message, which is quoted.
-Runtime layer (network). Source: GitLab REST "Merge requests", "Discussions" (create a
-new thread in the merge request diff), "Notes", "Rate limits", "CI/CD job token".
+A merge request's versions, diff threads and notes, and who the token is. The token is
+``GITLAB_TOKEN`` (an access token with the ``api`` scope, sent as ``PRIVATE-TOKEN``) or else
+``CI_JOB_TOKEN`` (``JOB-TOKEN``; most instances let a job token call few endpoints, notes
+not among them, so the errors say to set ``GITLAB_TOKEN``), in that header only, never in a
+message, repr or log line. Mutations are paced :data:`MIN_INTERVAL_S` apart; a 429 is waited
+out as ``Retry-After`` (else ``RateLimit-Reset``) says, within :mod:`workers.forge.http`'s
+bounds; a 400's own message is quoted. Source: GitLab REST "Merge requests", "Discussions"
+(create a new thread in the merge request diff), "Notes", "Rate limits", "CI/CD job token".
 """
 
 from __future__ import annotations

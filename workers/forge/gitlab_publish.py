@@ -1,25 +1,14 @@
-"""Posting one run's outputs on a GitLab merge request, so that doing it twice changes
-nothing: one thread per finding on its diff line, ONE summary note per merge request.
+"""Posting one run's outputs on a GitLab merge request so that doing it twice changes nothing.
 
-**Whose is what.** As on GitHub (:mod:`workers.forge.github_publish`): a hidden marker
-on the first line (``<!-- council:finding run=RUN head=SHA id=N -->`` on a thread,
-``<!-- council:summary run=RUN head=SHA -->`` on the summary) AND the token's own user
-id (``GET /user``); GitLab lets a maintainer edit others' notes, so a marker alone
-proves nothing.
-
-**Threads.** GitLab threads are separate notes (there is no review to create whole), so
-a re-run posts only the threads this run has not posted yet (by marker and user) and
-leaves the rest. A thread is placed with the ``diff_refs`` of the merge request's
-version at the run's head (the merge request's own, or one of ``/versions`` when it has
-moved on); when no version has that head, or GitLab refuses a position (400), the
-finding goes into the summary note instead, never away.
-
-**The summary.** Our marked note is edited in place, or added when there is none; left
-alone when it already says the same, or when the merge request has moved on to another
-head and the note shows another run.
-
-Every body posted goes through :func:`~council.rendering.gitlab.gitlab_safe`: no mention
-notifies, no line runs as a quick action (``/merge``, ``/approve``). Runtime layer.
+One thread per finding on its diff line, ONE summary note per merge request. As on GitHub
+(:mod:`workers.forge.github_publish`), what council posted is found by a hidden marker AND
+the token's user id: GitLab lets a maintainer edit others' notes. Threads are separate
+notes, so a re-run posts only those this run lacks. A thread is placed with the
+``diff_refs`` of the merge request's version at the run's head (its own, or one of
+``/versions`` once it moved on); with no such version, or a position GitLab refuses (400),
+the finding goes into the summary note, never away. Bodies go through
+:func:`~council.rendering.gitlab.gitlab_safe`: no mention notifies, no line runs as a quick
+action. Source: docs/ci-and-forges.md "Publishing is idempotent".
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """``council-run.json``: which run wrote an output directory, at which head, and what.
 
-``council review --output DIR`` writes its files, then this manifest::
-
-    {"council_outputs": 1, "run_id": "5f0c…", "session": "octo/app#7",
-     "head": "<40 hex>", "base": "<40 hex>",
-     "files": {"council.md": "<sha256 hex>", "github-review.json": "<sha256 hex>", …}}
-
-``council publish`` reads nothing else: it refuses a directory without a manifest, a
-manifest of another head than the one CI names (``--head``), and any file it would post
-that the manifest does not list or whose bytes hash differently. Why: CI publishes the
-directory after the review, and a pull request can commit its own ``council-out/`` (a
-review saying "passed", a summary in the council's name). A committed manifest cannot
-name the commit that holds it (the commit's hash covers the manifest), so a forged one
-never matches the head CI names; and ``council review`` refuses an output directory
-holding files it did not write (:func:`clear_for_run`), so a refused run leaves no
-directory to publish. Runtime layer (files). Source: issue "CI outputs that forges
-accept"; brief "forged outputs".
+``{"council_outputs": 1, "run_id", "session", "head", "base", "files": {name: sha256 hex}}``,
+written by ``council review --output DIR`` after its files. ``council publish`` reads
+nothing else and refuses a directory without one, one of another head than CI names, and
+any file it would post that is not listed or hashes differently: a pull request can commit
+its own ``council-out/``, and a committed manifest cannot name the commit that holds it.
+``council review`` refuses an output directory holding files it did not write
+(:func:`clear_for_run`). Source: issue "CI outputs that forges accept"; brief "forged
+outputs"; docs/ci-and-forges.md "Publishing against a hostile pull request".
 """
 
 from __future__ import annotations

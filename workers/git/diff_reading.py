@@ -109,22 +109,15 @@ class DiffReading(RefReading):
     ) -> bytes:
         """The raw ``git diff base head`` bytes, the same whatever the user's git config.
 
-        Bytes, because files need not be UTF-8: decode with
-        :func:`council.change.diff.decode_diff`, which also names the files that were not.
-
-        * Attributes: only the ``.gitattributes`` files of the commit ``attributes_from``
-          (the trusted BASE ref; None: none at all) apply, never the change's own nor the
-          working tree's (:meth:`_neutral_worktree`).
-        * ``include``/``exclude`` (the roster's ``[paths]``): a file they leave out keeps
-          only its ``diff --git`` header lines, so :func:`council.change.diff.filter_paths` still
-          names it as excluded, and its hunks are never held.
-        * ``cap_bytes``: the kept files' bytes are counted while git writes them; past
-          the cap git is stopped and :class:`ChangeTooLarge` (``diff``, at least the bytes
-          read, ``knob``) is raised, so a huge change is never read whole. The cap counts
-          undecoded bytes, never more than :attr:`council.change.diff.Change.total_bytes` of the
-          same files, so the caller's check after decoding still decides a change under it.
-
-        Raises :class:`RepositoryError` for an unknown ref or when git fails.
+        Bytes, because files need not be UTF-8 (:func:`council.change.diff.decode_diff`). Only
+        the ``.gitattributes`` of the commit ``attributes_from`` apply (the trusted BASE; None:
+        none), never the change's nor the working tree's. A file ``include``/``exclude`` leave
+        out keeps only its ``diff --git`` header, so it is still named as excluded. Past
+        ``cap_bytes`` (the kept files' undecoded bytes, counted as git writes them; never more
+        than :attr:`council.change.diff.Change.total_bytes`, so the check after decoding still
+        decides) git is stopped and :class:`ChangeTooLarge` naming ``knob`` is raised: a huge
+        change is never read whole. Raises :class:`RepositoryError` for an unknown ref or when
+        git fails.
         """
         base, head = self.resolve(base_sha), self.resolve(head_sha)
 

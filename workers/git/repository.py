@@ -1,28 +1,16 @@
 """Reading a git repository: refs, the diff, files at a ref, and the packed head tree.
 
-The council reads the change from the user's clone with the git command line (no
-GitPython), always the same way whatever the user's git configuration says: no colour,
-no external diff or textconv, fixed ``a/``/``b/`` prefixes, fixed context, rename
-detection on. The same change then gives the same diff, the same prompt and the same
-anchors on every host. Workers never read a clone: they get the head tree as a capped
-tar.gz (:meth:`Repository.archive`) and unpack it safely
-(:func:`workers.git.tree_archive.unpack_tree`).
-
-The change under review is untrusted, and so are the ``.gitattributes`` files it
-carries: ``*.py -diff`` would show every Python file as "Binary files differ", and
-``export-ignore`` would leave a file out of ``git archive``. So the diff is read with the
-attributes of the trusted BASE tree only (:meth:`Repository.diff`), and the head tree is
-packed from ``git ls-tree`` and ``git cat-file`` rather than ``git archive``, with no
-attributes at all. Every size read has a cap, enforced while reading: the diff
-(``max_diff_bytes``), the packed and the unpacked tree.
-
-:class:`Repository` is one object made of one part per concept: running git
-(:mod:`workers.git.git_command`), refs (:mod:`workers.git.refs`), files at a ref
-(:mod:`workers.git.files_at_ref`), the diff and the change's files
-(:mod:`workers.git.diff_reading`), the packed head tree (:mod:`workers.git.tree_packing`).
-
-Runtime layer (runs subprocesses). Source: docs/architecture.md "The shape", "State in Redis"
-(tree archive), "Layers"; issue "The change under review is untrusted".
+The change is read with the git command line, the same way whatever the user's git
+configuration says (no colour, external diff or textconv; fixed ``a/``/``b/`` prefixes and
+context; renames detected), so the same change gives the same diff, prompt and anchors on
+every host. Its ``.gitattributes`` are untrusted (``*.py -diff``, ``export-ignore``): the
+diff uses the BASE tree's only, and the head tree is packed from ``git ls-tree`` and ``git
+cat-file`` with none. Workers never read a clone; they unpack the capped archive
+(:func:`workers.git.tree_archive.unpack_tree`). :class:`Repository` has one part per concept:
+:mod:`~workers.git.git_command`, :mod:`~workers.git.refs`, :mod:`~workers.git.files_at_ref`,
+:mod:`~workers.git.diff_reading`, :mod:`~workers.git.tree_packing`. Source:
+docs/architecture.md "The shape", "State in Redis" (tree archive), "Layers"; issue "The
+change under review is untrusted".
 """
 
 from __future__ import annotations

@@ -235,18 +235,14 @@ def _tree_path(name: str) -> str:
 def unpack_tree(archive: bytes, dest: Path, *, max_bytes: int | None = None) -> None:
     """Extract a tar.gz tree archive into ``dest`` (created when missing), safely.
 
-    Every member is checked before anything is written: an absolute path, a ``..``
-    component, a device file or pipe, two members of one name, or a link pointing
-    outside ``dest`` refuses the whole archive (the message names the member and why).
-    A link is judged by its text, then resolved against the archive's other links
-    (:class:`LinkResolver`: ``d -> .`` then ``a -> d/d/../..`` leaves the tree).
-    ``max_bytes`` (when given) caps the unpacked size, counted as :func:`tar_bytes`
-    counts (content padded to tar blocks, plus a header block per entry), while the
-    members are listed: a small
-    archive of zeros is refused once the count passes the cap, before it is unpacked.
-    Extraction then runs with tarfile's ``data`` filter as a second guard. Raises
-    :class:`RepositoryError` for an unsafe, oversized or unreadable archive. Why: the
-    archive travels through Redis, and a worker must never write outside its tree.
+    The archive travels through Redis, and a worker must never write outside its tree. Every
+    member is checked before anything is written: an absolute path, a ``..``, a device or
+    pipe, a repeated name, or a link leading outside ``dest`` (by its text, or through the
+    archive's other links: :class:`LinkResolver`) refuses the whole archive, naming the
+    member. ``max_bytes`` caps the unpacked size as :func:`tar_bytes` counts it, while the
+    members are listed, so a small archive of zeros is refused before it is unpacked;
+    tarfile's ``data`` filter is a second guard. Raises :class:`RepositoryError` for an
+    unsafe, oversized or unreadable archive.
     """
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:

@@ -48,33 +48,17 @@ class TreePacking(FilesAtRef):
     ) -> bytes:
         """The head commit's tree as tar.gz bytes, at most ``cap_bytes`` long.
 
-        Built here from ``git ls-tree`` and ``git cat-file`` (not ``git archive``, which
-        obeys the tree's own ``export-ignore``/``export-subst`` attributes: a change
-        could leave a file out of what analyzers read). Every file, link, directory and
-        submodule (an empty directory, as ``git archive`` writes it) of the commit is in
-        it; tar entries carry the commit's time, modes 0644/0755/0777, no owner; gzip
-        level 6, mtime 0: the same commit packs to the same bytes.
-
-        Caps, each enforced before or while reading, so a huge tree is never held whole:
-
-        * ``max_unpacked_bytes``: the tree's size as :func:`tar_bytes` counts it, summed
-          from the listing before any file is read; over it, :class:`ChangeTooLarge`
-          (``unpacked head tree``, knob ``COUNCIL_MAX_UNPACKED_TREE_BYTES``).
-        * ``cap_bytes``: the packed bytes, checked as they grow; over it,
-          :class:`ChangeTooLarge` (``packed head tree``, knob ``COUNCIL_MAX_TREE_BYTES``).
-
-        A symbolic link that is absolute or leads out of the tree, by its text or once
-        the tree's other links are followed (``d -> .``, then ``a -> d/d/../..`` leads
-        to the tree's parent; :class:`~workers.git.tree_archive.LinkResolver`), or loops,
-        or whose target is longer than
-        :data:`~workers.git.tree_archive.LINK_TARGET_MAX_BYTES`, raises
-        :class:`RepositoryError` naming the link, its target and why, before any file
-        is read: a worker refuses to unpack such a tree, so every reviewer would fail
-        (the check fails closed). A link's target counts against ``max_unpacked_bytes``
-        as content (a tar header holds a long one in extra blocks), so the targets
-        held to be checked are capped too.
-        Raises :class:`RepositoryError` when git fails. Source: docs/architecture.md "State in
-        Redis"; issue "The change under review is untrusted".
+        Built from ``git ls-tree`` and ``git cat-file``, not ``git archive``, which obeys the
+        tree's own ``export-ignore``/``export-subst``: a change could hide a file from the
+        analyzers. Every entry is in it (a submodule as an empty directory), and the same commit
+        packs to the same bytes. Raises :class:`ChangeTooLarge` past ``max_unpacked_bytes`` (as
+        :func:`tar_bytes` counts, link targets included, summed from the listing before any file
+        is read) or ``cap_bytes`` (the packed bytes, as they grow); :class:`RepositoryError` when
+        git fails or, before any file is read, for a link that is absolute, leads out of the tree
+        (:class:`~workers.git.tree_archive.LinkResolver`), loops or is over
+        :data:`~workers.git.tree_archive.LINK_TARGET_MAX_BYTES`: workers would refuse the tree,
+        so the check fails closed. Source: docs/architecture.md "State in Redis"; issue "The
+        change under review is untrusted".
         """
         sha = self.resolve(head_sha)
         total = 0

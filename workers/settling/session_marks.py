@@ -1,31 +1,15 @@
-"""Marking a round against its session while it settles: seen, outdated, carried,
-suppressed.
+"""Marking a round against its session while it settles: seen, outdated, carried, suppressed.
 
-Settling builds the round's report from the outcomes and lands it on the diff; this
-module then reads what the session remembers and applies the pure rules:
-
-* :func:`council.session.earlier_rounds.mark_round` — ``seen`` from the fingerprints completed
-  rounds
-  reported (``session:{s}:fingerprints``), ``outdated`` from the findings still open
-  after the last completed run (``session:{s}:reviewed``) checked on the interdiff the
-  CLI stored (``run:{id}:since``);
-* :func:`council.session.earlier_rounds.carry` — for a ``--since-last`` round (``run:{id}:carry``),
-  those
-  open findings the interdiff did not touch, nobody dismissed or baselined, and the
-  round did not raise again: they still stand, and gate;
-* :func:`council.session.baseline.suppress` — the session's dismissals
-  (``session:{s}:dismissed``) and the trusted baseline the CLI stored
-  (``run:{id}:baseline``), matched by fingerprint or, for a reworded finding, by
-  agreement; dismissals win.
-
-It also reads what filing recognizes the round's findings among, so they keep their ids:
-the session's recall (``session:{s}:recall``, :mod:`council.session.remembered`), or, in a session
-written before it, the findings still open.
-
-The marks are read once per settling step, before its transaction: a round of the same
-session settling at the same moment may not see the other's fingerprints, and then
-both show a repeat as new; nothing is lost. Source: docs/architecture.md "State in Redis"
-(sessions), issue "CI outputs that forges accept".
+Reads what the session remembers and applies the pure rules: ``seen`` and ``outdated``
+(:func:`council.session.earlier_rounds.mark_round`, the latter on the interdiff the CLI
+stored), the open findings a ``--since-last`` round carries
+(:func:`council.session.earlier_rounds.carry`: untouched, not dismissed or raised again;
+they gate), and dismissals and the baseline (:func:`council.session.baseline.suppress`;
+dismissals win). It also reads the session's recall (:mod:`council.session.remembered`), so
+recognized findings keep their ids. Read once, before the settling transaction: two rounds
+of one session settling at once may both show a repeat as new; nothing is lost.
+Source: docs/architecture.md "State in Redis" (sessions), issue "CI outputs that forges
+accept".
 """
 
 from __future__ import annotations

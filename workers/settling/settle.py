@@ -105,20 +105,14 @@ def settle_run(
 ) -> CouncilReport:
     """Settle ``run_id`` from what Redis holds; return its report (idempotent).
 
-    ``event`` is what the caller noticed (the chord body: ``reviewers_settled``; its
-    errback: ``worker_lost``); ``forced`` (``cancelled``, ``timeout``) and
-    ``deadline_passed`` (the watchdog) name the event instead, and a run cancelled with
-    :meth:`RunStore.cancel` ends with the status given there. ``lost`` is the stop given
-    to participants without an outcome (default ``worker-lost``); on the watchdog's
-    event, one whose task no worker ever started (no attempt, its progress still
-    ``pending``) FAILS with :func:`never_started` instead, because no worker was lost.
-
-    The transitions are :mod:`council.round.lifecycle`'s: from ``open`` the reviewers' findings
-    are filed, and a run with a judge becomes ``judging`` (``dispatch_judge`` then sends
-    the judge, once); from ``judging``, once the judge has an outcome (or the run is
-    forced, or the watchdog fires), its findings are filed and the run settles. An event
-    the lifecycle refuses (a final run, a chord firing again while the judge works)
-    files nothing and returns the stored report. Raises :class:`RunNotFound`.
+    ``event`` is what the caller noticed (the chord body ``reviewers_settled``, its errback
+    ``worker_lost``); ``forced`` (``cancelled``, ``timeout``) and ``deadline_passed`` (the
+    watchdog) name the event instead, and a run cancelled with :meth:`RunStore.cancel` ends
+    as given there. ``lost`` is the stop for participants without an outcome (default
+    ``worker-lost``); on the watchdog's event one no worker ever started FAILS instead
+    (:func:`never_started`): no worker was lost. The transitions are
+    :mod:`council.round.lifecycle`'s (``dispatch_judge`` sends the judge, once); an event it
+    refuses files nothing and returns the stored report. Raises :class:`RunNotFound`.
     """
     record = rt.runs.record(run_id)
     if record is None:

@@ -1,24 +1,13 @@
 """The artifact store: large values a run keeps by reference, scoped to that run.
 
-An ask's props that are too large to ride every stored checkpoint (a 200-option list)
-are put here once, and the ask carries the ref (``props_ref``) instead. A ref is ``art_``
-and 22 base62 characters from :mod:`secrets` (about 131 random bits), so it cannot be
-guessed or derived from another.
-
-Structure: one hash per run, ``run:{run}:artifacts`` (see
-:meth:`~workers.stores.keys.Keys.run_artifacts`): ``{ref}`` → the bytes, ``{ref}:kind`` →
-``bytes`` or ``json``, ``total`` → the bytes of all the run's artifacts. Why one hash:
-a ref resolves only in the run that put it (:meth:`ArtifactStore.head`,
-:meth:`ArtifactStore.get` and :meth:`ArtifactStore.scope` take the run, and another
-run's ref is simply not a field of this run's hash), and the hash is one of the run's
-keys (:meth:`~workers.stores.keys.Keys.run_keys`), so it gets the run's retention when
-the run settles. A put after the run settled gives the hash the run's remaining TTL, so
-nothing outlives its run.
-
-Caps (settings, with defaults): one artifact at most ``COUNCIL_ARTIFACT_MAX_BYTES``
-(1 MiB), checked before anything is sent; a run's artifacts together at most
-``COUNCIL_ARTIFACT_RUN_MAX_BYTES`` (16 MiB), checked with the write in one Lua script.
-Source: docs/evidence-and-asks.md §2, docs/architecture.md "State in Redis".
+An ask's props too large to ride every stored checkpoint (a 200-option list) are put here
+once, and the ask carries the ref (``props_ref``): ``art_`` and 22 base62 characters from
+:mod:`secrets` (about 131 random bits), never guessed or derived from another. One hash per
+run, ``run:{run}:artifacts``, so another run's ref is simply not a field of it, and it
+expires with the run's other keys (a put after settling takes the run's remaining TTL). Caps:
+``COUNCIL_ARTIFACT_MAX_BYTES`` (1 MiB) per artifact, checked before anything is sent;
+``COUNCIL_ARTIFACT_RUN_MAX_BYTES`` (16 MiB) per run, checked with the write in one Lua
+script. Source: docs/evidence-and-asks.md §2, docs/architecture.md "State in Redis".
 """
 
 from __future__ import annotations

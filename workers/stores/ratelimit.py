@@ -1,20 +1,13 @@
 """Rate limits shared by every worker: requests and tokens per minute, held in Redis.
 
-Structure, per limit name (``openai``, ``openai:gpt-4.1``; see
-:func:`council.roster.rate_limits.limits_for`):
-
-* ``ratelimit:{name}:requests``: a sorted set, admission id → admitted ms. The
-  requests of the last window; its size is held under ``rpm``.
-* ``ratelimit:{name}:tokens``: a sorted set, ``{admission id}|{tokens}`` → admitted
-  ms. The tokens of the last window; their sum is held under ``tpm``.
-
-A sliding-window log, not a bucket: it is exact, so no window of ``window_ms`` ever
-holds more than ``rpm`` admissions (a token bucket lets a full burst follow a full
-refill). One Lua script per attempt trims what left the window, checks every limit
-that applies and, only when all have room, admits into all of them: atomic across
-workers, and the clock is the Redis server's (``TIME``), so hosts with skewed clocks
-agree. Each write sets the keys to expire one window later, so an idle limit leaves
-nothing behind. Source: docs/celery.md §1.10 (Celery's ``rate_limit`` is per worker; a
+Per limit name (``openai``, ``openai:gpt-4.1``; :func:`council.roster.rate_limits.limits_for`),
+two sorted sets: ``ratelimit:{name}:requests`` (admission id → admitted ms; its size held
+under ``rpm``) and ``ratelimit:{name}:tokens`` (``{admission id}|{tokens}`` → ms; their sum
+held under ``tpm``). A sliding-window log, not a token bucket: it is exact, no window ever
+holds more than ``rpm`` admissions (a bucket lets a full burst follow a full refill). One Lua
+script admits into every limit that applies or none, atomic across workers, on the Redis
+server's clock (``TIME``), so hosts with skewed clocks agree; keys expire one window after
+the last write. Source: docs/celery.md §1.10 (Celery's ``rate_limit`` is per worker; a
 provider-wide limit needs Redis), reviewers/base.py (``RateLimiter``).
 """
 
@@ -129,19 +122,14 @@ class _Admission:
 class RedisRateLimiter:
     """Admission to model providers shared by every worker, per ``rpm``/``tpm`` limit.
 
-    Implements :class:`reviewers.base.RateLimiter`. ``limits`` are the roster's
-    (:attr:`council.roster.Roster.limits`); a request on key ``"openai:gpt-4.1"`` (see
-    :func:`council.roster.rate_limits.limit_key`) must fit every limit that applies to it,
-    and a key with none is admitted at once, without touching Redis. ``window_ms`` is
-    the window both limits count over (a minute; tests shorten it). Thread-safe: one
-    instance may serve every reviewer thread of a worker. Redis errors propagate.
-
-    Usage::
-
-        limiter = RedisRateLimiter(client, keys, roster.limits)
-        if limiter.acquire("openai:gpt-4.1", 12_000, time.monotonic() + 60):
-            ...  # send; then, with the provider's usage:
-            limiter.correct("openai:gpt-4.1", 12_000, usage.input + usage.output)
+    Implements :class:`reviewers.base.RateLimiter` over the roster's ``limits``
+    (:attr:`council.roster.Roster.limits`): a request on key ``"openai:gpt-4.1"``
+    (:func:`council.roster.rate_limits.limit_key`) must fit every limit that applies to it,
+    and a key with none is admitted at once, without touching Redis. ``window_ms`` is the
+    window both limits count over (a minute; tests shorten it). A caller calls
+    :meth:`acquire` with its estimate of tokens, then :meth:`correct` with the provider's usage.
+    Thread-safe: one instance serves every reviewer thread of a worker. Redis errors
+    propagate.
     """
 
     def __init__(

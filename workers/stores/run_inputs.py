@@ -82,19 +82,13 @@ class RunInputs:
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
 
-        ``ttl_s``: the TTL every one of these keys gets (the run's opening TTL, see
-        :meth:`SessionStore.open_ttl_s`), so a run that never settles leaves nothing
-        behind for ever; settling sets the retention on them like on every run key.
-
-        ``personas``: participant id → its persona charter's body, for a participant
-        whose prompt is built later (the judge's, once the reviewers are filed); read
-        back with :meth:`persona`. ``arg_files``: participant id → the base-tree files
-        its ``args`` name (field → bytes, see :mod:`workers.coordinator.program_args`),
-        read back with :meth:`arg_files`. ``config``: the base's side of the analyzer
-        configuration the change edits (field → bytes, see
-        :mod:`workers.coordinator.config_overlay`), read back with :meth:`config`.
-        ``secrets``: the places of the likely secrets the change adds, read back with
-        :meth:`secrets`.
+        Every key gets ``ttl_s`` (the run's opening TTL, :meth:`SessionStore.open_ttl_s`), so a
+        run that never settles leaves nothing behind for ever. Read back by :meth:`persona`,
+        :meth:`arg_files`, :meth:`config` and :meth:`secrets`: ``personas`` (participant → its
+        charter's body, for a prompt built later: the judge's), ``arg_files`` (participant →
+        field → bytes, :mod:`workers.coordinator.program_args`), ``config`` (field → bytes,
+        :mod:`workers.coordinator.config_overlay`), ``secrets`` (the places of the likely
+        secrets the change adds).
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=True)

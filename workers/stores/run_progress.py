@@ -1,17 +1,12 @@
 """A run's progress and outcomes: each participant's attempts, progress, pauses on a
 question and settled outcome, and the wake list the waiting CLI blocks on.
 
-Structures (see :mod:`workers.stores.keys`):
-
-* ``run:{id}:state`` — participant → progress JSON, for the waiting CLI; every write
-  pushes ``run:{id}:wake`` (one element kept), which the CLI waits on with BLPOP.
-* ``run:{id}:outcome:{p}`` — the settled outcome, ``SET NX``: the first terminal result
-  wins, so a redelivered task returns it instead of filing twice.
-* ``run:{id}:pause:{p}`` — a conversation paused on a question, and its answer.
-
-A batch of participants starts its attempts and puts its outcomes in one round trip each
-(:meth:`RunProgress.start_attempts`, :meth:`RunProgress.put_outcomes`), however many
-participants.
+``run:{id}:state`` (participant → progress JSON; every write pushes ``run:{id}:wake``, one
+element kept, on which the CLI BLPOPs), ``run:{id}:outcome:{p}`` (``SET NX``: the first
+terminal result wins, so a redelivered task returns it instead of filing twice) and
+``run:{id}:pause:{p}`` (a conversation paused on a question, and its answer). A batch
+starts its attempts and puts its outcomes in one round trip each
+(:meth:`RunProgress.start_attempts`, :meth:`RunProgress.put_outcomes`).
 
 Source: docs/architecture.md "State in Redis"; docs/celery.md §1.8.
 """

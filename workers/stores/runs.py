@@ -1,18 +1,12 @@
 """The run store: one run's record, its inputs for workers, progress and outcomes.
 
-Structures (see :mod:`workers.stores.keys`):
-
-* ``run:{id}`` — a hash: ``record`` (:class:`~workers.stores.run_record.RunRecord` JSON,
-  written ``open`` before any task is sent), ``status``, ``report`` (the settled
-  CouncilReport JSON), ``settled_ms``.
-* ``run:{id}:cancel`` — set when the run is cancelled, with the status it settles as;
-  ``run:{id}:judge-sent`` — the one claim to send the run's judge.
-* ``runs`` / ``runs:undispatched`` — the runs still held, by creation time
-  (:meth:`RunStore.recent`); the runs opened whose chord was not sent yet.
-
-:class:`RunStore` is made of one part per concept: the inputs workers read
-(:mod:`workers.stores.run_inputs`) and the progress and outcomes they write
-(:mod:`workers.stores.run_progress`); the record itself is :mod:`workers.stores.run_record`.
+``run:{id}`` is a hash: ``record`` (:class:`~workers.stores.run_record.RunRecord` JSON,
+written ``open`` before any task is sent), ``status``, ``report``, ``settled_ms``.
+``run:{id}:cancel`` holds the status a cancelled run settles as, ``run:{id}:judge-sent`` the
+one claim to send its judge; ``runs`` and ``runs:undispatched`` hold the runs still kept and
+those whose chord is not sent yet. :class:`RunStore` has one part per concept: inputs
+(:mod:`workers.stores.run_inputs`), progress and outcomes (:mod:`workers.stores.run_progress`);
+the record is :mod:`workers.stores.run_record`.
 
 Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
 """

@@ -1,14 +1,10 @@
 """What a session remembers of its completed rounds, and what people dismissed.
 
-Structures (see :mod:`workers.stores.keys`): ``session:{s}:fingerprints`` (content
-fingerprint → the ids that last reported it), ``session:{s}:reviewed`` (the last
-completed run: its head for ``--since-last``, the findings still open after it, and per
-reviewer the head it was last heard in full at), ``session:{s}:recall`` (the findings
-kept for recognition, at most :data:`council.session.remembered.RECALL_CAP`),
-``session:{s}:findings`` (every filed finding) and
-``session:{s}:dismissed`` (fingerprint → a person's dismissal). Written when a round
-completes (:meth:`SessionMemory._remember_round`, inside the filing transaction), read
-by later rounds, so a finding keeps its id and a dismissal holds across rounds.
+``session:{s}:fingerprints``, ``:reviewed`` (the last completed run: its head, the findings
+still open, and per reviewer the head it was last heard in full at), ``:recall`` (at most
+:data:`council.session.remembered.RECALL_CAP`), ``:findings`` and ``:dismissed``. Written when
+a round completes, inside the filing transaction (:meth:`SessionMemory._remember_round`),
+and read by later rounds, so a finding keeps its id and a dismissal holds across rounds.
 
 Source: docs/architecture.md "State in Redis", docs/identity-and-clocks.md "Identity and the
 ledger".

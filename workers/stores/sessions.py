@@ -1,24 +1,14 @@
 """The session store: the identity ledger, filed findings and their ids, across runs.
 
-A *session* is one change under review over its life (a pull request, a branch). Its
-keys (see :mod:`workers.stores.keys`) outlive runs:
-
-* ``session:{s}:ledger`` / ``:open`` — the ledger and the ids open runs hold. A round's
-  claims and the opening of its run are ONE optimistic transaction
-  (:mod:`workers.stores.session_opening`).
-* ``session:{s}:issued`` — finding ids, INCRBY only, never reset, never from a length.
-* ``session:{s}:findings`` / ``:attributed`` — filed findings and who they credit.
-* ``session:{s}:fingerprints`` / ``:reviewed`` / ``:recall`` / ``:dismissed`` — what
-  completed rounds leave for later ones, and people's dismissals
-  (:mod:`workers.stores.session_memory`).
-* ``session:{s}:waiting`` / ``:answers`` — runs waiting on a person, and the answers they
-  were given.
-
-Filing is one transaction too, compare-and-set on the run's state (WATCH the run record
-and the id counter): a second consolidation of the same run sees it moved on and files
-nothing. The store persists transitions; :mod:`council.round.lifecycle` says which exist.
-Source: docs/architecture.md "State in Redis", docs/identity-and-clocks.md "Identity and the
-ledger", docs/harvest.md §8.
+A session is one change under review over its life; its keys outlive runs: the ledger and
+the ids open runs hold (claimed with the run's opening in ONE optimistic transaction,
+:mod:`workers.stores.session_opening`), ``:issued`` (finding ids: INCRBY only, never reset,
+never from a length), filed findings and who they credit, what completed rounds leave for
+later ones (:mod:`workers.stores.session_memory`), and runs waiting on a person with their
+answers. Filing is one compare-and-set transaction (WATCH the run record and the id
+counter): a second consolidation sees the run moved on and files nothing. Which
+transitions exist is :mod:`council.round.lifecycle`'s. Source: docs/architecture.md "State
+in Redis", docs/identity-and-clocks.md "Identity and the ledger", docs/harvest.md §8.
 """
 
 from __future__ import annotations
