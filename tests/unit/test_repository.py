@@ -15,7 +15,7 @@ from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import commit, new_repo
 from workers.git.refs import url_without_credentials
 from workers.git.repository import Repository
-from workers.git.tree_archive import unpack_tree
+from workers.git.tree_unpacking import unpack_tree
 
 
 def git(repo: Path, *args: str) -> str:

@@ -32,7 +32,7 @@ from workers.execution.unpacked_trees import TreeCache
 from workers.git.change_listing import ChangeListing
 from workers.git.git_command import READ_CHUNK
 from workers.git.repository import Repository
-from workers.git.tree_archive import unpack_tree
+from workers.git.tree_unpacking import unpack_tree
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
@@ -191,7 +191,7 @@ MODEL_SCRIPT = textwrap.dedent(
     from tests.fakes import FakeOpenAI, Scenario, ToolCall
     from tests.fakes.review import BACKENDS, KEY, participant, request
     from workers.git.repository import Repository
-    from workers.git.tree_archive import unpack_tree
+    from workers.git.tree_unpacking import unpack_tree
 
     repo, tree = Path(sys.argv[1]), Path(sys.argv[2])
     unpack_tree(Repository(repo).archive("HEAD", 50_000_000), tree)

@@ -14,7 +14,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
-from workers.git.tree_archive import DEFAULT_MAX_UNPACKED_TREE_BYTES
+from workers.git.tree_unpacking import DEFAULT_MAX_UNPACKED_TREE_BYTES
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 """URL schemes redis-py accepts for a connection."""

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from workers.git.tree_archive import DEFAULT_MAX_UNPACKED_TREE_BYTES, link_trouble, unpack_tree
+from workers.git.tree_unpacking import DEFAULT_MAX_UNPACKED_TREE_BYTES, link_trouble, unpack_tree
 
 KEEP_RUNS = 8
 """Unpacked runs kept per worker; older ones are removed when a new one arrives."""
@@ -35,7 +35,7 @@ class TreeCache:
     system temp directory), one per run, created on first use.
 
     ``max_unpacked_bytes`` caps each tree unpacked (``COUNCIL_MAX_UNPACKED_TREE_BYTES``;
-    see :func:`~workers.git.tree_archive.unpack_tree`, which raises ``RepositoryError`` over it).
+    see :func:`~workers.git.tree_unpacking.unpack_tree`, which raises ``RepositoryError`` over it).
     """
 
     def __init__(

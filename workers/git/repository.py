@@ -6,7 +6,7 @@ context; renames detected), so the same change gives the same diff, prompt and a
 every host. Its ``.gitattributes`` are untrusted (``*.py -diff``, ``export-ignore``): the
 diff uses the BASE tree's only, and the head tree is packed from ``git ls-tree`` and ``git
 cat-file`` with none. Workers never read a clone; they unpack the capped archive
-(:func:`workers.git.tree_archive.unpack_tree`). :class:`Repository` has one part per concept:
+(:func:`workers.git.tree_unpacking.unpack_tree`). :class:`Repository` has one part per concept:
 :mod:`~workers.git.git_command`, :mod:`~workers.git.refs`, :mod:`~workers.git.files_at_ref`,
 :mod:`~workers.git.diff_reading`, :mod:`~workers.git.tree_packing`. Source:
 docs/architecture.md "The shape", "State in Redis" (tree archive), "Layers"; issue "The

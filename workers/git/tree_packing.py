@@ -5,7 +5,7 @@ Built from ``git ls-tree`` and ``git cat-file`` rather than ``git archive``, whi
 the tree's own (untrusted) ``export-ignore``/``export-subst`` attributes. Capped on the
 unpacked and the packed size while it is built, and a link leading out of the tree is
 refused before any file is read: the worker would refuse to unpack it
-(:func:`workers.git.tree_archive.unpack_tree`). Raises :class:`ChangeTooLarge` and
+(:func:`workers.git.tree_unpacking.unpack_tree`). Raises :class:`ChangeTooLarge` and
 :class:`RepositoryError`.
 
 Runtime layer (runs subprocesses). Source: docs/architecture.md "State in Redis" (tree
@@ -23,7 +23,7 @@ import tarfile
 from council.errors import ChangeTooLarge, RepositoryError
 from workers.git.files_at_ref import FilesAtRef
 from workers.git.git_objects import Blobs, CheckedBlob
-from workers.git.tree_archive import (
+from workers.git.tree_unpacking import (
     DEFAULT_MAX_UNPACKED_TREE_BYTES,
     LINK_TARGET_MAX_BYTES,
     UNPACKED_TREE_KNOB,
@@ -55,8 +55,8 @@ class TreePacking(FilesAtRef):
         :func:`tar_bytes` counts, link targets included, summed from the listing before any file
         is read) or ``cap_bytes`` (the packed bytes, as they grow); :class:`RepositoryError` when
         git fails or, before any file is read, for a link that is absolute, leads out of the tree
-        (:class:`~workers.git.tree_archive.LinkResolver`), loops or is over
-        :data:`~workers.git.tree_archive.LINK_TARGET_MAX_BYTES`: workers would refuse the tree,
+        (:class:`~workers.git.tree_unpacking.LinkResolver`), loops or is over
+        :data:`~workers.git.tree_unpacking.LINK_TARGET_MAX_BYTES`: workers would refuse the tree,
         so the check fails closed. Source: docs/architecture.md "State in Redis"; issue "The
         change under review is untrusted".
         """

@@ -1,5 +1,5 @@
-"""The head tree as a tar archive: what an entry costs, which links may be packed, and
-unpacking an archive safely on a worker.
+"""Unpacking the head tree's tar archive on a worker, safely: what an entry costs, which
+links may be packed (:mod:`workers.git.tree_packing` packs it on the coordinator).
 
 A worker never reads a clone: the coordinator packs the head tree
 (:meth:`workers.git.repository.Repository.archive`) and the worker unpacks it here. The
