@@ -1,7 +1,7 @@
 """Errors the council raises for misuse and broken environments.
 
-A failing reviewer is NOT an exception: the task returns an outcome saying failed or
-stopped and why. These classes are for callers that must act differently::
+A failing reviewer is NOT an exception (its task returns an outcome); these classes are for
+callers that must act differently::
 
     CouncilError
     ├── ConfigurationError            exit 2: fix the input and run again
@@ -15,8 +15,8 @@ stopped and why. These classes are for callers that must act differently::
     └── IncompleteError               exit 3: the council could not complete
         └── StoreUnavailable          Redis cannot be reached (URL shown without password)
 
-Every class builds its own message from the fields it keeps, so the text always says what
-was wrong and the way out. Source: docs/style.md habit 5.
+Each class composes its message from the facts it keeps, ending with the way out.
+Source: docs/style.md habit 5.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
-"""Typed human asks: a question in prose and, optionally, the registered screen component
-that should collect the answer, checked at the source when the ask is raised.
+"""Typed human asks: a question in prose and, optionally, the screen component to answer it.
 
-* :mod:`council.asks.component`: the component, its shape rules and the refusals
-  (``shape``, ``no-store``, ``unresolved-ref``), the scope a ``props_ref`` resolves in,
-  and the one reader of a stored component.
-* :mod:`council.asks.ask`: the ask itself (question and component), built by
-  :func:`checked_ask`.
-* :mod:`council.asks.pending`: a question a run waits on, and the answer checked
-  against its component.
-* :mod:`council.asks.confirm`: ``[policy] confirm``, a person confirms a finding.
-* :mod:`council.asks.paused`: a reviewer paused on its own question, and what its
-  answer continues.
+* :mod:`council.asks.component`: the component, its refusals, the scope a ``props_ref``
+  resolves in, and its one reader;
+* :mod:`council.asks.ask`: the ask, built and checked at the source by :func:`checked_ask`;
+* :mod:`council.asks.pending`: a question a run waits on, and its answer checked;
+* :mod:`council.asks.confirm`: ``[policy] confirm``, a person confirms a finding;
+* :mod:`council.asks.paused`: a reviewer paused on its own question.
 
-Pure: values in, values out; the run's artifact store is reached only through the
-:class:`ArtifactScope` the caller passes. Source: docs/evidence-and-asks.md §2.
+Pure: the artifact store is reached only through the caller's :class:`ArtifactScope`.
+Source: docs/evidence-and-asks.md §2.
 """
 
 from council.asks.ask import Ask, checked_ask

@@ -1,16 +1,11 @@
 """A human ask: the question a paused piece of work puts to a person, and optionally which
 registered screen component should collect the answer.
 
-The question is prose; the component (:class:`~council.asks.component.Component`) is the
-typed half. An ask is built only through :func:`checked_ask`, at the door it is raised
-through, so a malformed component or a ``props_ref`` that does not resolve in the run's
-own scope fails the raise loudly instead of pausing.
-
-Its doors: ``council ask --check`` (nothing raised), a policy's confirmation
-(:mod:`council.asks.confirm`), a model reviewer's ``ask_human`` tool and a command
-reviewer's ``council ask --question`` (:mod:`council.asks.paused`); this module is the
-pure value and its check.
-
+Built only through :func:`checked_ask`, at the door it is raised through, so a malformed
+component or a ``props_ref`` the run's own scope does not hold fails the raise loudly
+instead of pausing. The doors: ``council ask --check`` (nothing raised), a policy's
+confirmation (:mod:`council.asks.confirm`), a model reviewer's ``ask_human`` tool and a
+command reviewer's ``council ask --question`` (:mod:`council.asks.paused`).
 Source: docs/evidence-and-asks.md §2.
 """
 

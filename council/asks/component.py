@@ -1,34 +1,14 @@
 """The typed half of a human ask: which registered screen component collects the answer.
 
-A paused piece of work asks a person a question in prose and may add a component:
-``{"component_id", "props"?, "props_ref"?}`` and no other key. ``component_id`` names a
-component the front end registered (opaque here); ``props`` is a small JSON object that
-rides the stored checkpoint; ``props_ref`` points at the large half, kept in the run's
-artifact store. It is never markup or code: a model may nominate a picker, never author
-one.
-
-The component is checked AT THE SOURCE, when the ask is raised, and a malformed one
-fails the raise instead of pausing (a half-renderable question is worse than none). The
-refusal codes, checked in this order (the first that applies is the refusal):
-
-* ``shape``: the component is not an object, has a key other than the three, lacks a
-  non-blank string ``component_id``, has ``props`` that is not a plain JSON object or is
-  over :data:`PROPS_MAX_BYTES`, or a ``props_ref`` that is not a non-blank string. Every
-  shape problem is found before the store is looked at.
-* ``no-store``: a ``props_ref``, and no artifact store attached.
-* ``unresolved-ref``: a ``props_ref`` the run's own scope does not hold.
-
-A refusal describes the bad value by its SHAPE (``props is a JSON array of 2 items``),
-never by its contents: a component may come from a model, and its text must not leak
-into logs and error messages.
-
-Usage::
-
-    component = checked_component(value, KnownRefs(frozenset({"art_..."})), door="...")
-    component_refusal({"component_id": "  "}, None)   # Refusal(code="shape", ...)
-    read_component(stored_value)                       # Component, or None: no guessing
-
-Source: docs/evidence-and-asks.md §2.
+``{"component_id", "props"?, "props_ref"?}`` and no other key: ``component_id`` names a
+component the front end registered (opaque here), ``props`` is a JSON object of at most
+:data:`PROPS_MAX_BYTES` riding the checkpoint, ``props_ref`` its large half in the run's
+artifact store. Never markup or code: a model may nominate a picker, never author one.
+:func:`checked_component` refuses at the source, the first code that applies winning:
+``shape`` (every shape problem is found before the store is looked at), ``no-store``,
+``unresolved-ref``. A refusal describes the value by its SHAPE, never its contents (a
+model's text must not leak into logs); :func:`read_component` reads a stored one back, or
+None: no guessing. Source: docs/evidence-and-asks.md §2.
 """
 
 from __future__ import annotations

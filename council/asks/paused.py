@@ -1,23 +1,14 @@
 """A model reviewer paused on its question to a person: what it had said, and what the
 answer continues.
 
-A model reviewer that calls ``ask_human`` with a question its door accepts (checked at
-the source: :func:`~council.asks.ask.checked_ask`) does not wait in a worker for hours:
-its conversation stops at that tool call and is kept as a :class:`Paused` value (the
-provider's message list up to and including the assistant turn that asked, the replies
-to that turn's other tool calls, and what the loop counts: turns, texts, usage, notes).
-The worker stores it with the run (``run:{run}:pause:{participant}``); the run waits on
-the question (``waiting``); once a person answered, the participant is dispatched again
-and the conversation goes on from there, the answer being the pending call's reply
-(:func:`tool_reply`) in a new request.
-
-Usage::
-
-    paused = Paused(ask=ask, call_id="call_0", messages=[...], replies=[("call_0", None)])
-    ask_id(run_id, "hawk", paused.key)      # "ask_…": stable for the same pause
-    tool_reply(Answer(value="ci-fast"))     # the text the model reads as the reply
-
-Pure: values in, values out. Source: docs/evidence-and-asks.md §2.
+A reviewer whose ``ask_human`` call its door accepts
+(:func:`~council.asks.ask.checked_ask`) does not wait in a worker for hours: its
+conversation stops at that call, kept as a :class:`Paused` value (the provider's messages
+through the asking turn, that turn's other replies, turns, texts, usage, notes) stored
+with the run (``run:{run}:pause:{participant}``). Once a person answered, the participant
+is dispatched again and goes on, the answer being the pending call's reply
+(:func:`tool_reply`); :func:`ask_id` is stable for the same pause.
+Pure. Source: docs/evidence-and-asks.md §2.
 """
 
 from __future__ import annotations

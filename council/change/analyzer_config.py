@@ -1,24 +1,13 @@
 """Files that configure analyzers, and what a change to them means for its own review.
 
-An analyzer reads its configuration from the tree it checks: ruff the nearest
-``pyproject.toml`` or ``ruff.toml``, eslint its ``eslint.config.js``, mypy ``mypy.ini``.
-A pull request that adds ``[tool.ruff] exclude = ["src"]`` switches the linter off for
-itself. So council lists the changed files that configure analyzers (:data:`ANALYZER_CONFIGS`,
-matched on the file's name at any depth, since most analyzers read the nearest one), and
-a program reviewer (``command``, ``sarif``) with ``config_from = "base"`` (the default)
-reads the BASE's versions of those files instead (``workers/coordinator/config_overlay.py`` lays
-them over its copy of the tree: a file the change added is removed, one it deleted is
-restored). Model reviewers read the tree as the change left it: reviewing the
-configuration change is their job, and the run's note tells them about it.
-
-Three files configure analyzers only in some of their tables (:data:`SECTIONED`):
-``pyproject.toml`` in ``[tool.*]``, ``Cargo.toml`` in ``[lints]`` and
-``[workspace.lints]``, ``package.json`` in ``eslintConfig``, ``prettier``,
-``stylelint``; a change elsewhere in them (a dependency) is not a configuration change.
-One that cannot be parsed counts: what an analyzer would make of it is unknown.
-
-Everything here is pure: the caller reads the blobs (bytes, either side None when the
-file is not there). Source: issue "The change under review is untrusted";
+An analyzer reads its configuration from the tree it checks, so a pull request adding
+``[tool.ruff] exclude = ["src"]`` switches the linter off for itself. The changed files
+that configure analyzers are listed (:data:`ANALYZER_CONFIGS`, by name at any depth, as
+most analyzers read the nearest one; :data:`SECTIONED` ones only where their analyzer
+tables differ), and a ``command``/``sarif`` reviewer with ``config_from = "base"`` (the
+default) reads the BASE's versions (``workers/coordinator/config_overlay.py``). Model
+reviewers read the change's: reviewing it is their job. Pure: the caller reads the blobs
+(bytes, None where absent). Source: issue "The change under review is untrusted";
 docs/architecture.md "The shape" (the trusted configuration is the base's).
 """
 

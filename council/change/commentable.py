@@ -1,17 +1,11 @@
 """Landing a report on its diff: which findings a code host can show on a changed line.
 
-A code host accepts a line comment only on a line its diff shows, and a range only
-within one hunk (:func:`council.change.diff.landing`). A finding whose anchor does not land is
-still a finding: it is kept in the report and listed "not on a changed line", never
-dropped. This module records the answer once, in :attr:`CouncilReport.off_diff`, so every
-renderer reads the same verdict.
-
-Before landing, each anchor path is read as the repository-relative path the diff uses
-(:func:`resolve_path`): reviewers also write a changed file as ``./app.py``, as
-``b/app.py`` (the diff's prefixes) or as an absolute path (the repository's, or the
-directory the worker unpacked the tree into). Only this module knows the change's paths,
-so only here can such a spelling be matched to a changed file, and only when exactly one
-changed file fits; anything else is left as it was. Source: docs/harvest.md §2 (anchors).
+A host takes a line comment only on a line its diff shows, and a range only within one
+hunk (:func:`council.change.diff.landing`). A finding that does not land is kept and
+listed "not on a changed line", never dropped; the verdict is recorded once, in
+:attr:`CouncilReport.off_diff`, so every renderer reads the same one. Anchor paths are
+first read as the repository paths the diff uses (:func:`resolve_path`): only here are the
+change's paths known. Source: docs/harvest.md §2 (anchors).
 """
 
 from __future__ import annotations
@@ -30,24 +24,13 @@ _DIFF_PREFIXES = ("a/", "b/")
 def resolve_path(path: str, changed: Collection[str], roots: Sequence[str] = ()) -> str:
     """The repository path ``path`` names: a changed path when it surely is one.
 
-    ``changed`` holds the change's paths (new and old sides); ``roots`` the absolute
-    directories the tree is known to live in (the repository). Rules, first match wins,
-    all on the tidied spelling (:func:`~council.harvest.paths.tidy_path`):
-
-    1. a changed path is itself (so a real directory named ``a`` or ``b`` keeps working);
-    2. ``a/X`` or ``b/X`` → ``X`` when ``X`` is a changed path;
-    3. an absolute path under a root → the rest of it (``/repo/app.py`` → ``app.py``),
-       changed or not: the root is known, so the file is certain;
-    4. any other absolute path (a git path is never absolute) → the ONE changed path it
-       ends with, on a segment boundary (``/tmp/trees/run/tree/src/app.py`` →
-       ``src/app.py``); two candidates (``app.py`` and ``src/app.py`` both changed) →
-       not resolved;
-    5. a path with backslashes is tried with slashes by rules 1–4; it is read that way
-       only when that names a file by them (``src\\app.py`` → ``src/app.py``).
-
-    Otherwise the tidied path is returned as it is: never a guess between two files, and
-    a relative path that names no changed file may be a real unchanged file. Pure, never
-    raises, idempotent. Source: docs/harvest.md §2 (anchors).
+    ``changed``: the change's paths (both sides); ``roots``: absolute directories the tree
+    lives in. On the tidied spelling (:func:`~council.harvest.paths.tidy_path`), first match
+    wins: a changed path is itself (a real directory ``a`` or ``b`` keeps working); ``a/X`` or
+    ``b/X`` → ``X`` when ``X`` is changed; an absolute path under a root → the rest of it; any
+    other absolute path → the ONE changed path it ends with on a segment boundary; backslashes
+    are read as slashes only when that resolves the path. Otherwise the tidied path: never a
+    guess between two files. Pure, idempotent, never raises. Source: docs/harvest.md §2 (anchors).
     """
     given = tidy_path(path)
     if given in changed:

@@ -1,23 +1,13 @@
 """The diff model: what changed, file by file and hunk by hunk, read from ``git diff``.
 
-Reviewers read a change as a unified diff and anchor findings to its files and lines;
-the council must know which anchors the diff can carry (a review comment on a line that
-is not in any hunk cannot be posted) and must show reviewers where they may anchor.
-This module turns the text of ``git diff`` into frozen models and answers those
-questions. It is pure: the text comes in, models go out; running git lives in
-``workers/git/diff_reading.py``.
-
-Reading never raises on odd input: a file whose diff cannot be read becomes a
-:class:`ChangedFile` with a ``note`` (and whatever hunks could be read), text before the
-first file header is reported in :attr:`Change.notes`. Source: docs/architecture.md "Layers"
-(diff model, prompts), docs/harvest.md §2 (anchors).
-
-Usage::
-
-    change = parse_diff(text)
-    change, dropped = filter_paths(change, include=["src/**"], exclude=["*.lock"])
-    landing(change, LineAnchor(path="src/app.py", line=12))   # None, or "line-absent"
-    render_for_prompt(change)                                 # anchor map + diff text
+A review comment on a line in no hunk cannot be posted, so the council must know which
+anchors the diff can carry, and show reviewers where they may anchor
+(:func:`parse_diff`, :func:`filter_paths`, :func:`landing`, :func:`render_for_prompt`).
+Pure: text in, frozen models out; running git lives in ``workers/git/diff_reading.py``.
+Never raises on odd input: a file whose diff cannot be read is a :class:`ChangedFile` with
+a ``note`` (and the hunks that could be read); text before the first file header goes to
+:attr:`Change.notes`. Source: docs/architecture.md "Layers" (diff model, prompts),
+docs/harvest.md §2 (anchors).
 """
 
 from __future__ import annotations

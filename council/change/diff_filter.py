@@ -1,27 +1,13 @@
 """Which findings gate and post inline: the ``--filter`` modes, as reviewdog has them.
 
-A reviewer sees the whole tree, so it also reports problems the change did not make (an
-old smell three files away). Those are worth reading, but a pull request should not fail
-on them, nor be commented where it did not write. The filter decides, per finding:
-
-============ ==================================================================
-mode         a finding passes when
-============ ==================================================================
-added        (default) a line finding touches an added line; a file finding's
-             file is changed by the change; a change-level finding always
-diff_context a line finding lands on a line the diff shows (added or context);
-             file and change findings as ``added``
-file         its file is changed by the change (any line of it); change-level
-             always
-nofilter     always
-============ ==================================================================
-
-A finding outside the filter stays in the report (listed, marked with why), never
-dropped, never posted inline and never gating. In every mode, a finding on a path that
-exists in neither side of the change nor the head tree (a model's invented path) is
-marked as such and does not gate either.
-
-Source: docs/architecture.md "Reports, the CLI and the gate".
+A reviewer sees the whole tree, so it also reports problems the change did not make; they
+are worth reading, but a pull request should not fail on them, nor be commented where it
+did not write. A line finding passes ``added`` (the default) when it touches an added line,
+``diff_context`` when it lands on any line the diff shows, ``file`` when its file is
+changed; a file finding passes when its file is changed, a change-level one always;
+``nofilter`` passes all. A finding outside stays listed (with why), never posted inline nor
+gating; in every mode, one on a path in neither side nor the head tree (a model's invented
+path) does not gate either. Source: docs/architecture.md "Reports, the CLI and the gate".
 """
 
 from __future__ import annotations

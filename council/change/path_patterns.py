@@ -1,21 +1,12 @@
 """Path patterns: the globs of a roster's ``[paths] include``/``exclude``.
 
-A team narrows what the council reads with patterns such as ``src/**/*.py``, ``docs/**``
-or ``*.lock``. They read like ``.gitignore`` patterns, because that is the syntax people
-already know for "these files":
-
-* ``*`` matches within one path segment, ``?`` one character, ``[abc]``/``[!abc]`` one
-  character of (or not of) a set; none of them matches ``/``.
-* ``**`` as a whole segment matches any number of segments, none included:
-  ``src/**/*.py`` matches ``src/a.py`` and ``src/x/y/a.py``; ``docs/**`` everything in
-  ``docs``.
-* A pattern without a ``/`` (``*.lock``, ``vendor``) matches at any depth; one with a
-  ``/`` is anchored at the repository root (a leading ``/`` is allowed and ignored).
-* A pattern that matches a directory matches everything inside it (``vendor``,
-  ``docs/``).
-
-Matching is case-sensitive, as git paths are. Source: docs/architecture.md "Layers"
-(diff model), the roster's ``[paths]`` table.
+They read like ``.gitignore`` patterns, the syntax people already know for "these files":
+``*``, ``?`` and ``[abc]``/``[!abc]`` match within one segment, never ``/``; ``**`` as a
+whole segment matches any number of segments, none included (``src/**/*.py`` matches
+``src/a.py`` and ``src/x/y/a.py``); a pattern without ``/`` matches at any depth, one with
+``/`` is anchored at the root (a leading ``/`` is ignored); a pattern that matches a
+directory matches everything inside it. Case-sensitive, as git paths are.
+Source: docs/architecture.md "Layers" (diff model), the roster's ``[paths]`` table.
 """
 
 from __future__ import annotations

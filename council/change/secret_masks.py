@@ -1,35 +1,14 @@
 """Masking the likely secrets a change adds, wherever its text goes but the tree.
 
-A pull request that adds an AWS key, a GitHub token or a private key would have them
-sent verbatim to every model provider (the prompt's diff, a tool's reply), stored in
-Redis (the diff, answers, journals) and posted on the pull request once a model quotes
-them. So the coordinator finds likely secrets on the ADDED lines of the diff
-(``workers/coordinator/secret_scan.py``, with detect-secrets' plugins) and describes each by place
-only, as :class:`SecretSpan` values: the characters ``start:end`` of new-side line
-``line`` of ``path``, with a digest of the value, never the value. Then:
-
-* the diff reviewers read is :func:`mask_change`'d: every span becomes :data:`MASK`
-  (the prompts, the judge's prompt, the stored diff), in the files' text and in their
-  paths (:func:`masked_path`: the run's changed paths, the notes naming files);
-* a worker reads the values back from its unpacked head tree (:func:`values_from`,
-  checked against the digests) and masks them (:class:`Masker`) in everything a reviewer
-  returns before it is stored or reported: answers, journal entries, failures, notes;
-* model reviewers' tools read a copy of the tree whose files hold the masks
-  (:func:`masked_file`), whose files named with a secret go by their masked name, and
-  where a withheld file holds only :func:`withheld_text`; program reviewers (analyzers)
-  read the real tree: they run sandboxed, without network, and a secret scanner must see
-  the secret;
-* the run's note (:func:`secrets_note`) counts them and names their places
-  (``path:line``), never a value.
-
-Usage::
-
-    masked = mask_change(change, spans)                  # what the prompts show
-    masker = Masker(values_from(spans, lines_of))        # on a worker
-    masker.text('the key is AKIA…')                      # 'the key is [masked secret]'
-
-Pure: values in, values out. Source: issue "The change under review is untrusted";
-docs/architecture.md "State in Redis" (``run:{run}:secrets``).
+An added AWS key would otherwise reach every model provider, Redis and, once quoted, the
+pull request. The coordinator finds them on the ADDED lines and names each by place only
+(:class:`SecretSpan`: a digest, never the value). The prompts' diff is
+:func:`mask_change`'d, paths too (:func:`masked_path`); a worker reads the values back from
+its tree (:func:`values_from`) and a :class:`Masker` masks all a reviewer returns before it
+is stored; model tools read :func:`masked_file` copies (:func:`withheld_text` for a
+withheld file); analyzers read the real tree, sandboxed, since a secret scanner must see
+the secret; :func:`secrets_note` names places, never a value. Pure. Source: issue "The
+change under review is untrusted"; docs/architecture.md "State in Redis" (``run:{run}:secrets``).
 """
 
 from __future__ import annotations
@@ -62,36 +41,33 @@ SHOWN_PLACES = 20
 
 
 class SecretSpan(BaseModel):
-    """One masked stretch of one added line (a private key spans several lines: one span
+    """One masked stretch: of one added line (a private key spans several lines: one span
     each, the same ``secret``), of one path, or one withheld file.
 
-    ``secret`` numbers the secret in the change (from 0); ``path`` is the new-side path
-    (as the repository spells it: the tree is read by it); ``place`` says what
-    ``start``/``end`` are the characters of:
-
-    * ``line``: new-side line ``line`` (from 1) of ``path``, its text without the diff's
-      ``+`` and the newline;
-    * ``path``: ``path`` itself (a file or directory named with a key; ``line`` is 0);
-    * ``file``: nothing (``0:0``, ``line`` 0): the whole file is withheld from reviewer
-      models, unscanned (an excluded file over the scan's cap); ``kind`` says why, and
-      ``secret`` numbers it among the others though it is not a secret.
-
-    ``kind`` is what detect-secrets called it (``AWS Access Key``); ``digest`` the first
-    16 hex digits of the value's SHA-256 (UTF-8), so a worker can tell it read the right
-    characters back.
+    ``start``/``end`` are character offsets into what ``place`` names; ``line`` is the
+    new-side line (from 1) for ``place="line"``, else 0. A withheld file (``place="file"``,
+    ``0:0``) is an excluded file over the scan's cap, kept from reviewer models unscanned;
+    ``kind`` says why, and ``secret`` numbers it among the others though it is not a secret.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     secret: int = Field(ge=0)
+    """Which secret of the change, from 0; the spans of one secret share it."""
     path: str
+    """The new-side path as the repository spells it: the tree is read by it."""
     line: int = Field(ge=0)
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     kind: str
+    """What detect-secrets called it (``AWS Access Key``); for a withheld file, why."""
     digest: str
+    """The first 16 hex digits of the value's SHA-256 (UTF-8), so a worker can tell it
+    read the right characters back."""
     place: Literal["line", "path", "file"] = "line"
-    """Where ``start:end`` are (see above); ``line`` when a stored span does not say."""
+    """What ``start:end`` index: ``line``, the added line's text without the diff's ``+``
+    and the newline; ``path``, the path itself (a file or directory named with a key);
+    ``file``, nothing. ``line`` when a stored span does not say."""
 
 
 SPANS: TypeAdapter[list[SecretSpan]] = TypeAdapter(list[SecretSpan])

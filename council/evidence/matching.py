@@ -1,23 +1,13 @@
 """Matching a text's shown blocks against the programs submitted this turn.
 
-"I ran this, it printed that": whether the block is byte for byte a program that a
-script-tool call of the CURRENT turn submitted is decided here, deterministically and
-without another model. For each region read (:mod:`council.evidence.regions`), in
-order:
-
-1. ``kept-out`` when its info string's first word is ``diff`` or ``suggestion``
-   (ASCII case-insensitive, the whole word): a proposed change claims no run, so it is
-   never compared, even when a call submitted the same text, and whatever its size;
-2. ``over-size`` when its content is longer than :data:`SCRIPT_MAX_BYTES` in UTF-8: no
-   script that long was accepted, so it is never compared;
-3. matched when a call of this turn submitted exactly its content
-   (:meth:`~council.evidence.submissions.TurnSubmissions.lookup`: the latest call, the
-   others counted), else ``no-submission-this-turn``.
-
-A matched block is cut out of the prose the other checks read; it grounds nothing by
-itself (a figure in the prose still needs a result behind it).
-
-Source: docs/evidence-and-asks.md §1.
+Deterministic, with no second model. Each region (:mod:`council.evidence.regions`), in
+order: ``kept-out`` when its info string's first word is ``diff`` or ``suggestion`` (ASCII
+case-insensitive, the whole word: a proposed change claims no run, whatever its size);
+``over-size`` past :data:`SCRIPT_MAX_BYTES` of UTF-8 (no script that long was accepted);
+matched when a call of this turn submitted exactly its content
+(:meth:`~council.evidence.submissions.TurnSubmissions.lookup`: the latest call, the others
+counted); else ``no-submission-this-turn``. A matched block is cut out of the prose the
+other checks read; it grounds nothing by itself. Source: docs/evidence-and-asks.md §1.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Verdicts on the scripts a participant's findings show, and the policy that reads them.
 
-At outcome time (:func:`council.round.outcome.harvest_outcome`) every finding of a participant
-that can run scripts (a model given ``run_script``, a ``command`` reviewer, which has
-``council run-script``) has its discussion read for fenced blocks, each matched against
-the scripts that participant ran in the SAME attempt (the turn): the finding carries
-``evidence``, one verdict per block. Rows of earlier attempts (a redelivered task's dead
-predecessor) are counted, never matched.
-
-``[policy] unverified_scripts`` (:data:`POLICIES`):
-
-* ``demote`` (the default): a ``critical`` finding whose discussion shows a script that
-  did not run this turn (unmatched ``no-submission-this-turn`` or ``over-size``, or
-  matched to a call that was ``not-run`` or an ``error``) is held at ``medium``, with a
-  ``severity_note`` saying why, so an invented proof cannot fail CI on its own. Applied
-  per finding, before consolidation merges findings (a consolidated finding then takes
-  the highest severity of its members after demotion).
-* ``keep``: verdicts are attached, severities are left as the reviewer gave them.
-
-A ``diff``/``suggestion`` block proposes a change and claims no run (``kept-out``): it
-never demotes.
-
-Why only participants that can run scripts: a reviewer with no script tool ran nothing,
-so a block in its findings is a quote of code, not a claim of a run.
-
+At outcome time (:func:`council.round.outcome.harvest_outcome`) the fenced blocks of each
+finding of a participant that can run scripts (a model given ``run_script``, a ``command``
+reviewer) are matched against its scripts of the SAME attempt; earlier attempts' rows are
+counted, never matched. A reviewer with no script tool ran nothing: its blocks are quotes.
+``[policy] unverified_scripts`` (:data:`POLICIES`): ``demote`` (the default) holds a
+``critical`` finding showing a script that did not run this turn at ``medium``, with a
+``severity_note``, per finding and before consolidation, so an invented proof cannot fail
+CI on its own; ``keep`` leaves severities alone. A ``kept-out`` block never demotes.
 Source: docs/evidence-and-asks.md §1.
 """
 

@@ -1,27 +1,13 @@
 """Reading stored verdicts back: only what a writer could have produced.
 
-A verdict decides what a report prints ("ran, exit 0") and whether a policy may hold a
-critical finding below critical, so a stored one that was edited, corrupted or written
-by something else must not be half-believed. The reader refuses any value the matcher
-never writes, and counts what it refused (never a silent loss):
-
-* not a JSON object, an unknown key, a missing key, or a ``null`` anywhere (a writer
-  leaves an absent exit code out);
-* ``block`` or ``dispatch`` not a whole number from 1 (``1.0``, ``"1"``, ``true`` are
-  not), ``also_matches`` not a whole number from 0;
-* a ``label`` outside ``ok failed error timeout not-run unmatched``, a ``reason``
-  outside ``no-submission-this-turn over-size kept-out``;
-* an exit code its label cannot carry (``ok`` with 1, ``failed`` with 0 or none,
-  ``error``/``not-run`` with any), or any exit code on an unmatched block;
-* an unmatched block that names a call (``tool_call_id``, ``tool``, ``dispatch``,
-  ``also_matches``).
-
-Usage::
-
-    reading = read_verdicts(stored)        # stored: decoded JSON values, one per block
-    reading.verdicts, reading.refused
-
-Source: docs/evidence-and-asks.md §1 ("A reader of a stored verdict refuses …").
+A verdict decides what a report prints and whether a policy may hold a critical finding
+down, so an edited or corrupted one must not be half-believed. :func:`read_verdicts`
+refuses, and counts (never a silent loss): a non-object, an unknown or missing key, a
+``null`` (a writer leaves an absent exit code out); ``block`` or ``dispatch`` not a whole
+number from 1, ``also_matches`` not one from 0 (``1.0``, ``"1"``, ``true`` are not); a
+``label`` or ``reason`` no writer uses; an exit code its label cannot carry, or any on an
+unmatched block; an unmatched block naming a call.
+Source: docs/evidence-and-asks.md §1 ("Reading a stored verdict back refuses …").
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Code regions: the fenced code blocks of a text, found by CommonMark's fence rules.
 
-A reviewer that ran a script shows it in a fenced block; before anything is compared
-the matcher must know exactly which bytes the block holds, so the rules are CommonMark's
-fences with nothing guessed and nothing rewritten:
-
-* a fence line is at most 3 SPACES, then a run of 3+ backticks or 3+ tildes, then the
-  rest of the line (the info string); a tab before the run counts as four spaces, so it
-  is no fence, and no container is parsed (a line starting with ``>``, or ``- ```sh``,
-  is never a fence line; inside a list item up to 3 spaces still make one);
-* a backtick fence's info string holds no backtick (``` ``` run`x` ``` is prose);
-* the closing fence uses the opener's character, at least as many of it, and has no
-  info string; trailing spaces, tabs and CR never stop a line from being a fence line,
-  so a CR LF text's ````` ```\\r ````` closes its block; a line that does not close is
-  content, fences never nest;
-* a fence left open runs to the end of the text;
-* lines split on LF only (a CR, a form feed, U+2028 are bytes of their line); the content
-  is the lines between the fences, each with up to the opening fence's indentation (in
-  spaces) removed, joined by LF; the LF ending the last content line is not content.
-
-At most :data:`MAX_REGIONS` regions are read; the others are only counted (and stay in
-the prose). One pass over the text: linear in its size.
-
-Source: docs/evidence-and-asks.md §1 ("Code regions").
+The matcher compares bytes, so which bytes a block holds is decided with nothing guessed
+or rewritten: a fence line is at most 3 spaces (a tab counts four), a run of 3+ backticks
+or tildes, then the info string (no backtick in a backtick fence's); it closes on the
+opener's character, as many or more, with no info string; trailing spaces, tabs and CR
+never matter; a fence left open runs to the end; no container is parsed and fences never
+nest. Lines split on LF only; the content is the lines between, each stripped of up to the
+opener's indentation. At most :data:`MAX_REGIONS` are read, the rest counted and left in
+the prose. One pass. Source: docs/evidence-and-asks.md §1 ("What counts as a block").
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """The verdict on one shown block, and the evidence of one text: plain, strict data.
 
-A verdict says whether a block of a text is a program the participant submitted this
-turn: ``matched`` (the block names the latest such call, carries its outcome as its
-label and its exit code, and counts the other calls in ``also_matches``) or
-``unmatched`` with one reason. It is data a report prints ("ran, exit 0", "not run this
-turn") and a policy reads; it never names a "nearest" submission.
-
-JSON (the ``blocks`` of an evidence case)::
+``matched`` names the latest call of this turn that submitted the block, carries its
+outcome as ``label`` and its exit code, and counts the others in ``also_matches``;
+``unmatched`` carries one reason; never a "nearest" submission. JSON::
 
     {"block": 1, "label": "ok", "tool_call_id": "call_01", "tool": "run_script",
      "dispatch": 3, "also_matches": 1, "exit_code": 0}        # exit_code only when known
     {"block": 2, "label": "unmatched", "reason": "no-submission-this-turn"}
 
-The models are frozen and forbid extra keys; ``label`` discriminates the two. Reading a
-STORED verdict back is stricter still: :mod:`council.evidence.reader`.
-
-Source: docs/evidence-and-asks.md §1 ("A verdict is plain data").
+Frozen, no extra keys, ``label`` discriminates; a STORED one is read more strictly still
+(:mod:`council.evidence.reader`). Source: docs/evidence-and-asks.md §1 ("The verdict").
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """The harvest: whatever a reviewer sent back, turned into findings and warnings.
 
-Two principles decide every rule: one bad entry costs one finding, never the batch; and
-no silent loss (every drop and degradation leaves a warning naming the entry). The
-package is split by concept:
+One bad entry costs one finding, never the batch; nothing is lost silently (every drop and
+degradation leaves a warning naming the entry). Source: docs/harvest.md §3-§6.
 
-* :mod:`~council.harvest.scan` — the one linear pass over the text, and the lenient
-  JSON decoder;
-* :mod:`~council.harvest.fences` — closed Markdown fences;
-* :mod:`~council.harvest.locate` — which JSON holds the findings (every candidate,
-  salvage, bare array), under the reading cap, and the answer-level warnings;
-* :mod:`~council.harvest.entries`, :mod:`~council.harvest.location`,
-  :mod:`~council.harvest.fields` — reading one entry;
-* :mod:`~council.harvest.paths` — the plain spelling of an anchor path;
-* :mod:`~council.harvest.answer` — :func:`harvest` itself: the repeats across an
-  answer's lists, ``several-lists`` and ``over-cap``;
-* :mod:`~council.harvest.journal` — the journal reader and the fold.
-
-Usage::
-
-    h = harvest(answer, read)                  # max_entries=ANSWER_MAX_ENTRIES (1,000)
-    h = fold_journal(h, read_journal(stored_entries), read)   # or also_recorded(h, values)
-
-Source: docs/harvest.md §3-§6.
+* :mod:`~council.harvest.scan`, :mod:`~council.harvest.fences`: the one linear pass;
+* :mod:`~council.harvest.locate`: which JSON holds the findings, under the reading cap;
+* :mod:`~council.harvest.entries` (with ``location``, ``fields``, ``paths``): one entry;
+* :mod:`~council.harvest.answer`: :func:`harvest` (``max_entries`` 1,000 by default);
+* :mod:`~council.harvest.journal`: :func:`read_journal`, :func:`fold_journal`.
 """
 
 from __future__ import annotations

@@ -28,29 +28,13 @@ def harvest(
 ) -> Harvest:
     """Turn one reviewer's raw answer into findings, warnings and the truncation flag.
 
-    The findings lists are located by docs/harvest.md §3 (every candidate, or salvage, or a
-    bare array), then each entry is read by §4 with ``at = findings[i]``, ``i`` counted
-    across the candidates in text order. Going from the last candidate back to the
-    first, an entry that says the same (:func:`council.merging.sameness.says_the_same`) as a
-    finding kept from a LATER candidate is a repeat: it is dropped with its reading
-    warnings (the later telling wins); repeats inside one candidate are kept. The
-    findings keep text order.
-
-    Warnings: the answer-level ones of §3 first, then ``several-lists`` when the kept
-    findings come from more than one candidate (a draft, a recap or a quoted list may be
-    among them), then ``over-cap`` when the answer held more than ``max_entries``
-    entries (the first ``max_entries``, at least 0, were read; the rest were never built
-    nor read), then entry by entry in list order, each entry's in table order. ``read``
-    says which commit the reviewers read; its witness is stamped on every anchor (none
-    when the tree was not pinned). An empty list is a clean review: no findings, no
-    warnings.
-
-    Why read every list: a rule that picks one list lets a quoted list with more entries
-    (``{"findings": [LGTM, ...]}`` planted in the diff) hide the reviewer's own answer.
-    Why never raise: a reviewer's text is untrusted input, and one bad answer must cost
-    at most that answer's findings, with a warning saying so. Linear in ``len(answer)``
-    (a 10 MB answer reads in seconds), and entries past the cap cost a C-speed check
-    each. Source: docs/harvest.md §3.1, §4, §6.
+    Every candidate list is read (a rule that picks one lets a quoted list planted in the diff
+    hide the reviewer's own answer), entries numbered ``findings[i]`` across candidates; one
+    that :func:`~council.merging.sameness.says_the_same` as a finding kept from a LATER
+    candidate is dropped with its warnings. Warnings: §3's answer-level ones, then
+    ``several-lists``, ``over-cap`` (entries past ``max(max_entries, 0)`` are counted, never
+    built), then entry by entry. ``read``'s witness goes on every anchor. Never raises
+    (the text is untrusted); linear in ``len(answer)``. Source: docs/harvest.md §3.1, §4, §6.
     """
     return _read_located(locate(answer, max(0, max_entries)), read)
 

@@ -1,17 +1,12 @@
 """Folding a reviewer's journal into its harvest: the reader with caps, and the fold.
 
-A reviewer records a finding (``record_finding``) the moment it is sure of it, then
-repeats it in its answer, so most journal entries arrive twice. The journal also keeps
-what a reviewer that died before answering had found. Reading it:
-
-* :func:`read_journal` decodes the stored strings under two caps (entries read, UTF-8
-  bytes per entry): what it cannot or may not read is reported, never silently lost.
-* :func:`fold_journal` reads each entry like an answer entry (``at = recorded[i]``) and
-  keeps it only when no finding already kept says the same (the answer's telling wins:
-  it was written after the investigation); it withdraws ``said-nothing`` when the journal
-  added something, because a reviewer that wrote things down *worked*.
-* :func:`also_recorded` is the fold for entries already decoded.
-
+A reviewer records a finding the moment it is sure of it, then repeats it in its answer;
+the journal also keeps what a reviewer that died before answering had found.
+:func:`read_journal` decodes the stored strings under two caps (entries, UTF-8 bytes per
+entry) and reports what it could not or may not read; :func:`fold_journal` keeps an entry
+(read at ``recorded[i]``) only when no kept finding says the same (the answer, written
+after the investigation, wins), and withdraws ``said-nothing`` when the journal added
+something; :func:`also_recorded` folds entries already decoded.
 Source: docs/harvest.md §5.
 """
 

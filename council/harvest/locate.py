@@ -44,22 +44,13 @@ class Located:
 def locate(answer: str, cap: int | None = None) -> Located:
     """Find the findings list(s) of one answer by the rules of docs/harvest.md §3.
 
-    1. EVERY candidate (outermost complete object whose ``findings`` is a list) is read:
-       their entries, one list in text order, with the candidate each came from
-       (``lists``); which of them are repeats is decided once they are read (§3.1,
-       :func:`council.harvest.answer.harvest`).
-    2. Salvage: the findings array outside every candidate with the most whole entries
-       (ties: later) wins when it has STRICTLY more than all the candidates' entries
-       together, or when there is no candidate at all: ``cut-off`` (truncated) if the
-       text ended inside it, else ``malformed-json``.
-    3. Neither: a complete bare array (the whole answer or a closed fence's whole
-       content, the most items winning) with ``bare-array``; else one of
-       ``said-nothing``, ``no-findings-array``, ``no-json``.
-
-    ``cap`` (None: none) is the reading cap of §6: the first ``cap`` entries of the
-    winning list(s) are returned and ``unread`` counts the rest, which are checked and
-    counted by the scan but never built. Which list wins is decided on the full counts.
-    Linear in the answer's size; never raises.
+    Every candidate's entries, in text order, with the candidate each came from (``lists``;
+    repeats are :func:`council.harvest.answer.harvest`'s business); else salvage, when the best
+    array outside them has STRICTLY more whole entries or there is no candidate (``cut-off`` if
+    the text ended inside it, else ``malformed-json``); else a complete bare array
+    (``bare-array``); else ``said-nothing``, ``no-findings-array`` or ``no-json``. ``cap``
+    (None: none): the first ``cap`` entries are returned, ``unread`` counts the rest, and the
+    winner is chosen on the full counts. Linear; never raises.
     """
     if not answer.strip():
         return Located((), (_answer("said-nothing", "The answer is blank: nothing was said."),))

@@ -1,20 +1,12 @@
 """The stack machine that reads an answer's JSON in one pass (see :mod:`.scan`).
 
-A stack of open ``{``/``[`` frames, split in a dead prefix and a live suffix: a live
-frame checks the JSON grammar as tokens arrive and builds its value; a frame whose text
-is not JSON dies, with every frame around it, and then only its kind is kept (to match
-closers). A complete live object holding a ``findings`` list is a candidate; the ``[``
-after a ``"findings":`` key opens a findings array walked for salvage, live or not.
-
-With a reading cap (``cap``), a findings array (and, for :func:`.decode`, a root array)
-keeps the values of its first ``cap`` whole entries only and COUNTS the rest: the grammar
-is still checked to the end, so what is a candidate, where it ends and how many entries
-it held do not depend on the cap, but an object or array entry past the cap is checked
-by Python's C decoder in one call (its value thrown away) instead of token by token. An
-entry that call cannot vouch for (it mentions ``findings``, may spell a key with a
-``\\u`` escape, holds a raw control character, nests too deep, or is not JSON) is read
-by the machine as before.
-
+Open ``{``/``[`` frames in a dead prefix and a live suffix: a live frame checks the grammar
+as tokens arrive and builds its value; a frame whose text is not JSON dies with every frame
+around it, keeping only its kind (to match closers). A complete live object with a
+``findings`` list is a candidate; the ``[`` after ``"findings":`` opens an array walked for
+salvage, live or not. Under a reading cap, entries past it are counted, not built, and the
+grammar is still checked, so candidates and counts never depend on the cap: by Python's C
+decoder in one call where it can vouch for the entry, else token by token.
 Source: docs/harvest.md §3 (finding the JSON; linear reading), §6 (``over-cap``).
 """
 

@@ -1,34 +1,14 @@
 """One linear pass over an answer: its complete JSON objects and its findings arrays.
 
-Models answer in prose with JSON somewhere inside: fenced or bare, nested in a wrapper,
-next to code braces (``if (x) { y }``), cut off mid-entry. Starting a JSON decoder at
-every ``{`` would be quadratic on brace-heavy prose, so this module reads the text ONCE,
-left to right, with a stack of open ``{``/``[`` frames:
-
-* Outside every brace the text is prose: only ``{`` matters (quotes there never open a
-  string, so a quoted ``"findings": [...]`` in a sentence is not a key).
-* Inside a brace, strings are tracked (a brace inside a string never counts) and each
-  frame checks the JSON grammar as its tokens arrive, building its value as it goes. A
-  frame whose text is not JSON (``{ strict: true }``, a trailing comma, a comment) is
-  *dead*: it, and every frame around it, can never be a complete JSON value; its nesting
-  is still tracked, so a complete object inside it (the fenced answer after an unclosed
-  ``{`` in prose) is still found.
-* JSON is read leniently only where models are known to slip: raw LF, CR and tab inside
-  strings are accepted (other raw control characters are not) and a duplicated key keeps
-  its last value. Nothing else is guessed.
-* A ``"findings"`` key followed by ``:`` and ``[`` opens a *findings array*, walked entry
-  by entry for salvage even when the object around it is dead or never closes: an entry
-  counts once its last character arrived; the walk stops at the first entry that is not
-  JSON although its text went on.
-
-* Under a reading cap, each findings array builds its first ``cap`` entries and only
-  counts the rest (they are checked, not built): docs/harvest.md §6, ``over-cap``.
-
-The same machine, with no prose around it, is the lenient decoder :func:`decode` (the
-whole answer, a fence's content, a stored journal entry). The machine itself lives in
-:mod:`council.harvest.machine`, its tokens in :mod:`council.harvest.tokens`.
-
-Source: docs/harvest.md §3 (finding the JSON, linear reading), §5 (journal entries), §6.
+A decoder started at every ``{`` would be quadratic on brace-heavy prose, so the text is
+read ONCE with a stack of open ``{``/``[`` frames (:mod:`council.harvest.machine`, tokens in
+:mod:`council.harvest.tokens`). Outside every brace it is prose, where quotes open nothing;
+inside, strings are tracked and each frame checks the grammar. A frame that is not JSON is
+dead, yet a complete object inside it (a fenced answer after an unclosed ``{`` in prose) is
+still found. Lenient only where models slip: raw LF, CR and tab in strings; a repeated key
+keeps its last value. A ``"findings": [`` array is walked for salvage even in a dead
+object. The same machine is the lenient :func:`decode` (an answer, a fence, a journal
+entry). Source: docs/harvest.md §3 (finding the JSON, linear reading), §5, §6.
 """
 
 from __future__ import annotations

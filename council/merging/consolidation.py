@@ -1,19 +1,14 @@
 """Consolidation across reviewers: one finding per claim, agreement kept in ``raised_by``.
 
-Several reviewers often see the same problem. Counting each telling as its own finding
-would bury the report in repeats and hide agreement; merging them into one finding that
-lists who raised it does both jobs. Filing then gives the merged findings their session
-ids in ROSTER order, never completion order, so ids do not depend on who answered first.
+Counting each telling as its own finding would bury the report in repeats and hide
+agreement. Filing gives the merged findings their ids in ROSTER order, never completion
+order. Source: docs/harvest.md §8; docs/architecture.md (consolidate).
 
 Usage::
 
-    per_participant = [("hawk", with_origin(hawk_harvest.findings, hawk_origin)),
-                       ("owl", with_origin(owl_harvest.findings, owl_origin))]
-    merged = consolidate(per_participant, heard=["hawk", "owl"])
-    first_id = sessions.next_finding_id(session)   # SessionStore: the counter's next id
-    filed = file_findings(merged, first_id)
-
-Source: docs/harvest.md §8; docs/architecture.md (consolidate).
+    per_participant = [(p, with_origin(h.findings, origins[p])) for p, h in harvests]
+    merged = consolidate(per_participant, heard=["hawk", "owl"])   # harvests: roster order
+    filed = file_findings(merged, sessions.next_finding_id(session))   # a SessionStore
 """
 
 from __future__ import annotations
@@ -95,24 +90,15 @@ class _Kept:
 
 
 class _Index:
-    """Where :func:`merge_across` looks for a finding's merge target, without scanning
-    every kept finding (which made a reviewer's 100,000 findings take minutes: the scan
-    was quadratic).
+    """Where :func:`merge_across` finds a finding's merge target without scanning every kept
+    finding (a reviewer's 100,000 findings took minutes: that scan was quadratic).
 
-    Two findings can only say the same thing when their folded subjects are equal, so
-    kept findings are listed by folded subject, then by the path they were kept with:
-
-    * ``placed[(subject, path)]``: kept findings first kept with a file. Their path never
-      changes (they absorb only findings of that path or of none), so all of them suit a
-      finding of that path, and the only question is whether this participant already
-      merged into them. That only ever becomes true, so one cursor per (list,
-      participant) skips those for good: amortized O(1) per finding.
-    * ``unplaced[subject]``: kept findings first kept with no file (a change anchor).
-      Absorbing a finding with a file gives them one, so they are checked one by one
-      (there are few: findings about the whole change are rare).
-
-    Lists hold positions in ``kept`` in increasing order, so the target, the EARLIEST
-    suitable kept finding, is the smallest position among each list's first suitable one.
+    Only equal folded subjects can say the same, so kept findings are listed by subject:
+    ``placed[(subject, path)]``, first kept with a file (their path never changes, and "this
+    participant merged into it" only ever becomes true, so a cursor per list and participant
+    skips those for good: amortized O(1)); ``unplaced[subject]``, first kept with no file
+    (checked one by one: they are few). Lists hold positions in ``kept`` in increasing order,
+    so the target, the EARLIEST suitable, is the least of each list's first suitable one.
     """
 
     def __init__(self, kept: list[_Kept]) -> None:
@@ -168,21 +154,14 @@ class _Index:
 def merge_across(per_participant: Sequence[tuple[str, Sequence[Finding]]]) -> list[Finding]:
     """Merge the findings of several participants that say the same thing, greedily.
 
-    ``per_participant`` is ``(participant id, its findings)`` in ROSTER order; each
-    finding should already carry its origin (:func:`with_origin`). Walking in that order,
-    a finding merges into the EARLIEST kept finding that :func:`~council.merging.sameness.
-    says_the_same` as it and that no finding of the same participant merged into yet
-    (merging is ACROSS reviewers: one reviewer's own repeats stay as it wrote them);
-    otherwise it is kept. The relation is not transitive and nothing is re-merged. The
-    kept finding keeps its label, subject, discussion and origin; takes the most precise
-    anchor (line > file > change; the first among equals) and the highest severity and
-    confidence given; and ``raised_by`` lists everyone who raised it, the first raiser
-    included, in roster order (ids not in the roster after, in first-seen order). Ids a
-    finding already carries in ``raised_by`` are kept; a judge's carried ids stand for
-    its raisers (the judge itself is not one). A finding raised by one participant alone,
-    carrying no ``raised_by``, has none.
-    Result: kept findings in the order they were first kept. Time: about linear in the
-    number of findings (:class:`_Index`). Source: docs/harvest.md §8.
+    ``per_participant``: ``(participant id, findings with their origin)`` in ROSTER order. A
+    finding merges into the EARLIEST kept finding that says the same and that its participant
+    has not merged into (one reviewer's repeats stay), else it is kept; nothing is re-merged.
+    The kept one takes the most precise anchor and the highest severity and confidence;
+    ``raised_by`` lists every raiser in roster order (ids off the roster after), keeps ids
+    already carried (a judge's stand for its raisers), and is absent for one raiser. Returns
+    kept findings in first-kept order, in about linear time (:class:`_Index`).
+    Source: docs/harvest.md §8 (:func:`~council.merging.sameness.says_the_same`).
     """
     order: dict[str, int] = {}
     for participant, _ in per_participant:
@@ -269,26 +248,14 @@ def consolidate(
 ) -> list[Finding]:
     """One finding per problem, credited to every reviewer who found it (docs/harvest.md §8).
 
-    ``per_participant``: ``(participant id, its findings)`` in ROSTER order, findings with
-    their origin set (:func:`with_origin`). Two passes over the tellings:
-
-    1. exact repeats across reviewers (``says_the_same``, the greedy walk of
-       :func:`merge_across`);
-    2. the cross-reviewer relation (:func:`council.merging.agreement.cluster`: average linkage,
-       one telling per reviewer per group, no chaining, deterministic, ties in roster
-       order).
-
-    The groups of pass 2 are joined along pass 1's repeats only where the join still
-    holds one telling per reviewer. Each group becomes one finding: the subject, label,
-    discussion and origin of its member first in roster order; the most precise anchor
-    that covers its members (:func:`covering_anchor`); the highest severity and
-    confidence; ``raised_by`` every member's reviewer in roster order (k ≥ 2; one raiser:
-    none, whatever a reviewer wrote); ``members`` each reviewer's own telling (k ≥ 2);
-    ``agreement`` k of n, n = the reviewers in ``heard`` (those heard in full: each saw
-    the whole change, so every file; default every participant given) plus any raiser
-    not heard in full. ``change`` decides whether a union of lines stays in one hunk.
-    Result: in roster order of each group's first member, then telling order: filing
-    order. Deterministic whatever order the reviewers answered in. Never raises.
+    ``per_participant``: ``(participant id, findings with their origin)`` in ROSTER order.
+    Exact repeats (:func:`merge_across`), then the agreement relation
+    (:func:`council.merging.agreement.cluster`), joined only where a group keeps one telling
+    per reviewer. A group is one finding: its first member's words and origin,
+    :func:`covering_anchor` (``change``: does a union stay in one hunk), ``raised_by`` and
+    ``members`` (k ≥ 2), ``agreement`` k of n (n: the reviewers in ``heard``, default all,
+    plus raisers not heard in full). Filing order, whatever order reviewers answered in; never
+    raises.
     """
     with collector_paused():
         order: dict[str, int] = {}

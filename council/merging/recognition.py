@@ -1,36 +1,14 @@
 """Recognition: which finding of a new round is which finding remembered from before.
 
-A session's rounds review one change again and again, and a reviewer rarely words a
-problem twice alike (nor do two reviewers). Matching by content fingerprint alone made
-one bug #5, then #28, then #47, and let a reworded dismissed finding gate again. So a
-new round's findings are matched to the remembered ones (an earlier round's findings, a
-session's dismissed findings, a baseline's entries) by the relation consolidation uses
-(:mod:`council.merging.agreement.relation`: IDF-weighted words of subject and discussion times
-the place, at :data:`~council.merging.agreement.relation.THRESHOLD`), one to one:
-
-* a pair whose fingerprints (:func:`council.model.fingerprint.fingerprint`) are equal comes
-  first, whatever its score (the same path, label and subject: the same claim, moved);
-* then pairs by score, best first, each reaching the threshold; ties go to the new
-  finding first in roster order (its first raiser's place, then its filing position),
-  then to the earlier finding with the lowest id (then its fingerprint);
-* a pair is taken when neither finding is taken yet: an earlier finding is claimed by
-  at most one new finding, and a new finding claims at most one.
-
-A pair scores the best of its tellings: a consolidated finding is read as its own telling
-and each of its members' (``members``), so a rewording agrees with whichever reviewer's
-words it is closest to. Origins are not compared: one reviewer rewording its own finding
-is still that finding.
-The words are weighed over the new findings and the remembered ones together, so the
-result depends on which findings are given, never on the order they are given in.
-
-Usage::
-
-    found = recognize(filed_order, remembered, roster_order=("hawk", "owl"))
-    for at, seen in found.items():   # at: index into filed_order
-        seen.earlier.id, seen.by     # "fingerprint" or "agreement"
-
-Pure: no I/O. Source: docs/identity-and-clocks.md "Identity of a finding across rounds";
-docs/harvest.md §8 (agreement).
+Matching by fingerprint alone made one bug #5, then #28, then #47, and let a reworded
+dismissed finding gate again. So new findings are matched one to one to remembered ones (an
+earlier round's, a dismissal's, a baseline entry's): equal fingerprints
+(:func:`council.model.fingerprint.fingerprint`) first, then pairs by the agreement relation
+(:mod:`council.merging.agreement.relation`), best first, each reaching
+:data:`~council.merging.agreement.relation.THRESHOLD`; ties to the new finding first in
+roster order, then the lowest remembered id. A pair scores the best of its tellings
+(``members`` too). Pure. Source: docs/identity-and-clocks.md "Identity of a finding across
+rounds"; docs/harvest.md §8 (agreement).
 """
 
 from __future__ import annotations

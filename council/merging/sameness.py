@@ -27,18 +27,14 @@ _SEPARATORS = re.compile(r"[\s.,;:]+")
 def fold_subject(subject: str) -> str:
     """The form of a subject that sameness compares: case and separators folded away.
 
-    Unicode casefolding (so ``ß`` and ``SS`` agree), then every run of whitespace (any
-    character for which ``str.isspace()`` holds: U+00A0, U+2009, U+001E, U+0085 ...) and
-    of ``. , ; :`` becomes one space, and the result is trimmed. Other punctuation is
-    kept: "leaks!" and "leaks" differ, because an exclamation can change the claim.
-
-    Why: a journal entry and the answer's repetition of it differ in exactly these
-    details, and nothing else should make two claims look different.
+    Unicode casefolding (``ß`` and ``SS`` agree), then every run of whitespace
+    (``str.isspace()``: U+00A0, U+0085 ...) and of ``. , ; :`` becomes one space, trimmed;
+    other punctuation stays ("leaks!" is not "leaks": it can change the claim). Why: a journal
+    entry and the answer's repetition of it differ in exactly these details. Never raises.
+    Source: docs/harvest.md §5.
 
     >>> fold_subject("  Pool\\u00a0LEAKS;; on timeout. ")
     'pool leaks on timeout'
-
-    Never raises. Source: docs/harvest.md §5.
     """
     return _SEPARATORS.sub(" ", subject.casefold()).strip(" ")
 

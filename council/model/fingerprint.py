@@ -1,16 +1,11 @@
 """Fingerprints: what a finding is, independent of where its line happens to be today.
 
-Code hosts match the findings of one run with those of the next by a fingerprint
-(SARIF ``partialFingerprints``, GitLab Code Quality ``fingerprint``), and the committed
-baseline names the findings it accepts by the same value. A fingerprint that contained
-the line number would make every finding "new" as soon as an edit above it moved it, so
-it is built from the finding's CONTENT only::
-
-    fingerprint(finding)                 # sha256 of (path or "", label, folded subject)
-    occurrence_fingerprints(findings)    # one per finding, unique within the list
-
-The subject is folded exactly as :func:`council.merging.sameness.fold_subject` folds it, so two
-tellings that the council already treats as the same claim share a fingerprint.
+Code hosts match one run's findings with the next by a fingerprint (SARIF
+``partialFingerprints``, GitLab Code Quality ``fingerprint``), and the baseline keys its
+entries by it; with the line number in it, every finding would turn "new" once an edit
+above moved it. :func:`fingerprint` is the sha256 of (path or "", label, subject folded as
+:func:`council.merging.sameness.fold_subject` folds it, so what sameness calls one claim
+shares a fingerprint); :func:`occurrence_fingerprints` makes them unique within a list.
 Source: docs/harvest.md §2 (anchors), §5 (sameness), §8 (consolidation).
 """
 

@@ -1,20 +1,13 @@
 """Findings from files other tools wrote: what ``council consolidate`` merges.
 
-Each source is one file's text, told apart by its keys (docs/harvest.md §8):
-
-* a council JSON report (``schema_version`` and ``participants``): each participant is a
-  reviewer; a consolidated finding gives back each member's own telling; a finding the
-  report suppressed (dismissed, baselined, not upheld by its judge) stays suppressed in
-  the merged report when every telling of it is (:func:`carried_suppressions`);
-* a SARIF log (``runs``): each run's tool is a reviewer (every result read, none kept to
-  a change: there is none);
-* a Harvest JSON (``findings``, ``warnings`` and ``truncated``: ``council harvest``'s
-  output): one reviewer;
-* anything else is a reviewer's answer, read by the harvest (:func:`council.harvest`).
-
-A source given a NAME is one reviewer of that name, whatever it holds; else the
+A source is told apart by its keys: a council JSON report (``schema_version`` and
+``participants``: each participant a reviewer, each member's own telling given back, a
+suppression kept when every telling was suppressed: :func:`carried_suppressions`); a SARIF
+log (``runs``: each run's tool a reviewer, every result read, there being no change); a
+Harvest JSON (``findings``, ``warnings``, ``truncated``); anything else an answer, read by
+:func:`council.harvest`. A source given a NAME is one reviewer of that name; else the
 participant or tool name; else the file's stem. Pure: no I/O. Never raises but
-:class:`SourceError`, naming what could not be read.
+:class:`SourceError`, naming what could not be read. Source: docs/harvest.md §8.
 """
 
 from __future__ import annotations

@@ -393,36 +393,15 @@ def read_sarif(
 ) -> SarifReading:
     """Read a parsed SARIF log: its results on the change as entries, the rest counted.
 
-    Why only the change: the council reviews a change, and an analyzer run on the whole
-    tree reports every old problem too. A result is on a changed file when one of its
-    locations names one (paths compared normalized: ``file://`` and ``uriBaseId``
-    resolved, absolute paths made relative to the first of ``roots`` (the analyzer's cwd)
-    they lie under, ``./`` dropped, backslashes kept: see :class:`ChangedPaths`). With
-    ``scope`` ``"lines"`` it must also touch the change: its region's lines
-    (``startLine`` to ``endLine``) meet the file's added lines in ``changed_lines``
-    (new-side path → line numbers), or lie within the hunk around one, or start in a
-    statement holding one (``statements``: changed path → its statement spans; None:
-    not used); see :mod:`council.readers.sarif_scope`. A location without a line, or
-    on a file ``changed_lines`` does not list, touches it. A result kept for the hunk or
-    the statement is filed from its region to the nearest added line there, its
-    discussion saying what the analyzer marked. With ``scope`` ``"files"``, or an empty
-    ``changed_lines`` (the diff is not known),
-    any result on a changed file counts. Results elsewhere, or with no
-    location, are counted in ``ignored_results``; results on a changed file but off its
-    edit in ``outside_change_results``, those of them at SARIF level ``error`` also in
-    ``outside_change_errors`` (the reviewer says so in a note: a dropped critical is
-    never silent), and those naming no place at all at level ``error`` in
-    ``unplaced_errors`` (a note too); results that are not objects in
-    ``unreadable_results``. ``levels``
-    maps SARIF levels to severities over the defaults (see :func:`severities`). Changed
-    files the log's invocations say were not analyzed are in ``unanalyzed_files``, and
-    ``execution_failed`` is true when an invocation says it did not succeed
-    (:func:`unanalyzed`). With ``unplaced`` (``council consolidate``: there is no change
-    to keep to), a result none of whose locations can be read is an entry about the
-    whole change rather than ignored.
-
-    Raises :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, a run or
-    a ``results`` value of the wrong type).
+    An analyzer run on the whole tree reports every old problem too, so only results on a
+    changed file count (paths normalized by :class:`ChangedPaths`, an absolute one made
+    relative to the first of ``roots`` it lies under). With ``scope="lines"`` a result must
+    also touch the edit (:func:`council.readers.sarif_scope.touches`: ``changed_lines``, new
+    path → added lines, empty when unknown; ``statements``, path → statement spans); one kept
+    for the hunk or statement is filed at the nearest added line. ``levels`` overrides
+    :func:`severities`; with ``unplaced`` (``council consolidate``) a result with no readable
+    location is about the whole change. Counts: :class:`SarifReading`. Raises
+    :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, wrong types).
     """
     if not isinstance(log, Mapping) or not isinstance(log.get("runs"), list):
         raise SarifError("it printed JSON that is not a SARIF log (no 'runs' list)")

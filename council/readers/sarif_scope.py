@@ -57,18 +57,13 @@ def touches(
 ) -> bool:
     """Whether a located result's region is on the change's edit of its file.
 
-    True when the region (``startLine`` to ``endLine``) meets an added line, or lies
-    wholly within one of the file's :func:`edit_windows` (the hunk around an added
-    line, ``windows``: path → ranges). Why the hunk: an analyzer marks where a
-    statement starts, not the line that makes it wrong; bandit files ``subprocess.call(``
-    ``x, shell=True)`` spread over four lines at its first two, so editing ``shell=False``
-    into ``shell=True`` on the third touched no line of the region and the critical was
-    dropped. A statement spanning an edit starts within the hunk unless it is longer
-    than the context; a result farther than that from every added line stays out, so
-    old problems of an edited file do not flood the review. Also True when the file has
-    no entry in ``added`` (no line information) or the region no ``startLine`` (the
-    result is about the file as a whole). Without ``windows``, only meeting an added line
-    counts (a result's location on an added line is preferred to one near it).
+    True when the region (``startLine`` to ``endLine``) meets an added line, or lies wholly in
+    one of the file's :func:`edit_windows` (``windows``: path → ranges; without it only meeting
+    counts). The hunk, because an analyzer marks where a statement starts, not the line that
+    makes it wrong (bandit marks the first two lines of a four-line ``subprocess.call(…,
+    shell=True)``); farther results stay out, so an edited file's old problems do not flood the
+    review. Also True when the file has no entry in ``added`` or the region no ``startLine``.
+    Source: docs/architecture.md "Reports, the CLI and the gate".
     """
     path, region = place
     lines = added.get(path)

@@ -1,25 +1,14 @@
-"""Reviewer text made safe to place inside a Markdown report.
+"""Reviewer text made safe to place inside a Markdown report, a terminal or a forge.
 
-Subjects, discussions, paths and failure texts come from models and programs: a stray
-``|`` splits a table cell, a newline ends a table row, a ``<details>`` in a discussion
-swallows the rest of the page, a backtick in a path closes its code span. Each helper
-here makes one kind of place safe and keeps everything else as the reviewer wrote it,
-so Markdown a reviewer meant (``code``, **emphasis**, fenced blocks) still renders.
-
-Raw HTML is neutralized (``<`` becomes ``&lt;``) outside code, because GitHub renders
-some HTML and an unbalanced tag breaks the page; inside code spans and fenced blocks
-``<`` is already literal and is left alone. Every helper is linear in its input.
-
-:func:`no_controls` is the one rule for invisible and control characters, which every
-text council writes for a person goes through: a terminal runs escape sequences
-(``\x1b]`` opens an OSC), a bidirectional override (U+202E) makes a forge show text in
-another order than it reads (a path or a string literal that looks harmless), and a C1
-control or NUL is invisible or cuts the text. :func:`for_log` builds on it for a
-terminal or a CI log (stdout and stderr), where a runner also reads commands (GitHub
-Actions' ``::error ...`` at the start of a line, its older ``##[...]`` anywhere);
-:func:`for_forge` for a body a forge posts; :func:`no_controls_json` for a JSON file's
-text. Source: issue "The change under review is untrusted"; docs/architecture.md
-"Reports, the CLI and the gate".
+Subjects, discussions and paths come from models and programs: a ``|`` splits a table
+cell, a ``<details>`` swallows the page, a backtick closes a code span. Each helper makes
+one kind of place safe and keeps the Markdown a reviewer meant; raw HTML is neutralized
+outside code (GitHub renders some). :func:`no_controls` is the one rule for control and
+invisible characters (a terminal runs ``\\x1b]``; U+202E reorders what a forge shows);
+:func:`for_log` adds a CI log's command lines (``::error``, ``##[``), :func:`for_forge` a
+posted body's mentions, :func:`no_controls_json` a JSON file's text. Linear in the input.
+Source: issue "The change under review is untrusted"; docs/architecture.md "Reports, the
+CLI and the gate".
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """The GitHub check run: ONE check named ``council`` on the head, findings as annotations.
 
-The JSON body of ``POST /repos/{owner}/{repo}/check-runs``, with every annotation::
+The body of ``POST /repos/{owner}/{repo}/check-runs``, with every annotation::
 
-    {"name": "council", "head_sha": <head>, "external_id": <run id>,
-     "status": "completed", "conclusion": "success" | "failure" | "cancelled" | "timed_out",
-     "output": {"title", "summary", "text",
-                "annotations": [{"path", "start_line", "end_line",
-                                 "annotation_level": "failure" | "warning" | "notice",
-                                 "title", "message"}]}}
+    {"name": "council", "head_sha", "external_id": <run id>, "status": "completed",
+     "conclusion": "success" | "failure" | "cancelled" | "timed_out", "output": {"title",
+     "summary", "text", "annotations": [{"path", "start_line", "end_line", "title",
+     "message", "annotation_level": "failure" | "warning" | "notice"}]}}
 
-Annotations show inline in the pull request's "Files changed" tab, on private
-repositories too, without a code-scanning licence. GitHub takes at most
-:data:`ANNOTATIONS_PER_REQUEST` annotations per request and appends those of each
-update, so ``council publish github --checks`` sends the first batch when it creates the
-run and the rest in updates; this file holds them all. An annotation needs a line of a
-file at the head: line anchors on the new side (range and all) and whole-file anchors
-(placed on line 1) are annotated; anchors on the old side, on a file the head does not
-have, or on the change as a whole, are in ``text`` (the whole Markdown report), never
-away. Suppressed findings are not annotated (the text lists them). Findings of earlier
-rounds still open (seen, carried) ARE annotated: a check run belongs to one head, and
-the previous head's annotations are not shown on this one. The summary and the text
-are :func:`~council.rendering.escape.for_forge` Markdown, an annotation's title (one line)
-and message (plain text) pass :func:`~council.rendering.escape.no_controls`: GitHub shows
-them all, and a finding's text can hold what the change wrote (an escape sequence, a
-right-to-left override). Source: GitHub REST "Create a check run", "Update a check run"
-(annotations object); docs/architecture.md "Reports, the CLI and the gate".
+GitHub takes :data:`ANNOTATIONS_PER_REQUEST` a request, the rest in updates; a finding on
+no line of a head file is in ``text``, never away. Source: GitHub REST "Create a check run",
+"Update a check run"; docs/architecture.md "Reports, the CLI and the gate".
 """
 
 from __future__ import annotations

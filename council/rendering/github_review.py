@@ -1,27 +1,15 @@
 """The GitHub pull-request review: ONE review, with line comments where lines exist.
 
-The JSON body of ``POST /repos/{owner}/{repo}/pulls/{number}/reviews``::
+The body of ``POST /repos/{owner}/{repo}/pulls/{number}/reviews``::
 
-    {"commit_id": <head>,                  absent when the report names no head
-     "body": <Markdown>,                   the verdict, and every finding not commented
-     "event": "REQUEST_CHANGES" | "COMMENT",
-     "comments": [{"path", "line", "side": "RIGHT" | "LEFT",
-                   "start_line"?, "start_side"?, "body"}]}
+    {"commit_id"?: <head>, "body": <Markdown: the verdict, every finding not commented>,
+     "event": "REQUEST_CHANGES" | "COMMENT", "comments": [{"path", "line",
+     "side": "RIGHT" | "LEFT", "start_line"?, "start_side"?, "body"}]}
 
-GitHub refuses the WHOLE review when one comment names a line its diff does not show,
-so a comment is made only from a finding whose anchor landed: a line anchor that
-:func:`council.change.diff.landing` accepts and :func:`council.change.commentable.land` did not
-list in ``off_diff``. Everything else goes into the body, never away: change and file anchors
-(a line comment needs a line), findings not on a changed line, findings seen in an
-earlier round (shown, not posted again), suppressed findings (listed with their
-reason), and the comments beyond :data:`MAX_COMMENTS`. Bodies are kept under GitHub's
-65,536-character limit, cut at a block boundary with a note when they would not fit;
-no mention in them notifies anyone and no control or bidirectional character in them is
-left raw (:func:`council.rendering.escape.for_forge`), and the JSON text holds none raw
-either (:func:`council.rendering.escape.no_controls_json`: a path keeps its characters,
-as GitHub must find the file by it).
-Source: docs/architecture.md (reports); docs/harvest.md §2 (anchors), §8 (raised_by); GitHub REST
-"Create a review for a pull request".
+GitHub refuses the WHOLE review over one comment on a line its diff does not show, so only
+a landed line anchor (:func:`council.change.diff.landing`, not in ``off_diff``) is
+commented; the rest goes in the body, never away. Source: docs/architecture.md (reports);
+docs/harvest.md §2, §8; GitHub REST "Create a review for a pull request".
 """
 
 from __future__ import annotations
@@ -78,23 +66,16 @@ def render_github_review_with_cuts(
     *,
     change: Change | None = None,
 ) -> tuple[str, list[str]]:
-    """The review as JSON text (2-space indent, newline-terminated) for GitHub's API.
+    """The review as JSON text (2-space indent, newline-terminated), and the cuts made.
 
     ``event`` is ``REQUEST_CHANGES`` when :func:`council.round.gate.gate_tripped` finds a
-    blocking finding at the report's ``gate.fail_on`` (suppressed findings never block),
-    else ``COMMENT``; an incomplete council does not request changes (its exit code 3 already fails
-    the check, and the body says why). ``body`` is :func:`render_markdown` of the
-    report with the commented findings counted, not repeated.
-
-    Pass ``change`` (the diff the pull request shows) whenever it is at hand: landing
-    is then checked against it as well, and a comment on the old side of a renamed
-    file is addressed by the file's pull-request path. Without it, the report's
-    ``off_diff`` is trusted and old-side findings stay in the body, because GitHub
-    addresses a renamed file by its new path, which only the change knows.
-
-    Also returns one sentence per cut made to fit GitHub's limits (empty: none): the
-    comments beyond :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units; each
-    cut is said in the body too, and the CLI repeats it on stderr.
+    blocking finding at ``gate.fail_on``, else ``COMMENT``; an incomplete council never requests
+    changes (its exit 3 already fails the check). ``body`` is :func:`render_markdown` with the
+    commented findings counted, not repeated. Pass ``change`` when at hand: landing is checked
+    against it too, and an old-side comment on a renamed file is addressed by the new path,
+    which only it knows (without it, such findings stay in the body). The cuts: a sentence
+    each (comments past :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units), said in
+    the body too.
     """
     seen = frozenset(report.seen)
     placed: list[tuple[Finding, dict[str, Any]]] = []

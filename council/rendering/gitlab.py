@@ -1,27 +1,16 @@
 """GitLab's outputs: the Code Quality artifact and the merge request's diff discussions.
 
-:func:`render_gitlab_discussions` writes what ``council publish gitlab`` posts as threads
-on the merge request's diff lines (see its docstring); the rest of this module is the
-Code Quality artifact, what a merge request's Code Quality widget reads.
+Beside :func:`render_gitlab_discussions` (the threads ``council publish gitlab`` posts),
+the Code Quality artifact a merge request's widget reads: Code Climate issues, as GitLab
+documents them::
 
-A JSON array of Code Climate issues, the subset GitLab documents::
-
-    [{"description": "issue (blocking): pool leaks on timeout",
-      "check_name": "council/issue",
-      "fingerprint": "<64 hex>[:n]",
-      "severity": "critical",
+    [{"description": "issue (blocking): pool leaks on timeout", "check_name": "council/issue",
+      "fingerprint": "<64 hex>[:n]", "severity": "critical",
       "location": {"path": "src/pool.py", "lines": {"begin": 12}}}]
 
-GitLab compares the artifact of the merge request with the target branch's by
-``fingerprint`` and shows only the first entry of a fingerprint, so the fingerprint is
-unique per occurrence (:func:`council.model.fingerprint.occurrence_fingerprints`) and stable
-when lines move. Every entry needs a path and a line: a file-anchored finding is placed
-at line 1 of its file, and a finding about the change as a whole at path ``.`` line 1,
-its description saying so. Suppressed findings are left out (the Markdown and JSON
-reports list them); off-diff and seen findings are kept. Outdated findings of earlier
-rounds are not written; findings carried from earlier rounds (still open, not reviewed
-again by a ``--since-last`` round) are, after this round's. Source: GitLab "Code Quality
-report format"; docs/harvest.md §2.
+GitLab shows only the first entry of a fingerprint, so it is unique per occurrence
+(:func:`council.model.fingerprint.occurrence_fingerprints`).
+Source: GitLab "Code Quality report format"; docs/harvest.md §2.
 """
 
 from __future__ import annotations
@@ -56,20 +45,16 @@ DESCRIPTION_CHARS = 1_000
 
 
 def render_gitlab_codequality(report: CouncilReport) -> str:
-    """The report as a GitLab Code Quality JSON array: one entry per line, newline-terminated.
+    """The report as a GitLab Code Quality JSON array, one entry per line, newline-terminated.
 
-    One entry per open finding that is not suppressed: this round's in filing order,
-    then those carried from earlier rounds. The
-    description is ``label (decoration): subject``, plus what the widget could not say
-    otherwise: the whole change, the whole file, the old side of the diff, a line not
-    in the diff. ``check_name`` is ``council/<label>``; the full discussion goes in
-    ``content.body`` (Code Climate's field for it). The description (one line) and the
-    body pass :func:`~council.rendering.escape.no_controls`, as GitLab shows them; the
-    path keeps its characters (GitLab finds the file by it), written as JSON escapes
-    (:func:`~council.rendering.escape.no_controls_json`). An empty report is ``[]``. Never
-    raises. One entry per line (not an indented tree) keeps 30,000 findings fast to
-    write and the artifact easy to grep. Source: GitLab "Code Quality report format";
-    docs/architecture.md "Reports, the CLI and the gate".
+    One entry per open finding not suppressed: this round's in filing order, then the carried.
+    ``description``: ``label (decoration): subject``, plus what the widget cannot say (the
+    whole change, the whole file, the old side, a line not in the diff); ``check_name``:
+    ``council/<label>``; the discussion in ``content.body``. Texts pass
+    :func:`~council.rendering.escape.no_controls`; the path keeps its characters, as JSON
+    escapes. ``[]`` when empty; never raises. One entry a line keeps 30,000 findings fast to
+    write and the artifact easy to grep. Source: docs/architecture.md "Reports, the CLI and
+    the gate"; GitLab "Code Quality report format".
     """
     findings = report.open_findings
     prints = occurrence_fingerprints(findings)
@@ -134,24 +119,16 @@ def gitlab_safe(text: str) -> str:
 
 
 def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> str:
-    """The merge request's diff threads as JSON text (2-space indent, newline-terminated).
+    """The merge request's diff threads as JSON text (2-space indent, newline-terminated)::
 
-    ::
+        {"run_id", "head", "discussions": [{"finding": 12, "body": <Markdown>,
+         "position": {"old_path", "new_path", "new_line"?, "old_line"?}}]}
 
-        {"run_id": ..., "head": ...,
-         "discussions": [{"finding": 12, "body": <Markdown>,
-                          "position": {"old_path", "new_path",
-                                       "new_line"?, "old_line"?}}]}
-
-    One thread per finding that would be a GitHub line comment (a line anchor that
-    landed, not suppressed, not seen in an earlier round), at most
-    :data:`~council.rendering.github_review.MAX_COMMENTS`, the most severe first. GitLab
-    places a thread by the MR version's ``diff_refs`` (``council publish gitlab`` adds
-    them, with ``position_type: text``) and by the line's kind: an added line by
-    ``new_line``, a removed one by ``old_line``, an unchanged (context) line by both,
-    which is why the change is needed; without it there are no threads (the findings
-    are all in the summary note). A range is placed on its last line and says so.
-    Bodies are :func:`~council.rendering.github_review.comment_body`, made safe with
+    A thread per finding that would be a GitHub line comment, at most
+    :data:`~council.rendering.github_review.MAX_COMMENTS`, the most severe first. GitLab places
+    one by its line's kind (added: ``new_line``; removed: ``old_line``; context: both), which
+    only ``change`` tells: without it, no threads. A range sits on its last line and says so.
+    Bodies: :func:`~council.rendering.github_review.comment_body` made safe by
     :func:`gitlab_safe`. Never raises.
     """
     placed: list[tuple[Finding, dict[str, Any]]] = []

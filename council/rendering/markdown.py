@@ -1,29 +1,12 @@
 """The Markdown report: what a person reads in a PR comment or ``$GITHUB_STEP_SUMMARY``.
 
-Layout, top to bottom::
-
-    ## ❌ Council review: gate tripped            the verdict, from council.round.gate
-    repository · base..head · run · session
-    **Incomplete:** ... / **PARTIAL:** ...        said plainly, with who and why
-    **Not sandboxed:** ...                        reviewer programs ran unconfined
-    counts by severity and by label
-    participants table                            id, backend / model, state, findings...
-    findings, blocking first                      Conventional Comments form
-    not on a changed line                         off-diff findings, with the reason
-    still open from earlier rounds                carried findings (--since-last), gating
-    dismissed and baselined                       suppressed findings, with the reason
-    kept from gating by agreement                 --min-agreement: raised by too few
-    outdated                                      earlier findings this change edited away
-    notes
-    <details> warnings, grouped per participant </details>
-
-This module holds the page and its sections about the run (the verdict, the questions
-for a person, who was not heard in full, the counts, the participants, notes and
-warnings). The sections that list findings are :mod:`council.rendering.finding_sections`,
-and one finding's Conventional Comments text is :mod:`council.rendering.finding_text`.
-
-A pure function of the report; linear in its size (30,000 findings are one sort and one
-join). Source: docs/architecture.md (reports), docs/harvest.md §6 (warnings), §7 (stops).
+This module holds the page (its layout, top to bottom: docs/architecture.md "Reports, the
+CLI and the gate") and its sections about the run: the verdict, the questions for a
+person, who was not heard in full, the counts, the participants, notes and warnings. The
+sections that list findings are :mod:`council.rendering.finding_sections`; one finding's
+Conventional Comments text is :mod:`council.rendering.finding_text`. A pure function of the
+report, linear in its size (30,000 findings are one sort and one join).
+Source: docs/architecture.md (reports), docs/harvest.md §6 (warnings), §7 (stops).
 """
 
 from __future__ import annotations

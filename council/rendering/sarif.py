@@ -1,52 +1,16 @@
-"""The SARIF 2.1.0 report: what code-scanning services (GitHub, Azure DevOps...) ingest.
+"""The SARIF 2.1.0 report: what code-scanning services (GitHub, Azure DevOps...) ingest::
 
-Layout::
+    {"$schema", "version": "2.1.0", "runs": [{"tool": {"driver": {"name": <participant>,
+     "rules"}}, "invocations", "properties": {"participant", "backend", "state", ...},
+     "results": [{"ruleId", "level", "message", "locations"?, "baselineState",
+       "partialFingerprints": {"councilFingerprint/v1"}, "suppressions"?,
+       "properties": {"raisedBy", "evidence"?, "severityNote"?, "carried"?, ...}}]}]}
 
-    {"$schema", "version": "2.1.0", "runs": [
-      {"tool": {"driver": {"name": <participant>, "rules": [<one per rule id used>]}},
-       "invocations": [{"executionSuccessful", "toolExecutionNotifications"?}],
-       "results": [{"ruleId": <analyzer rule or label>, "level", "message": {"text"}, "locations"?,
-                    "partialFingerprints": {"councilFingerprint/v1": ...},
-                    "baselineState": "new" | "unchanged" (seen or carried from an
-                                     earlier round of the session),
-                    "suppressions"?, "properties": {"raisedBy", "side"?, "evidence"?,
-                    "severityNote"?, ...}}],
-       "properties": {"participant", "backend", "state", ...}}]}
-
-One run per participant, in report order (judges too: a run is a tool that spoke), so
-each participant is its own tool and category on the code host. A finding sits in the
-run of the participant that filed it (its origin); every raiser is listed in
-``properties.raisedBy``. Findings filed by hand, or by a participant the report does
-not list, go to one last run named :data:`UNATTRIBUTED_RUN`. Nothing is left out for
-being off the diff, seen, or suppressed: the host decides what to show, and
-``suppressions`` tells it what was accepted (a dismissal or baseline entry matched by
-agreement, the finding reworded, adds ``properties.matchedBy: "agreement"`` and
-``matches``: the fingerprint it is keyed by, the dismissed id, its subject). Outdated
-findings of earlier rounds are not results of this run and are not written; findings
-carried from earlier rounds (still open, and not reviewed again by a ``--since-last``
-round) are, after this round's, with ``properties.carried``.
-
-A result's ``ruleId`` is the analyzer's rule when the finding's subject starts with one
-(``"F401: ..."``, as the ``sarif`` backend writes it; see :data:`ANALYZER_RULE`), so code
-scanning groups alerts by the analyzer's rules; otherwise it is the finding's label.
-
-A finding that shows scripts carries its verdicts as ``properties.evidence`` (the
-``verdict_json`` objects, docs/evidence-and-asks.md §1), and ``properties.severityNote``
-when a policy held its severity.
-
-What code scanning shows a person, every ``message.text`` (results and notifications)
-and a suppression's ``justification``, passes :func:`~council.rendering.escape.no_controls`
-(a finding's text can hold the change's escape sequences and bidirectional overrides);
-the rest keeps its characters (``properties.path`` still names the file, the
-fingerprint is of the finding as filed), written as JSON escapes, never raw
-(:func:`~council.rendering.escape.no_controls_json`).
-
-GitHub refuses a file over its limits (:data:`GITHUB_LIMITS`); over them this renderer
-cuts, deterministically, the highest severity kept first and then filing order, and
-says so three ways: a ``toolExecutionNotifications`` entry and ``properties.cut`` on the
-run, and a message for the CLI. Source: docs/architecture.md "Reports, the CLI and the
-gate", docs/harvest.md §2 (anchors), §8 (raised_by); OASIS SARIF 2.1.0; GitHub "SARIF
-support for code scanning".
+One run per participant, judges too (:data:`UNATTRIBUTED_RUN` for the rest), each finding
+in its origin's; ``ruleId`` is the analyzer's rule (:data:`ANALYZER_RULE`), else the label.
+Nothing is left out (the host decides); over :data:`GITHUB_LIMITS` the log is cut and says
+so. Source: docs/architecture.md "Reports, the CLI and the gate", docs/harvest.md §2
+(anchors), §8 (raised_by); OASIS SARIF 2.1.0; GitHub "SARIF support for code scanning".
 """
 
 from __future__ import annotations

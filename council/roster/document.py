@@ -1,44 +1,14 @@
 """The roster document: the whole ``council.toml`` read into a checked :class:`Roster`.
 
-The roster is a TOML text (``council.toml``) read here into a checked, frozen
-:class:`Roster`. Every refusal is a :class:`~council.errors.RosterError` whose ``path``
-names the field (``reviewers[2].backend``; indexes count from 0, in file order) and whose
-``fix`` says what to write instead. Nothing here reads a file: the caller passes the text
-and a ``source`` name for messages. Source: docs/identity-and-clocks.md "Participant".
-
-Shape::
-
-    [council]                      # optional: the round's clocks and caps
-    backstop_ms = 2700000          # milliseconds
-    max_diff_bytes = 1000000
-    persona_dirs = ["reviewers/personas"]   # searched before the built-in personas
-    sandbox = "required"           # never run a reviewer program unsandboxed (default "auto")
-    script_limits = {cpu_s = 10, wall_s = 30, memory_mb = 512, processes = 64, output_bytes = 65536}
-    [paths]                        # optional: glob patterns of the change to review
-    include = ["src/**"]
-    exclude = ["vendor/**"]
-    [[reviewers]]                  # one table per reviewer, at least one
-    id = "hawk"
-    backend = "openai"             # openai | anthropic | command | replay | sarif
-    model = "gpt-4.1"
-    thinking_level = "low"
-    tools = ["read_file", "run_script"]
-    script_limits = {wall_s = 60}  # over [council] script_limits, key by key
-    idle_ms = 600000
-    [judge]                        # optional, role judge, id unlike every reviewer's
-    id = "owl"
-    backend = "anthropic"
-    model = "claude-sonnet-4"
-    overrule = "all"               # also command/sarif findings (default "models")
-    [prices."openai:gpt-4.1"]      # optional: USD per million tokens (council.round.cost)
-    input = 2.0
-    output = 8.0
-    [limits.openai]                # optional: per minute, all workers together
-    rpm = 500
-    tpm = 30000
-    [policy]                       # optional
-    confirm = "critical"           # a person confirms each critical finding first
-    unverified_scripts = "demote"  # or "keep" (docs/evidence-and-asks.md §1)
+Its tables: ``[council]`` (the round's clocks in milliseconds, caps in bytes,
+``persona_dirs``, ``sandbox``, ``script_limits``, ``quorum``, ``min_agreement``),
+``[paths]``, ``[[reviewers]]`` (at least one), ``[judge]``, ``[prices."backend:model"]``
+(:mod:`council.round.cost`), ``[limits.backend]`` (:mod:`council.roster.rate_limits`) and
+``[policy]``; an annotated example is in docs/guide.md "The roster". Every refusal is a
+:class:`~council.errors.RosterError` whose ``path`` names the field
+(``reviewers[2].backend``; indexes from 0, in file order) and whose ``fix`` says what to
+write. No file is read: the caller passes the text and a ``source`` name for messages.
+Source: docs/identity-and-clocks.md "Participant".
 """
 
 from __future__ import annotations
@@ -102,18 +72,9 @@ PATHS_KEYS: tuple[str, ...] = ("include", "exclude")
 class Roster(BaseModel):
     """A checked roster: reviewers in file order, an optional judge, paths and limits.
 
-    ``reviewers`` keep the file's order, which is the ROSTER order findings are filed in
-    (docs/harvest.md §8). ``clocks`` are the round's resolved clocks (each participant's own
-    are already resolved in its ``clocks``). Byte caps are in bytes. ``quorum`` is how
-    many reviewers must answer in full for the council to complete (see
-    :func:`council.round.gate.incomplete_reasons`): by default (None) every reviewer not marked
-    ``optional``; a number counts instead, 0 switches the count off, never more than the
-    number of reviewers. ``persona_dirs`` are searched for persona charters
-    before the built-in ones, as written (the caller resolves relative ones);
-    ``prices`` and ``limits`` are checked by :func:`council.round.cost.parse_prices` and
-    :func:`council.roster.rate_limits.parse_limits`. ``sandbox`` is ``auto`` (where bubblewrap
-    cannot run, a reviewer program fails in CI and on distributed workers, and runs
-    unsandboxed with a note in embedded mode elsewhere) or ``required`` (it always fails).
+    ``reviewers`` keep the file's order, the ROSTER order findings are filed in
+    (docs/harvest.md §8). Byte caps are in bytes. ``prices`` and ``limits`` are checked by
+    :func:`council.round.cost.parse_prices` and :func:`council.roster.rate_limits.parse_limits`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,6 +85,7 @@ class Roster(BaseModel):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     clocks: Clocks = Clocks()
+    """The round's resolved clocks (each participant's own are resolved in its ``clocks``)."""
     max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
     confirm: str | None = None
@@ -134,13 +96,19 @@ class Roster(BaseModel):
     discussion shows a script that did not run this turn is held at medium) or ``keep``
     (:mod:`council.evidence.policy`)."""
     quorum: int | None = None
-    """How many reviewers must be heard in full; None (the default): every reviewer not
-    marked ``optional`` (the gate fails closed)."""
+    """How many reviewers must be heard in full (:func:`council.round.gate.incomplete_reasons`);
+    None (the default): every reviewer not marked ``optional`` (the gate fails closed); 0
+    switches the count off; never more than the number of reviewers."""
     min_agreement: int = 1
     """``[council] min_agreement``: a finding gates only when at least this many
     reviewers raised it (1, the default: every finding may gate)."""
     persona_dirs: tuple[str, ...] = ()
+    """Searched for persona charters before the built-in ones, as written (the caller
+    resolves relative ones)."""
     sandbox: str = "auto"
+    """``auto``: where bubblewrap cannot run, a reviewer program fails in CI and on
+    distributed workers, and runs unsandboxed with a note in embedded mode elsewhere;
+    ``required``: it always fails."""
     prices: PriceTable = PriceTable()
     limits: dict[str, RateLimit] = Field(default_factory=dict)
 

@@ -186,17 +186,13 @@ def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
 def backend_options(table: Mapping[str, object], backend: str, where: str) -> dict[str, Any]:
     """The backend's own settings from a participant table, checked, as written.
 
-    ``command``/``sarif``: ``program`` (required text), ``args`` (list of text), ``env``
-    (names of the worker's variables the program gets; never a key, see
-    :func:`~council.roster.backend_options.check_env_names`), ``network`` (a boolean: the
-    sandbox keeps the network) and ``config_from`` (``base``, the default, or ``head``:
-    whose analyzer configuration files the program reads);
-    ``sarif`` also ``scope`` (``lines`` or ``files``) and ``levels`` (a table of SARIF
-    level → severity or ``none``);
-    ``replay``: ``answer`` (required path), ``journal`` (path), ``latency_ms`` (whole ms,
-    0 to 8 h); ``openai``/``anthropic``: ``base_url`` (http(s) URL) and ``api_key_env``
-    (the NAME of the variable holding the key, never the key). Absent optional keys are
-    absent from the result. Raises :class:`~council.errors.RosterError` at
+    ``command``/``sarif``: ``program`` (required), ``args``, ``env`` (names of the worker's
+    variables, never a key: :func:`~council.roster.backend_options.check_env_names`),
+    ``network`` (a boolean), ``config_from`` (``base``, the default, or ``head``); ``sarif``
+    also ``scope`` (``lines``/``files``), ``levels`` (SARIF level → severity or ``none``).
+    ``replay``: ``answer`` (required path), ``journal``, ``latency_ms`` (whole ms, 0 to 8 h).
+    ``openai``/``anthropic``: ``base_url`` (http(s)), ``api_key_env`` (a variable's NAME).
+    Absent optional keys stay absent. Raises :class:`~council.errors.RosterError` at
     ``{where}.{key}``. Source: docs/identity-and-clocks.md "Participant".
     """
     if backend == "sarif":

@@ -93,24 +93,15 @@ def build_prompt(
     notes: Sequence[str] = (),
     filed: Sequence[Finding] = (),
 ) -> str:
-    """The whole prompt for one participant of one round.
+    """The whole prompt for one participant of one round; deterministic.
 
-    ``change_summary`` is the (filtered) change, used for the summary line and for where
-    findings may anchor; ``diff_text`` is the diff shown (normally
-    ``change_summary.text``). ``persona_text`` is the persona's charter: when given it
-    replaces the default lens (:data:`LENS`). ``notes`` are listed after the notes
-    :func:`change_notes` derives from the change (duplicates dropped, order kept).
-    ``filed`` holds the findings the reviewers filed; only a judge is shown them.
-
-    Sections, in order: role, lens, where findings may anchor, notes (when any), the
-    change, the findings filed (judge only), how to answer, recording as you go.
-    Deterministic.
-
-    The change is untrusted: the role says that it is data, not instructions; its file
-    names are JSON-quoted wherever they stand outside the diff's fence, and every note is
-    one line with control characters escaped (:func:`_one_line`), so nothing the change
-    names can open a section of its own. Source: docs/harvest.md §1, §8; issue "The change
-    under review is untrusted".
+    ``change_summary``: the (filtered) change, for the summary line and where findings may
+    anchor; ``diff_text``: the diff shown (normally ``change_summary.text``); ``persona_text``
+    replaces the default lens (:data:`LENS`); ``notes`` follow :func:`change_notes`' (repeats
+    dropped); ``filed`` is shown to a judge only. The change is untrusted: the role says it is
+    data, not instructions; its file names are JSON-quoted outside the diff's fence and each
+    note is one line, controls escaped (:func:`_one_line`), so nothing it names can open a
+    section. Source: docs/harvest.md §1, §8; issue "The change under review is untrusted".
     """
     judge = participant.role == "judge"
     sections = [

@@ -1,17 +1,11 @@
 """Rate limits a roster sets on model providers: requests and tokens per minute.
 
-Written per backend (every model of the provider) or per backend and model::
-
-    [limits.openai]                 # every openai model, all workers together
-    rpm = 500                       # requests per minute
-    [limits."openai:gpt-4.1"]       # this model only
-    tpm = 30000                     # tokens per minute (estimated input + output)
-
-A request is admitted only when EVERY limit that applies to it has room: the
-``"<backend>:<model>"`` entry and the ``"<backend>"`` entry (:func:`limits_for`). The
-runtime enforces them across every worker through Redis
-(:class:`workers.stores.ratelimit.RedisRateLimiter`). Source: docs/celery.md §1.10 (a Redis
-token bucket for a provider-wide limit; Celery's ``rate_limit`` is per worker).
+``[limits.openai]`` holds every model of a backend, ``[limits."openai:gpt-4.1"]`` one
+model; each sets ``rpm`` and/or ``tpm`` (:class:`RateLimit`), for all workers together. A
+request is admitted only when EVERY limit that applies has room (:func:`limits_for`),
+enforced across workers through Redis (:class:`workers.stores.ratelimit.RedisRateLimiter`).
+Source: docs/celery.md §1.10 (a provider-wide limit lives in Redis; Celery's
+``rate_limit`` is per worker).
 """
 
 from __future__ import annotations

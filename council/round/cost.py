@@ -1,19 +1,10 @@
 """What a model reviewer's tokens cost, from the roster's price table, in US dollars.
 
-Prices are written in the roster per model, in USD per million tokens, as providers
-publish them::
-
-    [prices."openai:gpt-4.1"]      # "<backend>:<model>": this backend's model only
-    input = 2.0                    # USD per 1M input tokens not served from the cache
-    output = 8.0                   # USD per 1M output tokens (reasoning included)
-    cached_input = 0.5             # USD per 1M cached input tokens (default: input)
-
-    [prices."claude-sonnet-4"]     # "<model>": that model on any backend
-    input = 3.0
-    output = 15.0
-
-A model without a price has no cost (None), never a cost of 0: a report with some
-participants unpriced says "at least" (:func:`sum_costs`). Pure: values in, values out.
+``[prices."<backend>:<model>"]`` (or ``[prices."<model>"]``: that model on any backend),
+in USD per million tokens as providers publish them: ``input`` (not served from the
+cache), ``output`` (reasoning included), ``cached_input`` (default: ``input``). A model
+without a price has no cost (None), never a cost of 0: a report with some participants
+unpriced says "at least" (:func:`sum_costs`). Pure.
 Source: docs/architecture.md "Observability" (``cost_usd`` on every reviewer line).
 """
 

@@ -124,27 +124,16 @@ def file_round(
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
 ) -> tuple[list[Finding], CouncilReport]:
-    """Merge the round's findings in ROSTER order (the order of ``heard``), give them ids,
-    and build the report. Returns ``(filed findings in filing order, report)``.
+    """Merge, number and report one round's findings: ``(filed findings, report)``.
 
-    Ids run from ``first_id`` in filing order, so they never depend on who answered
-    first. Each finding's origin names the first participant that raised it; agreement
-    is in ``raised_by``, ``members`` and ``agreement`` (k of n: n the participants heard
-    in full, plus any raiser that was not; :func:`council.merging.consolidation.consolidate`,
-    docs/harvest.md §8). Why one function: a review and ``council consolidate`` must
-    mean the same "k of n". A ``raisedBy`` an ordinary reviewer wrote is dropped, with a
-    note naming it: only the consolidation (and a judge) credit raisers. With ``change``
-    (the round's diff), anchor paths are first read as the repository paths they name
-    (:func:`council.change.commentable.resolve_findings`: ``./app.py``, ``/repo/app.py`` →
-    ``app.py``), so two spellings of one place merge. ``settled_ms``: ms since the epoch
-    (None: no clock was read, ``council consolidate``).
-
-    ``remembered``: the findings the session remembers from its earlier rounds
-    (:mod:`council.session.remembered`). A merged finding recognized as one of them keeps its id
-    (:func:`council.session.remembered.file_recalled`); only the others take ids from ``first_id``
-    on, so the caller's counter advances by those alone. Those recognized by agreement
-    rather than by fingerprint are listed in the report's ``seen_by_agreement``.
-    Raises ValueError as :func:`council.merging.consolidation.file_findings` does.
+    Merged in ROSTER order (``heard``'s) by :func:`council.merging.consolidation.consolidate`:
+    one function, so a review and ``council consolidate`` mean the same "k of n". A
+    ``raisedBy`` an ordinary reviewer wrote is dropped with a note. With ``change``, anchor
+    paths are first read as repository paths (:func:`council.change.commentable.resolve_findings`).
+    A finding recognized among ``remembered`` keeps its id
+    (:func:`council.session.remembered.file_recalled`), the others take ids from ``first_id``.
+    ``settled_ms``: ms since the epoch (None: no clock read). Raises ValueError as
+    :func:`council.merging.consolidation.file_findings` does.
     """
     tellings, uncredited = _participant_findings(facts, heard, change)
     whole = [h.summary.id for h in heard if h.summary.heard_in_full]
@@ -277,32 +266,15 @@ def conclude_judge(
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
-    With ``change``, the judge's anchor paths are read as in :func:`conclude_round`.
-    ``remembered``: the session's recall, as there: a finding the judge files new that
-    is recognized as a remembered one (not one of this round's) keeps its id
-    (:func:`council.session.remembered.kept_ids`), listed in ``seen_by_agreement`` when matched by
-    agreement.
-
-    The judge is asked for the consolidated findings (council/roster/prompt.py). Its answer:
-
-    * a judge finding that says the same as a filed one (docs/harvest.md §5) UPDATES it, in
-      place and under its id: the judge's anchor, label, severity and confidence (its
-      corrections), ``raised_by`` = the raisers the judge names joined to the filed ones;
-    * a judge finding that matches none is filed new, origin judge, ids from ``first_id``;
-    * ids the judge credits (``raisedBy``) that are not the round's participants are left
-      out, with a note: the judge names raisers, it cannot invent them;
-    * a filed finding the judge left out is kept and listed, but suppressed ("not upheld
-      by the judge"): it neither gates nor posts. Only a judge whose answer was read
-      WHOLE rules this way (:func:`read_whole`) — a deliberate ``{"findings": []}``
-      upholds nothing; a judge that failed, stopped, could not be read, or whose answer
-      was cut off or lost an entry leaves the findings it did not restate as they were
-      (its silence about them is unknown, not a verdict);
-    * a finding a program reviewer (``command``, ``sarif``) raised is out of the judge's
-      reach unless ``[judge] overrule = "all"`` (:mod:`council.round.overrule`): left out, it
-      stays as filed (with a note); restated, it keeps at least its severity.
-
-    Returns ``(findings to write: updated and new, report)``. Nothing is dropped.
-    Source: docs/harvest.md §8, docs/architecture.md (chord → judge → settle).
+    A judge finding that says the same as a filed one updates it in place, under its id (its
+    anchor, label, severity, confidence; its raisers joined); one matching none is filed new
+    (origin judge, an id from ``first_id`` or a ``remembered`` one:
+    :func:`council.session.remembered.kept_ids`); credited ids not of the round are dropped with
+    a note. A filed finding left out is suppressed ("not upheld") only when the judge was read
+    WHOLE (:func:`read_whole`), else its silence is unknown, not a verdict; a program
+    reviewer's stays (:mod:`council.round.overrule`). ``change``: as in :func:`conclude_round`.
+    Returns ``(findings to write, report)``; nothing is dropped. Source: docs/harvest.md §8,
+    docs/architecture.md (chord → judge → settle).
     """
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)

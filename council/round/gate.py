@@ -1,24 +1,14 @@
 """The merge gate: which findings block a change, and the exit code CI reads.
 
-``council review --fail-on LEVEL`` turns a settled :class:`CouncilReport` into an exit
-code (docs/architecture.md, "exit code from --fail-on")::
-
-    0  passed     no open finding at or above the threshold
-    1  tripped    at least one open finding at or above the threshold
-    3  incomplete the council could not complete; wins over 4 and 1, because a gate
-                  that only saw part of the council cannot say the change is clean
-    4  waiting    a person must answer first (``[policy] confirm``); wins over 1: the
-                  findings waiting on a person may yet be dismissed
-
-Exit code 2 (the input was wrong, nothing was sent) belongs to :mod:`council.errors`.
-
-The open findings are gated: those filed in THIS round (``report.findings``), then
-those carried from earlier rounds that a ``--since-last`` round did not review again
-(``report.carried``: their code is unchanged, so they still stand). A finding without
-a severity never trips the gate; ``never`` never trips it; a suppressed finding
-(dismissed, or in the committed baseline) never trips it, nor does one outside
-``--filter`` or raised by fewer reviewers than ``--min-agreement``.
-Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops are partial).
+From a settled :class:`CouncilReport` and its ``gate.fail_on``: **0** passed; **1** an open
+finding at or above the threshold; **3** incomplete, winning over 4 and 1 (a gate that saw
+only part of the council cannot say the change is clean); **4** waiting on a person,
+winning over 1 (the findings waiting may yet be dismissed). Exit 2 belongs to
+:mod:`council.errors`. Open findings are this round's and those a ``--since-last`` round
+carried (their code is unchanged); one without a severity, suppressed, outside
+``--filter`` or raised by fewer than ``--min-agreement`` reviewers never trips the gate,
+nor does ``never``. Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops
+are partial).
 """
 
 from __future__ import annotations

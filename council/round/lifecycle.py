@@ -1,47 +1,14 @@
 """The run lifecycle: the states a run is in, the events that move it, what each files.
 
-A run is opened ``open`` (the identity claims and the run record in one transaction),
-its reviewers are dispatched as one chord, and it ends in one of four final states. A
-run with a judge passes through ``judging`` between the reviewers' filing and the
-judge's. This module is the authority: the workers name the event, :func:`step` says
-where it leads (or refuses it), and the store only persists the transition atomically,
-compare-and-set on the state (``workers.stores.sessions.SessionStore.commit``).
-
-The table of every transition: docs/architecture.md "The run lifecycle" (:data:`TRANSITIONS`).
-
-``waiting`` (a run waiting on a person): where the reviewers' (or the judge's) filing
-would settle the run, but a policy asks a person first (``[policy] confirm``: each
-finding at or above a severity must be confirmed before it may fail the gate), the run
-waits instead, with its questions in its report. The CLI prints them and exits 4; the
-run's keys get their retention (asks expire with the run). ``council answer`` records an
-answer; the next ``council review`` of the session (or ``council resume RUN``) applies
-the answers once every ask is answered (``answered``) and the run settles as it would
-have. An unanswered ask never passes the gate.
-
-A model reviewer may ask a person too (its ``ask_human`` tool): its conversation pauses
-and its participant settles ``asking``; when the chord body (or the errback, or the
-watchdog) finds such a reviewer, the run goes ``waiting`` on ``reviewers_asked`` with
-their questions and files nothing yet. Once every question is answered, ``resumed``
-opens the run again: the askers are dispatched again and go on from their pause, the
-others are not asked again, and the round is filed as usual once they settled
-(``reviewers_settled``), possibly waiting again (a new question, a confirmation).
-
-``settled`` when every participant of the step was heard in full (it answered and its
-answer was read whole; for the judge's step, the reviewers too), else ``partial``. Any
-other pair is refused (:class:`TransitionRefused`): every event on a final state (a
-second consolidation, a redelivered task, a late errback: the stored report stands, so
-filing happens once), ``reviewer_settled`` on ``judging`` (the reviewers were filed; a
-late outcome cannot change them), and ``reviewers_settled`` / ``worker_lost`` on
-``judging`` (the chord fired again; the judge is still to be heard).
-
-What happens when a worker dies mid-review: its task is not acknowledged, so the broker
-redelivers it after the visibility timeout and another worker runs a new attempt that
-folds the dead attempt's journal (``reviewer_settled``, nothing filed twice). If the
-run's deadline passes first, the waiting CLI's watchdog fires: the participant is
-settled as a stop ``worker-lost`` from its journal and the run ends ``partial``.
-
-
-Source: docs/architecture.md "The run lifecycle".
+The authority: workers name the event, :func:`step` says where it leads
+(:data:`TRANSITIONS`) or refuses it (:class:`TransitionRefused`: any event on a final
+state, so filing happens once; a late reviewer outcome or a repeated chord on
+``judging``), and the store only persists the transition, compare-and-set on the state
+(``workers.stores.sessions.SessionStore.commit``). A run opens ``open``, passes
+``judging`` when it has a judge, may wait (``waiting``) on a person's confirmation or a
+reviewer's question, and ends ``settled`` when every participant of the step was heard
+in full, else ``partial`` (or ``cancelled``, ``timeout``).
+Source: docs/architecture.md "The run lifecycle" (the table of every transition).
 """
 
 from __future__ import annotations

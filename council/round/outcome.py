@@ -180,23 +180,14 @@ def harvest_outcome(
 ) -> ParticipantOutcome:
     """Harvest one participant's answer and fold every attempt's journal into its outcome.
 
-    ``journals`` lists the raw journal entries of each attempt, in attempt order; they are
-    read as one journal (indices run across attempts) so a redelivered task keeps what a
-    dead attempt wrote down, and says_the_same collapses the repeats. ``result`` is None
-    when no attempt returned (the task died, the watchdog fired): the outcome is then a
-    stop with ``lost`` (default ``worker-lost``) built from the journals alone. For a
-    ``judge`` the journal is read only when its answer could not be read at all
-    (docs/harvest.md §8): a deliberate ``{"findings": []}`` is a decision, not an absence.
-    ``policy`` says how answer and journal are read (:class:`ReadingPolicy`).
-
-    Rules: a failure keeps no answer findings but still files its journal (a reviewer
-    that wrote things down before its program crashed worked); a stop replaces the
-    answer-shape complaints with one ``stopped`` warning that counts what was kept.
-
-    ``scripts`` (None: the participant can run no script) lists the script rows of each
-    attempt, in attempt order: every finding's discussion is matched against the rows of
-    attempt ``attempts`` (this turn; the earlier ones are only counted) and carries its
-    ``evidence``, held to ``policy.unverified_scripts`` (docs/evidence-and-asks.md §1).
+    ``journals``: each attempt's raw entries, in attempt order, read as one journal so a
+    redelivered task keeps what a dead attempt wrote down. ``result`` None (no attempt
+    returned): a stop with ``lost`` (default ``worker-lost``) from the journals alone. A judge's
+    journal is read only when its answer could not be read at all. A failure keeps no answer
+    findings but files its journal; a stop replaces answer-shape complaints with ``stopped``.
+    ``scripts`` (None: no script tool): each attempt's rows; findings are matched against
+    attempt ``attempts``' and held to ``policy.unverified_scripts``.
+    Source: docs/harvest.md §5, §7, §8; docs/evidence-and-asks.md §1.
     """
     read = policy.read
     entries: list[str | bytes] = [raw for attempt in journals for raw in attempt]

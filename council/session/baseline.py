@@ -1,26 +1,16 @@
 """The committed baseline: findings a team has accepted, so they stop gating and posting.
 
-A repository that adopts the council late has findings it will not fix today. It
-commits them to ``.council-baseline.json``; a later run lists them under "Dismissed and
-baselined" instead of gating on them or posting them again. Entries are keyed by the
-content fingerprint (:func:`council.model.fingerprint.fingerprint`), so an entry keeps
-matching when the code around it moves. The file::
+A repository adopting the council late commits what it will not fix today to
+``.council-baseline.json``; later runs list those under "Dismissed and baselined". Entries
+are keyed by the content fingerprint (:func:`council.model.fingerprint.fingerprint`), so
+they keep matching when code moves; one holding ``subject`` and ``discussion`` also matches
+a rewording by agreement (:func:`suppress`)::
 
-    {
-      "version": 1,
-      "entries": [
-        {"fingerprint": "<64 hex>", "reason": "legacy, tracked in #12",
-         "subject": "pool leaks on timeout", "path": "src/pool.py",
-         "discussion": "release() is skipped when acquire() times out, …"}
-      ]
-    }
+    {"version": 1, "entries": [{"fingerprint": "<64 hex>", "reason": "legacy, see #12",
+      "subject", "path", "discussion", "severity", "count"}]}
 
-An entry matches a finding by its fingerprint; an entry that holds the finding's text
-(``subject`` and ``discussion``, which ``write_baseline`` writes since the discussion
-was added; older entries have none and still read) also matches a finding that says the
-same problem in other words, by the agreement relation (:func:`suppress`), and the
-report says so. Source: docs/harvest.md §5 (sameness, which the fingerprint folds like),
-§8 (agreement); docs/identity-and-clocks.md "Identity of a finding across rounds".
+Source: docs/harvest.md §5, §8; docs/identity-and-clocks.md "Identity of a finding across
+rounds".
 """
 
 from __future__ import annotations
@@ -290,36 +280,15 @@ def suppress(
 ) -> CouncilReport:
     """The report with ``suppressed`` filled from the session's dismissals and the baseline.
 
-    ``dismissals`` maps a content fingerprint to the reason a person gave when
-    dismissing it in this session; ``dismissed`` maps such a fingerprint to the finding
-    dismissed, where the session knows it; ``baseline`` is the committed file. Each open
-    finding (this round's, and those carried: one carried because its fingerprint was
-    not dismissed may still be a rewording that is) is matched, first by its
-    fingerprint, else by agreement (it says the same problem in other words):
-
-    1. its fingerprint is dismissed → ``Suppression(source="dismissed")``; else it is
-       in the baseline → ``source="baseline"`` (the session's decision is the more
-       recent one, so it wins);
-    2. of the findings left, one that took a dismissed finding's id (recognized as it
-       at filing, :mod:`council.session.remembered`) is dismissed with it; the others are matched
-       to the dismissed findings left by :func:`council.merging.agreement.recognize` (one to
-       one, ties in roster order); then the findings still left to the baseline
-       entries that hold enough text (:meth:`BaselineEntry.as_finding`) the same way.
-       Such a suppression carries ``by_agreement`` (:class:`~council.model.report.
-       Reworded`: the dismissal's or entry's fingerprint, the dismissed id, its subject),
-       so the report says the match was made by agreement, not by fingerprint.
-
-    A person's decision covers what they saw: a dismissal suppresses ONE finding of its
-    fingerprint (the one that kept the dismissed id, else the first, seen findings
-    first), a baseline entry at most its ``count``; a further occurrence of the same
-    claim gates, and the report's note says so (:func:`beyond_note`). A rewording graver
-    than what it matched by agreement is not suppressed either (:func:`graver_note`).
-
-    Suppressions already in the report are kept unless one of these replaces them.
-    Findings without an id cannot be keyed and are never suppressed. Nothing is removed
-    from ``findings``: suppressed findings are still listed, they only stop gating
-    (:func:`council.round.gate.gate_tripped`) and posting. Never raises. Source:
-    docs/identity-and-clocks.md "Identity of a finding across rounds".
+    ``dismissals``: fingerprint → a person's reason; ``dismissed``: fingerprint → the finding
+    dismissed, where known. Each open finding (carried ones too) matches by fingerprint, a
+    dismissal winning over the baseline (the more recent decision), else by agreement: one that
+    kept a dismissed id goes with it, the others via :func:`council.merging.agreement.recognize`
+    to dismissed findings, then to baseline entries with text (``by_agreement``). A dismissal
+    covers ONE finding, an entry its ``count``; more occurrences and graver rewordings gate,
+    noted (:func:`beyond_note`, :func:`graver_note`). Nothing leaves ``findings``; findings
+    without an id are never suppressed; never raises. Source: docs/identity-and-clocks.md
+    "Identity of a finding across rounds".
     """
     accepted = baseline.reasons()
     budget = baseline.counts()

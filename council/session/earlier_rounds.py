@@ -1,30 +1,14 @@
-"""Incremental rounds: what an earlier round of the session already reported, and which
-of the last round's findings the new commits made outdated.
+"""Incremental rounds: which findings an earlier round of the session already reported.
 
-A session is one change under review over its life (a pull request pushed to again and
-again); each push is a round (docs/architecture.md "State in Redis", sessions). Two questions
-come up on every round after the first:
-
-* **seen** — this round raised a finding whose content fingerprint
-  (:func:`council.model.fingerprint.fingerprint`) an earlier round already reported. It is
-  shown (it still gates: the code still has it) but not posted to the code host again.
-* **outdated** — a finding still open after the last reviewed round whose code the new
-  commits edited or removed. It is listed, so the reader learns the council's earlier
-  remark may no longer apply, instead of it silently vanishing.
-* **carried** — with ``--since-last`` the round reviews only the new commits, so a finding
-  still open after the last round that the new commits did not touch, nobody dismissed
-  or baselined, and this round did not raise again, still stands: it is carried into
-  the report (anchored on the new head) and gates, instead of a re-run turning a
-  failed gate green.
-
-``change`` is the *interdiff*: the diff from the head the last round read to this round's
-head. Its OLD side is the code the earlier findings were anchored on, so an earlier
-new-side anchor is compared with the old side of the interdiff's hunks (the coordinates
-match exactly; comparing with the new side would be off by every line inserted above).
-Only the ``-`` lines of its hunks count: a line the interdiff shows as context was not
-edited.
-Pure: the runtime reads the session and computes the interdiff. Source: docs/architecture.md
-"State in Redis" (sessions, incremental rounds); docs/harvest.md §2 (anchors), §5 (sameness).
+Each round after the first marks this round's findings **seen** when an earlier round
+reported them (shown and gating, never posted again); the last round's open findings
+whose code the new commits edited or removed **outdated** (listed, not silently gone); and
+with ``--since-last``, those the new commits left alone, nobody suppressed and this round
+did not raise again, **carried** (they still gate: a re-run cannot turn a failed gate
+green). ``change`` is the *interdiff*, from the last reviewed head to this one
+(:func:`touched`). Pure: the runtime reads the session and computes the interdiff.
+Source: docs/architecture.md "State in Redis" (sessions, incremental rounds);
+docs/harvest.md §2 (anchors), §5 (sameness).
 """
 
 from __future__ import annotations
@@ -111,28 +95,16 @@ def mark_round(
     change: Change,
     recognizing: Iterable[Finding] = (),
 ) -> CouncilReport:
-    """The report with ``seen`` and ``outdated`` filled for this round of its session.
+    """The report with ``seen``, ``outdated`` and ``seen_by_agreement`` filled for this round.
 
-    * ``seen``: ids of this round's findings an earlier round reported by fingerprint
-      (:func:`seen_by_fingerprint`: ``earlier_fingerprints`` maps every fingerprint an
-      earlier round reported to the ids it was reported under, or is a plain collection
-      of fingerprints), in filing order. A finding without an id cannot be keyed and is
-      never marked.
-    * ``outdated``: those of ``earlier_findings`` (the findings still open after the last
-      reviewed round) that this round did not raise again (a finding raised again is
-      current, and ``seen`` already says so) and whose anchor ``change`` touches
-      (:func:`touched`). Earlier findings of one fingerprint at one place count once
-      (the one filed last); at two places, twice. In filing order.
-    * ``seen_by_agreement``: this round's findings that a fingerprint did not recognise
-      but the agreement relation did: those filing already gave an earlier id
-      (:func:`council.session.remembered.file_recalled`, kept from the report), and those that
-      restate one of ``recognizing`` (the findings still open in the session) under
-      another id, id → that earlier finding's id (:func:`recognized`); they are ``seen``
-      too, and that earlier finding is not outdated (it was raised again). A finding only
-      program reviewers told (an analyzer never rewords itself) is never recognized so.
-
-    Any earlier ``seen`` or ``outdated`` is replaced, so marking twice with the same
-    inputs gives the same report. Never raises.
+    ``seen``: this round's findings an earlier round reported by fingerprint
+    (``earlier_fingerprints``: fingerprint → ids, or a plain collection), in filing order.
+    ``outdated``: ``earlier_findings`` (open after the last reviewed round) not raised again
+    and :func:`touched` by ``change``; one fingerprint at one place counts once.
+    ``seen_by_agreement``: id → earlier id, for findings filing recalled or that restate one of
+    ``recognizing`` (:func:`recognized`), also ``seen``, their earlier self not outdated; never
+    one only program reviewers told. Findings without an id are never marked. Idempotent and
+    never raises.
     """
     seen = seen_by_fingerprint(report.findings, earlier_fingerprints)
     earlier = list(earlier_findings)
@@ -297,19 +269,12 @@ def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list
 def touched(change: Change, finding: Finding) -> bool:
     """Whether the interdiff ``change`` edited or removed the code ``finding`` names.
 
-    * a change anchor: never (the change as a whole is still under review);
-    * a file anchor, or a new-side line anchor, whose file the interdiff deletes: the
-      code it named is gone (a file the interdiff renames still holds it: it is touched
-      only as an edited file is, and :func:`follow` moves it to the new path);
-    * a new-side line anchor one of whose lines (``start_line`` to ``line``) is a
-      removed (``-``) line of a hunk of its file: that code was edited or removed (a
-      line the hunk shows as context was not edited, and a pure insertion removes
-      nothing);
-    * an old-side line anchor names code of the BASE that the earlier change removed;
-      later commits do not edit the base, so it is touched only when the interdiff
-      adds a file at that path again (the removal was undone).
-
-    Never raises.
+    A change anchor: never (the change as a whole is still under review). A file anchor or a
+    new-side line anchor: when the interdiff deletes its file (a rename still holds it:
+    :func:`follow` moves it), or a line of it (``start_line`` to ``line``) is a removed ``-``
+    line of a hunk (context lines and pure insertions edit nothing). An old-side line anchor
+    names base code the change removed; later commits do not edit the base, so only a file
+    added again at that path touches it. Never raises.
     """
     anchor = finding.anchor
     if isinstance(anchor, ChangeAnchor):

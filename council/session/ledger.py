@@ -1,20 +1,14 @@
 """The identity ledger: which meaning each participant id stands for in a session.
 
-A finding's origin names a participant id, and a reader trusts that name to mean one
-thing. If an id could be re-pointed at another model mid-session, every finding filed
-before the change would silently lie about who raised it. The ledger holds, per session,
-the :class:`~council.model.participant.Identity` each id was claimed with and refuses a new
-meaning for an id that already has findings attributed to it.
-
-This module is the pure rule over an in-memory mapping; the Redis store keeps the same
-shape (``session:{session}:ledger``, id → identity JSON) and performs a round's claims in
-one atomic step. Source: docs/identity-and-clocks.md "Identity and the ledger".
+An id re-pointed at another model mid-session would make every finding filed before it lie
+about who raised it, so a new meaning is refused for an id with findings attributed to it.
+Pure; the Redis store keeps the shape (``session:{session}:ledger``) and claims a round
+atomically. Source: docs/identity-and-clocks.md "Identity and the ledger".
 
 Usage::
 
     ledger = Ledger()
-    attributed = attributed_ids(session_findings)
-    ledger.claim_round([("reviewer", hawk), ("judge", owl)], attributed)
+    ledger.claim_round([("reviewer", hawk), ("judge", owl)], attributed_ids(findings))
     ledger.held()          # [Identity(id="hawk", ...), Identity(id="owl", ...)]
     ledger.release("hawk") # True
 """

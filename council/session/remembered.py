@@ -1,20 +1,13 @@
 """Recall: the findings a session remembers from its rounds, and the ids they keep.
 
-A finding's id names one problem for the life of its session: a reader says "#5 is
-still there" over three pushes, and a dismissal of #5 must hold for its rewording too.
-So filing a round (:func:`file_recalled`) first recognizes its consolidated findings
-among the remembered ones (:func:`council.merging.agreement.recognize`: fingerprint first, then
-the agreement relation, one to one), and a recognized finding takes that earlier id;
-only the others take new ids from the session's counter, in filing order.
-
-What is remembered (:func:`recalled`) is bounded: the latest telling of each finding
-the session's completed rounds reported, at most :data:`RECALL_CAP` of them, the most
-recently reported first, each without its members and evidence: a remembered finding
-is recognized by its own subject, discussion and anchor (a new consolidated finding by
-any of its tellings), which keeps the memory to about 2 KB a finding.
-
-Pure: the runtime stores the memory (``session:{s}:recall``). Source:
-docs/identity-and-clocks.md "Identity of a finding across rounds"; docs/harvest.md §8.
+A finding's id names one problem for the session's life ("#5 is still there" over three
+pushes; a dismissal of #5 holds for its rewording). :func:`file_recalled` recognizes a
+round's consolidated findings among the remembered ones
+(:func:`council.merging.agreement.recognize`): a recognized one takes the earlier id, the
+others new ids in filing order. :func:`recalled` bounds the memory: the latest telling of
+each finding reported, newest first, at most :data:`RECALL_CAP`, without members and
+evidence (about 2 KB a finding). Pure: the runtime stores it (``session:{s}:recall``).
+Source: docs/identity-and-clocks.md "Identity of a finding across rounds"; docs/harvest.md §8.
 """
 
 from __future__ import annotations

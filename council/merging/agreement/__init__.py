@@ -1,17 +1,13 @@
 """Agreement across reviewers: which findings of different reviewers describe one problem.
 
-* :mod:`council.merging.agreement.words`: a finding's telling read into terms (identifiers,
-  words, phrases);
-* :mod:`council.merging.agreement.relation`: the pairwise relation, :func:`score` and
-  :func:`agrees_with` (words weighed by IDF over the consolidation, times the place);
-* :mod:`council.merging.agreement.pairs`: which pairs are scored (blocking by file and lines,
-  an inverted index over rare terms): linear, never all pairs;
-* :mod:`council.merging.agreement.clusters`: :func:`cluster`, average-linkage groups, at most
-  one finding per reviewer each, deterministic;
-* :mod:`council.merging.recognition`: :func:`recognize`, which new finding is which
-  remembered one (an earlier round's, a dismissal's, a baseline entry's), one to one.
+* :mod:`~council.merging.agreement.words`: a finding's telling read into terms;
+* :mod:`~council.merging.agreement.relation`: :func:`score` and :func:`agrees_with`
+  (words weighed by IDF over the consolidation, times the place);
+* :mod:`~council.merging.agreement.pairs`: which pairs are scored: linear, never all pairs;
+* :mod:`~council.merging.agreement.clusters`: :func:`cluster`, average-linkage groups;
+* :mod:`council.merging.recognition`: :func:`recognize`, a remembered finding, one to one.
 
-Pure: no I/O. Source: docs/harvest.md §8; bench/agreement.py measures precision, recall and
+Pure. Source: docs/harvest.md §8; bench/agreement.py measures precision, recall and
 speed against the ``says_the_same`` baseline.
 """
 

@@ -1,30 +1,13 @@
 """Clustering findings that agree into groups: one group per problem, conservatively.
 
-Given a round's findings and who raised each, :func:`cluster` returns member groups: each
-finding in exactly one group, each group holding at most ONE finding per reviewer (a
-reviewer's two findings are two claims, docs/harvest.md §8) and describing one problem.
-
-Average linkage, not single linkage: groups merge, best first, while the AVERAGE score
-over all their cross pairs (:func:`~council.merging.agreement.relation.score`; pairs never
-scored count 0) reaches the threshold. So every group's average over all its pairs
-reaches it too: a member must agree with the group as a whole, and a chain A~B, B~C
-with A≁C does not become one group unless B and C agree strongly enough to carry A.
-
-When two groups to merge both hold a finding of one reviewer, the finding that agrees
-better with the merged group stays and the other leaves to stand alone again (at most
-:data:`LEAVES` times per finding, so the process ends); without this a reviewer's stray
-finding that joined early keeps its better telling out.
-
-Deterministic: the result depends on the findings and reviewers, not on the order they
-come in; ties (equal averages, equal fits) go to the finding first in ROSTER order, then
-in a fixed order of content. Scores are integers (millionths), so sums are exact.
-
-Usage (consolidation, once round.py hands it a round's findings)::
-
-    flat = [(p, f) for p, findings in per_participant for f in findings]
-    groups = cluster([f for _, f in flat], [p for p, _ in flat], roster_order)
-    # groups[k] = indices into flat, the first raiser first; groups in roster order
-
+:func:`cluster` puts each finding in exactly one group holding at most ONE finding per
+reviewer (a reviewer's two findings are two claims), as indices, first raiser first, groups
+in roster order. Average linkage, not single: groups merge, best first, while the average
+score over all their cross pairs (unscored pairs count 0) reaches the threshold, so a chain
+A~B, B~C with A≁C does not become one group unless B and C carry A. When two groups to
+merge hold findings of one reviewer, the one agreeing better stays and the other leaves (at
+most :data:`LEAVES` times, so it ends): else an early stray keeps a better telling out.
+Deterministic: ties go to roster order, then content; scores are integer millionths.
 Source: docs/harvest.md §8 (agreement); bench/agreement.py (precision, recall, speed).
 """
 

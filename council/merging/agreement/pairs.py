@@ -1,30 +1,14 @@
 """Which findings are compared, and their scores: blocking by file and lines, rare words.
 
-Comparing every finding with every other is quadratic (100,000 findings are 5·10⁹ pairs).
-Agreement (:mod:`council.merging.agreement.relation`) never holds across files, nor between
-lines further apart than :data:`~council.merging.agreement.relation.WINDOW`, and needs shared
-terms, so only these pairs are scored:
-
-* line findings on one side of one file whose ranges are within the window: a sweep
-  over the file's findings sorted by first line. Where more than :data:`DENSE` findings
-  crowd one window, the sweep keeps only those sharing a rare term (below);
-* a finding on a file but no line (or on the other side of the diff) with the file's
-  findings that share a RARE term with it: one used by at most :data:`RARE_PER_REVIEWER`
-  × the number of reviewers findings of that file (an inverted index over rare terms);
-* a finding that names no file with every finding sharing a term rare over the whole
-  consolidation, the same way.
-
-A posting list holds at most that many findings, so the work is linear in the number
-of findings. Pairs of one reviewer are never scored. A scored pair's value is the
-relation's exact score (every shared term counts, rare or not): rarity only chooses
-which pairs are looked at. Scores are integers in millionths (:data:`SCALE`) so that
-sums later do not depend on the order they are added in.
-
-Terms are ids (:class:`~council.merging.agreement.words.Lexicon`) and squared weights integers
-(:class:`~council.merging.agreement.relation.Vocabulary`), so one pair costs one C-level set
-intersection and one integer sum.
-
-Source: docs/harvest.md §8; the brief of bench/agreement.py (blocking, no quadratic path).
+All pairs would be quadratic (100,000 findings are 5·10⁹ pairs). Agreement never holds
+across files nor beyond :data:`~council.merging.agreement.relation.WINDOW` lines and needs
+shared terms, so only these are scored: line findings of one file and side within the
+window (a sweep by first line; past :data:`DENSE` in one window, only those sharing a rare
+term); a finding with no line, with its file's findings sharing a RARE term (used by at
+most :data:`RARE_PER_REVIEWER` × reviewers findings); one naming no file, the same over
+the whole consolidation. Posting lists are capped, so the work is linear; one reviewer's
+pairs are never scored. A pair's score is exact (every shared term counts), in integer
+millionths (:data:`SCALE`). Source: docs/harvest.md §8; the brief of bench/agreement.py.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Agreement: whether two findings of DIFFERENT reviewers describe the same problem.
 
-``says_the_same`` (docs/harvest.md §5) catches one reviewer repeating itself word for word;
-two models never write the same subject, so across reviewers a looser relation is
-needed. It reads what a finding says and where:
-
-* the words (:mod:`council.merging.agreement.words`): the cosine of IDF-weighted term vectors,
-  the IDF computed over the findings being consolidated, so a word every finding uses
-  ("should", "function") counts for little and a name two findings share counts for
-  much; identifiers count :data:`IDENTIFIER_WEIGHT` times a word;
-* the place (:func:`place_factor`): different files never agree; on one file,
-  overlapping or nearby lines weigh for (up to :data:`NEAR_BONUS` more), lines further
-  apart than :data:`WINDOW` never agree; a finding that names no file (a change anchor)
-  is compared on its words alone.
-
-``score = cosine × place factor``; two findings agree when it reaches :data:`THRESHOLD`.
-Which reviewer said what is the clustering's business (:mod:`council.merging.agreement.clusters`:
-one reviewer's findings never merge with each other); :func:`agrees_with` only refuses
-two findings whose origins name the same participant.
-
+``says_the_same`` catches one reviewer repeating itself; two models never write the same
+subject. ``score = cosine × place factor``: the cosine of IDF-weighted terms
+(:mod:`~council.merging.agreement.words`; IDF over the findings being consolidated, so a
+word every finding uses counts little; identifiers :data:`IDENTIFIER_WEIGHT` times a word),
+and :func:`place_factor` (different files never agree; near lines weigh up to
+:data:`NEAR_BONUS` more, lines past :data:`WINDOW` never agree; a change anchor is compared
+on words alone). Two findings agree at :data:`THRESHOLD`. :func:`agrees_with` only refuses
+findings of one participant; grouping is :mod:`~council.merging.agreement.clusters`'.
 Source: docs/harvest.md §8 (agreement across reviewers); bench/agreement.py measures it.
 """
 

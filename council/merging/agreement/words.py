@@ -1,28 +1,14 @@
 """The words of a finding as agreement compares them: terms, code identifiers, phrases.
 
 Two reviewers who see one problem rarely write one sentence, but they name the same code
-(``santizeAnchors``, ``order.productId``, ``queryset[start:stop]``) and use some of the
-same words and two-word phrases ("write lock", "negative offset"). A finding's telling is
-read into a set of TERMS, each a string whose first character says its kind:
-
-* ``"`name"``: a code identifier, case folded: a backticked span's names, a dotted path
-  (``order.productid``, and each of its segments), a snake_case, camelCase or
-  digit-bearing name, a call ``name()``. Identifiers weigh more than words
-  (:data:`council.merging.agreement.relation.IDENTIFIER_WEIGHT`);
-* ``"~stem"``: an ordinary word, case folded and cut to its first :data:`STEM` letters
-  (so "terminate", "terminated" and "terminating" are one term), English function words
-  dropped; an identifier's parts count as words too (``_create_process_for_shard`` also
-  says "create", "process", "shard");
-* a phrase: the pair of two consecutive words or identifiers, function words skipped
-  between them (``("~write", "~lock")``).
-
-A telling is split at whitespace and each raw token is read once per consolidation
-(cached), so a round's findings cost about one ``str.split`` over their text. For a
-whole consolidation, :class:`Lexicon` reads the same terms as integers (a phrase as one
-integer made of its two elements'), which hash and count several times faster than
-strings and pairs.
-
-Pure: no I/O. Source: docs/harvest.md §8 (agreement: words, identifiers).
+and share words and two-word phrases. A telling becomes a set of TERMS, the first character
+saying the kind: ``"`name"`` an identifier, case folded (a backticked span's names, a
+dotted path and its segments, snake_case, camelCase or digit-bearing names, ``name()``);
+``"~stem"`` a word cut to :data:`STEM` letters, function words dropped (an identifier's
+parts count as words too); a phrase, two consecutive words or identifiers. Each raw token
+is read once per consolidation (cached); :class:`Lexicon` maps terms to integers, which
+hash and count several times faster than strings. Pure.
+Source: docs/harvest.md §8 (agreement: words, identifiers).
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """Personas: the lenses a reviewer can be given, each a charter file used as its system prompt.
 
-A persona is named in the roster (``persona = "security"``) and is part of a
-participant's identity (docs/identity-and-clocks.md). Its charter is a Markdown file
-``{id}.md``: a frontmatter block, then the body the reviewer reads as its lens::
-
-    ---
-    name: Security
-    description: Hunts injection, broken access control and leaked secrets.
-    ---
-    You review this change as an attacker would read it. ...
-
-Five charters ship inside this package (``general``, ``security``, ``performance``,
-``tests``, ``api-design``); a roster may add or override charters with
-``[council] persona_dirs``, which are searched first, in order. A persona that cannot be
-found refuses the round before anything is sent (:class:`~council.errors.PersonaNotFound`,
-exit 2), and so does a malformed charter (:class:`~council.errors.MalformedCharter`).
-
-Reading charter files is the one I/O this module does: the package's own files through
-:mod:`importlib.resources`, and the files of the directories the caller names. No
-clock, environment or network. Source: docs/identity-and-clocks.md "Participant" (persona).
+A persona (``persona = "security"``) is part of a participant's identity. Its charter
+``{id}.md`` is a frontmatter block (``name``, ``description``), then the body the reviewer
+reads as its lens. Five ship here (``general``, ``security``, ``performance``, ``tests``,
+``api-design``); ``[council] persona_dirs`` are searched first, in order. A persona not
+found (:class:`~council.errors.PersonaNotFound`) or a malformed charter
+(:class:`~council.errors.MalformedCharter`) refuses the round before anything is sent.
+Reading charters is the one I/O here: the package's own (:mod:`importlib.resources`) and
+those of the directories the caller names. No clock, environment or network.
+Source: docs/identity-and-clocks.md "Participant" (persona).
 """
 
 from __future__ import annotations
