@@ -31,7 +31,9 @@ from tests.gitrepo import ROOT, commit, git, new_repo
 pytestmark = pytest.mark.integration
 
 RECIPES = ROOT / "deploy" / "ci"
-SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_text())
+SARIF_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "sarif-schema-2.1.0.json"
+"""The SARIF 2.1.0 schema, vendored with its notice (tests/schemas/NOTICE.md)."""
+SCHEMA = json.loads(SARIF_SCHEMA.read_text())
 SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 
 TOKEN = "ghs_recipe-test-token"

@@ -28,7 +28,9 @@ from workers.cli import main
 from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
 from workers.forge.manifest import MANIFEST_NAME, read_outputs, sha256
 
-SCHEMA = json.loads(Path("/work/shared/schemas/sarif-schema-2.1.0.json").read_text())
+SARIF_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "sarif-schema-2.1.0.json"
+"""The SARIF 2.1.0 schema, vendored with its notice (tests/schemas/NOTICE.md)."""
+SCHEMA = json.loads(SARIF_SCHEMA.read_text())
 SARIF = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 
 ROSTER = (

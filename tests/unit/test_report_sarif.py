@@ -38,7 +38,7 @@ from tests.forge_cases import (
     report,
 )
 
-SCHEMA_PATH = Path("/work/shared/schemas/sarif-schema-2.1.0.json")
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "sarif-schema-2.1.0.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
 
