@@ -92,6 +92,21 @@ class Suppression(BaseModel):
     reworded) rather than by fingerprint; None for a fingerprint match."""
 
 
+class ChangeSize(BaseModel):
+    """How much a run reviewed: the files of the change its reviewers were shown (after
+    ``[paths]``), and the lines those files add and remove (a binary file counts as a
+    file, with no lines). What a report's header states, "2 files, +34/−1"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    files: int = 0
+    """Files changed (added, modified, deleted, renamed)."""
+    added: int = 0
+    """Lines added, over every file."""
+    removed: int = 0
+    """Lines removed, over every file."""
+
+
 UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
 """How the run note of an embedded run whose reviewer programs ran unconfined begins
 (bubblewrap could not run there; see :mod:`reviewers.sandbox.bubblewrap`)."""
@@ -174,6 +189,10 @@ class CouncilReport(BaseModel):
     cost_complete: bool = True
     """False when some participant used tokens without a price: ``cost_usd`` is then a
     lower bound, and a report says "at least"."""
+    reviewed: ChangeSize | None = None
+    """The size of the change this round's reviewers were shown; None when no change was
+    read (``council consolidate``, a ``--since-last`` round with nothing new) or in a
+    report written before the field existed, which is read as it was."""
 
     @model_validator(mode="before")
     @classmethod

