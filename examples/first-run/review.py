@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The README's first run: a council reviews a small sample change, with no key.
+
+It builds a throwaway git repository from the sample beside this file (the files of
+``before/`` on ``main``, then ``change.patch`` applied on ``feature``, with fixed authors
+and dates, so every run reviews the same commits) and runs::
+
+    council review --repo REPO --base main --head feature --roster council.toml
+
+with the council of ``council.toml``: ruff and bandit on the change, and three model
+reviewers whose answers were recorded (``answers/``). The Markdown report goes to stdout,
+progress to stderr, and this script exits with the review's exit code (1: the gate
+tripped on a critical finding, as it would fail a CI job). The repository and the
+session state live in a temporary folder, removed afterwards: nothing is left in your
+home nor in ``~/.cache/council``.
+
+Options: ``--models`` uses ``council-models.toml`` (the same council with live models:
+``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` must be set); ``--keep`` keeps the sample
+repository and prints where it is; anything after ``--`` goes to ``council review``
+(``-- --format sarif --output out``). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SAMPLE_DATE = "2025-01-06T09:00:00+00:00"
+"""The commits' author and committer date: the same shas on every machine."""
+
+
+def council_program() -> list[str]:
+    """The ``council`` beside this interpreter (the venv's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "council"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("council")
+    if found is None:
+        sys.exit(
+            "first-run: council is not installed for this Python: run "
+            "`.venv/bin/pip install -e '.[analyzers]'` in the clone, then "
+            "`.venv/bin/python examples/first-run/review.py`"
+        )
+    return [found]
+
+
+def git(repo: Path, *args: str) -> None:
+    """Run git in ``repo`` without the user's configuration (no signing, no hooks, no
+    template), as a fixed author at :data:`SAMPLE_DATE`."""
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "Sample Author",
+        "GIT_AUTHOR_EMAIL": "author@example.com",
+        "GIT_AUTHOR_DATE": SAMPLE_DATE,
+        "GIT_COMMITTER_NAME": "Sample Author",
+        "GIT_COMMITTER_EMAIL": "author@example.com",
+        "GIT_COMMITTER_DATE": SAMPLE_DATE,
+    }
+    subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def sample_repository(repo: Path) -> None:
+    """``main``: the shop of ``before/``; ``feature``: one commit on it, ``change.patch``."""
+    shutil.copytree(HERE / "before", repo)
+    git(repo, "init", "--quiet", "--template=", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "--no-verify", "--message", "shop: orders and totals")
+    git(repo, "checkout", "--quiet", "-b", "feature")
+    git(repo, "apply", "--index", str(HERE / "change.patch"))
+    git(repo, "commit", "--quiet", "--no-verify", "--message", "shop: averages, archives")
+
+
+def main(argv: list[str]) -> int:
+    """Build the sample, review it, return the review's exit code."""
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    unknown = [a for a in own if a not in ("--models", "--keep")]
+    if unknown:
+        sys.exit(f"first-run: unknown option {unknown[0]!r} (see this script's docstring)")
+    roster = HERE / ("council-models.toml" if "--models" in own else "council.toml")
+    work = Path(tempfile.mkdtemp(prefix="council-first-run-"))
+    try:
+        repo = work / "shop"
+        sample_repository(repo)
+        command = [
+            *council_program(),
+            "review",
+            "--repo",
+            str(repo),
+            "--base",
+            "main",
+            "--head",
+            "feature",
+            "--roster",
+            str(roster),
+            "--session",
+            "first-run",
+            "--state",
+            str(work / "state.json"),
+            *extra,
+        ]
+        shown = " ".join(["council", *command[1:]])
+        print(f"first-run: {shown}", file=sys.stderr, flush=True)
+        return subprocess.run(command).returncode
+    finally:
+        if "--keep" in own:
+            print(f"first-run: the sample repository is kept in {work / 'shop'}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
