@@ -7,7 +7,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test unit lint bench redis-server bubblewrap chromium clean
 
+# What `make test` runs, said before it starts (the README states the same).
+SHARED_CASES = $${COUNCIL_SHARED_CASES:-../shared/cases}
+
 test: $(STAMP) redis-server bubblewrap chromium
+	@echo "make test: the whole suite, about 13 minutes on a 2-core machine:"
+	@echo "  tests/unit         unit tests (fakeredis, replay reviewers, the real bubblewrap sandbox)"
+	@echo "  tests/cases        the shared cases, read from $(SHARED_CASES)"
+	@echo "  tests/integration  a real redis-server and real celery workers, the CI recipes"
+	@echo "  tests/faults       faults injected: a worker killed mid-review, Redis gone, programs that hang"
 	$(PY) -m pytest
 
 unit: $(STAMP)
