@@ -112,6 +112,12 @@ UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
 (bubblewrap could not run there; see :mod:`reviewers.sandbox.bubblewrap`)."""
 
 
+WITHOUT_KEYS = "reviewed without API keys"
+"""How the run note of a round that left its keyed reviewers out begins (``council
+review --without-keys``, :func:`council.roster.round_roster.without_keys`); the Markdown
+report shows it under its title."""
+
+
 class CouncilReport(BaseModel):
     """Everything one run settled to (docs/architecture.md; reports read this).
 

@@ -16,7 +16,13 @@ from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
 from council.model.findings import LABELS, SEVERITIES, Warning
-from council.model.report import UNSANDBOXED, ChangeSize, CouncilReport, ParticipantSummary
+from council.model.report import (
+    UNSANDBOXED,
+    WITHOUT_KEYS,
+    ChangeSize,
+    CouncilReport,
+    ParticipantSummary,
+)
 from council.rendering.escape import cell, code, for_log, inline
 from council.rendering.finding_sections import (
     carried_section,
@@ -101,12 +107,20 @@ def _title(report: CouncilReport) -> str:
         lines += ["", "**Incomplete:** " + inline("; ".join(reasons)) + "."]
     for note in filter(_unsandboxed, report.notes):
         lines += ["", "**Not sandboxed:** " + inline(note)]
+    for note in filter(_without_keys, report.notes):
+        lines += ["", "**Without keys:** " + inline(note)]
     return "\n".join(lines)
 
 
 def _unsandboxed(note: str) -> bool:
     """Whether a run note says the reviewer programs ran unconfined (shown first)."""
     return note.startswith(UNSANDBOXED)
+
+
+def _without_keys(note: str) -> bool:
+    """Whether a run note says the reviewers that need a key were left out (shown first:
+    their silence is not a clean review)."""
+    return note.startswith(WITHOUT_KEYS)
 
 
 def _where(report: CouncilReport) -> str:
@@ -302,7 +316,7 @@ def _questions(report: CouncilReport) -> str:
 
 
 def _notes(report: CouncilReport) -> str:
-    notes = [note for note in report.notes if not _unsandboxed(note)]
+    notes = [n for n in report.notes if not (_unsandboxed(n) or _without_keys(n))]
     if not notes:
         return ""
     return "\n".join(["### Notes", "", *(f"- {inline(note)}" for note in notes)])

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from council.change.diff import Change
 from council.model.participant import Participant
+from council.model.report import WITHOUT_KEYS
 from council.roster import Roster
-from council.roster.backend_options import BASE_DIR
+from council.roster.backend_options import BASE_DIR, key_env
 from council.roster.prompt import build_prompt
 
 
@@ -57,6 +58,33 @@ def line_up(roster: Roster, base_dir: Path) -> Lineup:
         reviewers=tuple(with_base_dir(p, base_dir) for p in roster.reviewers),
         judge=with_base_dir(roster.judge, base_dir) if roster.judge is not None else None,
     )
+
+
+def without_keys(lineup: Lineup) -> tuple[Lineup, tuple[str, ...]]:
+    """``lineup`` without the participants that read an API key (model reviewers, a
+    model judge), and the notes saying who was left out; never raises.
+
+    Why: a pull request from a fork must be reviewed without the repository's secrets
+    (its CI job gets none), yet its analyzers and keyless reviewers can still review it
+    and gate. Leaving the keyed reviewers out is the CI recipe's decision
+    (``council review --without-keys``), never the change's, and the report says it, so
+    no one reads a missing model's silence as a clean review. A lineup left with no
+    reviewer is the caller's to refuse. Source: docs/ci-and-forges.md "Keys, and pull
+    requests from forks".
+    """
+    keyed = [p for p in lineup.everyone if key_env(p) is not None]
+    if not keyed:
+        return lineup, ()
+    kept = tuple(p for p in lineup.reviewers if key_env(p) is None)
+    judge = lineup.judge if lineup.judge is not None and key_env(lineup.judge) is None else None
+    named = ", ".join(f"{p.id} ({p.backend} {p.model})" for p in keyed)
+    notes = [
+        f"{WITHOUT_KEYS} (--without-keys): {named} left out of this round, "
+        "so what they would find is not in this report; the other reviewers review and gate"
+    ]
+    if lineup.judge is not None and judge is None:
+        notes.append(f"no judge this round: {lineup.judge.id} needs a key, so nothing is overruled")
+    return Lineup(reviewers=kept, judge=judge), tuple(notes)
 
 
 def with_base_dir(p: Participant, base_dir: Path) -> Participant:

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -143,6 +144,13 @@ from workers.stores.sessions import Waiting
     "else 1.",
 )
 @click.option(
+    "--without-keys",
+    is_flag=True,
+    help="Leave out the reviewers (and the judge) that need an API key, saying so in the "
+    "report; the others review and gate. For a pull request from a fork, whose CI job "
+    "gets no secrets. Exit 2 when no reviewer is left.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
@@ -178,6 +186,7 @@ def review_command(
     quorum: int | None,
     filter_mode: str,
     min_agreement: int | None,
+    without_keys: bool,
     timeout: float | None,
     session: str | None,
     state: Path | None,
@@ -220,7 +229,8 @@ def review_command(
             exact_base=base_exact,
         )
         _settle_waiting(cli, state, plan.session, outputs, fail_on, progress, head_sha(repo, head))
-        round_ = prepare(settings, plan.options(repo, plan.base, head, roster), mode=mode)
+        options = replace(plan.options(repo, plan.base, head, roster), without_keys=without_keys)
+        round_ = prepare(settings, options, mode=mode)
     except NothingToReview as done:
         sys.exit(
             nothing_to_review(str(done), plan, outputs, fail_on=fail_on, head=head_sha(repo, head))

@@ -33,7 +33,13 @@ from council.errors import ChangeTooLarge, ConfigurationError
 from council.model.participant import Participant
 from council.roster import Roster
 from council.roster.prompt import change_notes
-from council.roster.round_roster import Lineup, deadline_ms, line_up, reviewer_prompts
+from council.roster.round_roster import (
+    Lineup,
+    deadline_ms,
+    line_up,
+    reviewer_prompts,
+    without_keys,
+)
 from reviewers import check_options
 from workers.app.clock import now_ms
 from workers.app.settings import Settings
@@ -65,6 +71,9 @@ class ReviewOptions:
     (``--since-last``); trusted configuration is still read from ``base``."""
     notes: tuple[str, ...] = ()
     """Notes the caller adds to the round's (and the prompts') notes."""
+    without_keys: bool = False
+    """Leave out the participants that read an API key (``--without-keys``: a pull
+    request from a fork), saying so (:func:`~council.roster.round_roster.without_keys`)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +160,15 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
     excluded_notes = _excluded_notes([masked_path(p, secrets) for p in excluded])
     lineup = line_up(roster, _replay_base_dir(options, repo))
+    if options.without_keys:
+        lineup, keyless = without_keys(lineup)
+        roster_notes = (*roster_notes, *keyless)
+        if not lineup.reviewers:
+            raise ConfigurationError(
+                "every reviewer of the roster needs an API key, so --without-keys leaves "
+                "none to review this change: add one that needs none (an analyzer, a "
+                "command reviewer) to the roster, or review with the keys"
+            )
     if options.roster is None:  # replay files of a base-tree roster: the base tree's
         lineup = recorded_lineup(lineup, repo, refs.base)
     _check_options(lineup)
