@@ -7,7 +7,9 @@ updates instead of duplicating and no one else's comment is ever edited
 request the directory's manifest (:mod:`workers.forge.manifest`) must name the head CI names
 and list every file posted, byte for byte, or the command exits 2. Tokens come from the
 environment, never from an option (options end up in shell history and process lists), and
-are never printed. Source: issue "CI outputs that forges accept"; docs/ci-and-forges.md;
+are never printed. A review that wrote no report (exit 2, or 3 before it had one) is said
+with ``--note FILE``: the summary alone, in Markdown the CI recipe wrote from the review's
+stderr. Source: issue "CI outputs that forges accept"; docs/ci-and-forges.md;
 GitHub and GitLab REST (see :mod:`workers.forge.github`, :mod:`workers.forge.gitlab`).
 """
 
@@ -77,6 +79,21 @@ _from_option = click.option(
     type=click.Path(path_type=Path, file_okay=False),
     help="The --output DIR of `council review` (with its council-run.json).",
 )
+_note_option = click.option(
+    "--note",
+    "note",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Instead of a run's outputs, post this file's Markdown as the summary for --head "
+    "(nothing else): why a review that wrote no report (exit 2 or 3) could not gate. The "
+    "CI recipes write it from council review's stderr, never from the output directory. "
+    "The next run's summary replaces it.",
+)
+
+NOTE_RUN = "none"
+"""The run id a --note summary is marked with: it is of no run."""
+
+NOTE_MAX_BYTES = 65_536
+"""Largest --note file read, in bytes; a longer one is cut there, saying so."""
 
 
 @publish_group.command("github")
@@ -90,6 +107,7 @@ _from_option = click.option(
 )
 @click.option("--pr", type=click.IntRange(min=1), required=True, help="The pull request number.")
 @_from_option
+@_note_option
 @click.option(
     "--report",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -128,6 +146,7 @@ def publish_github_command(
     repo_name: str,
     pr: int,
     from_dir: Path | None,
+    note: Path | None,
     report: Path | None,
     head: str | None,
     checks: bool,
@@ -151,6 +170,9 @@ def publish_github_command(
     its permissions are wrong (nothing posted, or GitHub refused it); 3 when GitHub
     cannot be reached or rate-limits past a minute.
 
+    With --note FILE instead, only the summary comment is made to say FILE's Markdown
+    (why a review that wrote no report could not gate).
+
     \b
     Example (in a workflow, after `council review ... --output council-out`):
       council publish github --repo "$GITHUB_REPOSITORY" --pr 42 \\
@@ -161,7 +183,14 @@ def publish_github_command(
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     sha = _checked_head(head if head is not None else _github_head())
-    post = _github_inputs(from_dir, report, sha, checks, fail_on, quorum)
+    if note is not None:
+        if from_dir is not None or report is not None or checks:
+            raise UsageProblem(
+                "--note posts the summary alone: leave out --from, --report and --checks"
+            )
+        post = GitHubPost(run_id=NOTE_RUN, head=sha, summary=_note(note))
+    else:
+        post = _github_inputs(from_dir, report, sha, checks, fail_on, quorum)
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise UsageProblem(
@@ -193,6 +222,7 @@ def publish_github_command(
     help="The merge request's IID (env CI_MERGE_REQUEST_IID).",
 )
 @_from_option
+@_note_option
 @_gitlab_head_option
 @click.option(
     "--api-url",
@@ -202,7 +232,7 @@ def publish_github_command(
     help="GitLab's API (env CI_API_V4_URL, set in GitLab CI).",
 )
 def publish_gitlab_command(
-    project: str, mr: int, from_dir: Path | None, head: str | None, api_url: str
+    project: str, mr: int, from_dir: Path | None, note: Path | None, head: str | None, api_url: str
 ) -> None:
     """Post threads on a GitLab merge request's diff lines and ONE summary note.
 
@@ -218,12 +248,20 @@ def publish_gitlab_command(
     2 when the outputs are not this head's run's, or the token or its permissions are
     wrong; 3 when GitLab cannot be reached or rate-limits past a minute.
 
+    With --note FILE instead, only the summary note is made to say FILE's Markdown (why
+    a review that wrote no report could not gate).
+
     \b
     Example (in a merge request pipeline, after `council review ... --output council-out`):
       council publish gitlab --from council-out
     """
     sha = _checked_head(head if head is not None else os.environ.get("CI_COMMIT_SHA", ""))
-    post = _gitlab_inputs(from_dir, sha)
+    if note is not None:
+        if from_dir is not None:
+            raise UsageProblem("--note posts the summary note alone: leave out --from")
+        post = GitLabPost(run_id=NOTE_RUN, head=sha, summary=_note(note))
+    else:
+        post = _gitlab_inputs(from_dir, sha)
     token, kind = _gitlab_token()
     try:
         client = GitLabClient(token, token_kind=kind, project=project, mr=mr, api_url=api_url)
@@ -355,6 +393,23 @@ def _gitlab_inputs(from_dir: Path | None, head: str) -> GitLabPost:
     return GitLabPost(
         run_id=outputs.run_id, head=head, discussions=list(discussions), summary=markdown
     )
+
+
+def _note(path: Path) -> str:
+    """The Markdown of a --note file, at most :data:`NOTE_MAX_BYTES` of it (a longer
+    one is cut, saying so); exit 2 when it cannot be read or is blank. It is posted as
+    any summary is: through the forge's escaping, marked as of no run."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(NOTE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise UsageProblem(f"--note {path} cannot be read ({exc.strerror})") from None
+    text = raw[:NOTE_MAX_BYTES].decode("utf-8", errors="replace")
+    if not text.strip():
+        raise UsageProblem(f"--note {path} is empty: write why the review could not gate")
+    if len(raw) > NOTE_MAX_BYTES:
+        text += f"\n\n(cut at {NOTE_MAX_BYTES} bytes)\n"
+    return text
 
 
 def _gitlab_token() -> tuple[str, TokenKind]:
