@@ -42,10 +42,13 @@ REPO = "octo/app"
 PR = 7
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
-HASH_FILES = re.compile(r"hashFiles\('([^']+)'\) != ''")
+HASH_FILES = re.compile(r"hashFiles\('([^']+)'\) (==|!=) ''")
 CONTAINS_OUTPUT = re.compile(
     r"contains\(fromJSON\('(\[[^']*\])'\), steps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)\)"
 )
+OUTPUT_IS = re.compile(r"steps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*) (==|!=) '([^']*)'")
+FORK_EXPRESSION = "github.event.pull_request.head.repo.full_name != github.repository"
+"""How the workflow asks whether the pull request comes from a fork."""
 
 
 def div0(line: int) -> dict[str, Any]:
@@ -64,13 +67,13 @@ class Forge:
     answer is a file outside every repository, which the roster names by its absolute
     path (a relative one is read from the base branch, never from the pull request)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, more_reviewers: str = "") -> None:
         self.tmp = tmp
         self.answer = tmp / "answer.json"
         self.answer.write_text('{"findings": []}')
         roster = (
             f'{ROUND}[[reviewers]]\nid = "rep"\nbackend = "replay"\n'
-            f"answer = {json.dumps(str(self.answer))}\n"
+            f"answer = {json.dumps(str(self.answer))}\n{more_reviewers}"
         )
         self.dev = new_repo(tmp / "dev", {"council.toml": roster, "app.py": "x = 1\n"})
         self.origin = tmp / "origin.git"
@@ -133,8 +136,8 @@ def tools(tmp_path: Path) -> Path:
 
 
 def base_env(tmp: Path, tools: Path, **extra: str) -> dict[str, str]:
-    """The runner's environment: a short PATH (the pip stand-in, this Python's scripts),
-    no COUNCIL_* from the developer's shell."""
+    """The runner's environment: a short PATH (the pip stand-in, this Python's scripts,
+    which import this checkout's council), no COUNCIL_* from the developer's shell."""
     python_bin = Path(sys.executable).parent
     assert (python_bin / "council").exists(), f"council is not installed in {python_bin}"
     home = tmp / "home"
@@ -148,6 +151,7 @@ def base_env(tmp: Path, tools: Path, **extra: str) -> dict[str, str]:
         "CI": "true",
         "PIP_LOG": str(tmp / "pip.log"),
         "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": str(ROOT),  # this checkout's code, also from a git worktree
         **extra,
     }
 
@@ -166,10 +170,14 @@ def bash(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
 
 
 def substitute(text: str, values: dict[str, str]) -> str:
-    """Fill ``${{ expr }}``; an expression the test does not know fails it."""
+    """Fill ``${{ expr }}``; a secret the test does not set is empty (as on GitHub, for
+    a secret the repository lacks or a fork's pull request); any other expression the
+    test does not know fails it."""
 
     def one(match: re.Match[str]) -> str:
         expr = match.group(1)
+        if expr.startswith("secrets.") and expr not in values:
+            return ""
         assert expr in values, f"the recipe uses ${{{{ {expr} }}}}, which the test does not set"
         return values[expr]
 
@@ -183,14 +191,19 @@ def run_github(
     env: dict[str, str],
     secrets: dict[str, str],
     run_id: int,
+    *,
+    fork: bool = False,
 ) -> Job:
-    """Run the workflow's one job for a pull_request event on ``head``."""
+    """Run the workflow's one job for a pull_request event on ``head`` (from a fork of
+    the repository when ``fork``: GitHub then hands the job no secret but a read-only
+    GITHUB_TOKEN, which the caller's ``secrets`` must say)."""
     (_, job), *others = recipe["jobs"].items()
     assert not others, "the harness runs one job"
     values = {
         "github.event.pull_request.number": str(PR),
         "github.event.pull_request.head.sha": head,
         "github.run_id": str(run_id),
+        FORK_EXPRESSION: "true" if fork else "false",
         "runner.temp": env["RUNNER_TEMP"],
         **{f"secrets.{k}": v for k, v in secrets.items()},
     }
@@ -213,6 +226,7 @@ def run_github(
             runner_env = {
                 "GITHUB_WORKSPACE": str(forge.workspace),
                 "GITHUB_OUTPUT": str(github_output),
+                "GITHUB_RUN_ID": str(run_id),
             }
             code, output = bash(
                 script, forge.workspace, {**env, **runner_env, **job_env, **step_env}
@@ -233,9 +247,11 @@ def run_github(
 def _should_run(
     condition: str | None, failed: bool, workspace: Path, outputs: dict[str, dict[str, str]]
 ) -> bool:
-    """A step's ``if:``: ``always()``, ``hashFiles('…') != ''`` and ``contains(fromJSON(
-    '[…]'), steps.ID.outputs.NAME)`` joined by ``&&``; without ``always()`` a failed job
-    skips it, as GitHub's implied ``success()`` does. Anything else fails the test."""
+    """A step's ``if:``: ``always()``, ``hashFiles('…') != ''`` (or ``== ''``),
+    ``contains(fromJSON('[…]'), steps.ID.outputs.NAME)`` and ``steps.ID.outputs.NAME ==
+    '…'`` (or ``!=``; an output never set is ``''``, as on GitHub) joined by ``&&``;
+    without ``always()`` a failed job skips it, as GitHub's implied ``success()`` does.
+    Anything else fails the test."""
     if condition is None:
         return not failed
     always, holds = False, True
@@ -243,10 +259,14 @@ def _should_run(
         if term == "always()":
             always = True
         elif match := HASH_FILES.fullmatch(term):
-            holds = holds and (workspace / match.group(1)).exists()
+            present = (workspace / match.group(1)).exists()
+            holds = holds and present == (match.group(2) == "!=")
         elif match := CONTAINS_OUTPUT.fullmatch(term):
             allowed = json.loads(match.group(1))
             holds = holds and outputs.get(match.group(2), {}).get(match.group(3)) in allowed
+        elif match := OUTPUT_IS.fullmatch(term):
+            value = outputs.get(match.group(1), {}).get(match.group(2), "")
+            holds = holds and (value == match.group(4)) == (match.group(3) == "==")
         else:
             raise AssertionError(f"the recipe uses the condition {term!r}, unknown to the test")
     return holds and (always or not failed)
@@ -282,7 +302,10 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def github_env(tmp: Path, tools: Path, fake: FakeGitHub) -> dict[str, str]:
-    """The default variables a GitHub runner sets for a pull_request event."""
+    """The default variables a GitHub runner sets for a pull_request event; the runner's
+    temp directory exists, as on GitHub."""
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
     return base_env(
         tmp,
         tools,
@@ -291,8 +314,9 @@ def github_env(tmp: Path, tools: Path, fake: FakeGitHub) -> dict[str, str]:
         GITHUB_REPOSITORY=REPO,
         GITHUB_EVENT_NAME="pull_request",
         GITHUB_API_URL=fake.url,
+        GITHUB_SERVER_URL="https://github.example",
         GITHUB_STEP_SUMMARY=str(tmp / "step-summary.md"),
-        RUNNER_TEMP=str(tmp / "runner-temp"),
+        RUNNER_TEMP=str(runner_temp),
     )
 
 
@@ -300,6 +324,59 @@ def load(name: str) -> dict[str, Any]:
     """A recipe's YAML."""
     data: dict[str, Any] = yaml.safe_load((RECIPES / name).read_text())
     return data
+
+
+COUNCIL_CALL = re.compile(r"(?m)^\s*council ((?:publish )?[a-z][a-z-]*)([^;&|\n]*)")
+"""A ``council`` command starting a line of a recipe's shell: its subcommand, then its
+arguments up to the end of the line or of the command (``;``, ``&&``, a pipe)."""
+OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
+
+
+def shell_of(name: str) -> str:
+    """Every shell line a recipe runs, continuation lines joined, comment lines left out:
+    the GitHub workflow's ``run`` steps, the GitLab job's scripts."""
+    recipe = load(name)
+    if name.startswith("github"):
+        (job,) = recipe["jobs"].values()
+        scripts = [step["run"] for step in job["steps"] if "run" in step]
+    else:
+        job = recipe["council"]
+        scripts = [*job["before_script"], *job["script"], *job["after_script"]]
+    text = "\n".join(scripts).replace("\\\n", " ")
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("github-actions.yml", ["review", "publish github", "publish github"]),
+        ("gitlab-ci.yml", ["review", "publish gitlab", "publish gitlab"]),
+    ],
+)
+def test_each_recipe_parses_and_every_council_command_it_runs_takes_its_options(
+    tmp_path: Path, tools: Path, name: str, expected: list[str]
+) -> None:
+    """The recipe is YAML; each ``council`` command in it exists (``--help`` exits 0)
+    and takes every option the recipe passes it, so a renamed option fails here, not in
+    a team's first pipeline."""
+    shell = shell_of(name)
+    calls = COUNCIL_CALL.findall(shell)
+    assert [command for command, _ in calls] == expected
+    (keys,) = set(re.findall(r"keys=\(?\"?(--[a-z-]+)", shell))  # passed to review as $keys
+    assert keys == "--without-keys"
+    calls[0] = (calls[0][0], f"{calls[0][1]} {keys}")
+    env = base_env(tmp_path, tools)
+    for command, arguments in calls:
+        done = subprocess.run(
+            ["council", *command.split(), "--help"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        for option in OPTION.findall(arguments):
+            assert f"{option} " in done.stdout or f"{option}," in done.stdout, (command, option)
 
 
 def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHub) -> None:
@@ -351,7 +428,8 @@ def test_github_workflow_embedded(tmp_path: Path, tools: Path, github: FakeGitHu
     values = {"secrets.GITHUB_TOKEN": TOKEN}
     step_env = {k: substitute(str(v), values) for k, v in step["env"].items()}
     job_env = {"PR_NUMBER": str(PR), "HEAD_SHA": head}
-    code, said = bash(step["run"], forge.workspace, {**env, **job_env, **step_env})
+    runner_env = {"GITHUB_OUTPUT": str(tmp_path / "retried-output")}
+    code, said = bash(step["run"], forge.workspace, {**env, **job_env, **step_env, **runner_env})
     assert code == 0, said
     assert len(github.mutations()) == before and "nothing to change" in said
 
@@ -360,8 +438,8 @@ def test_github_workflow_refuses_a_committed_council_out(
     tmp_path: Path, tools: Path, github: FakeGitHub
 ) -> None:
     """A pull request commits its own council-out/ (a passing review, a manifest): the
-    review refuses the directory (exit 2), nothing is uploaded or published, the gate
-    fails."""
+    review refuses the directory (exit 2), nothing of it is uploaded or published, the
+    gate fails, and the summary comment says why, in the review's own words."""
     recipe = load("github-actions.yml")
     forge = Forge(tmp_path)
     env = github_env(tmp_path, tools, github)
@@ -379,7 +457,13 @@ def test_github_workflow_refuses_a_committed_council_out(
     assert "council-out is not empty" in job.step("Review").output
     for name in ("Upload SARIF", "Publish", "Job summary"):
         assert not job.step(name).ran, name
-    assert github.mutations() == [] and github.requests == []
+    assert job.step("Say why").ran and job.step("Say why").code == 0
+    (posted,) = github.mutations()
+    assert posted.method == "POST" and posted.path.endswith(f"/issues/{PR}/comments")
+    (comment,) = github.pulls[PR].comments
+    assert "could not gate this pull request (exit 2)" in comment["body"]
+    assert "council-out is not empty" in comment["body"]
+    assert "passed" not in comment["body"] and github.pulls[PR].reviews == []
 
 
 def pushed(forge: Forge, github: FakeGitHub, app: str, *findings: dict[str, Any]) -> str:
@@ -508,8 +592,9 @@ def test_gitlab_merge_request_job(tmp_path: Path, tools: Path) -> None:
 
 
 def test_gitlab_job_refuses_a_committed_council_out(tmp_path: Path, tools: Path) -> None:
-    """A merge request commits its own council-out/: exit 2, nothing posted, and the
-    forged Code Quality artifact is removed before the artifacts are kept."""
+    """A merge request commits its own council-out/: exit 2, nothing of it posted (the
+    summary note says why, from the review's stderr), and the forged Code Quality
+    artifact is removed before the artifacts are kept."""
     recipe = load("gitlab-ci.yml")
     forge = Forge(tmp_path)
     with FakeGitLab(token=GL_TOKEN, project="42", mrs=(3,)) as gitlab:
@@ -527,7 +612,10 @@ def test_gitlab_job_refuses_a_committed_council_out(tmp_path: Path, tools: Path)
         head = forge.push("y = 1 / 0\n", div0(1), extra=forged)
         job = run_gitlab(recipe, forge, head, {**env, "CI_COMMIT_SHA": head})
         assert job.code == 2, job.output[-3000:]
-        assert gitlab.requests == []
+        (note,) = gitlab.mrs[3].notes
+        assert "could not gate this merge request (exit 2)" in note["body"]
+        assert "council-out is not empty" in note["body"]
+        assert gitlab.mrs[3].discussions == []
         assert not (forge.workspace / "council-out").exists()
 
 
