@@ -46,7 +46,10 @@ class RoundPlan:
 
     session: str
     base: str
-    """The BASE ref as given: trusted configuration and the pull request's diff start here."""
+    """Where the pull request's diff starts, and trusted configuration (the roster and
+    what it names) is read: the merge base of ``--base`` and the head, or ``--base``
+    itself with ``--base-exact``. The baseline is read at ``--base``'s tip instead
+    (:func:`~workers.coordinator.baseline_source.read_trusted_baseline`)."""
     since: SincePlan
     baseline: BaselineSource
     still_open: tuple[Finding, ...] = ()
