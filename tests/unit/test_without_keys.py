@@ -11,7 +11,7 @@ import pytest
 from council.model.report import WITHOUT_KEYS
 from council.roster import parse_roster
 from council.roster.round_roster import line_up, without_keys
-from tests.gitrepo import commit, new_repo
+from tests.unit import test_cli_review
 from tests.unit.test_cli_review import (
     CRITICAL,
     ROUND,
@@ -23,15 +23,9 @@ from tests.unit.test_cli_review import (
 )
 
 MODEL = reviewer("hawk", "openai", model="gpt-4.1")
+repo = test_cli_review.repo
+"""A repository whose last commit adds one line to app.py (a fixture)."""
 JUDGE = '[judge]\nid = "arbiter"\nbackend = "anthropic"\nmodel = "claude-opus-4-1"\n'
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A repository whose last commit adds one line to app.py."""
-    path = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
-    commit(path, {"app.py": "x = 1\ny = 1 / 0\n"}, "divide")
-    return path
 
 
 @pytest.fixture(autouse=True)
