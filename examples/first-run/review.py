@@ -29,9 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sample import sample_repository
+
 HERE = Path(__file__).resolve().parent
-SAMPLE_DATE = "2025-01-06T09:00:00+00:00"
-"""The commits' author and committer date: the same shas on every machine."""
 
 
 def council_program() -> list[str]:
@@ -47,34 +48,6 @@ def council_program() -> list[str]:
             "`.venv/bin/python examples/first-run/review.py`"
         )
     return [found]
-
-
-def git(repo: Path, *args: str) -> None:
-    """Run git in ``repo`` without the user's configuration (no signing, no hooks, no
-    template), as a fixed author at :data:`SAMPLE_DATE`."""
-    env = {
-        **os.environ,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "Sample Author",
-        "GIT_AUTHOR_EMAIL": "author@example.com",
-        "GIT_AUTHOR_DATE": SAMPLE_DATE,
-        "GIT_COMMITTER_NAME": "Sample Author",
-        "GIT_COMMITTER_EMAIL": "author@example.com",
-        "GIT_COMMITTER_DATE": SAMPLE_DATE,
-    }
-    subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, stdout=subprocess.DEVNULL)
-
-
-def sample_repository(repo: Path) -> None:
-    """``main``: the shop of ``before/``; ``feature``: one commit on it, ``change.patch``."""
-    shutil.copytree(HERE / "before", repo)
-    git(repo, "init", "--quiet", "--template=", "--initial-branch=main")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "--no-verify", "--message", "shop: orders and totals")
-    git(repo, "checkout", "--quiet", "-b", "feature")
-    git(repo, "apply", "--index", str(HERE / "change.patch"))
-    git(repo, "commit", "--quiet", "--no-verify", "--message", "shop: averages, archives")
 
 
 def main(argv: list[str]) -> int:

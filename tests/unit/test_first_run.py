@@ -130,8 +130,8 @@ def test_the_report_counts_what_the_reviewers_were_shown(tmp_path: Path) -> None
 
 def test_the_readme_first_command_is_one_line_that_runs_this_script() -> None:
     """README's "Two commands": the first is ONE line in a ```sh block that installs
-    council into .venv (leaving .venv/bin/council) and runs examples/first-run/review.py
-    with the venv's Python; the switch to live models is three lines."""
+    council into .venv (leaving .venv/bin/council) and runs `council review` on the sample
+    that examples/first-run/sample.py builds; the switch to live models is three lines."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     blocks = [b.split("```", 1)[0] for b in section.split("```sh\n")[1:]]
@@ -139,7 +139,12 @@ def test_the_readme_first_command_is_one_line_that_runs_this_script() -> None:
     assert len(first) == 1
     install = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[analyzers]' && "
     assert first[0].startswith(install)
-    assert first[0].endswith("&& .venv/bin/python examples/first-run/review.py")
+    review = (
+        '&& .venv/bin/council review --repo "$(.venv/bin/python examples/first-run/sample.py)"'
+        " --base main --head feature --roster examples/first-run/council.toml"
+        " --state .first-run/state.json"
+    )
+    assert first[0].endswith(review)
     switch = blocks[1].splitlines()
     assert len(switch) == 3 and "--models" in switch[1]
     assert "council-models.toml" in switch[2]
