@@ -333,11 +333,15 @@ def _legacy(
         if d.legacy or d.either:
             keyed.setdefault(d.key, []).append(d)
     for finding in findings:
-        options = [d for d in keyed.get(claim(finding), []) if d.budget > 0]
-        if not options:
+        named = keyed.get(claim(finding), [])
+        if not named:
             continue
         if not untouched(change, finding):
-            done.refuse(finding, legacy_note(finding, options[0], shown=False))
+            done.refuse(finding, legacy_note(finding, named[0], shown=False))
+            continue
+        options = [d for d in named if d.budget > 0]
+        if not options:
+            done.refuse(finding, beyond_note(finding, named[0]))
             continue
         usable = [d for d in options if _covers_kind(d, finding, programs)]
         if not usable:
@@ -401,11 +405,14 @@ _GATES = (
 
 
 def beyond_note(finding: Finding, decision: Decision) -> str:
-    """The note for a further finding of an occurrence whose decision is used up."""
+    """The note for a further finding of an occurrence (a claim, for a decision written
+    before occurrences were kept) whose decision is used up."""
     many = "one finding" if decision.count == 1 else f"{decision.count} findings"
+    of = "the claim" if decision.legacy else "the occurrence"
+    same = "" if decision.legacy else ", the same code"
     return (
-        f"#{finding.id} is a further finding of the occurrence of {_what(decision)} "
-        f"({finding.subject[:80]!r}, the same code), which accepted {many}: {_GATES}"
+        f"#{finding.id} is a further finding of {of} of {_what(decision)} "
+        f"({finding.subject[:80]!r}{same}), which accepted {many}: {_GATES}"
     )
 
 
