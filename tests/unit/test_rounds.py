@@ -316,3 +316,16 @@ def test_carry_reads_earlier_findings_given_as_a_generator() -> None:
     again = report(finding(2, on(9), subject="shell=True", severity="critical"))
     given = (f for f in (two, nine))
     assert [f.id for f in carry(again, given, Change()).carried] == [1]
+
+
+def test_an_earlier_councils_finding_is_raised_again_only_at_the_lines_it_moved_to() -> None:
+    """An open finding filed by an earlier council holds no code. The interdiff inserts
+    three lines above it (line 4 is now 7): a new finding of its claim at 7, with its
+    code and a new id, is that finding told again (not carried besides); the claim at
+    another line is another occurrence, and the earlier one is carried."""
+    earlier = finding(1, on(4), subject="shell=True", severity="critical")
+    interdiff = parse_diff(INSERT_ABOVE)
+    there = report(finding(5, on(7, code=CODE), subject="shell=True", severity="critical"))
+    assert carry(there, [earlier], interdiff).carried == ()
+    elsewhere = report(finding(5, on(20, code=CODE), subject="shell=True", severity="critical"))
+    assert [f.id for f in carry(elsewhere, [earlier], interdiff).carried] == [1]
