@@ -141,9 +141,13 @@ def suppress(
         _by_agreement([f for f in models if f.id not in done.matched], pool, roster, done)
     left = [f for f in ordered if f.id not in done.matched]
     _legacy([f for f in left if f.id not in done.suppressed], decisions, programs, change, done)
+    by_subject: dict[str, list[Decision]] = {}
+    for d in decisions:
+        by_subject.setdefault(fold_subject(d.accepted.subject), []).append(d)
     for finding in report.open_findings:
         if finding.id is not None and finding.id not in done.suppressed:
-            note = _other_occurrence(finding, decisions, change)
+            near = by_subject.get(fold_subject(finding.subject), [])
+            note = _other_occurrence(finding, near, change) if near else None
             if note is not None:
                 done.notes.setdefault(finding.id, note)
     order = {f.id: at for at, f in enumerate(report.open_findings)}
@@ -374,14 +378,12 @@ def untouched(change: Change | None, finding: Finding) -> bool:
 def _other_occurrence(
     finding: Finding, decisions: Sequence[Decision], change: Change | None
 ) -> str | None:
-    """The note for a finding a decision of its claim, or of its code in another file, did
-    not cover (another occurrence, a renamed file); None when no decision comes near."""
-    subject = fold_subject(finding.subject)
+    """The note for a finding a decision of its subject (``decisions``), or of its code in
+    another file, did not cover (another occurrence, a renamed file); None when no
+    decision comes near."""
     path = anchor_path(finding.anchor) or ""
     at = occurrence(finding)
     for d in decisions:
-        if fold_subject(d.accepted.subject) != subject:
-            continue
         if d.path == path and not d.legacy and d.occurrence != at:
             return other_code_note(finding, d)
         if d.path != path and d.occurrence == at and at.startswith("line:"):

@@ -138,11 +138,12 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
 
     A finding is seen when its fingerprint was reported under its id (it kept it). The
     other findings with a reported fingerprint are seen, in filing order, while there
-    are earlier occurrences whose id no finding of this round holds (they took new ids);
-    any beyond are new occurrences of the claim and NOT seen: posted. So a claim an
-    earlier round reported at two places (bandit's subject is the same for every
-    ``shell=True``) is seen at both, and a third place is new. In filing order; never
-    raises."""
+    are earlier findings of it whose id no finding of this round holds (they took new
+    ids); any beyond are new and NOT seen: posted. So an occurrence an earlier round
+    reported twice is seen twice, and a third finding of it is new. A finding whose
+    fingerprint was never reported is seen by its claim (an earlier council reported
+    claims) only when it kept an id reported under that claim: a new occurrence of a
+    claim an earlier council reported is posted. In filing order; never raises."""
     ids: dict[str, set[int | None]] = {}
     if isinstance(earlier, Mapping):
         for print_, given in earlier.items():
@@ -152,13 +153,15 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
                 ids[print_] = set(given) or {None}
     else:
         ids = {print_: {None} for print_ in earlier}
-    listed = [(f.id, _reported_as(f, ids)) for f in findings if f.id is not None]
-    held = {ident for ident, _ in listed}
-    unheld = {p: len(ids[p] - held) for _, p in listed if p in ids}
+    listed = [(f.id, fingerprint(f), claim(f)) for f in findings if f.id is not None]
+    held = {ident for ident, _, _ in listed}
+    unheld = {p: len(ids[p] - held) for _, p, _ in listed if p in ids}
     seen: list[int] = []
-    for ident, print_ in listed:
+    for ident, print_, told in listed:
         earlier_ids = ids.get(print_)
         if earlier_ids is None:
+            if ident in ids.get(told, ()):
+                seen.append(ident)
             continue
         if ident in earlier_ids:
             seen.append(ident)
@@ -166,17 +169,6 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
             unheld[print_] -= 1
             seen.append(ident)
     return seen
-
-
-def _reported_as(finding: Finding, ids: Mapping[str, object]) -> str:
-    """The key ``finding`` was reported under: its fingerprint, else its claim when only
-    that is known (a round of an earlier council, which keyed by the claim: the finding
-    is then seen, not posted again, whichever occurrence it is; *seen* still gates)."""
-    print_ = fingerprint(finding)
-    if print_ in ids:
-        return print_
-    told = claim(finding)
-    return told if told in ids else print_
 
 
 def recognized(

@@ -111,14 +111,15 @@ CODE = "1eac" * 8 + ":1"
 def test_repeat_fingerprint_is_seen() -> None:
     """A finding whose fingerprint an earlier round reported (its code, moved) is seen; a
     new one is not; nor the claim at other code. A round of an earlier council reported
-    claims: a finding of that claim is seen (not posted again; seen still gates)."""
+    claims: a finding of that claim that kept its id is seen (not posted again; seen
+    still gates), a new occurrence of it is not."""
     old = finding(1, on(3, code=CODE), subject="leaks a handle")
     again = finding(7, on(9, code=CODE), subject="Leaks a handle.")
     new = finding(8, on(9), subject="divides by zero")
     elsewhere = finding(9, on(20, code="e15e" * 8 + ":1"), subject="leaks a handle")
     marked = mark_round(report(again, new, elsewhere), [], {fingerprint(old)}, Change())
     assert marked.seen == (7,)
-    before = mark_round(report(again, new), [], {claim(old): 1}, Change())
+    before = mark_round(report(again, new, elsewhere), [], {claim(old): 7}, Change())
     assert before.seen == (7,)
 
 

@@ -233,7 +233,7 @@ def test_a_baseline_entry_accepts_the_occurrences_it_recorded() -> None:
     assert 5 in done.suppressed and 6 not in done.suppressed
     assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [6]
     assert any(
-        n.startswith("#6 makes the same claim as a finding in the baseline") and "other code" in n
+        n.startswith("#6 makes the same claim as a baseline entry") and "other code" in n
         for n in done.notes
     )
     both = read_baseline(write_baseline([one, two], "legacy"))
