@@ -40,6 +40,7 @@ class Replay:
     outside the repository; rounds of session s share one state file."""
 
     def __init__(self, tmp_path: Path, files: dict[str, str]) -> None:
+        tmp_path.mkdir(parents=True, exist_ok=True)
         self.tmp = tmp_path
         self.answer = tmp_path / "answer.json"
         self.answer.write_text('{"findings": []}')
@@ -166,3 +167,29 @@ def test_a_session_of_the_previous_version_keeps_its_ids_and_asks_again(tmp_path
     done, three = council.review()
     assert done.exit_code == 0, done.output
     assert three.suppressed[first.id].source == "dismissed"
+
+
+def test_dismissing_by_an_earlier_councils_fingerprint_names_one_occurrence(
+    tmp_path: Path,
+) -> None:
+    """`council dismiss` given the fingerprint an earlier council printed (the claim's):
+    refused while it names two findings of the session (pass the id), and keyed by the
+    finding's own fingerprint once it names one."""
+    council = Replay(tmp_path, {"app.py": "import sys\n"})
+    body = "import sys\nvalue = eval(sys.argv[1])\nother = eval(sys.argv[2])\n"
+    council.push({"app.py": body}, hit(2), hit(3))
+    done, one = council.review()
+    assert done.exit_code == 1, done.output
+    old = claim(one.findings[0])
+    refused = council.cli("dismiss", old, "--reason", "ours")
+    assert refused.exit_code == 2 and "pass the id" in refused.output
+    other = Replay(tmp_path / "single", {"app.py": "import sys\n"})
+    other.push({"app.py": "import sys\nvalue = eval(sys.argv[1])\n"}, hit(2))
+    _, single = other.review()
+    (only,) = single.findings
+    said = other.cli("dismiss", claim(only), "--reason", "ours")
+    assert said.exit_code == 0 and f"finding {only.id}" in said.output
+    other.push({"README": "more\n"}, hit(2))
+    done, again = other.review()
+    assert done.exit_code == 0, done.output
+    assert again.suppressed[only.id].source == "dismissed"
