@@ -9,7 +9,9 @@ Two ways to stop a finding from gating and posting while keeping it listed:
   completed run (or a JSON report); committed to the base branch, a review reads it
   from the BASE ref (trusted, like the roster).
 
-Source: issue "CI outputs that forges accept"; :mod:`council.session.baseline`.
+Both are decisions about an occurrence, applied by :mod:`council.session.decisions`.
+Source: issue "CI outputs that forges accept"; :mod:`council.session.baseline`;
+docs/identity-and-clocks.md "Occurrences".
 """
 
 from __future__ import annotations
@@ -149,8 +151,10 @@ def baseline_command(
 ) -> None:
     """Write the baseline (.council-baseline.json) from the findings still open after the
     latest completed run of the session (its own and those it carried), or from a JSON
-    report (its findings and carried ones); entries already in the file keep their reason,
-    and a finding dismissed in the session keeps the reason it was dismissed for.
+    report (its findings and carried ones): one entry per occurrence (the code each
+    flagged, wherever it moves; never another place of the same rule). Entries already
+    in the file keep their reason, and a finding dismissed in the session keeps the
+    reason it was dismissed for.
 
     Commit the file to the base branch: `council review` reads it from the BASE ref.
 
