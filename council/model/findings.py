@@ -114,6 +114,12 @@ class LineAnchor(_Canonical):
     line: int = Field(ge=1)
     start_line: int | None = Field(default=None, ge=1)
     witness: str | None = None
+    code: str | None = None
+    """The occurrence: a hash of the anchored code at the head the round reviewed
+    (:func:`council.model.occurrence.stamp`, set when the round is filed, never read from
+    a reviewer), which the finding's fingerprint names. Absent where it was not read: a
+    finding filed before occurrences were kept, an old-side line, code past the file's
+    end, a finding read from a file by ``council consolidate``."""
 
 
 Anchor = Annotated[ChangeAnchor | FileAnchor | LineAnchor, Field(discriminator="kind")]
@@ -142,6 +148,10 @@ class Origin(_Canonical):
     kind: Literal["hand", "reviewer", "judge"]
     run_id: str | None = None
     participant: str | None = None
+    program: bool | None = None
+    """True when the participant is a program reviewer (``command``, ``sarif``), False
+    when it is a model (or plays one: ``replay``); absent in findings filed before it was
+    kept. A decision never crosses kinds (docs/identity-and-clocks.md "Occurrences")."""
 
 
 _MEMBER_ONLY = frozenset({"participant", "evidence"})

@@ -3,7 +3,7 @@
     {"$schema", "version": "2.1.0", "runs": [{"tool": {"driver": {"name": <participant>,
      "rules"}}, "invocations", "properties": {"participant", "backend", "state", ...},
      "results": [{"ruleId", "level", "message", "locations"?, "baselineState",
-       "partialFingerprints": {"councilFingerprint/v1"}, "suppressions"?,
+       "partialFingerprints": {"councilFingerprint/v2"}, "suppressions"?,
        "properties": {"raisedBy", "evidence"?, "severityNote"?, "carried"?, ...}}]}]}
 
 One run per participant, judges too (:data:`UNATTRIBUTED_RUN` for the rest), each finding
@@ -40,8 +40,9 @@ SARIF_SCHEMA = (
 )
 """The schema the document declares (OASIS SARIF 2.1.0, errata 01)."""
 
-FINGERPRINT_KEY = "councilFingerprint/v1"
-"""The ``partialFingerprints`` key under which the content fingerprint is written."""
+FINGERPRINT_KEY = "councilFingerprint/v2"
+"""The ``partialFingerprints`` key under which the occurrence fingerprint is written
+(:func:`council.model.fingerprint.fingerprint`; ``/v1`` held the claim's before)."""
 
 UNATTRIBUTED_RUN = "council (unattributed)"
 """The tool name of the run holding findings no listed participant filed."""

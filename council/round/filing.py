@@ -16,6 +16,7 @@ from council.merging.agreement import best_agreeing
 from council.merging.consolidation import consolidate, with_origin
 from council.merging.sameness import says_the_same
 from council.model.findings import Agreement, Finding, Member, Origin, Warning
+from council.model.occurrence import CodeReader, stamp
 from council.model.participant import PROGRAM_BACKENDS, Participant
 from council.model.report import (
     ChangeSize,
@@ -101,6 +102,7 @@ def conclude_round(
     settled_ms: int,
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
+    code: CodeReader | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """File a review's round: :func:`file_round` of what each participant said
     (:func:`heard_from`), in ROSTER order.
@@ -117,6 +119,7 @@ def conclude_round(
         settled_ms=settled_ms,
         change=change,
         remembered=remembered,
+        code=code,
     )
 
 
@@ -129,6 +132,7 @@ def file_round(
     settled_ms: int | None,
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
+    code: CodeReader | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Merge, number and report one round's findings: ``(filed findings, report)``.
 
@@ -139,12 +143,17 @@ def file_round(
     The report states the size of ``change`` (:func:`change_size`) when there is one.
     A finding recognized among ``remembered`` keeps its id
     (:func:`council.session.remembered.file_recalled`), the others take ids from ``first_id``.
+    ``code`` reads the head tree the reviewers read: each consolidated finding's anchor and
+    its members' are given their occurrence (:func:`council.model.occurrence.stamp`) before
+    they are recognized, so a fingerprint names the code (None: anchors stay as they are).
     ``settled_ms``: ms since the epoch (None: no clock read). Raises ValueError as
     :func:`council.merging.consolidation.file_findings` does.
     """
     tellings, uncredited = _participant_findings(facts, heard, change)
     whole = [h.summary.id for h in heard if h.summary.heard_in_full]
     merged = consolidate(tellings, heard=whole, change=change)
+    if code is not None:
+        merged = stamp(merged, code)
     programs = {h.summary.id for h in heard if h.summary.backend in PROGRAM_BACKENDS}
     roster = [h.summary.id for h in heard]
     filed, reworded = file_recalled(merged, first_id, remembered, roster, programs)
@@ -205,7 +214,8 @@ def _participant_findings(
                 f"{who}: raisedBy on {crediting} finding(s) was dropped: a reviewer does "
                 "not credit raisers, the consolidation does"
             )
-        origin = Origin(kind=role, run_id=facts.run_id, participant=who)
+        program = h.summary.backend in PROGRAM_BACKENDS
+        origin = Origin(kind=role, run_id=facts.run_id, participant=who, program=program)
         tellings.append((who, with_origin(found, origin)))
     return tellings, notes
 
@@ -280,6 +290,7 @@ def conclude_judge(
     prices: PriceTable | None = None,
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
+    code: CodeReader | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
@@ -289,12 +300,15 @@ def conclude_judge(
     :func:`council.session.remembered.kept_ids`); credited ids not of the round are dropped with
     a note. A filed finding left out is suppressed ("not upheld") only when the judge was read
     WHOLE (:func:`read_whole`), else its silence is unknown, not a verdict; a program
-    reviewer's stays (:mod:`council.round.overrule`). ``change``: as in :func:`conclude_round`.
+    reviewer's stays (:mod:`council.round.overrule`). ``change`` and ``code``: as in
+    :func:`file_round` (the judge's findings are given their occurrence).
     Returns ``(findings to write, report)``; nothing is dropped. Source: docs/harvest.md §8,
     docs/architecture.md (chord → judge → settle).
     """
-    origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id)
+    origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id, program=False)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
+    if code is not None:
+        verdicts = stamp(verdicts, code)
     updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
     own = {f.id for f in interim.findings if f.id is not None}
     earlier = [f for f in remembered if f.id not in own]

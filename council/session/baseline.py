@@ -1,16 +1,21 @@
 """The committed baseline: findings a team has accepted, so they stop gating and posting.
 
 A repository adopting the council late commits what it will not fix today to
-``.council-baseline.json``; later runs list those under "Dismissed and baselined". Entries
-are keyed by the content fingerprint (:func:`council.model.fingerprint.fingerprint`), so
-they keep matching when code moves; one holding ``subject`` and ``discussion`` also matches
-a rewording by agreement (:func:`suppress`)::
+``.council-baseline.json``; later runs list those under "Dismissed and baselined". An entry
+is a decision about the occurrences it recorded: it is keyed by their fingerprint
+(:func:`council.model.fingerprint.fingerprint`: rule, path and the anchored code), so it
+keeps matching when that code moves, never another occurrence of the same rule; one
+holding ``subject`` and ``discussion`` also matches a model's rewording at the same code
+by agreement; ``programs`` lists the fingerprints of the program reviewers' tellings it
+accepts (:mod:`council.session.kinds`). Applied by
+:func:`council.session.decisions.suppress`::
 
     {"version": 1, "entries": [{"fingerprint": "<64 hex>", "reason": "legacy, see #12",
-      "subject", "path", "discussion", "severity", "count"}]}
+      "subject", "path", "discussion", "severity", "count", "occurrence", "programs"}]}
 
-Source: docs/harvest.md §5, §8; docs/identity-and-clocks.md "Identity of a finding across
-rounds".
+An entry without ``occurrence`` was written before occurrences were kept: its fingerprint
+is the claim's (:func:`council.model.fingerprint.claim`), and it covers only what it can be
+shown to cover. Source: docs/harvest.md §5, §8; docs/identity-and-clocks.md "Occurrences".
 """
 
 from __future__ import annotations
@@ -18,13 +23,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.errors import ConfigurationError
-from council.merging.agreement import recognize
 from council.model.findings import (
     SEVERITIES,
     Anchor,
@@ -35,9 +39,8 @@ from council.model.findings import (
     anchor_path,
     severity_rank,
 )
-from council.model.fingerprint import fingerprint
-from council.model.participant import PROGRAM_BACKENDS
-from council.model.report import CouncilReport, Reworded, Suppression
+from council.model.fingerprint import claim, fingerprint, occurrence
+from council.session.kinds import program_prints
 
 BASELINE_FILE = ".council-baseline.json"
 """Where the baseline lives, relative to the repository root."""
@@ -46,7 +49,17 @@ BASELINE_VERSION = 1
 """The version of the file's shape; a reader refuses any other."""
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = ("fingerprint", "reason", "subject", "path", "discussion", "severity", "count")
+_ENTRY_KEYS = (
+    "fingerprint",
+    "reason",
+    "subject",
+    "path",
+    "discussion",
+    "severity",
+    "count",
+    "occurrence",
+    "programs",
+)
 
 DISCUSSION_CHARS = 2_000
 """Characters of a finding's discussion an entry keeps: as many as the agreement
@@ -84,9 +97,25 @@ class BaselineEntry(BaseModel):
     """The finding's severity when it was accepted (``""``: none, or an entry written
     before it was kept). A rewording graver than it is not suppressed by agreement."""
     count: int = Field(default=1, ge=1)
-    """How many findings with this fingerprint it accepts (bandit files every
-    ``shell=True`` of a file under one subject, so one fingerprint): a new occurrence
-    past them gates. Entries written before it was kept accept one."""
+    """How many findings with this fingerprint it accepts: the recorded occurrences (one,
+    unless a reviewer told the same claim twice at one piece of code, or a file-level
+    claim twice on one file). In an entry written before occurrences were kept, how many
+    findings of the claim (bandit filed every ``shell=True`` of a file under one); older
+    entries accept one."""
+    occurrence: str | None = None
+    """The occurrence it records (:func:`council.model.fingerprint.occurrence`:
+    ``line:<code hash>``, ``file``, ``change`` or ``at:<side>:<lines>``); absent in an entry
+    written before occurrences were kept, whose ``fingerprint`` is then the claim's."""
+    programs: tuple[str, ...] = ()
+    """The fingerprints of the program reviewers' tellings it accepts
+    (:mod:`council.session.kinds`): a finding an analyzer told is covered only when the
+    analyzer's own telling is listed. Empty: a model's finding, which never covers an
+    analyzer's."""
+
+    @property
+    def legacy(self) -> bool:
+        """Written before occurrences were kept: keyed by the claim, no occurrence."""
+        return self.occurrence is None
 
     def as_accepted(self) -> Finding:
         """The entry as a finding of its subject, path and severity (what the severity
@@ -185,6 +214,8 @@ def _entry(index: int, raw: object) -> BaselineEntry:
             value = raw.get(key, 1)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UnreadableBaseline(f"{at}.count must be a whole number ≥ 1, not {value!r}")
+        elif key == "programs":
+            _programs(at, raw.get(key, []))
         elif key in raw and not isinstance(raw[key], str):
             raise UnreadableBaseline(f"{at}.{key} must be a string, not {_kind(raw[key])}")
     if not _FINGERPRINT.fullmatch(raw["fingerprint"]):
@@ -193,6 +224,18 @@ def _entry(index: int, raw: object) -> BaselineEntry:
             "(64 lowercase hexadecimal digits)"
         )
     return BaselineEntry(**raw)
+
+
+def _programs(at: str, value: object) -> None:
+    """Refuse an entry's ``programs`` unless it is a list of council fingerprints."""
+    if not isinstance(value, list):
+        raise UnreadableBaseline(f"{at}.programs must be a list, not {_kind(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not _FINGERPRINT.fullmatch(item):
+            raise UnreadableBaseline(
+                f"{at}.programs[{index}] is not a council fingerprint "
+                "(64 lowercase hexadecimal digits)"
+            )
 
 
 def _kind(value: object) -> str:
@@ -210,20 +253,26 @@ def write_baseline(
     *,
     existing: Baseline | None = None,
     reasons: Mapping[str, str] | None = None,
+    programs: Collection[str] = frozenset(),
 ) -> str:
     """The text of a baseline accepting ``findings`` for ``reason``, newline-terminated.
 
-    One entry per distinct fingerprint, with the finding's subject, path and discussion
-    (``discussion`` left out when empty), its gravest severity and how many findings
-    have it; entries of ``existing`` are kept with their own reason and text (accepting a
-    finding again does not rewrite why it was accepted), but take the severity and count
-    of what is accepted now when those are graver or more (else a finding graver than
-    its entry would gate for good: :func:`suppress` does not hide it). ``reasons``
-    maps a fingerprint to the reason a person already gave for that finding (a
-    dismissal's): it wins over ``reason``, the generic one, for a new entry. Entries are
-    sorted by path, then fingerprint, and written with a 2-space indent and non-ASCII
-    kept as is, so the same findings always give the same bytes and a diff of the
-    committed file shows only what changed. Never raises.
+    One entry per distinct fingerprint (one occurrence: rule, path and anchored code),
+    with the finding's subject, path and discussion (``discussion`` left out when empty),
+    its occurrence, its gravest severity, how many findings have it, and the
+    fingerprints of its program tellings (``programs``: ids of the program reviewers,
+    for findings whose origins do not say; :mod:`council.session.kinds`). Entries of
+    ``existing`` are kept with their own reason and text (accepting a finding again does
+    not rewrite why it was accepted; a new entry for an occurrence of the claim of an
+    entry written before occurrences were kept takes that entry's reason), but take the
+    severity, count and program tellings of what is accepted now when those are graver
+    or more (else a finding graver than its entry would gate for good:
+    :func:`council.session.decisions.suppress` does not hide it). ``reasons`` maps a
+    fingerprint to the reason a person already gave for that finding (a dismissal's): it
+    wins over ``reason``, the generic one, for a new entry. Entries are sorted by path,
+    then fingerprint, and written with a 2-space indent and non-ASCII kept as is, so the
+    same findings always give the same bytes and a diff of the committed file shows only
+    what changed. Never raises.
     """
     by_fingerprint: dict[str, BaselineEntry] = {}
     if existing is not None:
@@ -232,236 +281,59 @@ def write_baseline(
     occurrences: Counter[str] = Counter()
     first: dict[str, Finding] = {}
     gravest: dict[str, str] = {}
+    told: dict[str, set[str]] = {}
     for finding in findings:
         value = fingerprint(finding)
         occurrences[value] += 1
         first.setdefault(value, finding)
+        told.setdefault(value, set()).update(program_prints(finding, programs))
         if severity_rank(finding.severity) > severity_rank(gravest.get(value)):
             gravest[value] = finding.severity or ""
     for value, finding in first.items():
         kept = by_fingerprint.get(value)
         now = gravest.get(value, "")
         if kept is None:
+            older = by_fingerprint.get(claim(finding))
+            given = (reasons or {}).get(value) or (older.reason if older and older.legacy else "")
             by_fingerprint[value] = BaselineEntry(
                 fingerprint=value,
-                reason=(reasons or {}).get(value) or reason,
+                reason=given or reason,
                 subject=finding.subject,
                 path=anchor_path(finding.anchor) or "",
                 discussion=finding.discussion[:DISCUSSION_CHARS],
                 severity=now,
                 count=occurrences[value],
+                occurrence=occurrence(finding),
+                programs=tuple(sorted(told[value])),
             )
         else:
-            # Accepted again as it stands now: graver, or at more places, than before (an
-            # entry that kept no severity holds nothing back and keeps none).
+            # Accepted again as it stands now: graver, at more places, or told by more
+            # programs than before (an entry that kept no severity holds nothing back and
+            # keeps none).
             severity = kept.severity
             if severity and severity_rank(now) > severity_rank(severity):
                 severity = now
             count = max(kept.count, occurrences[value])
-            if (severity, count) != (kept.severity, kept.count):
+            listed = tuple(sorted({*kept.programs, *told[value]}))
+            if (severity, count, listed) != (kept.severity, kept.count, kept.programs):
                 by_fingerprint[value] = kept.model_copy(
-                    update={"severity": severity, "count": count}
+                    update={"severity": severity, "count": count, "programs": listed}
                 )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
-    document = {
-        "version": BASELINE_VERSION,
-        "entries": [
-            e.model_dump(exclude={"discussion"} if not e.discussion else None) for e in ordered
-        ],
-    }
+    document = {"version": BASELINE_VERSION, "entries": [_written(e) for e in ordered]}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def suppress(
-    report: CouncilReport,
-    baseline: Baseline,
-    dismissals: Mapping[str, str],
-    dismissed: Mapping[str, Finding] | None = None,
-) -> CouncilReport:
-    """The report with ``suppressed`` filled from the session's dismissals and the baseline.
-
-    ``dismissals``: fingerprint → a person's reason; ``dismissed``: fingerprint → the finding
-    dismissed, where known. Each open finding (carried ones too) matches by fingerprint, a
-    dismissal winning over the baseline (the more recent decision), else by agreement: one that
-    kept a dismissed id goes with it, the others via :func:`council.merging.agreement.recognize`
-    to dismissed findings, then to baseline entries with text (``by_agreement``). A dismissal
-    covers ONE finding, an entry its ``count``; more occurrences and graver rewordings gate,
-    noted (:func:`beyond_note`, :func:`graver_note`). Nothing leaves ``findings``; findings
-    without an id are never suppressed; never raises. Source: docs/identity-and-clocks.md
-    "Identity of a finding across rounds".
-    """
-    accepted = baseline.reasons()
-    budget = baseline.counts()
-    suppressed = dict(report.suppressed)
-    left: list[Finding] = []
-    beyond: list[tuple[Finding, str, int]] = []
-    graver: list[tuple[Finding, Finding, str, str]] = []
-    dismissed_id = {p: f.id for p, f in (dismissed or {}).items() if f.id is not None}
-    entry_of = {e.fingerprint: e.as_accepted() for e in reversed(baseline.entries)}
-    held = {f.id for f in report.open_findings if f.id is not None}
-    used: set[str] = set()
-    seen = set(report.seen)
-    # Seen findings first: an occurrence an earlier round reported is the accepted one,
-    # a new occurrence of the same claim is not.
-    ordered = sorted(
-        (f for f in report.open_findings if f.id is not None), key=lambda f: f.id not in seen
-    )
-    for finding in ordered:
-        value = fingerprint(finding)
-        ident = finding.id
-        assert ident is not None
-        if value in dismissals:
-            owner = dismissed_id.get(value)
-            if ident == owner or (value not in used and owner not in held):
-                used.add(value)
-                earlier = (dismissed or {}).get(value)
-                if earlier is not None and _graver(finding, earlier, "dismissed"):
-                    graver.append((finding, earlier, "dismissed", "fingerprint"))
-                    continue
-                suppressed[ident] = Suppression(source="dismissed", reason=dismissals[value])
-            else:
-                beyond.append((finding, "dismissed", 1))
-        elif value in accepted:
-            if budget.get(value, 1) > 0:
-                budget[value] = budget.get(value, 1) - 1
-                earlier = entry_of[value]
-                if _graver(finding, earlier, "baseline"):
-                    graver.append((finding, earlier, "baseline", "fingerprint"))
-                    continue
-                suppressed[ident] = Suppression(source="baseline", reason=accepted[value])
-            else:
-                beyond.append((finding, "baseline", baseline.counts()[value]))
-        else:
-            left.append(finding)
-    order = {f.id: at for at, f in enumerate(report.open_findings)}
-    left.sort(key=lambda f: order[f.id])
-    roster = [p.id for p in report.participants]
-    # A decision used by a fingerprint match covers that finding alone: it leaves the
-    # pools the rest are matched against by id and by agreement.
-    known = [(p, f) for p, f in (dismissed or {}).items() if p in dismissals and p not in used]
-    by_id = {f.id: (p, f) for p, f in known if f.id is not None}
-    still: list[Finding] = []
-    for finding in left:
-        ident = finding.id
-        took = by_id.pop(ident, None) if ident is not None else None
-        if ident is None or took is None:
-            still.append(finding)
-            continue
-        print_, earlier = took
-        if _graver(finding, earlier, "dismissed"):
-            graver.append((finding, earlier, "dismissed", "agreement"))
-            continue
-        suppressed[ident] = _reworded("dismissed", dismissals[print_], print_, earlier)
-    pool = [(p, f) for p, f in known if f.id is None or f.id in by_id]
-    programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
-    still = _match(still, pool, roster, "dismissed", dismissals, suppressed, graver, programs)
-    entries = [
-        (e.fingerprint, f)
-        for e in _first_entries(baseline)
-        if (f := e.as_finding()) is not None
-        for _ in range(min(budget.get(e.fingerprint, e.count), len(still)))
-    ]
-    _match(still, entries, roster, "baseline", accepted, suppressed, graver, programs)
-    notes = (
-        *(graver_note(f, e, source, how) for f, e, source, how in graver),
-        *(
-            beyond_note(f, source, n)
-            for f, source, n in sorted(beyond, key=lambda b: order[b[0].id])
-        ),
-    )
-    update: dict[str, object] = {"suppressed": suppressed}
-    if notes:
-        update["notes"] = (*report.notes, *(n for n in notes if n not in report.notes))
-    return report.model_copy(update=update)
-
-
-def _first_entries(baseline: Baseline) -> list[BaselineEntry]:
-    """The baseline's entries, the first of each fingerprint only (as :meth:`Baseline.
-    reasons` and :meth:`Baseline.counts` read them)."""
-    firsts: dict[str, BaselineEntry] = {}
-    for entry in baseline.entries:
-        firsts.setdefault(entry.fingerprint, entry)
-    return list(firsts.values())
-
-
-def _graver(finding: Finding, earlier: Finding, source: str) -> bool:
-    """Whether ``finding`` is graver than the dismissed or baselined ``earlier`` it was
-    matched to (by fingerprint or by agreement): a person's decision covers what they
-    saw, so the same subject, or a rewording, raised to a higher severity is not
-    suppressed by it (it gates until a person dismisses it again). A consolidated
-    finding carries its gravest telling's severity, so another reviewer's graver
-    telling merged into a dismissed one is not hidden by it either. A baseline entry
-    that kept no severity (written before entries kept one) holds nothing back."""
-    if source == "baseline" and earlier.severity is None:
-        return False
-    return severity_rank(finding.severity) > severity_rank(earlier.severity)
-
-
-def beyond_note(finding: Finding, source: str, count: int) -> str:
-    """The report's note for an occurrence of a dismissed or baselined claim past what
-    the person accepted (the same fingerprint, another finding)."""
-    if source == "dismissed":
-        what = "was dismissed for one finding"
-    else:
-        what = f"is in the baseline for {count} finding{'s' if count != 1 else ''}"
-    return (
-        f"#{finding.id} makes the same claim as one that {what} ({finding.subject[:80]!r} "
-        f"on the same file): this further occurrence is not suppressed, and gates until a "
-        f"person dismisses it or the baseline is written again"
-    )
-
-
-def graver_note(finding: Finding, earlier: Finding, source: str, how: str = "agreement") -> str:
-    """The report's note for a finding held back from a suppression by :func:`_graver`
-    (``how``: ``fingerprint`` when it makes the same claim, ``agreement`` when it
-    rewords it)."""
-    what = "dismissed" if source == "dismissed" else "in the baseline"
-    earlier_name = f"#{earlier.id}" if earlier.id is not None else repr(earlier.subject[:80])
-    said = "makes the same claim as" if how == "fingerprint" else "rewords"
-    by = "" if how == "fingerprint" else ", by agreement,"
-    return (
-        f"#{finding.id} {said} {earlier_name}, {what}{by} but is graver "
-        f"({finding.severity or 'no severity'} over {earlier.severity or 'no severity'}): "
-        f"it is not suppressed and gates until a person dismisses it again"
-    )
-
-
-def _match(
-    findings: Sequence[Finding],
-    pool: Sequence[tuple[str, Finding]],
-    roster: Sequence[str],
-    source: Literal["dismissed", "baseline"],
-    reasons: Mapping[str, str],
-    suppressed: dict[int, Suppression],
-    graver: list[tuple[Finding, Finding, str, str]],
-    programs: Collection[str] = frozenset(),
-) -> list[Finding]:
-    """Suppress those of ``findings`` that agree with a finding of ``pool`` (fingerprint
-    it is keyed by, the finding): one to one; returns the findings left, in order. One
-    graver than the finding it matched (:func:`_graver`) is not suppressed: it is added
-    to ``graver`` (and not left for a later pool either)."""
-    if not findings or not pool:
-        return list(findings)
-    found = recognize(findings, [f for _, f in pool], roster, programs)
-    left: list[Finding] = []
-    for at, finding in enumerate(findings):
-        seen = found.get(at)
-        if seen is None or finding.id is None:
-            left.append(finding)
-            continue
-        if _graver(finding, seen.earlier, source):
-            graver.append((finding, seen.earlier, source, "agreement"))
-            continue
-        print_ = pool[seen.at][0]
-        suppressed[finding.id] = _reworded(source, reasons.get(print_, ""), print_, seen.earlier)
-    return left
-
-
-def _reworded(
-    source: Literal["dismissed", "baseline"], reason: str, print_: str, earlier: Finding
-) -> Suppression:
-    return Suppression(
-        source=source,
-        reason=reason,
-        by_agreement=Reworded(fingerprint=print_, id=earlier.id, subject=earlier.subject),
-    )
+def _written(entry: BaselineEntry) -> dict[str, Any]:
+    """An entry as the file holds it: ``discussion``, ``occurrence`` and ``programs``
+    left out when empty (an entry written before they were kept stays as it was)."""
+    left_out = {
+        name
+        for name, empty in (
+            ("discussion", not entry.discussion),
+            ("occurrence", entry.occurrence is None),
+            ("programs", not entry.programs),
+        )
+        if empty
+    }
+    return entry.model_dump(exclude=left_out or None)

@@ -23,7 +23,7 @@ from council.merging.agreement import best_agreeing
 from council.merging.agreement.relation import Place, place_of
 from council.merging.recognition import led_by_program, told_by_programs
 from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
-from council.model.fingerprint import fingerprint
+from council.model.fingerprint import claim, fingerprint
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport, RunStatus
 from council.round.gate import incomplete_reasons
@@ -119,7 +119,7 @@ def mark_round(
     raised_again = {agreed[i] for i in agreed}
     outdated = tuple(
         f
-        for f in _not_raised_again(report, earlier)
+        for f in _not_raised_again(report, earlier, change)
         if f.id not in raised_again and touched(change, f)
     )
     return report.model_copy(
@@ -138,11 +138,12 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
 
     A finding is seen when its fingerprint was reported under its id (it kept it). The
     other findings with a reported fingerprint are seen, in filing order, while there
-    are earlier occurrences whose id no finding of this round holds (they took new ids);
-    any beyond are new occurrences of the claim and NOT seen: posted. So a claim an
-    earlier round reported at two places (bandit's subject is the same for every
-    ``shell=True``) is seen at both, and a third place is new. In filing order; never
-    raises."""
+    are earlier findings of it whose id no finding of this round holds (they took new
+    ids); any beyond are new and NOT seen: posted. So an occurrence an earlier round
+    reported twice is seen twice, and a third finding of it is new. A finding whose
+    fingerprint was never reported is seen by its claim (an earlier council reported
+    claims) only when it kept an id reported under that claim: a new occurrence of a
+    claim an earlier council reported is posted. In filing order; never raises."""
     ids: dict[str, set[int | None]] = {}
     if isinstance(earlier, Mapping):
         for print_, given in earlier.items():
@@ -152,13 +153,15 @@ def seen_by_fingerprint(findings: Iterable[Finding], earlier: Reported) -> list[
                 ids[print_] = set(given) or {None}
     else:
         ids = {print_: {None} for print_ in earlier}
-    listed = [(f.id, fingerprint(f)) for f in findings if f.id is not None]
-    held = {ident for ident, _ in listed}
-    unheld = {p: len(ids[p] - held) for _, p in listed if p in ids}
+    listed = [(f.id, fingerprint(f), claim(f)) for f in findings if f.id is not None]
+    held = {ident for ident, _, _ in listed}
+    unheld = {p: len(ids[p] - held) for _, p, _ in listed if p in ids}
     seen: list[int] = []
-    for ident, print_ in listed:
+    for ident, print_, told in listed:
         earlier_ids = ids.get(print_)
         if earlier_ids is None:
+            if ident in ids.get(told, ()):
+                seen.append(ident)
             continue
         if ident in earlier_ids:
             seen.append(ident)
@@ -222,7 +225,7 @@ def carry(
     """
     carried = tuple(
         follow(change, f, report.head or None)
-        for f in _not_raised_again(report, earlier_findings)
+        for f in _not_raised_again(report, earlier_findings, change)
         if not touched(change, f)
     )
     return report.model_copy(update={"carried": carried})
@@ -239,15 +242,19 @@ def still_open(report: CouncilReport) -> tuple[Finding, ...]:
     return tuple(f for f in report.open_findings if f.id is None or f.id not in withdrawn)
 
 
-def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list[Finding]:
+def _not_raised_again(
+    report: CouncilReport, earlier: Iterable[Finding], change: Change
+) -> list[Finding]:
     """The earlier findings this round did not raise again, in filing order.
 
     Raised again: one of this round's findings holds its id (it kept it), or, for one
     whose id none holds, a finding of this round with its fingerprint took a new id (one
-    such finding per earlier one, the latest first). Earlier findings of one fingerprint
-    at one place are one finding told in two rounds: the latest is kept; at two places
-    (bandit's ``shell=True`` twice in a file) they are two, and both stand. A finding of
-    this round itself is skipped."""
+    such finding per earlier one, the latest first); an earlier finding an earlier
+    council filed without its code (:func:`_unread_place`) is raised again by a new
+    finding of its claim at the very lines it moved to over ``change`` (the interdiff).
+    Earlier findings of one fingerprint at one place are one finding told in two rounds:
+    the latest is kept; at two places they are two, and both stand. A finding of this
+    round itself is skipped."""
     earlier = list(earlier)  # read twice below: a generator would be empty the second time
     own = {f.id for f in report.findings if f.id is not None}
     latest: dict[tuple[str, Place], Finding] = {}
@@ -256,14 +263,42 @@ def _not_raised_again(report: CouncilReport, earlier: Iterable[Finding]) -> list
             continue
         latest[(fingerprint(finding), place_of(finding))] = finding
     known = {f.id for f in earlier if f.id is not None}
-    fresh = Counter(fingerprint(f) for f in report.findings if f.id not in known)
+    new = [f for f in report.findings if f.id not in known]
+    fresh = Counter(fingerprint(f) for f in new)
+    placed = Counter(_claim_at(f) for f in new)
     kept: list[Finding] = []
     for (print_, _), finding in sorted(latest.items(), key=lambda item: -(item[1].id or 0)):
         if fresh[print_] > 0:
             fresh[print_] -= 1
             continue
+        unread = _unread_place(change, finding)
+        if unread is not None and placed[unread] > 0:
+            placed[unread] -= 1
+            continue
         kept.append(finding)
     return sorted(kept, key=lambda f: f.id or 0)
+
+
+def _claim_at(finding: Finding) -> tuple[str, str, int, int] | None:
+    """A new-side line finding's claim and lines (None for any other anchor)."""
+    anchor = finding.anchor
+    if not isinstance(anchor, LineAnchor) or anchor.side != "new":
+        return None
+    first = anchor.start_line if anchor.start_line is not None else anchor.line
+    return claim(finding), anchor.path, min(first, anchor.line), max(first, anchor.line)
+
+
+def _unread_place(change: Change, finding: Finding) -> tuple[str, str, int, int] | None:
+    """For an earlier new-side line finding filed without its code (by an earlier council,
+    or where it could not be read): its claim at the lines it moved to over ``change``,
+    when ``change`` left them alone (:func:`follow`); None otherwise. The same claim at
+    those very lines is that finding told again; any other place is another occurrence."""
+    anchor = finding.anchor
+    if not isinstance(anchor, LineAnchor) or anchor.side != "new" or anchor.code is not None:
+        return None
+    if touched(change, finding):
+        return None
+    return _claim_at(follow(change, finding))
 
 
 def touched(change: Change, finding: Finding) -> bool:

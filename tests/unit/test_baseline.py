@@ -15,12 +15,14 @@ from council.session.baseline import (
     BaselineEntry,
     UnreadableBaseline,
     read_baseline,
-    suppress,
     write_baseline,
 )
+from council.session.decisions import suppress
 from tests.forge_cases import CAFE, finding, messy_findings, report
 
 PRINT = "a" * 64
+CODE = "c0de" * 8 + ":1"
+"""A code hash (council.model.occurrence): the same code, wherever it sits."""
 
 
 def test_round_trip() -> None:
@@ -149,9 +151,9 @@ def test_dismissals_win_over_the_baseline() -> None:
 
 
 def test_suppress_matches_moved_findings() -> None:
-    """A baselined finding that moved lines is still suppressed."""
-    before = finding(1, LineAnchor(path="a.py", line=3), subject="leak")
-    after = finding(8, LineAnchor(path="a.py", line=70), subject="Leak.")
+    """A baselined finding whose code moved lines is still suppressed."""
+    before = finding(1, LineAnchor(path="a.py", line=3, code=CODE), subject="leak")
+    after = finding(8, LineAnchor(path="a.py", line=70, code=CODE), subject="Leak.")
     baseline = read_baseline(write_baseline([before], "legacy"))
     assert 8 in suppress(report(after), baseline, {}).suppressed
 

@@ -306,7 +306,7 @@ def test_a_second_occurrence_of_a_dismissed_claim_is_new_and_gates(
     assert second.seen == (1,)
     assert 1 in second.suppressed and 2 not in second.suppressed
     assert any(
-        n.startswith("#2 makes the same claim as one that was dismissed") for n in second.notes
+        n.startswith("#2 makes the same claim as #1, dismissed") for n in second.notes
     )
     assert "#2 makes the same claim" in markdown
 

@@ -1,15 +1,24 @@
-"""Content fingerprints and per-occurrence fingerprints (council.model.fingerprint)."""
+"""Occurrence fingerprints, claims and per-occurrence report values (council.model.fingerprint)."""
 
 from __future__ import annotations
 
 import re
 
 from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.model.fingerprint import fingerprint, occurrence_fingerprints, with_fingerprints
+from council.model.fingerprint import (
+    claim,
+    fingerprint,
+    occurrence,
+    occurrence_fingerprints,
+    with_fingerprints,
+)
 from council.rendering import read_json, render_json
 from tests.forge_cases import OWL, finding, report
 
-POOL = LineAnchor(path="src/pool.py", line=3)
+CODE = "c0de" * 8 + ":1"
+"""A code hash (council.model.occurrence)."""
+
+POOL = LineAnchor(path="src/pool.py", line=3, code=CODE)
 
 
 def test_fingerprint_is_64_hex_digits() -> None:
@@ -18,20 +27,40 @@ def test_fingerprint_is_64_hex_digits() -> None:
 
 
 def test_recipe_is_pinned() -> None:
-    """The recipe never changes silently: committed baselines depend on the value."""
-    value = fingerprint(finding(1, POOL, subject="Pool leaks on timeout"))
-    assert value == "c60a071b17ab8fd42d05928c5b7ba6f395250c4efd2a4c86fb34ef23c4b628b8"
+    """The recipes never change silently: committed baselines depend on the values. The
+    claim is what earlier versions called the fingerprint (the same value as then)."""
+    told = finding(1, POOL, subject="Pool leaks on timeout")
+    assert fingerprint(told) == "f8a0e18903751d46c44a327b191127b4ca3d99f8defcd3b9bd8edfed6d6787e9"
+    assert claim(told) == "c60a071b17ab8fd42d05928c5b7ba6f395250c4efd2a4c86fb34ef23c4b628b8"
 
 
 def test_moving_lines_keeps_the_fingerprint() -> None:
-    """A finding that moved lines (or became a range, or a file anchor) keeps its value."""
+    """A finding whose code moved lines keeps its value; the claim ignores the place."""
     moved = [
-        LineAnchor(path="src/pool.py", line=90),
-        LineAnchor(path="src/pool.py", start_line=7, line=12),
-        FileAnchor(path="src/pool.py"),
+        LineAnchor(path="src/pool.py", line=90, code=CODE),
+        LineAnchor(path="src/pool.py", start_line=7, line=12, code=CODE),
     ]
     values = {fingerprint(finding(1, a, subject="leak")) for a in [POOL, *moved]}
     assert len(values) == 1
+    places = [POOL, *moved, FileAnchor(path="src/pool.py"), LineAnchor(path="src/pool.py", line=4)]
+    assert len({claim(finding(1, a, subject="leak")) for a in places}) == 1
+
+
+def test_another_occurrence_is_another_fingerprint() -> None:
+    """The same rule at other code, on the file as a whole, on the change, or at a line
+    whose code was not read (named by its place) is another occurrence."""
+    others = [
+        LineAnchor(path="src/pool.py", line=3, code="0dd5" * 8 + ":1"),
+        LineAnchor(path="src/pool.py", line=3, code="c0de" * 8 + ":2"),
+        FileAnchor(path="src/pool.py"),
+        LineAnchor(path="src/pool.py", line=3),
+    ]
+    values = [fingerprint(finding(1, a, subject="leak")) for a in [POOL, *others]]
+    assert len(set(values)) == len(values)
+    assert [occurrence(finding(1, a)) for a in others[2:]] == ["file", "at:new:3-3"]
+    unread = LineAnchor(path="src/pool.py", start_line=9, line=7, side="old")
+    assert occurrence(finding(1, unread)) == "at:old:7-9"
+    assert occurrence(finding(1, ChangeAnchor())) == "change"
 
 
 def test_subject_is_folded_like_sameness() -> None:

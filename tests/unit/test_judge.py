@@ -72,7 +72,12 @@ def test_judge_adds_a_finding_and_rules_out_the_rest(tmp_path: Path, repo: Path)
     first, last = report["findings"]
     assert first["origin"]["kind"] == "reviewer"
     assert report["suppressed"][str(first["id"])]["source"] == "judge"
-    assert last["origin"] == {"kind": "judge", "run_id": report["run_id"], "participant": "arbiter"}
+    assert last["origin"] == {
+        "kind": "judge",
+        "run_id": report["run_id"],
+        "participant": "arbiter",
+        "program": False,
+    }
     assert last["raised_by"] == ["owl"] and last["id"] == first["id"] + 1
 
 

@@ -75,8 +75,10 @@ def one_round(
     outcomes: Mapping[str, ParticipantOutcome],
     first_id: int,
     recall: Sequence[Finding],
+    code: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
-    """File one round of the session as settling does, against the session's recall."""
+    """File one round of the session as settling does, against the session's recall
+    (``code``: the head tree's files, path → lines, when the round reads them)."""
     return conclude_round(
         RoundFacts(run_id=run, session="s"),
         ROSTER,
@@ -85,6 +87,7 @@ def one_round(
         status="settled",
         settled_ms=1,
         remembered=recall,
+        code=code.get if code is not None else None,
     )
 
 
@@ -122,13 +125,18 @@ def test_a_different_bug_takes_a_new_id() -> None:
 
 
 def test_an_exact_repeat_keeps_its_id_by_fingerprint() -> None:
-    """The same subject on a moved line: recognized by fingerprint, not listed as reworded."""
-    _, report = one_round("r1", {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}, 1, ())
+    """The same subject on the same code, moved 28 lines down: recognized by fingerprint,
+    not listed as reworded."""
+    division = "ratio = total / page_size"
+    then = {"app.py": [f"line{n} = {n}" for n in range(1, 12)] + [division]}
+    now = {"app.py": [f"line{n} = {n}" for n in range(1, 40)] + [division]}
+    hawk = {"hawk": outcome("hawk", DIV0[0]), "owl": outcome("owl")}
+    _, report = one_round("r1", hawk, 1, (), then)
     moved = {**DIV0[0], "location": {"kind": "line", "path": "app.py", "line": 40}}
     memory = remembered(report)
     assert memory is not None
     filed, again = one_round(
-        "r2", {"hawk": outcome("hawk", moved), "owl": outcome("owl")}, 2, memory.recall
+        "r2", {"hawk": outcome("hawk", moved), "owl": outcome("owl")}, 2, memory.recall, now
     )
     assert [f.id for f in filed] == [1] and again.seen_by_agreement == {}
 

@@ -113,17 +113,27 @@ def test_suppressed_findings_are_left_out() -> None:
 
 
 def test_repeated_claims_get_distinct_fingerprints() -> None:
-    """Two occurrences of one claim get two fingerprints, stable across runs."""
-    twins = [finding(i, LineAnchor(path="a.py", line=i), subject="same claim") for i in (1, 2)]
+    """Two findings of one fingerprint (one occurrence told twice) get two values, stable
+    across runs; the claim at two places has two fingerprints of its own."""
+    code = "c0de" * 8 + ":1"
+    twins = [
+        finding(i, LineAnchor(path="a.py", line=i, code=code), subject="same claim")
+        for i in (1, 2)
+    ]
     entries = _entries(render_gitlab_codequality(report(*twins)))
     base = fingerprint(twins[0])
     assert [e["fingerprint"] for e in entries] == [base, f"{base}:2"]
+    places = [finding(i, LineAnchor(path="a.py", line=i), subject="same claim") for i in (1, 2)]
+    entries = _entries(render_gitlab_codequality(report(*places)))
+    assert [e["fingerprint"] for e in entries] == [fingerprint(f) for f in places]
+    assert len({e["fingerprint"] for e in entries}) == 2
 
 
 def test_moved_finding_keeps_its_fingerprint() -> None:
-    """The same claim on another line of the next run keeps its fingerprint."""
-    before = finding(1, LineAnchor(path="a.py", line=3), subject="leak")
-    after = finding(7, LineAnchor(path="a.py", line=90), subject="leak")
+    """The same claim on the same code, moved to another line, keeps its fingerprint."""
+    code = "c0de" * 8 + ":1"
+    before = finding(1, LineAnchor(path="a.py", line=3, code=code), subject="leak")
+    after = finding(7, LineAnchor(path="a.py", line=90, code=code), subject="leak")
     prints = [
         _entries(render_gitlab_codequality(report(f)))[0]["fingerprint"] for f in (before, after)
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from council.change.diff import Change, parse_diff
 from council.model.findings import ChangeAnchor, FileAnchor, LineAnchor
-from council.model.fingerprint import fingerprint
+from council.model.fingerprint import claim, fingerprint
 from council.model.report import Suppression
 from council.session.earlier_rounds import (
     carry,
@@ -99,34 +99,45 @@ ADD_GONE = (
 )
 
 
-def on(line: int, start: int | None = None) -> LineAnchor:
-    """A new-side anchor on app.py."""
-    return LineAnchor(path="app.py", line=line, start_line=start)
+def on(line: int, start: int | None = None, code: str | None = None) -> LineAnchor:
+    """A new-side anchor on app.py (``code``: its code hash, council.model.occurrence)."""
+    return LineAnchor(path="app.py", line=line, start_line=start, code=code)
+
+
+CODE = "1eac" * 8 + ":1"
+"""One piece of code's hash: findings anchored on it name one occurrence, wherever."""
 
 
 def test_repeat_fingerprint_is_seen() -> None:
-    """A finding whose fingerprint an earlier round reported is seen; a new one is not."""
-    old = finding(1, on(3), subject="leaks a handle")
-    again = finding(7, on(9), subject="Leaks a handle.")
+    """A finding whose fingerprint an earlier round reported (its code, moved) is seen; a
+    new one is not; nor the claim at other code. A round of an earlier council reported
+    claims: a finding of that claim that kept its id is seen (not posted again; seen
+    still gates), a new occurrence of it is not."""
+    old = finding(1, on(3, code=CODE), subject="leaks a handle")
+    again = finding(7, on(9, code=CODE), subject="Leaks a handle.")
     new = finding(8, on(9), subject="divides by zero")
-    marked = mark_round(report(again, new), [], {fingerprint(old)}, Change())
+    elsewhere = finding(9, on(20, code="e15e" * 8 + ":1"), subject="leaks a handle")
+    marked = mark_round(report(again, new, elsewhere), [], {fingerprint(old)}, Change())
     assert marked.seen == (7,)
+    before = mark_round(report(again, new, elsewhere), [], {claim(old): 7}, Change())
+    assert before.seen == (7,)
 
 
 def test_a_fingerprint_reported_under_several_ids_is_seen_under_each() -> None:
-    """One claim reported under ids 3 and 5: both are seen again, one that took a new id
-    while 5 is not held stands for 5, and an occurrence beyond the two is new."""
-    print_ = fingerprint(finding(1, on(3), subject="leaks a handle"))
+    """One fingerprint reported under ids 3 and 5 (one occurrence told twice): both are
+    seen again, one that took a new id while 5 is not held stands for 5, and a finding
+    beyond the two is new."""
+    print_ = fingerprint(finding(1, on(3, code=CODE), subject="leaks a handle"))
     kept = [
-        finding(3, on(3), subject="leaks a handle"),
-        finding(5, on(40), subject="leaks a handle"),
+        finding(3, on(3, code=CODE), subject="leaks a handle"),
+        finding(5, on(40, code=CODE), subject="leaks a handle"),
     ]
     assert seen_by_fingerprint(kept, {print_: (3, 5)}) == [3, 5]
     moved = [
-        finding(3, on(3), subject="leaks a handle"),
-        finding(9, on(41), subject="leaks a handle"),
+        finding(3, on(3, code=CODE), subject="leaks a handle"),
+        finding(9, on(41, code=CODE), subject="leaks a handle"),
     ]
-    extra = finding(10, on(80), subject="leaks a handle")
+    extra = finding(10, on(80, code=CODE), subject="leaks a handle")
     assert seen_by_fingerprint([*moved, extra], {print_: (3, 5)}) == [3, 9]
     assert seen_by_fingerprint([*kept, extra], {print_: 5}) == [5]
     assert seen_by_fingerprint([extra, *moved], {print_}) == [10]
@@ -285,14 +296,17 @@ def test_still_open_leaves_out_what_the_judge_withdrew() -> None:
 def test_one_claim_at_two_places_is_carried_at_both() -> None:
     """Two earlier findings with one fingerprint on lines 2 and 9: both are carried when
     the interdiff leaves them alone; one raised again (it kept its id, or a new finding
-    took a new id for it) leaves the other carried."""
-    two = finding(1, on(2), subject="shell=True", severity="critical")
-    nine = finding(2, on(9), subject="shell=True", severity="critical")
+    took a new id for it) leaves the other carried. The claim at other code raises
+    neither again."""
+    two = finding(1, on(2, code=CODE), subject="shell=True", severity="critical")
+    nine = finding(2, on(9, code=CODE), subject="shell=True", severity="critical")
     assert [f.id for f in carry(report(), [two, nine], Change()).carried] == [1, 2]
-    again = report(finding(2, on(9), subject="shell=True", severity="critical"))
+    again = report(finding(2, on(9, code=CODE), subject="shell=True", severity="critical"))
     assert [f.id for f in carry(again, [two, nine], Change()).carried] == [1]
-    moved = report(finding(7, on(10), subject="shell=True", severity="critical"))
+    moved = report(finding(7, on(10, code=CODE), subject="shell=True", severity="critical"))
     assert [f.id for f in carry(moved, [two, nine], Change()).carried] == [1]
+    other = report(finding(7, on(10, code="0e4e" * 8 + ":1"), subject="shell=True"))
+    assert [f.id for f in carry(other, [two, nine], Change()).carried] == [1, 2]
 
 
 def test_carry_reads_earlier_findings_given_as_a_generator() -> None:
@@ -303,3 +317,16 @@ def test_carry_reads_earlier_findings_given_as_a_generator() -> None:
     again = report(finding(2, on(9), subject="shell=True", severity="critical"))
     given = (f for f in (two, nine))
     assert [f.id for f in carry(again, given, Change()).carried] == [1]
+
+
+def test_an_earlier_councils_finding_is_raised_again_only_at_the_lines_it_moved_to() -> None:
+    """An open finding filed by an earlier council holds no code. The interdiff inserts
+    three lines above it (line 4 is now 7): a new finding of its claim at 7, with its
+    code and a new id, is that finding told again (not carried besides); the claim at
+    another line is another occurrence, and the earlier one is carried."""
+    earlier = finding(1, on(4), subject="shell=True", severity="critical")
+    interdiff = parse_diff(INSERT_ABOVE)
+    there = report(finding(5, on(7, code=CODE), subject="shell=True", severity="critical"))
+    assert carry(there, [earlier], interdiff).carried == ()
+    elsewhere = report(finding(5, on(20, code=CODE), subject="shell=True", severity="critical"))
+    assert [f.id for f in carry(elsewhere, [earlier], interdiff).carried] == [1]

@@ -1,6 +1,6 @@
-"""Dismissals and the baseline matched by agreement (council.session.baseline.suppress): a reworded
-dismissed or baselined finding stays so, and the report says the match was made by
-agreement, not by fingerprint; an old baseline entry without text matches by
+"""Dismissals and the baseline matched by agreement (council.session.decisions.suppress): a
+reworded dismissed or baselined finding at the same code stays so, and the report says the
+match was made by agreement, not by fingerprint; a baseline entry without text matches by
 fingerprint only."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 from council.change.diff import Change
 from council.model.findings import Finding, LineAnchor
-from council.model.fingerprint import fingerprint
+from council.model.fingerprint import fingerprint, occurrence
 from council.model.report import Reworded, Suppression
 from council.rendering import read_json, render_json, render_markdown
 from council.rendering.sarif import render_sarif
@@ -18,18 +18,22 @@ from council.session.baseline import (
     Baseline,
     BaselineEntry,
     read_baseline,
-    suppress,
     write_baseline,
 )
+from council.session.decisions import suppress
 from council.session.earlier_rounds import carry, remembered
 from tests.forge_cases import finding, report
 
+CODE = "d1v0" * 8 + ":1"
+"""The code hash of the division (council.model.occurrence): the same wherever it sits."""
 
-def div0(ident: int, subject: str, discussion: str, line: int = 12) -> Finding:
-    """A telling of the division-by-zero bug on app.py, filed as ``ident``."""
+
+def div0(ident: int, subject: str, discussion: str, line: int = 12, code: str = CODE) -> Finding:
+    """A telling of the division-by-zero bug on app.py at the division's code, filed as
+    ``ident``."""
     return finding(
         ident,
-        LineAnchor(path="app.py", line=line),
+        LineAnchor(path="app.py", line=line, code=code),
         subject=subject,
         discussion=discussion,
         severity="critical",
@@ -129,7 +133,7 @@ def test_a_reworded_baselined_finding_stays_baselined_with_the_note() -> None:
 
 
 def test_an_old_baseline_entry_without_text_matches_by_fingerprint_only() -> None:
-    """An entry written before the discussion was kept still reads; it matches its own
+    """An entry written without the discussion still reads; it matches its own
     fingerprint, never a rewording."""
     old = {
         "version": 1,
@@ -139,6 +143,7 @@ def test_an_old_baseline_entry_without_text_matches_by_fingerprint_only() -> Non
                 "reason": "legacy",
                 "subject": DISMISSED.subject,
                 "path": "app.py",
+                "occurrence": occurrence(DISMISSED),
             }
         ],
     }
@@ -213,26 +218,29 @@ def test_a_graver_rewording_is_not_suppressed_by_agreement() -> None:
     assert done.suppressed[7].source == "dismissed"
 
 
-def test_a_baseline_entry_accepts_as_many_occurrences_as_it_counted() -> None:
-    """The baseline written from one B602 on app.py accepts one: a second finding with
-    the same fingerprint (a new ``shell=True`` in the same file) gates with a note;
-    written from two, it accepts two. Entries without a count accept one; a bad count
-    is refused naming it."""
+def test_a_baseline_entry_accepts_the_occurrences_it_recorded() -> None:
+    """The baseline written from one B602 on app.py accepts that occurrence: a second
+    ``shell=True`` in the same file (the same rule at other code) gates with a note;
+    written from both, it accepts both (one entry each). The same occurrence told twice
+    is one entry counting two. Entries without a count accept one; a bad count is
+    refused naming it."""
     one = div0(5, "B602: shell=True", "", line=12)
-    two = div0(6, "B602: shell=True", "", line=30)
-    assert fingerprint(one) == fingerprint(two)
+    two = div0(6, "B602: shell=True", "", line=30, code="5e11" * 8 + ":1")
+    assert fingerprint(one) != fingerprint(two)
     written = read_baseline(write_baseline([one], "legacy"))
     assert [e.count for e in written.entries] == [1]
     done = suppress(report(one, two).model_copy(update={"seen": (5,)}), written, {})
     assert 5 in done.suppressed and 6 not in done.suppressed
     assert [f.id for f in gate_tripped(done.gated(fail_on="critical"))] == [6]
     assert any(
-        n.startswith("#6 makes the same claim as one that is in the baseline for 1")
+        n.startswith("#6 makes the same claim as a baseline entry") and "other code" in n
         for n in done.notes
     )
     both = read_baseline(write_baseline([one, two], "legacy"))
-    assert [e.count for e in both.entries] == [2]
+    assert [e.count for e in both.entries] == [1, 1]
     assert set(suppress(report(one, two), both, {}).suppressed) == {5, 6}
+    told_twice = read_baseline(write_baseline([one, one.model_copy(update={"id": 7})], "r"))
+    assert [e.count for e in told_twice.entries] == [2]
     old = json.dumps({"version": 1, "entries": [{"fingerprint": fingerprint(one)}]})
     assert read_baseline(old).entries[0].count == 1
     for bad in (0, "2", True):
@@ -297,13 +305,24 @@ def test_a_carried_finding_graver_than_its_dismissal_still_gates() -> None:
 
 
 def test_a_round_remembers_the_ids_it_carried_with_its_own() -> None:
-    """A --since-last round that raises #3 again and carries #7 (one claim at two places)
-    remembers both ids for the fingerprint, so the next full round sees both."""
+    """A --since-last round that raises #3 again and carries #7 (one occurrence told
+    twice: the same code) remembers both ids for the fingerprint, so the next full round
+    sees both; the claim at other code is another fingerprint."""
     three = DISMISSED.model_copy(update={"id": 3})
-    seven = DISMISSED.model_copy(update={"id": 7, "anchor": LineAnchor(path="app.py", line=40)})
+    seven = DISMISSED.model_copy(
+        update={"id": 7, "anchor": LineAnchor(path="app.py", line=40, code=CODE)}
+    )
     done = report(three).model_copy(update={"carried": (seven,)})
     memory = remembered(done)
     assert memory is not None and memory.reported == {fingerprint(three): "3,7"}
+    other = seven.model_copy(
+        update={"anchor": LineAnchor(path="app.py", line=40, code="07e4" * 8 + ":1")}
+    )
+    memory = remembered(report(three).model_copy(update={"carried": (other,)}))
+    assert memory is not None and memory.reported == {
+        fingerprint(three): "3",
+        fingerprint(other): "7",
+    }
 
 
 def test_writing_the_baseline_again_accepts_what_stands_now() -> None:
@@ -315,7 +334,9 @@ def test_writing_the_baseline_again_accepts_what_stands_now() -> None:
     assert [
         f.id for f in gate_tripped(suppress(report(DISMISSED), first, {}).gated(fail_on="critical"))
     ] == [5]
-    twin = DISMISSED.model_copy(update={"id": 6, "anchor": LineAnchor(path="app.py", line=40)})
+    twin = DISMISSED.model_copy(
+        update={"id": 6, "anchor": LineAnchor(path="app.py", line=40, code=CODE)}
+    )
     again = read_baseline(write_baseline([DISMISSED, twin], "other words", existing=first))
     (entry,) = again.entries
     assert (entry.reason, entry.severity, entry.count) == ("legacy", "critical", 2)

@@ -9,7 +9,9 @@ Two ways to stop a finding from gating and posting while keeping it listed:
   completed run (or a JSON report); committed to the base branch, a review reads it
   from the BASE ref (trusted, like the roster).
 
-Source: issue "CI outputs that forges accept"; :mod:`council.session.baseline`.
+Both are decisions about an occurrence, applied by :mod:`council.session.decisions`.
+Source: issue "CI outputs that forges accept"; :mod:`council.session.baseline`;
+docs/identity-and-clocks.md "Occurrences".
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import click
 
 from council.errors import ConfigurationError
 from council.model.findings import Finding
-from council.model.fingerprint import fingerprint
+from council.model.fingerprint import claim, fingerprint
+from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport
 from council.rendering import read_json
 from council.rendering.jsonreport import UnreadableReport
@@ -32,9 +35,9 @@ from council.session.baseline import (
     Baseline,
     UnreadableBaseline,
     read_baseline,
-    suppress,
 )
 from council.session.baseline import write_baseline as baseline_text
+from council.session.decisions import suppress
 from workers.app.clock import now_ms
 from workers.cli.context import CliContext, UsageProblem, session_store
 from workers.git.repository import Repository
@@ -87,8 +90,10 @@ def dismiss_command(
     """Dismiss a finding in a session: listed from the next round on, never gating,
     never posted.
 
-    FINDING is its fingerprint (64 hex digits, as in the SARIF partialFingerprints or
-    the Code Quality fingerprint) or its id in the session (`id 12` in the report).
+    FINDING is its fingerprint (64 hex digits, as in the JSON report's fingerprints, the
+    SARIF partialFingerprints or the Code Quality fingerprint) or its id in the session
+    (`id 12` in the report). The dismissal covers that occurrence (the code it flagged,
+    wherever it moves), never another place the same rule is raised.
 
     \b
     Example:
@@ -146,8 +151,10 @@ def baseline_command(
 ) -> None:
     """Write the baseline (.council-baseline.json) from the findings still open after the
     latest completed run of the session (its own and those it carried), or from a JSON
-    report (its findings and carried ones); entries already in the file keep their reason,
-    and a finding dismissed in the session keeps the reason it was dismissed for.
+    report (its findings and carried ones): one entry per occurrence (the code each
+    flagged, wherever it moves; never another place of the same rule). Entries already
+    in the file keep their reason, and a finding dismissed in the session keeps the
+    reason it was dismissed for.
 
     Commit the file to the base branch: `council review` reads it from the BASE ref.
 
@@ -156,11 +163,11 @@ def baseline_command(
       council baseline --session pr-42
       council baseline --from-json council-out/council.json --output .council-baseline.json
     """
-    findings, reasons = (
+    findings, reasons, programs = (
         _report_findings(from_json) if from_json else _latest_run(cli, session, repo, head, state)
     )
     existing = _existing(output)
-    text = baseline_text(findings, reason, existing=existing, reasons=reasons)
+    text = baseline_text(findings, reason, existing=existing, reasons=reasons, programs=programs)
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -173,9 +180,10 @@ def baseline_command(
     )
 
 
-def _report_findings(path: Path) -> tuple[list[Finding], dict[str, str]]:
-    """A report's open findings, and fingerprint → reason for those it lists as dismissed
-    or baselined (the reason a person gave carries into the baseline)."""
+def _report_findings(path: Path) -> tuple[list[Finding], dict[str, str], frozenset[str]]:
+    """A report's open findings, fingerprint → reason for those it lists as dismissed or
+    baselined (the reason a person gave carries into the baseline), and the ids of its
+    program reviewers (whose tellings an entry lists: :mod:`council.session.kinds`)."""
     try:
         report = read_json(path.read_bytes())
     except OSError as exc:
@@ -191,16 +199,18 @@ def _report_findings(path: Path) -> tuple[list[Finding], dict[str, str]]:
         and held.source in ("dismissed", "baseline")
         and held.reason
     }
-    return findings, reasons
+    programs = frozenset(p.id for p in report.participants if p.backend in PROGRAM_BACKENDS)
+    return findings, reasons, programs
 
 
 def _latest_run(
     cli: CliContext, session: str | None, repo: Path, head: str, state: Path | None
-) -> tuple[list[Finding], dict[str, str]]:
-    """The findings still open after the session's latest completed run, and fingerprint
-    → reason for each finding dismissed in the session, by its fingerprint or as a
-    rewording of a dismissed finding (:func:`council.session.baseline.suppress`): its reason
-    carries into the baseline instead of the generic --reason."""
+) -> tuple[list[Finding], dict[str, str], frozenset[str]]:
+    """The findings still open after the session's latest completed run, fingerprint →
+    reason for each finding dismissed in the session, by its fingerprint or as a
+    rewording of a dismissed finding (:func:`council.session.decisions.suppress`): its
+    reason carries into the baseline instead of the generic --reason; and no program
+    reviewer ids (the findings' origins say which tellings were programs')."""
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=False) as store:
         reviewed = store.reviewed(key)
@@ -219,7 +229,7 @@ def _latest_run(
         why = marked.suppressed.get(f.id) if f.id is not None else None
         if why is not None and why.source == "dismissed" and why.reason:
             reasons.setdefault(fingerprint(f), why.reason)
-    return findings, reasons
+    return findings, reasons, frozenset()
 
 
 def _existing(output: Path) -> Baseline | None:
@@ -232,9 +242,12 @@ def _existing(output: Path) -> Baseline | None:
 
 
 def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding | None]:
-    """A fingerprint from FINDING (fingerprint or session id), and the finding if known:
-    the one filed with that fingerprint, else the latest telling of the id a completed
-    round reported it under (a rewording kept the id and replaced the telling)."""
+    """The fingerprint to key a dismissal by, from FINDING (fingerprint or session id), and
+    the finding if known: the one filed with that fingerprint, else the latest telling of
+    the id a completed round reported it under (a rewording kept the id and replaced the
+    telling), else the one finding whose claim an older fingerprint names (several:
+    refused, the person names one by its id). A known finding is keyed by its own
+    fingerprint, its occurrence."""
     match = _PRINT.fullmatch(text.strip().lower())
     if match is not None:
         value = match.group(1)
@@ -243,7 +256,17 @@ def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding
         if found is None:
             ident = store.reported_id(session, value)
             found = next((f for f in filed if ident is not None and f.id == ident), None)
-        return value, found
+        if found is None:
+            named = [f for f in filed if claim(f) == value]
+            if len(named) > 1:
+                ids = ", ".join(str(f.id) for f in named[:10])
+                raise UsageProblem(
+                    f"{value[:12]}… is a fingerprint of an earlier council that names "
+                    f"{len(named)} findings of session {session!r} (ids {ids}): a dismissal "
+                    "covers one occurrence; pass the id of the one to dismiss"
+                )
+            found = named[0] if named else None
+        return (fingerprint(found) if found is not None else value), found
     if text.strip().isdigit():
         ident = int(text)
         found = next((f for f in store.findings(session) if f.id == ident), None)

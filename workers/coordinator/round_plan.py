@@ -25,7 +25,7 @@ from council.errors import RepositoryError
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
 from council.model.report import CouncilReport
-from council.session.baseline import suppress
+from council.session.decisions import suppress
 from council.session.earlier_rounds import carry
 from workers.app.services import Runtime
 from workers.app.settings import Settings
@@ -79,8 +79,10 @@ class RoundPlan:
         """The report of a ``--since-last`` round with nothing new to review (``text`` says
         why): no reviewer is asked, and the findings still open after the last round
         are carried (they still gate); one a dismissal or the baseline still covers
-        (:func:`council.session.baseline.suppress`: by fingerprint or agreement, not graver than
-        what was accepted) is carried suppressed; each with its fingerprint.
+        (:func:`council.session.decisions.suppress`: by occurrence, not graver than what was
+        accepted; a decision written before occurrences were kept covers none here, since
+        no change is read to show its code predates it) is carried suppressed; each with
+        its fingerprint.
         None when the round is not one (no ``--since-last``, or no earlier round to
         start after).
         """

@@ -228,11 +228,11 @@ def run_share(
     run_id = record.run_id
     workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if record.witness else None
     found = tuple(rt.runs.secrets(run_id) if secrets is None else secrets)
-    masker = Masker(values_from(found, lambda p: _lines(workdir, p))) if found else Masker()
+    masker = Masker(values_from(found, lambda p: tree_lines(workdir, p))) if found else Masker()
     return RunShare(record, workdir, added_lines(parse_diff(change)), found, masker)
 
 
-def _lines(tree: Path | None, path: str) -> list[str] | None:
+def tree_lines(tree: Path | None, path: str) -> list[str] | None:
     """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
     a symbolic link's one line is its target (the diff shows it so, and it can hold a
     secret)."""
@@ -272,7 +272,7 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
         if target.is_symlink():
             link = masked_file(os.readlink(target), [s for s in secrets if s.path == path])
             return "link", os.fsencode(masked_path(link, secrets))
-        lines = _lines(tree, path)
+        lines = tree_lines(tree, path)
         if lines is None:
             return None
         text = masked_file("\n".join(lines), [s for s in secrets if s.path == path])

@@ -4,7 +4,7 @@ Reads what the session remembers and applies the pure rules: ``seen`` and ``outd
 (:func:`council.session.earlier_rounds.mark_round`, the latter on the interdiff the CLI
 stored), the open findings a ``--since-last`` round carries
 (:func:`council.session.earlier_rounds.carry`: untouched, not dismissed or raised again;
-they gate), and dismissals and the baseline (:func:`council.session.baseline.suppress`;
+they gate), and dismissals and the baseline (:func:`council.session.decisions.suppress`;
 dismissals win). It also reads the session's recall (:mod:`council.session.remembered`), so
 recognized findings keep their ids. Read once, before the settling transaction: two rounds
 of one session settling at once may both show a repeat as new; nothing is lost.
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from council.change.diff import Change, parse_diff
 from council.model.findings import Finding
 from council.model.report import CouncilReport
-from council.session.baseline import Baseline, read_baseline, suppress
+from council.session.baseline import Baseline, read_baseline
+from council.session.decisions import suppress
 from council.session.earlier_rounds import carry, mark_round
 from workers.app.services import Runtime
 from workers.stores.run_record import RunRecord
@@ -50,11 +51,13 @@ class SessionMarks:
     carry: bool = False
     """The round reviews only the commits after the last reviewed head (``--since-last``)."""
 
-    def apply(self, report: CouncilReport) -> CouncilReport:
+    def apply(self, report: CouncilReport, pull: Change | None = None) -> CouncilReport:
         """The report with ``seen``, ``outdated``, ``carried`` and ``suppressed`` filled.
 
         Without an interdiff nothing can be said to be outdated, so none is listed, and
-        none is carried (the CLI reviews the whole change then). Never raises.
+        none is carried (the CLI reviews the whole change then). ``pull``: the pull
+        request's change, what a decision written before occurrences were kept can be
+        shown to cover (:func:`council.session.decisions.untouched`). Never raises.
         """
         earlier = self.earlier if self.since is not None else ()
         marked = mark_round(
@@ -62,7 +65,7 @@ class SessionMarks:
         )
         if self.carry and self.since is not None:
             marked = carry(marked, earlier, self.since)
-        return suppress(marked, self.baseline, self.dismissals, self.dismissed)
+        return suppress(marked, self.baseline, self.dismissals, self.dismissed, change=pull)
 
 
 def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:

@@ -38,6 +38,7 @@ from workers.app.celery_config import queue_for
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.execution.participant_attempt import reading_policy, script_rows
+from workers.settling.head_code import UNREAD_NOTE, HeadCode
 from workers.settling.session_marks import session_marks
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
@@ -166,6 +167,8 @@ class _Hearing:
         self.stored = rt.runs.outcomes_many(record.run_id, [p.id for p in participants])
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
         self.change = parse_diff(rt.runs.change(record.run_id))
+        self.code = HeadCode(rt, record)
+        """The head tree's code, read for the findings' occurrences."""
         self.marks = session_marks(rt, record)
         self.paths = rt.runs.paths(record.run_id)
         pull = rt.runs.pull(record.run_id)
@@ -195,7 +198,9 @@ class _Hearing:
         (``--filter``, the head tree's paths: :mod:`council.change.diff_filter`) and held to
         ``--min-agreement`` (:func:`council.round.gate.apply_min_agreement`)."""
         gate = self.record.gate
-        marked = self.marks.apply(land(report, self.change)).gated(**gate.model_dump())
+        if self.code.unread and UNREAD_NOTE not in report.notes:
+            report = report.model_copy(update={"notes": (*report.notes, UNREAD_NOTE)})
+        marked = self.marks.apply(land(report, self.change), self.pull).gated(**gate.model_dump())
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
         held = apply_min_agreement(filtered)
         return with_fingerprints(held)
@@ -305,6 +310,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
             settled_ms=settled_at,
             change=heard.change,
             remembered=heard.marks.recall,
+            code=heard.code,
         )
         report = heard.finish(report)
         if answered:
@@ -374,6 +380,7 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
             prices=record.prices,
             change=heard.change,
             remembered=heard.marks.recall,
+            code=heard.code,
         )
         report = heard.finish(report)
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
