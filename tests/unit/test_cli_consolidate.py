@@ -29,7 +29,7 @@ OWL_TEXT = "My review:\n" + json.dumps(
         "findings": [
             {
                 "subject": "ZeroDivisionError in parse_limit for an empty page_size",
-                "discussion": "page_size 0 crashes parse_limit.",
+                "discussion": "page_size 0 makes parse_limit divide by zero and crash.",
                 "label": "issue",
                 "location": {"kind": "line", "file": "app.py", "start": 12, "end": 14},
             },
