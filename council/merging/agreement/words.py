@@ -59,14 +59,14 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", r
 """A fenced code block (a line opening with three backticks or tildes, up to the line
 closing it, or to the end when none does)."""
 
-_SPAN = re.compile(r"`([^`\n]*)`")
-"""An inline code span (paired left to right, as Markdown pairs them on one line)."""
+_SPAN = re.compile(r"(`[^`\s]*`)|`[^`\n]*`")
+"""An inline code span (paired left to right, as Markdown pairs them on one line): a
+name (group 1: no whitespace inside), or quoted code."""
 
 
 def _span(found: re.Match[str]) -> str:
-    """A code span as it is read: a name (no whitespace inside) stays, quoted code goes."""
-    inside = found.group(0)
-    return " " if any(c.isspace() for c in inside) else inside
+    """A code span as it is read: a name stays, quoted code goes."""
+    return found.group(1) or " "
 
 
 def _marked(text: str) -> str:
