@@ -359,7 +359,7 @@ def quality(prs: list[Pr], quick: bool) -> None:
             methods,
             True,
         )
-    print(f"  as shipped (threshold {THRESHOLD}, set with all three seen: in sample), per repository:")
+    print(f"  as shipped (threshold {THRESHOLD}, set with all three seen: in sample):")
     for repo in sorted({pr.repo for pr in prs}):
         held = [pr for pr in prs if pr.repo == repo]
         now = measure(held, relation_sharing(0.0), THRESHOLD)
