@@ -1,20 +1,11 @@
-"""Benchmark: does agreement merge what different reviewers say about one problem?
+"""Benchmark: does agreement merge what different reviewers say about one problem, and
+at what cost?
 
-Part 1, quality, on the agreement corpus (shared/data/agreement/martian-offline.json: 30
-pull requests, 12 review tools, findings labelled with the human-verified problem they
-describe; README.md there defines the scores). Measured in the same run, for:
-
-* ``agreement``: :func:`council.merging.agreement.cluster` (this method);
-* ``says_the_same``: the exact rule consolidation uses today (folded subject + file,
-  greedy in roster order, one finding per reviewer per merged finding);
-* ``naive probe``: IDF-weighted word overlap (cosine of plain words), one threshold,
-  merged transitively, as the corpus README describes it.
-
-Scores: pairwise precision and recall, consolidated findings per golden comment, share of
-multi-tool golden comments credited to ≥ 2 tools. The threshold is chosen on some pull
-requests and measured on the others (halves both ways, and each repository left out), so
-the figures say how the method does on pull requests it has not seen. Choice: the
-highest recall with precision ≥ :data:`PRECISION_CHOICE` on the choosing half.
+Part 1, quality (:mod:`agreement_corpus`): on the agreement corpus, leave one repository
+out (the threshold chosen on two repositories, scored on the third), the current relation
+(prose share 0), this relation and the issue's one-threshold word-overlap probe side by
+side, per held-out repository and the mean; then the same folds with the held-out
+repository shifted so that every telling names the code its pull request names most.
 
 Part 2, speed and memory: the whole consolidation a round runs
 (:func:`council.merging.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
@@ -33,11 +24,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import math
 import os
 import random
-import re
 import sys
 import time
 import tracemalloc
@@ -52,298 +40,14 @@ from typing import TypeVar
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from council.merging.agreement import THRESHOLD, cluster, relation  # noqa: E402
+from bench.agreement_corpus import corpus_path, load, quality  # noqa: E402
+from council.merging.agreement import THRESHOLD  # noqa: E402
 from council.merging.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
 from council.merging.agreement.pairs import scored_pairs  # noqa: E402
 from council.merging.agreement.relation import Vocabulary, norms_of, place_of  # noqa: E402
-from council.merging.agreement.words import READ_CHARS, STOP_WORDS, Lexicon  # noqa: E402
+from council.merging.agreement.words import READ_CHARS, Lexicon  # noqa: E402
 from council.merging.consolidation import collector_paused, consolidate, merge_across  # noqa: E402
-from council.merging.sameness import says_the_same  # noqa: E402
 from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin  # noqa: E402
-
-CORPUS = "agreement/martian-offline.json"
-"""The corpus, relative to the shared data folder."""
-
-PRECISION_CHOICE = 0.98
-"""A threshold is chosen as the one with the highest recall at this precision or more on
-the choosing pull requests: one point above the 0.97 target, as a margin for unseen ones."""
-
-OURS_GRID = tuple(round(0.02 + 0.01 * k, 2) for k in range(11))
-"""Thresholds tried for this method (0.02 … 0.12)."""
-
-WEIGHT_GRID = (1.0, 1.5, 2.0, 3.0)
-"""Identifier weights tried in the joint cross-validation."""
-
-PROBE_GRID = tuple(round(0.04 + 0.02 * k, 2) for k in range(14))
-"""Thresholds tried for the naive probe (0.04 … 0.30)."""
-
-Key = TypeVar("Key")
-
-Grouping = Callable[[list[Finding], list[str], list[str], float], list[list[int]]]
-"""(findings, reviewer of each, roster, threshold) → member groups."""
-
-
-# -- part 1: quality ---------------------------------------------------------------------
-
-
-@dataclass
-class Pr:
-    """One pull request of the corpus: its findings, who raised each, their labels."""
-
-    repo: str
-    findings: list[Finding]
-    reviewers: list[str]
-    golden: list[str | None]
-    roster: list[str]
-
-
-def corpus_path() -> Path | None:
-    """Where the corpus is, or None."""
-    shared = os.environ.get("COUNCIL_SHARED_DATA")
-    base = Path(shared) if shared else ROOT.parent / "shared" / "data"
-    path = base / CORPUS
-    return path if path.is_file() else None
-
-
-def load(path: Path) -> list[Pr]:
-    """The corpus's pull requests; each entry's text becomes a finding's subject."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    prs: list[Pr] = []
-    for pr in data["prs"]:
-        findings: list[Finding] = []
-        reviewers: list[str] = []
-        golden: list[str | None] = []
-        for tool, entries in pr["reviewers"].items():
-            for entry in entries:
-                text = " ".join(entry["text"].split()) or "(empty)"
-                findings.append(Finding(anchor=ChangeAnchor(), label="issue", subject=text))
-                reviewers.append(tool)
-                golden.append(entry["golden"])
-        prs.append(Pr(pr["repo"], findings, reviewers, golden, list(pr["reviewers"])))
-    return prs
-
-
-def ours(
-    findings: list[Finding], reviewers: list[str], roster: list[str], t: float
-) -> list[list[int]]:
-    """This method."""
-    return cluster(findings, reviewers, roster, threshold=t)
-
-
-def ours_weighing(weight: float) -> Grouping:
-    """This method with identifiers weighing ``weight`` words (for the cross-validation,
-    which chooses the weight too: it sets the module constant around each call)."""
-
-    def grouping(
-        findings: list[Finding], reviewers: list[str], roster: list[str], t: float
-    ) -> list[list[int]]:
-        kept = relation.IDENTIFIER_WEIGHT
-        relation.IDENTIFIER_WEIGHT = weight
-        try:
-            return cluster(findings, reviewers, roster, threshold=t)
-        finally:
-            relation.IDENTIFIER_WEIGHT = kept
-
-    return grouping
-
-
-def exact(
-    findings: list[Finding], reviewers: list[str], roster: list[str], _: float
-) -> list[list[int]]:
-    """The says_the_same baseline: greedy in roster order, merge_across's rule, as groups."""
-    kept: list[tuple[Finding, list[int], set[str]]] = []
-    for name in roster:
-        for i, (finding, who) in enumerate(zip(findings, reviewers, strict=True)):
-            if who != name:
-                continue
-            for first, members, seen in kept:
-                if name not in seen and says_the_same(first, finding):
-                    members.append(i)
-                    seen.add(name)
-                    break
-            else:
-                kept.append((finding, [i], {name}))
-    return [members for _, members, _ in kept]
-
-
-_WORD = re.compile(r"\w+")
-
-
-def probe(
-    findings: list[Finding], reviewers: list[str], roster: list[str], t: float
-) -> list[list[int]]:
-    """The naive probe: plain words (function words dropped), IDF over the pull request,
-    cosine ≥ t between findings of different tools, merged transitively (best pair first,
-    never two findings of one tool in a group, as consolidation requires)."""
-    words = [set(_WORD.findall(f.subject.casefold())) - STOP_WORDS for f in findings]
-    df = Counter(w for ws in words for w in ws)
-    n = len(findings)
-    idf = {w: math.log((n + 1) / c) for w, c in df.items()}
-    norms = [math.sqrt(sum(idf[w] ** 2 for w in ws)) or 1.0 for ws in words]
-    pairs = []
-    for i, j in combinations(range(n), 2):
-        if reviewers[i] != reviewers[j]:
-            cos = sum(idf[w] ** 2 for w in words[i] & words[j]) / (norms[i] * norms[j])
-            if cos >= t:
-                pairs.append((-cos, i, j))
-    pairs.sort()
-    group = list(range(n))
-    members: dict[int, list[int]] = {i: [i] for i in range(n)}
-    tools: dict[int, set[str]] = {i: {reviewers[i]} for i in range(n)}
-    for _, i, j in pairs:
-        a, b = group[i], group[j]
-        if a == b or tools[a] & tools[b]:
-            continue
-        for k in members[b]:
-            group[k] = a
-        members[a] += members.pop(b)
-        tools[a] |= tools.pop(b)
-    groups = members
-    return list(groups.values())
-
-
-@dataclass
-class Score:
-    """Pooled counts over some pull requests, and the figures they give."""
-
-    merged_pos: int = 0
-    merged_neg: int = 0
-    positives: int = 0
-    clusters_per_golden: int = 0
-    goldens: int = 0
-    credited: int = 0
-    multi: int = 0
-
-    def add(self, pr: Pr, groups: list[list[int]]) -> None:
-        where = {i: g for g, members in enumerate(groups) for i in members}
-        labelled = [i for i, g in enumerate(pr.golden) if g is not None]
-        for i, j in combinations(labelled, 2):
-            if pr.reviewers[i] == pr.reviewers[j]:
-                continue
-            same = pr.golden[i] == pr.golden[j]
-            self.positives += same
-            if where[i] == where[j]:
-                self.merged_pos += same
-                self.merged_neg += not same
-        members: dict[str, list[int]] = defaultdict(list)
-        for i in labelled:
-            members[str(pr.golden[i])].append(i)
-        for held in members.values():
-            self.goldens += 1
-            self.clusters_per_golden += len({where[i] for i in held})
-            if len({pr.reviewers[i] for i in held}) >= 2:
-                self.multi += 1
-                tools: dict[int, set[str]] = defaultdict(set)
-                for i in held:
-                    tools[where[i]].add(pr.reviewers[i])
-                self.credited += any(len(t) >= 2 for t in tools.values())
-
-    def plus(self, other: Score) -> None:
-        """Pool another score's counts into this one."""
-        for name in vars(self):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    @property
-    def precision(self) -> float:
-        merged = self.merged_pos + self.merged_neg
-        return self.merged_pos / merged if merged else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.merged_pos / self.positives if self.positives else 1.0
-
-    def line(self) -> str:
-        return (
-            f"P {self.precision:.3f}  R {self.recall:.3f}  "
-            f"per golden {self.clusters_per_golden / max(1, self.goldens):.2f}  "
-            f"credited {self.credited / max(1, self.multi):.2f} ({self.credited}/{self.multi})"
-        )
-
-
-def measure(prs: Sequence[Pr], grouping: Grouping, t: float) -> Score:
-    """Pooled scores of a grouping at threshold ``t`` over ``prs``."""
-    score = Score()
-    for pr in prs:
-        score.add(pr, grouping(pr.findings, pr.reviewers, pr.roster, t))
-    return score
-
-
-def choose(table: dict[Key, Score]) -> Key:
-    """The setting with the highest recall at precision ≥ PRECISION_CHOICE (ties: the
-    later in the table, the more conservative threshold); the most precise if none
-    reaches it."""
-    order = {key: at for at, key in enumerate(table)}
-    fit = [k for k, s in table.items() if s.precision >= PRECISION_CHOICE]
-    if not fit:
-        return max(table, key=lambda k: (table[k].precision, order[k]))
-    return max(fit, key=lambda k: (table[k].recall, order[k]))
-
-
-def cross_validate(prs: list[Pr], grid: dict[str, tuple[Grouping, float]]) -> None:
-    """Choose on one part, measure on the other: halves both ways, each repo left out.
-
-    ``grid``: a name for each setting tried → (grouping, threshold). The choice is made
-    by :func:`choose` on the choosing part's pooled scores.
-    """
-    per_pr = {name: [measure([pr], g, t) for pr in prs] for name, (g, t) in grid.items()}
-
-    def pooled(name: str, keep: Sequence[int]) -> Score:
-        total = Score()
-        for k in keep:
-            total.plus(per_pr[name][k])
-        return total
-
-    folds: list[tuple[str, list[int], list[int]]] = []
-    even = [k for k in range(len(prs)) if k % 2 == 0]
-    odd = [k for k in range(len(prs)) if k % 2 == 1]
-    folds += [("even PRs → odd", even, odd), ("odd PRs → even", odd, even)]
-    for repo in sorted({pr.repo for pr in prs}):
-        inside = [k for k, pr in enumerate(prs) if pr.repo != repo]
-        out = [k for k, pr in enumerate(prs) if pr.repo == repo]
-        folds.append((f"others → {repo}", inside, out))
-    halves = Score()
-    for fold, train, test in folds:
-        name = choose({name: pooled(name, train) for name in grid})
-        got = pooled(name, test)
-        print(f"    {fold:<24} chose {name:<22} {got.line()}")
-        if fold.startswith(("even", "odd")):
-            halves.plus(got)
-    print(f"    {'both halves, held out':<24} {'':<28} {halves.line()}")
-
-
-def quality(prs: list[Pr], quick: bool) -> None:
-    """Part 1: the three methods, the whole corpus and cross-validated."""
-    print(
-        f"Part 1: quality on {len(prs)} pull requests, "
-        f"{sum(len(pr.findings) for pr in prs)} findings"
-    )
-    print(f"  says_the_same (exact):       {measure(prs, exact, 0.0).line()}")
-    probe_table = {t: measure(prs, probe, t) for t in PROBE_GRID}
-    t = choose(probe_table)
-    print(f"  naive probe, threshold {t:<5}: {probe_table[t].line()}   (best on all PRs)")
-    loose = max(
-        (t for t, s in probe_table.items() if s.precision >= 0.95),
-        key=lambda t: probe_table[t].recall,
-        default=t,
-    )
-    print(f"  naive probe, threshold {loose:<5}: {probe_table[loose].line()}   (best at P ≥ 0.95)")
-    ours_table = {t: measure(prs, ours, t) for t in OURS_GRID}
-    print(f"  agreement, threshold {THRESHOLD:<7}: {ours_table[THRESHOLD].line()}   (the default)")
-    print("  agreement over thresholds (all PRs):")
-    for t, s in ours_table.items():
-        print(f"    {t:<5} {s.line()}")
-    if quick:
-        return
-    print("  cross-validation, agreement (threshold chosen on one part, measured on the other):")
-    cross_validate(prs, {f"threshold {t}": (ours, t) for t in OURS_GRID})
-    print("  cross-validation, agreement (identifier weight AND threshold chosen):")
-    weighed = {
-        f"weight {w}, threshold {t}": (ours_weighing(w), t) for w in WEIGHT_GRID for t in OURS_GRID
-    }
-    cross_validate(prs, weighed)
-    print("  cross-validation, naive probe:")
-    cross_validate(prs, {f"threshold {t}": (probe, t) for t in PROBE_GRID})
-
 
 # -- part 2: speed and memory -------------------------------------------------------------
 
@@ -560,7 +264,8 @@ def phases(
         reviewer = reviewer_numbers(raised, roster, len(findings))
         places = step("places", lambda: [place_of(f) for f in findings])
         lexicon = Lexicon()
-        terms = step("read", lambda: [lexicon(f) for f in findings])
+        read = step("read", lambda: [lexicon.read(f) for f in findings])
+        terms = [r.terms for r in read]
 
         def weigh() -> tuple[Vocabulary[int], list[float]]:
             vocabulary = Vocabulary(terms, lexicon.identifiers)
@@ -570,7 +275,7 @@ def phases(
         adjacency = step(
             "pairs",
             lambda: scored_pairs(
-                terms, places, reviewer, vocabulary.squared, norms, vocabulary.used, THRESHOLD
+                read, places, reviewer, vocabulary.squared, norms, vocabulary.used, THRESHOLD
             ),
         )
         groups = step("groups", lambda: groups_of(findings, places, reviewer, adjacency, THRESHOLD))
@@ -637,7 +342,7 @@ def main() -> int:
     args = parser.parse_args()
     path = corpus_path()
     if path is None:
-        print(f"Part 1 skipped: no {CORPUS} (set COUNCIL_SHARED_DATA)")
+        print("Part 1 skipped: no agreement/martian-offline.json (set COUNCIL_SHARED_DATA)")
     else:
         quality(load(path), args.quick)
     speed(args.quick)

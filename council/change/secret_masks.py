@@ -79,10 +79,11 @@ def digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def added_lines_of(changed: ChangedFile) -> Iterator[tuple[int, str]]:
+def added_lines_of(changed: ChangedFile, context: bool = False) -> Iterator[tuple[int, str]]:
     """The added lines of one file's patch: ``(new-side line number, text)``, the text
-    without the ``+`` and the line ending. Read from the hunk headers, as git wrote them;
-    a deleted or binary file has none."""
+    without the ``+`` and the line ending (with ``context``, the context lines too: every
+    new-side line the patch shows). Read from the hunk headers, as git wrote them; a
+    deleted or binary file has none."""
     if changed.status == "deleted" or changed.binary:
         return
     number: int | None = None
@@ -93,7 +94,7 @@ def added_lines_of(changed: ChangedFile) -> Iterator[tuple[int, str]]:
         if number is None or not raw:
             continue
         mark = raw[0]
-        if mark == "+":
+        if mark == "+" or (context and mark == " "):
             yield number, raw[1:].removesuffix("\r")
             number += 1
         elif mark == " ":

@@ -21,7 +21,7 @@ from functools import cache
 
 from council.change.diff import Change, landing
 from council.merging.agreement import cluster
-from council.merging.agreement.relation import Place, place_of
+from council.merging.agreement.relation import Place, place_of, program_clash
 from council.merging.sameness import fold_subject, fold_subjects
 from council.model.findings import (
     Agreement,
@@ -245,26 +245,37 @@ def consolidate(
     *,
     heard: Collection[str] | None = None,
     change: Change | None = None,
+    programs: Sequence[Sequence[bool]] = (),
 ) -> list[Finding]:
     """One finding per problem, credited to every reviewer who found it (docs/harvest.md §8).
 
-    ``per_participant``: ``(participant id, findings with their origin)`` in ROSTER order.
-    Exact repeats (:func:`merge_across`), then the agreement relation
+    ``per_participant``: ``(participant id, findings with their origin)`` in ROSTER order;
+    ``programs``, aligned with it when given: whether each finding is a program's telling
+    (an analyzer's: it merges with another only on its own lines, never across rules,
+    :func:`~council.merging.agreement.relation.program_clash`). Exact repeats
+    (:func:`merge_across`), then the agreement relation
     (:func:`council.merging.agreement.cluster`), joined only where a group keeps one telling
-    per reviewer. A group is one finding: its first member's words and origin,
-    :func:`covering_anchor` (``change``: does a union stay in one hunk), ``raised_by`` and
-    ``members`` (k ≥ 2), ``agreement`` k of n (n: the reviewers in ``heard``, default all,
-    plus raisers not heard in full). Filing order, whatever order reviewers answered in; never
-    raises.
+    per reviewer and no program's telling clashes. A group is one finding: its first
+    member's words and origin, :func:`covering_anchor` (``change``: does a union stay in one
+    hunk; its lines are the code a finding quotes), the highest severity of its tellings,
+    ``raised_by`` and ``members`` (k ≥ 2), ``agreement`` k of n (n: the reviewers in
+    ``heard``, default all, plus raisers not heard in full). Filing order, whatever order
+    reviewers answered in; never raises.
     """
     with collector_paused():
         order: dict[str, int] = {}
         for participant, _ in per_participant:
             order.setdefault(participant, len(order))
         flat = [(p, f) for p, findings in per_participant for f in findings]
+        kinds = [bool(k) for told in programs for k in told] if programs else []
+        if len(kinds) != len(flat):
+            kinds = []
         reviewer_of = [p for p, _ in flat]
-        groups = cluster([f for _, f in flat], reviewer_of, list(order))
-        groups = _joined(groups, _repeats(flat), reviewer_of)
+        found = [f for _, f in flat]
+        groups = cluster(found, reviewer_of, list(order), programs=kinds, change=change)
+        ruled = any(kinds)
+        places = [place_of(f, k) for f, k in zip(found, kinds, strict=True)] if ruled else []
+        groups = _joined(groups, _repeats(flat), reviewer_of, places)
         everyone = set(order) if heard is None else set(heard)
         groups.sort(key=lambda g: (order[reviewer_of[g[0]]], g[0]))
         return [_one(g, flat, everyone, change) for g in groups]
@@ -336,10 +347,15 @@ def _walk_key(finding: Finding, place: Place, at: int) -> tuple[str, str, int, i
 
 
 def _joined(
-    groups: list[list[int]], repeats: Sequence[Sequence[int]], reviewer_of: Sequence[str]
+    groups: list[list[int]],
+    repeats: Sequence[Sequence[int]],
+    reviewer_of: Sequence[str],
+    places: Sequence[Place] = (),
 ) -> list[list[int]]:
     """``groups`` joined along exact repeats (each a list of positions, first kept first)
-    where the joined group would hold no reviewer twice; members in position order."""
+    where the joined group would hold no reviewer twice and, with ``places`` (each
+    telling's, program rules set), no program's telling beside one its place forbids;
+    members in position order."""
     owner = {i: at for at, g in enumerate(groups) for i in g}
     joined: dict[int, list[int]] = {at: list(g) for at, g in enumerate(groups)}
     for repeat in repeats:
@@ -349,6 +365,10 @@ def _joined(
                 continue
             held = {reviewer_of[i] for i in joined[a]}
             if any(reviewer_of[j] in held for j in joined[b]):
+                continue
+            if places and any(
+                program_clash(places[i], places[j]) for i in joined[a] for j in joined[b]
+            ):
                 continue
             low, high = min(a, b), max(a, b)
             for j in joined[high]:

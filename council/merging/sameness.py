@@ -20,6 +20,9 @@ from itertools import repeat
 
 from council.model.findings import Finding, anchor_path
 
+ANALYZER_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*[0-9]+):\s")
+"""An analyzer's rule id at the start of a subject (``F401: ``, ``B602: ``, ``E722: ``)."""
+
 _SEPARATORS = re.compile(r"[\s.,;:]+")
 """A run of whitespace (exactly the characters ``str.isspace`` accepts) and ``. , ; :``."""
 
@@ -37,6 +40,15 @@ def fold_subject(subject: str) -> str:
     'pool leaks on timeout'
     """
     return _SEPARATORS.sub(" ", subject.casefold()).strip(" ")
+
+
+def program_rule(subject: str) -> str:
+    """The rule a program's finding reports: the analyzer rule id opening its subject
+    (``B602: subprocess call with shell=True`` → ``B602``), else its folded subject (a
+    program says one rule in one subject). Why: two results of different rules are two
+    problems, whatever their words share. Never raises."""
+    found = ANALYZER_RULE.match(subject)
+    return found.group(1) if found else fold_subject(subject)
 
 
 def fold_subjects(subjects: Iterable[str]) -> list[str]:

@@ -161,9 +161,11 @@ class CouncilReport(BaseModel):
     ``min_agreement``, ``filter``): what :mod:`council.round.gate`, every renderer and the
     console read, so none of them can judge the report by another threshold."""
     unagreed: dict[int, int] = Field(default_factory=dict)
-    """Finding id → how many reviewers raised it, for the open findings kept from gating
-    because fewer than ``gate.min_agreement`` did (:func:`council.round.gate.apply_min_agreement`):
-    listed and posted, never gating."""
+    """Finding id → how many reviewers' own tellings reach its severity, for the open
+    findings fewer than ``gate.min_agreement`` reviewers raised at that severity
+    (:func:`council.round.gate.apply_min_agreement`): listed and posted; such a finding
+    gates only where enough of its tellings reach the threshold
+    (:func:`council.round.gate.agreed_at`)."""
     off_diff: dict[int, str] = Field(default_factory=dict)
     """Finding id → why its anchor does not land on the diff (file-absent, line-absent,
     range-crosses-hunks, range-inverted). Such a finding is never dropped: it is shown

@@ -301,8 +301,10 @@ def file_sources(told: Sequence[Told], run_id: str, files: int) -> CouncilReport
     roster order: first seen first); ``files``: how many files were read (for the note).
 
     A reviewer told by several sources is one participant, heard as :func:`heard_as`
-    says; its backend is the kind of the last source that told it. Ids run from 1; a
-    finding every telling of which a source report suppressed stays so
+    says; its backend is the kind of the last source that told it, but each finding is a
+    program's telling only when its own source is a SARIF log (an answer's, a report's or
+    a Harvest JSON's findings are models' tellings, whatever else that reviewer gave).
+    Ids run from 1; a finding every telling of which a source report suppressed stays so
     (:func:`carried_suppressions`). No clock: ``settled_ms`` is absent. Never raises.
     """
     by_reviewer: dict[str, list[Told]] = {}
@@ -336,7 +338,9 @@ def _heard_in_all(who: str, sources: Sequence[Told]) -> Heard:
         findings=len(findings),
         warnings=len(warnings),
     )
-    return Heard(summary, findings, warnings, [n for each in sources for n in each.notes])
+    programs = [each.kind == "sarif" for each in sources for _ in each.findings]
+    notes = [n for each in sources for n in each.notes]
+    return Heard(summary, findings, warnings, notes, programs)
 
 
 Telling = tuple[str, Anchor, str, str, str, str | None]

@@ -22,6 +22,7 @@ from council.model.findings import Finding, severity_rank
 from council.model.report import CouncilReport, Reworded
 from council.rendering.escape import code, inline
 from council.rendering.finding_text import brief, counted, finding_block
+from council.round.gate import gate_tripped
 
 OFF_DIFF_REASONS: dict[str, str] = {
     "file-absent": "the file is not in the diff on that side",
@@ -112,19 +113,31 @@ def filtered_section(report: CouncilReport) -> str:
 
 def unagreed_section(report: CouncilReport) -> str:
     """The findings ``--min-agreement`` kept from gating: listed (they are shown, and
-    posted, where they belong), each with how many reviewers raised it."""
+    posted, where they belong), each with how many reviewers raised it, and how many at
+    its severity when fewer (the gate decides on the tellings)."""
+    tripped = {f.id for f in gate_tripped(report)}
     items = [
-        f"- {brief(f)} · raised by {counted(report.unagreed[f.id], 'reviewer')}"
+        f"- {brief(f)} · raised by {_raised(f, report.unagreed[f.id])}"
         for f in report.open_findings
-        if f.id is not None and f.id in report.unagreed and f.id not in report.suppressed
+        if f.id is not None
+        and f.id in report.unagreed
+        and f.id not in report.suppressed
+        and f.id not in tripped
     ]
     if not items:
         return ""
     lead = (
-        f"Raised by fewer than {report.min_agreement} reviewers (--min-agreement "
-        f"{report.min_agreement}): shown above, never gating."
+        f"Raised at their severity by fewer than {report.min_agreement} reviewers "
+        f"(--min-agreement {report.min_agreement}): shown above, not gating."
     )
     return "\n".join(["### Kept from gating by agreement", "", lead, "", *items])
+
+
+def _raised(finding: Finding, reach: int) -> str:
+    """``2 reviewers``, or ``2 reviewers, 1 at critical`` when fewer rated it so."""
+    raisers = max(finding.raisers, reach)
+    said = counted(raisers, "reviewer")
+    return said if reach >= raisers else f"{said}, {reach} at {finding.severity}"
 
 
 def _filter_why(report: CouncilReport, finding: Finding) -> str:

@@ -16,12 +16,12 @@ so. Source: docs/architecture.md "Reports, the CLI and the gate", docs/harvest.m
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from council.evidence import verdict_json
+from council.merging.sameness import ANALYZER_RULE
 from council.model.findings import (
     LABELS,
     ChangeAnchor,
@@ -93,9 +93,6 @@ _SKELETON_MARGIN = 16_384
 
 _RULE_INDEX_BYTES = len(',"ruleIndex":99999,')
 """What a result's ``ruleIndex`` and the comma after it add (at most, in practice)."""
-
-ANALYZER_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*[0-9]+):\s")
-"""An analyzer's rule id at the start of a subject (``F401: ``, ``B602: ``, ``E722: ``)."""
 
 
 def rule_id(finding: Finding) -> str:

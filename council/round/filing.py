@@ -76,6 +76,15 @@ class Heard:
     findings: Sequence[Finding] = ()
     warnings: Sequence[Warning] = ()
     notes: Sequence[str] = ()
+    programs: Sequence[bool] = ()
+    """Whether each of ``findings`` is a program's telling (an analyzer's: it merges only
+    on its own lines and rule); empty: all are, or none, as the summary's backend says."""
+
+    def program_tellings(self) -> list[bool]:
+        """Whether each of ``findings`` is a program's telling."""
+        if len(self.programs) == len(self.findings):
+            return [bool(p) for p in self.programs]
+        return [self.summary.backend in PROGRAM_BACKENDS] * len(self.findings)
 
 
 def heard_from(p: Participant, outcome: ParticipantOutcome | None, prices: PriceTable) -> Heard:
@@ -151,7 +160,8 @@ def file_round(
     """
     tellings, uncredited = _participant_findings(facts, heard, change)
     whole = [h.summary.id for h in heard if h.summary.heard_in_full]
-    merged = consolidate(tellings, heard=whole, change=change)
+    kinds = [h.program_tellings() for h in heard]
+    merged = consolidate(tellings, heard=whole, change=change, programs=kinds)
     if code is not None:
         merged = stamp(merged, code)
     programs = {h.summary.id for h in heard if h.summary.backend in PROGRAM_BACKENDS}
@@ -309,13 +319,13 @@ def conclude_judge(
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
     if code is not None:
         verdicts = stamp(verdicts, code)
-    updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id)
+    may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
+    updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id, may)
     own = {f.id for f in interim.findings if f.id is not None}
     earlier = [f for f in remembered if f.id not in own]
     roster = [p.id for p in interim.participants]
     programs = {p.id for p in interim.participants if p.backend in PROGRAM_BACKENDS}
     filed, reworded = kept_ids(filed, first_id, earlier, roster, programs)
-    may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
     updated = {i: may.restated(f, updated[i]) for f in interim.findings if (i := f.id) in updated}
     suppressed = dict(interim.suppressed)
     if read_whole(outcome):
@@ -378,7 +388,11 @@ def _credited_on_roster(
 
 
 def _match_verdicts(
-    filed: Sequence[Finding], verdicts: Sequence[Finding], origin: Origin, first_id: int
+    filed: Sequence[Finding],
+    verdicts: Sequence[Finding],
+    origin: Origin,
+    first_id: int,
+    may: Overrule,
 ) -> tuple[dict[int, Finding], list[Finding]]:
     """Each verdict updates one filed finding it restates (each filed finding at most
     once), or is filed new with ids from ``first_id``. Returns (filed id → updated
@@ -391,7 +405,9 @@ def _match_verdicts(
     members SPLITS it (the judge thinks the merge wrong; its restatement wins): the
     finding keeps the members it names; a new verdict naming the others takes them;
     members no verdict names are filed alone (and, if the judge was read whole, not
-    upheld), so a wrong merge never loses a telling.
+    upheld), so a wrong merge never loses a telling. A finding the judge may not overrule
+    (``may``: a program's telling is in it) is never split: splitting it would take a
+    raiser from the analyzer's finding, and with it, under ``--min-agreement``, its gate.
     """
     updated: dict[int, Finding] = {}
     new: list[Finding] = []
@@ -403,7 +419,7 @@ def _match_verdicts(
         if match is None or match.id is None:
             new.append(verdict.model_copy(update={"origin": origin, "id": first_id + len(new)}))
             continue
-        restated, split_off = _restated(match, verdict)
+        restated, split_off = _restated(match, verdict, split=may.rules(match))
         updated[match.id] = restated
         left.extend(split_off)
         heard = max(heard, match.agreement.n if match.agreement is not None else 1)
@@ -442,21 +458,21 @@ def _taking(verdict: Finding, left: list[Member], heard: int) -> Finding:
     return verdict.model_copy(update=update)
 
 
-def _restated(match: Finding, verdict: Finding) -> tuple[Finding, list[Member]]:
+def _restated(match: Finding, verdict: Finding, split: bool) -> tuple[Finding, list[Member]]:
     """A filed finding as the judge restated it, and the members it split off.
 
     The judge's subject (when it reworded it), discussion (when it gave one), anchor,
     label, severity and confidence (its corrections). ``raised_by``: with the judge's
-    ``raisedBy`` naming only some members, those members and any member saying the same
-    as the verdict word for word (a split); otherwise the filed raisers joined to the
-    ones it names.
+    ``raisedBy`` naming only some members and ``split`` allowed, those members and any
+    member saying the same as the verdict word for word (a split); otherwise the filed
+    raisers joined to the ones it names.
     """
     named = verdict.raised_by or ()
     members = list(match.members or ())
     kept = [m for m in members if m.participant in named or says_the_same(m.as_finding(), verdict)]
     split_off: list[Member] = []
     raisers: list[str | None]
-    if members and named and kept and len(kept) < len(members):
+    if split and members and named and kept and len(kept) < len(members):
         split_off = [m for m in members if m.participant not in named]
         raisers = [m.participant for m in kept]
         raisers += [r for r in named if r not in raisers]

@@ -6,9 +6,9 @@ only part of the council cannot say the change is clean); **4** waiting on a per
 winning over 1 (the findings waiting may yet be dismissed). Exit 2 belongs to
 :mod:`council.errors`. Open findings are this round's and those a ``--since-last`` round
 carried (their code is unchanged); one without a severity, suppressed, outside
-``--filter`` or raised by fewer than ``--min-agreement`` reviewers never trips the gate,
-nor does ``never``. Source: docs/architecture.md "The shape", docs/harvest.md §7 (stops
-are partial).
+``--filter``, or whose tellings fewer than ``--min-agreement`` reviewers gave at or above
+the threshold never trips the gate, nor does ``never``. Source: docs/architecture.md "The
+shape", docs/harvest.md §7 (stops are partial), §8 (agreement as a gate).
 """
 
 from __future__ import annotations
@@ -61,37 +61,76 @@ def gate_tripped(report: CouncilReport) -> list[Finding]:
     a finding carried from an earlier round still stands, so it blocks as it did then.
     A finding without severity never trips; a finding in ``report.suppressed`` (a
     dismissal or a baseline entry) never trips, since accepting it is what suppressing
-    means; ``never`` returns an empty list.
+    means; nor one fewer than ``gate.min_agreement`` reviewers' own tellings put at or
+    above the threshold (:func:`agreed_at`: decided on the tellings, so a merge lends no
+    telling another's severity); ``never`` returns an empty list.
     Source: docs/architecture.md (exit code from --fail-on).
     """
     level = report.gate.fail_on
     if level == "never":
         return []
     threshold = severity_rank(level)
+    least = report.gate.min_agreement
     return [
         f
         for f in report.open_findings
         if f.severity is not None
         and f.id not in report.suppressed
         and f.id not in report.filtered
-        and f.id not in report.unagreed
         and _blocks(f, threshold)
+        and agreed_at(f, threshold, least)
     ]
+
+
+def tellings_severities(finding: Finding) -> list[str | None]:
+    """The severity of each distinct reviewer's telling in a finding, gravest first: each
+    member's own; a raiser credited without a telling of its own (a judge's credit, a
+    finding of one telling) at the finding's severity. As many as its raisers
+    (:attr:`Finding.raisers`), or its members when more."""
+    members = finding.members or ()
+    told = [m.severity for m in members]
+    told += [finding.severity] * max(0, finding.raisers - len(members))
+    return sorted(told, key=severity_rank, reverse=True)
+
+
+def agreed_severity(finding: Finding, min_agreement: int) -> str | None:
+    """The gravest severity that ``min_agreement`` distinct reviewers' own tellings in the
+    finding reach (for 1, its severity); None when fewer reviewers raised it.
+
+    Why the tellings: a merge can be wrong, and a finding's severity is its gravest
+    telling's; a naming nit merged with a lone critical must not make the critical look
+    agreed. Source: docs/harvest.md §8 (agreement as a gate).
+    """
+    if min_agreement <= 1:
+        return finding.severity
+    told = tellings_severities(finding)
+    return told[min_agreement - 1] if len(told) >= min_agreement else None
+
+
+def agreed_at(finding: Finding, threshold: int, min_agreement: int) -> bool:
+    """Whether at least ``min_agreement`` distinct reviewers' tellings in the finding are
+    at or above the severity rank ``threshold`` (always, for 1)."""
+    return min_agreement <= 1 or severity_rank(agreed_severity(finding, min_agreement)) >= threshold
 
 
 def apply_min_agreement(report: CouncilReport) -> CouncilReport:
     """The report with ``unagreed`` set: each open finding (this round's and carried)
-    raised by fewer than the report's ``gate.min_agreement`` reviewers
-    (:attr:`Finding.raisers`: its agreement's k), id → that count. Such a finding is
-    listed and posted, but never gates (:func:`gate_tripped`). Any earlier ``unagreed``
-    is replaced. Source: docs/harvest.md §8 (agreement as a gate).
+    whose severity fewer than the report's ``gate.min_agreement`` reviewers' own tellings
+    reach (:func:`agreed_severity`), id → how many do (for a finding of one telling, or
+    one every raiser rated alike: how many raised it). Such a finding is listed and
+    posted, and gates only at a level enough of its tellings reach (:func:`gate_tripped`
+    decides on the tellings, whatever the level). Any earlier ``unagreed`` is replaced.
+    Source: docs/harvest.md §8 (agreement as a gate).
     """
-    min_agreement = report.gate.min_agreement
-    unagreed = {
-        f.id: f.raisers
-        for f in report.open_findings
-        if f.id is not None and f.raisers < min_agreement
-    }
+    least = report.gate.min_agreement
+    unagreed: dict[int, int] = {}
+    for f in report.open_findings:
+        if f.id is None or least <= 1:
+            continue
+        own = severity_rank(f.severity)
+        reach = sum(1 for s in tellings_severities(f) if severity_rank(s) >= own)
+        if reach < least:
+            unagreed[f.id] = reach
     return report.model_copy(update={"unagreed": unagreed})
 
 
@@ -204,8 +243,20 @@ def held_back(report: CouncilReport, ids: Collection[int]) -> int:
 
 def held_by_agreement(report: CouncilReport) -> int:
     """How many open findings at or above ``gate.fail_on`` do not gate only because fewer
-    than ``gate.min_agreement`` reviewers raised them (:func:`held_back`)."""
-    return held_back(report, report.unagreed)
+    than ``gate.min_agreement`` reviewers' tellings reach it (:func:`agreed_at`);
+    suppressed ones are not counted."""
+    level = report.gate.fail_on
+    if level == "never":
+        return 0
+    threshold, least = severity_rank(level), report.gate.min_agreement
+    return sum(
+        1
+        for f in report.open_findings
+        if f.id not in report.suppressed
+        and f.severity is not None
+        and _blocks(f, threshold)
+        and not agreed_at(f, threshold, least)
+    )
 
 
 def min_agreement_problem(

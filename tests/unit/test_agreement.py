@@ -87,11 +87,21 @@ def test_prose_abbreviations_are_not_identifiers() -> None:
 
 
 def test_a_shared_identifier_weighs_more_than_a_shared_word() -> None:
-    """Two tellings sharing a code name score higher than two sharing a plain word."""
-    a1, a2 = _f("alpha `fooBarBaz` beta"), _f("gamma `fooBarBaz` delta")
-    b1, b2 = _f("alpha widget beta"), _f("gamma widget delta")
+    """Two tellings sharing a code name and two words score higher than two sharing a
+    plain word instead of the name."""
+    a1, a2 = _f("alpha `fooBarBaz` leaks memory"), _f("gamma `fooBarBaz` leaks memory")
+    b1, b2 = _f("alpha widget leaks memory"), _f("gamma widget leaks memory")
     among = [*BACKGROUND, a1, a2, b1, b2]
     assert score(a1, a2, among) > score(b1, b2, among) > 0
+
+
+def test_a_shared_code_name_alone_is_not_agreement() -> None:
+    """Naming the same code says where, not what: tellings sharing only names (or one
+    word) score 0, whatever their lines."""
+    a = _f("alpha `fooBarBaz` beta", anchor=_line("a.py", 3), who="hawk")
+    b = _f("gamma `fooBarBaz` delta", anchor=_line("a.py", 3), who="owl")
+    c = _f("gamma `fooBarBaz` delta beta", anchor=_line("a.py", 3), who="owl")
+    assert score(a, b, BACKGROUND) == score(a, c, BACKGROUND) == 0.0
 
 
 def test_the_same_problem_in_different_words_agrees() -> None:
@@ -155,8 +165,8 @@ def test_a_finding_without_a_file_is_compared_on_its_words() -> None:
 
 def test_one_reviewer_never_agrees_with_itself() -> None:
     """agrees_with refuses two findings whose origins name the same participant."""
-    a = _f("`santizeAnchors` drops order.productId", who="hawk")
-    b = _f("`santizeAnchors` drops order.productId", who="hawk")
+    a = _f("`santizeAnchors` drops order.productId when the cart is empty", who="hawk")
+    b = _f("`santizeAnchors` drops order.productId when the cart is empty", who="hawk")
     assert score(a, b, BACKGROUND) > THRESHOLD
     assert not agrees_with(a, b, BACKGROUND)
 
@@ -174,10 +184,10 @@ def test_score_is_symmetric() -> None:
 def test_one_problem_from_three_reviewers_is_one_group_in_roster_order() -> None:
     """Three tellings of one problem merge; the group lists the first raiser first."""
     findings = [
-        _f("order.productId is lost by `santizeAnchors`"),
+        _f("order.productId is lost by `santizeAnchors` on an empty cart"),
         *BACKGROUND,
-        _f("`santizeAnchors` drops order.productId"),
-        _f("santizeAnchors() forgets the order's productId"),
+        _f("`santizeAnchors` drops order.productId when the cart is empty"),
+        _f("santizeAnchors() forgets the order's productId for an empty cart"),
     ]
     reviewers = ["owl", *["hawk"] * len(BACKGROUND), "hawk", "kite"]
     groups = cluster(findings, reviewers, ["hawk", "owl", "kite"])
@@ -188,7 +198,7 @@ def test_one_problem_from_three_reviewers_is_one_group_in_roster_order() -> None
 
 def test_two_findings_of_one_reviewer_are_never_merged() -> None:
     """Identical findings by one reviewer stay apart; a second reviewer joins only one."""
-    same = "`santizeAnchors` drops order.productId"
+    same = "`santizeAnchors` drops order.productId when the cart is empty"
     findings = [_f(same), _f(same), _f(same), *BACKGROUND]
     reviewers = ["hawk", "hawk", "owl", *["kite"] * len(BACKGROUND)]
     groups = cluster(findings, reviewers, ["hawk", "owl", "kite"])
@@ -199,9 +209,9 @@ def test_two_findings_of_one_reviewer_are_never_merged() -> None:
 
 def test_a_chain_does_not_become_one_group() -> None:
     """A~B and B~C but A≁C: average linkage does not merge all three (single would)."""
-    a = _f("`appleFig` `kiwiLime` `mangoPear` `plumQuince`")
-    b = _f("`mangoPear` `plumQuince` `grapeHazel` `olivePecan`")
-    c = _f("`grapeHazel` `olivePecan` `cherryDate` `lemonMelon`")
+    a = _f("apple kiwi mango plum")
+    b = _f("mango plum grape olive")
+    c = _f("grape olive cherry lemon")
     findings = [a, b, c, *BACKGROUND]
     ab, bc, ac = score(a, b, findings), score(b, c, findings), score(a, c, findings)
     threshold = min(ab, bc)
@@ -333,7 +343,10 @@ def test_a_crowd_on_one_line_is_not_quadratic() -> None:
 
 def test_one_reviewer_only_and_a_silent_one() -> None:
     """A roster naming a reviewer with no finding, and ids not in the roster, work."""
-    findings = [_f("`santizeAnchors` drops order.productId"), _f("santizeAnchors loses productId")]
+    findings = [
+        _f("`santizeAnchors` drops order.productId on an empty cart"),
+        _f("santizeAnchors loses productId when the cart is empty"),
+    ]
     assert _twice(findings, ["hawk", "hawk"], ["owl", "hawk"]) == [[0], [1]]
     assert _twice(findings, ["hawk", "stranger"], ["owl", "hawk"]) == [[0, 1]]
 

@@ -43,7 +43,7 @@ TELLINGS: dict[str, list[dict[str, Any]]] = {
     "owl": [
         {
             "subject": "ZeroDivisionError in parse_limit for an empty page",
-            "discussion": "A request with page_size=0 crashes parse_limit.",
+            "discussion": "A request with page_size=0 makes parse_limit divide by zero.",
             "label": "issue",
             "severity": "medium",
             "location": {"kind": "line", "file": "app.py", "start": 11},
@@ -58,8 +58,8 @@ TELLINGS: dict[str, list[dict[str, Any]]] = {
             "location": {"kind": "line", "file": "app.py", "start": 26, "end": 27},
         },
         {
-            "subject": "page_size of 0 makes parse_limit raise",
-            "discussion": "parse_limit has no check for page_size == 0 before dividing.",
+            "subject": "page_size of 0 makes parse_limit raise ZeroDivisionError",
+            "discussion": "parse_limit has no check for page_size == 0: it divides by zero.",
             "label": "issue",
             "location": {"kind": "line", "file": "app.py", "start": 9, "end": 11},
         },

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from council.merging.consolidation import member_of
 from council.model.findings import Agreement, FileAnchor, Finding, LineAnchor, Origin
 from council.model.report import CouncilReport, Suppression
 from council.rendering import render_markdown
-from council.round.gate import apply_min_agreement, gate_summary, gate_tripped
+from council.round.gate import agreed_severity, apply_min_agreement, gate_summary, gate_tripped
 from tests.forge_cases import finding, report
 from tests.gitrepo import commit, new_repo
 from tests.unit.test_cli_review import ROUND, answer, report_of, review, reviewer, roster
@@ -179,3 +180,23 @@ def test_the_gate_line_counts_what_the_filter_kept_from_gating() -> None:
         "gate: no finding at or above critical (1 more at or above critical kept from gating "
         "by --filter added) → exit 0"
     )
+
+
+def test_min_agreement_is_decided_on_the_tellings() -> None:
+    """A critical merged with a minor nit is "2 of 2", but only one telling is critical:
+    under --min-agreement 2 it gates at minor, not at critical, and the Markdown says how
+    many raised it at its severity."""
+    injection = finding(None, FileAnchor(path="a.py"), severity="critical", subject="SQLi")
+    nit = finding(None, FileAnchor(path="a.py"), severity="minor", subject="vague name")
+    told = [member_of("hawk", injection), member_of("owl", nit)]
+    update = {"id": 1, "raised_by": ("hawk", "owl"), "members": tuple(told)}
+    merged = injection.model_copy(update={**update, "agreement": Agreement(k=2, n=2)})
+    assert agreed_severity(merged, 1) == "critical" and agreed_severity(merged, 2) == "minor"
+    assert agreed_severity(merged, 3) is None
+    report = CouncilReport(run_id="r", session="s", status="settled", findings=(merged,))
+    held = apply_min_agreement(report.gated(min_agreement=2, quorum=0))
+    assert held.unagreed == {1: 1}
+    assert gate_tripped(held.gated(fail_on="critical")) == []
+    assert [f.id for f in gate_tripped(held.gated(fail_on="minor"))] == [1]
+    text = render_markdown(held.gated(fail_on="critical"))
+    assert "raised by 2 reviewers, 1 at critical" in text

@@ -29,14 +29,14 @@ OWL_TEXT = "My review:\n" + json.dumps(
         "findings": [
             {
                 "subject": "ZeroDivisionError in parse_limit for an empty page_size",
-                "discussion": "page_size 0 crashes parse_limit.",
+                "discussion": "page_size 0 makes parse_limit divide by zero and crash.",
                 "label": "issue",
                 "location": {"kind": "line", "file": "app.py", "start": 12, "end": 14},
             },
             {
                 "subject": "Token compared with ==",
                 "label": "issue",
-                "location": {"kind": "file", "file": "auth.py"},
+                "location": {"kind": "line", "file": "auth.py", "start": 3},
             },
         ]
     }
@@ -89,6 +89,42 @@ def test_three_kinds_of_source_one_report(tmp_path: Path) -> None:
     first, second = report["findings"]
     assert [m["participant"] for m in first["members"]] == ["hawk", "owl"]
     assert second["agreement"] == {"k": 2, "n": 3}
+
+
+def test_an_analyzers_line_finding_never_merges_with_a_file_level_telling(
+    tmp_path: Path,
+) -> None:
+    """ruff's result on auth.py line 3 and a model's telling about auth.py as a whole say
+    the same words, but a program's finding merges only on its own lines: two findings."""
+    owl = json.loads(OWL_TEXT.split("\n", 1)[1])
+    owl["findings"][1]["location"] = {"kind": "file", "file": "auth.py"}
+    files = _files(tmp_path)
+    (tmp_path / "owl.txt").write_text(json.dumps(owl), encoding="utf-8")
+    out = tmp_path / "merged.json"
+    assert _run(*files, "--fail-on", "never", "--json", str(out)).exit_code == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    tokens = [f for f in report["findings"] if "token" in f["subject"].casefold()]
+    assert len(tokens) == 2 and not any(f.get("members") for f in tokens)
+
+
+def test_an_answers_findings_are_model_tellings_beside_a_sarif_log(tmp_path: Path) -> None:
+    """hawk is given an answer and a SARIF log (last, so its participant reads as sarif):
+    only the log's results are a program's; the answer's division finding (lines 11-12)
+    still merges with owl's telling two lines lower, as two models' tellings do (a
+    program's would need overlapping lines)."""
+    files = _files(tmp_path)
+    owl = json.loads(OWL_TEXT.split("\n", 1)[1])
+    owl["findings"][0]["location"] = {"kind": "line", "file": "app.py", "start": 14}
+    (tmp_path / "owl.txt").write_text(json.dumps(owl), encoding="utf-8")
+    out = tmp_path / "merged.json"
+    args = [f"hawk={files[0]}", f"hawk={files[2]}", f"owl={files[1]}", "--json", str(out)]
+    assert _run(*args, "--fail-on", "never").exit_code == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [p["backend"] for p in report["participants"]] == ["sarif", "answer"]
+    division = next(f for f in report["findings"] if "divides" in f["subject"])
+    assert division["raised_by"] == ["hawk", "owl"]
+    token = next(f for f in report["findings"] if "token" in f["subject"].casefold())
+    assert token["raised_by"] == ["hawk", "owl"]  # ruff's S105 and owl's, on one line
 
 
 def test_names_a_report_and_a_harvest_read_back(tmp_path: Path) -> None:

@@ -315,7 +315,7 @@ def test_exact_repeats_do_not_depend_on_list_order() -> None:
     pass (says_the_same ignores lines) joins 32 to the same telling whichever order the
     first reviewer listed its two in; at 12, the relation's pair (10, 12) wins in either
     order."""
-    subject = "build_query xss"
+    subject = "build_query lets cross-site scripting through"
 
     def told(lines: tuple[int, ...], other: int) -> list[list[tuple[str, int | None]]]:
         hawk = [

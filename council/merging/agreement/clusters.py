@@ -17,9 +17,18 @@ import heapq
 from collections.abc import Sequence
 from itertools import combinations
 
+from council.change.diff import Change
 from council.merging.agreement.pairs import SCALE, Adjacency, scored_pairs
-from council.merging.agreement.relation import THRESHOLD, Place, Vocabulary, norms_of, place_of
-from council.merging.agreement.words import Lexicon
+from council.merging.agreement.quoting import demoted, quotes_of, unquoted
+from council.merging.agreement.relation import (
+    THRESHOLD,
+    Place,
+    Vocabulary,
+    norms_of,
+    place_of,
+    program_clash,
+)
+from council.merging.agreement.words import Lexicon, text_of
 from council.model.findings import Finding
 
 LEAVES = 2
@@ -35,21 +44,30 @@ def cluster(
     roster_order: Sequence[str] = (),
     *,
     threshold: float = THRESHOLD,
+    programs: Sequence[bool] = (),
+    change: Change | None = None,
 ) -> list[list[int]]:
     """Group the findings that describe the same problem; every finding in one group.
 
     ``reviewer_of[i]`` is the participant id that raised ``findings[i]``;
     ``roster_order`` lists participant ids in roster order (ids not in it rank after,
-    by id). Returns groups of indices into ``findings``: each group in (roster position,
-    index) order, so its first member is the first raiser; groups ordered by their
-    first member the same way. A group never holds two findings of one reviewer.
+    by id); ``programs[i]``: whether ``findings[i]`` is a program's telling (none when
+    empty); ``change``: the change under review, whose lines a line finding points at
+    are quoted code, not its prose (:mod:`~council.merging.agreement.quoting`). Returns
+    groups of indices into ``findings``: each group in (roster position, index) order, so
+    its first member is the first raiser; groups ordered by their first member the same
+    way. A group never holds two findings of one reviewer, nor a program's telling and
+    one its place forbids (:func:`~council.merging.agreement.relation.program_clash`).
     ``threshold``: the average score a group must keep (for benchmarks; consolidation
     uses the default). Time and memory about linear in the number of findings.
-    Raises ValueError when ``reviewer_of`` is not as long as ``findings``.
+    Raises ValueError when ``reviewer_of`` (or a non-empty ``programs``) is not as long
+    as ``findings``.
     """
     reviewer = reviewer_numbers(reviewer_of, roster_order, len(findings))
-    places = [place_of(finding) for finding in findings]
-    adjacency = pairs_of(findings, places, reviewer, threshold)
+    if programs and len(programs) != len(findings):
+        raise ValueError(f"programs says {len(programs)} findings' kind for {len(findings)}")
+    places = [place_of(f, bool(programs) and programs[i]) for i, f in enumerate(findings)]
+    adjacency = pairs_of(findings, places, reviewer, threshold, change)
     return groups_of(findings, places, reviewer, adjacency, threshold)
 
 
@@ -70,20 +88,31 @@ def reviewer_numbers(
 
 
 def pairs_of(
-    findings: Sequence[Finding], places: Sequence[Place], reviewer: Sequence[int], threshold: float
+    findings: Sequence[Finding],
+    places: Sequence[Place],
+    reviewer: Sequence[int],
+    threshold: float,
+    change: Change | None = None,
 ) -> Adjacency:
     """The scored pairs (:func:`~council.merging.agreement.pairs.scored_pairs`): the findings read
-    into term ids, weighed over all of them, then blocked and scored. None when a single
-    reviewer raised everything (its findings never merge)."""
+    into term ids and prose (less the code they quote from ``change``), weighed over all
+    of them, then blocked and scored. None when a single reviewer raised everything (its
+    findings never merge)."""
     if len(set(reviewer)) < 2:
         return {}
-    read = Lexicon()
-    terms = [read(finding) for finding in findings]
-    vocabulary = Vocabulary(terms, read.identifiers)
-    norms = norms_of(terms, vocabulary.squared)
-    return scored_pairs(
-        terms, places, reviewer, vocabulary.squared, norms, vocabulary.used, threshold
-    )
+    lexicon = Lexicon()
+    quotes = quotes_of(places, change, lexicon)
+    read = [
+        lexicon.read(f)
+        if q is None
+        else demoted(lexicon.read_text(unquoted(text_of(f), q.grams)), q.words)
+        for f, q in zip(findings, quotes, strict=True)
+    ]
+    terms = [r.terms for r in read]
+    vocabulary = Vocabulary(terms, lexicon.identifiers)
+    squared = vocabulary.squared
+    norms = norms_of(terms, squared)
+    return scored_pairs(read, places, reviewer, squared, norms, vocabulary.used, threshold)
 
 
 def groups_of(
@@ -107,7 +136,8 @@ def groups_of(
     if tangled:
         rank = _ranks(findings, reviewer, places, [i for c in tangled for i in c])
         for component in tangled:
-            groups.extend(_Agglomeration(component, adjacency, reviewer, rank, bar).run())
+            merging = _Agglomeration(component, adjacency, reviewer, rank, bar, places)
+            groups.extend(merging.run())
     grouped = {i for group in groups for i in group}
     groups.extend([i] for i in range(len(findings)) if i not in grouped)
     for group in groups:
@@ -197,7 +227,10 @@ class _Agglomeration:
     current while both its ids live. A merge of two groups holding a finding of one
     reviewer is first pushed with an upper BOUND of its average (``bound`` = 1) and
     planned only when popped (then pushed again with its exact average, or dropped): a
-    dense component would otherwise plan every neighbour at every merge.
+    dense component would otherwise plan every neighbour at every merge. A merge that
+    would put a program's telling beside one its place forbids
+    (:func:`~council.merging.agreement.relation.program_clash`) is never made, whatever
+    the average (such a pair scores 0, but others may carry the average).
     """
 
     def __init__(
@@ -207,8 +240,12 @@ class _Agglomeration:
         reviewer: Sequence[int],
         rank: dict[int, int],
         bar: int,
+        places: Sequence[Place],
     ) -> None:
         self.adjacency = adjacency
+        self.places = places
+        self.ruled = {i for i in component if places[i].rule is not None}
+        """The members that are a program's tellings (few, usually none)."""
         self.reviewer = reviewer
         self.rank = rank
         self.bar = bar
@@ -330,6 +367,18 @@ class _Agglomeration:
             if fewest > 0 and total >= bar * fewest:
                 self._push(gid, other, total, fewest, (), bound=1)
 
+    def _clash(self, first: list[int], second: list[int], gone: set[int]) -> bool:
+        """Whether some program's telling of one side may not be one finding with some
+        telling of the other (``gone``: those leaving, not compared)."""
+        ruled, places = self.ruled, self.places
+        return any(
+            program_clash(places[i], places[j])
+            for i in first
+            if i not in gone
+            for j in second
+            if j not in gone and (i in ruled or j in ruled)
+        )
+
     def run(self) -> list[list[int]]:
         """Merge until no candidate reaches the bar; the resulting groups."""
         while self.heap:
@@ -343,6 +392,8 @@ class _Agglomeration:
                     self._push(a, b, *plan)
                 continue
             gone = set(leaving)
+            if self.ruled and self._clash(self.groups[a], self.groups[b], gone):
+                continue
             del self.key[a], self.key[b], self.held[a], self.held[b]
             merged = [i for i in self.groups.pop(a) + self.groups.pop(b) if i not in gone]
             gid = self._make(merged)

@@ -16,7 +16,16 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from council.merging.agreement.relation import NEAR_BONUS, WINDOW, Place, place_factor
+from council.merging.agreement.relation import (
+    NEAR_BONUS,
+    WINDOW,
+    Place,
+    combined,
+    least_shared,
+    place_factor,
+    prose_cosine,
+)
+from council.merging.agreement.words import Reading
 
 SCALE = 1_000_000
 """Scores are kept as integers: round(score × SCALE)."""
@@ -32,7 +41,9 @@ rare term (10,000 findings on one line must not be 10⁸ comparisons)."""
 
 FLOOR_SHARE = 4
 """Scores below threshold / FLOOR_SHARE are dropped as nothing: they would weigh on
-cluster averages only by pulling them down, which dropping them does too (a little)."""
+cluster averages only by pulling them down, which dropping them does too (a little). A
+pair whose cosine of all terms times its place factor is below it is dropped too,
+whatever its prose: that is what lets a candidate be dropped before its prose is read."""
 
 Adjacency = dict[int, dict[int, int]]
 """Finding → {other finding → score in millionths}, both directions, scored pairs only."""
@@ -41,30 +52,44 @@ Adjacency = dict[int, dict[int, int]]
 class _Scorer:
     """Scores pairs and keeps those above the floor.
 
-    ``terms[i]``: finding i's distinct term ids; ``squared``: term id → squared weight
-    (integer); ``norms[i]``: the square root of finding i's sum of squared weights.
+    ``read[i]``: finding i's reading (term ids, prose ids, ids of words it names only in
+    code); ``squared``: term id → squared weight (integer); ``norms[i]``: the square root
+    of finding i's sum of squared weights; ``prose_sums[i]``: the sum over its prose.
     """
 
     def __init__(
         self,
-        terms: Sequence[tuple[int, ...]],
+        read: Sequence[Reading[int]],
         places: Sequence[Place],
         reviewer: Sequence[int],
         squared: dict[int, int],
         norms: Sequence[float],
+        prose_sums: Sequence[int],
         floor: int,
     ) -> None:
-        self.terms = terms
+        self.read = read
+        self.terms = [r.terms for r in read]
         self.places = places
         self.reviewer = reviewer
         self.squared = squared.__getitem__
         self.norms = norms
+        self.prose_sums = prose_sums
         self.floor = floor
         self.adjacency: Adjacency = {}
 
-    def keep(self, i: int, j: int, value: int) -> None:
-        """Keep a scored pair if it reaches the floor."""
-        if value >= self.floor:
+    def keep(self, i: int, j: int, whole: float, factor: float) -> None:
+        """Keep a pair whose terms' cosine is ``whole`` and place factor ``factor`` if
+        both it and its score (:func:`~council.merging.agreement.relation.combined` with
+        :func:`~council.merging.agreement.relation.prose_cosine`, times the factor) reach
+        the floor."""
+        floor = self.floor
+        if round(whole * factor * SCALE) < floor:
+            return
+        sums, read = self.prose_sums, self.read
+        least = least_shared(self.places[i], self.places[j])
+        prose = prose_cosine(self.squared, read[i], sums[i], read[j], sums[j], least)
+        value = round(combined(whole, prose) * factor * SCALE)
+        if value >= floor:
             adjacency = self.adjacency
             row = adjacency.get(i)
             if row is None:
@@ -83,20 +108,18 @@ class _Scorer:
             return
         own = set(self.terms[i])
         terms, norms, reviewer, squared = self.terms, self.norms, self.reviewer, self.squared
-        who, keep, floor = reviewer[i], self.keep, self.floor
+        who, keep = reviewer[i], self.keep
         for j, factor in zip(others, factors, strict=True):
             if reviewer[j] == who:
                 continue
             shared = sum(map(squared, own.intersection(terms[j])))
             if shared:
                 # cosine_of(shared, norm, norms[j]), inlined; norms[j] > 0 as j shares terms
-                value = round(shared / (norm * norms[j]) * factor * SCALE)
-                if value >= floor:
-                    keep(i, j, value)
+                keep(i, j, shared / (norm * norms[j]), factor)
 
 
 def scored_pairs(
-    terms: Sequence[tuple[int, ...]],
+    read: Sequence[Reading[int]],
     places: Sequence[Place],
     reviewer: Sequence[int],
     squared: dict[int, int],
@@ -106,18 +129,21 @@ def scored_pairs(
 ) -> Adjacency:
     """The scored pairs of a consolidation's findings, as an adjacency.
 
-    ``terms`` (term ids), ``places``, ``reviewer`` (a reviewer number per finding) and
-    ``norms`` are aligned with the findings; ``squared`` weighs every term id used and
-    ``used`` counts the findings using it
-    (:class:`~council.merging.agreement.relation.Vocabulary`). Time
-    and memory linear in the number of findings (see the module docstring). Never raises.
+    ``read`` (each one's term ids, prose and words named only in code), ``places``,
+    ``reviewer`` (a reviewer number per finding) and ``norms`` are aligned with the
+    findings; ``squared`` weighs every term id used and ``used`` counts the findings
+    using it (:class:`~council.merging.agreement.relation.Vocabulary`). Time and memory
+    linear in the number of findings (see the module docstring). Never raises.
     """
     reviewers = len(set(reviewer))
     if reviewers < 2:
         return {}
     cap = RARE_PER_REVIEWER * reviewers
     floor = round(threshold * SCALE / FLOOR_SHARE)
-    scorer = _Scorer(terms, places, reviewer, squared, norms, floor)
+    square = squared.__getitem__
+    prose_sums = [sum(map(square, r.prose)) for r in read]
+    scorer = _Scorer(read, places, reviewer, squared, norms, prose_sums, floor)
+    terms = scorer.terms
     by_path: dict[str, list[int]] = {}
     unplaced: list[int] = []
     for i, place in enumerate(places):
@@ -243,10 +269,7 @@ def _score_by_rare_terms(
                 if theirs is None:
                     theirs = commons[j] = tuple(common.intersection(terms[j]))
                 shared += sum(map(squared, own.intersection(theirs)))
-            # cosine_of(shared, norm, norms[j]) × factor, as everywhere
-            value = round(shared / norms_ij * factor * SCALE)
-            if value >= floor:
-                keep(i, j, value)
+            keep(i, j, shared / norms_ij, factor)  # cosine_of(shared, norm, norms[j])
 
 
 def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
@@ -257,6 +280,7 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
     once for the side, so a crowd costs ``cap`` per term, never the crowd's size).
     """
     places, terms = scorer.places, scorer.terms
+    programs = any(places[i].rule is not None for i in side)
     order = sorted(side, key=lambda i: (places[i].first, places[i].last, i))
     firsts = [places[i].first or 0 for i in order]
     lasts = [places[i].last or 0 for i in order]
@@ -285,9 +309,15 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
             here = places[i]
             scorer.against(i, others, [place_factor(here, places[j]) for j in others])
             continue
-        # place_factor, inlined: each j starts at or after i, on the same side
+        others = order[at + 1 : end]
+        if programs:
+            here = places[i]
+            placed = [(j, f) for j in others if (f := place_factor(here, places[j]))]
+            scorer.against(i, [j for j, _ in placed], [f for _, f in placed])
+            continue
+        # place_factor, inlined: each j starts at or after i, on the same side, no rule
         factors = [
             1.0 + NEAR_BONUS * (1.0 - max(0, first - last) / WINDOW)
             for first in firsts[at + 1 : end]
         ]
-        scorer.against(i, order[at + 1 : end], factors)
+        scorer.against(i, others, factors)

@@ -5,17 +5,24 @@ and share words and two-word phrases. A telling becomes a set of TERMS, the firs
 saying the kind: ``"`name"`` an identifier, case folded (a backticked span's names, a
 dotted path and its segments, snake_case, camelCase or digit-bearing names, ``name()``);
 ``"~stem"`` a word cut to :data:`STEM` letters, function words dropped (an identifier's
-parts count as words too); a phrase, two consecutive words or identifiers. Each raw token
-is read once per consolidation (cached); :class:`Lexicon` maps terms to integers, which
-hash and count several times faster than strings. Pure.
-Source: docs/harvest.md §8 (agreement: words, identifiers).
+parts count as words too); a phrase, two consecutive words or identifiers. Its PROSE is
+the part no code wrote: the words read as words and the phrases of two of them (never an
+identifier, an identifier's parts, a code span's name); its PARTS, the words it has only
+in the names it writes (``ZeroDivisionError``: zero, divisi, error). Quoted code is not
+read at all (fenced blocks, code spans holding whitespace): reviewers quote the same lines
+of the change whatever problem they describe.
+Each raw token is read once per consolidation (cached); :class:`Lexicon` maps terms to
+integers, which hash and count several times faster than strings. Pure.
+Source: docs/harvest.md §8 (agreement: words, identifiers, prose).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from itertools import chain, islice, repeat
 from operator import add, itemgetter, mul
+from typing import Generic, NamedTuple, TypeVar
 
 from council.model.findings import Finding
 
@@ -47,6 +54,39 @@ up down out off again further once i
 
 STOP_WORDS: frozenset[str] = frozenset(_FUNCTION_WORDS.split())
 """English function words: they say nothing about which problem a finding describes."""
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
+"""A fenced code block (a line opening with three backticks or tildes, up to the line
+closing it, or to the end when none does)."""
+
+_SPAN = re.compile(r"(`[^`\s]*`)|`[^`\n]*`")
+"""An inline code span (paired left to right, as Markdown pairs them on one line): a
+name (group 1: no whitespace inside), or quoted code."""
+
+
+def _span(found: re.Match[str]) -> str:
+    """A code span as it is read: a name stays, quoted code goes."""
+    return found.group(1) or " "
+
+
+def _marked(text: str) -> str:
+    """The text as it is read: fenced code blocks and inline code spans holding
+    whitespace (``q = build(name)``: quoted code) dropped; a span of one name
+    (``parse_limit``) stays, read as an identifier. Why: the code a reviewer quotes is the
+    change's, not the reviewer's words; two reviewers quoting one line say nothing alike
+    by it."""
+    if "```" in text or "~~~" in text:
+        text = _FENCE.sub("\n", text)
+    if "`" in text:
+        text = _SPAN.sub(_span, text)
+    return text
+
+
+def text_of(finding: Finding) -> str:
+    """What is read of a finding: its subject, then at most :data:`READ_CHARS` of its
+    discussion, quoted code marked (:func:`_marked`)."""
+    return _marked(f"{finding.subject}\n{finding.discussion[:READ_CHARS]}")
+
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*(?:\(\))?")
 """A name (possibly dotted, ``::`` or ``->`` joined, possibly a call)."""
@@ -147,8 +187,24 @@ def _read(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 Term = str | tuple[str, str]
 """A term: an identifier or word string (kind first), or a phrase: a pair of them."""
 
+T = TypeVar("T", bound=Hashable)
+"""A term as a reading holds it: a :data:`Term` (:class:`Reader`) or an id (:class:`Lexicon`)."""
+
+
+class Reading(NamedTuple, Generic[T]):
+    """One finding read: its ``terms``; its ``prose``, the words it wrote as words and the
+    phrases of two of them; and its ``parts``, the words it has only as parts of the
+    identifiers it names (``ZeroDivisionError`` → zero, divisi, error)."""
+
+    terms: tuple[T, ...]
+    prose: frozenset[T]
+    parts: frozenset[T]
+
+
 _TERMS = itemgetter(0)
 _ELEMENTS = itemgetter(1)
+_PROSE = itemgetter(2)
+_WORDS = itemgetter(3)
 
 
 class Reader:
@@ -169,12 +225,19 @@ class Reader:
         Identifier and word terms are strings; phrases are pairs of them. Never raises: an
         empty discussion, or a subject of function words alone, gives few or no terms.
         """
-        tokens = finding.subject.split()
-        tokens += finding.discussion[:READ_CHARS].split()
-        read = list(map(self._tokens.__getitem__, tokens))
+        return self.read(finding)[0]
+
+    def read(self, finding: Finding) -> Reading[Term]:
+        """The finding's terms (as :meth:`__call__`), its prose and its words named only
+        in code (:class:`Reading`). Never raises."""
+        read = list(map(self._tokens.__getitem__, text_of(finding).split()))
         sequence = list(chain.from_iterable(map(_ELEMENTS, read)))
-        phrases = zip(sequence, islice(sequence, 1, None), strict=False)
-        return tuple(dict.fromkeys(chain(chain.from_iterable(map(_TERMS, read)), phrases)))
+        phrases = list(zip(sequence, islice(sequence, 1, None), strict=False))
+        terms = tuple(dict.fromkeys(chain(chain.from_iterable(map(_TERMS, read)), phrases)))
+        prose = {t for t in sequence if t.startswith(WORD)}
+        prose.update(p for p in phrases if p[0].startswith(WORD) and p[1].startswith(WORD))
+        words = {t for t in terms if isinstance(t, str) and t.startswith(WORD)}
+        return Reading(terms, frozenset(prose), frozenset(words - prose))
 
 
 def terms_of(finding: Finding) -> tuple[Term, ...]:
@@ -193,16 +256,20 @@ from 1 and stay below PHRASE (no consolidation holds 2³² distinct words), so a
 id is never an element's and two phrases share an id only if they are one phrase."""
 
 
-class _IdReading(dict[str, tuple[tuple[int, ...], tuple[int, ...]]]):
-    """Raw token → (its term ids, its phrase elements' ids), read once per token."""
+class _IdReading(dict[str, tuple[tuple[int, ...], ...]]):
+    """Raw token → (its term ids, its phrase elements' ids, the same with 0 for each
+    element that is an identifier, the ids of its word terms), read once per token."""
 
     def __init__(self, lexicon: Lexicon) -> None:
         super().__init__()
         self._id = lexicon.id_of
 
-    def __missing__(self, token: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def __missing__(self, token: str) -> tuple[tuple[int, ...], ...]:
         terms, sequence = _read(token)
-        got = self[token] = (tuple(map(self._id, terms)), tuple(map(self._id, sequence)))
+        ids = tuple(map(self._id, sequence))
+        prose = tuple(i if e.startswith(WORD) else 0 for i, e in zip(ids, sequence, strict=True))
+        words = tuple(self._id(t) for t in terms if t.startswith(WORD))
+        got = self[token] = (tuple(map(self._id, terms)), ids, prose, words)
         return got
 
 
@@ -240,9 +307,27 @@ class Lexicon:
     def __call__(self, finding: Finding) -> tuple[int, ...]:
         """The distinct term ids of a finding (the terms :class:`Reader` reads), in no
         particular order. Never raises."""
-        tokens = finding.subject.split()
-        tokens += finding.discussion[:READ_CHARS].split()
-        read = list(map(self._tokens.__getitem__, tokens))
+        return self.read(finding)[0]
+
+    def read(self, finding: Finding) -> Reading[int]:
+        """The finding's term ids (as :meth:`__call__`), with the ids of its prose and of
+        its words named only in code, as :meth:`Reader.read` reads them. Never raises."""
+        return self.read_text(text_of(finding))
+
+    def read_text(self, text: str) -> Reading[int]:
+        """:meth:`read` of a text as it is (nothing marked, nothing cut). Never raises.
+
+        How, in bulk: each token's phrase elements come twice, as ids and as ids with 0
+        for an identifier; consecutive elements of the second make a phrase id only when
+        neither is 0, and what else they make (a word's id, ``x × PHRASE``) is either a
+        prose word already or no term at all, which the intersection with the terms drops.
+        """
+        read = list(map(self._tokens.__getitem__, text.split()))
         sequence = list(chain.from_iterable(map(_ELEMENTS, read)))
         phrases = map(add, map(mul, sequence, repeat(PHRASE)), islice(sequence, 1, None))
-        return tuple(set(chain(chain.from_iterable(map(_TERMS, read)), phrases)))
+        terms = set(chain(chain.from_iterable(map(_TERMS, read)), phrases))
+        words = list(chain.from_iterable(map(_PROSE, read)))
+        pairs = map(add, map(mul, words, repeat(PHRASE)), islice(words, 1, None))
+        prose = frozenset(terms.intersection(chain(words, pairs)))
+        named = frozenset(chain.from_iterable(map(_WORDS, read))).difference(prose)
+        return Reading(tuple(terms), prose, named)
