@@ -5,9 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit lint bench redis-server bubblewrap chromium clean
+.PHONY: test unit lint bench redis-server bubblewrap chromium jq clean
 
-test: $(STAMP) redis-server bubblewrap chromium
+test: $(STAMP) redis-server bubblewrap chromium jq
 	$(PY) -m pytest
 
 unit: $(STAMP)
@@ -56,6 +56,10 @@ bubblewrap:
 # browser download is not used); outside CI it is skipped without the binary.
 chromium:
 	$(call debian_package,chromium,chromium,outside CI the browser test is skipped without it)
+
+# The worker log's jq recipes (docs/operating.md) are tested with the real jq.
+jq:
+	$(call debian_package,jq,jq,outside CI the recipes' test is skipped without it)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/artifacts

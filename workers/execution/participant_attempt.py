@@ -179,8 +179,11 @@ def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int
 
 
 def log_finished(outcome: ParticipantOutcome, participant: Participant) -> None:
-    """The ``review_finished`` line of one participant (with the bound context)."""
-    log.info(
+    """The ``review_finished`` line of one participant (with the bound context): at
+    ``warning`` when it failed or was stopped (a clock, a cancel, a lost worker), so an
+    operator's "trouble only" filter shows it; at ``info`` when it answered or asks."""
+    trouble = outcome.status in ("failed", "stopped")
+    (log.warning if trouble else log.info)(
         "review_finished",
         status=outcome.status,
         backend=participant.backend,
@@ -210,9 +213,12 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     if status is not None and moved_on(status, participant.role):
         return too_late(participant_id, participant.role, status)
     attempt = rt.journals.next_attempt(run_id, participant_id)
+    said = structlog.contextvars.get_contextvars().get("attempt")
     structlog.contextvars.bind_contextvars(
         run_id=run_id, session=record.session, participant=participant_id, attempt=attempt
     )
+    if said is not None and said != attempt:  # another delivery of it took that number
+        log.info("attempt_renumbered", announced=said)
     started = now_ms()
     until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
     rt.runs.set_progress(
