@@ -17,9 +17,9 @@ from council.rendering import read_json
 from council.session.baseline import BASELINE_FILE, read_baseline
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
-from workers.coordinator.embedded import load_state
 from workers.stores.keys import Keys
 from workers.stores.sessions import SessionStore
+from workers.stores.state_file import load_state
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 
