@@ -367,3 +367,32 @@ def test_kombus_masked_url_is_shown_as_ours(broker: str, shown: str, lines: Line
     (line,) = lines()
     assert line["event"] == f"Connected to {shown}"
     assert "hunter2" not in json.dumps(line)
+
+
+def test_failed_and_revoked_lines_outside_the_task_carry_its_ids(
+    app: Celery, looked_up: _Lookups, lines: Lines
+) -> None:
+    """``task_failed`` and ``task_revoked`` written in MainProcess (no context) carry the
+    five ids, looked up as the task's first line's were."""
+    review = _task(app, "council.review_participant")
+    kwargs = {"run_id": "r1", "participant": "hawk"}
+    _send(
+        signals.task_failure,
+        sender=review,
+        task_id="id-f",
+        exception=RuntimeError("boom"),
+        args=(),
+        kwargs=kwargs,
+        traceback=None,
+        einfo=None,
+    )
+    request = Context(id="id-r", task="council.review_participant", kwargs=kwargs)
+    _send(signals.task_revoked, sender=review, request=request, terminated=False, expired=True)
+    for line, task_id in zip(lines(), ("id-f", "id-r"), strict=True):
+        assert {k: line[k] for k in ("run_id", "session", "participant", "task_id", "attempt")} == {
+            "run_id": "r1",
+            "session": "session-of-r1",
+            "participant": "hawk",
+            "task_id": task_id,
+            "attempt": 2,
+        }

@@ -252,13 +252,12 @@ class _TaskSignals:
         clear_task_context()
 
     def failure(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
-        """Log ``task_failed`` from the signal's own arguments: MainProcess has no context."""
+        """Log ``task_failed`` with the task's ids: its context where it is bound, else
+        from the signal's own arguments (MainProcess has no context)."""
         exception = signal.get("exception")
         self._log.error(
             "task_failed",
-            task_id=task_id,
-            task=_task_name(sender),
-            **_kwarg_fields(signal.get("kwargs")),
+            **_outside(_task_name(sender), task_id, signal.get("kwargs")),
             error_type=type(exception).__name__ if exception is not None else None,
             error=str(exception) if exception is not None else None,
             duration_ms=_elapsed_ms(self._started.get(task_id) if task_id else None),
@@ -267,15 +266,25 @@ class _TaskSignals:
     def revoked(self, sender: Any = None, request: Any = None, **signal: Any) -> None:
         """Log ``task_revoked`` from the signal's own arguments: it runs in MainProcess."""
         signum = signal.get("signum")
+        name = _task_name(sender) or getattr(request, "task", None)
         self._log.warning(
             "task_revoked",
-            task_id=getattr(request, "id", None),
-            task=_task_name(sender) or getattr(request, "task", None),
-            **_kwarg_fields(getattr(request, "kwargs", None)),
+            **_outside(name, getattr(request, "id", None), getattr(request, "kwargs", None)),
             terminated=signal.get("terminated"),
             signum=int(signum) if signum is not None else None,
             expired=signal.get("expired"),
         )
+
+
+def _outside(task: object, task_id: object, kwargs: object) -> dict[str, object]:
+    """The ids of a line about a task: none where its context is bound (the line gets
+    them from there), else looked up as its first line's were (:data:`TASK_KEYS`)."""
+    if task_id is not None and get_contextvars().get("task_id") == task_id:
+        return {}
+    ids = _ids.get("") or _TaskIds(None, None)
+    fields = ids(task if isinstance(task, str) else None, kwargs)
+    fields["task_id"] = task_id
+    return fields
 
 
 def _elapsed_ms(started: float | None) -> int | None:
