@@ -436,11 +436,12 @@ def test_the_judge_runs_while_the_run_is_judging(rt: Runtime, tmp_path: Path) ->
 def test_failed_and_stopped_reviews_are_warnings(
     rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``review_finished`` is a warning for a reviewer that failed or was cut off (an
-    operator's "trouble only" filter shows it), info for one that answered."""
+    """``review_finished`` is a warning for a reviewer not heard in full (it failed, was
+    cut off by a clock, or answered nothing readable: an operator's "trouble only" filter
+    shows it), info for one that answered whole."""
     capture = LogCapture()
     structlog.configure(processors=[merge_contextvars, capture])
-    people = [_replay(tmp_path, pid) for pid in ("hawk", "owl", "wren")]
+    people = [_replay(tmp_path, pid) for pid in ("hawk", "owl", "kite", "wren")]
     _open(rt, "r1", people)
     _use(
         monkeypatch,
@@ -448,16 +449,18 @@ def test_failed_and_stopped_reviews_are_warnings(
             {
                 "hawk": ReviewResult(failure="the provider answered HTTP 503 six times"),
                 "owl": ReviewResult(answer="", stop=Stop(limit="wall-clock")),
+                "kite": ReviewResult(answer="not JSON at all {"),
                 "wren": ReviewResult(answer='{"findings": []}'),
             }
         ),
     )
-    review_batch(rt, "r1", ["hawk", "owl", "wren"], PROTOCOL)
+    review_batch(rt, "r1", ["hawk", "owl", "kite", "wren"], PROTOCOL)
     finished = {e["participant"]: e for e in capture.entries if e["event"] == "review_finished"}
-    assert {pid: e["log_level"] for pid, e in finished.items()} == {
-        "hawk": "warning",
-        "owl": "warning",
-        "wren": "info",
+    assert {pid: (e["log_level"], e["heard_in_full"]) for pid, e in finished.items()} == {
+        "hawk": ("warning", False),
+        "owl": ("warning", False),
+        "kite": ("warning", False),
+        "wren": ("info", True),
     }
     assert finished["owl"]["stopped"] == "wall-clock"
 
