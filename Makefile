@@ -5,12 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test unit lint bench redis-server bubblewrap chromium clean
+.PHONY: test unit lint bench redis-server bubblewrap chromium jq clean
 
 # What `make test` runs, said before it starts (the README states the same).
 SHARED_CASES = $${COUNCIL_SHARED_CASES:-../shared/cases}
 
-test: $(STAMP) redis-server bubblewrap chromium
+test: $(STAMP) redis-server bubblewrap chromium jq
 	@echo "make test: the whole suite, about 13 minutes on a 2-core machine:"
 	@echo "  tests/unit         unit tests (fakeredis, replay reviewers, the real bubblewrap sandbox)"
 	@echo "  tests/cases        the shared cases, read from $(SHARED_CASES)"
@@ -64,6 +64,10 @@ bubblewrap:
 # browser download is not used); outside CI it is skipped without the binary.
 chromium:
 	$(call debian_package,chromium,chromium,outside CI the browser test is skipped without it)
+
+# The worker log's jq recipes (docs/operating.md) are tested with the real jq.
+jq:
+	$(call debian_package,jq,jq,outside CI the recipes' test is skipped without it)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/artifacts

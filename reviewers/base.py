@@ -93,11 +93,19 @@ class RateLimiter(Protocol):
 class EventLog(Protocol):
     """Where a backend reports what it did, for the worker's logs (``tool_call`` …).
 
-    Called with an event name and plain fields (numbers, short text; never a secret);
-    the worker renders them as structured log lines with the task's bound context.
+    Called with an event name and plain fields (numbers, short text; never a secret,
+    never a field named like the task's ids: ``attempt`` is the review's, not a
+    request's); the worker renders them as structured log lines with the task's bound
+    context, at ``warning`` for :data:`TROUBLE_EVENTS`, else at ``info``.
     """
 
     def __call__(self, event: str, **fields: object) -> None: ...
+
+
+TROUBLE_EVENTS: frozenset[str] = frozenset({"model_retry", "rate_limiter_failed"})
+"""Backend events an operator must see: a request to a provider retried (``model_retry``,
+with ``request_attempt``, ``status``, ``reason`` and ``delay_ms``), the shared rate limiter
+failing. A worker logs them at ``warning``; the rest (a tool call, an ask) at ``info``."""
 
 
 def ignore_events(event: str, **fields: object) -> None:

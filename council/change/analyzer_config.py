@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -135,6 +136,15 @@ SECTIONED: dict[str, tuple[tuple[str, ...], ...]] = {
 """File name → the tables (key paths) that configure analyzers in it: the file counts
 only when one of them differs between base and head."""
 
+PER_TOOL: frozenset[tuple[str, ...]] = frozenset({("tool",)})
+"""Sectioned tables whose children each configure one tool (``[tool.ruff]``,
+``[tool.mypy]``): a change is named by the children that differ, not the whole table."""
+
+TABLES_NAMED = 10
+"""At most this many changed tables are named for one file."""
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
 How = Literal["added", "deleted", "edited"]
 
 
@@ -176,30 +186,72 @@ def config_changes(
         if reason is None or base == head:
             continue
         name = posixpath.basename(path)
-        if name in SECTIONED and base is not None and head is not None:
-            before, after = _tables(name, base), _tables(name, head)
-            if before is not None and before == after:
-                continue
         how: How = "added" if base is None else "deleted" if head is None else "edited"
+        if name in SECTIONED:
+            tables = changed_tables(name, base, head)
+            if tables == [] and how == "edited":
+                continue  # no analyzer table differs
+            if tables:
+                shown = ", ".join(tables[:TABLES_NAMED])
+                more = len(tables) - TABLES_NAMED
+                reason = shown + (f" and {more} more" if more > 0 else "")
         out.append(ConfigChange(path, how, reason))
     return out
 
 
-def _tables(name: str, blob: bytes) -> list[Any] | None:
-    """The analyzer tables of a :data:`SECTIONED` file (None each when absent), or None
-    when the file cannot be parsed."""
+def changed_tables(name: str, base: bytes | None, head: bytes | None) -> list[str] | None:
+    """The analyzer tables of a :data:`SECTIONED` file that differ between ``base`` and
+    ``head`` (None: the file is not on that side), by name: ``[tool.ruff]``,
+    ``[workspace.lints]``, ``eslintConfig``; a :data:`PER_TOOL` table by its children
+    that differ. None when a side cannot be parsed. A name that is not a bare key is
+    JSON-quoted (it is the change's text).
+
+    Why: a note saying ``[tool.*] tables: ruff, mypy, …`` for a change to
+    ``[tool.ruff]`` alone reads as if all of them changed.
+    """
+    before = _document(name, base) if base is not None else {}
+    after = _document(name, head) if head is not None else {}
+    if before is None or after is None:
+        return None
+    found: list[str] = []
+    for keys in SECTIONED[name]:
+        old, new = _at(before, keys), _at(after, keys)
+        if old == new:
+            continue
+        olds, news = old if old is not None else {}, new if new is not None else {}
+        if keys in PER_TOOL and isinstance(olds, dict) and isinstance(news, dict):
+            children = sorted({*olds, *news}, key=str)
+            found += [
+                _table_name(name, (*keys, c)) for c in children if olds.get(c) != news.get(c)
+            ]
+        else:
+            found.append(_table_name(name, keys))
+    return found
+
+
+def _document(name: str, blob: bytes) -> dict[str, Any] | None:
+    """A :data:`SECTIONED` file parsed (TOML or JSON), or None when it cannot be."""
     try:
         text = blob.decode("utf-8")
         doc: Any = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, RecursionError):
         return None
-    found: list[Any] = []
-    for keys in SECTIONED[name]:
-        value = doc
-        for key in keys:
-            value = value.get(key) if isinstance(value, dict) else None
-        found.append(value)
-    return found
+    return doc if isinstance(doc, dict) else None
+
+
+def _at(doc: dict[str, Any], keys: Sequence[str]) -> Any:
+    value: Any = doc
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _table_name(name: str, keys: Sequence[str]) -> str:
+    """``[tool.ruff]`` in a TOML file, ``eslintConfig`` in a JSON one; a key that is not
+    bare is JSON-quoted."""
+    parts = [k if _BARE.fullmatch(k) else json.dumps(k, ensure_ascii=False) for k in keys]
+    joined = ".".join(parts)
+    return f"[{joined}]" if name.endswith(".toml") else joined
 
 
 def config_note(

@@ -7,8 +7,10 @@ line", one outside ``--filter`` under "Outside the filter", a suppressed one und
 agreement), the rest under "Findings", where a finding an earlier round already reported
 is marked "(seen in an earlier round)", and one recognized by agreement says so ("#5 of
 an earlier round, reworded: recognised by agreement, not by fingerprint"). Carried,
-kept-from-gating and outdated findings get their own sections. Each section is "" when
-it has nothing to list. Pure; linear in the report's size; never raises.
+kept-from-gating and outdated findings get their own sections. A label says "blocking"
+only for a finding that gates under the report's policy (:func:`gating_ids`). Each
+section is "" when it has nothing to list. Pure; linear in the report's size; never
+raises.
 
 Source: docs/architecture.md "Reports, the CLI and the gate", docs/harvest.md §2 (anchors).
 """
@@ -21,7 +23,7 @@ from council.change.diff_filter import FILTER_REASONS
 from council.model.findings import Finding, severity_rank
 from council.model.report import CouncilReport, Reworded
 from council.rendering.escape import code, inline
-from council.rendering.finding_text import brief, counted, finding_block
+from council.rendering.finding_text import brief, counted, finding_block, gating_ids
 from council.round.gate import gate_tripped
 
 OFF_DIFF_REASONS: dict[str, str] = {
@@ -52,10 +54,14 @@ def findings_section(report: CouncilReport, posted: Collection[int]) -> str:
     if count:
         where = f"{counted(count, 'finding')} {'is' if count == 1 else 'are'}"
         parts.append(f"{where} posted as line comments on the diff and not repeated here.")
-    seen = set(report.seen)
+    seen, gating = set(report.seen), gating_ids(report)
     ordered = sorted(shown, key=_rank)
-    blocks = [finding_block(f, seen=f.id in seen, missed=_recognized(report, f)) for f in ordered]
+    blocks = [
+        finding_block(f, seen=f.id in seen, missed=_recognized(report, f), gates=f.id in gating)
+        for f in ordered
+    ]
     return "\n\n".join([*parts, *blocks])
+
 
 
 def _recognized(report: CouncilReport, finding: Finding) -> str:
@@ -85,10 +91,13 @@ def off_diff_section(report: CouncilReport) -> str:
     ]
     if not missed:
         return ""
-    seen = set(report.seen)
+    seen, gating = set(report.seen), gating_ids(report)
     ordered = sorted(missed, key=lambda f: -severity_rank(f.severity))
     lead = "Their anchors do not land on a line the diff shows, so they cannot be line comments."
-    blocks = [finding_block(f, seen=f.id in seen, missed=_missed(report, f)) for f in ordered]
+    blocks = [
+        finding_block(f, seen=f.id in seen, missed=_missed(report, f), gates=f.id in gating)
+        for f in ordered
+    ]
     return "\n\n".join(["### Not on a changed line", lead, *blocks])
 
 
@@ -105,7 +114,9 @@ def filtered_section(report: CouncilReport) -> str:
     )
     ordered = sorted(kept_out, key=lambda f: -severity_rank(f.severity))
     blocks = [
-        finding_block(f, seen=False, missed="outside the filter: " + _filter_why(report, f))
+        finding_block(
+            f, seen=False, missed="outside the filter: " + _filter_why(report, f), gates=False
+        )
         for f in ordered
     ]
     return "\n\n".join(["### Outside the filter", lead, *blocks])
@@ -117,7 +128,7 @@ def unagreed_section(report: CouncilReport) -> str:
     its severity when fewer (the gate decides on the tellings)."""
     tripped = {f.id for f in gate_tripped(report)}
     items = [
-        f"- {brief(f)} · raised by {_raised(f, report.unagreed[f.id])}"
+        f"- {brief(f, gates=False)} · raised by {_raised(f, report.unagreed[f.id])}"
         for f in report.open_findings
         if f.id is not None
         and f.id in report.unagreed
@@ -162,7 +173,9 @@ def carried_section(report: CouncilReport) -> str:
         "left their code as it was, so they still stand, and gate."
     )
     ordered = sorted(shown, key=lambda f: -severity_rank(f.severity))
-    return "\n\n".join(["### Still open from earlier rounds", lead, *map(finding_block, ordered)])
+    gating = gating_ids(report)
+    blocks = [finding_block(f, gates=f.id in gating) for f in ordered]
+    return "\n\n".join(["### Still open from earlier rounds", lead, *blocks])
 
 
 def suppressed_section(report: CouncilReport) -> str:
@@ -176,7 +189,7 @@ def suppressed_section(report: CouncilReport) -> str:
             entry.source
         ]
         why = inline(entry.reason) if entry.reason.strip() else "no reason given"
-        items.append(f"- {brief(finding)} · {how}: {why}")
+        items.append(f"- {brief(finding, gates=False)} · {how}: {why}")
         if entry.by_agreement is not None:
             items.append(f"  {_reworded(entry.source, entry.by_agreement)}")
         for member in (finding.members or ())[1:]:
@@ -211,5 +224,5 @@ def outdated_section(report: CouncilReport) -> str:
     if not report.outdated:
         return ""
     lead = "Findings of earlier rounds whose code this change edited or removed."
-    items = [f"- {brief(f)}" for f in report.outdated]
+    items = [f"- {brief(f, gates=False)}" for f in report.outdated]
     return "\n".join(["### Outdated", "", lead, "", *items])

@@ -1,12 +1,13 @@
 """A finding in the Markdown report, as Conventional Comments: what one finding reads as.
 
-``**issue (blocking):** subject`` (``blocking`` for critical, ``non-blocking`` for minor,
-no decoration otherwise), then where, which id, who raised it (agreement when several
-did), severity and confidence, then the discussion as a blockquote (a quote is a
-container: whatever Markdown the reviewer wrote, an unclosed fence included, ends with
-it), then what each other reviewer told. The forge renderers word labels and raisers the
-same way (:data:`DECORATIONS`, :func:`raised_text`), so a line comment and the report
-agree. Pure; never raises.
+``**issue (blocking):** subject`` (``blocking`` for a finding that gates under the
+report's policy, ``non-blocking`` for a critical or minor one that does not, no
+decoration otherwise: :func:`decoration`), then where, which id, who raised it
+(agreement when several did), severity and confidence, then the discussion as a
+blockquote (a quote is a container: whatever Markdown the reviewer wrote, an unclosed
+fence included, ends with it), then what each other reviewer told. The forge renderers
+word labels and raisers the same way (:func:`label_text`, :func:`raised_text`), so a
+line comment and the report agree. Pure; never raises.
 
 Source: docs/harvest.md §2 (anchors), §8 (raised_by is agreement).
 """
@@ -14,35 +15,67 @@ Source: docs/harvest.md §2 (anchors), §8 (raised_by is agreement).
 from __future__ import annotations
 
 from council.model.findings import ChangeAnchor, FileAnchor, Finding
+from council.model.report import CouncilReport
 from council.rendering.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.rendering.escape import block, code, inline
 from council.rendering.evidence_text import with_verdicts
+from council.round.gate import gate_tripped
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
-"""The Conventional Comments decoration a severity adds to a finding's label."""
+"""The Conventional Comments decoration a severity adds to a finding's label where no
+gate is known (see :func:`decoration`)."""
 
 SEEN_MARK = "(seen in an earlier round)"
 """The mark after the subject of a finding an earlier round of the session reported."""
 
 
-def label_text(finding: Finding) -> str:
-    """The label with its decoration: ``issue (blocking)``, ``nitpick``."""
-    decoration = DECORATIONS.get(finding.severity)
-    return f"{finding.label} ({decoration})" if decoration else finding.label
+def decoration(finding: Finding, gates: bool | None) -> str | None:
+    """The Conventional Comments decoration of a finding's label: ``blocking`` when it
+    gates (``gates``: it is among :func:`~council.round.gate.gate_tripped`'s), else
+    ``non-blocking`` for a critical or minor finding, else none. ``gates`` None (no gate
+    known): by severity alone (:data:`DECORATIONS`).
+
+    Why: "blocking" on a finding that does not gate (outside ``--filter``, dismissed,
+    baselined, under the threshold, raised by too few) tells a reader to act on what the
+    gate let pass, and hides which findings did trip it.
+    """
+    if gates is None:
+        return DECORATIONS.get(finding.severity)
+    if gates:
+        return "blocking"
+    return "non-blocking" if finding.severity in DECORATIONS else None
 
 
-def brief(finding: Finding) -> str:
+def gating_ids(report: CouncilReport) -> frozenset[int | None]:
+    """The ids of the findings that gate under the report's own policy (``report.gate``:
+    :func:`~council.round.gate.gate_tripped`): the only ones a label calls "blocking".
+    Computed once per rendering (linear in the report)."""
+    return frozenset(f.id for f in gate_tripped(report))
+
+
+def label_text(finding: Finding, gates: bool | None = None) -> str:
+    """The label with its decoration (:func:`decoration`): ``issue (blocking)``,
+    ``nitpick``."""
+    said = decoration(finding, gates)
+    return f"{finding.label} ({said})" if said else finding.label
+
+
+def brief(finding: Finding, gates: bool | None = None) -> str:
     """One line for a finding listed, not shown: label, subject, where, id."""
-    facts = [f"**{label_text(finding)}:** {inline(finding.subject)}", location_text(finding)]
+    label = label_text(finding, gates)
+    facts = [f"**{label}:** {inline(finding.subject)}", location_text(finding)]
     if finding.id is not None:
         facts.append(f"id {finding.id}")
     return " · ".join(facts)
 
 
-def finding_block(finding: Finding, *, seen: bool = False, missed: str = "") -> str:
-    """A finding shown in full: its label and subject (``seen`` adds :data:`SEEN_MARK`),
-    a line of facts (``missed``, when given, says why it is listed where it is), its
-    discussion quoted, and each other telling."""
+def finding_block(
+    finding: Finding, *, seen: bool = False, missed: str = "", gates: bool | None = None
+) -> str:
+    """A finding shown in full: its label (decorated as :func:`decoration` says, by
+    ``gates``) and subject (``seen`` adds :data:`SEEN_MARK`), a line of facts
+    (``missed``, when given, says why it is listed where it is), its discussion quoted,
+    and each other telling."""
     facts = [location_text(finding)]
     if missed:
         facts.append(missed)
@@ -56,7 +89,8 @@ def finding_block(finding: Finding, *, seen: bool = False, missed: str = "") -> 
     if finding.confidence is not None:
         facts.append(f"confidence {finding.confidence:.2f}")
     mark = f" {SEEN_MARK}" if seen else ""
-    lines = [f"**{label_text(finding)}:** {inline(finding.subject)}{mark}", "", " · ".join(facts)]
+    label = label_text(finding, gates)
+    lines = [f"**{label}:** {inline(finding.subject)}{mark}", "", " · ".join(facts)]
     if finding.severity_note:
         lines += ["", f"*{inline(finding.severity_note)}*"]
     if finding.discussion.strip():

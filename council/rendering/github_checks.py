@@ -22,7 +22,7 @@ from council.change.secret_masks import MASK
 from council.model.findings import FileAnchor, Finding, LineAnchor, severity_rank
 from council.model.report import CouncilReport
 from council.rendering.escape import for_forge, no_controls, no_controls_json
-from council.rendering.finding_text import DECORATIONS
+from council.rendering.finding_text import gating_ids, label_text
 from council.rendering.github_review import fit_body
 from council.rendering.markdown import render_markdown
 from council.round.gate import exit_code, gate_summary
@@ -83,10 +83,11 @@ def render_github_checks_with_cuts(
     report's own (``report.gate``).
     """
     code = exit_code(report)
+    gating = gating_ids(report)
     placed = [
         (finding, note)
         for finding in report.open_findings
-        if (note := _annotation(report, finding, change)) is not None
+        if (note := _annotation(report, finding, change, finding.id in gating)) is not None
     ]
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
     chosen = sorted(ranked[:MAX_ANNOTATIONS])
@@ -138,9 +139,10 @@ def _conclusion(report: CouncilReport, code: int) -> str:
 
 
 def _annotation(
-    report: CouncilReport, finding: Finding, change: Change | None
+    report: CouncilReport, finding: Finding, change: Change | None, gates: bool
 ) -> dict[str, Any] | None:
-    """The annotation for a finding, or None when no line of the head can hold it."""
+    """The annotation for a finding (``gates``: the gate trips on it, and its title says
+    "blocking"), or None when no line of the head can hold it."""
     ident = finding.id
     if ident is not None and ident in report.suppressed:
         return None
@@ -160,8 +162,7 @@ def _annotation(
         return None
     if MASK in path:  # a path holding a masked secret names no file of the head
         return None
-    decoration = DECORATIONS.get(finding.severity)
-    label = f"{finding.label} ({decoration})" if decoration else finding.label
+    label = label_text(finding, gates)
     heading = no_controls(f"{label}: {' '.join(finding.subject.split())}", one_line=True)
     where = " (about the whole file)" if isinstance(anchor, FileAnchor) else ""
     message = (finding.discussion.strip() or finding.subject.strip() or heading) + where

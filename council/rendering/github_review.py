@@ -24,7 +24,7 @@ from council.model.report import CouncilReport
 from council.rendering.agreement import discussion_cut, other_tellings, place_text
 from council.rendering.escape import block, code, for_forge, inline, no_controls_json
 from council.rendering.evidence_text import evidence_line
-from council.rendering.finding_text import DECORATIONS, raised_text
+from council.rendering.finding_text import gating_ids, label_text, raised_text
 from council.rendering.markdown import render_markdown
 from council.round.gate import gate_tripped
 
@@ -77,10 +77,10 @@ def render_github_review_with_cuts(
     each (comments past :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units), said in
     the body too.
     """
-    seen = frozenset(report.seen)
+    seen, gating = frozenset(report.seen), gating_ids(report)
     placed: list[tuple[Finding, dict[str, Any]]] = []
     for finding in report.findings:
-        comment = _comment(report, finding, seen, change)
+        comment = _comment(report, finding, seen, change, finding.id in gating)
         if comment is not None:
             placed.append((finding, comment))
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
@@ -109,9 +109,14 @@ def render_github_review_with_cuts(
 
 
 def _comment(
-    report: CouncilReport, finding: Finding, seen: frozenset[int], change: Change | None
+    report: CouncilReport,
+    finding: Finding,
+    seen: frozenset[int],
+    change: Change | None,
+    gates: bool,
 ) -> dict[str, Any] | None:
-    """The line comment for a finding, or None when it belongs in the body."""
+    """The line comment for a finding (``gates``: it is among those the gate trips on),
+    or None when it belongs in the body."""
     anchor = finding.anchor
     ident = finding.id
     if not isinstance(anchor, LineAnchor) or not anchor.path or ident is None:
@@ -131,7 +136,7 @@ def _comment(
     if anchor.start_line is not None and anchor.start_line < anchor.line:
         comment["start_line"] = anchor.start_line
         comment["start_side"] = side
-    comment["body"] = comment_body(finding)
+    comment["body"] = comment_body(finding, gates)
     return comment
 
 
@@ -147,10 +152,12 @@ def _pull_request_path(anchor: LineAnchor, change: Change | None) -> str | None:
     return None
 
 
-def comment_body(finding: Finding) -> str:
+def comment_body(finding: Finding, gates: bool | None = None) -> str:
     """A finding as a Conventional Comments line comment, under GitHub's body limit.
 
-    Shape: ``**issue (blocking):** subject``, the discussion as a blockquote (whatever
+    Shape: ``**issue (blocking):** subject`` (the label as
+    :func:`~council.rendering.finding_text.label_text` decorates it: ``gates`` says whether
+    the finding gates), the discussion as a blockquote (whatever
     Markdown it holds, an unclosed fence included, ends with the quote), then a line
     ``raised by hawk, owl (2 reviewers agree) · severity critical · council finding
     12`` (and, for a finding showing scripts, ``shown scripts: block 1 ✔ ran this turn,
@@ -161,8 +168,7 @@ def comment_body(finding: Finding) -> str:
     must not sink the review. Source: docs/harvest.md §8 (raised_by is
     agreement), docs/evidence-and-asks.md §1 (shown scripts).
     """
-    decoration = DECORATIONS.get(finding.severity)
-    label = f"{finding.label} ({decoration})" if decoration else finding.label
+    label = label_text(finding, gates)
     subject = finding.subject
     if len(subject) > SUBJECT_CHARS:
         subject = subject[:SUBJECT_CHARS] + "… (subject cut; the whole of it is in the report)"

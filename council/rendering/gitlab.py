@@ -26,7 +26,7 @@ from council.model.report import CouncilReport
 from council.rendering.agreement import agreement_text, tellings_plain
 from council.rendering.escape import for_forge, no_controls, no_controls_json, no_quick_actions
 from council.rendering.finding_sections import OFF_DIFF_REASONS
-from council.rendering.finding_text import DECORATIONS
+from council.rendering.finding_text import gating_ids, label_text
 from council.rendering.github_review import MAX_COMMENTS, comment_body
 
 SEVERITIES: dict[str | None, str] = {
@@ -48,7 +48,8 @@ def render_gitlab_codequality(report: CouncilReport) -> str:
     """The report as a GitLab Code Quality JSON array, one entry per line, newline-terminated.
 
     One entry per open finding not suppressed: this round's in filing order, then the carried.
-    ``description``: ``label (decoration): subject``, plus what the widget cannot say (the
+    ``description``: ``label (decoration): subject`` (``blocking`` only for a finding that
+    gates: :func:`~council.rendering.finding_text.label_text`), plus what the widget cannot say (the
     whole change, the whole file, the old side, a line not in the diff); ``check_name``:
     ``council/<label>``; the discussion in ``content.body``. Texts pass
     :func:`~council.rendering.escape.no_controls`; the path keeps its characters, as JSON
@@ -58,25 +59,24 @@ def render_gitlab_codequality(report: CouncilReport) -> str:
     """
     findings = report.open_findings
     prints = occurrence_fingerprints(findings)
+    gating = gating_ids(report)
     entries: list[dict[str, Any]] = []
     for finding, print_ in zip(findings, prints, strict=True):
         if finding.id is not None and finding.id in report.suppressed:
             continue
-        entries.append(_entry(report, finding, print_))
+        entries.append(_entry(report, finding, print_, finding.id in gating))
     if not entries:
         return "[]\n"
     lines = ",\n".join(no_controls_json(json.dumps(entry, ensure_ascii=False)) for entry in entries)
     return f"[\n{lines}\n]\n"
 
 
-def _entry(report: CouncilReport, finding: Finding, print_: str) -> dict[str, Any]:
+def _entry(report: CouncilReport, finding: Finding, print_: str, gates: bool) -> dict[str, Any]:
     path, line, where = _place(finding)
     miss = report.off_diff.get(finding.id) if finding.id is not None else None
     if miss is not None:
         where.append(f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}")
-    decoration = DECORATIONS.get(finding.severity)
-    label = f"{finding.label} ({decoration})" if decoration else finding.label
-    description = f"{label}: {' '.join(finding.subject.split())}"
+    description = f"{label_text(finding, gates)}: {' '.join(finding.subject.split())}"
     agreed = agreement_text(finding)
     if finding.raised_by and agreed:
         where.append(f"raised by {', '.join(finding.raised_by)} ({agreed})")
@@ -132,9 +132,9 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
     :func:`gitlab_safe`. Never raises.
     """
     placed: list[tuple[Finding, dict[str, Any]]] = []
-    seen = frozenset(report.seen)
+    seen, gating = frozenset(report.seen), gating_ids(report)
     for finding in report.findings:
-        thread = _thread(report, finding, seen, change)
+        thread = _thread(report, finding, seen, change, finding.id in gating)
         if thread is not None:
             placed.append((finding, thread))
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
@@ -148,7 +148,11 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
 
 
 def _thread(
-    report: CouncilReport, finding: Finding, seen: frozenset[int], change: Change | None
+    report: CouncilReport,
+    finding: Finding,
+    seen: frozenset[int],
+    change: Change | None,
+    gates: bool,
 ) -> dict[str, Any] | None:
     anchor = finding.anchor
     ident = finding.id
@@ -164,7 +168,7 @@ def _thread(
     position = _position(changed, anchor.side, anchor.line)
     if position is None:
         return None
-    body = comment_body(finding)
+    body = comment_body(finding, gates)
     if anchor.start_line is not None and anchor.start_line < anchor.line:
         body = f"*Lines {anchor.start_line}–{anchor.line} ({anchor.side} side):*\n\n{body}"
     return {"finding": ident, "body": gitlab_safe(body), "position": position}

@@ -347,8 +347,16 @@ class _Run:
                 )
                 return _Outcome(text=partial, limit="wall-clock")
             self.notes.append(f"{trouble.message}; retried after {wait_ms} ms")
-            self.retries.append(
-                retry_reason(trouble) if turn.error is not None else "incomplete-stream"
+            reason = retry_reason(trouble) if turn.error is not None else "incomplete-stream"
+            self.retries.append(reason)
+            self.request.events(
+                "model_retry",
+                request_attempt=attempt,
+                max_attempts=self.owner.backoff.attempts,
+                status=trouble.status,
+                reason=reason,
+                delay_ms=wait_ms,
+                error=redact(trouble.message, self.key),
             )
             limit = await self.watch.sleep(wait_ms, soft=soft)
             if limit is not None:
@@ -396,6 +404,7 @@ class _Run:
         note = f"the rate limiter failed ({type(error).__name__}); requests went without it"
         if note not in self.notes:
             self.notes.append(note)
+            self.request.events("rate_limiter_failed", error_type=type(error).__name__)
 
     def _hint(self, trouble: Trouble) -> str:
         """What to check after a refused request, by its HTTP status ("" when nothing)."""

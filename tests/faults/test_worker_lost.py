@@ -4,6 +4,7 @@ visibility timeout (2 h here, its default) would have redelivered anything."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -33,4 +34,14 @@ def test_worker_killed_mid_review_is_sent_again_in_seconds(lab: Lab) -> None:
     assert all(p["attempts"] >= 2 for p in report["participants"])
     assert_filed_once(report, subjects)
     assert took < BACKSTOP_MS / 1000 + 30, f"settled after {took:.0f} s"
-    assert "participant_redispatched" in lab.log("w2")
+    entries = [json.loads(line) for line in lab.log("w2").splitlines() if line.strip()]
+    sent = [e for e in entries if e["event"] == "participant_redispatched"]
+    assert sent
+    for line in sent:
+        assert (line["level"], line["session"]) == ("warning", report["session"]), line
+        assert line["run_id"] == report["run_id"] and line["task_id"], line
+        task = [e for e in entries if e.get("task_id") == line["task_id"]]
+        assert {e["event"] for e in task} >= {"task_started", "review_finished"}, task
+        # The new task's every line, Celery's "received" first, says the attempt it ran.
+        assert {e["attempt"] for e in task} == {line["lost_attempt"] + 1}, task
+        assert {e["participant"] for e in task} == {line["participant"]}, task

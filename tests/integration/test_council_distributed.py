@@ -146,6 +146,19 @@ def test_worker_killed_mid_review_settles_once(
     subjects = [f["subject"] for f in report["findings"]]
     assert sorted(subjects) == [f"Journal finding {i}" for i in range(3)]
     assert report["participants"][0]["attempts"] >= 2
+    # Whichever came first (the sweep's new task or the message redelivered), each task
+    # w2 ran says one attempt on every line, from Celery's "received" on.
+    entries = [
+        json.loads(line)
+        for line in (tmp_path / "w2.log").read_text().splitlines()
+        if line.strip()
+    ]
+    ran = {e["task_id"] for e in entries if e["event"] == "review_finished"}
+    assert ran
+    for task_id in ran:
+        lines = [e for e in entries if e.get("task_id") == task_id]
+        assert len({e["attempt"] for e in lines}) == 1, lines
+        assert lines[0]["attempt"] >= 2 and lines[0]["run_id"] == report["run_id"], lines
 
 
 def test_two_coordinators_one_id_exactly_one_wins(real_redis: redis.Redis) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +24,9 @@ from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
 from tests.services import free_port, review_argv, stop_group
-from workers.app.logging import TASK_KEYS
+from workers.app.logging import MASK
 from workers.app.metrics import METRIC_NAMES
+from workers.app.task_lines import TASK_KEYS
 
 pytestmark = pytest.mark.integration
 
@@ -108,16 +111,77 @@ def council_worker(redis_url: str, tmp_path: Path) -> Iterator[Worker]:
 
 
 def _roster(path: Path, base_url: str) -> Path:
-    """hawk (openai, priced) and owl (a replay of one finding)."""
+    """hawk (openai, priced), owl (a replay of one finding) and crow (openai, optional,
+    refused by its provider: it fails)."""
     (path.parent / "owl.json").write_text(json.dumps({"findings": [FINDING]}))
     path.write_text(
         "[council]\nbackstop_ms = 60000\nidle_ms = 20000\nanswer_ms = 0\n\n"
         '[prices."openai:gpt-hawk"]\ninput = 2.0\noutput = 8.0\n\n'
         f'[[reviewers]]\nid = "hawk"\nbackend = "openai"\nmodel = "gpt-hawk"\n'
         f'base_url = "{base_url}"\n\n'
-        '[[reviewers]]\nid = "owl"\nbackend = "replay"\nanswer = "owl.json"\n'
+        '[[reviewers]]\nid = "owl"\nbackend = "replay"\nanswer = "owl.json"\n\n'
+        f'[[reviewers]]\nid = "crow"\nbackend = "openai"\nmodel = "gpt-crow"\n'
+        f'base_url = "{base_url}"\noptional = true\n'
     )
     return path
+
+
+RECIPE = re.compile(r"^council worker 2>&1 \| jq -c '(?P<program>[^']+)'", re.M)
+"""A jq recipe of docs/operating.md's "Logs" section (its program)."""
+
+DOC_RUN_ID = "4e0b30bce93d4d99"
+DOC_TASK_ID = "0b7c3f0e-5d4e-4f8e-9a51-2d3c9a0c6e11"
+
+
+def _recipes() -> list[str]:
+    """The jq programs of docs/operating.md's "Logs" section, in order."""
+    text = (ROOT / "docs" / "operating.md").read_text()
+    logs = text[text.index("## Logs") : text.index("## Metrics")]
+    return [m["program"] for m in RECIPE.finditer(logs)]
+
+
+def _jq(program: str, log: Path) -> list[dict[str, Any]]:
+    """``jq -c PROGRAM`` on ``log``: the objects it selected. Outside CI a machine
+    without jq skips; CI installs it (.ci/run)."""
+    jq = shutil.which("jq")
+    if jq is None:
+        if os.environ.get("CI"):
+            pytest.fail("jq must be installed in CI (.ci/run installs it)")
+        pytest.skip("jq is not installed: apt-get install jq")
+    done = subprocess.run(
+        [jq, "-c", program, str(log)], capture_output=True, text=True, timeout=60, check=True
+    )
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _check_recipes(log: Path, parsed: list[dict[str, Any]], run_id: str) -> None:
+    """Each documented recipe, run by jq on the worker's whole log, selects exactly the
+    lines its description promises (the same predicate written here in Python)."""
+    hawk_task = next(
+        e["task_id"]
+        for e in parsed
+        if e["event"] == "review_finished" and e.get("participant") == "hawk"
+    )
+    promised: dict[str, Any] = {
+        f'select(.run_id=="{DOC_RUN_ID}" and .participant=="hawk")': (
+            lambda e: e.get("run_id") == run_id and e.get("participant") == "hawk"
+        ),
+        f'select(.task_id=="{DOC_TASK_ID}")': lambda e: e.get("task_id") == hawk_task,
+        'select(.level != "info" and .level != "debug")': (
+            lambda e: e.get("level") not in ("info", "debug")
+        ),
+        'select(.event=="model_retry")': lambda e: e.get("event") == "model_retry",
+    }
+    recipes = _recipes()
+    assert recipes == list(promised), recipes
+    for program, wanted in promised.items():
+        ran = program.replace(DOC_RUN_ID, run_id).replace(DOC_TASK_ID, hawk_task)
+        selected = _jq(ran, log)
+        assert selected == [e for e in parsed if wanted(e)], program
+        assert selected, program
+    trouble = _jq('select(.level != "info" and .level != "debug")', log)
+    said = {(e["event"], e.get("participant")) for e in trouble}
+    assert {("review_finished", "crow"), ("model_retry", "hawk"), ("run_settled", None)} <= said
 
 
 def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
@@ -125,9 +189,11 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
 ) -> None:
     """A review through a real council worker: every stdout/stderr line is a JSON
     object (banner, root SecurityWarning, shutdown notice included), every task line
-    carries run_id, session, participant, task_id and attempt, jq-style selection finds
-    hawk's review_finished, and the scrape shows the reviews, the retry, the tokens, the
-    cost, the time to first token, the findings and the queue depth."""
+    carries run_id, session, participant, task_id and attempt (Celery's "received" too),
+    hawk's retry is a warning and crow's failure a warning, the banner and Celery's lines
+    show a URL without a password unmasked, docs/operating.md's jq recipes select what
+    they promise, and the scrape shows the reviews, the retry, the tokens, the cost, the
+    time to first token, the findings and the queue depth."""
     repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
     base = git(repo, "rev-parse", "HEAD")
     commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
@@ -137,6 +203,7 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
             Scenario(text=json.dumps({"findings": [FINDING]}), input_tokens=1000, output_tokens=50),
             model="gpt-hawk",
         )
+        server.script(Scenario.error(403, "this key may not use gpt-crow"), model="gpt-crow")
         roster = _roster(tmp_path / "council.toml", server.base_url)
         out = tmp_path / "report.json"
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
@@ -153,6 +220,7 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
     assert {p["id"]: p["state"] for p in report["participants"]} == {
         "hawk": "answered",
         "owl": "answered",
+        "crow": "failed",
     }
 
     samples, names = council_worker.scrape()
@@ -169,7 +237,8 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
     assert value("council_cost_usd_total", provider="openai", model="gpt-hawk") > 0
     ttft = "council_review_time_to_first_token_seconds_count"
     assert value(ttft, provider="openai", model="gpt-hawk") == 1
-    assert value("council_review_duration_seconds_count", backend="openai") == 1
+    assert value("council_reviews_total", backend="openai", status="failed") == 1  # crow
+    assert value("council_review_duration_seconds_count", backend="openai") == 2
     assert value("council_findings_total", backend="openai", severity="minor") == 1
     assert value("council_findings_total", backend="replay", severity="minor") == 1
     assert ("council_queue_depth", (("queue", "council.openai"),)) in samples
@@ -201,4 +270,24 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
     ]
     finished = [e for e in hawk if e["event"] == "review_finished"]
     assert len(finished) == 1 and finished[0]["task_id"] and finished[0]["attempt"] == 1
+    assert finished[0]["level"] == "info"
+    (retry,) = [e for e in hawk if e["event"] == "model_retry"]
+    assert (retry["level"], retry["status"], retry["request_attempt"]) == ("warning", 429, 1)
+    assert retry["task_id"] == finished[0]["task_id"] and retry["attempt"] == 1
+    (crow,) = [
+        e for e in parsed if e["event"] == "review_finished" and e.get("participant") == "crow"
+    ]
+    assert (crow["level"], crow["status"]) == ("warning", "failed")
+    received = [e for e in parsed if str(e["event"]).endswith("] received")]
+    assert received  # Celery's own line, written before any task context exists
+    for entry in received:
+        assert entry["event"] == f"Task {entry['task']}[{entry['task_id']}] received", entry
+        assert (entry["run_id"], entry["session"]) == (report["run_id"], report["session"])
+        assert entry["attempt"] == 1
+    (banner,) = [e for e in parsed if e["event"] == "worker_banner"]
+    assert MASK not in banner["transport"] + banner["results"]  # no password: no mask
+    assert not [e for e in parsed if MASK in str(e["event"])]  # "Connected to redis://…"
     assert KEY not in "\n".join(lines)
+    log = tmp_path / "worker.log"
+    log.write_text("\n".join(lines) + "\n")
+    _check_recipes(log, parsed, report["run_id"])

@@ -17,9 +17,9 @@ from council.rendering import read_json
 from council.session.baseline import BASELINE_FILE, read_baseline
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
-from workers.coordinator.embedded import load_state
 from workers.stores.keys import Keys
 from workers.stores.sessions import SessionStore
+from workers.stores.state_file import load_state
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
 
@@ -146,6 +146,37 @@ def test_since_last_reviews_only_new_commits(session: Session) -> None:
     assert report is not None and report.base == first_head and report.findings == ()
     assert any("only the commits after" in n for n in report.notes)
     assert [f.subject for f in report.carried] == ["divides by zero"]
+
+
+PYPROJECT = (
+    '[project]\nname = "app"\n\n[tool.ruff]\nline-length = 100\n\n[tool.mypy]\nstrict = true\n'
+)
+
+
+def _config_notes(report: CouncilReport | None) -> list[str]:
+    assert report is not None
+    return [n for n in report.notes if n.startswith("the change edits analyzer configuration")]
+
+
+def test_the_config_note_names_the_tables_changed_and_not_again_on_later_rounds(
+    session: Session,
+) -> None:
+    """A change to ``[tool.ruff]`` alone is named as such (not every [tool.*] table);
+    a --since-last round whose commits touch no analyzer configuration says nothing of
+    it; one that edits ``[tool.mypy]`` names that table only."""
+    session.base = session.push({"pyproject.toml": PYPROJECT})  # the base has it
+    session.push({"pyproject.toml": PYPROJECT.replace("100", "120")})
+    _, first = session.review()
+    (note,) = _config_notes(first)
+    assert '"pyproject.toml" (edited: [tool.ruff])' in note
+    assert "mypy" not in note
+    session.push({"app.py": "x = 2\n"})
+    _, second = session.review("--since-last")
+    assert _config_notes(second) == []
+    session.push({"pyproject.toml": PYPROJECT.replace("100", "120").replace("true", "false")})
+    _, third = session.review("--since-last")
+    (note,) = _config_notes(third)
+    assert '"pyproject.toml" (edited: [tool.mypy])' in note and "ruff" not in note
 
 
 def test_since_last_without_earlier_round_reviews_everything(session: Session) -> None:

@@ -1,19 +1,15 @@
-"""Tests for workers/app/logging.py: JSON line shape, task context, redaction, Celery signals."""
+"""Tests for workers/app/logging.py: JSON line shape, task context, redaction."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
-import signal as os_signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import structlog
-from celery import Celery, signals
-from celery.app.task import Context
 from pydantic import SecretStr
 from structlog.contextvars import merge_contextvars
 from structlog.testing import capture_logs
@@ -24,75 +20,14 @@ from workers.app.logging import (
     bind_task_context,
     clear_task_context,
     configure_logging,
-    connect_celery_signals,
     get_logger,
     redact_text,
     redact_url,
 )
 
-CELERY_SIGNALS = (
-    signals.setup_logging,
-    signals.task_prerun,
-    signals.task_postrun,
-    signals.task_failure,
-    signals.task_revoked,
-)
-
 Lines = Callable[[], list[dict[str, Any]]]
 
-
-def _council_handlers() -> list[logging.Handler]:
-    return [h for h in logging.getLogger().handlers if h.get_name() == "council"]
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """Put structlog, the root logger, contextvars and Celery's receivers back after each test."""
-    root = logging.getLogger()
-    level = root.level
-    yield
-    for handler in _council_handlers():
-        root.removeHandler(handler)
-    root.setLevel(level)
-    structlog.reset_defaults()
-    clear_task_context()
-    for sig in CELERY_SIGNALS:
-        sig.disconnect(dispatch_uid=f"council.logging.{sig.name}")
-
-
-@pytest.fixture
-def lines() -> Lines:
-    """Configure JSON logging into a buffer; the returned callable parses what was written."""
-    buffer = io.StringIO()
-    configure_logging(stream=buffer)
-
-    def read() -> list[dict[str, Any]]:
-        return [json.loads(line) for line in buffer.getvalue().splitlines()]
-
-    return read
-
-
-@pytest.fixture
-def app() -> Celery:
-    """A throwaway Celery app with our receivers connected."""
-    celery_app = Celery("t")
-    connect_celery_signals(celery_app)
-    return celery_app
-
-
-def _task(app: Celery, name: str) -> Any:
-    """Register a do-nothing task named ``name`` for the signals to carry as sender."""
-
-    def body(*args: object, **kwargs: object) -> None:
-        """Do nothing: only the task's name and request matter here."""
-
-    return app.task(name=name, shared=False)(body)
-
-
-def _send(sig: Any, **arguments: Any) -> None:
-    """Send a Celery signal and fail if any receiver raised (Celery only logs those)."""
-    for receiver, response in sig.send(**arguments):
-        assert not isinstance(response, Exception), (receiver, response)
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 # --- line shape -------------------------------------------------------------------------
@@ -136,7 +71,7 @@ def test_configure_twice_keeps_one_handler() -> None:
     configure_logging(stream=first)
     configure_logging(stream=second)
     get_logger("council.test").info("once")
-    assert len(_council_handlers()) == 1
+    assert len([h for h in logging.getLogger().handlers if h.get_name() == "council"]) == 1
     assert first.getvalue() == ""
     assert [json.loads(line)["event"] for line in second.getvalue().splitlines()] == ["once"]
 
@@ -340,188 +275,3 @@ def test_nested_secret_never_reaches_the_line(lines: Lines) -> None:
     (line,) = lines()
     assert line["config"] == {"backend": {"api_key": MASK}}
     assert line["broker"] == "redis://:***@h/0"
-
-
-# --- Celery signals ---------------------------------------------------------------------
-
-
-def test_connect_sets_worker_logging_conf(app: Celery) -> None:
-    """Celery must neither hijack the root logger nor redirect stdout into records."""
-    assert app.conf.worker_hijack_root_logger is False
-    assert app.conf.worker_redirect_stdouts is False
-
-
-def test_connect_twice_adds_no_receiver(app: Celery) -> None:
-    """Receivers have fixed dispatch ids, so connecting again does not double the lines."""
-    before = len(signals.task_prerun.receivers)
-    connect_celery_signals(app)
-    assert len(signals.task_prerun.receivers) == before
-
-
-def test_setup_logging_signal_configures_json(
-    app: Celery, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Celery's setup_logging signal installs our handler at the level the worker asked for."""
-    _send(signals.setup_logging, sender=None, loglevel=logging.WARNING, logfile=None)
-    assert len(_council_handlers()) == 1
-    assert logging.getLogger().level == logging.WARNING
-    get_logger("council.test").warning("ready")
-    assert json.loads(capsys.readouterr().err)["event"] == "ready"
-
-
-def test_task_started_and_finished_lines(app: Celery, lines: Lines) -> None:
-    """prerun binds the task's fields for its lines; postrun logs state and duration_ms."""
-
-    review = _task(app, "t.review")
-
-    kwargs = {"run_id": "r1", "participant": "alice", "session": "s1"}
-    _send(signals.task_prerun, sender=review, task_id="id-1", task=review, args=(), kwargs=kwargs)
-    get_logger("council.test").info("harvest_done", findings=2)
-    _send(
-        signals.task_postrun,
-        sender=review,
-        task_id="id-1",
-        task=review,
-        args=(),
-        kwargs=kwargs,
-        retval=None,
-        state="SUCCESS",
-    )
-    get_logger("council.test").info("after")
-    started, inner, finished, after = lines()
-    for line in (started, inner, finished):
-        assert line["run_id"] == "r1"
-        assert line["participant"] == "alice"
-        assert line["session"] == "s1"
-        assert line["task_id"] == "id-1"
-        assert line["task"] == "t.review"
-        assert line["attempt"] == 1
-    assert started["event"] == "task_started"
-    assert finished["event"] == "task_finished"
-    assert finished["state"] == "SUCCESS"
-    assert isinstance(finished["duration_ms"], int)
-    assert finished["duration_ms"] >= 0
-    assert "run_id" not in after
-    assert "task_id" not in after
-
-
-def test_prerun_clears_leftover_context(app: Celery, lines: Lines) -> None:
-    """A task started after one that never cleared does not inherit its run_id."""
-
-    other = _task(app, "t.other")
-
-    bind_task_context(run_id="leftover", participant="bob")
-    _send(signals.task_prerun, sender=other, task_id="id-2", task=other, args=(), kwargs={})
-    (line,) = lines()
-    assert line["event"] == "task_started"
-    assert line["run_id"] is None and line["participant"] is None  # keys kept, values not
-
-
-def test_attempt_and_redelivered_from_request(app: Celery, lines: Lines) -> None:
-    """attempt is retries + 1 and the broker's redelivered flag is carried."""
-
-    retried = _task(app, "t.retry")
-
-    retried.push_request(retries=2, delivery_info={"redelivered": True})
-    try:
-        _send(
-            signals.task_prerun,
-            sender=retried,
-            task_id="id-3",
-            task=retried,
-            args=(),
-            kwargs={"run_id": "r3", "participant_id": "carol"},
-        )
-    finally:
-        retried.pop_request()
-    (line,) = lines()
-    assert line["attempt"] == 3
-    assert line["redelivered"] is True
-    assert line["participant"] == "carol"
-
-
-def test_postrun_tolerates_missing_fields(app: Celery, lines: Lines) -> None:
-    """postrun with no prerun and state None still logs one line, with null duration."""
-    _send(signals.task_postrun, sender=None, task_id="ghost", state=None)
-    (line,) = lines()
-    assert line["event"] == "task_finished"
-    assert line["task_id"] == "ghost"
-    assert line["state"] is None
-    assert line["duration_ms"] is None
-
-
-def test_task_failed_without_bound_context(app: Celery, lines: Lines) -> None:
-    """task_failure in MainProcess (nothing bound) names the task from the signal arguments."""
-
-    review = _task(app, "t.review")
-
-    error = ConnectionError("redis://:pw@h lost")
-    for _ in range(2):  # 5.7.0 can fire task_failure twice for one hard time limit
-        _send(
-            signals.task_failure,
-            sender=review,
-            task_id="id-4",
-            exception=error,
-            args=(),
-            kwargs={"run_id": "r4", "participant": "dave"},
-            traceback=None,
-            einfo=None,
-        )
-    first, second = lines()
-    assert first == {**second, "timestamp": first["timestamp"]}
-    assert first["event"] == "task_failed"
-    assert first["level"] == "error"
-    assert first["task_id"] == "id-4"
-    assert first["task"] == "t.review"
-    assert first["run_id"] == "r4"
-    assert first["participant"] == "dave"
-    assert first["error_type"] == "ConnectionError"
-    assert "pw" not in first["error"]
-
-
-def test_task_failed_with_no_arguments(app: Celery, lines: Lines) -> None:
-    """A bare task_failure (no sender, no exception) still logs instead of raising."""
-    _send(signals.task_failure, sender=None, task_id=None)
-    (line,) = lines()
-    assert line["event"] == "task_failed"
-    assert line["task_id"] is None
-    assert line["error_type"] is None
-
-
-def test_task_revoked_from_signal_arguments(app: Celery, lines: Lines) -> None:
-    """task_revoked takes task_id and run fields from the request it is given."""
-
-    review = _task(app, "t.review")
-
-    request = Context(id="id-5", task="t.review", kwargs={"run_id": "r5"})
-    _send(
-        signals.task_revoked,
-        sender=review,
-        request=request,
-        terminated=True,
-        signum=os_signal.SIGTERM,
-        expired=False,
-    )
-    (line,) = lines()
-    assert line["event"] == "task_revoked"
-    assert line["level"] == "warning"
-    assert line["task_id"] == "id-5"
-    assert line["task"] == "t.review"
-    assert line["run_id"] == "r5"
-    assert line["terminated"] is True
-    assert line["signum"] == int(os_signal.SIGTERM)
-    assert line["expired"] is False
-
-
-def test_real_trace_binds_for_celery_lines_too(app: Celery, lines: Lines) -> None:
-    """Run through Celery's own tracer, its stdlib lines carry the task's bound fields."""
-    review = _task(app, "t.review")
-    review.apply(kwargs={"run_id": "r6", "participant": "erin"})
-    get_logger("council.test").info("after")
-    *during, after = lines()
-    assert during[0]["event"] == "task_started"
-    assert during[-1]["event"] == "task_finished"
-    assert during[-1]["state"] == "SUCCESS"
-    assert {line["logger"] for line in during} >= {"workers.app.logging", "celery.app.trace"}
-    assert all(line["run_id"] == "r6" and line["participant"] == "erin" for line in during)
-    assert "run_id" not in after

@@ -188,6 +188,17 @@ def test_comment_is_a_conventional_comment() -> None:
     assert bodies[11].startswith("**suggestion:** subject 11")
 
 
+def test_a_comment_says_blocking_only_when_the_finding_gates() -> None:
+    """Under ``--fail-on never`` a critical finding's comment is "non-blocking": the
+    forge says what the gate said, as the report does."""
+    review = _review(
+        render_github_review(messy_report().gated(fail_on="never"), change=messy_change())
+    )
+    bodies = {i: c["body"] for i, c in zip(_posted(review), review["comments"], strict=True)}
+    assert bodies[1].startswith("**issue (non-blocking):** subject 1\n")
+    assert not any("(blocking)" in body for body in bodies.values())
+
+
 def test_zero_findings() -> None:
     """No findings: no comments, and the body says so."""
     review = _review(

@@ -17,7 +17,7 @@ from council.model.findings import (
     Origin,
     Warning,
 )
-from council.model.report import ChangeSize, RunStatus
+from council.model.report import ChangeSize, RunStatus, Suppression
 from council.rendering import (
     CouncilReport,
     ParticipantSummary,
@@ -220,8 +220,37 @@ def test_participants_table_rows() -> None:
     ],
 )
 def test_conventional_comment_decoration(severity: Sev, head: str) -> None:
-    """Critical is blocking, minor non-blocking, medium and none undecorated."""
+    """Under the default gate (critical): critical is blocking, minor non-blocking,
+    medium and none undecorated."""
     assert f"{head} subject 1" in render_markdown(_report(_finding(1, severity)))
+
+
+def test_blocking_is_said_only_of_findings_that_gate() -> None:
+    """A critical finding dismissed, baselined, outside the filter or raised by too few
+    is "non-blocking"; a medium or minor one the threshold catches is "blocking"; under
+    ``--fail-on never`` nothing is."""
+    criticals = [_finding(i, "critical") for i in range(1, 6)]
+    report = _report(*criticals, _finding(6, "medium"), _finding(7, "minor")).model_copy(
+        update={
+            "suppressed": {
+                2: Suppression(source="dismissed", reason="validated upstream"),
+                3: Suppression(source="baseline"),
+            },
+            "filtered": {4: "context"},
+            "unagreed": {5: 1},
+        }
+    )
+    text = render_markdown(report.gated(fail_on="minor"))
+    assert "**issue (blocking):** subject 1\n" in text
+    for ident in (2, 3, 4, 5):
+        assert f"**issue (non-blocking):** subject {ident}" in text, ident
+        assert f"**issue (blocking):** subject {ident}" not in text, ident
+    assert "**issue (blocking):** subject 6\n" in text
+    assert "**issue (blocking):** subject 7\n" in text
+    never = render_markdown(report.gated(fail_on="never"))
+    assert "(blocking)" not in never
+    assert "**issue (non-blocking):** subject 1\n" in never
+    assert "**issue:** subject 6\n" in never
 
 
 @pytest.mark.parametrize(

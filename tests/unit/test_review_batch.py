@@ -17,10 +17,12 @@ import structlog
 from structlog.contextvars import merge_contextvars
 from structlog.testing import LogCapture
 
-from council.model.backend_result import ReviewResult
+from council.model.backend_result import ReviewResult, Stop
 from council.model.participant import Participant
 from council.round.outcome import ParticipantOutcome
 from reviewers.base import ReviewRequest
+from tests.fakes import FakeOpenAI, Scenario
+from tests.fakes.review import KEY
 from tests.roundtrips import CountingClient
 from workers.app import services as runtime
 from workers.app.services import Runtime, build_runtime
@@ -429,3 +431,71 @@ def test_the_judge_runs_while_the_run_is_judging(rt: Runtime, tmp_path: Path) ->
     rt.client.hset(rt.keys.run("r1"), "status", "judging")
     outcome = review(rt, "r1", "arbiter", PROTOCOL)
     assert outcome.status == "answered" and outcome.attempts == 1
+
+
+def test_failed_and_stopped_reviews_are_warnings(
+    rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``review_finished`` is a warning for a reviewer not heard in full (it failed, was
+    cut off by a clock, or answered nothing readable: an operator's "trouble only" filter
+    shows it), info for one that answered whole."""
+    capture = LogCapture()
+    structlog.configure(processors=[merge_contextvars, capture])
+    people = [_replay(tmp_path, pid) for pid in ("hawk", "owl", "kite", "wren")]
+    _open(rt, "r1", people)
+    _use(
+        monkeypatch,
+        Scripted(
+            {
+                "hawk": ReviewResult(failure="the provider answered HTTP 503 six times"),
+                "owl": ReviewResult(answer="", stop=Stop(limit="wall-clock")),
+                "kite": ReviewResult(answer="not JSON at all {"),
+                "wren": ReviewResult(answer='{"findings": []}'),
+            }
+        ),
+    )
+    review_batch(rt, "r1", ["hawk", "owl", "kite", "wren"], PROTOCOL)
+    finished = {e["participant"]: e for e in capture.entries if e["event"] == "review_finished"}
+    assert {pid: (e["log_level"], e["heard_in_full"]) for pid, e in finished.items()} == {
+        "hawk": ("warning", False),
+        "owl": ("warning", False),
+        "kite": ("warning", False),
+        "wren": ("info", True),
+    }
+    assert finished["owl"]["stopped"] == "wall-clock"
+
+
+def test_a_model_retry_is_a_warning_line_of_the_participant(
+    rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider's 429 retried in a single review (on the stream loop's thread) is one
+    ``model_retry`` warning with the participant's run, session, participant and
+    attempt, and the request's attempt, status and delay."""
+    capture = LogCapture()
+    structlog.configure(processors=[merge_contextvars, capture])
+    monkeypatch.setenv("TEST_KEY", KEY)
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(
+            Scenario.error(429, "slow down", retry_after="0"),
+            Scenario(text='{"findings": []}'),
+        )
+        hawk = Participant(
+            id="hawk",
+            backend="openai",
+            model="fake-model",
+            options={"base_url": server.base_url, "api_key_env": "TEST_KEY"},
+        )
+        _open(rt, "r1", [hawk])
+        outcome = review(rt, "r1", "hawk", PROTOCOL)
+    assert outcome.status == "answered"
+    (retry,) = [e for e in capture.entries if e["event"] == "model_retry"]
+    assert retry["log_level"] == "warning"
+    assert (retry["run_id"], retry["session"], retry["participant"], retry["attempt"]) == (
+        "r1",
+        "s1",
+        "hawk",
+        1,
+    )
+    assert (retry["request_attempt"], retry["status"], retry["reason"]) == (1, 429, "http-429")
+    assert retry["delay_ms"] == 0 and "HTTP 429: slow down" in retry["error"]
+    assert KEY not in json.dumps(capture.entries, default=str)

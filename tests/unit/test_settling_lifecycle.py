@@ -1,15 +1,18 @@
 """Settling follows the run lifecycle (council/round/lifecycle.py) on a runtime over fakeredis:
 the reviewers' filing leads a run with a judge to ``judging``; a chord that fires again
 while the judge works files nothing (the judge is still to be heard); the judge's outcome
-settles the run; the watchdog settles a judge that never answered from its journal."""
+settles the run; the watchdog settles a judge that never answered from its journal. The
+``run_settled`` line's level says how it ended."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import fakeredis
 import pytest
+from structlog.testing import capture_logs
 
 from council.model.backend_result import ReviewResult
 from council.model.participant import Participant
@@ -54,6 +57,12 @@ def _open_with_judge(rt: Runtime) -> RunRecord:
     return record
 
 
+def _settled_level(logged: list[dict[str, Any]]) -> str:
+    """The level of the one ``run_settled`` line among ``logged``."""
+    (line,) = [e for e in logged if e["event"] == "run_settled"]
+    return str(line["log_level"])
+
+
 def test_a_chord_firing_again_while_the_judge_works_files_nothing(rt: Runtime) -> None:
     """reviewers_settled (and worker_lost) on a judging run are refused: the interim report
     stands and the judge is not settled as lost before it answered."""
@@ -76,8 +85,10 @@ def test_the_judge_outcome_settles_the_run_once(rt: Runtime) -> None:
     verdict = '{"findings": [' + FINDING + "]}"
     judged = harvest_outcome(JUDGE.id, "judge", ReviewResult(answer=verdict), [])
     assert rt.runs.put_outcome("r1", judged, verdict)
-    report = settle_run(rt, "r1")
+    with capture_logs() as logged:
+        report = settle_run(rt, "r1")
     assert report.status == "settled"
+    assert _settled_level(logged) == "info"
     assert [p.id for p in report.participants] == ["rep", "arbiter"]
     assert len(report.findings) == 1 and not report.suppressed
     assert settle_run(rt, "r1") == report
@@ -89,15 +100,20 @@ def test_the_watchdog_settles_a_judge_that_never_answered(rt: Runtime) -> None:
     settle_run(rt, "r1", dispatch_judge=lambda _r: None)
     attempt = rt.runs.start_attempts("r1", [JUDGE.id], now_ms())[JUDGE.id]
     assert rt.journals.append("r1", JUDGE.id, attempt, FINDING) == "Recorded."
-    report = settle_run(rt, "r1", deadline_passed=True)
+    with capture_logs() as logged:
+        report = settle_run(rt, "r1", deadline_passed=True)
     judge = next(p for p in report.participants if p.id == JUDGE.id)
     assert report.status == "partial"
+    assert _settled_level(logged) == "warning"  # completed, but someone was not heard
     assert judge.stop is not None and judge.stop.limit == "worker-lost"
 
 
 def test_a_cancelled_judging_run_settles_cancelled(rt: Runtime) -> None:
+    """A run that could not complete says so at ``error`` (the gate exits 3)."""
     _open_with_judge(rt)
     settle_run(rt, "r1", dispatch_judge=lambda _r: None)
-    report = settle_run(rt, "r1", forced="cancelled")
+    with capture_logs() as logged:
+        report = settle_run(rt, "r1", forced="cancelled")
     assert report.status == "cancelled"
+    assert _settled_level(logged) == "error"
     assert rt.runs.status("r1") == "cancelled"

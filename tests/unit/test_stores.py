@@ -77,6 +77,22 @@ def test_journal_refuses_over_size_and_over_count(client: Any) -> None:
     assert len(j.read("r1", "hawk", n)) == 2
 
 
+def test_coming_attempt_is_the_number_the_next_incr_gives(client: Any) -> None:
+    """Before a task numbers its attempt, the number it will get: started + 1, the
+    started count for a participant already settled, the highest over a batch."""
+    j, runs = JournalStore(client, KEYS), RunStore(client, KEYS)
+    assert j.coming_attempt("r1", []) is None
+    assert j.coming_attempt("r1", ["hawk"]) == 1
+    j.next_attempt("r1", "hawk")
+    assert j.coming_attempt("r1", ["hawk"]) == 2 == j.next_attempt("r1", "hawk")
+    runs.put_outcome("r1", ParticipantOutcome(participant="hawk", status="answered"), "a")
+    assert j.coming_attempt("r1", ["hawk"]) == 2  # settled: no attempt 3 starts
+    assert j.coming_attempt("r1", ["owl", "hawk"]) == 2
+    j.next_attempt("r1", "owl")
+    j.next_attempt("r1", "owl")
+    assert j.coming_attempt("r1", ["owl", "hawk"]) == 3
+
+
 def test_run_inputs_round_trip(client: Any) -> None:
     """Roster, prompts, tree and programs are stored once and read back by key."""
     runs = RunStore(client, KEYS)

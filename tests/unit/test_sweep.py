@@ -9,6 +9,7 @@ from pathlib import Path
 
 import fakeredis
 import pytest
+from structlog.testing import capture_logs
 
 from council.model.participant import Participant
 from workers.app.clock import now_ms
@@ -71,6 +72,27 @@ def test_a_lapsed_lease_is_sent_again_once(rt: Runtime) -> None:
     _sweep(rt, sweeper)
     assert len(sent) == 2
     assert rt.client.zcard(rt.keys.leases()) == 0
+
+
+def test_a_redispatch_line_names_the_session_and_the_new_task(rt: Runtime) -> None:
+    """``participant_redispatched`` is a warning with the run, session, participant, the
+    task sent again and the attempt it starts (the first line of that task, for a filter
+    on its id), and the attempt that was lost."""
+    _open(rt)
+    rt.runs.start_attempts("r1", ["hawk"], now_ms() - 60_000, lease_ms=1)
+    sweeper = Sweeper(rt, lambda run_id, pid, backend: f"task-{pid}", lambda run_id: None)
+    sweeper._healthy_since -= 3600
+    with capture_logs() as logged:
+        _sweep(rt, sweeper)
+    (line,) = [e for e in logged if e["event"] == "participant_redispatched"]
+    assert line["log_level"] == "warning"
+    assert {k: line[k] for k in ("run_id", "session", "participant", "task_id")} == {
+        "run_id": "r1",
+        "session": "s1",
+        "participant": "hawk",
+        "task_id": "task-hawk",
+    }
+    assert (line["attempt"], line["lost_attempt"]) == (2, 1)
 
 
 def test_a_lapse_is_ignored_when_settled_superseded_or_the_run_moved_on(rt: Runtime) -> None:

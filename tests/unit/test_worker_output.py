@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import structlog
 
+from tests.services import free_port
 from workers.app.logging import clear_task_context, configure_logging, render_json_line
 from workers.app.stdio import LineStream
 
@@ -152,3 +154,38 @@ def test_a_worker_process_writes_nothing_but_json(tmp_path: Path) -> None:
     (notice,) = by_event["celery_notice"]
     assert notice["text"] == "worker: Warm shutdown (MainProcess)"
     assert "hunter2" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "exit_code", "says"),
+    [
+        (f"redis://127.0.0.1:{free_port()}/0", 3, "cannot reach Redis at redis://127.0.0.1:"),
+        (None, 2, "council worker needs a broker"),
+    ],
+)
+def test_a_worker_that_cannot_start_says_why_in_one_error_line(
+    redis_url: str | None, exit_code: int, says: str
+) -> None:
+    """No Redis (or no URL at all): ``council worker`` exits with its code and writes one
+    JSON line, ``worker_failed`` at error with the message, not click's text as a
+    ``printed`` warning; a URL without a password is shown without a mask."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNCIL_")}
+    if redis_url is not None:
+        env["COUNCIL_REDIS_URL"] = redis_url
+    done = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "worker"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == exit_code, done.stderr
+    (line,) = [json.loads(text) for text in (done.stdout + done.stderr).splitlines() if text]
+    assert (line["event"], line["level"], line["exit_code"]) == (
+        "worker_failed",
+        "error",
+        exit_code,
+    )
+    assert says in line["message"]
+    assert "***" not in line["message"]

@@ -6,6 +6,7 @@ visibility timeout in all three places), adjusted by docs/architecture.md (threa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
@@ -13,8 +14,8 @@ from celery import Celery
 from kombu.entity import Exchange, Queue
 
 from workers.app import metrics, stdio
-from workers.app.logging import connect_celery_signals
 from workers.app.settings import Settings
+from workers.app.task_lines import RunFacts, connect_celery_signals
 from workers.execution import connection_loss
 
 REVIEW_QUEUE = "council.default"
@@ -126,12 +127,20 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
     return conf
 
 
-def _session_of(run_id: str) -> str | None:
-    """The session of a run, from its record in this worker's Redis (None if absent)."""
+def _run_of(run_id: str) -> RunFacts | None:
+    """The session and judge of a run, from its record in this worker's Redis (None if
+    absent)."""
     from workers.app import services as runtime
 
     record = runtime.current().runs.record(run_id)
-    return record.session if record is not None else None
+    return RunFacts(record.session, record.judge) if record is not None else None
+
+
+def _attempt_of(run_id: str, participants: Sequence[str]) -> int | None:
+    """The attempt a task of ``participants`` is about to be, from this worker's Redis."""
+    from workers.app import services as runtime
+
+    return runtime.current().journals.coming_attempt(run_id, participants)
 
 
 class CouncilCelery(Celery):  # type: ignore[misc]
@@ -147,7 +156,7 @@ def create_app(settings: Settings | None = None, *, embedded: bool = False) -> C
     """A configured Celery app with the council's tasks registered.
 
     A worker's app (not embedded) also gets the signal receivers of its logs
-    (:func:`workers.app.logging.connect_celery_signals`), of its stdout and stderr as JSON
+    (:func:`workers.app.task_lines.connect_celery_signals`), of its stdout and stderr as JSON
     (:func:`workers.app.stdio.connect_celery_signals`) and of its metrics
     (:func:`workers.app.metrics.connect_celery_signals`).
     """
@@ -155,7 +164,7 @@ def create_app(settings: Settings | None = None, *, embedded: bool = False) -> C
     app = CouncilCelery("council", include=["workers.app.tasks"], set_as_current=not embedded)
     app.conf.update(celery_config(settings, embedded=embedded))
     if not embedded:
-        connect_celery_signals(app, session_of=_session_of)
+        connect_celery_signals(app, run_of=_run_of, attempt_of=_attempt_of)
         stdio.connect_celery_signals()
         metrics.connect_celery_signals(app)
         connection_loss.install()

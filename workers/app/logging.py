@@ -17,10 +17,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import Any, TextIO, cast
 
 import structlog
 from pydantic import SecretBytes, SecretStr
@@ -29,9 +27,6 @@ from structlog.processors import JSONRenderer, TimeStamper, format_exc_info
 from structlog.stdlib import LoggerFactory, ProcessorFormatter, add_log_level, add_logger_name
 from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
-if TYPE_CHECKING:
-    from celery import Celery
-
 __all__ = [
     "MASK",
     "SECRET_KEY_PARTS",
@@ -39,12 +34,13 @@ __all__ = [
     "bind_task_context",
     "clear_task_context",
     "configure_logging",
-    "connect_celery_signals",
     "get_logger",
     "real_stream",
     "redact_text",
     "redact_url",
     "render_json_line",
+    "set_record_fields",
+    "show_url_as",
 ]
 
 MASK = "***"
@@ -195,10 +191,75 @@ def _render(value: object) -> str:
     return repr(value)
 
 
-def _shared_processors() -> list[Processor]:
-    """The chain every line runs through, whether it came from structlog or stdlib."""
+RecordFields = Callable[[logging.LogRecord], "Mapping[str, object] | None"]
+"""Fields a stdlib record gets before it is formatted (None: none), for records written
+where no context is bound: Celery's "Task … received" (:mod:`workers.app.task_lines`)."""
+
+
+class _RecordFields(logging.Filter):
+    """The handler's filter: asks :data:`RecordFields` for a record's fields, in the thread
+    that logs it and outside the handler's lock (a lookup may wait on Redis), and keeps
+    them on the record for :func:`_merge_record_fields`. Never drops a record, never raises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source: RecordFields | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        source = self.source
+        if source is not None:
+            try:
+                fields = source(record)
+            except Exception:  # a line is never lost to its decoration
+                fields = None
+            if fields:
+                record.council_fields = dict(fields)
+        return True
+
+
+_RECORD_FIELDS = _RecordFields()
+
+_URL_FORMS: dict[str, str] = {}
+"""A URL as another library shows it → as ours does (:func:`show_url_as`)."""
+
+
+def set_record_fields(source: RecordFields | None) -> None:
+    """Give stdlib records outside any bound context the fields ``source`` finds for them
+    (bound context wins over them); None stops it."""
+    _RECORD_FIELDS.source = source
+
+
+def show_url_as(theirs: str, ours: str) -> None:
+    """Write ``theirs`` (a URL as a library masks it) as ``ours`` in stdlib records'
+    messages. Why: kombu shows ``redis://:**@host`` for a URL with no password at all,
+    which reads as one with a password; ours (:func:`redact_url`) masks only what is there."""
+    if theirs and theirs != ours:
+        _URL_FORMS[theirs] = ours
+
+
+def _merge_record_fields(
+    logger: WrappedLogger, method_name: str, event_dict: EventDict
+) -> EventDict:
+    """A foreign record's :func:`set_record_fields` fields and its URLs as ours show them."""
+    record = event_dict.get("_record")
+    fields = getattr(record, "council_fields", None)
+    if isinstance(fields, Mapping):
+        for key, value in fields.items():
+            event_dict.setdefault(key, value)
+    event = event_dict.get("event")
+    if isinstance(event, str):
+        for theirs, ours in _URL_FORMS.items():
+            event = event.replace(theirs, ours)
+        event_dict["event"] = event
+    return event_dict
+
+
+def _shared_processors(*, foreign: bool = False) -> list[Processor]:
+    """The chain every line runs through, whether it came from structlog or stdlib
+    (``foreign``: a stdlib record's, which also gets :func:`_merge_record_fields`)."""
     return [
         merge_contextvars,
+        *([_merge_record_fields] if foreign else []),
         add_logger_name,
         add_log_level,
         TimeStamper(fmt="iso", utc=True),
@@ -238,9 +299,10 @@ def configure_logging(
     )
     handler = logging.StreamHandler(out)
     handler.set_name(_HANDLER_NAME)
+    handler.addFilter(_RECORD_FIELDS)
     handler.setFormatter(
         ProcessorFormatter(
-            foreign_pre_chain=shared,
+            foreign_pre_chain=_shared_processors(foreign=True),
             processors=[ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
@@ -303,175 +365,3 @@ def clear_task_context() -> None:
     puts one run's ``run_id`` on another's lines (docs/celery.md §2.1, "Leakage hazards").
     """
     clear_contextvars()
-
-
-def _celery_level(loglevel: object) -> str:
-    if isinstance(loglevel, int) and loglevel > 0:
-        return logging.getLevelName(loglevel)
-    if isinstance(loglevel, str) and loglevel:
-        return loglevel
-    return "INFO"
-
-
-def _task_fields(kwargs: object) -> dict[str, object]:
-    """The identifying fields a task's kwargs carry (``participant_id`` read as
-    participant; a batch's ``participants`` kept as they are)."""
-    if not isinstance(kwargs, Mapping):
-        return {}
-    fields = {key: kwargs[key] for key in ("run_id", "session") if key in kwargs}
-    participant = kwargs.get("participant", kwargs.get("participant_id"))
-    if participant is not None:
-        fields["participant"] = participant
-    participants = kwargs.get("participants")
-    if isinstance(participants, list | tuple):
-        fields["participants"] = list(participants)
-    return fields
-
-
-SessionOf = Callable[[str], "str | None"]
-"""Given a run id, its session (None when unknown): how a task's first line learns the
-session its kwargs do not carry."""
-
-TASK_KEYS: tuple[str, ...] = ("run_id", "session", "participant", "task_id", "attempt")
-"""Fields every line of a task carries (null when the task has none: a run's
-``council.consolidate`` has no participant; a batch's own lines name ``participants``)."""
-
-SESSION_CACHE = 1024
-"""Run ids whose session a worker process remembers (a run's session never changes)."""
-
-
-class _Sessions:
-    """``session_of`` with a small memory: one lookup per run per process, and a failed
-    lookup (Redis away) is None, never an exception into Celery's signal."""
-
-    def __init__(self, session_of: SessionOf | None) -> None:
-        self._session_of = session_of
-        self._known: dict[str, str | None] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, run_id: object) -> str | None:
-        if self._session_of is None or not isinstance(run_id, str):
-            return None
-        with self._lock:
-            if run_id in self._known:
-                return self._known[run_id]
-        try:
-            session = self._session_of(run_id)
-        except Exception:
-            return None
-        if session is not None:
-            with self._lock:
-                if len(self._known) >= SESSION_CACHE:
-                    self._known.pop(next(iter(self._known)))
-                self._known[run_id] = session
-        return session
-
-
-def _task_name(task: object) -> str | None:
-    name = getattr(task, "name", None)
-    return name if isinstance(name, str) else None
-
-
-class _TaskSignals:
-    """Receivers for Celery's task signals: one ``task_started`` and one closing line per task.
-
-    Keeps the monotonic start of each running task by task id, for ``duration_ms``. Every
-    receiver tolerates missing arguments: 5.7.0 fires ``task_failure`` twice for a hard time
-    limit and ``task_postrun`` may carry ``state=None`` (docs/celery.md §2.1, §4).
-    """
-
-    def __init__(self, session_of: SessionOf | None = None) -> None:
-        self._started: dict[str, float] = {}
-        self._log = get_logger(__name__)
-        self._sessions = _Sessions(session_of)
-
-    def setup_logging(self, loglevel: object = None, **_: Any) -> None:
-        """Configure our logging instead of Celery's (any receiver stops Celery doing it)."""
-        configure_logging(level=_celery_level(loglevel))
-
-    def prerun(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
-        """Clear the previous task's context, bind this task's fields, log ``task_started``."""
-        clear_task_context()
-        task = signal.get("task", sender)
-        request = getattr(task, "request", None)
-        retries = getattr(request, "retries", None)
-        delivery_info = getattr(request, "delivery_info", None)
-        fields: dict[str, object] = dict.fromkeys(TASK_KEYS)
-        fields.update(task_id=task_id, task=_task_name(task))
-        fields.update(_task_fields(signal.get("kwargs")))
-        if fields["session"] is None and fields["run_id"] is not None:
-            fields["session"] = self._sessions(fields["run_id"])
-        fields["attempt"] = retries + 1 if isinstance(retries, int) else 1
-        if isinstance(delivery_info, Mapping) and "redelivered" in delivery_info:
-            fields["redelivered"] = bool(delivery_info["redelivered"])
-        bind_task_context(**fields)
-        if task_id is not None:
-            self._started[task_id] = time.monotonic()
-        self._log.info("task_started")
-
-    def postrun(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
-        """Log ``task_finished`` with ``state`` and ``duration_ms``, then clear the context."""
-        started = self._started.pop(task_id, None) if task_id is not None else None
-        self._log.info(
-            "task_finished",
-            task_id=task_id,
-            state=signal.get("state"),
-            duration_ms=_elapsed_ms(started),
-        )
-        clear_task_context()
-
-    def failure(self, sender: Any = None, task_id: str | None = None, **signal: Any) -> None:
-        """Log ``task_failed`` from the signal's own arguments: MainProcess has no context."""
-        exception = signal.get("exception")
-        self._log.error(
-            "task_failed",
-            task_id=task_id,
-            task=_task_name(sender),
-            **_task_fields(signal.get("kwargs")),
-            error_type=type(exception).__name__ if exception is not None else None,
-            error=str(exception) if exception is not None else None,
-            duration_ms=_elapsed_ms(self._started.get(task_id) if task_id else None),
-        )
-
-    def revoked(self, sender: Any = None, request: Any = None, **signal: Any) -> None:
-        """Log ``task_revoked`` from the signal's own arguments: it runs in MainProcess."""
-        signum = signal.get("signum")
-        self._log.warning(
-            "task_revoked",
-            task_id=getattr(request, "id", None),
-            task=_task_name(sender) or getattr(request, "task", None),
-            **_task_fields(getattr(request, "kwargs", None)),
-            terminated=signal.get("terminated"),
-            signum=int(signum) if signum is not None else None,
-            expired=signal.get("expired"),
-        )
-
-
-def _elapsed_ms(started: float | None) -> int | None:
-    return None if started is None else round((time.monotonic() - started) * 1000)
-
-
-def connect_celery_signals(app: Celery, session_of: SessionOf | None = None) -> None:
-    """Hand logging over to structlog for the worker that runs ``app``; safe to call twice.
-
-    Connects ``setup_logging`` (Celery then configures no logging; ``configure_logging`` runs
-    instead), ``task_prerun``, ``task_postrun``, ``task_failure`` and ``task_revoked``, and sets
-    ``worker_hijack_root_logger=False`` and ``worker_redirect_stdouts=False`` on ``app`` so no
-    line is wrapped a second time in a non-JSON record. Receivers have fixed dispatch ids:
-    a second call adds nothing (the last call's ``session_of`` is used). Every task line
-    carries :data:`TASK_KEYS`; ``session_of`` (see :data:`SessionOf`) fills ``session``
-    on a task's first line when its kwargs lack it. Source: docs/celery.md §0 item 7, §2.1.
-    """
-    from celery import signals
-
-    app.conf.worker_hijack_root_logger = False
-    app.conf.worker_redirect_stdouts = False
-    receivers = _TaskSignals(session_of)
-    for signal, receiver in (
-        (signals.setup_logging, receivers.setup_logging),
-        (signals.task_prerun, receivers.prerun),
-        (signals.task_postrun, receivers.postrun),
-        (signals.task_failure, receivers.failure),
-        (signals.task_revoked, receivers.revoked),
-    ):
-        signal.connect(receiver, weak=False, dispatch_uid=f"council.logging.{signal.name}")

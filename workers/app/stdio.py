@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import structlog
 from celery.apps.worker import Worker as CeleryWorker
 
-from workers.app.logging import configure_logging, real_stream, render_json_line
+from workers.app.logging import configure_logging, real_stream, redact_url, render_json_line
 
 log = structlog.get_logger("council.worker")
 warnings_log = structlog.get_logger("py.warnings")
@@ -226,7 +226,8 @@ class JsonWorker(CeleryWorker):  # type: ignore[misc]
         app = self.app
         pool = self.pool_cls if isinstance(self.pool_cls, str) else self.pool_cls.__module__
         with app.connection_for_write() as connection:
-            transport = connection.as_uri()
+            # kombu's own mask writes ":**@" even for a URL without a password.
+            transport = redact_url(connection.as_uri(include_password=True))
         from celery import VERSION_BANNER
 
         log.info(
@@ -235,7 +236,7 @@ class JsonWorker(CeleryWorker):  # type: ignore[misc]
             celery_version=VERSION_BANNER,
             app=app.main,
             transport=transport,
-            results=app.backend.as_uri(),
+            results=redact_url(app.backend.as_uri(include_password=True)),
             concurrency=self.concurrency,
             pool=str(pool).rsplit(".", 1)[-1],
             task_events=bool(self.task_events),

@@ -83,10 +83,10 @@ def judge(self: Any, run_id: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 
-def resend(run_id: str, participant: str, backend: str) -> None:
+def resend(run_id: str, participant: str, backend: str) -> str:
     """Send one participant's review again, alone, on its queue (a sweep found its
-    worker lost)."""
-    current_app.send_task(
+    worker lost); the new task's id."""
+    sent = current_app.send_task(
         "council.review_participant",
         kwargs={
             "run_id": run_id,
@@ -96,6 +96,7 @@ def resend(run_id: str, participant: str, backend: str) -> None:
         },
         queue=queue_for(backend),
     )
+    return str(sent.id)
 
 
 @worker_ready.connect

@@ -239,13 +239,13 @@ def settle_parked(
     waiting entry is dropped first (an expired question never holds a session up).
     """
     if not asked_by_reviewers(parked):
-        with session_store(cli, state, save=True) as sessions:
+        with session_store(cli, state, save=True, session=parked.record.session) as sessions:
             return finish(sessions, parked)
     with state_stores(cli, state, save=False) as rt:
         gone = rt.runs.record(parked.record.run_id) is None
         left = pending_asks(rt.sessions, parked)
     if gone:
-        with session_store(cli, state, save=True) as sessions:
+        with session_store(cli, state, save=True, session=parked.record.session) as sessions:
             sessions.drop_waiting(parked.record.session, parked.record.run_id)
         raise RunNotFound(parked.record.run_id)
     if left:
@@ -259,10 +259,11 @@ def settle_parked(
         from workers.coordinator.embedded import embedded_council
 
         threads = max(1, len(parked.record.participants))
-        with embedded_council(with_state(cli, state), threads) as (app, embedded):
+        session = parked.record.session
+        with embedded_council(with_state(cli, state), threads, session) as (app, embedded):
             return _resumed(app, embedded, parked, show, stopped)
     except RunNotFound:
-        with session_store(cli, state, save=True) as sessions:
+        with session_store(cli, state, save=True, session=parked.record.session) as sessions:
             sessions.drop_waiting(parked.record.session, parked.record.run_id)
         raise
 

@@ -107,10 +107,14 @@ class CliContext:
 
 
 @contextlib.contextmanager
-def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[SessionStore]:
+def session_store(
+    cli: CliContext, state: Path | None, *, save: bool, session: str | None = None
+) -> Iterator[SessionStore]:
     """The session store: Redis's with COUNCIL_REDIS_URL, else the embedded state file's
-    (``state``, or the default; written back when ``save``). A state file that cannot be
-    read is a usage error (exit 2)."""
+    (``state``, or the default; merged back when ``save``, holding the lock of
+    ``session``, the one the command changes: None when it cannot say before reading,
+    and then every session's). A state file that cannot be read is a usage error (exit
+    2)."""
     from council.errors import ConfigurationError
     from workers.coordinator.embedded import state_sessions
 
@@ -118,14 +122,16 @@ def session_store(cli: CliContext, state: Path | None, *, save: bool) -> Iterato
         yield cli.runtime().sessions
         return
     try:
-        with state_sessions(with_state(cli, state), save=save) as store:
+        with state_sessions(with_state(cli, state), save=save, session=session) as store:
             yield store
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
 
 
 @contextlib.contextmanager
-def state_stores(cli: CliContext, state: Path | None, *, save: bool) -> Iterator[Runtime]:
+def state_stores(
+    cli: CliContext, state: Path | None, *, save: bool, session: str | None = None
+) -> Iterator[Runtime]:
     """The stores without a council running: Redis's runtime with COUNCIL_REDIS_URL,
     else the embedded state file's (its sessions, and the runs it keeps waiting on their
     reviewers' questions, with their artifacts); as :func:`session_store`."""
@@ -136,7 +142,7 @@ def state_stores(cli: CliContext, state: Path | None, *, save: bool) -> Iterator
         yield cli.runtime()
         return
     try:
-        with state_runtime(with_state(cli, state), save=save) as rt:
+        with state_runtime(with_state(cli, state), save=save, session=session) as rt:
             yield rt
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None

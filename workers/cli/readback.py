@@ -105,7 +105,7 @@ def release_command(cli: CliContext, session: str, participant: str, state: Path
     Its earlier findings then no longer say unambiguously who raised them. With
     COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
     """
-    with session_store(cli, state, save=True) as store:
+    with session_store(cli, state, save=True, session=session) as store:
         released = store.release(session, participant)
     if released:
         click.echo(f"released {participant!r} in session {session!r}")

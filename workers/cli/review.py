@@ -277,7 +277,8 @@ def _run_council(
         with stop_signals() as stopped:
             if mode == "distributed":
                 return _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
-            with embedded_council(settings, len(round_.participants)) as (app, rt):
+            session = round_.record.session
+            with embedded_council(settings, len(round_.participants), session) as (app, rt):
                 return _run(rt, round_, plan, stopped, show, timeout, app=app)
     except IdentityRefused:
         raise
@@ -361,7 +362,8 @@ def _supersede(cli: CliContext, state: Path | None, waiting: list[Waiting], head
     stay in the session); any other is dropped from the waiting runs (its questions were
     about code the pull request has moved past; the new round asks again what still
     needs a person). Said on stderr, one line per run."""
-    with session_store(cli, state, save=True) as sessions:
+    session = waiting[0].record.session if waiting else None
+    with session_store(cli, state, save=True, session=session) as sessions:
         for parked in waiting:
             record = parked.record
             if record.head == head:

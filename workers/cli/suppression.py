@@ -102,7 +102,7 @@ def dismiss_command(
     if not reason.strip():
         raise UsageProblem("--reason must say why (it is shown in every later report)")
     key = _session_key(session, repo, head)
-    with session_store(cli, state, save=True) as store:
+    with session_store(cli, state, save=True, session=key) as store:
         value, found = _resolve(store, key, finding)
         added = store.dismiss(key, value, reason.strip(), now_ms(), finding=found)
         reported = value in store.fingerprints(key)

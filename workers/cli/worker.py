@@ -8,6 +8,7 @@ unless ``--log-level`` says otherwise; ``--metrics-port`` serves Prometheus metr
 from __future__ import annotations
 
 import click
+import structlog
 from click.core import ParameterSource
 
 from workers.app.celery_config import ALL_QUEUES
@@ -85,6 +86,28 @@ def worker_command(
 
     level = (log_level or _group_level(cli) or WORKER_LOG_LEVEL).upper()
     install_worker_output(level)  # from here on, every line is JSON
+    try:
+        _run(cli, queues, concurrency, hostname, level, metrics_port, metrics_host, celery_args)
+    except click.ClickException as exc:
+        # One error line with the message, not click's "Error: …" printed to stderr (a
+        # "printed" line at warning): a worker that cannot start is trouble.
+        structlog.get_logger("council.worker").error(
+            "worker_failed", message=exc.format_message(), exit_code=exc.exit_code
+        )
+        raise click.exceptions.Exit(exc.exit_code) from None
+
+
+def _run(
+    cli: CliContext,
+    queues: str,
+    concurrency: int | None,
+    hostname: str | None,
+    level: str,
+    metrics_port: int | None,
+    metrics_host: str,
+    celery_args: tuple[str, ...],
+) -> None:
+    """Start the worker; raises ``UsageProblem`` (2) or ``Incomplete`` (3) when it cannot."""
     if not cli.distributed:
         raise UsageProblem(
             "council worker needs a broker: set COUNCIL_REDIS_URL or pass --redis URL "

@@ -43,10 +43,15 @@ LINK = "link"
 class ConfigOverlay:
     """What a round ships for its program reviewers' trees: the changed analyzer
     configuration files (``changes``) and the base's side of them (``files``, field →
-    bytes, the shapes in the module's docstring). Empty when the change edits none."""
+    bytes, the shapes in the module's docstring). Empty when the change edits none.
+
+    ``shown``: the changes the round's note names, those its reviewed range makes (a
+    ``--since-last`` round's new commits: the files they did not touch were named by an
+    earlier round, and are still laid over); None: all of ``changes``."""
 
     changes: tuple[ConfigChange, ...] = ()
     files: dict[str, bytes] = field(default_factory=dict)
+    shown: tuple[ConfigChange, ...] | None = None
 
 
 def reads_base_config(participant: Participant) -> bool:
@@ -56,23 +61,22 @@ def reads_base_config(participant: Participant) -> bool:
     return participant.backend in PROGRAM_BACKENDS and source == "base"
 
 
-def read_config_overlay(repo: Repository, base: str, head: str) -> ConfigOverlay:
+def read_config_overlay(
+    repo: Repository, base: str, head: str, since: str | None = None
+) -> ConfigOverlay:
     """The analyzer configuration files the change ``base..head`` edits, and the base's
     side of them (see the module's docstring). Whatever ``[paths]`` excludes is read
-    too: an excluded config file still configures the analyzer. Raises
-    :class:`~council.errors.RepositoryError` when git fails."""
-    candidates = [p for p in repo.changed_paths(base, head) if config_reason(p) is not None]
-    if not candidates:
+    too: an excluded config file still configures the analyzer. With ``since`` (a
+    ``--since-last`` round's start), ``shown`` holds those of them ``since..head`` edits,
+    as that range changed them. Raises :class:`~council.errors.RepositoryError` when git
+    fails."""
+    changes, at_base, blobs = _changes(repo, base, head)
+    if not changes:
         return ConfigOverlay()
-    at_base = _files(repo.entries_at(base, candidates))
-    at_head = _files(repo.entries_at(head, candidates))
-    blobs = repo.blobs([e.obj for e in (*at_base.values(), *at_head.values())])
-
-    def side(entries: dict[str, TreeEntry], path: str) -> bytes | None:
-        entry = entries.get(path)
-        return blobs[entry.obj] if entry is not None else None
-
-    changes = config_changes((p, side(at_base, p), side(at_head, p)) for p in candidates)
+    shown: tuple[ConfigChange, ...] | None = None
+    if since is not None and since != base:
+        overlaid = {c.path for c in changes}
+        shown = tuple(c for c in _changes(repo, since, head)[0] if c.path in overlaid)
     files: dict[str, bytes] = {}
     for change in changes:
         entry = at_base.get(change.path)
@@ -83,15 +87,36 @@ def read_config_overlay(repo: Repository, base: str, head: str) -> ConfigOverlay
         else:
             mode = "755" if entry.mode == "100755" else "644"
             files[f"{mode}:{change.path}"] = blobs[entry.obj]
-    return ConfigOverlay(tuple(changes), files)
+    return ConfigOverlay(tuple(changes), files, shown)
+
+
+def _changes(
+    repo: Repository, start: str, head: str
+) -> tuple[list[ConfigChange], dict[str, TreeEntry], dict[str, bytes]]:
+    """The analyzer configuration changes of ``start..head``, the entries of those files
+    at ``start``, and the blobs read (object id → bytes)."""
+    candidates = [p for p in repo.changed_paths(start, head) if config_reason(p) is not None]
+    if not candidates:
+        return [], {}, {}
+    at_start = _files(repo.entries_at(start, candidates))
+    at_head = _files(repo.entries_at(head, candidates))
+    blobs = repo.blobs([e.obj for e in (*at_start.values(), *at_head.values())])
+
+    def side(entries: dict[str, TreeEntry], path: str) -> bytes | None:
+        entry = entries.get(path)
+        return blobs[entry.obj] if entry is not None else None
+
+    changes = config_changes((p, side(at_start, p), side(at_head, p)) for p in candidates)
+    return changes, at_start, blobs
 
 
 def overlay_note(overlay: ConfigOverlay, participants: Sequence[Participant]) -> str | None:
     """The run's note naming the changed analyzer configuration and who read which side
-    (:func:`council.change.analyzer_config.config_note`), or None when the change edits none."""
+    (:func:`council.change.analyzer_config.config_note`), or None when the change edits
+    none, or the round's range (``overlay.shown``) touched none of it."""
     programs = [p for p in participants if p.backend in PROGRAM_BACKENDS]
     return config_note(
-        overlay.changes,
+        overlay.changes if overlay.shown is None else overlay.shown,
         [p.id for p in programs if reads_base_config(p)],
         [p.id for p in programs if not reads_base_config(p)],
     )

@@ -175,7 +175,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     programs = read_programs(repo, refs.base, options.roster, lineup.placed)
     arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
     personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
-    config = read_config_overlay(repo, refs.base, refs.head)
+    config = read_config_overlay(repo, refs.base, refs.head, since=refs.start)
     config_said = overlay_note(config, lineup.reviewers)
     tree = repo.archive(
         refs.head,

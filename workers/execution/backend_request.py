@@ -40,7 +40,7 @@ from council.model.participant import Participant
 from council.model.report import UNSANDBOXED
 from council.roster.backend_options import SANDBOX_OPTION
 from reviewers import key_env
-from reviewers.base import ReviewRequest
+from reviewers.base import TROUBLE_EVENTS, ReviewRequest
 from reviewers.sandbox.bubblewrap import Bubblewrap, SandboxPolicy
 from workers.app.services import Runtime
 from workers.app.settings import Settings
@@ -461,8 +461,9 @@ def journal_for(rt: Runtime, run_id: str, participant: Participant, attempt: int
 
 
 def _log_event(event: str, **fields: object) -> None:
-    """A backend's event (a tool call, a retry) as a log line with the task's context."""
-    log.info(event, **fields)
+    """A backend's event (a tool call, a retry) as a log line with the task's context:
+    :data:`~reviewers.base.TROUBLE_EVENTS` at ``warning``, the rest at ``info``."""
+    (log.warning if event in TROUBLE_EVENTS else log.info)(event, **fields)
 
 
 def _secrets(participant: Participant) -> dict[str, str]:

@@ -29,7 +29,12 @@ from council.model.backend_result import ReviewResult
 from council.model.findings import Read
 from council.model.participant import Participant
 from council.round.lifecycle import allows
-from council.round.outcome import ParticipantOutcome, ReadingPolicy, harvest_outcome
+from council.round.outcome import (
+    ParticipantOutcome,
+    ReadingPolicy,
+    harvest_outcome,
+    heard_in_full,
+)
 from reviewers import reviewer_for
 from workers.app.clock import now_ms
 from workers.app.logging import redact_text
@@ -179,9 +184,16 @@ def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int
 
 
 def log_finished(outcome: ParticipantOutcome, participant: Participant) -> None:
-    """The ``review_finished`` line of one participant (with the bound context)."""
-    log.info(
+    """The ``review_finished`` line of one participant (with the bound context): at
+    ``warning`` when it was not heard in full (it failed, was stopped by a clock, a
+    cancel or a lost worker, or its answer was unreadable or cut off: the gate does not
+    count it), so an operator's "trouble only" filter shows it; at ``info`` when it
+    answered whole or asks a person."""
+    heard = heard_in_full(outcome)
+    trouble = outcome.status != "asking" and not heard
+    (log.warning if trouble else log.info)(
         "review_finished",
+        heard_in_full=heard,
         status=outcome.status,
         backend=participant.backend,
         model=participant.model,
@@ -210,9 +222,23 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     if status is not None and moved_on(status, participant.role):
         return too_late(participant_id, participant.role, status)
     attempt = rt.journals.next_attempt(run_id, participant_id)
-    structlog.contextvars.bind_contextvars(
+    said = structlog.contextvars.get_contextvars().get("attempt")
+    # Bound for the attempt only: an embedded worker's thread runs task after task with
+    # no Celery signal to clear what a task bound (the next line is another task's).
+    with structlog.contextvars.bound_contextvars(
         run_id=run_id, session=record.session, participant=participant_id, attempt=attempt
-    )
+    ):
+        if said is not None and said != attempt:  # another delivery of it took that number
+            log.info("attempt_renumbered", announced=said)
+        return _attempt(rt, record, participant, prompt, attempt)
+
+
+def _attempt(
+    rt: Runtime, record: RunRecord, participant: Participant, prompt: str, attempt: int
+) -> ParticipantOutcome:
+    """Run attempt number ``attempt`` (its INCR done) and store its outcome; its lease
+    is held meanwhile, and dropped (to lapse: a sweep sends it again) when it raises."""
+    run_id, participant_id = record.run_id, participant.id
     started = now_ms()
     until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
     rt.runs.set_progress(

@@ -37,8 +37,9 @@ or struggling Redis, during which nobody could beat)."""
 BATCH = 200
 """Most leases or runs handled per kind in one sweep."""
 
-Resend = Callable[[str, str, str], None]
-"""Sends a participant's review again: (run id, participant id, backend)."""
+Resend = Callable[[str, str, str], "str | None"]
+"""Sends a participant's review again: (run id, participant id, backend) → the new task's
+id (None when unknown)."""
 
 
 @dataclass
@@ -122,10 +123,17 @@ class Sweeper:
                 or participant.role == "judge"  # the judge has no lease (docs)
             ):
                 continue
+            task_id = self.resend(run_id, pid, participant.backend)
+            record = rt.runs.record(run_id)
             log.warning(
-                "participant_redispatched", run_id=run_id, participant=pid, lost_attempt=attempt
+                "participant_redispatched",
+                run_id=run_id,
+                session=record.session if record is not None else None,
+                participant=pid,
+                task_id=task_id,
+                attempt=attempt + 1,  # the one the new task is about to start
+                lost_attempt=attempt,
             )
-            self.resend(run_id, pid, participant.backend)
             sent += 1
         return sent
 

@@ -30,7 +30,7 @@ from council.model.fingerprint import with_fingerprints
 from council.model.participant import Participant
 from council.model.report import CouncilReport, RunStatus
 from council.round.filing import RoundFacts, conclude_judge, conclude_round
-from council.round.gate import apply_min_agreement
+from council.round.gate import INCOMPLETE_STATUSES, apply_min_agreement
 from council.round.lifecycle import Event, Transition, allows, ending, is_final, step
 from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
 from council.session.earlier_rounds import remembered
@@ -420,7 +420,14 @@ def _stored(rt: Runtime, run_id: str) -> CouncilReport:
 
 
 def _log_settled(session: str, report: CouncilReport) -> None:
-    log.info(
+    """The ``run_settled`` line: ``error`` for a run that could not complete (cancelled,
+    timed out: :data:`~council.round.gate.INCOMPLETE_STATUSES`, the gate exits 3),
+    ``warning`` for a ``partial`` one (someone stopped, failed or was lost), else ``info``."""
+    if report.status in INCOMPLETE_STATUSES:
+        say = log.error
+    else:
+        say = log.warning if report.status == "partial" else log.info
+    say(
         "run_settled",
         run_id=report.run_id,
         session=session,

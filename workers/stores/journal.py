@@ -83,6 +83,33 @@ class JournalStore:
         value = self._r.get(self._keys.run_attempts(run_id, participant))
         return int(value) if value is not None else 0
 
+    def coming_attempt(self, run_id: str, participants: Sequence[str]) -> int | None:
+        """The attempt a task of ``participants`` is about to be (one round trip): per
+        participant the attempts started, plus one unless its outcome is stored (a task
+        for a settled participant starts none); the highest of them. None for no
+        participants.
+
+        Why: a task's first line (``task_started``, Celery's "received") is written
+        before the task numbers its attempt with an INCR; this is the number it will get,
+        so a redelivered task's lines agree from the first (docs/architecture.md
+        "Observability"). Two deliveries of one participant racing may still be told the
+        same number: the task rebinds the one it gets.
+        """
+        ids = list(participants)
+        if not ids:
+            return None
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        for pid in ids:
+            pipe.get(k.run_attempts(run_id, pid))
+            pipe.exists(k.run_outcome(run_id, pid))
+        answers = pipe.execute()
+        started = answers[0::2]
+        settled = answers[1::2]
+        return max(
+            int(n or 0) + (0 if done else 1) for n, done in zip(started, settled, strict=True)
+        )
+
     def store(
         self, run_id: str, participant: str, attempt: int, raw: str, *, live: str = ""
     ) -> int:
