@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from council.change.diff import Change, ChangedFile
 from council.merging.agreement import best_agreeing
 from council.merging.agreement.relation import Place, place_of
-from council.merging.recognition import led_by_program, told_by_programs
+from council.merging.recognition import keeps_gate, led_by_program, told_by_programs
 from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
 from council.model.fingerprint import claim, fingerprint
 from council.model.participant import PROGRAM_BACKENDS
@@ -183,7 +183,8 @@ def recognized(
     earlier finding recognized once, in filing order. Candidates are the earlier
     findings on the same file (or naming none), so the work is per file; a finding led
     by a program reviewer (``programs``) never restates another led by one
-    (:func:`council.merging.recognition.led_by_program`)."""
+    (:func:`council.merging.recognition.led_by_program`), nor one it would make less
+    grave or take a program's telling from (:func:`council.merging.recognition.keeps_gate`)."""
     by_path: dict[str | None, list[Finding]] = {}
     for f in earlier:
         if f.id is not None:
@@ -198,7 +199,9 @@ def recognized(
         pool = [
             e
             for e in (*by_path.get(path, ()), *(by_path.get(None, ()) if path else ()))
-            if e.id not in taken and not (led and led_by_program(e, programs))
+            if e.id not in taken
+            and not (led and led_by_program(e, programs))
+            and keeps_gate(f, e, programs)
         ]
         at = best_agreeing(f, pool) if pool else None
         if at is not None and pool[at].id is not None:
