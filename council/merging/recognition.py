@@ -92,8 +92,8 @@ def recognize(
             same_print = new_prints[i] == old_prints[j]
             if not same_print and (machine or old_machine[j] or (led and old_led[j])):
                 continue
-            if not same_print and not keeps_gate(finding, kept[j], programs):
-                continue
+            if not keeps_gate(finding, kept[j], programs):
+                continue  # even the same occurrence re-graded lower stays apart
             value = _best(vocabulary, new_told[i], old_told[j])
             if same_print or value >= THRESHOLD:
                 pairs.append((0 if same_print else 1, -value, rank, j, i))

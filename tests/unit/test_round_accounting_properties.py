@@ -178,16 +178,14 @@ def _account(before: CouncilReport, after: CouncilReport, since: Change, session
     for f in gate_tripped(before):
         if touched(since, f) or _decided(session, f):
             continue
-        # Kept apart from what would make it less grave: a finding that took its id by
-        # agreement is at least as grave. The very occurrence raised again (its
-        # fingerprint) may be graded anew by whoever raised it (see "what is left" in
-        # docs/identity-and-clocks.md).
+        # Kept apart from what would make it less grave: whatever holds its id or its
+        # occurrence now is at least as grave, or it is still there itself.
         rank = severity_rank(f.severity)
         still = [
             g
             for g in gating
-            if fingerprint(g) == fingerprint(f)
-            or (g.id == f.id and severity_rank(g.severity) >= rank)
+            if (g.id == f.id or fingerprint(g) == fingerprint(f))
+            and severity_rank(g.severity) >= rank
         ]
         assert still, f"#{f.id} {f.severity} {f.subject!r} left the gate with no fix or decision"
 
