@@ -19,7 +19,7 @@ from typing import Literal
 
 from council.merging.agreement.relation import THRESHOLD, Place, Vocabulary, place_factor, place_of
 from council.merging.agreement.words import Reader, Term
-from council.model.findings import Finding, anchor_path
+from council.model.findings import Finding, anchor_path, severity_rank
 from council.model.fingerprint import fingerprint
 
 MatchedBy = Literal["fingerprint", "agreement"]
@@ -59,7 +59,9 @@ def recognize(
     a pair of findings both led by one (:func:`led_by_program`). An analyzer
     never rewords itself (bandit's B602 has one subject), and two of its rules on one
     file share the file's words: by agreement, a new B301 took the id of a fixed B602,
-    and the B602 was no longer carried. Deterministic; never raises.
+    and the B602 was no longer carried. Nor is a pair recognized by agreement when the
+    new finding would lower the earlier one's severity or drop a program's telling of it
+    (:func:`keeps_gate`): the findings stay apart. Deterministic; never raises.
     """
     if not findings or not earlier:
         return {}
@@ -90,6 +92,8 @@ def recognize(
             same_print = new_prints[i] == old_prints[j]
             if not same_print and (machine or old_machine[j] or (led and old_led[j])):
                 continue
+            if not keeps_gate(finding, kept[j], programs):
+                continue  # even the same occurrence re-graded lower stays apart
             value = _best(vocabulary, new_told[i], old_told[j])
             if same_print or value >= THRESHOLD:
                 pairs.append((0 if same_print else 1, -value, rank, j, i))
@@ -147,16 +151,34 @@ def _roster_rank(finding: Finding, roster: dict[str, int]) -> int:
     return roster.get(who, len(roster)) if who is not None else len(roster)
 
 
+def tellers(finding: Finding) -> set[str]:
+    """The reviewers that told ``finding``: its raisers, its origin, its members."""
+    told = {*(finding.raised_by or ())}
+    if finding.origin is not None and finding.origin.participant is not None:
+        told.add(finding.origin.participant)
+    told.update(m.participant for m in finding.members or ())
+    return told
+
+
 def told_by_programs(finding: Finding, programs: Collection[str]) -> bool:
     """Whether every reviewer that told ``finding`` (its raisers, its origin, its
     members) is a program reviewer; False when none is known."""
     if not programs:
         return False
-    told = {*(finding.raised_by or ())}
-    if finding.origin is not None and finding.origin.participant is not None:
-        told.add(finding.origin.participant)
-    told.update(m.participant for m in finding.members or ())
+    told = tellers(finding)
     return bool(told) and told <= set(programs)
+
+
+def keeps_gate(new: Finding, earlier: Finding, programs: Collection[str]) -> bool:
+    """Whether ``new`` may be recognized as ``earlier`` by agreement without moving what
+    gates: it is at least as grave, and every program reviewer that told ``earlier``
+    tells it too. Otherwise the two stay apart, so ``earlier`` is carried (or outdated)
+    rather than taken over: a model's minor re-raise of the naming nit merged with
+    bandit's critical B602 must not take its id and leave the B602 neither carried nor
+    raised (issue 20, situation 4: "--since-last turns a failed gate green")."""
+    if severity_rank(new.severity) < severity_rank(earlier.severity):
+        return False
+    return tellers(earlier) & set(programs) <= tellers(new)
 
 
 def led_by_program(finding: Finding, programs: Collection[str]) -> bool:

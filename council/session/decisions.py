@@ -136,9 +136,13 @@ def suppress(
     models = [f for f in ordered if f.id not in done.matched and not program_prints(f, programs)]
     _by_kept_id(models, decisions, done)
     roster = [p.id for p in report.participants]
+    # A finding the session reported under an id of its own (seen, or carried) is another
+    # problem than a dismissed finding of another id: never its rewording.
+    known = {*seen, *(f.id for f in report.carried if f.id is not None)}
     for source in ("dismissed", "baseline"):
         pool = [d for d in decisions if d.source == source and not d.legacy]
-        _by_agreement([f for f in models if f.id not in done.matched], pool, roster, done)
+        left = [f for f in models if f.id not in done.matched]
+        _by_agreement(left, pool, roster, done, known)
     left = [f for f in ordered if f.id not in done.matched]
     _legacy([f for f in left if f.id not in done.suppressed], decisions, programs, change, done)
     by_subject: dict[str, list[Decision]] = {}
@@ -294,11 +298,16 @@ def _by_kept_id(findings: Sequence[Finding], decisions: Sequence[Decision], done
 
 
 def _by_agreement(
-    findings: Sequence[Finding], pool: Sequence[Decision], roster: Sequence[str], done: _Pass
+    findings: Sequence[Finding],
+    pool: Sequence[Decision],
+    roster: Sequence[str],
+    done: _Pass,
+    known: Collection[int] = (),
 ) -> None:
     """Way 2, by agreement: each group of one path and occurrence is recognized one to one
     against the decisions with text at that path and occurrence (an entry counts as many
-    times as it has left)."""
+    times as it has left). A finding whose id is in ``known`` (reported earlier under it)
+    is never a rewording of a dismissal of another id: a person decided on that one."""
     groups: dict[tuple[str, str | None], list[Finding]] = {}
     for finding in findings:
         groups.setdefault((anchor_path(finding.anchor) or "", occurrence(finding)), []).append(
@@ -319,7 +328,8 @@ def _by_agreement(
             if seen is None or finding.id in done.matched:
                 continue
             decision = slots[seen.at]
-            if decision.budget > 0:
+            other = decision.ident is not None and decision.ident != finding.id
+            if decision.budget > 0 and not (other and finding.id in known):
                 _apply(finding, decision, done, "agreement")
 
 

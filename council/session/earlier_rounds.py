@@ -21,8 +21,15 @@ from dataclasses import dataclass
 from council.change.diff import Change, ChangedFile
 from council.merging.agreement import best_agreeing
 from council.merging.agreement.relation import Place, place_of
-from council.merging.recognition import led_by_program, told_by_programs
-from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor, anchor_path
+from council.merging.recognition import keeps_gate, led_by_program, told_by_programs
+from council.model.findings import (
+    ChangeAnchor,
+    FileAnchor,
+    Finding,
+    LineAnchor,
+    anchor_path,
+    severity_rank,
+)
 from council.model.fingerprint import claim, fingerprint
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport, RunStatus
@@ -183,7 +190,8 @@ def recognized(
     earlier finding recognized once, in filing order. Candidates are the earlier
     findings on the same file (or naming none), so the work is per file; a finding led
     by a program reviewer (``programs``) never restates another led by one
-    (:func:`council.merging.recognition.led_by_program`)."""
+    (:func:`council.merging.recognition.led_by_program`), nor one it would make less
+    grave or take a program's telling from (:func:`council.merging.recognition.keeps_gate`)."""
     by_path: dict[str | None, list[Finding]] = {}
     for f in earlier:
         if f.id is not None:
@@ -198,7 +206,9 @@ def recognized(
         pool = [
             e
             for e in (*by_path.get(path, ()), *(by_path.get(None, ()) if path else ()))
-            if e.id not in taken and not (led and led_by_program(e, programs))
+            if e.id not in taken
+            and not (led and led_by_program(e, programs))
+            and keeps_gate(f, e, programs)
         ]
         at = best_agreeing(f, pool) if pool else None
         if at is not None and pool[at].id is not None:
@@ -252,24 +262,30 @@ def _not_raised_again(
     such finding per earlier one, the latest first); an earlier finding an earlier
     council filed without its code (:func:`_unread_place`) is raised again by a new
     finding of its claim at the very lines it moved to over ``change`` (the interdiff).
-    Earlier findings of one fingerprint at one place are one finding told in two rounds:
-    the latest is kept; at two places they are two, and both stand. A finding of this
+    Earlier findings of one fingerprint at one place and one severity are one finding
+    told in two rounds: the latest is kept; at two places, or two severities (a re-grade
+    never hides the graver), they are two, and both stand. A finding of this
     round itself is skipped."""
     earlier = list(earlier)  # read twice below: a generator would be empty the second time
     own = {f.id for f in report.findings if f.id is not None}
-    latest: dict[tuple[str, Place], Finding] = {}
+    latest: dict[tuple[str, Place, int], Finding] = {}
     for finding in sorted(earlier, key=lambda f: f.id or 0):
         if finding.id is not None and finding.id in own:
-            continue
-        latest[(fingerprint(finding), place_of(finding))] = finding
+            continue  # one told again at a lower grade is another finding: both stand
+        latest[(fingerprint(finding), place_of(finding), severity_rank(finding.severity))] = finding
     known = {f.id for f in earlier if f.id is not None}
     new = [f for f in report.findings if f.id not in known]
-    fresh = Counter(fingerprint(f) for f in new)
+    programs = {p.id for p in report.participants if p.backend in PROGRAM_BACKENDS}
+    fresh: dict[str, list[Finding]] = {}
+    for f in new:
+        fresh.setdefault(fingerprint(f), []).append(f)
     placed = Counter(_claim_at(f) for f in new)
     kept: list[Finding] = []
-    for (print_, _), finding in sorted(latest.items(), key=lambda item: -(item[1].id or 0)):
-        if fresh[print_] > 0:
-            fresh[print_] -= 1
+    for (print_, _, _), finding in sorted(latest.items(), key=lambda item: -(item[1].id or 0)):
+        told = fresh.get(print_, [])
+        again = next((f for f in told if keeps_gate(f, finding, programs)), None)
+        if again is not None:  # a re-grade lower, or without its program, is not it again
+            told.remove(again)
             continue
         unread = _unread_place(change, finding)
         if unread is not None and placed[unread] > 0:
