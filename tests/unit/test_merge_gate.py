@@ -296,3 +296,65 @@ def test_a_judge_allowed_to_overrule_analyzers_may_split(tmp_path: Path) -> None
     assert not any(f.get("members") for f in report["findings"])
     (alone,) = [f for f in report["findings"] if f["subject"].startswith("B602")]
     assert report["unagreed"][str(alone["id"])] == 1 and code == 0
+
+
+# -- situation 4 (the re-run): a --since-last round cannot turn the gate green ---------
+
+
+@pytest.mark.parametrize(
+    "telling",
+    [
+        {  # a naming nit on bandit's line: kept apart from B602 from the start
+            "subject": "Rename `cmd` to `command_line`",
+            "discussion": "`cmd` is terse; a descriptive name reads better.",
+            "label": "nitpick",
+            "severity": "minor",
+        },
+        {  # the shell call itself, at medium: merged with B602 ("2 of 2")
+            "subject": "Shell injection: cmd reaches subprocess.call with shell=True",
+            "discussion": "run() hands cmd to a shell; any caller-controlled text runs as a "
+            "command. Pass an argument list and drop shell=True.",
+            "label": "issue",
+            "severity": "medium",
+        },
+    ],
+    ids=["nit-apart", "merged-medium"],
+)
+def test_a_since_last_round_on_another_file_keeps_bandits_critical_gating(
+    tmp_path: Path, telling: dict[str, Any]
+) -> None:
+    """Round 1: bandit's critical B602 and m1's telling on line 5, exit 1. A commit to
+    another file only, then --since-last: bandit reviews only the new commit and does not
+    raise B602 again; m1 raises its telling again. The critical must still gate (carried,
+    exit 1): before, m1's re-raise took the finding's id as a lesser finding, "seen", and
+    the round passed with no fix."""
+    bwrap_or_skip()
+    told = {**telling, "location": _line("app.py", 5)}
+    tables = [reviewer("m1", "replay", answer=answer(tmp_path, "m1.json", told)), BANDIT]
+    repo = new_repo(tmp_path / "repo", {"README": "x\n"})
+    base = commit(repo, {"app.py": SHELL}, "the pull request")
+    path = roster(tmp_path, *tables)
+    state = tmp_path / "state.json"
+    first_out, second_out = tmp_path / "r1.json", tmp_path / "r2.json"
+    first = review(repo, state, "--json", str(first_out), base="HEAD~1", roster_path=path)
+    assert first.exit_code == 1, first.output
+    (b602,) = [f for f in report_of(first_out)["findings"] if f["severity"] == "critical"]
+    commit(repo, {"docs.md": "notes\n"}, "another file only")
+    second = review(
+        repo,
+        state,
+        "--since-last",
+        "--json",
+        str(second_out),
+        base=f"{base}~1",
+        roster_path=path,
+    )
+    assert second.exit_code == 1, second.output
+    report = report_of(second_out)
+    gating = [
+        f
+        for f in (*report["findings"], *report["carried"])
+        if f["severity"] == "critical" and f["id"] not in report["suppressed"]
+    ]
+    assert [f["id"] for f in gating] == [b602["id"]]
+    assert any(f["id"] == b602["id"] for f in report["carried"])
