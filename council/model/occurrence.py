@@ -44,10 +44,34 @@ HASH_HEX = 32
 """Hex digits of the code hash kept (128 bits), before ``:index``."""
 
 
+QUOTES = frozenset("\"'`")
+"""Characters that open and close a string literal in most languages."""
+
+
 def normalized(line: str) -> str:
-    """A line with every whitespace character removed (``str.split`` decides what is
-    whitespace): what the hash reads of it."""
-    return "".join(line.split())
+    """A line with its whitespace removed outside string literals (``str.isspace``), and
+    kept as it is inside them: what the hash reads of it. Why not all of it: inside a
+    string whitespace is meaning (``"rm -rf /tmp"`` and ``"rm -rf / tmp"`` are two
+    commands), and a decision must not cover the other one. The quotes are read per line,
+    with backslash escapes; a line they mislead (an apostrophe in a comment) keeps more of
+    its whitespace, so it fails closed: another hash, a fresh decision."""
+    out: list[str] = []
+    quote: str | None = None
+    escaped = False
+    for char in line:
+        if quote is None:
+            if char.isspace():
+                continue
+            if char in QUOTES:
+                quote = char
+        elif escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == quote:
+            quote = None
+        out.append(char)
+    return "".join(out)
 
 
 def _indent(line: str) -> int:

@@ -58,16 +58,25 @@ def sample_repository(repo: Path) -> None:
 
 def fresh(folder: Path) -> Path:
     """``folder`` emptied and made again, with the sample repository in ``folder/shop``.
-    Exits with a message when ``folder`` exists and this script did not make it."""
+    Exits with a message when ``folder`` is a symbolic link, holds the current folder or
+    this script, or exists and this script did not make it (its marker, a regular file
+    and no link): a tree that is not ours is never removed."""
+    if folder.is_symlink():
+        sys.exit(f"first-run: {folder} is a symbolic link; name a real folder")
+    where = Path(os.path.abspath(folder))  # ".." folded, links left as they are
+    for inside in (Path(os.path.abspath(Path.cwd())), HERE):
+        if inside == where or where in inside.parents:
+            sys.exit(f"first-run: {folder} holds {inside}; name a folder of its own")
     if folder.exists():
-        if not (folder / MARKER).is_file():
+        marker = folder / MARKER
+        if marker.is_symlink() or not marker.is_file():
             sys.exit(f"first-run: {folder} exists and was not made by this script; name another")
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     (folder / MARKER).write_text("made by examples/first-run/sample.py\n")
     sample_repository(folder / "shop")
-    return folder / "shop"
+    return (folder / "shop").resolve()
 
 
 if __name__ == "__main__":
-    print(fresh(Path(sys.argv[1] if len(sys.argv) > 1 else ".first-run").resolve()))
+    print(fresh(Path(sys.argv[1] if len(sys.argv) > 1 else ".first-run")))

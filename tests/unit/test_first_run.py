@@ -148,3 +148,20 @@ def test_the_readme_first_command_is_one_line_that_runs_this_script() -> None:
     switch = blocks[1].splitlines()
     assert len(switch) == 3 and "--models" in switch[1]
     assert "council-models.toml" in switch[2]
+
+
+def test_the_sample_builder_never_removes_a_tree_that_is_not_its_own(tmp_path: Path) -> None:
+    """sample.py removes its folder before building it again, but never through a link
+    (a hostile review made ``.first-run`` a link to the checkout, marker and all, and
+    the whole clone went), nor a folder holding the current one: it refuses, and the
+    files stay."""
+    builder = [sys.executable, str(FIRST_RUN / "sample.py")]
+    (tmp_path / ".council-first-run").write_text("")
+    (tmp_path / "mywork.txt").write_text("keep\n")
+    (tmp_path / ".first-run").symlink_to(".")
+    linked = subprocess.run(builder, cwd=tmp_path, capture_output=True, text=True)
+    assert linked.returncode != 0 and "symbolic link" in linked.stderr
+    (tmp_path / "sub").mkdir()
+    above = subprocess.run([*builder, ".."], cwd=tmp_path / "sub", capture_output=True, text=True)
+    assert above.returncode != 0 and "name a folder of its own" in above.stderr
+    assert (tmp_path / "mywork.txt").read_text() == "keep\n"

@@ -144,8 +144,21 @@ def test_five_hundred_identical_hits_are_five_hundred_occurrences() -> None:
     assert hashes == [FileCode(lines).code(n, n) for n in range(2, 502)]
 
 
+def test_whitespace_inside_a_string_is_meaning() -> None:
+    """A hostile pull request turned an accepted ``rm -rf /tmp/cache`` into ``rm -rf /
+    tmp/cache`` (it deletes /): whitespace inside a string literal is kept, so the two
+    lines are two occurrences and the decision on the first does not cover the second;
+    whitespace outside strings, and an escaped quote, still fold as before."""
+    accepted = ['os.system("rm -rf /tmp/cache")']
+    assert code_hash(accepted, 1, 1) != code_hash(['os.system("rm -rf / tmp/cache")'], 1, 1)
+    assert code_hash(accepted, 1, 1) == code_hash(['os.system( "rm -rf /tmp/cache" )  '], 1, 1)
+    assert normalized("f('a b', `c  d`)") == "f('a b',`c  d`)"
+    assert normalized('s = "x \\" y" + z') == 's="x \\" y"+z'
+
+
 def test_normalized_and_file_lines() -> None:
-    """Whitespace of any kind goes; a final newline adds no line; CR is dropped."""
+    """Whitespace of any kind goes outside strings; a final newline adds no line; CR is
+    dropped."""
     assert normalized(" a =\tb \u00a0") == "a=b"
     assert file_lines("a\nb\n") == ["a", "b"]
     assert file_lines("") == []
