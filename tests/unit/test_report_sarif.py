@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -310,9 +309,7 @@ def test_awkward_anchors_stay_valid(anchor: LineAnchor | FileAnchor | ChangeAnch
 def test_thirty_thousand_findings() -> None:
     """30,000 findings render a valid document within every limit, the most severe kept."""
     findings = [f.model_copy(update={"origin": HAWK}) for f in many_findings(30_000)]
-    started = time.perf_counter()
     text, messages = render_sarif_with_cuts(report(*findings, participants=people("hawk")))
-    elapsed = time.perf_counter() - started
     document = _valid(text)
     assert len(text.encode("utf-8")) <= GITHUB_LIMITS.file_bytes
     runs = document["runs"]
@@ -325,7 +322,6 @@ def test_thirty_thousand_findings() -> None:
     cut = set(rank) - kept
     assert max(rank[i] for i in kept) < min(rank[i] for i in cut)
     assert len(messages) == 2
-    assert elapsed < 5
 
 
 def test_analyzer_rule_ids_become_rule_ids() -> None:
