@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from council.change.secret_masks import MASK, SecretSpan, digest
 from tests.gitrepo import git, new_repo
 from workers.execution.unpacked_trees import TreeCache
@@ -50,3 +52,19 @@ def test_a_run_without_its_tree_reads_nothing_and_says_so(tmp_path: Path) -> Non
     the report's note."""
     code = reader(tmp_path, None, [])
     assert code("app.py") is None and code.unread
+
+
+def test_a_file_over_the_cap_is_not_read_and_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The change is untrusted: a file larger than CODE_MAX_BYTES is not read to hash one
+    line; its findings name their place, and the report's note names the file."""
+    import workers.settling.head_code as head_code
+
+    repo = new_repo(tmp_path / "repo", {"big.js": "x" * 5000 + "\n", "app.py": "a = 1\n"})
+    archive = Repository(repo).archive(git(repo, "rev-parse", "HEAD"), 10_000_000)
+    monkeypatch.setattr(head_code, "CODE_MAX_BYTES", 1000)
+    code = reader(tmp_path, archive, [])
+    assert code("big.js") is None and code("app.py") == ["a = 1"]
+    assert code.over_cap == {"big.js"} and not code.unread
+    assert "big.js" in head_code.over_cap_note(sorted(code.over_cap))

@@ -33,6 +33,21 @@ UNREAD_NOTE = (
 )
 """The report's note when settling could not read the run's head tree."""
 
+CODE_MAX_BYTES = 4 * 1024 * 1024
+"""The largest file whose code settling reads for occurrences (4 MiB): the change is
+untrusted, and a 200 MB minified file must not be read whole to hash one line. A finding
+on a larger file names its place instead, and the report says so (:func:`over_cap_note`)."""
+
+
+def over_cap_note(paths: Sequence[str]) -> str:
+    """The report's note naming the files too large to read for their findings' code."""
+    shown = ", ".join(sorted(paths)[:10]) + (" …" if len(paths) > 10 else "")
+    return (
+        f"{len(paths)} file(s) over {CODE_MAX_BYTES // (1024 * 1024)} MiB were not read for "
+        f"their findings' code ({shown}): a dismissal or baseline entry covers those findings "
+        "only at the same place"
+    )
+
 
 class HeadCode:
     """A :data:`~council.model.occurrence.CodeReader` over one run's head tree: the tree
@@ -47,6 +62,8 @@ class HeadCode:
         self._masker = Masker()
         self._spans: Sequence[SecretSpan] = ()
         self.unread = False
+        self.over_cap: set[str] = set()
+        """Paths too large to read (:data:`CODE_MAX_BYTES`), for the report's note."""
 
     def _open(self) -> Path | None:
         if self._opened:
@@ -71,6 +88,9 @@ class HeadCode:
     def __call__(self, path: str) -> list[str] | None:
         """The lines of ``path`` in the head tree, secrets masked (None: no such file)."""
         tree = self._open()
+        if tree is not None and _size(tree, path) > CODE_MAX_BYTES:
+            self.over_cap.add(path)
+            return None
         raw = tree_lines(tree, path)
         if raw is None:
             return None
@@ -80,3 +100,10 @@ class HeadCode:
             text = masked_file(text, spans)
         return file_lines(self._masker.text(text))
 
+
+def _size(tree: Path, path: str) -> int:
+    """The size in bytes of ``path`` in ``tree`` without following a link (0: none)."""
+    try:
+        return (tree / path).lstat().st_size
+    except OSError:
+        return 0

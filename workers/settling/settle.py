@@ -38,7 +38,7 @@ from workers.app.celery_config import queue_for
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.execution.participant_attempt import reading_policy, script_rows
-from workers.settling.head_code import UNREAD_NOTE, HeadCode
+from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
@@ -200,6 +200,9 @@ class _Hearing:
         gate = self.record.gate
         if self.code.unread and UNREAD_NOTE not in report.notes:
             report = report.model_copy(update={"notes": (*report.notes, UNREAD_NOTE)})
+        if self.code.over_cap:
+            note = over_cap_note(sorted(self.code.over_cap))
+            report = report.model_copy(update={"notes": (*report.notes, note)})
         marked = self.marks.apply(land(report, self.change), self.pull).gated(**gate.model_dump())
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
         held = apply_min_agreement(filtered)
