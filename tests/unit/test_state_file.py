@@ -4,8 +4,10 @@ sessions other processes saved meanwhile kept, and the session locks."""
 from __future__ import annotations
 
 import fcntl
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +118,7 @@ def test_an_unreadable_file_names_itself(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys
+import time
 from pathlib import Path
 from workers.stores.state_file import lock_sessions
 held = lock_sessions(Path(sys.argv[1]), sys.argv[2])
@@ -153,3 +156,78 @@ def test_a_session_lock_is_one_sessions(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+def _write(path: Path, sessions: dict[str, Any]) -> None:
+    path.write_text(json.dumps({"version": 1, "sessions": sessions}))
+
+
+def _saved(ledger: str, expires_ms: int | None) -> dict[str, Any]:
+    session: dict[str, Any] = {
+        "issued": 1,
+        "ledger": ledger,
+        "findings": {},
+        "attributed": [],
+        "fingerprints": {},
+    }
+    if expires_ms is not None:
+        session["expires_ms"] = expires_ms
+    return session
+
+
+def test_a_session_past_its_retention_is_not_loaded_and_the_next_save_drops_it(
+    tmp_path: Path,
+) -> None:
+    """The file keeps what retention keeps (as Redis's TTL would): a session whose
+    ``expires_ms`` has passed is not loaded, and a save (of another session) removes it;
+    a live session keeps its expiry."""
+    path = tmp_path / "state.json"
+    now = int(time.time() * 1000)
+    _write(
+        path, {"old": _saved("old ledger", now - 1), "live": _saved("live ledger", now + 60_000)}
+    )
+    client = _client()
+    loaded = load_state(client, KEYS, path, retention_ms=3_600_000)
+    assert client.get(KEYS.session_ledger("old")) is None
+    assert client.get(KEYS.session_ledger("live")) == b"live ledger"
+    assert client.pexpiretime(KEYS.session_ledger("live")) == now + 60_000
+    client.set(KEYS.session_ledger("new"), "new ledger")
+    client.expire(KEYS.session_ledger("new"), 3600)
+    save_state(client, KEYS, path, loaded)
+    sessions = read_sessions(path)
+    assert sorted(sessions) == ["live", "new"]
+    assert sessions["live"]["expires_ms"] == now + 60_000
+    assert sessions["new"]["expires_ms"] > now
+
+
+def test_a_session_saved_before_expiries_gets_the_retention_from_its_first_load(
+    tmp_path: Path,
+) -> None:
+    """A file written before sessions carried ``expires_ms`` still loads; its sessions
+    are given ``retention_ms`` from the load and saved with it, so they expire too."""
+    path = tmp_path / "state.json"
+    _write(path, {"s": _saved("ledger", None)})
+    before = int(time.time() * 1000)
+    client = _client()
+    loaded = load_state(client, KEYS, path, retention_ms=3_600_000)
+    expires = client.pexpiretime(KEYS.session_ledger("s"))
+    assert before + 3_600_000 <= expires <= int(time.time() * 1000) + 3_600_000
+    save_state(client, KEYS, path, loaded)
+    assert read_sessions(path)["s"]["expires_ms"] == expires
+
+
+def test_a_review_loads_its_own_session_only_and_keeps_the_others(tmp_path: Path) -> None:
+    """``only``: the other sessions are neither loaded (a file of many sessions costs a
+    review its own) nor lost or changed by the save."""
+    path = tmp_path / "state.json"
+    far = int(time.time() * 1000) + 3_600_000
+    _write(path, {f"s{i}": _saved(f"ledger {i}", far) for i in range(50)})
+    client = _client()
+    loaded = load_state(client, KEYS, path, only="s7")
+    assert [k.decode() for k in client.scan_iter(match="*ledger")] == [KEYS.session_ledger("s7")]
+    client.set(KEYS.session_ledger("s7"), "ledger 7, filed")
+    save_state(client, KEYS, path, loaded)
+    sessions = read_sessions(path)
+    assert len(sessions) == 50
+    assert sessions["s7"]["ledger"] == "ledger 7, filed"
+    assert sessions["s8"] == _saved("ledger 8", far)

@@ -81,7 +81,9 @@ def embedded_council(
     keys = Keys(settings.prefix)
     locks = lock_sessions(state_path, session)
     try:
-        loaded = load_state(client, keys, state_path)
+        loaded = load_state(
+            client, keys, state_path, retention_ms=settings.session_retention_s * 1000, only=session
+        )
     except BaseException:
         _release(locks)
         raise
@@ -114,7 +116,6 @@ def _release(locks: list[IO[bytes]]) -> None:
         handle.close()
 
 
-
 @contextlib.contextmanager
 def state_sessions(
     settings: Settings, *, save: bool, session: str | None = None
@@ -145,7 +146,7 @@ def state_runtime(
     # cannot overwrite what this block changes (nor this block what the review filed).
     locks = lock_sessions(path, session) if save else []
     try:
-        loaded = load_state(client, keys, path)
+        loaded = load_state(client, keys, path, retention_ms=settings.session_retention_s * 1000)
         yield build_runtime(settings, client, mode="embedded")
         if save:
             save_state(client, keys, path, loaded)

@@ -19,6 +19,11 @@ session locks holds ``PATH.lock`` for its whole run: a save of this one waits fo
 Lock files stay (one empty file per session ever locked): removing a file another
 process may be waiting on would let a third lock a new file of the same name.
 
+Each session carries ``expires_ms``, when its retention ends (``session_retention_s``
+after its last review or dismissal, as Redis's TTL would): a load skips a session past
+it and the next save drops it from the file, so the file holds what retention keeps, not
+every session a machine ever reviewed. A review loads its own session only.
+
 Source: docs/architecture.md "Embedded state".
 """
 
@@ -265,6 +270,7 @@ def held_sessions(client: Any, keys: Keys) -> Sessions:
     sessions: Sessions = {}
     for s in sorted(_sessions(client, keys)):
         sessions[s] = {
+            "expires_ms": _expires_ms(client, keys, s),
             "issued": int(client.get(keys.session_issued(s)) or 0),
             "ledger": (client.get(keys.session_ledger(s)) or b"").decode(),
             "findings": _hash(client, keys.session_findings(s)),
@@ -278,6 +284,33 @@ def held_sessions(client: Any, keys: Keys) -> Sessions:
             "runs": {r: _snapshot(client, keys, r, now) for r in _asking_runs(client, keys, s)},
         }
     return sessions
+
+
+def _session_keys(keys: Keys, s: str) -> list[str]:
+    return [
+        keys.session_issued(s),
+        keys.session_ledger(s),
+        keys.session_findings(s),
+        keys.session_attributed(s),
+        keys.session_recall(s),
+        keys.session_fingerprints(s),
+        keys.session_reviewed(s),
+        keys.session_dismissed(s),
+        keys.session_waiting(s),
+        keys.session_answers(s),
+    ]
+
+
+def _expires_ms(client: Any, keys: Keys, s: str) -> int | None:
+    """When the session's retention ends (ms since the epoch): the latest expiry of its
+    keys; None when none of them has one."""
+    found = [int(client.pexpiretime(k)) for k in _session_keys(keys, s)]
+    return max((t for t in found if t > 0), default=None)
+
+
+def _expired(saved: Any, now: int) -> bool:
+    expires = saved.get("expires_ms") if isinstance(saved, dict) else None
+    return isinstance(expires, int) and expires <= now
 
 
 def read_sessions(path: Path) -> Sessions:
@@ -313,7 +346,10 @@ def save_state(
     lock = None if locked else lock_file(path)
     try:
         theirs = read_sessions(path)
-        result = merged(loaded or {}, ours, theirs)
+        now = now_ms()
+        result = {
+            s: v for s, v in merged(loaded or {}, ours, theirs).items() if not _expired(v, now)
+        }
         if result == theirs and path.exists():
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -326,20 +362,39 @@ def save_state(
             lock.close()
 
 
-def load_state(client: Any, keys: Keys, path: Path) -> Sessions:
+def load_state(
+    client: Any,
+    keys: Keys,
+    path: Path,
+    *,
+    retention_ms: int | None = None,
+    only: str | None = None,
+) -> Sessions:
     """Load the sessions the file at ``path`` holds into ``client`` (a missing file is an
-    empty state); what was read, for :func:`save_state`'s merge. Raises
-    :class:`StateFileError` naming the file when it cannot be read."""
+    empty state), or only the session ``only``; what was read, for :func:`save_state`'s
+    merge. A session past its ``expires_ms`` is not loaded (and is in what was read, so
+    the save drops it); one saved before expiries were kept gets ``retention_ms`` from
+    now (None: no expiry). Raises :class:`StateFileError` naming the file when it cannot
+    be read."""
     sessions = read_sessions(path)
+    now = now_ms()
     try:
         for s, v in sessions.items():
+            if _expired(v, now) or (only is not None and s != only):
+                continue
             _load_session(client, keys, s, v)
+            expires = v.get("expires_ms")
+            if expires is None and retention_ms is not None:
+                expires = now + retention_ms
+            if isinstance(expires, int):
+                for key in _session_keys(keys, s):
+                    client.pexpireat(key, expires)
     except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise StateFileError(
             f"the embedded state file {path} cannot be read ({exc}); move it away to "
             f"start fresh, or pass --state PATH"
         ) from None
-    return sessions
+    return {s: v for s, v in sessions.items() if only is None or s == only or _expired(v, now)}
 
 
 def _load_session(client: Any, keys: Keys, s: str, v: Mapping[str, Any]) -> None:
