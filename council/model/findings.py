@@ -120,6 +120,11 @@ class LineAnchor(_Canonical):
     a reviewer), which the finding's fingerprint names. Absent where it was not read: a
     finding filed before occurrences were kept, an old-side line, code past the file's
     end, a finding read from a file by ``council consolidate``."""
+    block: str | None = None
+    """A hash of the block holding the anchored code at that head
+    (:meth:`council.model.occurrence.FileCode.block`), set with ``code``: a decision on
+    the occurrence carries to a gating finding only while it is the same (a guard
+    removed beside the code changes it). Not part of the fingerprint."""
 
 
 Anchor = Annotated[ChangeAnchor | FileAnchor | LineAnchor, Field(discriminator="kind")]

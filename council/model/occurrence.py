@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from council.model.findings import Finding, LineAnchor
@@ -42,6 +41,17 @@ collides with an old value."""
 
 HASH_HEX = 32
 """Hex digits of the code hash kept (128 bits), before ``:index``."""
+
+BLOCK_MAX_LINES = 200
+"""The most lines a block hash reads (:meth:`FileCode.block`): the outermost block holding
+a window that is no longer than this; when even the innermost one is longer, or the
+window is at the top level, the whole file is its block (fail closed: any edit of the
+file changes it)."""
+
+AddedLines = Mapping[str, Collection[int]]
+"""A repository path → the numbers of the lines the pull request added there
+(:func:`council.change.diff.added_lines`): what :func:`stamp` counts identical windows
+with, the untouched ones first."""
 
 
 QUOTES = frozenset("\"'`")
@@ -92,6 +102,9 @@ class FileCode:
     """
 
     lines: Sequence[str]
+    added: Collection[int] = ()
+    """Numbers of the lines the pull request added (from 1): a window holding one counts
+    after every untouched identical window (:meth:`code`)."""
     _norm: list[str] = field(init=False, repr=False)
     _indent: list[int | None] = field(init=False, repr=False)
     _parent: list[int] = field(init=False, repr=False)
@@ -122,30 +135,28 @@ class FileCode:
             stack.append(at)
             last = at
         self._windows = {}
+        self._added = frozenset(self.added)
+        self._blocks: dict[int, str] = {}
 
     def __len__(self) -> int:
         return len(self._norm)
 
-    def _header(self, first: int, depth: int | None) -> str:
-        """The header of a window starting at index ``first`` whose least indentation is
-        ``depth`` (None: every line blank): the nearest non-blank line above indented
-        less (any non-blank line above, for a blank window); ``""`` when none is."""
+    def _header_at(self, first: int, depth: int | None) -> int:
+        """The index of the header of a window starting at index ``first`` whose least
+        indentation is ``depth`` (None: every line blank): the nearest non-blank line
+        above indented less (any non-blank line above, for a blank window); -1: none."""
         above = self._previous[first]
         while above >= 0 and depth is not None and (self._indent[above] or 0) >= depth:
             above = self._parent[above]
+        return above
+
+    def _header(self, first: int, depth: int | None) -> str:
+        above = self._header_at(first, depth)
         return self._norm[above] if above >= 0 else ""
 
-    def _key(self, first: int, last: int) -> tuple[tuple[str, ...], str]:
-        content = tuple(self._norm[first : last + 1])
-        depths = [d for d in self._indent[first : last + 1] if d is not None]
-        return content, self._header(first, min(depths) if depths else None)
-
-    def code(self, start: int, end: int) -> str | None:
-        """The code hash of lines ``start`` to ``end`` (from 1, inclusive, in either
-        order): ``<32 hex>:<index>``, the index counting from 1 the identical windows at
-        or above it; None when the window is not inside the file. Blank lines at either
-        end of the window are left out (they hold no code, and an analyzer's range may or
-        may not reach over them: bandit's did, one commit to the next). Never raises."""
+    def _trim(self, start: int, end: int) -> tuple[int, int] | None:
+        """Indexes of the first and last line of lines ``start`` to ``end`` (from 1, either
+        order) without the blank ones at either end; None when not inside the file."""
         low, high = min(start, end), max(start, end)
         if low < 1 or high > len(self._norm):
             return None
@@ -154,17 +165,81 @@ class FileCode:
             first += 1
         while last > first and not self._norm[last]:
             last -= 1
+        return first, last
+
+    def _extent(self, header: int) -> int:
+        """The index of the last non-blank line of the block ``header`` opens: the lines
+        below it indented more, up to the first non-blank one indented no more."""
+        depth = self._indent[header] or 0
+        last = header
+        for at in range(header + 1, len(self._norm)):
+            indent = self._indent[at]
+            if indent is None:
+                continue
+            if indent <= depth:
+                break
+            last = at
+        return last
+
+    def _is_added(self, at: int, span: int) -> bool:
+        return any(n in self._added for n in range(at + 1, at + span + 2))
+
+    def block(self, start: int, end: int) -> str | None:
+        """The hash of the block holding lines ``start`` to ``end``: the outermost block
+        (its header and the lines below it indented more) holding them that is at most
+        :data:`BLOCK_MAX_LINES` long, or the whole file when the window is at the top
+        level or its innermost block is longer. What a decision keeps besides the code
+        hash: a line added or removed in that block (a guard deleted above the dismissed
+        call) changes it. None when the window is not inside the file. Never raises."""
+        trimmed = self._trim(start, end)
+        if trimmed is None:
+            return None
+        first, last = trimmed
+        depths = [d for d in self._indent[first : last + 1] if d is not None]
+        header = self._header_at(first, min(depths) if depths else None)
+        chosen = -1
+        while header >= 0 and self._extent(header) - header < BLOCK_MAX_LINES:
+            chosen = header
+            header = self._parent[header]
+        if chosen not in self._blocks:
+            lines = self._norm[chosen : self._extent(chosen) + 1] if chosen >= 0 else self._norm
+            text = json.dumps([OCCURRENCE_VERSION, "block", lines], ensure_ascii=False)
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self._blocks[chosen] = digest[:HASH_HEX]
+        return self._blocks[chosen]
+
+    def _key(self, first: int, last: int) -> tuple[tuple[str, ...], str]:
+        content = tuple(self._norm[first : last + 1])
+        depths = [d for d in self._indent[first : last + 1] if d is not None]
+        return content, self._header(first, min(depths) if depths else None)
+
+    def code(self, start: int, end: int) -> str | None:
+        """The code hash of lines ``start`` to ``end`` (from 1, inclusive, in either
+        order): ``<32 hex>:<index>``, the index counting from 1 the identical windows
+        the pull request left untouched from the top, then those holding an added line
+        (:attr:`added`) from the top, so a copy added above a decided-on window never
+        takes its index; None when the window is not inside the file. Blank lines at
+        either end of the window are left out (they hold no code, and an analyzer's
+        range may or may not reach over them: bandit's did, one commit to the next).
+        Never raises."""
+        trimmed = self._trim(start, end)
+        if trimmed is None:
+            return None
+        first, last = trimmed
         key = self._key(first, last)
         starts = self._windows.get(key)
         if starts is None:
             span = last - first
-            starts = [
-                at
-                for at in self._starts.get(key[0][0], ())
-                if at + span < len(self._norm) and self._key(at, at + span) == key
-            ]
+            starts = sorted(
+                (
+                    at
+                    for at in self._starts.get(key[0][0], ())
+                    if at + span < len(self._norm) and self._key(at, at + span) == key
+                ),
+                key=lambda at: (self._is_added(at, span), at),
+            )
             self._windows[key] = starts
-        index = bisect_left(starts, first) + 1
+        index = starts.index(first) + 1
         text = json.dumps([OCCURRENCE_VERSION, list(key[0]), key[1]], ensure_ascii=False)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_HEX]
         return f"{digest}:{index}"
@@ -185,28 +260,42 @@ def code_hash(lines: Sequence[str], start: int, end: int) -> str | None:
     return FileCode(lines).code(start, end)
 
 
-def stamp(findings: Sequence[Finding], read: CodeReader) -> list[Finding]:
+def stamp(
+    findings: Sequence[Finding],
+    read: CodeReader,
+    added: AddedLines | None = None,
+    *,
+    blocks_only: bool = False,
+) -> list[Finding]:
     """``findings`` with each new-side line anchor (their own and their members') given
-    its ``code`` at the head tree ``read`` reads, replacing any it had; None where the
-    code cannot be read (no such file, lines past its end). Other anchors are left as
-    they are. Each file is read once. Never raises (a reader that raises is the
-    caller's fault)."""
+    its ``code`` and ``block`` (:meth:`FileCode.block`) at the head tree ``read`` reads,
+    replacing any they had; None where the code cannot be read (no such file, lines past
+    its end). ``added``: the pull request's added lines, which count last among
+    identical windows. ``blocks_only``: keep each anchor's code, set its block only (a
+    carried finding keeps the code it was filed with; its block is read at this head).
+    Other anchors are left as they are. Each file is read once. Never raises (a reader
+    that raises is the caller's fault)."""
     files: dict[str, FileCode | None] = {}
 
-    def code_of(anchor: LineAnchor) -> str | None:
-        if anchor.path not in files:
-            lines = read(anchor.path)
-            files[anchor.path] = FileCode(lines) if lines is not None else None
-        code = files[anchor.path]
-        if code is None:
-            return None
-        return code.code(anchor.start_line or anchor.line, anchor.line)
+    def file_of(path: str) -> FileCode | None:
+        if path not in files:
+            lines = read(path)
+            new = (added or {}).get(path, ())
+            files[path] = FileCode(lines, new) if lines is not None else None
+        return files[path]
 
     def anchored(anchor: object) -> object:
         if not isinstance(anchor, LineAnchor) or anchor.side != "new":
             return anchor
-        value = code_of(anchor)
-        return anchor if value == anchor.code else anchor.model_copy(update={"code": value})
+        code = file_of(anchor.path)
+        first = anchor.start_line or anchor.line
+        value = anchor.code
+        if not blocks_only:
+            value = code.code(first, anchor.line) if code is not None else None
+        block = code.block(first, anchor.line) if code is not None and value else None
+        if (value, block) == (anchor.code, anchor.block):
+            return anchor
+        return anchor.model_copy(update={"code": value, "block": block})
 
     out: list[Finding] = []
     for finding in findings:

@@ -16,7 +16,7 @@ from council.merging.agreement import best_agreeing
 from council.merging.consolidation import consolidate, with_origin
 from council.merging.sameness import says_the_same
 from council.model.findings import Agreement, Finding, Member, Origin, Warning
-from council.model.occurrence import CodeReader, stamp
+from council.model.occurrence import AddedLines, CodeReader, stamp
 from council.model.participant import PROGRAM_BACKENDS, Participant
 from council.model.report import (
     ChangeSize,
@@ -112,6 +112,7 @@ def conclude_round(
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
     code: CodeReader | None = None,
+    added: AddedLines | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """File a review's round: :func:`file_round` of what each participant said
     (:func:`heard_from`), in ROSTER order.
@@ -129,6 +130,7 @@ def conclude_round(
         change=change,
         remembered=remembered,
         code=code,
+        added=added,
     )
 
 
@@ -142,6 +144,7 @@ def file_round(
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
     code: CodeReader | None = None,
+    added: AddedLines | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Merge, number and report one round's findings: ``(filed findings, report)``.
 
@@ -154,7 +157,8 @@ def file_round(
     (:func:`council.session.remembered.file_recalled`), the others take ids from ``first_id``.
     ``code`` reads the head tree the reviewers read: each consolidated finding's anchor and
     its members' are given their occurrence (:func:`council.model.occurrence.stamp`) before
-    they are recognized, so a fingerprint names the code (None: anchors stay as they are).
+    they are recognized, so a fingerprint names the code (None: anchors stay as they are);
+    ``added``: the pull request's added lines, which count last among identical code.
     ``settled_ms``: ms since the epoch (None: no clock read). Raises ValueError as
     :func:`council.merging.consolidation.file_findings` does.
     """
@@ -163,7 +167,7 @@ def file_round(
     kinds = [h.program_tellings() for h in heard]
     merged = consolidate(tellings, heard=whole, change=change, programs=kinds)
     if code is not None:
-        merged = stamp(merged, code)
+        merged = stamp(merged, code, added)
     programs = {h.summary.id for h in heard if h.summary.backend in PROGRAM_BACKENDS}
     roster = [h.summary.id for h in heard]
     filed, reworded = file_recalled(merged, first_id, remembered, roster, programs)
@@ -301,6 +305,7 @@ def conclude_judge(
     change: Change | None = None,
     remembered: Sequence[Finding] = (),
     code: CodeReader | None = None,
+    added: AddedLines | None = None,
 ) -> tuple[list[Finding], CouncilReport]:
     """Apply the judge's consolidated answer to the reviewers' filed findings; settle.
 
@@ -318,7 +323,7 @@ def conclude_judge(
     origin = Origin(kind="judge", run_id=interim.run_id, participant=judge.id, program=False)
     verdicts, strangers = _credited_on_roster(_verdicts(interim, outcome, change), interim)
     if code is not None:
-        verdicts = stamp(verdicts, code)
+        verdicts = stamp(verdicts, code, added)
     may = Overrule.of(interim.participants, judge.options.get(OVERRULE_OPTION))
     updated, filed = _match_verdicts(interim.findings, verdicts, origin, first_id, may)
     own = {f.id for f in interim.findings if f.id is not None}

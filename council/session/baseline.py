@@ -11,7 +11,8 @@ accepts (:mod:`council.session.kinds`). Applied by
 :func:`council.session.decisions.suppress`::
 
     {"version": 1, "entries": [{"fingerprint": "<64 hex>", "reason": "legacy, see #12",
-      "subject", "path", "discussion", "severity", "count", "occurrence", "programs"}]}
+      "subject", "path", "discussion", "severity", "count", "occurrence", "programs",
+      "block"}]}
 
 An entry without ``occurrence`` was written before occurrences were kept: its fingerprint
 is the claim's (:func:`council.model.fingerprint.claim`), and it covers only what it can be
@@ -35,6 +36,7 @@ from council.model.findings import (
     ChangeAnchor,
     FileAnchor,
     Finding,
+    LineAnchor,
     Severity,
     anchor_path,
     severity_rank,
@@ -59,6 +61,7 @@ _ENTRY_KEYS = (
     "count",
     "occurrence",
     "programs",
+    "block",
 )
 
 DISCUSSION_CHARS = 2_000
@@ -111,6 +114,12 @@ class BaselineEntry(BaseModel):
     (:mod:`council.session.kinds`): a finding an analyzer told is covered only when the
     analyzer's own telling is listed. Empty: a model's finding, which never covers an
     analyzer's."""
+    block: str | None = None
+    """The hash of the block holding the recorded code when it was accepted
+    (:attr:`council.model.findings.LineAnchor.block`): the entry carries to a gating
+    finding only while it is the same (:mod:`council.session.stale`). Absent: not kept
+    (an older entry, or not a line's), and then only where the change leaves the file
+    alone."""
 
     @property
     def legacy(self) -> bool:
@@ -305,6 +314,7 @@ def write_baseline(
                 count=occurrences[value],
                 occurrence=occurrence(finding),
                 programs=tuple(sorted(told[value])),
+                block=_block(finding),
             )
         else:
             # Accepted again as it stands now: graver, at more places, or told by more
@@ -315,24 +325,44 @@ def write_baseline(
                 severity = now
             count = max(kept.count, occurrences[value])
             listed = tuple(sorted({*kept.programs, *told[value]}))
-            if (severity, count, listed) != (kept.severity, kept.count, kept.programs):
+            # A person accepts the code as its block is now.
+            block = _block(finding) or kept.block
+            if (severity, count, listed, block) != (
+                kept.severity,
+                kept.count,
+                kept.programs,
+                kept.block,
+            ):
                 by_fingerprint[value] = kept.model_copy(
-                    update={"severity": severity, "count": count, "programs": listed}
+                    update={
+                        "severity": severity,
+                        "count": count,
+                        "programs": listed,
+                        "block": block,
+                    }
                 )
     ordered = sorted(by_fingerprint.values(), key=lambda e: (e.path, e.fingerprint))
     document = {"version": BASELINE_VERSION, "entries": [_written(e) for e in ordered]}
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def _block(finding: Finding) -> str | None:
+    """The block hash of a finding's anchor (None: not a line's, or not read)."""
+    anchor = finding.anchor
+    return anchor.block if isinstance(anchor, LineAnchor) else None
+
+
 def _written(entry: BaselineEntry) -> dict[str, Any]:
-    """An entry as the file holds it: ``discussion``, ``occurrence`` and ``programs``
-    left out when empty (an entry written before they were kept stays as it was)."""
+    """An entry as the file holds it: ``discussion``, ``occurrence``, ``programs`` and
+    ``block`` left out when empty (an entry written before they were kept stays as it
+    was)."""
     left_out = {
         name
         for name, empty in (
             ("discussion", not entry.discussion),
             ("occurrence", entry.occurrence is None),
             ("programs", not entry.programs),
+            ("block", entry.block is None),
         )
         if empty
     }

@@ -18,7 +18,9 @@ does not cover gates, with a note saying why:
 A decision never crosses kinds (:mod:`council.session.kinds`): a finding a program
 reviewer told is covered only by a decision that lists that program's own telling (its
 rule and occurrence); a graver finding than the one decided on is never covered. A
-dismissal wins over the baseline. Pure. Source: docs/identity-and-clocks.md "Occurrences";
+dismissal wins over the baseline. A decision carries to a finding at or above the gate's
+``fail_on`` only while the block holding its code is as it was decided on
+(:mod:`council.session.stale`). Pure. Source: docs/identity-and-clocks.md "Occurrences";
 docs/guide.md "Dismissals and the baseline".
 """
 
@@ -31,12 +33,21 @@ from typing import Literal
 from council.change.diff import Change
 from council.merging.agreement import recognize
 from council.merging.sameness import fold_subject
-from council.model.findings import ChangeAnchor, FileAnchor, Finding, anchor_path, severity_rank
+from council.model.findings import (
+    ChangeAnchor,
+    FileAnchor,
+    Finding,
+    LineAnchor,
+    anchor_path,
+    severity_rank,
+)
 from council.model.fingerprint import claim, fingerprint, occurrence
+from council.model.gate_policy import FailOn
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport, Reworded, Suppression
 from council.session.baseline import Baseline, BaselineEntry
 from council.session.kinds import program_claims, program_prints
+from council.session.stale import stale, stale_note
 
 Source = Literal["dismissed", "baseline"]
 
@@ -70,6 +81,8 @@ class Decision:
     """The id of the dismissed finding, when known."""
     severity_kept: bool = True
     """False for a baseline entry that kept no severity (it holds nothing back)."""
+    block: str | None = None
+    """The hash of the block its code was in when decided on (None: not kept)."""
 
     @property
     def path(self) -> str:
@@ -83,6 +96,8 @@ class _Pass:
     suppressed: dict[int, Suppression]
     notes: dict[int, str] = field(default_factory=dict)
     matched: set[int] = field(default_factory=set)
+    change: Change | None = None
+    fail_on: FailOn | None = None
 
     def hold(self, finding: Finding, suppression: Suppression, note: str | None = None) -> None:
         assert finding.id is not None
@@ -115,6 +130,8 @@ def suppress(
     finding dismissed, where known; ``change``: the pull request's change (what a decision
     written before occurrences were kept can be shown to cover: :func:`untouched`; None:
     nothing). Program reviewers are the report's participants with a program backend.
+    A decision does not take out of the gate (``report.gate.fail_on``) a finding whose
+    block changed (:func:`council.session.stale.stale`): it gates, with a note.
     Each open finding (carried ones too) is matched as the module says; nothing leaves
     ``findings``; findings without an id are never suppressed; each finding a decision of
     its claim did not cover gets a note saying why. Never raises. Source:
@@ -125,7 +142,7 @@ def suppress(
         *_dismissals(dismissals, dismissed or {}, programs),
         *_entries(baseline),
     ]
-    done = _Pass(dict(report.suppressed))
+    done = _Pass(dict(report.suppressed), change=change, fail_on=report.gate.fail_on)
     seen = set(report.seen)
     owned = {d.ident for d in decisions if d.ident is not None}
     listed = [f for f in report.open_findings if f.id is not None]
@@ -189,6 +206,7 @@ def _dismissals(
                 legacy=legacy,
                 programs=(program_claims if legacy else program_prints)(seen, programs),
                 ident=seen.id,
+                block=seen.anchor.block if isinstance(seen.anchor, LineAnchor) else None,
             )
         )
     return out
@@ -212,6 +230,7 @@ def _entries(baseline: Baseline) -> list[Decision]:
             budget=e.count,
             count=e.count,
             severity_kept=bool(e.severity),
+            block=e.block,
         )
         for e in firsts.values()
     ]
@@ -244,6 +263,10 @@ def _apply(
     decision.budget -= 1
     if _graver(finding, decision):
         done.refuse(finding, graver_note(finding, decision, how))
+        return True
+    if not decision.legacy and stale(finding, decision.block, done.change, done.fail_on):
+        kept = decision.block is not None
+        done.refuse(finding, stale_note(finding, _what(decision), kept_block=kept))
         return True
     reworded = None
     if how == "agreement":

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from council.change.diff import Change, parse_diff
 from council.model.findings import Finding
+from council.model.occurrence import AddedLines, CodeReader, stamp
 from council.model.report import CouncilReport
 from council.session.baseline import Baseline, read_baseline
 from council.session.decisions import suppress
@@ -51,13 +52,23 @@ class SessionMarks:
     carry: bool = False
     """The round reviews only the commits after the last reviewed head (``--since-last``)."""
 
-    def apply(self, report: CouncilReport, pull: Change | None = None) -> CouncilReport:
+    def apply(
+        self,
+        report: CouncilReport,
+        pull: Change | None = None,
+        code: CodeReader | None = None,
+        added: AddedLines | None = None,
+    ) -> CouncilReport:
         """The report with ``seen``, ``outdated``, ``carried`` and ``suppressed`` filled.
 
         Without an interdiff nothing can be said to be outdated, so none is listed, and
         none is carried (the CLI reviews the whole change then). ``pull``: the pull
         request's change, what a decision written before occurrences were kept can be
-        shown to cover (:func:`council.session.decisions.untouched`). Never raises.
+        shown to cover (:func:`council.session.decisions.untouched`), and a decision that
+        kept no block (:mod:`council.session.stale`). ``code``: the head tree, where a
+        carried finding's block is read again (its code is as it was filed; the lines
+        around it may not be); ``added``: the pull request's added lines. Decisions are
+        applied at the report's gate. Never raises.
         """
         earlier = self.earlier if self.since is not None else ()
         marked = mark_round(
@@ -65,6 +76,9 @@ class SessionMarks:
         )
         if self.carry and self.since is not None:
             marked = carry(marked, earlier, self.since)
+            if code is not None and marked.carried:
+                carried = tuple(stamp(marked.carried, code, added, blocks_only=True))
+                marked = marked.model_copy(update={"carried": carried})
         return suppress(marked, self.baseline, self.dismissals, self.dismissed, change=pull)
 
 

@@ -22,7 +22,7 @@ from council.asks.confirm import confirmation_asks, waiting_report
 from council.asks.paused import pending
 from council.asks.pending import PendingAsk
 from council.change.commentable import land
-from council.change.diff import parse_diff
+from council.change.diff import added_lines, parse_diff
 from council.change.diff_filter import apply_filter, parse_filter
 from council.model.backend_result import ReviewResult, Stop
 from council.model.findings import Finding
@@ -176,6 +176,8 @@ class _Hearing:
         """What ``--filter`` judges against: the pull request's change (with
         ``--since-last`` the round's own change is only the new commits, and a finding
         still open on the pull request's code must keep gating)."""
+        self.added = added_lines(self.pull)
+        """The pull request's added lines: identical code counts them last."""
 
     def facts(self, *notes: str) -> RoundFacts:
         """What the report says of the run besides its outcomes, from its record, with
@@ -203,7 +205,8 @@ class _Hearing:
         if self.code.over_cap:
             note = over_cap_note(sorted(self.code.over_cap))
             report = report.model_copy(update={"notes": (*report.notes, note)})
-        marked = self.marks.apply(land(report, self.change), self.pull).gated(**gate.model_dump())
+        gated = land(report, self.change).gated(**gate.model_dump())
+        marked = self.marks.apply(gated, self.pull, self.code, self.added)
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
         held = apply_min_agreement(filtered)
         return with_fingerprints(held)
@@ -314,6 +317,7 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
             change=heard.change,
             remembered=heard.marks.recall,
             code=heard.code,
+            added=heard.added,
         )
         report = heard.finish(report)
         if answered:
@@ -384,6 +388,7 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
             change=heard.change,
             remembered=heard.marks.recall,
             code=heard.code,
+            added=heard.added,
         )
         report = heard.finish(report)
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()

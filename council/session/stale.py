@@ -1,0 +1,60 @@
+"""Stale decisions: a dismissal or baseline entry whose occurrence's block changed.
+
+The code hash names the anchored lines and their block's header only, so deleting a
+guard two lines above a dismissed ``open(path)`` kept the occurrence, and its decision.
+A decision therefore keeps the hash of the block it was made in
+(:attr:`council.model.findings.LineAnchor.block`); it carries to a finding at or above
+the gate's ``fail_on`` only while the finding's block hashes the same. A decision that
+kept no block (made before blocks were kept) carries to such a finding only when the
+pull request's change leaves the finding's file alone (one keyed by the claim has its
+own, narrower rule: :func:`council.session.decisions.untouched`). Else the finding gates, with a
+note asking for a fresh decision. Pure. Source: docs/identity-and-clocks.md
+"Occurrences".
+"""
+
+from __future__ import annotations
+
+from council.change.diff import Change
+from council.model.findings import Finding, LineAnchor, severity_rank
+from council.model.gate_policy import FailOn
+
+
+def stale(
+    finding: Finding, block: str | None, change: Change | None, fail_on: FailOn | None
+) -> bool:
+    """Whether a decision that kept ``block`` must not take ``finding`` out of the gate
+    because the finding's block changed (or cannot be shown unchanged): the finding is
+    at or above ``fail_on`` (None or ``never``: nothing gates, nothing is stale), names
+    its code (a new-side line anchor with a code hash), and its block differs from
+    ``block``; when ``block`` is None, the pull request's ``change`` touches its file
+    (no change given: the caller has none to show, and the decision stands as before).
+    Never raises."""
+    if fail_on is None or fail_on == "never":
+        return False
+    if severity_rank(finding.severity) < severity_rank(fail_on):
+        return False
+    anchor = finding.anchor
+    if not isinstance(anchor, LineAnchor) or anchor.side != "new" or anchor.code is None:
+        return False
+    if block is not None:
+        return anchor.block != block
+    if change is None:
+        return False
+    return any(f.side_path("new") == anchor.path for f in change.files)
+
+
+def stale_note(finding: Finding, what: str, *, kept_block: bool) -> str:
+    """The note for a gating finding whose earlier decision (``what``: "#5, dismissed",
+    "a baseline entry") did not carry because its block changed."""
+    why = (
+        "lines were added or removed in the block that holds its code since then"
+        if kept_block
+        else "the decision kept no record of the block that holds its code, and this "
+        "change edits its file"
+    )
+    return (
+        f"#{finding.id} is the occurrence of {what} ({finding.subject[:80]!r}), but its "
+        f"earlier decision did not carry: {why} (a guard removed beside it changes what "
+        "was decided on), so it is not suppressed and gates until a person decides on it "
+        "afresh (dismiss it again, or write the baseline again)"
+    )

@@ -1,0 +1,202 @@
+"""Two holes a hostile review found in what a decision covers, replayed end to end
+through `council review`, `council dismiss` and `council baseline` (embedded mode, real
+git, real bandit), as tests/unit/test_occurrence_situations.py does:
+
+* a guard deleted in the block of a dismissed or baselined call kept the decision (the
+  call's code and its block's header were unchanged): the call gates, with a note;
+* a copy of baselined code added above it took the original's index, and so its entry:
+  the copy gates, the original stays baselined.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from council.change.diff import parse_diff
+from council.model.findings import Finding, LineAnchor, Severity
+from council.model.occurrence import FileCode
+from council.session.baseline import BASELINE_FILE
+from council.session.stale import stale
+from tests.gitrepo import commit, git
+from tests.unit.test_occurrence_situations import B602, BANDIT, ROUND, Council, filler
+
+GUARDED = (
+    "import subprocess\n\n\n"
+    "def run(cmd):\n"
+    '    if ";" in cmd:\n'
+    "        raise ValueError(cmd)\n"
+    "    return subprocess.call(cmd, shell=True)\n"
+)
+"""A shell call behind a guard; bandit's B602 (critical) on line 7."""
+
+UNGUARDED = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
+"""The same function with its guard deleted: the call's line and header are unchanged."""
+
+
+@pytest.fixture(autouse=True)
+def _sandbox() -> None:
+    from tests.sandboxing import bwrap_or_skip
+
+    bwrap_or_skip()
+
+
+def test_a_dismissal_does_not_carry_once_a_guard_in_its_block_is_deleted(tmp_path: Path) -> None:
+    """Round 1 raises B602 on the guarded call; a person dismisses it. Round 2 deletes
+    the guard: the call gates (it passed, "dismissed"), the note asks for a fresh
+    decision; dismissed again, it passes."""
+    council = Council(tmp_path, ROUND + BANDIT, {"README": "x\n"})
+    base = git(council.repo, "rev-parse", "HEAD")
+    commit(council.repo, {"app.py": GUARDED}, "guarded")
+    _, one = council.review(base)
+    assert one is not None
+    (first,) = [f for f in one.findings if f.subject == B602]
+    said = council.cli("dismiss", str(first.id), "--reason", "guarded", "--session", "s")
+    assert said.exit_code == 0, said.output
+    commit(council.repo, {"app.py": UNGUARDED}, "drop the guard")
+    done, two = council.review(base)
+    assert two is not None
+    (again,) = [f for f in two.findings if f.subject == B602]
+    assert again.id == first.id and again.id not in two.suppressed
+    assert done.exit_code == 1, done.output
+    assert any(
+        f"#{again.id} is the occurrence of #{first.id}, dismissed" in n
+        and "decides on it afresh" in n
+        for n in two.notes
+    ), two.notes
+    said = council.cli("dismiss", str(again.id), "--reason", "callers check", "--session", "s")
+    assert said.exit_code == 0, said.output
+    done, three = council.review(base)
+    assert three is not None and three.suppressed[again.id].source == "dismissed"
+    assert done.exit_code == 0, done.output
+
+
+def test_a_baseline_entry_does_not_carry_once_a_guard_in_its_block_is_deleted(
+    tmp_path: Path,
+) -> None:
+    """The guarded call is baselined and committed; a pull request deletes the guard
+    (and edits nothing else): the call gates with a note; an edit in another function
+    leaves the entry carrying."""
+    council = Council(tmp_path, ROUND + BANDIT + 'scope = "files"\n', {"README": "x\n"})
+    empty = git(council.repo, "rev-parse", "HEAD")
+    other = "\n\ndef version():\n    return 1\n"
+    commit(council.repo, {"app.py": GUARDED + other}, "guarded")
+    council.review(empty, "--filter", "file")
+    target = str(council.repo / BASELINE_FILE)
+    assert council.cli("baseline", "--session", "s", "--output", target).exit_code == 0
+    base = commit(council.repo, {BASELINE_FILE: Path(target).read_text()}, "baseline")
+    commit(council.repo, {"app.py": GUARDED + other.replace("1", "2")}, "elsewhere")
+    done, kept = council.review(base, "--filter", "file", session="pr1")
+    assert kept is not None
+    (call,) = [f for f in kept.findings if f.subject == B602]
+    assert kept.suppressed[call.id].source == "baseline", kept.notes
+    assert done.exit_code == 0, done.output
+    commit(council.repo, {"app.py": UNGUARDED + other}, "drop the guard")
+    done, pull = council.review(base, "--filter", "file", session="pr2")
+    assert pull is not None
+    (call,) = [f for f in pull.findings if f.subject == B602]
+    assert call.id not in pull.suppressed
+    assert done.exit_code == 1, done.output
+    assert any(f"#{call.id} is the occurrence of a baseline entry" in n for n in pull.notes)
+
+
+def test_a_copy_added_above_baselined_code_never_takes_its_entry(tmp_path: Path) -> None:
+    """The base's `run` is baselined; a pull request adds an identical `run` above it
+    (the same header, the same block). The original keeps its entry; the copy, added
+    by the change, gates (it took index 1 and the entry, and the original gated)."""
+    council = Council(tmp_path, ROUND + BANDIT + 'scope = "files"\n', {"README": "x\n"})
+    empty = git(council.repo, "rev-parse", "HEAD")
+    tail = "\n\n" + filler(3, "pad")
+    commit(council.repo, {"app.py": UNGUARDED + tail}, "run")
+    council.review(empty, "--filter", "file")
+    target = str(council.repo / BASELINE_FILE)
+    assert council.cli("baseline", "--session", "s", "--output", target).exit_code == 0
+    base = commit(council.repo, {BASELINE_FILE: Path(target).read_text()}, "baseline")
+    copy = "def run(cmd):\n    return subprocess.call(cmd, shell=True)\n\n\n"
+    head = "import subprocess\n\n\n"
+    commit(council.repo, {"app.py": head + copy + UNGUARDED.removeprefix(head) + tail}, "copy")
+    done, pull = council.review(base, "--filter", "file", session="pr")
+    assert pull is not None
+    by_line = {getattr(f.anchor, "line", 0): f.id for f in pull.findings if f.subject == B602}
+    assert sorted(by_line) == [5, 9], pull.findings
+    assert pull.suppressed[by_line[9]].source == "baseline", pull.notes
+    assert by_line[5] not in pull.suppressed
+    assert done.exit_code == 1, done.output
+
+
+# The pure rules under them: council.model.occurrence and council.session.stale.
+
+FUNC = [
+    "def run(path):",
+    "    if '..' in path:",
+    "        raise ValueError(path)",
+    "    open(path)",
+]
+
+
+def test_a_guard_deleted_in_the_block_changes_its_hash_and_not_the_code() -> None:
+    """Deleting the guard keeps the call's code hash and changes its block's; an edit in
+    another function changes neither."""
+    other = ["", "def version():", "    return 1"]
+    before = FileCode([*FUNC, *other])
+    after = FileCode([FUNC[0], FUNC[3], *other])
+    elsewhere = FileCode([*FUNC, *other[:2], "    return 2"])
+    assert before.code(4, 4) == after.code(2, 2) == elsewhere.code(4, 4)
+    assert before.block(4, 4) != after.block(2, 2)
+    assert before.block(4, 4) == elsewhere.block(4, 4)
+
+
+def test_untouched_identical_code_counts_before_added_code() -> None:
+    """A copy added above takes the index after the untouched original's; with nothing
+    added, the order is the file's."""
+    lines = [*FUNC, "", *FUNC]
+    assert FileCode(lines, added=range(1, 6)).code(9, 9) == FileCode(FUNC).code(4, 4)
+    assert FileCode(lines).code(4, 4) == FileCode(FUNC).code(4, 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a()", "b()", "  a()", ""]), min_size=1, max_size=30),
+    st.sets(st.integers(min_value=1, max_value=30)),
+)
+def test_an_added_window_never_takes_an_untouched_ones_index(
+    lines: list[str], added: set[int]
+) -> None:
+    """Among identical windows, every untouched one's index is below every added one's,
+    and the indexes of each kind keep the file's order."""
+    code = FileCode(lines, added=added)
+    seen: dict[str, list[tuple[bool, int, int]]] = {}
+    for n in range(1, len(lines) + 1):
+        value = code.code(n, n)
+        if value is None or not lines[n - 1].strip():
+            continue
+        digest, index = value.split(":")
+        seen.setdefault(digest, []).append((n in added, n, int(index)))
+    for windows in seen.values():
+        ranked = [index for _, _, index in sorted(windows)]
+        assert ranked == list(range(1, len(windows) + 1))
+
+
+def _at(block: str | None, severity: Severity = "critical") -> Finding:
+    anchor = LineAnchor(path="app.py", line=4, code="c" * 32 + ":1", block=block)
+    return Finding(id=1, anchor=anchor, label="issue", subject="x", severity=severity)
+
+
+def test_a_decision_is_stale_only_for_a_gating_finding_whose_block_changed() -> None:
+    change = parse_diff(ADDS_APP)
+    assert stale(_at("new"), "old", None, "critical")
+    assert not stale(_at("old"), "old", change, "critical")
+    assert not stale(_at("new", "medium"), "old", change, "critical")  # below the gate
+    assert not stale(_at("new"), "old", change, "never")
+    assert stale(_at(None), "old", None, "critical")  # block unknown: fail closed
+    assert stale(_at("new"), None, change, "critical")  # no block kept, file edited
+    assert not stale(_at("new"), None, parse_diff(ADDS_OTHER), "critical")
+
+
+ADDS_APP = (
+    "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 2\n"
+)
+ADDS_OTHER = ADDS_APP.replace("app.py", "other.py")
