@@ -74,6 +74,33 @@ def test_a_dismissal_does_not_carry_once_a_guard_in_its_block_is_deleted(tmp_pat
     assert done.exit_code == 0, done.output
 
 
+def test_a_fresh_dismissal_carries_in_since_last_rounds_after_the_guard_went(
+    tmp_path: Path,
+) -> None:
+    """As above, each round ``--since-last``: the round that deletes the guard gates on
+    the carried call; dismissed afresh by the id it reported, the next round (after a
+    commit to another file) keeps it out of the gate."""
+    council = Council(tmp_path, ROUND + BANDIT, {"README": "x\n"})
+    base = git(council.repo, "rev-parse", "HEAD")
+    commit(council.repo, {"app.py": GUARDED}, "guarded")
+    _, one = council.review(base, "--since-last")
+    assert one is not None
+    (first,) = [f for f in one.findings if f.subject == B602]
+    said = council.cli("dismiss", str(first.id), "--reason", "guarded", "--session", "s")
+    assert said.exit_code == 0, said.output
+    commit(council.repo, {"app.py": UNGUARDED}, "drop the guard")
+    done, two = council.review(base, "--since-last")
+    assert two is not None
+    (again,) = [f for f in two.carried if f.subject == B602]  # app.py's call, carried
+    assert again.id not in two.suppressed and done.exit_code == 1, done.output
+    said = council.cli("dismiss", str(again.id), "--reason", "callers check", "--session", "s")
+    assert said.exit_code == 0, said.output
+    commit(council.repo, {"README": "y\n"}, "another file")
+    done, three = council.review(base, "--since-last")
+    assert three is not None, done.output
+    assert done.exit_code == 0, (done.output, three.notes)
+
+
 def test_a_baseline_entry_does_not_carry_once_a_guard_in_its_block_is_deleted(
     tmp_path: Path,
 ) -> None:

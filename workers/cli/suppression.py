@@ -266,7 +266,10 @@ def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding
                     "covers one occurrence; pass the id of the one to dismiss"
                 )
             found = named[0] if named else None
-        return (fingerprint(found) if found is not None else value), found
+        if found is None:
+            return value, None
+        found = _as_open(store, session, found)
+        return fingerprint(found), found
     if text.strip().isdigit():
         ident = int(text)
         found = next((f for f in store.findings(session) if f.id == ident), None)
@@ -275,10 +278,19 @@ def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding
                 f"session {session!r} has no finding {ident}; pass its fingerprint, or the "
                 "right --session"
             )
+        found = _as_open(store, session, found)
         return fingerprint(found), found
     raise UsageProblem(
         f"{text!r} is neither a fingerprint (64 hexadecimal digits) nor a finding id"
     )
+
+
+def _as_open(store: SessionStore, session: str, found: Finding) -> Finding:
+    """The finding as the session's last round left it open, when it did: a finding
+    carried into a later round is anchored at that round's head, its block read there, so
+    a dismissal decides on the occurrence the person saw (the filed telling keeps the
+    block of the round that filed it, and a decision on it would not carry)."""
+    return next((f for f in store.open_findings(session) if f.id == found.id), found)
 
 
 def _session_key(session: str | None, repo: Path, head: str) -> str:
