@@ -112,3 +112,9 @@ def _class_end(segment: str, start: int) -> int:
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
     """Whether any of ``patterns`` selects ``path``; False for no patterns."""
     return any(PathPattern.of(p).matches(path) for p in patterns)
+
+
+def first_match(path: str, patterns: Sequence[str]) -> str | None:
+    """The first of ``patterns`` that selects ``path`` (as the roster wrote it), or None:
+    what a report names as the reason a file was left out."""
+    return next((p for p in patterns if PathPattern.of(p).matches(path)), None)

@@ -118,6 +118,12 @@ review --without-keys``, :func:`council.roster.round_roster.without_keys`); the 
 report shows it under its title."""
 
 
+NOT_REVIEWED = "added, not reviewed:"
+"""How the run note naming the files the change ADDS under a path ``[paths]`` leaves out
+begins; the Markdown report shows it under its title (a file no reviewer saw is never
+silent, and new code is where an over-broad pattern hides the most)."""
+
+
 class CouncilReport(BaseModel):
     """Everything one run settled to (docs/architecture.md; reports read this).
 

@@ -78,15 +78,18 @@ def render_github_checks_with_cuts(
     and 4 ``failure``, or ``cancelled`` / ``timed_out`` for a run that was), so a
     required check and the CI gate never disagree: it passes only when the gate does.
     ``title`` is the gate's verdict in one line, ``summary`` the verdict and what was
-    annotated, ``text`` the Markdown report. Pass ``change`` when at hand: a whole-file
-    anchor on a deleted file is then kept out of the annotations. The gate policy is the
-    report's own (``report.gate``).
+    annotated, ``text`` the Markdown report. A run waiting on a person (its run id is the
+    check's ``external_id`` again once it settles, and GitHub keeps every annotation an
+    update adds) gets none: they come with the settled run. Pass ``change`` when at hand:
+    a whole-file anchor on a deleted file is then kept out of the annotations. The gate
+    policy is the report's own (``report.gate``).
     """
     code = exit_code(report)
     gating = gating_ids(report)
+    waiting = report.status == "waiting"
     placed = [
         (finding, note)
-        for finding in report.open_findings
+        for finding in (() if waiting else report.open_findings)
         if (note := _annotation(report, finding, change, finding.id in gating)) is not None
     ]
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
@@ -96,12 +99,15 @@ def render_github_checks_with_cuts(
     title = {0: "passed", 1: "gate tripped", 3: "incomplete", 4: "waiting on a person"}.get(
         code, "done"
     )
-    summary = [
-        f"**Council review: {title}** — {verdict}.",
-        "",
-        f"{len(annotations)} of {len(report.open_findings)} open finding(s) are annotated "
-        "on the diff; the report below lists every one.",
-    ]
+    annotated = (
+        f"The run waits on a person: its {len(report.open_findings)} open finding(s) are "
+        "annotated once it settles (an update cannot take an annotation back); the report "
+        "below lists every one."
+        if waiting
+        else f"{len(annotations)} of {len(report.open_findings)} open finding(s) are "
+        "annotated on the diff; the report below lists every one."
+    )
+    summary = [f"**Council review: {title}** — {verdict}.", "", annotated]
     cuts: list[str] = []
     if len(placed) > len(chosen):
         cuts.append(

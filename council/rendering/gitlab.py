@@ -127,13 +127,16 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
     A thread per finding that would be a GitHub line comment, at most
     :data:`~council.rendering.github_review.MAX_COMMENTS`, the most severe first. GitLab places
     one by its line's kind (added: ``new_line``; removed: ``old_line``; context: both), which
-    only ``change`` tells: without it, no threads. A range sits on its last line and says so.
-    Bodies: :func:`~council.rendering.github_review.comment_body` made safe by
+    only ``change`` tells: without it, no threads; for a run waiting on a person none
+    either (its findings are in the summary note; the threads, marked with the run id,
+    come once it settles, as GitLab keeps a thread posted). A range sits on its last line
+    and says so. Bodies: :func:`~council.rendering.github_review.comment_body` made safe by
     :func:`gitlab_safe`. Never raises.
     """
     placed: list[tuple[Finding, dict[str, Any]]] = []
     seen, gating = frozenset(report.seen), gating_ids(report)
-    for finding in report.findings:
+    waiting = report.status == "waiting"
+    for finding in (() if waiting else report.findings):
         thread = _thread(report, finding, seen, change, finding.id in gating)
         if thread is not None:
             placed.append((finding, thread))

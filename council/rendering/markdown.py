@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable, Sequence
 from council.asks.pending import PendingAsk
 from council.model.findings import LABELS, SEVERITIES, Warning
 from council.model.report import (
+    NOT_REVIEWED,
     UNSANDBOXED,
     WITHOUT_KEYS,
     ChangeSize,
@@ -109,7 +110,15 @@ def _title(report: CouncilReport) -> str:
         lines += ["", "**Not sandboxed:** " + inline(note)]
     for note in filter(_without_keys, report.notes):
         lines += ["", "**Without keys:** " + inline(note)]
+    for note in filter(_not_reviewed, report.notes):
+        lines += ["", "**Not reviewed:** " + inline(note)]
     return "\n".join(lines)
+
+
+def _not_reviewed(note: str) -> bool:
+    """Whether a run note names files the change adds that ``[paths]`` left out (shown
+    first: no reviewer read them)."""
+    return note.startswith(NOT_REVIEWED)
 
 
 def _unsandboxed(note: str) -> bool:
@@ -316,7 +325,9 @@ def _questions(report: CouncilReport) -> str:
 
 
 def _notes(report: CouncilReport) -> str:
-    notes = [n for n in report.notes if not (_unsandboxed(n) or _without_keys(n))]
+    notes = [
+        n for n in report.notes if not (_unsandboxed(n) or _without_keys(n) or _not_reviewed(n))
+    ]
     if not notes:
         return ""
     return "\n".join(["### Notes", "", *(f"- {inline(note)}" for note in notes)])

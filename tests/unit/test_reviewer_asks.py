@@ -459,3 +459,32 @@ def test_a_reviewer_may_ask_only_so_many_questions_in_a_run(tmp_path: Path) -> N
     counting = AskDesk(tmp_path, None, resumed(2), "run_1", "asker")
     assert counting.reply({"question": "A?"})["outcome"] == "asked"
     assert counting.asked is not None and counting.asked.asked == 3
+
+
+def test_a_round_waiting_on_a_question_lists_the_findings_heard_so_far(
+    tmp_path: Path,
+    repo: Path,  # noqa: F811
+    server: FakeOpenAI,
+) -> None:
+    """hawk asks, owl answered: the waiting round (exit 4) reports owl's finding beside
+    the question (never "No findings." while something is open) and files nothing: the
+    settled round files both reviewers' findings (a new one's id is settled then: hawk's,
+    first in the roster, takes 1)."""
+    state, rp = tmp_path / "state.json", _roster(tmp_path, server.base_url)
+    script_asking_reviewer(server)
+    out = tmp_path / "waiting.json"
+    first = review(repo, state, "--json", str(out), roster_path=rp)
+    assert first.exit_code == 4, first.output
+    waiting = json.loads(out.read_text())
+    assert waiting["status"] == "waiting"
+    assert [(f["id"], f["subject"]) for f in waiting["findings"]] == [(1, OTHER["subject"])]
+    (asked,) = waiting["asks"]
+    assert asked["ask"]["question"] == "Which deployment profile does app.py run under?"
+    assert OTHER["subject"] in first.stdout and "No findings." not in first.stdout
+    (ask,) = _asks(state)
+    assert _cli(state, "answer", ask["id"], "profile-123").exit_code == 0
+    settled_out = tmp_path / "settled.json"
+    settled = review(repo, state, "--json", str(settled_out), roster_path=rp)
+    assert settled.exit_code == 1, settled.output
+    filed = {f["subject"]: f["id"] for f in json.loads(settled_out.read_text())["findings"]}
+    assert filed == {FINDING["subject"]: 1, OTHER["subject"]: 2}

@@ -28,6 +28,7 @@ from council.rendering import read_json, render_markdown
 from council.rendering.github_checks import render_github_checks
 from council.rendering.github_review import render_github_review
 from council.rendering.jsonreport import UnreadableReport
+from council.round.gate import exit_code
 from workers.cli.context import Incomplete, UsageProblem
 from workers.cli.outputs import FILE_NAMES
 from workers.forge import gitlab as gitlab_api
@@ -160,9 +161,11 @@ def publish_github_command(
     the summary comment (council.md) is edited in place on every round. A re-run of
     the same run (a retried CI step) posts no second review: it brings the body of the
     one it posted up to date, and only the summary comment posted by the token's own
-    user is ever edited. When a round passes, council's earlier reviews that still
-    request changes are dismissed. With --checks, also ONE check run `council` on the
-    head (idempotent by the run id), annotations batched 50 a request.
+    user is ever edited. When a round passes (by council.json), council's earlier
+    reviews that still request changes are dismissed; a run waiting on a person posts
+    no review until it settles (its summary lists the findings and questions). With
+    --checks, also ONE check run `council` on the head (idempotent by the run id),
+    annotations batched 50 a request.
 
     Reads the token from GITHUB_TOKEN (`permissions: pull-requests: write`; with
     --checks also `checks: write`). Exit 2 when the outputs are not this head's run's
@@ -335,15 +338,16 @@ def _github_inputs(
                 if checks
                 else None
             ),
+            verdict=exit_code(parsed),
         )
     assert from_dir is not None
     outputs = _outputs(from_dir, head)
     review_text = _output(outputs, "github-review")
     markdown = _output(outputs, "markdown")
     checks_text = _output(outputs, "github-checks") if checks else None
+    found = _report_of(outputs)
+    found = found.gated(**policy) if found is not None else None
     if review_text is None or markdown is None or (checks and checks_text is None):
-        found = _report_of(outputs)
-        found = found.gated(**policy) if found is not None else None
         if found is None:
             wanted = "github-review, markdown" + (", github-checks" if checks else "")
             raise UsageProblem(
@@ -368,6 +372,7 @@ def _github_inputs(
         checks=_object(checks_text, from_dir / FILE_NAMES["github-checks"])
         if checks_text is not None
         else None,
+        verdict=exit_code(found) if found is not None else None,
     )
 
 

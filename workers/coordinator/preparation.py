@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from council.change.diff import Change, read_change
+from council.change.path_patterns import first_match
 from council.change.quoted_paths import shown
 from council.change.secret_masks import (
     Masker,
@@ -31,6 +32,7 @@ from council.change.secret_masks import (
 )
 from council.errors import ChangeTooLarge, ConfigurationError
 from council.model.participant import Participant
+from council.model.report import NOT_REVIEWED
 from council.roster import Roster
 from council.roster.prompt import change_notes
 from council.roster.round_roster import (
@@ -158,7 +160,13 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     secrets = _find_secrets(repo, refs, change, excluded)
     change = mask_change(change, secrets)
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
-    excluded_notes = _excluded_notes([masked_path(p, secrets) for p in excluded])
+    added = {e.path for e in listed if e.status == "A"}
+    excluded_notes = (
+        *_excluded_notes([masked_path(p, secrets) for p in excluded]),
+        *_not_reviewed_notes(
+            [(masked_path(p, secrets), _left_out_by(p, roster)) for p in excluded if p in added]
+        ),
+    )
     lineup = line_up(roster, _replay_base_dir(options, repo))
     if options.without_keys:
         lineup, keyless = without_keys(lineup)
@@ -273,6 +281,29 @@ def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:
         f"{len(excluded)} file(s) excluded by [paths] in the roster: "
         + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
         + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
+    )
+
+
+def _left_out_by(path: str, roster: Roster) -> str:
+    """Why ``[paths]`` left ``path`` out: the exclude pattern that selects it, or no
+    include pattern selecting it."""
+    pattern = first_match(path, roster.exclude)
+    if pattern is not None:
+        return f"excluded by `{pattern}`"
+    return "selected by no [paths] include pattern"
+
+
+def _not_reviewed_notes(added: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """The note naming the files the pull request ADDS that ``[paths]`` left out, each
+    with the pattern why (:data:`~council.model.report.NOT_REVIEWED`; the Markdown
+    report shows it under its title); none when none. Not gating: the roster, read from
+    the base, chose to leave them out; the note makes an over-broad pattern visible."""
+    if not added:
+        return ()
+    return (
+        f"{NOT_REVIEWED} "
+        + ", ".join(f"{shown(p)} ({why})" for p, why in added[:EXCLUDED_SHOWN])
+        + (f" and {len(added) - EXCLUDED_SHOWN} more" if len(added) > EXCLUDED_SHOWN else ""),
     )
 
 

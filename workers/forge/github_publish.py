@@ -7,7 +7,10 @@ maintainer's token may edit anyone's comment. GitHub creates a review whole and 
 REST change only its body, so a retried publish brings the body up to date (listing any line
 comment it lacks) rather than posting a second review. The check run (``external_id`` = the
 run id) gets only the annotations past its ``annotations_count``, since GitHub appends each
-update's. Every body goes through :func:`~council.rendering.escape.for_forge`, every
+update's. A run waiting on a person (exit 4) posts no review: its run's review is posted
+once it settles, and GitHub never changes a submitted review's verdict. Council's earlier
+reviews that request changes are dismissed only by a round that passed (exit 0).
+Every body goes through :func:`~council.rendering.escape.for_forge`, every
 annotation's texts through :func:`~council.rendering.escape.no_controls`. Source:
 docs/ci-and-forges.md "Publishing is idempotent".
 """
@@ -21,6 +24,7 @@ from typing import Any
 from council.rendering.escape import for_forge, no_controls
 from council.rendering.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
 from council.rendering.github_review import fit_body
+from council.round.gate import EXIT_PASSED, EXIT_WAITING
 from workers.forge.github import GitHubClient, GitHubInvalid, Identity, PublishError
 from workers.forge.markers import Say, is_summary, marked_run, marker, upsert_summary
 
@@ -40,6 +44,9 @@ class GitHubPost:
     review: dict[str, Any] | None = None
     summary: str | None = None
     checks: dict[str, Any] | None = None
+    verdict: int | None = None
+    """The run's exit code by its report (0 passed, 1 tripped, 3 incomplete, 4 waiting on
+    a person); None when no report came with the outputs: nothing is then dismissed."""
 
 
 def publish_github(github: GitHubClient, post: GitHubPost, say: Say, warn: Say) -> None:
@@ -54,7 +61,12 @@ def publish_github(github: GitHubClient, post: GitHubPost, say: Say, warn: Say) 
             "the review goes on its own commit; earlier reviews and another run's "
             "summary are left as they are"
         )
-    if post.review is not None:
+    if post.review is not None and post.verdict == EXIT_WAITING:
+        say(
+            f"run {post.run_id} waits on a person: its review is posted once it settles "
+            "(GitHub never changes a submitted review's verdict); earlier reviews stand"
+        )
+    elif post.review is not None:
         _publish_review(github, me, post, current, say, warn)
     if post.summary is not None:
         _publish_summary(github, me, post, current, say)
@@ -88,8 +100,14 @@ def _publish_review(
         _bring_up_to_date(github, this_run[0], review, say)
     else:
         review_id = _create_review(github, review, say, warn)
-    if event != "REQUEST_CHANGES" and current:
+    if post.verdict == EXIT_PASSED and current:
         _dismiss_stale(github, ours, review_id, say, warn)
+    elif post.verdict is None and event != "REQUEST_CHANGES":
+        warn(
+            "no council.json came with the outputs, so whether the round passed is not "
+            "known: council's earlier reviews that request changes are kept (write "
+            "--format json too)"
+        )
 
 
 def _create_review(github: GitHubClient, review: dict[str, Any], say: Say, warn: Say) -> int:
@@ -155,7 +173,7 @@ def _dismiss_stale(
             ident = old["id"]
             if old.get("state") == "CHANGES_REQUESTED" and ident != latest:
                 github.dismiss_review(
-                    ident, f"council: superseded by review {latest}, which requests no changes"
+                    ident, f"council: superseded by review {latest}, of a round that passed"
                 )
                 say(f"dismissed review {ident} (it requested changes)")
     except PublishError as exc:

@@ -282,8 +282,9 @@ class _Hearing:
 
 
 ASKED_NOTE = (
-    "waiting on the reviewers' questions to a person: the round's findings are filed once "
-    "they are answered and the reviewers that asked went on (council asks lists them)"
+    "waiting on the reviewers' questions to a person: the findings listed are those heard "
+    "so far; the round is filed once the questions are answered and the reviewers that "
+    "asked went on (council asks lists them), and a new finding's id is settled then"
 )
 """The note of the report of a run waiting on its reviewers' questions."""
 
@@ -336,9 +337,13 @@ def _wait_on_askers(
     heard: _Hearing, outcomes: dict[str, ParticipantOutcome], asking: list[str]
 ) -> CouncilReport:
     """The run waits on the questions of the reviewers that paused (``reviewers_asked``):
-    its report lists every participant and the questions, no finding (the round is filed
-    once the askers went on). Nothing is filed in the session; the pauses are already in
-    the run's store, and the run's keys get their retention with the transition."""
+    its report lists every participant, the questions, and the findings heard so far,
+    marked against the session as a filing would mark them (a finding of an earlier round
+    keeps its id; a new one shows the id it would take now, settled once the round is
+    filed), so a published summary never says "No findings." over an open critical.
+    Nothing is filed in the session (the round is, once the askers went on); the pauses
+    are already in the run's store, and the run's keys get their retention with the
+    transition."""
     record = heard.record
     pauses = heard.rt.runs.pauses(record.run_id, asking)
     asks = tuple(pending(record.run_id, pid, pauses[pid]) for pid in asking if pid in pauses)
@@ -355,9 +360,11 @@ def _wait_on_askers(
             status="waiting",
             settled_ms=at,
             change=heard.change,
+            remembered=heard.marks.recall,
+            code=heard.code,
         )
-        shown = report.model_copy(
-            update={"findings": (), "asks": asks, "resumes_as": None, "settled_ms": None}
+        shown = heard.finish(report).model_copy(
+            update={"asks": asks, "resumes_as": None, "settled_ms": None}
         )
         return transition, [], shown
 
