@@ -145,11 +145,13 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     environment is :func:`~reviewers.sandbox.bubblewrap.program_env` with ``COUNCIL_JOURNAL``,
     a fresh file followed every :data:`~reviewers.programs.supervision.POLL_MS` ms; ``scripts/``
     beside it is the desks' (:mod:`~reviewers.sandbox.script_desk`,
-    :mod:`~reviewers.sandbox.ask_desk`). Confinement: ``request.sandbox``, see
-    docs/security.md "Sandbox" (None: unconfined, no note). Stops: ``backstop_ms`` →
-    ``wall-clock``; ``idle_ms`` with no stdout byte, journal line or change of
-    ``request.heard()`` → ``idle``; ``request.cancel`` → ``cancelled``. A stop kills the
-    process group, keeping partial stdout and the journal; at exit, leftovers are stopped too.
+    :mod:`~reviewers.sandbox.ask_desk`); sandboxed, both are in its in-memory storage of
+    ``request.sandbox.storage_bytes`` (:mod:`~reviewers.sandbox.storage`), freed once it
+    ended. Confinement: ``request.sandbox``, see docs/security.md "Sandbox" (None:
+    unconfined, no note). Stops: ``backstop_ms`` → ``wall-clock``; ``idle_ms`` with no stdout
+    byte, journal line or change of ``request.heard()`` → ``idle``; ``request.cancel`` →
+    ``cancelled``; a full storage → ``disk``. A stop kills the process group, keeping partial
+    stdout and the journal; at exit, leftovers are stopped too.
     """
     started = time.monotonic()
     if request.cancel.is_set():
