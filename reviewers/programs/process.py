@@ -249,9 +249,13 @@ def _watch(
         request.env.get("COUNCIL_RUN", ""),
         request.participant.id,
     )
-    with ScriptDesk(desk, runner, request.scripts), asks:
+    with ScriptDesk(desk, runner, request.scripts) as scripts, asks:
         follower = JournalFollower(storage.journal if storage else journal, request.journal)
         ran = supervise(proc, request, follower, started, storage)
+    if storage is not None and not (scripts.stopped and asks.stopped):
+        storage.keep_open = True
+        stuck = "a desk thread did not stop: the program's storage stays held by the worker"
+        ran = replace(ran, notes=(*ran.notes, stuck))
     return replace(ran, asked=asks.asked)
 
 

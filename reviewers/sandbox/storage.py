@@ -75,6 +75,9 @@ class Storage:
     pidfd: int
     cap_bytes: int
     peak_bytes: int = 0
+    keep_open: bool = False
+    """Set when a thread may still use the descriptors (a desk that did not stop): they are
+    then never closed, so their numbers cannot be reused for another folder under it."""
 
     @property
     def journal(self) -> Path:
@@ -113,7 +116,10 @@ class Storage:
         return bool(poller.poll(wait_ms))
 
     def close(self) -> None:
-        """Let go of the storage: once the sandbox has ended, its memory is freed."""
+        """Let go of the storage: once the sandbox has ended, its memory is freed (unless
+        :attr:`keep_open`)."""
+        if self.keep_open:
+            return
         for fd in (self.desk_fd, self.root, self.shm, self.pidfd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -251,11 +257,12 @@ def _open_sized(
     that is none of ``not_devs`` (the sandbox mounts it while bwrap sets up; before, the
     path is the host's or missing). Raises :class:`SandboxError` past ``deadline`` or
     when bwrap ended."""
+    last = "it was never there"
     while proc.poll() is None and time.monotonic() < deadline:
         try:
             fd = os.open(path, _DIR_FLAGS)
-        except OSError:
-            fd = -1
+        except OSError as error:
+            fd, last = -1, f"opening it failed: {error.strerror}"
         if fd >= 0:
             try:
                 info = os.fstatvfs(fd)
@@ -266,7 +273,12 @@ def _open_sized(
             if ours:
                 return fd
             os.close(fd)
+            last = "it was another file system (the host's, or not the size asked)"
         time.sleep(0.002)
     if proc.poll() is not None:
         raise SandboxError("bubblewrap ended before its sandbox was made")
-    raise SandboxError(f"the sandbox's in-memory storage did not appear within {SETUP_MS} ms")
+    raise SandboxError(
+        f"the sandbox's in-memory storage did not appear within {SETUP_MS} ms at {path} "
+        f"({last}); the worker must be able to open its sandbox's /proc/PID/root (a /proc "
+        f"mounted with hidepid, or a policy denying ptrace reads, forbids it)"
+    )
