@@ -20,15 +20,17 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from council.asks.paused import Paused
 
-StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
+StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost", "disk"]
 
 
 class Stop(BaseModel):
-    """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
+    """Why our clocks (or a cancellation, or a cap) stopped a reviewer, and the budget it
+    ran out of.
 
     ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
     which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
-    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). A stop is never a
+    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). ``disk``: a reviewer
+    program filled its storage; ``budget_bytes`` is that cap, in bytes. A stop is never a
     failure.
     """
 
@@ -36,6 +38,7 @@ class Stop(BaseModel):
 
     limit: StopLimit
     budget_ms: int | None = None
+    budget_bytes: int | None = None
 
     def describe(self) -> str:
         """A phrase for people: 'the idle clock (idle_ms = 60000 ms)'.
@@ -49,8 +52,11 @@ class Stop(BaseModel):
             "soft-deadline": ("the soft deadline", "answer_ms before the wall"),
             "cancelled": ("a cancellation", ""),
             "worker-lost": ("the loss of its worker", ""),
+            "disk": ("the storage cap", "COUNCIL_PROGRAM_STORAGE_BYTES"),
         }
         name, setting = names[self.limit]
+        if self.budget_bytes is not None:
+            return f"{name} ({setting} = {self.budget_bytes} bytes)"
         if self.budget_ms is not None and self.limit == "cancelled":
             return f"the run's --timeout ({self.budget_ms} ms)"
         if self.budget_ms is not None and self.limit == "soft-deadline":

@@ -38,8 +38,9 @@ class CommandReviewer:
     a non-zero exit with something on stdout is an answer, with a note. Only a non-zero
     exit with nothing on stdout is a failure ("exited with status 3: <stderr tail>"). A
     program that cannot be started is a failure naming the program and the fix. A stop
-    (``wall-clock``, ``idle``, ``cancelled``) keeps the partial stdout and the journal. The
-    soft deadline does not apply to a plain program (it cannot be asked to wrap up).
+    (``wall-clock``, ``idle``, ``cancelled``, ``disk``) keeps the partial stdout and the
+    journal. The soft deadline does not apply to a plain program (it cannot be asked to
+    wrap up).
     Never raises for a reviewer fault.
     """
 

@@ -12,6 +12,8 @@ keeps its journal).
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from reviewers.base import JournalSink
@@ -22,6 +24,9 @@ LINE_CAP_BYTES = 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 """How much of the file is read at once, in bytes; bounds memory per poll."""
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""The program owns the file's directory: a link is never followed, a FIFO never waited on."""
+
 
 class JournalFollower:
     """Forwards each complete new line of a journal file to a :class:`JournalSink`.
@@ -31,7 +36,8 @@ class JournalFollower:
     ``line_cap_bytes`` is not forwarded; it is counted in :attr:`notes`, and so are lines the
     sink refused ("Not recorded": the journal store is full, say), since a program reading no
     replies cannot know. A file that shrank (rewritten by the program) is read again from its
-    start. Never raises: a file that cannot be read is treated as not (yet) written.
+    start. Only a regular file is read, never through a link (the program may replace the
+    file). Never raises: a file that cannot be read is treated as not (yet) written.
     """
 
     def __init__(self, path: Path, sink: JournalSink, line_cap_bytes: int = LINE_CAP_BYTES) -> None:
@@ -62,7 +68,13 @@ class JournalFollower:
         """Forward the complete lines written since the last call; return how many."""
         before = self.forwarded
         try:
-            with self._path.open("rb") as handle:
+            fd = os.open(self._path, _READ_FLAGS)
+        except OSError:
+            return 0  # not written yet, or gone (or a link: never followed)
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    return 0
                 handle.seek(0, 2)
                 size = handle.tell()
                 if size < self._offset:
@@ -74,14 +86,21 @@ class JournalFollower:
                     self._offset += len(chunk)
                     self._take(chunk)
         except OSError:
-            pass  # not written yet, or gone: nothing new to forward
+            pass  # unreadable now: nothing new to forward
         return self.forwarded - before
 
-    def finish(self) -> int:
-        """Forward what is left, the final unterminated line included; return how many."""
+    def finish(self, cut: bool = False) -> int:
+        """Forward what is left, the final unterminated line included unless ``cut`` (the
+        program's storage was full: that line is where the cap cut it, noted, not
+        forwarded); return how many."""
         before = self.forwarded
         self.poll()
-        if self._pending and not self._skipping:
+        if self._pending and not self._skipping and cut:
+            self._notes.append(
+                f"the journal's last line was cut by the storage cap and not forwarded "
+                f"(after {self.forwarded} forwarded entries)"
+            )
+        elif self._pending and not self._skipping:
             self._forward(bytes(self._pending))
         self._pending.clear()
         self._skipping = False

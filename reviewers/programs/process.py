@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess  # nosec B404
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ from reviewers.programs.program_search import find_program, interpreter_bin, sea
 from reviewers.programs.supervision import Ran, supervise
 from reviewers.sandbox.ask_desk import AskDesk
 from reviewers.sandbox.bubblewrap import (
+    PROGRAM_STORAGE_BYTES,
     Box,
     Bubblewrap,
     Limits,
@@ -42,21 +44,32 @@ from reviewers.sandbox.bubblewrap import (
 )
 from reviewers.sandbox.script_desk import ScriptDesk, scripts_dir
 from reviewers.sandbox.scripts import ScriptRunner
+from reviewers.sandbox.storage import JOURNAL_NAME, STORE, Storage, split, start_held
 
-PROGRAM_LIMITS = Limits(
-    file_size_bytes=1024 * 1024 * 1024,
-    open_files=4096,
-    tmp_bytes=256 * 1024 * 1024,
-)
-"""What a sandboxed reviewer program (``command``, ``sarif``) may use: files of at most
-1 GiB written (RLIMIT_FSIZE), 4096 descriptors open at once (RLIMIT_NOFILE), and its
-``HOME``/``TMPDIR``, ``/tmp`` and ``/dev/shm`` each an in-memory file system of 256 MiB,
-so nothing it writes reaches the worker's disk and what it writes is bounded. Why: the
-program is trusted (from the base) but reads the untrusted change, which may steer it
-into writing without end. No memory (RLIMIT_AS) or process cap by default: runtimes such
-as node reserve far more address space than they use, and the kernel exempts root from
-RLIMIT_NPROC; the idle and backstop clocks bound its time. Source: issue "The change
-under review is untrusted" (every size has a cap); docs/architecture.md "Layers"."""
+
+def program_limits(storage_bytes: int) -> Limits:
+    """What a sandboxed reviewer program (``command``, ``sarif``) may use, ``storage_bytes``
+    the worker's cap (``COUNCIL_PROGRAM_STORAGE_BYTES``, default 64 MiB): 4096 descriptors
+    open at once (RLIMIT_NOFILE); files of at most the cap (RLIMIT_FSIZE); its journal,
+    ``scripts/``, ``HOME``, ``TMPDIR`` and ``/tmp`` in one in-memory file system and
+    ``/dev/shm`` in another, together the cap (:func:`~reviewers.sandbox.storage.split`).
+    Nothing it writes reaches the worker's disk and all of it is bounded. Why: the program
+    is trusted (from the base) but reads the untrusted change, which may steer it into
+    writing without end. No memory (RLIMIT_AS) or process cap: runtimes such as node
+    reserve far more address space than they use, and the kernel exempts root from
+    RLIMIT_NPROC; the idle and backstop clocks bound its time. Source: issue "The change
+    under review is untrusted" (every size has a cap); docs/security.md "Sandbox"."""
+    files_bytes, shm_bytes = split(storage_bytes)
+    return Limits(
+        file_size_bytes=storage_bytes,
+        open_files=4096,
+        tmp_bytes=files_bytes,
+        shm_bytes=shm_bytes,
+    )
+
+
+PROGRAM_LIMITS = program_limits(PROGRAM_STORAGE_BYTES)
+"""The limits under the default cap, 64 MiB (``PROGRAM_STORAGE_BYTES``)."""
 
 JOURNAL_ENV = "COUNCIL_JOURNAL"
 """The variable that names the journal file (JSONL, one finding per line) to a program."""
@@ -132,11 +145,13 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     environment is :func:`~reviewers.sandbox.bubblewrap.program_env` with ``COUNCIL_JOURNAL``,
     a fresh file followed every :data:`~reviewers.programs.supervision.POLL_MS` ms; ``scripts/``
     beside it is the desks' (:mod:`~reviewers.sandbox.script_desk`,
-    :mod:`~reviewers.sandbox.ask_desk`). Confinement: ``request.sandbox``, see
-    docs/security.md "Sandbox" (None: unconfined, no note). Stops: ``backstop_ms`` →
-    ``wall-clock``; ``idle_ms`` with no stdout byte, journal line or change of
-    ``request.heard()`` → ``idle``; ``request.cancel`` → ``cancelled``. A stop kills the
-    process group, keeping partial stdout and the journal; at exit, leftovers are stopped too.
+    :mod:`~reviewers.sandbox.ask_desk`); sandboxed, both are in its in-memory storage of
+    ``request.sandbox.storage_bytes`` (:mod:`~reviewers.sandbox.storage`), freed once it
+    ended. Confinement: ``request.sandbox``, see docs/security.md "Sandbox" (None:
+    unconfined, no note). Stops: ``backstop_ms`` → ``wall-clock``; ``idle_ms`` with no stdout
+    byte, journal line or change of ``request.heard()`` → ``idle``; ``request.cancel`` →
+    ``cancelled``; a full storage → ``disk``. A stop kills the process group, keeping partial
+    stdout and the journal; at exit, leftovers are stopped too.
     """
     started = time.monotonic()
     if request.cancel.is_set():
@@ -150,13 +165,15 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
     if failure is not None:
         return Ran(failure=failure)
     with tempfile.TemporaryDirectory(prefix="council-program-", ignore_cleanup_errors=True) as tmp:
-        journal = Path(tmp) / "journal" / "journal.jsonl"
-        journal.parent.mkdir(mode=0o700)
-        journal.touch(mode=0o600)
-        desk_dir = scripts_dir(journal)
-        desk_dir.mkdir(mode=0o700)
         box_dir = Path(tmp) / "box"
         box_dir.mkdir(mode=0o700)
+        if bwrap is not None:  # inside the sandbox; the worker reads it through Storage
+            journal = STORE / JOURNAL_NAME
+        else:
+            journal = Path(tmp) / "journal" / JOURNAL_NAME
+            journal.parent.mkdir(mode=0o700)
+            journal.touch(mode=0o600)
+            scripts_dir(journal).mkdir(mode=0o700)
         env = program_env(
             {**os.environ, "PATH": search_path(os.environ.get("PATH"))},
             temp_dir=box_dir,
@@ -164,19 +181,21 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             names=[str(n) for n in options.get("env", [])],
             tree=workdir,
             sandbox="bwrap" if bwrap is not None else "none",
+            store=STORE if bwrap is not None else None,
         )
         try:
             argv = [_locate(request, env), *args]
         except _CannotStart as error:
             return Ran(failure=error.reason)
+        storage_bytes = request.sandbox.storage_bytes if request.sandbox else PROGRAM_STORAGE_BYTES
         box = Box(
             temp_dir=box_dir,
             workdir=workdir,
             read_only=tuple(request.arg_files.values()),
-            writable=(journal, desk_dir),
             network=options.get("network") is True,
-            limits=PROGRAM_LIMITS,
+            limits=program_limits(storage_bytes),
             temp_in_memory=True,
+            store=STORE,
         )
         runner = ScriptRunner(
             workdir,
@@ -185,25 +204,24 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
         )
         notes = (note,) if note is not None else ()
         for wait_ms in (*BUSY_RETRY_MS, None):
+            storage: Storage | None = None
             try:
-                proc = bwrap.start(box, argv, env) if bwrap else start_program(argv, workdir, env)
+                if bwrap is not None:
+                    proc, storage = start_held(bwrap, box, argv, env)
+                else:
+                    proc = start_program(argv, workdir, env)
             except SandboxError as error:
                 return Ran(failure=f"cannot sandbox program '{argv[0]}': {error}")
             except OSError as error:
                 hint = " (a script needs a #! line)" if error.errno == errno.ENOEXEC else ""
                 return Ran(failure=f"could not start program '{argv[0]}': {error.strerror}{hint}")
-            asks = AskDesk(
-                desk_dir,
-                request.artifacts,
-                request.resume,
-                request.env.get("COUNCIL_RUN", ""),
-                request.participant.id,
-            )
-            with ScriptDesk(desk_dir, runner, request.scripts), asks:
-                follower = JournalFollower(journal, request.journal)
-                ran = supervise(proc, request, follower, started)
+            try:
+                ran = _watch(request, proc, storage, journal, runner, started)
+            finally:
+                if storage is not None:  # after the sandbox ended: frees its memory
+                    storage.close()
             if not _busy(bwrap, ran):
-                return replace(ran, notes=(*notes, *ran.notes), asked=asks.asked)
+                return replace(ran, notes=(*notes, *ran.notes))
             if wait_ms is None:
                 break
             time.sleep(wait_ms / 1000)
@@ -211,6 +229,34 @@ def run_program(request: ReviewRequest, args: Sequence[str]) -> Ran:
             failure=f"could not start program '{argv[0]}': Text file busy",
             duration_ms=ran.duration_ms,
         )
+
+
+def _watch(
+    request: ReviewRequest,
+    proc: subprocess.Popen[bytes],
+    storage: Storage | None,
+    journal: Path,
+    runner: ScriptRunner,
+    started: float,
+) -> Ran:
+    """Serve the desks and follow the journal while :func:`supervise` watches ``proc``;
+    through ``storage``'s descriptors when sandboxed, else the host's ``journal``."""
+    desk = storage.desk if storage is not None else scripts_dir(journal)
+    asks = AskDesk(
+        desk,
+        request.artifacts,
+        request.resume,
+        request.env.get("COUNCIL_RUN", ""),
+        request.participant.id,
+    )
+    with ScriptDesk(desk, runner, request.scripts) as scripts, asks:
+        follower = JournalFollower(storage.journal if storage else journal, request.journal)
+        ran = supervise(proc, request, follower, started, storage)
+    if storage is not None and not (scripts.stopped and asks.stopped):
+        storage.keep_open = True
+        stuck = "a desk thread did not stop: the program's storage stays held by the worker"
+        ran = replace(ran, notes=(*ran.notes, stuck))
+    return replace(ran, asked=asks.asked)
 
 
 def _busy(bwrap: Bubblewrap | None, ran: Ran) -> bool:

@@ -2,7 +2,8 @@
 
 The prompt is fed to its stdin, stdout and stderr are read on threads within their caps
 (bytes), the journal file is followed, and the clocks are checked every ``POLL_MS``:
-the backstop, the idle clock and a cancellation stop it. Celery's time limits do not
+the backstop, the idle clock, a cancellation and a full storage (a sandboxed program's,
+:mod:`reviewers.sandbox.storage`) stop it. Celery's time limits do not
 apply in a threads pool, so these clocks are the real ones (docs/architecture.md "Worker
 pool"). The soft deadline (``answer_ms``) does not apply: a plain program has no channel
 on which to be asked to wrap up. Never raises for a fault of the program.
@@ -26,6 +27,7 @@ from reviewers.base import ReviewRequest
 from reviewers.models.activity import Activity
 from reviewers.programs.journal_file import JournalFollower
 from reviewers.programs.process_group import KILL_GRACE_MS, kill_group
+from reviewers.sandbox.storage import Storage
 
 POLL_MS = 100
 """How often the clocks are checked and the journal file is read, in milliseconds."""
@@ -64,6 +66,7 @@ class Ran:
     notes: tuple[str, ...] = ()
     duration_ms: int = 0
     asked: Paused | None = None
+    storage_bytes: int | None = None
 
     @property
     def answer(self) -> str:
@@ -157,12 +160,15 @@ def supervise(
     request: ReviewRequest,
     follower: JournalFollower,
     started: float,
+    storage: Storage | None = None,
 ) -> Ran:
     """Watch the started ``proc`` until it exits or a clock stops it, then stop its group.
 
     ``started`` is the ``time.monotonic()`` of the run's start (the clocks count from it,
-    retries included). Stdout, stderr and the journal lines read so far are kept on a
-    stop; a note says what was dropped or left open. Never raises for the program's fault.
+    retries included). ``storage``: a sandboxed program's, counted at each poll; full is
+    the ``disk`` stop, and so is a program that ended with it full. Stdout, stderr and the
+    journal lines read so far are kept on a stop (on ``disk``, the journal's complete
+    lines); a note says what was dropped or left open. Never raises for the program's fault.
     """
     # All three streams were opened as pipes, so none of them is None.
     stdin, stdout, stderr = (cast("IO[bytes]", s) for s in (proc.stdin, proc.stdout, proc.stderr))
@@ -185,6 +191,8 @@ def supervise(
         elapsed_ms = int((time.monotonic() - started) * 1000)
         if request.cancel.is_set():
             stop = Stop(limit="cancelled")
+        elif storage is not None and storage.full():
+            stop = _disk(storage)
         elif elapsed_ms >= clocks.backstop_ms:
             stop = Stop(limit="wall-clock", budget_ms=clocks.backstop_ms)
         elif activity.since_ms() >= clocks.idle_ms:
@@ -200,6 +208,11 @@ def supervise(
     kill_group(proc)
     duration_ms = int((time.monotonic() - started) * 1000)
     notes: list[str] = []
+    if storage is not None:
+        if not storage.ended(KILL_GRACE_MS):
+            notes.append("the sandbox's processes outlived its bubblewrap by over a second")
+        if stop is None and storage.full():
+            stop = _disk(storage)
     for capture, stream, name in ((out, stdout, "stdout"), (err, stderr, "stderr")):
         capture.thread.join(KILL_GRACE_MS / 1000)
         if capture.thread.is_alive():
@@ -207,8 +220,14 @@ def supervise(
         else:
             stream.close()
     feeder.join(KILL_GRACE_MS / 1000)
-    follower.finish()
+    follower.finish(cut=stop is not None and stop.limit == "disk")
     notes.extend(follower.notes)
+    if stop is not None and stop.limit == "disk":
+        notes.append(
+            f"the program filled its storage (its journal, scripts/, HOME, TMPDIR, /tmp and "
+            f"/dev/shm hold {stop.budget_bytes} bytes at most, in memory): it was stopped, "
+            f"its journal's {follower.forwarded} complete entries kept"
+        )
     if out.capped:
         notes.append(
             f"stdout was over {STDOUT_CAP_BYTES} bytes: its first and last "
@@ -223,4 +242,9 @@ def supervise(
         journal_entries=follower.forwarded,
         notes=tuple(notes),
         duration_ms=duration_ms,
+        storage_bytes=storage.peak_bytes if storage is not None else None,
     )
+
+
+def _disk(storage: Storage) -> Stop:
+    return Stop(limit="disk", budget_bytes=storage.cap_bytes)

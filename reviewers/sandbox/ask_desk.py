@@ -79,6 +79,12 @@ class AskDesk:
         self._thread.join(5)
         self._serve_once()  # a question handed in just before the program ended
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the desk's thread has ended (after the ``with`` block, it may not have:
+        its folder must then stay as it is, see :class:`~reviewers.sandbox.storage.Storage`)."""
+        return not self._thread.is_alive()
+
     def _serve(self) -> None:
         while not self._stop.is_set():
             self._serve_once()

@@ -80,6 +80,12 @@ SANDBOX_ENV = "COUNCIL_SANDBOX"
 """Set to ``bwrap`` inside a sandbox, ``none`` in an unconfined run (for the program)."""
 
 
+PROGRAM_STORAGE_BYTES = 64 * 1024 * 1024
+"""Everything a reviewer program may hold written at once, in bytes (64 MiB, the worker's
+``COUNCIL_PROGRAM_STORAGE_BYTES``): its journal, ``scripts/``, ``HOME``, ``TMPDIR``,
+``/tmp`` and ``/dev/shm``, all in memory (:mod:`reviewers.sandbox.storage`)."""
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     """How a worker confines the reviewer programs it runs (built at the worker's edge).
@@ -90,10 +96,13 @@ class SandboxPolicy:
       naming the package. None: it runs unconfined, with the allowlisted environment and
       a note saying so (embedded mode on a laptop reviewing its own repository). A
       roster's ``[council] sandbox = "required"`` refuses that too.
+    * ``storage_bytes``: the cap of what a confined program holds written at once
+      (:data:`PROGRAM_STORAGE_BYTES`); reaching it stops the reviewer (``disk``).
     """
 
     bwrap: str = "bwrap"
     required: str | None = None
+    storage_bytes: int = PROGRAM_STORAGE_BYTES
 
 
 class SandboxError(Exception):
@@ -111,8 +120,9 @@ class Limits:
     one, so a program ignoring SIGXCPU still ends; wall time is the caller's clock),
     ``processes`` (RLIMIT_NPROC: per sandbox through its user namespace, but NEVER for a uid
     that is root outside), ``tmp_bytes`` (the in-memory ``/tmp``, and ``temp_dir`` with
-    :attr:`Box.temp_in_memory`). Set by ``prlimit`` inside the sandbox, not by a
-    ``preexec_fn``: docs/security.md "Sandbox".
+    :attr:`Box.temp_in_memory`), ``shm_bytes`` (the in-memory ``/dev/shm``; None:
+    ``tmp_bytes``). Set by ``prlimit`` inside the sandbox, not by a ``preexec_fn``:
+    docs/security.md "Sandbox".
     """
 
     address_space_bytes: int | None = None
@@ -121,6 +131,7 @@ class Limits:
     cpu_s: int | None = None
     processes: int | None = None
     tmp_bytes: int | None = None
+    shm_bytes: int | None = None
 
     def prlimit_flags(self) -> list[str]:
         """The ``prlimit`` flags for the rlimits set (empty: no ``prlimit`` needed)."""
@@ -148,6 +159,10 @@ class Box:
     (:func:`program_paths`); a script on a system interpreter needs nothing more.
     ``temp_in_memory``: ``temp_dir`` is a sized in-memory file system and the root and ``/dev``
     are read-only, so nothing written reaches the worker's disk and all of it is bounded.
+    ``store`` (with ``temp_in_memory``): a directory of the in-memory ``/tmp`` that holds
+    ``HOME`` and ``TMPDIR`` (``store/home``, ``store/tmp``, see :func:`program_env`) instead
+    of ``temp_dir``, which is then not shown: one size holds all the program writes but
+    ``/dev/shm`` (:mod:`reviewers.sandbox.storage`).
     """
 
     temp_dir: Path
@@ -159,6 +174,7 @@ class Box:
     uid: int | None = None
     runtime: bool = True
     temp_in_memory: bool = False
+    store: Path | None = None
 
 
 _CORE_FLAGS: tuple[str, ...] = (
@@ -233,10 +249,21 @@ class Bubblewrap:
             f"namespaces (a container may have to allow them, see the README's 'Sandbox')"
         )
 
-    def command(self, box: Box, argv: Sequence[str], path_env: str = os.defpath) -> list[str]:
+    def command(
+        self,
+        box: Box,
+        argv: Sequence[str],
+        path_env: str = os.defpath,
+        *,
+        info_fd: int | None = None,
+        block_fd: int | None = None,
+    ) -> list[str]:
         """The command line that runs ``argv`` in ``box`` (``argv[0]`` an absolute path).
 
-        Besides the box's own paths, what the program needs to start is shown read-only
+        ``info_fd``: bwrap writes ``{"child-pid": N, ...}`` there once the sandbox exists;
+        ``block_fd``: the sandbox, set up, waits to read a byte (or end of file) there before
+        it runs ``argv`` (:mod:`reviewers.sandbox.storage` uses both). Besides the box's
+        own paths, what the program needs to start is shown read-only
         (:func:`program_paths`: the program, its ``#!`` interpreters, their venvs, this
         Python and council's packages; ``path_env`` is the PATH an ``env`` line searches).
         Raises :class:`SandboxError` when bubblewrap does not work here (see
@@ -248,7 +275,8 @@ class Bubblewrap:
             raise SandboxError(reason or "bubblewrap does not work here")
         with self._guard:
             userns = self._known[self.binary][1]
-        for path in (box.temp_dir, *(box.read_only), *(box.writable)):
+        store = (box.store,) if box.store is not None else ()
+        for path in (box.temp_dir, *store, *(box.read_only), *(box.writable)):
             if not path.is_absolute():
                 raise SandboxError(f"a sandbox path must be absolute, not '{path}'")
         if not argv or not os.path.isabs(argv[0]):
@@ -264,7 +292,11 @@ class Bubblewrap:
         if box.uid is not None:
             line += ["--uid", str(box.uid), "--gid", str(box.uid)]
         line += _user_mounts(box, program_paths(argv[0], path_env) if box.runtime else ())
-        line += ["--chdir", str(box.workdir or box.temp_dir), "--"]
+        line += ["--chdir", str(box.workdir or box.store or box.temp_dir)]
+        for flag, fd in (("--info-fd", info_fd), ("--block-fd", block_fd)):
+            if fd is not None:
+                line += [flag, str(fd)]
+        line.append("--")
         flags = box.limits.prlimit_flags()
         if flags:
             prlimit = shutil.which("prlimit", path="/usr/bin:/bin")
@@ -361,14 +393,17 @@ def _user_mounts(box: Box, needed: Sequence[Path] = ()) -> list[str]:
     line = [part for mount in mounts for part in mount]
     if box.temp_in_memory:
         # After the binds: a tmpfs on a parent of a bound path would hide it.
-        temp = str(box.temp_dir)
-        if box.limits.tmp_bytes is not None:
-            line += ["--size", str(box.limits.tmp_bytes)]
-        line += ["--tmpfs", temp, "--dir", f"{temp}/home", "--dir", f"{temp}/tmp"]
+        temp = str(box.store or box.temp_dir)
+        if box.store is None:
+            if box.limits.tmp_bytes is not None:
+                line += ["--size", str(box.limits.tmp_bytes)]
+            line += ["--tmpfs", temp]
+        line += ["--dir", f"{temp}/home", "--dir", f"{temp}/tmp"]
         # Everything else in memory is sealed: the sandbox's root and /dev are tmpfs
         # mounts of the host's memory with no size (tried: a program could fill them).
-        if box.limits.tmp_bytes is not None:
-            line += ["--size", str(box.limits.tmp_bytes)]
+        shm = box.limits.shm_bytes if box.limits.shm_bytes is not None else box.limits.tmp_bytes
+        if shm is not None:
+            line += ["--size", str(shm)]
         line += ["--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/"]
     return line
 
@@ -478,6 +513,7 @@ def program_env(
     names: Sequence[str] = (),
     tree: Path | None = None,
     sandbox: str = "bwrap",
+    store: Path | None = None,
 ) -> dict[str, str]:
     """The whole environment of a program: an allowlist, whether it is sandboxed or not.
 
@@ -487,11 +523,13 @@ def program_env(
     ``env`` with the worker's values (never a ``COUNCIL_`` name; the roster reader refused keys
     and council's settings: :func:`council.roster.backend_options.check_env_names`) and
     ``COUNCIL_SANDBOX`` = ``sandbox``. Nothing else: no provider key, no ``COUNCIL_REDIS_URL``,
-    nothing a worker's shell happened to export.
+    nothing a worker's shell happened to export. ``store``: the :attr:`Box.store` the program
+    sees, HOME and TMPDIR then in it, made by the sandbox (nothing is made here).
     """
-    home, tmp = temp_dir / "home", temp_dir / "tmp"
-    home.mkdir(mode=0o700, exist_ok=True)
-    tmp.mkdir(mode=0o700, exist_ok=True)
+    home, tmp = (store or temp_dir) / "home", (store or temp_dir) / "tmp"
+    if store is None:
+        home.mkdir(mode=0o700, exist_ok=True)
+        tmp.mkdir(mode=0o700, exist_ok=True)
     env = {"PATH": clean_path(host.get("PATH", os.defpath), tree) or os.defpath}
     for name in (*PASSED_THROUGH, *names):
         if name in host and name not in SET_BY_COUNCIL and not name.startswith("COUNCIL_"):

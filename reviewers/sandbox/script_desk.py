@@ -98,6 +98,12 @@ class ScriptDesk:
         self.runner.cancel.set()
         self._thread.join(5)
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the desk's thread has ended (after the ``with`` block, it may not have:
+        its folder must then stay as it is, see :class:`~reviewers.sandbox.storage.Storage`)."""
+        return not self._thread.is_alive()
+
     def _serve(self) -> None:
         while not self._stop.is_set():
             sweep(self.folder, DESK_NAMES, requests=(REQUEST_SUFFIX, ASK_SUFFIX))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import fakeredis
 import pytest
+from pydantic import ValidationError
 
 from council.errors import RosterError
 from council.model.participant import Participant
@@ -127,6 +128,18 @@ def test_the_workers_policy(
             monkeypatch.setenv(name, value)
     policy = sandbox_policy(Settings(), mode)
     assert policy.bwrap == "/opt/bwrap" and policy.required == required
+
+
+def test_the_workers_storage_cap_reaches_its_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """COUNCIL_PROGRAM_STORAGE_BYTES is each program's storage cap (default 64 MiB); a cap
+    under 1 MiB is refused when the worker starts."""
+    monkeypatch.delenv("COUNCIL_PROGRAM_STORAGE_BYTES", raising=False)
+    assert sandbox_policy(Settings(), "embedded").storage_bytes == 64 * 1024 * 1024
+    monkeypatch.setenv("COUNCIL_PROGRAM_STORAGE_BYTES", str(8 * 1024 * 1024))
+    assert sandbox_policy(Settings(), "embedded").storage_bytes == 8 * 1024 * 1024
+    monkeypatch.setenv("COUNCIL_PROGRAM_STORAGE_BYTES", "4096")
+    with pytest.raises(ValidationError, match="program_storage_bytes"):
+        Settings()
 
 
 @pytest.mark.parametrize(

@@ -458,28 +458,29 @@ def test_a_program_busy_for_a_moment_starts_once_its_writer_closes(tree: Path) -
 
 @needs_bwrap
 def test_a_reviewer_program_writes_in_bounded_memory_only(tree: Path) -> None:
-    """A reviewer program's HOME and TMPDIR are an in-memory file system of 256 MiB
-    (PROGRAM_LIMITS): writing 300 MiB there fails with "no space", nothing reaches the
-    worker's disk, and it may hold 4096 descriptors open; it still answers."""
+    """A reviewer program's HOME, TMPDIR and /tmp are one in-memory file system, 7/8 of
+    the default 64 MiB cap (PROGRAM_LIMITS): writing 300 MiB there fails with "no space"
+    past 56 MiB, and that is the reviewer's stop ``disk``, its answer kept; it may hold
+    4096 descriptors open and write files up to the cap."""
     code = (
         "import errno, json, os, resource\n"
-        "home = os.environ['HOME']\n"
         "chunk = b'0' * (1 << 20)\n"
         "written, error = 0, None\n"
         "try:\n"
-        "    with open(os.path.join(os.environ['TMPDIR'], 'big'), 'wb') as out:\n"
+        "    with open('/tmp/big', 'wb') as out:\n"
         "        for _ in range(300):\n"
         "            out.write(chunk); out.flush(); written += 1\n"
         "except OSError as exc:\n"
         "    error = errno.errorcode.get(exc.errno)\n"
-        "print(json.dumps({'home': home, 'written_mb': written, 'error': error,\n"
+        "print(json.dumps({'same': os.stat('/tmp').st_dev == os.stat(os.environ['HOME']).st_dev\n"
+        "    == os.stat(os.environ['TMPDIR']).st_dev, 'written_mb': written, 'error': error,\n"
         "    'nofile': resource.getrlimit(resource.RLIMIT_NOFILE)[1],\n"
         "    'fsize': resource.getrlimit(resource.RLIMIT_FSIZE)[1]}))\n"
     )
     result = review(python(code, tree))
     seen = observed(result)
-    assert seen["error"] == "ENOSPC" and seen["written_mb"] < 257, seen
-    assert seen["nofile"] == PROGRAM_LIMITS.open_files
-    assert seen["fsize"] == PROGRAM_LIMITS.file_size_bytes
-    home = Path(seen["home"])
-    assert not (home.parent / "tmp" / "big").exists()
+    assert seen["error"] == "ENOSPC" and seen["written_mb"] == 56, seen
+    assert seen["same"] is True
+    assert result.stop is not None and result.stop.limit == "disk"
+    assert seen["nofile"] == PROGRAM_LIMITS.open_files == 4096
+    assert seen["fsize"] == PROGRAM_LIMITS.file_size_bytes == 64 * 1024 * 1024

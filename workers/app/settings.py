@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from reviewers.sandbox.bubblewrap import PROGRAM_STORAGE_BYTES
 from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
 from workers.git.tree_unpacking import DEFAULT_MAX_UNPACKED_TREE_BYTES
 
@@ -134,6 +135,12 @@ class Settings(BaseSettings):
     """The bubblewrap binary reviewer programs run in (a name on PATH or a path; Debian's
     package ``bubblewrap``). Naming one that is not there shows what happens without it
     (``COUNCIL_BWRAP=/nonexistent``)."""
+
+    program_storage_bytes: int = Field(default=PROGRAM_STORAGE_BYTES, ge=1024 * 1024)
+    """Bytes a sandboxed reviewer program may hold written at once (64 MiB, at least 1
+    MiB): its journal, ``scripts/``, ``HOME``, ``TMPDIR``, ``/tmp`` and ``/dev/shm``, all in
+    memory. Reaching it stops that reviewer (``disk``), its journal kept; freed when it
+    ends. Set on the workers; docs/security.md "Sandbox"."""
 
     ci: str | None = Field(default=None, validation_alias="CI")
     """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs

@@ -413,7 +413,9 @@ def sandbox_policy(settings: Settings, mode: str) -> SandboxPolicy:
         required = "in CI (CI is set)"
     elif mode == "distributed" or settings.redis_url is not None:
         required = "on a distributed worker"
-    return SandboxPolicy(bwrap=settings.bwrap, required=required)
+    return SandboxPolicy(
+        bwrap=settings.bwrap, required=required, storage_bytes=settings.program_storage_bytes
+    )
 
 
 def sandbox_outlook(
