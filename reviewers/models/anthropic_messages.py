@@ -257,7 +257,8 @@ class _MessageReader:
     """The Messages stream's events, plain dicts as ``json.loads`` made them, into a turn.
 
     ``message_start`` and ``message_delta`` set the usage (input counts cache reads and
-    writes; output includes thinking); content blocks bring text, tool uses (their input
+    writes, each also counted apart: ``cached`` and ``cache_write``; output includes
+    thinking); content blocks bring text, tool uses (their input
     JSON in pieces) and thinking blocks, kept in :attr:`thinking` by their index to be
     sent back with the turn; ``message_stop`` marks the turn finished. Every token,
     thinking ones included, keeps the idle clock alive.
@@ -266,7 +267,7 @@ class _MessageReader:
     def __init__(self, turn: StreamedTurn) -> None:
         self.turn = turn
         self.thinking: dict[int, dict[str, Any]] = {}
-        self.counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0}
+        self.counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0, "cache_write": 0}
 
     def read(self, event: Any) -> None:
         """One event, dispatched on its ``type`` (the kinds not listed are skipped)."""
@@ -283,6 +284,7 @@ class _MessageReader:
             created = used.get("cache_creation_input_tokens") or 0
             self.counts["input"] = (used.get("input_tokens") or 0) + cached + created
             self.counts["cached"] = cached
+            self.counts["cache_write"] = created
             self.counts["output"] = used.get("output_tokens") or 0
             self.turn.set_usage(**self.counts)
         elif kind == "message_delta":
