@@ -112,12 +112,34 @@ def check_participant(participant: Participant, where: str) -> None:
         )
 
 
+CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral"}
+"""The ``cache_control`` of the block that ends the part every reviewer shares."""
+
+
+def prompt_blocks(prompt: str, shared: int) -> list[dict[str, Any]]:
+    """The first message's text blocks: the first ``shared`` characters (every reviewer's
+    part) as a block ending in a cache breakpoint, then the rest when there is any; one
+    plain block when ``shared`` is 0 or beyond ``prompt``. Why: the Messages API caches
+    only up to a marked block, so the second reviewer reads the first one's from cache.
+    """
+    if not 0 < shared <= len(prompt):
+        return [{"type": "text", "text": prompt}]
+    head = {"type": "text", "text": prompt[:shared], "cache_control": dict(CACHE_BREAKPOINT)}
+    return [head, {"type": "text", "text": prompt[shared:]}] if shared < len(prompt) else [head]
+
+
 class AnthropicMessages:
     """One conversation over the Messages API (a :class:`~reviewers.models.provider.Session`)."""
 
     def __init__(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+        self,
+        participant: Participant,
+        key: str,
+        prompt: str,
+        tools: Sequence[ToolSpec],
+        shared: int = 0,
     ) -> None:
+        """The first message holds ``prompt`` (:func:`prompt_blocks`)."""
         options = participant.options
         self.key = key
         self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
@@ -125,7 +147,7 @@ class AnthropicMessages:
         self.max_tokens = max_tokens_of(participant)
         self.thinking = thinking_of(participant.thinking_level)
         self.messages: list[dict[str, Any]] = [
-            {"role": "user", "content": [{"type": "text", "text": prompt}]}
+            {"role": "user", "content": prompt_blocks(prompt, shared)}
         ]
         self.tools = [
             {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
