@@ -33,6 +33,7 @@ bench: $(STAMP) redis-server
 	$(PY) bench/overhead.py
 	$(PY) bench/concurrency.py
 	$(PY) bench/fleet.py
+	$(PY) bench/cost.py
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)

@@ -133,6 +133,9 @@ class ReviewRequest:
       record``); cached, and a change is activity for the idle clock.
     * None: ``tool_read_max_bytes`` is :data:`reviewers.models.tools.READ_MAX_BYTES`,
       ``artifacts`` refuses a ``props_ref`` (``no-store``), ``resume`` is a fresh review.
+    * ``shared``: how many leading characters of ``prompt`` every reviewer of the round
+      is sent (:class:`council.roster.prompt.Prompt`): where a model backend puts a prompt
+      cache breakpoint; 0 places none.
     """
 
     participant: Participant
@@ -155,6 +158,7 @@ class ReviewRequest:
     heard: Callable[[], int] = nothing_heard
     artifacts: ArtifactDesk | None = None
     resume: Resumption | None = None
+    shared: int = 0
 
 
 class Reviewer(Protocol):

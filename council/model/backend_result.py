@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 if TYPE_CHECKING:
     from council.asks.paused import Paused
@@ -71,9 +71,12 @@ class Usage(BaseModel):
 
     Counts come from the provider's own usage fields: ``input`` (prompt tokens, cached
     ones included), ``output`` (completion tokens, reasoning included), ``cached`` (the
-    part of ``input`` served from the provider's cache), ``reasoning`` (the part of
-    ``output`` spent thinking). ``requests`` counts HTTP requests made, failed and retried
-    ones included, so a cost computed from it is never an undercount.
+    part of ``input`` served from the provider's cache), ``cache_write`` (the part of
+    ``input`` written to it, billed apart: Anthropic's ``cache_creation_input_tokens``),
+    ``reasoning`` (the part of ``output`` spent thinking). ``requests`` counts HTTP
+    requests made, failed and retried ones included, so a cost computed from it is never
+    an undercount. ``cache_write`` is left out of the dump when 0, so outcomes and
+    reports without one read as before, by readers that predate it too.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +86,14 @@ class Usage(BaseModel):
     cached: int = 0
     reasoning: int = 0
     requests: int = 0
+    cache_write: int = 0
+
+    @model_serializer(mode="wrap")
+    def _without_zero_writes(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.cache_write:
+            dumped.pop("cache_write", None)
+        return dumped
 
     def __sub__(self, other: Usage) -> Usage:
         """What ``self`` used beyond ``other`` (each count at least 0)."""
@@ -92,6 +103,7 @@ class Usage(BaseModel):
             cached=max(0, self.cached - other.cached),
             reasoning=max(0, self.reasoning - other.reasoning),
             requests=max(0, self.requests - other.requests),
+            cache_write=max(0, self.cache_write - other.cache_write),
         )
 
     def __add__(self, other: Usage) -> Usage:
@@ -101,6 +113,7 @@ class Usage(BaseModel):
             cached=self.cached + other.cached,
             reasoning=self.reasoning + other.reasoning,
             requests=self.requests + other.requests,
+            cache_write=self.cache_write + other.cache_write,
         )
 
 

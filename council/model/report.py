@@ -56,6 +56,10 @@ class ParticipantSummary(BaseModel):
     cost_usd: float | None = None
     """What ``usage`` cost in US dollars (:func:`council.round.cost.cost_usd`); None when the
     participant used no tokens or its model has no price in the roster."""
+    saved_usd: float | None = None
+    """What the provider's prompt cache saved on ``usage``, in US dollars: its cost at the
+    full input price minus ``cost_usd`` (:func:`council.round.cost.saved_usd`; negative when
+    cache writes did not pay for themselves); None when unpriced or nothing was cached."""
 
     @property
     def heard_in_full(self) -> bool:
@@ -203,6 +207,9 @@ class CouncilReport(BaseModel):
     cost_complete: bool = True
     """False when some participant used tokens without a price: ``cost_usd`` is then a
     lower bound, and a report says "at least"."""
+    saved_usd: float | None = None
+    """What the providers' prompt caches saved, in US dollars: the participants'
+    ``saved_usd`` summed (:func:`council.round.cost.sum_savings`); None when none has one."""
     reviewed: ChangeSize | None = None
     """The size of the change this round's reviewers were shown; None when no change was
     read (``council consolidate``, a ``--since-last`` round with nothing new) or in a

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
+from council.model.backend_result import Usage
 from council.model.findings import LABELS, SEVERITIES, Warning
 from council.model.report import (
     NOT_REVIEWED,
@@ -277,8 +278,10 @@ def _participants(report: CouncilReport) -> str:
         duration = "—" if unmeasured else _seconds(p.duration_ms)
         row = f"| {name} | {engine} | {state} | {p.findings} | {p.warnings} | {duration} |"
         if priced:
-            tokens = f"{p.usage.input} / {p.usage.output}" if p.usage is not None else ""
+            tokens = _tokens(p.usage) if p.usage is not None else ""
             cost = _usd(p.cost_usd) if p.cost_usd is not None else ("unpriced" if p.usage else "")
+            if p.saved_usd is not None:
+                cost += f" ({_saved(p.saved_usd)})"
             row += f" {tokens} | {cost} |"
         lines.append(row)
     if priced:
@@ -287,7 +290,40 @@ def _participants(report: CouncilReport) -> str:
         else:
             bound = "" if report.cost_complete else "at least "
             lines.append(f"\n**Cost:** {bound}{_usd(report.cost_usd)}")
+        cache = _cache_line(report)
+        if cache:
+            lines.append("\n" + cache)
     return "\n".join(lines)
+
+
+def _tokens(usage: Usage) -> str:
+    """``in / out``, the input's cached and cache-written parts named when there are any."""
+    parts = [f"{usage.cached} cached"] if usage.cached else []
+    parts += [f"{usage.cache_write} written to cache"] if usage.cache_write else []
+    told = f" ({', '.join(parts)})" if parts else ""
+    return f"{usage.input}{told} / {usage.output}"
+
+
+def _cache_line(report: CouncilReport) -> str:
+    """The round's prompt-cache line: the share of input tokens read from the providers'
+    caches and what that saved ("" when nothing was read from or written to a cache)."""
+    used = [p.usage for p in report.participants if p.usage is not None]
+    cached = sum(u.cached for u in used)
+    if not cached and not any(u.cache_write for u in used):
+        return ""
+    total = sum(u.input for u in used)
+    share = f"{100 * cached / total:.1f}%" if total else "none"
+    line = f"**Prompt cache:** {share} of the input tokens read from cache ({cached} of {total})"
+    if report.saved_usd is not None:
+        line += f"; {_saved(report.saved_usd)}"
+        line += "" if report.cost_complete else " on the priced models"
+    return line + "."
+
+
+def _saved(amount: float) -> str:
+    """A saving as people read it; a negative one (cache writes not read back enough) as
+    what the cache cost more."""
+    return f"saved {_usd(amount)}" if amount >= 0 else f"cache writes cost {_usd(-amount)} more"
 
 
 def _usd(amount: float) -> str:

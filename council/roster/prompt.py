@@ -7,6 +7,10 @@ docs/harvest.md §1 word for word in substance, because the harvest can only be 
 what it asked for clearly, and it tells the participant how to record findings as it
 goes, so a reviewer that is stopped still leaves its work behind (docs/harvest.md §5).
 
+A reviewer's prompt is built for the providers' prefix caches (:class:`Prompt`): what
+every reviewer of the round is sent comes first, byte-identical, and only then its id and
+lens, so the second reviewer of one provider is served the first one's prefix from cache.
+
 Pure and deterministic: the same inputs give the same text, byte for byte (prompts are
 stored once per run and compared across redeliveries). Source: docs/architecture.md "Layers"
 (prompts), docs/harvest.md §1, docs/identity-and-clocks.md (persona).
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from council.change.diff import Change, anchor_map
 from council.change.quoted_paths import shown
@@ -84,6 +89,27 @@ def change_notes(change: Change, *, non_utf8: Sequence[str] = ()) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """A participant's prompt in two parts: ``shared``, then ``own``.
+
+    ``shared`` is byte-identical for every reviewer of a round given the same change and
+    notes (role, untrusted-change notice, answer contract, recording, anchors, notes, the
+    fenced change); ``own`` is what differs (the id, the lens). A provider's prefix cache
+    can serve ``shared`` to the second reviewer; an adapter that marks a cache breakpoint
+    puts it at ``len(shared)``, carried with the prompt, never found by searching the text
+    (the change could forge any marker). A judge's prompt is all ``own``.
+    """
+
+    shared: str
+    own: str
+
+    @property
+    def text(self) -> str:
+        """The whole prompt: ``shared`` then ``own``."""
+        return self.shared + self.own
+
+
 def build_prompt(
     participant: Participant,
     change_summary: Change,
@@ -93,32 +119,64 @@ def build_prompt(
     notes: Sequence[str] = (),
     filed: Sequence[Finding] = (),
 ) -> str:
-    """The whole prompt for one participant of one round; deterministic.
+    """The whole prompt for one participant of one round (:func:`prompt_parts`' text)."""
+    return prompt_parts(
+        participant,
+        change_summary,
+        diff_text,
+        persona_text=persona_text,
+        notes=notes,
+        filed=filed,
+    ).text
+
+
+def prompt_parts(
+    participant: Participant,
+    change_summary: Change,
+    diff_text: str,
+    *,
+    persona_text: str | None = None,
+    notes: Sequence[str] = (),
+    filed: Sequence[Finding] = (),
+) -> Prompt:
+    """The prompt for one participant of one round, in its two parts; deterministic.
 
     ``change_summary``: the (filtered) change, for the summary line and where findings may
     anchor; ``diff_text``: the diff shown (normally ``change_summary.text``); ``persona_text``
     replaces the default lens (:data:`LENS`); ``notes`` follow :func:`change_notes`' (repeats
-    dropped); ``filed`` is shown to a judge only. The change is untrusted: the role says it is
-    data, not instructions; its file names are JSON-quoted outside the diff's fence and each
-    note is one line, controls escaped (:func:`_one_line`), so nothing it names can open a
-    section. Source: docs/harvest.md §1, §8; issue "The change under review is untrusted".
+    dropped; they are in the shared part, so pass every reviewer the same); ``filed`` is
+    shown to a judge only. A reviewer's prompt: role, untrusted-change notice, contract,
+    recording, anchors, notes, change (shared), then its id and lens (own). A judge's keeps
+    its own order (role and lens first, the filed findings after the change). The change is
+    untrusted: the role says it is data, not instructions; its diff is fenced
+    (:func:`_fence`), its file names are JSON-quoted outside the fence and each note is one
+    line, controls escaped (:func:`_one_line`), so nothing it names can open a section.
+    Source: docs/harvest.md §1, §8; issue "The change under review is untrusted".
     """
-    judge = participant.role == "judge"
-    sections = [
-        _role(participant),
-        _lens(participant, persona_text),
-        _anchors(change_summary),
-    ]
     listed = list(dict.fromkeys([*change_notes(change_summary), *notes]))
-    if listed:
-        sections.append(
-            "## Notes\n\n" + "".join(f"- {_one_line(n)}\n" for n in listed).rstrip("\n")
-        )
-    sections.append(_change(change_summary, diff_text))
-    if judge:
-        sections.append(_filed(filed))
-    sections.append(_contract(judge))
-    sections.append(_recording())
+    noted = (
+        ["## Notes\n\n" + "".join(f"- {_one_line(n)}\n" for n in listed).rstrip("\n")]
+        if listed
+        else []
+    )
+    change = [_anchors(change_summary), *noted, _change(change_summary, diff_text)]
+    if participant.role == "judge":
+        whole = [
+            _judge_role(participant),
+            _lens(participant, persona_text),
+            *change,
+            _filed(filed),
+            _contract(judge=True),
+            _recording(),
+        ]
+        return Prompt(shared="", own=_joined(whole))
+    shared = [_REVIEWER_ROLE, _contract(judge=False), _recording(), *change]
+    own = [_who(participant), _lens(participant, persona_text) + "\n\n" + _NOW]
+    return Prompt(shared=_joined(shared) + "\n", own=_joined(own))
+
+
+def _joined(sections: Sequence[str]) -> str:
+    """Sections separated by a blank line, ending with one newline."""
     return "\n\n".join(s.rstrip("\n") for s in sections) + "\n"
 
 
@@ -133,25 +191,39 @@ def _one_line(note: str) -> str:
     return _LINE_BREAKING.sub(escape, note)
 
 
-def _role(participant: Participant) -> str:
-    """Who the participant is and what its answer is for."""
-    if participant.role == "judge":
-        return (
-            f"# Code review council: judge `{participant.id}`\n\n"
-            "You are the judge of a code-review council. Several reviewers read the change "
-            "below independently and filed findings. Read the change and their findings, "
-            "then answer with the consolidated findings: keep each one that holds (merge "
-            "the ones that make the same claim), correct a wrong anchor, label or severity, "
-            "leave out the ones that are wrong, and add what every reviewer missed. "
-            "An empty list says that no filed finding holds.\n\n" + _UNTRUSTED
-        )
+_REVIEWER_ROLE = (
+    "# Code review council\n\n"
+    "You are one of several reviewers on a code-review council. Each reviewer reads "
+    "the change below on its own; your findings are consolidated with theirs. Report "
+    "what a careful reviewer would raise about this change, each point once, anchored "
+    "as precisely as you can. Praise what deserves it too. Who you are, and the lens you "
+    "review through, follow the change.\n\n" + _UNTRUSTED
+)
+"""A reviewer's role, without its id: the first section of every reviewer's prompt."""
+
+_NOW = (
+    "Now review the change above through this lens, and answer as \"How to answer\" says: "
+    "ONE JSON object."
+)
+"""The last words of a reviewer's prompt: back to the task after a long diff."""
+
+
+def _judge_role(participant: Participant) -> str:
+    """Who the judge is and what its answer is for."""
     return (
-        f"# Code review council: reviewer `{participant.id}`\n\n"
-        "You are one of several reviewers on a code-review council. Each reviewer reads "
-        "the change below on its own; your findings are consolidated with theirs. Report "
-        "what a careful reviewer would raise about this change, each point once, anchored "
-        "as precisely as you can. Praise what deserves it too.\n\n" + _UNTRUSTED
+        f"# Code review council: judge `{participant.id}`\n\n"
+        "You are the judge of a code-review council. Several reviewers read the change "
+        "below independently and filed findings. Read the change and their findings, "
+        "then answer with the consolidated findings: keep each one that holds (merge "
+        "the ones that make the same claim), correct a wrong anchor, label or severity, "
+        "leave out the ones that are wrong, and add what every reviewer missed. "
+        "An empty list says that no filed finding holds.\n\n" + _UNTRUSTED
     )
+
+
+def _who(participant: Participant) -> str:
+    """A reviewer's id: the first thing of its own part."""
+    return f"## Who you are\n\nYou are reviewer `{participant.id}` of this council."
 
 
 def _lens(participant: Participant, persona_text: str | None) -> str:

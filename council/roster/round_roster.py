@@ -21,7 +21,7 @@ from council.model.participant import Participant
 from council.model.report import WITHOUT_KEYS
 from council.roster import Roster
 from council.roster.backend_options import BASE_DIR, key_env
-from council.roster.prompt import build_prompt
+from council.roster.prompt import Prompt, prompt_parts
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,9 @@ def reviewer_prompts(
     change: Change,
     personas: Mapping[str, str],
     notes: Sequence[str],
-) -> dict[str, str]:
-    """Participant id → the whole prompt it is sent, for each reviewer.
+) -> dict[str, Prompt]:
+    """Participant id → the prompt it is sent, for each reviewer; their ``shared`` parts
+    are one text (every reviewer gets the same change and notes), for the prefix caches.
 
     ``personas`` maps a participant id to its charter's body (ids without a persona are
     absent); ``notes`` are the round's notes, in the order they are shown. The judge has
@@ -109,7 +110,7 @@ def reviewer_prompts(
     (:mod:`workers.settling.judge_turn`).
     """
     return {
-        p.id: build_prompt(p, change, change.text, persona_text=personas.get(p.id), notes=notes)
+        p.id: prompt_parts(p, change, change.text, persona_text=personas.get(p.id), notes=notes)
         for p in reviewers
     }
 

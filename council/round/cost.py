@@ -2,9 +2,11 @@
 
 ``[prices."<backend>:<model>"]`` (or ``[prices."<model>"]``: that model on any backend),
 in USD per million tokens as providers publish them: ``input`` (not served from the
-cache), ``output`` (reasoning included), ``cached_input`` (default: ``input``). A model
+cache), ``output`` (reasoning included), ``cached_input`` (read from the provider's prompt
+cache; default: ``input``), ``cache_write`` (written to it; default: ``input``). A model
 without a price has no cost (None), never a cost of 0: a report with some participants
-unpriced says "at least" (:func:`sum_costs`). Pure.
+unpriced says "at least" (:func:`sum_costs`). What the cache saved is the same usage at
+the full input price minus its cost (:func:`saved_usd`). Pure.
 Source: docs/architecture.md "Observability" (``cost_usd`` on every reviewer line).
 """
 
@@ -14,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from council.errors import RosterError
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 PER_TOKENS = 1_000_000
 """Prices are per this many tokens (one million), as providers publish them."""
 
-PRICE_KEYS: tuple[str, ...] = ("input", "output", "cached_input")
+PRICE_KEYS: tuple[str, ...] = ("input", "output", "cached_input", "cache_write")
 """Keys of one ``[prices."..."]`` table."""
 
 
@@ -32,7 +34,8 @@ class Price(BaseModel):
     """One model's prices, in USD per million tokens (:data:`PER_TOKENS`).
 
     ``cached_input`` is what the provider bills for input tokens served from its prompt
-    cache; it defaults to ``input`` when the roster leaves it out.
+    cache, ``cache_write`` for those written to it (Anthropic: 1.25 × ``input`` for the
+    5-minute cache); each defaults to ``input`` when the roster leaves it out.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,6 +43,16 @@ class Price(BaseModel):
     input: float
     output: float
     cached_input: float
+    cache_write: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _writes_at_input_price(cls, data: object) -> object:
+        """A price without ``cache_write`` (written before it existed) bills writes at
+        ``input``."""
+        if isinstance(data, dict) and "cache_write" not in data and "input" in data:
+            return {**data, "cache_write": data["input"]}
+        return data
 
 
 class PriceTable(BaseModel):
@@ -80,8 +93,9 @@ def _rate(entry: Mapping[str, object], key: str, path: str) -> float | None:
 def parse_prices(table: object, where: str = "prices") -> PriceTable:
     """The roster's ``[prices]`` table, checked, as a :class:`PriceTable`.
 
-    Each entry is a table with ``input`` and ``output`` (required) and ``cached_input``
-    (optional, defaults to ``input``), each a number >= 0 in USD per million tokens.
+    Each entry is a table with ``input`` and ``output`` (required), ``cached_input`` and
+    ``cache_write`` (optional, each defaults to ``input``), each a number >= 0 in USD per
+    million tokens.
     Why strict: a misspelt key or a price in the wrong unit would make every reported
     cost silently wrong. ``where`` is the table's path in messages. Raises
     :class:`~council.errors.RosterError` naming the field (``prices."openai:gpt-4.1".input``).
@@ -115,11 +129,12 @@ def parse_prices(table: object, where: str = "prices") -> PriceTable:
                     f"Write {key} in US dollars per million tokens, e.g. {key} = 2.5",
                 )
         input_price, output_price = found["input"] or 0.0, found["output"] or 0.0
-        cached = found["cached_input"]
+        cached, written = found["cached_input"], found["cache_write"]
         prices[str(name)] = Price(
             input=input_price,
             output=output_price,
             cached_input=input_price if cached is None else cached,
+            cache_write=input_price if written is None else written,
         )
     return PriceTable(prices=prices)
 
@@ -128,20 +143,43 @@ def cost_usd(usage: Usage, backend: str, model: str | None, prices: PriceTable) 
     """What ``usage`` cost on ``backend``/``model``, in USD, or None when unpriced.
 
     Cached input tokens (``usage.cached``, at most ``usage.input``) are billed at
-    ``cached_input``, the rest of ``usage.input`` at ``input``; ``usage.output`` is
-    billed at ``output`` and already includes reasoning tokens (providers count them as
-    output), so ``usage.reasoning`` is not added again. Source: the provider's usage
-    fields as :class:`~reviewers.base.Usage` documents them.
+    ``cached_input``, those written to the cache (``usage.cache_write``, at most the
+    input left) at ``cache_write``, the rest of ``usage.input`` at ``input``;
+    ``usage.output`` is billed at ``output`` and already includes reasoning tokens
+    (providers count them as output), so ``usage.reasoning`` is not added again. Source:
+    the provider's usage fields as :class:`~council.model.backend_result.Usage` documents
+    them.
     """
     price = prices.price(backend, model)
     if price is None:
         return None
-    cached = min(max(usage.cached, 0), max(usage.input, 0))
-    uncached = max(usage.input, 0) - cached
+    total = max(usage.input, 0)
+    cached = min(max(usage.cached, 0), total)
+    written = min(max(usage.cache_write, 0), total - cached)
     dollars = (
-        uncached * price.input + cached * price.cached_input + max(usage.output, 0) * price.output
+        (total - cached - written) * price.input
+        + cached * price.cached_input
+        + written * price.cache_write
+        + max(usage.output, 0) * price.output
     )
     return dollars / PER_TOKENS
+
+
+def saved_usd(usage: Usage, backend: str, model: str | None, prices: PriceTable) -> float | None:
+    """What the provider's prompt cache saved on ``usage``, in USD: its cost with every
+    input token at the full ``input`` price, minus its cost (:func:`cost_usd`).
+
+    Negative when cache writes (billed above ``input``) were not read back enough to pay
+    for themselves. None when unpriced, or when nothing was read from or written to a
+    cache (nothing to say).
+    """
+    if usage.cached <= 0 and usage.cache_write <= 0:
+        return None
+    paid = cost_usd(usage, backend, model, prices)
+    full = cost_usd(
+        usage.model_copy(update={"cached": 0, "cache_write": 0}), backend, model, prices
+    )
+    return None if paid is None or full is None else full - paid
 
 
 class CostSummary(NamedTuple):
@@ -181,3 +219,10 @@ def sum_costs(parts: Iterable[float | None]) -> CostSummary:
         else:
             total = part if total is None else total + part
     return CostSummary(total, complete)
+
+
+def sum_savings(parts: Iterable[float | None]) -> float | None:
+    """The savings of the participants that have one (:func:`saved_usd`), summed; None
+    when none has."""
+    known = [part for part in parts if part is not None]
+    return sum(known) if known else None

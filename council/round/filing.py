@@ -25,7 +25,7 @@ from council.model.report import (
     RunStatus,
     Suppression,
 )
-from council.round.cost import PriceTable, cost_usd, sum_costs
+from council.round.cost import PriceTable, cost_usd, saved_usd, sum_costs, sum_savings
 from council.round.outcome import ParticipantOutcome, heard_in_full, read_in_part_code, unread_code
 from council.round.overrule import OVERRULE_OPTION, Overrule
 from council.session.remembered import file_recalled, kept_ids
@@ -179,6 +179,7 @@ def file_round(
         run_id=facts.run_id,
         cost_usd=costs.total_usd,
         cost_complete=costs.complete,
+        saved_usd=sum_savings(s.saved_usd for s in summaries),
         session=facts.session,
         repository=facts.repository,
         base=facts.base,
@@ -269,6 +270,11 @@ def summarize(
             if outcome.usage is not None
             else None
         ),
+        saved_usd=(
+            saved_usd(outcome.usage, p.backend, p.model, prices)
+            if outcome.usage is not None
+            else None
+        ),
     )
 
 
@@ -342,6 +348,7 @@ def conclude_judge(
             "status": status,
             "cost_usd": costs.total_usd,
             "cost_complete": costs.complete,
+            "saved_usd": sum_savings(s.saved_usd for s in everyone),
             "participants": everyone,
             "findings": (
                 *(updated.get(f.id, f) if f.id is not None else f for f in interim.findings),

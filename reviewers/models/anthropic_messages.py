@@ -112,12 +112,34 @@ def check_participant(participant: Participant, where: str) -> None:
         )
 
 
+CACHE_BREAKPOINT: dict[str, str] = {"type": "ephemeral"}
+"""The ``cache_control`` of the block that ends the part every reviewer shares."""
+
+
+def prompt_blocks(prompt: str, shared: int) -> list[dict[str, Any]]:
+    """The first message's text blocks: the first ``shared`` characters (every reviewer's
+    part) as a block ending in a cache breakpoint, then the rest when there is any; one
+    plain block when ``shared`` is 0 or beyond ``prompt``. Why: the Messages API caches
+    only up to a marked block, so the second reviewer reads the first one's from cache.
+    """
+    if not 0 < shared <= len(prompt):
+        return [{"type": "text", "text": prompt}]
+    head = {"type": "text", "text": prompt[:shared], "cache_control": dict(CACHE_BREAKPOINT)}
+    return [head, {"type": "text", "text": prompt[shared:]}] if shared < len(prompt) else [head]
+
+
 class AnthropicMessages:
     """One conversation over the Messages API (a :class:`~reviewers.models.provider.Session`)."""
 
     def __init__(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+        self,
+        participant: Participant,
+        key: str,
+        prompt: str,
+        tools: Sequence[ToolSpec],
+        shared: int = 0,
     ) -> None:
+        """The first message holds ``prompt`` (:func:`prompt_blocks`)."""
         options = participant.options
         self.key = key
         self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))
@@ -125,7 +147,7 @@ class AnthropicMessages:
         self.max_tokens = max_tokens_of(participant)
         self.thinking = thinking_of(participant.thinking_level)
         self.messages: list[dict[str, Any]] = [
-            {"role": "user", "content": [{"type": "text", "text": prompt}]}
+            {"role": "user", "content": prompt_blocks(prompt, shared)}
         ]
         self.tools = [
             {"name": s.name, "description": s.description, "input_schema": dict(s.parameters)}
@@ -257,7 +279,8 @@ class _MessageReader:
     """The Messages stream's events, plain dicts as ``json.loads`` made them, into a turn.
 
     ``message_start`` and ``message_delta`` set the usage (input counts cache reads and
-    writes; output includes thinking); content blocks bring text, tool uses (their input
+    writes, each also counted apart: ``cached`` and ``cache_write``; output includes
+    thinking); content blocks bring text, tool uses (their input
     JSON in pieces) and thinking blocks, kept in :attr:`thinking` by their index to be
     sent back with the turn; ``message_stop`` marks the turn finished. Every token,
     thinking ones included, keeps the idle clock alive.
@@ -266,7 +289,7 @@ class _MessageReader:
     def __init__(self, turn: StreamedTurn) -> None:
         self.turn = turn
         self.thinking: dict[int, dict[str, Any]] = {}
-        self.counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0}
+        self.counts = {"input": 0, "output": 0, "cached": 0, "reasoning": 0, "cache_write": 0}
 
     def read(self, event: Any) -> None:
         """One event, dispatched on its ``type`` (the kinds not listed are skipped)."""
@@ -283,6 +306,7 @@ class _MessageReader:
             created = used.get("cache_creation_input_tokens") or 0
             self.counts["input"] = (used.get("input_tokens") or 0) + cached + created
             self.counts["cached"] = cached
+            self.counts["cache_write"] = created
             self.counts["output"] = used.get("output_tokens") or 0
             self.turn.set_usage(**self.counts)
         elif kind == "message_delta":

@@ -166,7 +166,7 @@ class _Run:
             artifacts=request.artifacts,
             ask_refusal=too_many_asks(request.resume),
         )
-        self.session = provider.open(participant, key, request.prompt, specs)
+        self.session = provider.open(participant, key, request.prompt, specs, request.shared)
         self.max_turns = int(participant.options.get("max_turns", DEFAULT_MAX_TURNS))
         # One key, the most specific: the limiter holds it to every limit that covers it
         # (the model's and the provider's). Acquiring both would count a request twice.

@@ -100,8 +100,14 @@ class OpenAIChat:
     """One conversation over chat completions (a :class:`~reviewers.models.provider.Session`)."""
 
     def __init__(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+        self,
+        participant: Participant,
+        key: str,
+        prompt: str,
+        tools: Sequence[ToolSpec],
+        shared: int = 0,
     ) -> None:
+        """``shared`` is unused: the automatic prefix cache needs only the prompt's order."""
         options = participant.options
         self.key = key
         self.base_url = str(options.get("base_url", DEFAULT_BASE_URL))

@@ -92,9 +92,15 @@ class Provider(Protocol):
         ...
 
     def open(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+        self,
+        participant: Participant,
+        key: str,
+        prompt: str,
+        tools: Sequence[ToolSpec],
+        shared: int = 0,
     ) -> Session:
-        """A new conversation holding ``prompt`` as its first message (no network)."""
+        """A new conversation holding ``prompt`` as its first message (no network);
+        its first ``shared`` characters are every reviewer's (a cache breakpoint's place)."""
         ...
 
 
@@ -108,17 +114,22 @@ class Api:
     title: str
     key_env: str
     checker: Callable[[Participant, str], None]
-    session: Callable[[Participant, str, str, Sequence[ToolSpec]], Session]
+    session: Callable[[Participant, str, str, Sequence[ToolSpec], int], Session]
 
     def check(self, participant: Participant, where: str) -> None:
         """Refuse bad settings (RosterError at ``{where}.{field}``)."""
         self.checker(participant, where)
 
     def open(
-        self, participant: Participant, key: str, prompt: str, tools: Sequence[ToolSpec]
+        self,
+        participant: Participant,
+        key: str,
+        prompt: str,
+        tools: Sequence[ToolSpec],
+        shared: int = 0,
     ) -> Session:
         """A new conversation (no network until the first turn)."""
-        return self.session(participant, key, prompt, tools)
+        return self.session(participant, key, prompt, tools, shared)
 
 
 def estimate_tokens(chars: int, output_cap: int) -> int:

@@ -190,10 +190,17 @@ class StreamedTurn:
             self.text.append(piece)
             self.activity.touch()
 
-    def set_usage(self, *, input: int, output: int, cached: int, reasoning: int) -> None:
+    def set_usage(
+        self, *, input: int, output: int, cached: int, reasoning: int, cache_write: int = 0
+    ) -> None:
         """The provider's usage for this request so far (token counts; ``requests`` = 1)."""
         self.usage = Usage(
-            input=input, output=output, cached=cached, reasoning=reasoning, requests=1
+            input=input,
+            output=output,
+            cached=cached,
+            reasoning=reasoning,
+            requests=1,
+            cache_write=cache_write,
         )
 
     def text_so_far(self) -> str:

@@ -58,7 +58,7 @@ class FakeAnthropic(FakeServer):
         usage = {
             "input_tokens": scenario.input_tokens,
             "cache_read_input_tokens": scenario.cached_tokens,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": scenario.cache_write_tokens,
             "output_tokens": 1,
         }
         message: dict[str, Any] = {

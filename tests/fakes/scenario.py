@@ -49,7 +49,8 @@ class Scenario:
     * ``cut_after``: after that many events, drop the connection (no final event, no end
       of the chunked body); ``omit_final``: end the body cleanly but leave out the final
       events (a stream that just stops).
-    * usage: the token counts the stream reports at its end.
+    * usage: the token counts the stream reports at its end (``cache_write_tokens``:
+      Anthropic's ``cache_creation_input_tokens``; the OpenAI wire has none).
     """
 
     status: int = 200
@@ -69,6 +70,7 @@ class Scenario:
     output_tokens: int = 20
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @classmethod
     def error(

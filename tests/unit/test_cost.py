@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from council.errors import RosterError
 from council.model.backend_result import Usage
 from council.model.report import CouncilReport, ParticipantSummary
 from council.roster import RateLimit, limit_key, limits_for, parse_limits, parse_roster
-from council.round.cost import CostSummary, Price, PriceTable, cost_usd, parse_prices, sum_costs
+from council.round.cost import (
+    CostSummary,
+    Price,
+    PriceTable,
+    cost_usd,
+    parse_prices,
+    saved_usd,
+    sum_costs,
+    sum_savings,
+)
 
 HAWK = """
 [[reviewers]]
@@ -88,6 +99,81 @@ def test_parse_prices_defaults_cached_input_to_input() -> None:
     assert table.price("openai", "n") == Price(input=2.0, output=3.0, cached_input=2.0)
 
 
+def test_parse_prices_reads_cache_write_and_defaults_it_to_input() -> None:
+    """cache_write is read when written, and otherwise costs what input costs."""
+    table = parse_prices(
+        {"m": {"input": 3, "output": 15, "cache_write": 3.75}, "n": {"input": 2, "output": 3}}
+    )
+    assert table.price("anthropic", "m") == Price(
+        input=3.0, output=15.0, cached_input=3.0, cache_write=3.75
+    )
+    assert table.price("openai", "n") == Price(
+        input=2.0, output=3.0, cached_input=2.0, cache_write=2.0
+    )
+
+
+CLAUDE = PriceTable(
+    prices={"anthropic:c": Price(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75)}
+)
+
+
+def test_cache_reads_and_writes_have_their_own_prices() -> None:
+    """Of 1M input, 600k read from cache at $0.3, 300k written at $3.75, 100k at $3."""
+    usage = Usage(input=1_000_000, cached=600_000, cache_write=300_000)
+    assert cost_usd(usage, "anthropic", "c", CLAUDE) == pytest.approx(0.18 + 1.125 + 0.3)
+
+
+def test_cache_writes_beyond_the_input_are_held_to_it() -> None:
+    """Reads and writes above the input a provider reported never bill more input than it."""
+    usage = Usage(input=100_000, cached=80_000, cache_write=900_000)
+    assert cost_usd(usage, "anthropic", "c", CLAUDE) == pytest.approx(0.024 + 0.075)
+
+
+def test_the_saving_is_the_full_input_price_minus_the_cost() -> None:
+    """Cache reads save; writes that are not read back cost more than they save (a
+    negative saving); nothing cached, or no price, has no saving to state."""
+    read = Usage(input=1_000_000, cached=900_000)
+    assert saved_usd(read, "anthropic", "c", CLAUDE) == pytest.approx(0.9 * (3.0 - 0.3))
+    written = Usage(input=1_000_000, cache_write=1_000_000)
+    assert saved_usd(written, "anthropic", "c", CLAUDE) == pytest.approx(3.0 - 3.75)
+    assert saved_usd(Usage(input=1_000_000), "anthropic", "c", CLAUDE) is None
+    assert saved_usd(read, "openai", "unpriced", CLAUDE) is None
+    assert sum_savings([None, 1.5, -0.25]) == pytest.approx(1.25)
+    assert sum_savings([None, None]) is None
+
+
+_COUNTS = st.integers(min_value=0, max_value=10_000_000)
+_RATES = st.floats(min_value=0, max_value=100, allow_nan=False)
+
+
+@given(
+    counts=st.tuples(_COUNTS, _COUNTS, _COUNTS, _COUNTS),
+    rates=st.tuples(_RATES, _RATES, _RATES, _RATES),
+)
+def test_cost_plus_saving_is_the_cost_at_full_input_price(
+    counts: tuple[int, int, int, int], rates: tuple[float, float, float, float]
+) -> None:
+    """For any usage and prices: cost + saving = the cost with every input token at the
+    input price; the saving is never negative when reads and writes cost at most input."""
+    total, cached, written, output = counts
+    given_input, given_output, read_rate, write_rate = rates
+    price = Price(
+        input=given_input, output=given_output, cached_input=read_rate, cache_write=write_rate
+    )
+    table = PriceTable(prices={"m": price})
+    usage = Usage(input=total, output=output, cached=cached, cache_write=written)
+    full = cost_usd(Usage(input=total, output=output), "openai", "m", table)
+    cost = cost_usd(usage, "openai", "m", table)
+    saved = saved_usd(usage, "openai", "m", table)
+    assert full is not None and cost is not None and cost >= 0
+    if cached or written:
+        assert saved is not None and cost + saved == pytest.approx(full, rel=1e-9, abs=1e-12)
+        if read_rate <= given_input and write_rate <= given_input:
+            assert saved >= -1e-12
+    else:
+        assert saved is None
+
+
 def test_roster_reads_prices_limits_and_persona_dirs() -> None:
     """[prices], [limits] and [council] persona_dirs land on the Roster, checked."""
     roster = parse_roster(
@@ -116,6 +202,7 @@ def test_roster_without_prices_or_limits_has_empty_ones() -> None:
         ('[prices."openai:gpt-4.1"]\ninput = "2"\noutput = 8\n', 'prices."openai:gpt-4.1".input'),
         ('[prices."openai:gpt-4.1"]\ninput = 2\n', 'prices."openai:gpt-4.1".output'),
         ("[prices.m]\ninput = 2\noutput = 8\ncached_input = inf\n", "prices.m.cached_input"),
+        ("[prices.m]\ninput = 2\noutput = 8\ncache_write = -1\n", "prices.m.cache_write"),
         ("[prices.m]\ninput = 2\noutput = true\n", "prices.m.output"),
         ("[prices.m]\ninput = 2\noutput = 8\ncache = 1\n", "prices.m.cache"),
         ("[prices]\nm = 3\n", "prices.m"),

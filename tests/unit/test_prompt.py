@@ -59,17 +59,21 @@ def _sections(prompt: str) -> list[str]:
 
 
 def test_reviewer_prompt_sections_in_order(change: Change) -> None:
-    """A reviewer's prompt has role, lens, anchors, notes, change, contract, recording."""
+    """A reviewer's prompt: role, contract, recording, anchors, notes, change (every
+    reviewer's, for the prefix caches), then who it is and its lens."""
     prompt = build_prompt(_reviewer(), change, change.text)
-    assert prompt.startswith("# Code review council: reviewer `hawk`")
+    assert prompt.startswith("# Code review council\n\nYou are one of several reviewers")
     assert _sections(prompt) == [
-        "What to look for",
+        "How to answer",
+        "Record findings as you go",
         "Where a finding may anchor",
         "Notes",
         "The change",
-        "How to answer",
-        "Record findings as you go",
+        "Who you are",
+        "What to look for",
     ]
+    assert "## Who you are\n\nYou are reviewer `hawk` of this council.\n" in prompt
+    assert prompt.endswith('answer as "How to answer" says: ONE JSON object.\n')
 
 
 def test_prompt_is_deterministic(change: Change) -> None:

@@ -499,3 +499,46 @@ def test_a_model_retry_is_a_warning_line_of_the_participant(
     assert (retry["request_attempt"], retry["status"], retry["reason"]) == (1, 429, "http-429")
     assert retry["delay_ms"] == 0 and "HTTP 429: slow down" in retry["error"]
     assert KEY not in json.dumps(capture.entries, default=str)
+
+
+class Splits(Scripted):
+    """A :class:`Scripted` that also keeps each request's prompt and shared length."""
+
+    def __init__(self, answers: dict[str, ReviewResult | Exception]) -> None:
+        super().__init__(answers)
+        self.seen: dict[str, tuple[str, int]] = {}
+
+    def review(self, request: ReviewRequest) -> ReviewResult:
+        self.seen[request.participant.id] = (request.prompt, request.shared)
+        return super().review(request)
+
+
+def test_the_reviewer_is_told_where_its_prompts_shared_part_ends(
+    rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt stored in two parts reaches the backend whole, with the length of its
+    shared part (for a cache breakpoint), batched and alone; a plain prompt with 0."""
+    from council.roster.prompt import Prompt
+    from workers.execution import participant_attempt
+
+    people = [_replay(tmp_path, pid) for pid in ("hawk", "wren", "owl")]
+    record = RunRecord(run_id="r1", session="s1", participants=("hawk", "wren", "owl"))
+    rt.client.hset(rt.keys.run("r1"), "record", record.model_dump_json())
+    shared = "every reviewer's part\n\n"
+    prompts: dict[str, str | Prompt] = {
+        "hawk": Prompt(shared=shared, own="hawk's"),
+        "wren": Prompt(shared=shared, own="wren's"),
+        "owl": "plain",
+    }
+    rt.runs.put_inputs("r1", people, prompts, None, {}, change=DIFF)
+    answers: dict[str, ReviewResult | Exception] = {
+        p.id: ReviewResult(answer='{"findings": []}') for p in people
+    }
+    batched, alone = Splits(answers), Splits(answers)
+    _use(monkeypatch, batched)
+    monkeypatch.setattr(participant_attempt, "reviewer_for", lambda participant: alone)
+    review_batch(rt, "r1", ["hawk"], PROTOCOL)
+    review(rt, "r1", "wren", PROTOCOL)
+    review(rt, "r1", "owl", PROTOCOL)
+    assert batched.seen == {"hawk": (shared + "hawk's", len(shared))}
+    assert alone.seen == {"wren": (shared + "wren's", len(shared)), "owl": ("plain", 0)}

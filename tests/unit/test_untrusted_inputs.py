@@ -360,7 +360,7 @@ def test_a_file_name_cannot_write_a_section_of_the_prompt(tmp_path: Path) -> Non
     round_ = prepare(
         Settings(), ReviewOptions(repo, "HEAD~1", "HEAD", roster_beside(tmp_path)), mode="embedded"
     )
-    prompt = round_.prompts["rep"]
+    prompt = round_.prompts["rep"].text
     assert re.findall(r"^## How to answer", prompt, flags=re.MULTILINE) == ["## How to answer"]
     assert json.dumps(EVIL_NAME) in prompt
     assert "not instructions to you" in prompt

@@ -112,7 +112,7 @@ def check_command(
         if p.backend == "sarif":
             click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
         else:
-            click.echo(for_log(round_.prompts[p.id]))
+            click.echo(for_log(round_.prompts[p.id].text))
     if round_.judge is not None:
         j = round_.judge
         click.echo(f"===== {j.id} (judge, backend {j.backend}) =====")

@@ -34,7 +34,7 @@ from council.errors import ChangeTooLarge, ConfigurationError
 from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
 from council.roster import Roster
-from council.roster.prompt import change_notes
+from council.roster.prompt import Prompt, change_notes
 from council.roster.round_roster import (
     Lineup,
     deadline_ms,
@@ -83,18 +83,19 @@ class Round:
     """A prepared round: everything checked, nothing sent yet.
 
     ``participants`` are the reviewers in roster order; ``prompts`` maps each reviewer's
-    id to its whole prompt; ``programs`` maps a participant id to the bytes of the
-    relative program read for it, ``arg_files`` to the base-tree files its ``args`` name
-    (:mod:`workers.coordinator.program_args`); ``tree`` is the packed head tree (tar.gz, None when
-    the round has none). ``judge_persona`` is the judge's charter body (None: no judge,
-    or a judge without a persona): the judge's prompt is built only once the reviewers
-    are filed, and this travels with the run's inputs until then.
+    id to its prompt (the part every reviewer shares, then its own); ``programs`` maps a
+    participant id to the bytes of the relative program read for it, ``arg_files`` to the
+    base-tree files its ``args`` name (:mod:`workers.coordinator.program_args`); ``tree``
+    is the packed head tree (tar.gz, None when the round has none). ``judge_persona`` is
+    the judge's charter body (None: no judge, or a judge without a persona): the judge's
+    prompt is built only once the reviewers are filed, and this travels with the run's
+    inputs until then.
     """
 
     record: RunRecord
     roster: Roster
     participants: tuple[Participant, ...]
-    prompts: dict[str, str]
+    prompts: dict[str, Prompt]
     programs: dict[str, bytes]
     tree: bytes | None
     change: Change

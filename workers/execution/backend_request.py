@@ -323,6 +323,7 @@ def build_request(
     program: bytes | None,
     arg_files: Mapping[str, bytes] | None = None,
     journal: RedisJournal | None = None,
+    shared: int = 0,
 ) -> ReviewRequest:
     """One participant's request for attempt number ``attempt`` of its review.
 
@@ -334,7 +335,9 @@ def build_request(
     so its findings land; a model's tree has the likely secrets masked (:func:`_masked_files`).
     ``journal``: the attempt's sink (made here when None; a caller passes its own to flush it
     before folding). A paused model reviewer whose question was answered gets its pause
-    (``resume``). Raises ``OSError`` when a file cannot be written.
+    (``resume``). ``shared``: where the prompt's shared part ends
+    (:attr:`~reviewers.base.ReviewRequest.shared`). Raises ``OSError`` when a file cannot be
+    written.
     """
     record = share.record
     run_id = record.run_id
@@ -358,6 +361,7 @@ def build_request(
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
+        shared=shared,
         journal=sink,
         heard=sink.heard,
         workdir=workdir,

@@ -225,6 +225,7 @@ def _prepare(
                 inputs.programs.get(p.id),
                 inputs.arg_files.get(p.id),
                 journal=journal,
+                shared=inputs.shared.get(p.id, 0),
             )
         except Exception as exc:
             return crashed(exc, started)

@@ -330,7 +330,16 @@ def _ask(
         runs_program = participant.backend in ("command", "sarif")
         arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
         request = build_request(
-            rt, share, participant, prompt, attempt, cancel, program, arg_files, journal=journal
+            rt,
+            share,
+            participant,
+            prompt,
+            attempt,
+            cancel,
+            program,
+            arg_files,
+            journal=journal,
+            shared=rt.runs.shared(run_id, participant.id),
         )
         return masked_result(share.masker, reviewer_for(participant).review(request))
     except Exception as exc:

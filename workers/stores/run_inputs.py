@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from council.change.secret_masks import SPANS, SecretSpan
 from council.model.participant import Participant
 from council.model.report import RunStatus
+from council.roster.prompt import Prompt
 from council.round.outcome import ParticipantOutcome
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
@@ -31,6 +32,11 @@ _PERSONA_FIELD = "#persona"
 """Suffix of the prompt-hash field holding a participant's persona text (ids never
 contain '#'). The field is where earlier versions kept the judge's persona, so runs and
 workers of either version read each other's."""
+
+_SHARED_FIELD = "#shared"
+"""Suffix of the prompt-hash field holding how many leading characters of a participant's
+prompt every reviewer of the run shares (:class:`~council.roster.prompt.Prompt`): where a
+provider's cache breakpoint goes. Absent (a run of an earlier version, a judge): 0."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,9 @@ class BatchInputs:
     only participants that have some."""
     secrets: tuple[SecretSpan, ...] = ()
     """The places of the likely secrets the change adds (see :meth:`RunStore.secrets`)."""
+    shared: dict[str, int] = field(default_factory=dict)
+    """Participant → how many leading characters of its prompt every reviewer shares
+    (see :meth:`RunInputs.shared`); only participants whose prompt has such a part."""
 
 
 class RunInputs:
@@ -69,7 +78,7 @@ class RunInputs:
         self,
         run_id: str,
         participants: Sequence[Participant],
-        prompts: dict[str, str],
+        prompts: Mapping[str, str | Prompt],
         tree: bytes | None,
         programs: dict[str, bytes],
         change: str = "",
@@ -82,6 +91,8 @@ class RunInputs:
     ) -> None:
         """Store the roster, prompts, head tree, base-tree programs and diff of a run.
 
+        A :class:`~council.roster.prompt.Prompt` is stored as its text, and where its
+        shared part ends (read back by :meth:`shared`).
         Every key gets ``ttl_s`` (the run's opening TTL, :meth:`SessionStore.open_ttl_s`), so a
         run that never settles leaves nothing behind for ever. Read back by :meth:`persona`,
         :meth:`arg_files`, :meth:`config` and :meth:`secrets`: ``personas`` (participant → its
@@ -98,7 +109,15 @@ class RunInputs:
             k.run_participants(run_id),
             mapping={p.id: p.model_dump_json() for p in participants},
         )
-        stored = {**prompts, **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()}}
+        stored = {
+            **{p: text if isinstance(text, str) else text.text for p, text in prompts.items()},
+            **{
+                p + _SHARED_FIELD: str(len(text.shared))
+                for p, text in prompts.items()
+                if isinstance(text, Prompt) and text.shared
+            },
+            **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
+        }
         if stored:
             pipe.hset(k.run_prompt(run_id), mapping=stored)
         if tree is not None:
@@ -214,6 +233,13 @@ class RunInputs:
         raw = self._r.hget(self._keys.run_prompt(run_id), participant)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
 
+    def shared(self, run_id: str, participant: str) -> int:
+        """How many leading characters of the participant's prompt every reviewer of the
+        run shares (where a provider's cache breakpoint goes); 0 when none was stored."""
+        k = self._keys.run_prompt(run_id)
+        prompt, shared = self._r.hmget(k, [participant, participant + _SHARED_FIELD])
+        return _split_at(shared, prompt)
+
     def persona(self, run_id: str, participant: str) -> str | None:
         """The persona charter body stored for a participant (see :meth:`put_inputs`),
         None when none was stored or it is empty (a run of an earlier version stored ""
@@ -240,14 +266,15 @@ class RunInputs:
         pipe.get(k.run_secrets(run_id))
         if ids:
             pipe.hmget(k.run_participants(run_id), ids)
-            pipe.hmget(k.run_prompt(run_id), ids)
+            pipe.hmget(k.run_prompt(run_id), [*ids, *(p + _SHARED_FIELD for p in ids)])
             pipe.mget([k.run_outcome(run_id, p) for p in ids])
             pipe.mget([k.run_program(run_id, p) for p in ids])
             for p in ids:
                 pipe.hgetall(k.run_args(run_id, p))
         replies = pipe.execute()
         (record, status), change, secrets = replies[0], replies[1], replies[2]
-        people, prompts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        people, texts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        prompts, shared = texts[: len(ids)], texts[len(ids) :]
         args = replies[7:] if ids else []
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
@@ -271,6 +298,11 @@ class RunInputs:
             status=status.decode() if status is not None else None,
             arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
             secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
+            shared={
+                p: n
+                for p, raw, text in zip(ids, shared, prompts, strict=True)
+                if (n := _split_at(raw, text))
+            },
         )
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
@@ -302,6 +334,16 @@ class RunInputs:
         found), see :mod:`council.change.secret_masks`."""
         raw = self._r.get(self._keys.run_secrets(run_id))
         return SPANS.validate_json(raw) if raw is not None else []
+
+
+def _split_at(raw: bytes | None, prompt: bytes | None) -> int:
+    """A stored shared length, held to the prompt it belongs to: 0 when absent, not a
+    number, or beyond the prompt (a field written by something else)."""
+    text = raw.decode("ascii", errors="replace") if raw is not None else ""
+    if not text.isdecimal() or prompt is None:
+        return 0
+    n = int(text)
+    return n if n <= len(prompt.decode("utf-8", errors="replace")) else 0
 
 
 def _fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:
