@@ -20,14 +20,17 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from council.asks.paused import Paused
 
-StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost"]
+StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost", "budget"]
+"""What stopped a reviewer: one of our clocks, a cancellation, a lost worker, or the round's
+cost budget (``budget``: its next request did not fit ``max_cost_usd``)."""
 
 
 class Stop(BaseModel):
-    """Why our clocks (or a cancellation) stopped a reviewer, and the budget it ran out of.
+    """Why our clocks (or a cancellation, or the cost budget) stopped a reviewer, and the
+    budget it ran out of.
 
-    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
-    which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
+    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost`` and
+    ``budget``, which have none; for ``cancelled`` it is the run's ``--timeout`` when that is what
     cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). A stop is never a
     failure.
     """
@@ -49,6 +52,7 @@ class Stop(BaseModel):
             "soft-deadline": ("the soft deadline", "answer_ms before the wall"),
             "cancelled": ("a cancellation", ""),
             "worker-lost": ("the loss of its worker", ""),
+            "budget": ("the round's cost budget", "max_cost_usd"),
         }
         name, setting = names[self.limit]
         if self.budget_ms is not None and self.limit == "cancelled":

@@ -278,6 +278,8 @@ def _participants(report: CouncilReport) -> str:
         else:
             bound = "" if report.cost_complete else "at least "
             lines.append(f"\n**Cost:** {bound}{_usd(report.cost_usd)}")
+    if report.budget is not None:
+        lines.append(f"\n**Budget:** {report.budget.describe()}")
     return "\n".join(lines)
 
 
