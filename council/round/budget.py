@@ -5,7 +5,8 @@ Amounts are whole nano-dollars (:data:`NANOS_PER_USD`) in the ledger, so sums ar
 every worker and in Redis's Lua; USD floats at the edges. A request is admitted only when
 ``spent + held + estimate <= limit``: with estimates no lower than the usage, spend never
 passes the budget, and each request that used more than its estimate can only add its own
-overrun. Pure. Source: docs/guide.md "A cost budget", docs/operating.md "Cost budget".
+overrun. Pure. Source: docs/guide.md "A cost budget", docs/operating.md "Cost budget"
+(under "Redis").
 """
 
 from __future__ import annotations

@@ -11,15 +11,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from council.round.budget import to_nanos
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
 from tests.services import review_argv
+from workers.stores.budget import RedisBudget
+from workers.stores.keys import Keys
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +127,27 @@ def test_distributed_a_budget_holds_across_a_worker_on_redis(
         timeout=180,
     )
     _check(done, out, server)
+
+
+def test_threads_reserving_at_once_on_a_real_redis_never_overspend(real_redis: Any) -> None:
+    """Sixteen threads, each reserving $0.30 requests until refused and settling each at
+    its estimate, against the real redis-server's Lua: exactly what $10 affords."""
+    budget = RedisBudget(real_redis, Keys(), "run", 10.0)
+    admitted: list[int] = []
+    lock = threading.Lock()
+
+    def reviewer() -> None:
+        while (held := budget.reserve(to_nanos(0.3))) is not None:
+            assert budget.settle(held, to_nanos(0.3), "p")
+            assert not budget.settle(held, to_nanos(0.3), "p")  # counted once
+            with lock:
+                admitted.append(1)
+
+    threads = [threading.Thread(target=reviewer) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(admitted) == 33  # 33 × $0.30 = $9.90; a 34th would pass $10
+    spend = budget.spend()
+    assert spend.spent_usd == pytest.approx(9.9) and spend.held_usd == 0

@@ -46,7 +46,7 @@ local field = 'held:' .. ARGV[1]
 local estimate = redis.call('HGET', KEYS[1], field)
 if not estimate then return 0 end
 redis.call('HDEL', KEYS[1], field)
-redis.call('HINCRBY', KEYS[1], 'held', '-' .. estimate)
+if estimate ~= '0' then redis.call('HINCRBY', KEYS[1], 'held', '-' .. estimate) end
 redis.call('HINCRBY', KEYS[1], 'spent', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'spent:' .. ARGV[3], ARGV[2])
 return 1
