@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import JsonValue
 
 from council.evidence import ScriptRow
-from council.model.backend_result import ReviewResult
+from council.model.backend_result import ReviewResult, Usage
 from council.model.participant import Participant
 from reviewers.sandbox.bubblewrap import SandboxPolicy
 
@@ -90,6 +90,25 @@ class RateLimiter(Protocol):
     def correct(self, key: str, estimated: int, actual: int) -> None: ...
 
 
+class CostBudget(Protocol):
+    """The round's cost budget (``max_cost_usd``) as one participant's requests reach it,
+    shared by every worker. Source: docs/guide.md "A cost budget".
+
+    ``reserve`` holds a request's estimate (input tokens at the input price, the output
+    cap at the output price) and returns its reservation id, or None when it does not fit
+    what is left: the request must not be sent. ``settle`` releases a reservation and
+    counts what the request used, once (a second call changes nothing). ``wrap_up_due``
+    says whether the round has spent enough of it that reviewers should wrap up. Raises
+    what the store raises; a caller that cannot reserve sends nothing (fail closed).
+    """
+
+    def reserve(self, input_tokens: int, output_tokens: int) -> str | None: ...
+
+    def settle(self, reservation: str, usage: Usage) -> None: ...
+
+    def wrap_up_due(self) -> bool: ...
+
+
 class EventLog(Protocol):
     """Where a backend reports what it did, for the worker's logs (``tool_call`` …).
 
@@ -132,7 +151,8 @@ class ReviewRequest:
     * ``heard()``: the attempt's journal entries, other processes' included (``council
       record``); cached, and a change is activity for the idle clock.
     * None: ``tool_read_max_bytes`` is :data:`reviewers.models.tools.READ_MAX_BYTES`,
-      ``artifacts`` refuses a ``props_ref`` (``no-store``), ``resume`` is a fresh review.
+      ``artifacts`` refuses a ``props_ref`` (``no-store``), ``resume`` is a fresh review,
+      ``budget``: the round has no cost budget.
     * ``shared``: how many leading characters of ``prompt`` every reviewer of the round
       is sent (:class:`council.roster.prompt.Prompt`): where a model backend puts a prompt
       cache breakpoint; 0 places none.
@@ -159,6 +179,7 @@ class ReviewRequest:
     artifacts: ArtifactDesk | None = None
     resume: Resumption | None = None
     shared: int = 0
+    budget: CostBudget | None = None
 
 
 class Reviewer(Protocol):

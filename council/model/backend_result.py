@@ -20,17 +20,22 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 if TYPE_CHECKING:
     from council.asks.paused import Paused
 
-StopLimit = Literal["wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost", "disk"]
+StopLimit = Literal[
+    "wall-clock", "idle", "soft-deadline", "cancelled", "worker-lost", "disk", "budget"
+]
+"""What stopped a reviewer: one of our clocks, a cancellation, a lost worker, a program's
+storage cap (``disk``), or the round's cost budget (``budget``: its next request did not
+fit ``max_cost_usd``)."""
 
 
 class Stop(BaseModel):
-    """Why our clocks (or a cancellation, or a cap) stopped a reviewer, and the budget it
-    ran out of.
+    """Why our clocks (or a cancellation, a cap, or the cost budget) stopped a reviewer,
+    and the budget it ran out of.
 
-    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost``,
-    which has none; for ``cancelled`` it is the run's ``--timeout`` when that is what
-    cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). ``disk``: a reviewer
-    program filled its storage; ``budget_bytes`` is that cap, in bytes. A stop is never a
+    ``budget_ms`` is the limit that fired, in milliseconds (None for ``worker-lost`` and
+    ``budget``, which have none; for ``cancelled`` it is the run's ``--timeout`` when that
+    is what cancelled it, None for a cancellation by hand: Ctrl-C, SIGTERM). ``disk``: a
+    reviewer program filled its storage; ``budget_bytes`` is that cap, in bytes. A stop is never a
     failure.
     """
 
@@ -53,6 +58,7 @@ class Stop(BaseModel):
             "cancelled": ("a cancellation", ""),
             "worker-lost": ("the loss of its worker", ""),
             "disk": ("the storage cap", "COUNCIL_PROGRAM_STORAGE_BYTES"),
+            "budget": ("the round's cost budget", "max_cost_usd"),
         }
         name, setting = names[self.limit]
         if self.budget_bytes is not None:

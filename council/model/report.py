@@ -111,6 +111,37 @@ class ChangeSize(BaseModel):
     """Lines removed, over every file."""
 
 
+class BudgetSpend(BaseModel):
+    """A round's cost budget against what it spent, in US dollars (``[council]
+    max_cost_usd``). ``spent_usd`` counts every request of every attempt, the judge's too,
+    as the budget's ledger settled it; a request whose provider said nothing of its usage
+    counted at its estimate. ``held_usd``: estimates still reserved when the report was
+    written (a request lost with its worker; counted as spent by nobody, held by the
+    budget). Source: docs/guide.md "A cost budget"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_cost_usd: float
+    spent_usd: float = 0.0
+    held_usd: float = 0.0
+    stopped: tuple[str, ...] = ()
+    """The participants the budget stopped (their stop is ``budget``), roster order."""
+
+    def describe(self) -> str:
+        """``spent $2.40 of the $2.50 budget (max_cost_usd); stopped by it: c, d``."""
+        text = f"spent {_dollars(self.spent_usd)} of the {_dollars(self.max_cost_usd)} budget"
+        text += " (max_cost_usd)"
+        if self.held_usd > 0:
+            text += f", {_dollars(self.held_usd)} more still held by requests never settled"
+        if self.stopped:
+            text += f"; stopped by it: {', '.join(self.stopped)}"
+        return text
+
+
+def _dollars(amount: float) -> str:
+    return f"${amount:.4f}" if amount < 1 else f"${amount:.2f}"
+
+
 UNSANDBOXED = "reviewer programs ran WITHOUT a sandbox"
 """How the run note of an embedded run whose reviewer programs ran unconfined begins
 (bubblewrap could not run there; see :mod:`reviewers.sandbox.bubblewrap`)."""
@@ -210,6 +241,8 @@ class CouncilReport(BaseModel):
     saved_usd: float | None = None
     """What the providers' prompt caches saved, in US dollars: the participants'
     ``saved_usd`` summed (:func:`council.round.cost.sum_savings`); None when none has one."""
+    budget: BudgetSpend | None = None
+    """The round's cost budget and what it spent (None: the round had no budget)."""
     reviewed: ChangeSize | None = None
     """The size of the change this round's reviewers were shown; None when no change was
     read (``council consolidate``, a ``--since-last`` round with nothing new) or in a

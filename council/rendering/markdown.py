@@ -293,6 +293,8 @@ def _participants(report: CouncilReport) -> str:
         cache = _cache_line(report)
         if cache:
             lines.append("\n" + cache)
+    if report.budget is not None:
+        lines.append(f"\n**Budget:** {report.budget.describe()}")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """The roster document: the whole ``council.toml`` read into a checked :class:`Roster`.
 
 Its tables: ``[council]`` (the round's clocks in milliseconds, caps in bytes,
-``persona_dirs``, ``sandbox``, ``script_limits``, ``quorum``, ``min_agreement``),
+``persona_dirs``, ``sandbox``, ``script_limits``, ``quorum``, ``min_agreement``, ``max_cost_usd``),
 ``[paths]``, ``[[reviewers]]`` (at least one), ``[judge]``, ``[prices."backend:model"]``
 (:mod:`council.round.cost`), ``[limits.backend]`` (:mod:`council.roster.rate_limits`) and
 ``[policy]``; an annotated example is in docs/guide.md "The roster". Every refusal is a
@@ -28,6 +28,7 @@ from council.roster.backend_options import SANDBOX_FIX, SANDBOX_MODES, key_env
 from council.roster.participant_tables import PROGRAM_BACKENDS, read_participant
 from council.roster.rate_limits import RateLimit, parse_limits
 from council.roster.toml_values import refuse_unknown, table_at, text, text_list, whole
+from council.round.budget import parse_max_cost
 from council.round.cost import PriceTable, parse_prices
 
 DEFAULT_MAX_DIFF_BYTES = 1_000_000
@@ -62,6 +63,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
     "persona_dirs",
     "sandbox",
     "script_limits",
+    "max_cost_usd",
 )
 """Keys of the ``[council]`` table."""
 
@@ -110,6 +112,9 @@ class Roster(BaseModel):
     distributed workers, and runs unsandboxed with a note in embedded mode elsewhere;
     ``required``: it always fails."""
     prices: PriceTable = PriceTable()
+    max_cost_usd: float | None = None
+    """``[council] max_cost_usd``: the round's hard cost budget in USD
+    (:mod:`council.round.budget`); None: no budget."""
     limits: dict[str, RateLimit] = Field(default_factory=dict)
 
     @property
@@ -297,6 +302,9 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         persona_dirs=_persona_dirs(round_table),
         sandbox=str(round_table.get("sandbox", "auto")),
         prices=parse_prices(doc.get("prices", {}), "prices"),
+        max_cost_usd=(
+            parse_max_cost(round_table["max_cost_usd"]) if "max_cost_usd" in round_table else None
+        ),
         limits=parse_limits(doc.get("limits", {}), "limits"),
         confirm=_confirm(doc.get("policy", {})),
         unverified_scripts=_unverified_scripts(doc.get("policy", {})),

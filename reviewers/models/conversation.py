@@ -35,6 +35,7 @@ from council.roster.tool_catalog import specs_for
 from reviewers.base import ReviewRequest
 from reviewers.models.provider import Provider
 from reviewers.models.retry import Backoff, Trouble, retry_reason
+from reviewers.models.spending import BUDGET_WRAP_UP, Spending, Unaffordable
 from reviewers.models.stream_loop import bridge, stream_loop
 from reviewers.models.stream_watch import StreamedTurn, Watch, run_streamed
 from reviewers.models.tools import READ_MAX_BYTES, ToolBox
@@ -177,6 +178,7 @@ class _Run:
         self.usage = Usage()
         self.first_token_ms: int | None = None
         self.retries: list[str] = []
+        self.spending = Spending(request.budget, participant, lambda t: self.notes.append(t))
 
     def _resume(self) -> int:
         """Go on from a pause: load its messages, reply to its turn's calls (the ask's
@@ -225,6 +227,8 @@ class _Run:
         for number in range(first, self.max_turns + 1):
             if self.watch.soft_due():
                 return await self._wrap_up("")
+            if await self.spending.wrap_up_due():
+                return await self._wrap_up("", budget=True)
             outcome = await self._turn(
                 answer_now=number == self.max_turns and bool(self.tools.names)
             )
@@ -255,21 +259,24 @@ class _Run:
                 self.session.add_user(LAST_TURN)
         return self._result(self._said(""))  # unreachable: max_turns >= 1
 
-    async def _wrap_up(self, partial: str) -> ReviewResult:
-        """The one wrap-up turn at the soft deadline, and the richer of the two texts."""
+    async def _wrap_up(self, partial: str, budget: bool = False) -> ReviewResult:
+        """The one wrap-up turn at the soft deadline (or with the round's cost budget
+        nearly spent), and the richer of the two texts."""
         clocks = self.request.participant.clocks
         fragment = self._said(partial)
         if partial.strip():
             self.session.add_text(partial)
-        self.session.add_user(WRAP_UP)
+        self.session.add_user(BUDGET_WRAP_UP if budget else WRAP_UP)
         self.notes.append(
-            f"asked to wrap up at the soft deadline ({clocks.soft_deadline_ms} ms, "
+            "asked to wrap up: the round has spent most of its cost budget (max_cost_usd)"
+            if budget
+            else f"asked to wrap up at the soft deadline ({clocks.soft_deadline_ms} ms, "
             f"answer_ms {clocks.answer_ms} before the wall)"
         )
         outcome = await self._turn(answer_now=True, soft=False)
         if outcome.failure is not None:
             self.notes.append(f"the wrap-up turn failed: {outcome.failure}")
-            return self._result(fragment, self.watch.stop("soft-deadline"))
+            return self._result(fragment, self.watch.stop("budget" if budget else "soft-deadline"))
         if outcome.calls:
             self.notes.append("the wrap-up turn called tools anyway; they were not run")
         stop = self.watch.stop(outcome.limit) if outcome.limit is not None else None
@@ -296,8 +303,13 @@ class _Run:
                 return _Outcome(text=partial, limit=limit)
             turn = StreamedTurn(self.watch.activity)
             estimate = self.session.estimate_tokens()
+            try:
+                await self.spending.reserve(estimate)
+            except Unaffordable as refused:  # not sent: what is left cannot pay for it
+                return _Outcome(text=partial, limit=refused.limit, failure=refused.failure)
             admitted, limit = await self._admit(estimate, soft)
             if limit is not None:
+                await self.spending.release()
                 return _Outcome(text=partial, limit=limit)
             work = functools.partial(
                 self.session.stream, timeout=self._timeout(), answer_now=answer_now
@@ -309,6 +321,7 @@ class _Run:
             used = turn.usage
             self.usage += used
             await self._correct(admitted, estimate, used.input + used.output)
+            await self.spending.settle(turn)
             partial = turn.text_so_far() or partial
             if limit is not None:
                 return _Outcome(text=partial, limit=limit)

@@ -182,6 +182,8 @@ class StreamedTurn:
         self.extra: list[dict[str, Any]] = []
         self.finished = False
         self.usage = Usage(requests=1)
+        self.usage_repeats = 0
+        """How many times the provider sent a usage it had already sent (counted once)."""
         self.error: BaseException | None = None
 
     def add_text(self, piece: str) -> None:
@@ -193,8 +195,9 @@ class StreamedTurn:
     def set_usage(
         self, *, input: int, output: int, cached: int, reasoning: int, cache_write: int = 0
     ) -> None:
-        """The provider's usage for this request so far (token counts; ``requests`` = 1)."""
-        self.usage = Usage(
+        """The provider's usage for this request so far (token counts; ``requests`` = 1).
+        It replaces the last: a usage sent twice is counted once (``usage_repeats``)."""
+        usage = Usage(
             input=input,
             output=output,
             cached=cached,
@@ -202,6 +205,9 @@ class StreamedTurn:
             requests=1,
             cache_write=cache_write,
         )
+        if usage == self.usage and (input or output):
+            self.usage_repeats += 1
+        self.usage = usage
 
     def text_so_far(self) -> str:
         """The answer text streamed so far."""

@@ -234,7 +234,8 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
     assert value("council_retries_total", provider="openai", reason="http-429") == 1
     assert value("council_tokens_total", provider="openai", model="gpt-hawk", kind="input") >= 1000
     assert value("council_model_requests_total", provider="openai", model="gpt-hawk") == 2
-    assert value("council_cost_usd_total", provider="openai", model="gpt-hawk") > 0
+    hawk_cost = {"provider": "openai", "model": "gpt-hawk", "participant": "hawk"}
+    assert value("council_cost_usd_total", **hawk_cost) > 0
     ttft = "council_review_time_to_first_token_seconds_count"
     assert value(ttft, provider="openai", model="gpt-hawk") == 1
     assert value("council_reviews_total", backend="openai", status="failed") == 1  # crow

@@ -67,7 +67,7 @@ def test_a_model_review_counts_outcome_tokens_cost_retries_and_first_token() -> 
         "reviews": sample("council_reviews_total", backend="openai", status="answered"),
         "input": sample("council_tokens_total", **labels, kind="input"),
         "output": sample("council_tokens_total", **labels, kind="output"),
-        "cost": sample("council_cost_usd_total", **labels),
+        "cost": sample("council_cost_usd_total", **labels, participant="hawk"),
         "retries": sample("council_retries_total", provider="openai", reason="http-429"),
         "ttft": sample("council_review_time_to_first_token_seconds_sum", **labels),
         "minor": sample("council_findings_total", backend="openai", severity="minor"),
@@ -96,7 +96,8 @@ def test_a_model_review_counts_outcome_tokens_cost_retries_and_first_token() -> 
     assert sample("council_tokens_total", **labels, kind="input") == before["input"] + 1_000_000
     assert sample("council_tokens_total", **labels, kind="output") == before["output"] + 500_000
     assert sample("council_model_requests_total", **labels) >= 2
-    assert sample("council_cost_usd_total", **labels) == pytest.approx(before["cost"] + 6.0)
+    cost = sample("council_cost_usd_total", **labels, participant="hawk")
+    assert cost == pytest.approx(before["cost"] + 6.0)
     assert sample("council_retries_total", provider="openai", reason="http-429") == (
         before["retries"] + 1
     )
@@ -118,7 +119,7 @@ def test_a_program_review_counts_no_tokens_and_an_unpriced_model_no_cost() -> No
     result = ReviewResult(usage=Usage(input=10, output=1, requests=1))
     observe_review(_participant("m", "openai", "gpt-unpriced"), _outcome("m"), result)
     assert sample("council_tokens_total", **unpriced, kind="input") >= 10
-    assert sample("council_cost_usd_total", **unpriced) == 0
+    assert sample("council_cost_usd_total", **unpriced, participant="m") == 0
 
 
 def test_recording_never_raises_into_a_review() -> None:

@@ -72,7 +72,9 @@ TOKENS = Counter(
     ["provider", "model", "kind"],
 )
 COST = Counter(
-    "council_cost_usd", "What model reviewers cost, in US dollars.", ["provider", "model"]
+    "council_cost_usd",
+    "What model reviewers cost, in US dollars, by roster participant.",
+    ["provider", "model", "participant"],
 )
 MODEL_REQUESTS = Counter(
     "council_model_requests",
@@ -153,7 +155,7 @@ def observe_review(
             MODEL_REQUESTS.labels(backend, model).inc(max(usage.requests, 0))
             dollars = cost_usd(usage, backend, participant.model, prices or PriceTable())
             if dollars is not None:
-                COST.labels(backend, model).inc(max(dollars, 0.0))
+                COST.labels(backend, model, participant.id).inc(max(dollars, 0.0))
     except Exception as error:  # a metric must never cost a review
         log.warning("metrics_failed", error_type=type(error).__name__, error=str(error))
 

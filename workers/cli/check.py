@@ -26,8 +26,10 @@ from council.model.gate_policy import GatePolicy
 from council.model.participant import Participant
 from council.rendering.escape import for_log
 from council.roster.backend_options import BASE_DIR, RECORDED
+from council.round.budget import unpriced
 from council.round.gate import min_agreement_problem, parse_fail_on
 from council.session.ledger import Ledger, attributed_ids
+from reviewers.models.spending import output_cap
 from reviewers.programs.process import program_trouble
 from reviewers.programs.program_search import find_program, interpreter_bin
 from workers.app.settings import Settings
@@ -168,6 +170,35 @@ def gated(
         "unverified_scripts": round_.roster.unverified_scripts,
     }
     return replace(round_, record=round_.record.model_copy(update=policy))
+
+
+def budgeted(round_: Round, max_cost_usd: float | None) -> Round:
+    """The round with its cost budget recorded on the run: ``--max-cost-usd``, else the
+    roster's ``[council] max_cost_usd`` (None: no budget). Raises UsageProblem (exit 2,
+    nothing sent) for a model participant, judge included, without a price in
+    ``[prices]`` or without an output cap: its requests could not be estimated. A
+    budget too small for any request is not refused: those reviewers stop as ``budget``.
+    Source: docs/guide.md "A cost budget"."""
+    limit = max_cost_usd if max_cost_usd is not None else round_.roster.max_cost_usd
+    if limit is None:
+        return round_
+    everyone = [*round_.participants, *([round_.judge] if round_.judge is not None else [])]
+    missing = unpriced(everyone, round_.roster.prices)
+    if missing:
+        raise UsageProblem(
+            f"a cost budget (max_cost_usd = {limit}) needs a price for every model "
+            f"participant, and {', '.join(missing)} has none: add "
+            '[prices."<backend>:<model>"] with input and output (USD per million tokens) '
+            "to the roster"
+        )
+    uncapped = [p.id for p in everyone if p.model is not None and output_cap(p) is None]
+    if uncapped:
+        raise UsageProblem(
+            f"a cost budget (max_cost_usd = {limit}) estimates each request before it is "
+            f"sent, and {', '.join(uncapped)} sets no max_output_tokens: set it, so a "
+            "request's output has a bound"
+        )
+    return replace(round_, record=round_.record.model_copy(update={"max_cost_usd": limit}))
 
 
 def with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:

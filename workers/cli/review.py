@@ -37,6 +37,7 @@ from workers.cli.check import (
     REPO_OPTION,
     ROSTER_OPTION,
     STATE_OPTION,
+    budgeted,
     cannot_run,
     checkout_top,
     gated,
@@ -144,6 +145,15 @@ from workers.stores.sessions import Waiting
     "else 1.",
 )
 @click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="USD",
+    help="The round's hard cost budget in US dollars, over every reviewer, attempt and the "
+    "judge (default: the roster's [council] max_cost_usd, else none). A request that "
+    "would pass it is not sent: its reviewer stops as budget (exit 3). Every model "
+    "participant needs a price and max_output_tokens.",
+)
+@click.option(
     "--without-keys",
     is_flag=True,
     help="Leave out the reviewers (and the judge) that need an API key, saying so in the "
@@ -186,6 +196,7 @@ def review_command(
     quorum: int | None,
     filter_mode: str,
     min_agreement: int | None,
+    max_cost_usd: float | None,
     without_keys: bool,
     timeout: float | None,
     session: str | None,
@@ -243,6 +254,7 @@ def review_command(
     round_ = gated(
         with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
     )
+    round_ = budgeted(round_, max_cost_usd)
     for note in round_.notes:
         click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
     show = Progress.for_stream(sys.stderr) if progress else None

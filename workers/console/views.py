@@ -378,8 +378,10 @@ def _cost(report: CouncilReport | None) -> str:
     if report is None:
         return ""
     if report.cost_usd is None:
-        return "no priced usage"
-    return ("" if report.cost_complete else "at least ") + _usd(report.cost_usd)
+        text = "no priced usage"
+    else:
+        text = ("" if report.cost_complete else "at least ") + _usd(report.cost_usd)
+    return text if report.budget is None else f"{text}; {report.budget.describe()}"
 
 
 def _usd(amount: float) -> str:

@@ -403,6 +403,7 @@ def _record(
         judge=lineup.judge.id if lineup.judge is not None else None,
         limits=dict(roster.limits),
         prices=roster.prices,
+        max_cost_usd=roster.max_cost_usd,
         changed_paths=change.paths,
         notes=tuple(notes),
         created_ms=created,

@@ -46,6 +46,7 @@ from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
+from workers.stores.budget import RedisBudget
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.run_record import RunRecord
 
@@ -395,6 +396,13 @@ def build_request(
         resume=(
             rt.runs.resumption(run_id, participant.id)
             if participant.backend in ASKING_BACKENDS
+            else None
+        ),
+        budget=(
+            RedisBudget(rt.client, rt.keys, run_id, record.max_cost_usd).for_participant(
+                participant, record.prices
+            )
+            if record.max_cost_usd is not None
             else None
         ),
     )

@@ -40,6 +40,7 @@ from workers.app.services import Runtime
 from workers.execution.participant_attempt import reading_policy, script_rows
 from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
+from workers.stores.budget import RedisBudget
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
 
@@ -209,7 +210,16 @@ class _Hearing:
         marked = self.marks.apply(gated, self.pull, self.code, self.added)
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
         held = apply_min_agreement(filtered)
-        return with_fingerprints(held)
+        return with_fingerprints(self.spend(held))
+
+    def spend(self, report: CouncilReport) -> CouncilReport:
+        """``report`` with the round's budget against what it spent (no budget: as is)."""
+        record = self.record
+        if record.max_cost_usd is None:
+            return report
+        stopped = tuple(p.id for p in report.participants if p.stop and p.stop.limit == "budget")
+        budget = RedisBudget(self.rt.client, self.rt.keys, record.run_id, record.max_cost_usd)
+        return report.model_copy(update={"budget": budget.spend(stopped)})
 
     def asks(self, report: CouncilReport) -> tuple[PendingAsk, ...]:
         """The questions ``[policy] confirm`` puts to a person before the run may settle."""

@@ -159,6 +159,11 @@ class Keys:
         and expires with the run's other keys."""
         return f"{self.prefix}run:{run_id}:artifacts"
 
+    def run_budget(self, run_id: str) -> str:
+        """Hash: the round's cost ledger in nano-dollars (:mod:`workers.stores.budget`):
+        ``spent``, ``held``, ``held:{reservation}`` → its estimate, ``spent:{participant}``."""
+        return f"{self.prefix}run:{run_id}:budget"
+
     def run_cancel(self, run_id: str) -> str:
         """String flag: set when the run is cancelled; reviewers stop as ``cancelled``."""
         return f"{self.prefix}run:{run_id}:cancel"
@@ -216,6 +221,7 @@ class Keys:
             self.run_cancel(run_id),
             self.run_artifacts(run_id),
             self.run_wake(run_id),
+            self.run_budget(run_id),
         ]
         for p in participants:
             keys += [

@@ -41,7 +41,10 @@ class RunRecord(BaseModel):
     limits: dict[str, RateLimit] = Field(default_factory=dict)
     """The roster's shared rate limits (``openai``, ``openai:MODEL`` → rpm/tpm)."""
     prices: PriceTable = Field(default_factory=PriceTable)
-    """The roster's prices, for the cost in the report."""
+    """The roster's prices, for the cost in the report and the budget's estimates."""
+    max_cost_usd: float | None = None
+    """The round's cost budget in USD (``--max-cost-usd``, else ``[council]
+    max_cost_usd``; :mod:`workers.stores.budget`); None: no budget."""
     changed_paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     created_ms: int = 0
