@@ -8,6 +8,7 @@ program only its allowlist and never a key; embedded mode honours the roster.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -344,3 +345,59 @@ def test_the_worker_loads_its_file_or_says_which_and_why(tmp_path: Any) -> None:
     with pytest.raises(RegistryError, match="COUNCIL_LOCAL_BASE_URL is set beside"):
         load_providers(beside, ENV)
     assert sorted(load_providers(Settings(), {"ANTHROPIC_API_KEY": "a"}).providers) == ["anthropic"]
+
+
+def test_a_worker_with_a_bad_registry_does_not_start_and_names_the_file(tmp_path: Any) -> None:
+    """``council worker --providers FILE`` whose key variable is unset: exit 2 and one
+    ``worker_failed`` line naming the file, the provider and the fix, before Redis is
+    even reached (none listens at the URL)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.services import ROOT, free_port
+
+    path = tmp_path / "providers.toml"
+    path.write_text('[providers.team]\napi = "openai"\nbase_url = "https://h/v1"\nkey_env = "T"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNCIL_") and k != "T"}
+    env["COUNCIL_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}/0"
+    done = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "worker", "--providers", str(path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = [json.loads(text) for text in (done.stdout + done.stderr).splitlines() if text]
+    assert line["event"] == "worker_failed"
+    assert f"provider registry {path}: providers.team.key_env: T is not set" in line["message"]
+    assert "Export T for the worker" in line["message"]
+
+
+def test_on_a_laptop_one_variable_adds_a_keyless_local_model(tmp_path: Any) -> None:
+    """Embedded mode: ``COUNCIL_LOCAL_BASE_URL`` and ``provider = "local"`` review with no
+    key variable at all (none set, none dummy); an unknown provider is refused before
+    anything is sent (exit 2), naming it and the fix."""
+    from reviewers.models.conversation import KEYLESS_KEY
+    from tests.fakes import FakeOpenAI, Scenario
+    from tests.gitrepo import commit, new_repo
+    from tests.unit.test_cli_review import review, reviewer, roster, states
+
+    path = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(path, {"app.py": "x = 1\ny = 1 / 0\n"}, "divide")
+    with FakeOpenAI(api_key=KEYLESS_KEY) as server:
+        server.script(Scenario(text='{"findings": []}'))
+        local = roster(tmp_path, reviewer("llama", "openai", model="llama3", provider="local"))
+        out = tmp_path / "r.json"
+        env = {"COUNCIL_LOCAL_BASE_URL": server.base_url, "OPENAI_API_KEY": ""}
+        done = review(path, tmp_path / "s.json", "--json", str(out), roster_path=local, env=env)
+        assert done.exit_code == 0, done.output
+        assert states(json.loads(out.read_text())) == {"llama": "answered"}
+        assert [r.credential_ok for r in server.requests] == [True]
+    unknown = roster(tmp_path, reviewer("hawk", "openai", model="m", provider="azure"))
+    done = review(path, tmp_path / "s.json", roster_path=unknown, env=env)
+    assert done.exit_code == 2
+    assert "reviewers[hawk].provider: provider 'azure' is not in" in done.output
+    assert "An operator adds it" in done.output
