@@ -72,7 +72,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes import FakeOpenAI, Scenario  # noqa: E402
 from tests.gitrepo import commit, git, new_repo  # noqa: E402
-from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
+from tests.services import (  # noqa: E402
+    ServiceError,
+    provider_env,
+    start_redis,
+    stop_group,
+    worker_argv,
+)
 from workers.app.celery_config import create_app  # noqa: E402
 from workers.app.clock import now_ms  # noqa: E402
 from workers.app.logging import configure_logging  # noqa: E402
@@ -576,8 +582,11 @@ def _setup(tmp: Path, base_url: str, participants: int) -> ReviewOptions:
 
 
 @contextmanager
-def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A redis-server and ONE celery worker (threads pool); yields (url, worker)."""
+def _services(
+    tmp: Path, threads: int, base_url: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A redis-server and ONE celery worker (threads pool) whose provider registry holds
+    the fake at ``base_url``; yields (url, worker)."""
     try:
         server, url = start_redis(None, "--maxclients", "10000")
     except ServiceError as exc:
@@ -589,6 +598,7 @@ def _services(tmp: Path, threads: int) -> Iterator[tuple[str, subprocess.Popen[b
             "COUNCIL_REDIS_URL": url,
             "COUNCIL_WORK_DIR": str(tmp / "work"),
             "OPENAI_API_KEY": KEY,
+            **provider_env(tmp, base_url, "OPENAI_API_KEY"),
         }
         worker = subprocess.Popen(
             worker_argv("bench", threads, "WARNING"),
@@ -647,7 +657,7 @@ def run_councils(
     this file during the last council."""
     options = _setup(tmp, fake.base_url, participants)
     rows: list[Row] = []
-    with _services(tmp, threads) as (url, worker):
+    with _services(tmp, threads, fake.base_url) as (url, worker):
         settings = Settings(redis_url=SecretStr(url))
         app = create_app(settings)
         for _ in range(600):

@@ -138,3 +138,16 @@ def review_argv(repo: Path, base: str, roster: Path, out: Path, *extra: str) -> 
         "--no-progress",
         *extra,
     ]
+
+
+def provider_env(
+    folder: Path, base_url: str, *key_envs: str, api: str = "openai"
+) -> dict[str, str]:
+    """A worker's ``COUNCIL_PROVIDERS`` holding the fake at ``base_url`` once per key
+    variable (:func:`tests.fakes.review.registry_toml`), written under ``folder``: what an
+    operator lists so rosters may use it (docs/operating.md "The provider registry")."""
+    from tests.fakes.review import registry_toml
+
+    path = folder / f"providers-{api}-{'-'.join(key_envs) or 'keyless'}.toml"
+    path.write_text(registry_toml(base_url, *key_envs, api=api))
+    return {"COUNCIL_PROVIDERS": str(path)}

@@ -49,7 +49,15 @@ texts of its relative ``answer``/``journal`` files as the BASE tree holds them
 worker never reads them from a working directory (the change's files). A roster cannot
 set it: the roster reader refuses the key."""
 
-SET_BY_COUNCIL: tuple[str, ...] = (BASE_DIR, RECORDED)
+PROVIDER_OPTION = "provider"
+"""A model reviewer's roster option: the name of a provider of the worker's registry
+(:mod:`council.roster.providers`); the worker sets it on the participant it runs too."""
+
+KEYLESS_OPTION = "keyless"
+"""Option set by the worker on a model reviewer whose provider needs no key (a local
+Ollama or vLLM): no key is read and a placeholder is sent. A roster cannot set it."""
+
+SET_BY_COUNCIL: tuple[str, ...] = (BASE_DIR, RECORDED, KEYLESS_OPTION)
 """Options council sets itself, accepted beside the backend's own."""
 
 
@@ -250,7 +258,13 @@ def check_levels(levels: object, where: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in levels.items()}
 
 
-MODEL_OPTIONS: tuple[str, ...] = ("base_url", "api_key_env", "max_turns", "max_output_tokens")
+MODEL_OPTIONS: tuple[str, ...] = (
+    "base_url",
+    "api_key_env",
+    "max_turns",
+    "max_output_tokens",
+    PROVIDER_OPTION,
+)
 """The options a model backend (``openai``, ``anthropic``) reads from the roster."""
 
 DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -261,11 +275,12 @@ def key_env(participant: Participant) -> str | None:
     """The environment variable whose value the worker puts in ``request.secrets``.
 
     ``options["api_key_env"]``, else the backend's default (:data:`DEFAULT_KEY_ENV`);
-    None for a backend that needs no key. Why the worker: reviewers never read the
-    environment, and the key must not travel in the task message or the roster.
+    None for a backend that needs no key, or a provider that needs none (``keyless``, set
+    by the worker). Why the worker: reviewers never read the environment, and the key must
+    not travel in the task message or the roster.
     """
     default = DEFAULT_KEY_ENV.get(participant.backend)
-    if default is None:
+    if default is None or participant.options.get(KEYLESS_OPTION) is True:
         return None
     return str(participant.options.get("api_key_env", default))
 
@@ -277,12 +292,14 @@ MAX_OUTPUT_TOKENS_CEILING = 1_000_000
 """Largest ``max_output_tokens`` accepted, in tokens (a typo guard, not a model limit)."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def check_model_options(participant: Participant, where: str, backend: str) -> None:
     """Refuse bad settings of a model reviewer (``openai``, ``anthropic``), before any send.
 
     ``participant.model`` is required (the model name as the server knows it); options:
+    ``provider`` a provider's name (the worker's registry holds it or refuses it);
     ``base_url`` an http(s) URL with a host; ``api_key_env`` the NAME of an environment
     variable (the worker reads it; the key itself never appears in a roster);
     ``max_turns`` a whole number of requests in [1, 200]; ``max_output_tokens`` a whole
@@ -306,6 +323,13 @@ def check_model_options(participant: Participant, where: str, backend: str) -> N
             f"{where}.base_url",
             f"{base_url!r} is not an http(s) URL",
             'Write the server\'s URL, e.g. base_url = "http://localhost:11434/v1"',
+        )
+    provider = options.get(PROVIDER_OPTION)
+    if provider is not None and not (isinstance(provider, str) and _NAME.fullmatch(provider)):
+        raise RosterError(
+            f"{where}.{PROVIDER_OPTION}",
+            f"{provider!r} is not a provider name",
+            'Name a provider of the workers\' registry, e.g. provider = "openai"',
         )
     env = options.get("api_key_env")
     if env is not None and not (isinstance(env, str) and _ENV_NAME.fullmatch(env)):

@@ -33,6 +33,7 @@ from council.roster.backend_options import (
     check_levels,
 )
 from council.roster.personas import PERSONA_ID
+from council.roster.providers import PROVIDER_NAME
 from council.roster.script_limits import read_limits
 from council.roster.toml_values import (
     flag,
@@ -66,8 +67,8 @@ JUDGE_KEYS: tuple[str, ...] = (OVERRULE_OPTION,)
 ``"models"`` by default or ``"all"``; see :mod:`council.round.overrule`), kept in its options."""
 
 BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "openai": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
-    "anthropic": ("base_url", "api_key_env", "max_turns", "max_output_tokens"),
+    "openai": ("provider", "base_url", "api_key_env", "max_turns", "max_output_tokens"),
+    "anthropic": ("provider", "base_url", "api_key_env", "max_turns", "max_output_tokens"),
     "command": ("program", "args", "env", "network", CONFIG_OPTION),
     "replay": ("answer", "journal", "latency_ms"),
     "sarif": ("program", "args", "env", "network", CONFIG_OPTION, "scope", "levels"),
@@ -149,8 +150,20 @@ def _replay_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
 
 
 def _model_options(table: Mapping[str, object], where: str) -> dict[str, Any]:
-    """``base_url``, ``api_key_env``, ``max_turns`` and ``max_output_tokens`` of a model."""
+    """``provider``, ``base_url``, ``api_key_env``, ``max_turns`` and ``max_output_tokens``
+    of a model (which providers a worker holds is the worker's: docs/security.md)."""
     options: dict[str, Any] = {}
+    provider_fix = (
+        'Name a provider of the workers\' registry, e.g. provider = "openai" (letters, '
+        "digits, '_', '.' and '-')"
+    )
+    provider = text(table, "provider", where, provider_fix)
+    if provider is not None:
+        if not PROVIDER_NAME.fullmatch(provider):
+            raise RosterError(
+                f"{where}.provider", f"{provider!r} is not a provider name", provider_fix
+            )
+        options["provider"] = provider
     url_fix = 'Write the server\'s http(s) URL, e.g. base_url = "http://localhost:11434/v1"'
     base_url = text(table, "base_url", where, url_fix)
     if base_url is not None:
@@ -191,7 +204,8 @@ def backend_options(table: Mapping[str, object], backend: str, where: str) -> di
     ``network`` (a boolean), ``config_from`` (``base``, the default, or ``head``); ``sarif``
     also ``scope`` (``lines``/``files``), ``levels`` (SARIF level → severity or ``none``).
     ``replay``: ``answer`` (required path), ``journal``, ``latency_ms`` (whole ms, 0 to 8 h).
-    ``openai``/``anthropic``: ``base_url`` (http(s)), ``api_key_env`` (a variable's NAME).
+    ``openai``/``anthropic``: ``provider`` (a name of the workers' registry), ``base_url``
+    (http(s)), ``api_key_env`` (a variable's NAME).
     Absent optional keys stay absent. Raises :class:`~council.errors.RosterError` at
     ``{where}.{key}``. Source: docs/identity-and-clocks.md "Participant".
     """

@@ -29,7 +29,7 @@ from council.asks.paused import Paused, too_many_asks
 from council.errors import RosterError
 from council.harvest import harvest
 from council.model.backend_result import ReviewResult, Stop, StopLimit, Usage
-from council.roster.backend_options import key_env, where_of
+from council.roster.backend_options import KEYLESS_OPTION, key_env, where_of
 from council.roster.script_limits import limits_of
 from council.roster.tool_catalog import specs_for
 from reviewers.base import ReviewRequest
@@ -59,6 +59,10 @@ WRAP_UP = (
 )
 """The wrap-up turn's message, sent once at the soft deadline."""
 
+KEYLESS_KEY = "council-keyless"
+"""What is sent as the key to a provider the worker's registry holds without one (the
+SDKs refuse an empty key, and would read the environment's for None)."""
+
 LAST_TURN = (
     "This is your last turn: the tool budget is spent. Answer now, in the answer "
     "contract, with what you have found."
@@ -87,7 +91,8 @@ class ModelReviewer:
     every request, failed and retried ones included, in every case; ``journal_entries``
     counts ``record_finding`` entries the journal accepted; ``notes`` tell of retries,
     the wrap-up and an exhausted tool loop. The key is read from
-    ``request.secrets[options["api_key_env"]]`` (default: the provider's variable).
+    ``request.secrets[options["api_key_env"]]`` (default: the provider's variable); a
+    ``keyless`` participant (set by the worker) sends :data:`KEYLESS_KEY` instead.
 
     ``backoff`` sets the retries (tests shorten it); ``rng`` the jitter's randomness.
     """
@@ -117,7 +122,8 @@ class ModelReviewer:
         except RosterError as error:
             return ReviewResult(failure=str(error), usage=Usage())
         env = key_env(participant) or self.provider.key_env
-        key = request.secrets.get(env, "")
+        keyless = participant.options.get(KEYLESS_OPTION) is True
+        key = KEYLESS_KEY if keyless else request.secrets.get(env, "")
         if not key.strip():
             return ReviewResult(
                 failure=(
@@ -421,6 +427,8 @@ class _Run:
 
     def _hint(self, trouble: Trouble) -> str:
         """What to check after a refused request, by its HTTP status ("" when nothing)."""
+        if trouble.status in (401, 403) and self.key == KEYLESS_KEY:
+            return "; the worker's registry holds this provider without a key (key_env)"
         if trouble.status in (401, 403):
             return f"; check the key in {self.key_env} (the participant's api_key_env)"
         if trouble.status == 404:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from council.model.participant import Clocks, Participant
+from council.roster.providers import ProviderEntry, ProviderRegistry
 from reviewers.base import RateLimiter, Reviewer, ReviewRequest
 from reviewers.models.anthropic_messages import AnthropicReviewer
 from reviewers.models.openai_chat import OpenAIReviewer
@@ -70,6 +71,25 @@ class CountingLimiter:
 
     def correct(self, key: str, estimated: int, actual: int) -> None:
         self.settled.append((key, estimated, actual))
+
+
+def held_by_worker(base_url: str, *key_envs: str, api: str = "openai") -> ProviderRegistry:
+    """A worker's provider registry holding the fake at ``base_url`` once per key variable
+    (providers ``fake-0``, ``fake-1``, ...), as an operator would list it."""
+    entries = {
+        f"fake-{i}": ProviderEntry(name=f"fake-{i}", api=api, base_url=base_url, key_env=env)
+        for i, env in enumerate(key_envs)
+    }
+    return ProviderRegistry(source="(test registry)", providers=entries)
+
+
+def registry_toml(base_url: str, *key_envs: str, api: str = "openai") -> str:
+    """The TOML text of :func:`held_by_worker`'s registry, for a worker process's
+    ``COUNCIL_PROVIDERS`` file."""
+    return "".join(
+        f'[providers.fake-{i}]\napi = "{api}"\nbase_url = "{base_url}"\nkey_env = "{env}"\n\n'
+        for i, env in enumerate(key_envs)
+    )
 
 
 def _openai_replies(body: Mapping[str, Any]) -> list[str]:

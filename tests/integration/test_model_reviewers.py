@@ -22,7 +22,7 @@ from council.round.cost import Price, PriceTable, cost_usd
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
-from tests.services import review_argv
+from tests.services import provider_env, review_argv
 
 pytestmark = pytest.mark.integration
 
@@ -102,6 +102,12 @@ def _roster(
     return path
 
 
+def _held(tmp_path: Path, server: FakeOpenAI, *more: str) -> dict[str, str]:
+    """The workers' provider registry: the fake, with each key variable of WORKER_KEYS
+    and ``more`` (as an operator lists it; rosters may then name the fake's URL)."""
+    return provider_env(tmp_path, server.base_url, *WORKER_KEYS, *more)
+
+
 def _review(
     repo: Path,
     base: str,
@@ -142,7 +148,7 @@ def test_two_openai_reviewers_file_findings_with_usage_and_cost(
 ) -> None:
     """Both reviewers' findings are filed with their usage; priced models give cost_usd."""
     repo, base = change
-    start_worker("w1", env=WORKER_KEYS)
+    start_worker("w1", env={**WORKER_KEYS, **_held(tmp_path, server)})
     reviewers = [("hawk", "gpt-hawk", "HAWK_KEY"), ("owl", "gpt-owl", None)]
     prices = (
         '\n[prices."openai:gpt-hawk"]\ninput = 2.0\noutput = 8.0\ncached_input = 0.5\n'
@@ -211,7 +217,8 @@ def test_a_refused_key_fails_one_reviewer_and_the_gate_still_decides(
     other's critical gates (without it the failed reviewer fails the gate closed: exit 3,
     tests/unit/test_fail_closed.py)."""
     repo, base = change
-    start_worker("w1", env={**WORKER_KEYS, "WRONG_KEY": "sk-wrong-0000000000000000"})
+    held = _held(tmp_path, server, "WRONG_KEY")
+    start_worker("w1", env={**WORKER_KEYS, "WRONG_KEY": "sk-wrong-0000000000000000", **held})
     server.script(_scenario(HAWK_ANSWER, HAWK_USAGE), model="gpt-hawk")
     reviewers = [("hawk", "gpt-hawk", None), ("owl", "gpt-owl", "WRONG_KEY")]
     roster = _roster(tmp_path / "council.toml", reviewers, server.base_url)
@@ -289,7 +296,7 @@ def test_two_workers_share_one_rate_limit(
 ) -> None:
     """Six reviewers on two workers under rpm = 2: two per window reach the server, no more."""
     repo, base = change
-    env = {**WORKER_KEYS, "COUNCIL_RATELIMIT_WINDOW_MS": str(WINDOW_MS)}
+    env = {**WORKER_KEYS, "COUNCIL_RATELIMIT_WINDOW_MS": str(WINDOW_MS), **_held(tmp_path, server)}
     workers = [start_worker("w1", env=env, threads=3), start_worker("w2", env=env, threads=3)]
     assert all(w.poll() is None for w in workers)
     server.default = _scenario(OWL_ANSWER, OWL_USAGE)

@@ -18,7 +18,7 @@ from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.fakes.scenario import ToolCall
 from tests.gitrepo import ROOT, commit, git, new_repo
-from tests.services import review_argv
+from tests.services import provider_env, review_argv
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +101,8 @@ def test_openai_council_settles_through_batches(
     for rid in ids:
         answer = json.dumps({"findings": [_finding(f"finding of {rid}")]})
         server.script(Scenario(text=answer, chunk_chars=16, interval_ms=20), model=f"gpt-{rid}")
-    start_worker("w1", env={"OPENAI_API_KEY": KEY})
+    held = provider_env(tmp_path, server.base_url, "OPENAI_API_KEY")
+    start_worker("w1", env={"OPENAI_API_KEY": KEY, **held})
     clocks = "backstop_ms = 60000\nidle_ms = 20000\nanswer_ms = 0"
     roster = _roster(tmp_path / "council.toml", ids, server.base_url, clocks)
     out = tmp_path / "report.json"
@@ -148,8 +149,9 @@ def test_worker_killed_mid_batch_is_redelivered_and_files_once(
             Scenario(text=json.dumps({"findings": []})),
             model=f"gpt-{rid}",
         )
+    held = provider_env(tmp_path, server.base_url, "OPENAI_API_KEY")
     env = {"COUNCIL_VISIBILITY_TIMEOUT_S": "20"}
-    first = start_worker("w1", env={**env, "OPENAI_API_KEY": KEY})
+    first = start_worker("w1", env={**env, "OPENAI_API_KEY": KEY, **held})
     clocks = "backstop_ms = 9000\nidle_ms = 5000\nanswer_ms = 0"
     tools = 'tools = ["record_finding"]\n'
     roster = _roster(tmp_path / "council.toml", ids, server.base_url, clocks, tools)
@@ -171,7 +173,7 @@ def test_worker_killed_mid_batch_is_redelivered_and_files_once(
     assert server.in_flight == len(ids), "every slow stream should be playing"
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
-    start_worker("w2", env={**env, "OPENAI_API_KEY": KEY})
+    start_worker("w2", env={**env, "OPENAI_API_KEY": KEY, **held})
     _, stderr = review.communicate(timeout=180)
     assert review.returncode == 0, stderr
     report = json.loads(out.read_text())

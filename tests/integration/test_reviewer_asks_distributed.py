@@ -21,7 +21,7 @@ import pytest
 from tests.fakes import FakeOpenAI
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT
-from tests.services import review_argv
+from tests.services import provider_env, review_argv
 from tests.unit.test_fail_closed import repo  # noqa: F401  (the fixture)
 from tests.unit.test_reviewer_asks import FINDING, OTHER, _roster, script_asking_reviewer
 
@@ -97,7 +97,7 @@ def test_a_reviewer_asks_waits_and_goes_on_on_real_workers(
     tmp_path: Path,
 ) -> None:
     """The whole flow on one real worker."""
-    start_worker("w1", env=WORKER_ENV)
+    start_worker("w1", env={**WORKER_ENV, **provider_env(tmp_path, server.base_url, "HAWK_KEY")})
     _flow(redis_url, repo, tmp_path, server, lambda: None)
 
 
@@ -109,12 +109,13 @@ def test_a_worker_killed_while_the_run_waits_loses_nothing(
     tmp_path: Path,
 ) -> None:
     """kill -9 of the worker that paused the conversation; a new worker goes on from it."""
-    first = start_worker("w1", env=WORKER_ENV)
+    env = {**WORKER_ENV, **provider_env(tmp_path, server.base_url, "HAWK_KEY")}
+    first = start_worker("w1", env=env)
 
     def replace_worker() -> None:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
-        start_worker("w2", env=WORKER_ENV)
+        start_worker("w2", env=env)
 
     _flow(redis_url, repo, tmp_path, server, replace_worker)
     assert "review_finished" in (tmp_path / "w2.log").read_text(errors="replace")

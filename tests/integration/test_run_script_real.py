@@ -24,7 +24,7 @@ from tests.fakes.review import KEY
 from tests.fakes.scenario import ToolCall
 from tests.gitrepo import ROOT, commit, git, new_repo
 from tests.sandboxing import bwrap_or_skip
-from tests.services import review_argv
+from tests.services import provider_env, review_argv
 
 pytestmark = pytest.mark.integration
 
@@ -74,7 +74,8 @@ def test_verdicts_in_every_output_and_the_invented_proof_held(
     program = tmp_path / "smells.sh"
     program.write_text(COMMAND)
     program.chmod(0o755)
-    start_worker("w1", env={"OPENAI_API_KEY": KEY})
+    held = provider_env(tmp_path, server.base_url, "OPENAI_API_KEY")
+    start_worker("w1", env={"OPENAI_API_KEY": KEY, **held})
     calls = (
         ToolCall("run_script", {"language": "python", "program": FIRST}),
         ToolCall("run_script", {"language": "python", "program": SECOND}),

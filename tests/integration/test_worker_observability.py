@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
-from tests.services import free_port, review_argv, stop_group
+from tests.services import free_port, provider_env, review_argv, stop_group
 from workers.app.logging import MASK
 from workers.app.metrics import METRIC_NAMES
 from workers.app.task_lines import TASK_KEYS
@@ -79,8 +79,9 @@ class Worker:
 
 
 @pytest.fixture
-def council_worker(redis_url: str, tmp_path: Path) -> Iterator[Worker]:
-    """``council worker --metrics-port P -c 4`` on the test Redis, with the test key."""
+def council_worker(redis_url: str, server: FakeOpenAI, tmp_path: Path) -> Iterator[Worker]:
+    """``council worker --metrics-port P -c 4 --providers FILE`` on the test Redis, with the
+    test key; the registry holds the fake OpenAI server with it."""
     port = free_port()
     out, err = tmp_path / "worker.out", tmp_path / "worker.err"
     env = {
@@ -90,7 +91,9 @@ def council_worker(redis_url: str, tmp_path: Path) -> Iterator[Worker]:
         "OPENAI_API_KEY": KEY,
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    registry = provider_env(tmp_path, server.base_url, "OPENAI_API_KEY")["COUNCIL_PROVIDERS"]
     argv = [sys.executable, "-m", "workers.cli", "worker", "-c", "4", "--metrics-port", str(port)]
+    argv += ["--providers", registry]
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(
             [*argv, "--without-mingle", "--without-gossip"],
@@ -185,7 +188,7 @@ def _check_recipes(log: Path, parsed: list[dict[str, Any]], run_id: str) -> None
 
 
 def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
-    redis_url: str, council_worker: Worker, tmp_path: Path
+    redis_url: str, council_worker: Worker, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     """A review through a real council worker: every stdout/stderr line is a JSON
     object (banner, root SecurityWarning, shutdown notice included), every task line
@@ -197,24 +200,23 @@ def test_worker_lines_are_json_with_task_ids_and_metrics_count_the_review(
     repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
     base = git(repo, "rev-parse", "HEAD")
     commit(repo, {"app.py": "x = 1\nprint(x)\n"}, "change")
-    with FakeOpenAI(api_key=KEY) as server:
-        server.script(
-            Scenario.error(429, "slow down", retry_after="0"),
-            Scenario(text=json.dumps({"findings": [FINDING]}), input_tokens=1000, output_tokens=50),
-            model="gpt-hawk",
-        )
-        server.script(Scenario.error(403, "this key may not use gpt-crow"), model="gpt-crow")
-        roster = _roster(tmp_path / "council.toml", server.base_url)
-        out = tmp_path / "report.json"
-        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-        done = subprocess.run(
-            review_argv(repo, base, roster, out, "--fail-on", "never"),
-            cwd=ROOT,
-            env={**env, "COUNCIL_REDIS_URL": redis_url},
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+    server.script(
+        Scenario.error(429, "slow down", retry_after="0"),
+        Scenario(text=json.dumps({"findings": [FINDING]}), input_tokens=1000, output_tokens=50),
+        model="gpt-hawk",
+    )
+    server.script(Scenario.error(403, "this key may not use gpt-crow"), model="gpt-crow")
+    roster = _roster(tmp_path / "council.toml", server.base_url)
+    out = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run(
+        review_argv(repo, base, roster, out, "--fail-on", "never"),
+        cwd=ROOT,
+        env={**env, "COUNCIL_REDIS_URL": redis_url},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())
     assert {p["id"]: p["state"] for p in report["participants"]} == {

@@ -22,7 +22,7 @@ from council.model.participant import Participant
 from council.round.outcome import ParticipantOutcome
 from reviewers.base import ReviewRequest
 from tests.fakes import FakeOpenAI, Scenario
-from tests.fakes.review import KEY
+from tests.fakes.review import KEY, held_by_worker
 from tests.roundtrips import CountingClient
 from workers.app import services as runtime
 from workers.app.services import Runtime, build_runtime
@@ -485,6 +485,7 @@ def test_a_model_retry_is_a_warning_line_of_the_participant(
             model="fake-model",
             options={"base_url": server.base_url, "api_key_env": "TEST_KEY"},
         )
+        rt.providers = held_by_worker(server.base_url, "TEST_KEY")
         _open(rt, "r1", [hawk])
         outcome = review(rt, "r1", "hawk", PROTOCOL)
     assert outcome.status == "answered"

@@ -8,13 +8,16 @@ path".
 
 from __future__ import annotations
 
+import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
 from council.errors import ConfigurationError, StoreUnavailable
+from council.roster.providers import ProviderRegistry
 from workers.app.logging import redact_text, redact_url
+from workers.app.providers import load_providers
 from workers.app.settings import Settings
 from workers.execution.cancellation import CancelWatch
 from workers.execution.unpacked_trees import TreeCache
@@ -47,6 +50,9 @@ class Runtime:
     scripts: ScriptStore
     """Each attempt's script rows (``run_script``, ``council run-script``)."""
     mode: str = "distributed"
+    """``embedded`` only in the CLI's own council (its roster's endpoints are honoured)."""
+    providers: ProviderRegistry = field(default_factory=lambda: ProviderRegistry(source="none"))
+    """This worker's provider registry (:mod:`council.roster.providers`)."""
 
 
 REDIS_ENV = "COUNCIL_REDIS_URL"
@@ -105,9 +111,13 @@ def build_runtime(
     *,
     mode: str = "distributed",
     source: str = REDIS_ENV,
+    providers: ProviderRegistry | None = None,
 ) -> Runtime:
     """Build the stores over ``client`` (or a checked connection to the settings' URL;
-    ``source`` names where that URL came from, for :func:`connect`'s errors)."""
+    ``source`` names where that URL came from, for :func:`connect`'s errors) and the
+    provider registry (``providers``, else the settings' and this process's environment:
+    raises :class:`~council.roster.providers.RegistryError` when it is wrong)."""
+    registry = providers if providers is not None else load_providers(settings, os.environ)
     if client is None:
         url = settings.redis_url_value()
         if url is None:
@@ -138,6 +148,7 @@ def build_runtime(
         ),
         scripts=ScriptStore(client, keys),
         mode=mode,
+        providers=registry,
     )
 
 

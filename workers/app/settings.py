@@ -131,6 +131,17 @@ class Settings(BaseSettings):
     """Where workers unpack run trees (default: the system temp directory), each run in a
     private directory (0700) of its own."""
 
+    providers: Path | None = None
+    """The worker's provider registry, a TOML file (``council worker --providers FILE``):
+    the endpoints it calls, the variables holding their keys, what reviewer programs may
+    be passed. Unset: the defaults from ``OPENAI_API_KEY``/``ANTHROPIC_API_KEY``
+    (:func:`council.roster.providers.default_registry`). Source: docs/operating.md "The
+    provider registry"."""
+
+    local_base_url: str | None = None
+    """Without a registry file: a keyless OpenAI-compatible server (Ollama, vLLM) added to
+    the defaults as provider ``local`` (``http://localhost:11434/v1``)."""
+
     bwrap: str = "bwrap"
     """The bubblewrap binary reviewer programs run in (a name on PATH or a path; Debian's
     package ``bubblewrap``). Naming one that is not there shows what happens without it

@@ -25,13 +25,15 @@ from council.errors import ConfigurationError, IdentityRefused
 from council.model.gate_policy import GatePolicy
 from council.model.participant import Participant
 from council.rendering.escape import for_log
-from council.roster.backend_options import BASE_DIR, RECORDED
+from council.roster.backend_options import BASE_DIR, PROVIDER_OPTION, RECORDED
+from council.roster.provider_rules import ProviderRefused, for_worker
 from council.round.budget import unpriced
 from council.round.gate import min_agreement_problem, parse_fail_on
 from council.session.ledger import Ledger, attributed_ids
 from reviewers.models.spending import output_cap
 from reviewers.programs.process import program_trouble
 from reviewers.programs.program_search import find_program, interpreter_bin
+from workers.app.providers import load_providers
 from workers.app.settings import Settings
 from workers.cli.context import CliContext, UsageProblem, with_state
 from workers.cli.outputs import refuse_link
@@ -98,7 +100,7 @@ def check_command(
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
-    problems, warnings = runnable(round_, mode)
+    problems, warnings = runnable(round_, mode, settings)
     if problems:
         raise UsageProblem(cannot_run(problems))
     everyone = (*round_.participants, *((round_.judge,) if round_.judge else ()))
@@ -216,8 +218,15 @@ def with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:
     return replace(round_, notes=notes, record=record)
 
 
-def runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
+def runnable(
+    round_: Round, mode: str, settings: Settings | None = None
+) -> tuple[list[str], list[str]]:
     """What would make a participant fail on THIS machine: ``(problems, warnings)``.
+
+    In embedded mode a model reviewer is checked as this machine's provider registry
+    (from ``settings``) runs it: a ``provider`` it does not hold is a problem, and a
+    keyless one needs no variable. In distributed mode a reviewer naming a ``provider``
+    is the workers' to judge: its key is not looked for here.
 
     Programs named by an absolute path and replay files must be there, and be what they
     should (an executable file, a readable file). In embedded mode every reviewer runs
@@ -243,8 +252,23 @@ def runnable(round_: Round, mode: str) -> tuple[list[str], list[str]]:
                 f"this participant ({fix})"
             )
 
+    registry = None
+    if mode == "embedded" and settings is not None:
+        try:
+            registry = load_providers(settings, os.environ)
+        except ConfigurationError as exc:
+            problems.append(str(exc))
     for p in (*round_.participants, *((round_.judge,) if round_.judge else ())):
-        name = key_env(p)
+        run = p
+        if registry is not None:
+            try:
+                run = for_worker(p, registry, embedded=True)
+            except ProviderRefused as exc:
+                problems.append(str(exc))
+                continue
+        name = key_env(run)
+        if mode != "embedded" and p.options.get(PROVIDER_OPTION) is not None:
+            name = None
         if name and not os.environ.get(name):
             here(
                 f"{p.id}: its API key variable {name}",

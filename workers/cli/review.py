@@ -248,7 +248,7 @@ def review_command(
         )
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
-    problems, _ = runnable(round_, mode)
+    problems, _ = runnable(round_, mode, settings)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(cannot_run(problems))
     round_ = gated(

@@ -7,6 +7,8 @@ unless ``--log-level`` says otherwise; ``--metrics-port`` serves Prometheus metr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import structlog
 from click.core import ParameterSource
@@ -59,6 +61,15 @@ LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR"]
     show_default=True,
     help="Address the metrics server binds (0.0.0.0: every interface).",
 )
+@click.option(
+    "--providers",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=(
+        "The worker's provider registry, a TOML file (default: COUNCIL_PROVIDERS; unset: "
+        "OPENAI_API_KEY/ANTHROPIC_API_KEY's standard endpoints). Rosters may only use what "
+        "it holds."
+    ),
+)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 def worker_command(
@@ -69,6 +80,7 @@ def worker_command(
     log_level: str | None,
     metrics_port: int | None,
     metrics_host: str,
+    providers: Path | None,
     celery_args: tuple[str, ...],
 ) -> None:
     """Run a council worker on COUNCIL_REDIS_URL (any number of hosts may).
@@ -80,12 +92,15 @@ def worker_command(
     \b
     Example:
       COUNCIL_REDIS_URL=redis://localhost:6379/0 council worker -c 32 --metrics-port 9464
+      council worker --providers /etc/council/providers.toml
       council worker 2>&1 | jq -c 'select(.participant=="hawk")'
     """
     from workers.app.stdio import install_worker_output
 
     level = (log_level or _group_level(cli) or WORKER_LOG_LEVEL).upper()
     install_worker_output(level)  # from here on, every line is JSON
+    if providers is not None:
+        cli.settings = cli.settings.model_copy(update={"providers": providers})
     try:
         _run(cli, queues, concurrency, hostname, level, metrics_port, metrics_host, celery_args)
     except click.ClickException as exc:
@@ -113,8 +128,21 @@ def _run(
             "council worker needs a broker: set COUNCIL_REDIS_URL or pass --redis URL "
             "(embedded mode needs no worker: council review runs one inside itself)"
         )
-    cli.runtime()  # exit 3 within 5 s, URL redacted, when Redis cannot be reached
-    from workers.app import celery_config
+    # Exit 3 within 5 s (URL redacted) when Redis cannot be reached, 2 when the provider
+    # registry is wrong; installed, so every task of this process uses that registry.
+    rt = cli.runtime()
+    from workers.app import celery_config, services
+
+    services.install(rt)
+    registry = rt.providers
+    structlog.get_logger("council.worker").info(
+        "provider_registry",
+        source=registry.source,
+        providers=[
+            f"{p.name} {p.api} {p.base_url} {p.key_env or '-'}" for p in registry.providers.values()
+        ],
+        program_env=list(registry.program_env),
+    )
 
     app = celery_config.create_app(cli.settings)
     names = _queue_names(queues)

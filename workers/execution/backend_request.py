@@ -39,6 +39,7 @@ from council.evidence import ScriptRow
 from council.model.participant import Participant
 from council.model.report import UNSANDBOXED
 from council.roster.backend_options import SANDBOX_OPTION
+from council.roster.provider_rules import for_worker
 from reviewers import key_env
 from reviewers.base import TROUBLE_EVENTS, ReviewRequest
 from reviewers.sandbox.bubblewrap import Bubblewrap, SandboxPolicy
@@ -337,9 +338,14 @@ def build_request(
     ``journal``: the attempt's sink (made here when None; a caller passes its own to flush it
     before folding). A paused model reviewer whose question was answered gets its pause
     (``resume``). ``shared``: where the prompt's shared part ends
-    (:attr:`~reviewers.base.ReviewRequest.shared`). Raises ``OSError`` when a file cannot be
-    written.
+    (:attr:`~reviewers.base.ReviewRequest.shared`). The participant is run as THIS
+    worker's provider registry allows (:func:`~council.roster.provider_rules.for_worker`;
+    embedded mode honours its roster). Raises ``OSError`` when a file cannot be written,
+    and :class:`~council.roster.provider_rules.ProviderRefused` before anything else is
+    done.
     """
+    embedded = rt.mode == "embedded" and rt.settings.redis_url is None
+    participant = for_worker(participant, rt.providers, embedded=embedded)
     record = share.record
     run_id = record.run_id
     path = rt.trees.program(run_id, participant.id, program) if program is not None else None
@@ -484,7 +490,9 @@ def _secrets(participant: Participant) -> dict[str, str]:
     """The API key a model participant names, read from THIS worker's environment.
 
     The one read of the environment below the edge, on purpose: keys live on the workers
-    (never in the roster, a message or Redis), and each participant names its variable.
+    (never in the roster, a message or Redis); ``participant`` is the one
+    :func:`~council.roster.provider_rules.for_worker` returned, so on a distributed worker
+    the variable is its registry's.
     """
     name = key_env(participant)
     value = os.environ.get(name) if name else None

@@ -28,6 +28,7 @@ from council.harvest import JournalCaps
 from council.model.backend_result import ReviewResult
 from council.model.findings import Read
 from council.model.participant import Participant
+from council.roster.provider_rules import ProviderRefused
 from council.round.lifecycle import allows
 from council.round.outcome import (
     ParticipantOutcome,
@@ -100,7 +101,16 @@ def too_late(participant_id: str, role: str, status: str) -> ParticipantOutcome:
 
 def crashed(exc: Exception, started: float) -> ReviewResult:
     """The failed result of a review the worker could not run (logs ``review_crashed``
-    with the traceback). ``started`` is the ``time.monotonic()`` of the attempt's start."""
+    with the traceback). ``started`` is the ``time.monotonic()`` of the attempt's start.
+    A participant this worker refuses (:class:`~council.roster.provider_rules.ProviderRefused`:
+    a provider or variable its registry does not hold) fails with the refusal, logged as
+    ``review_refused``."""
+    if isinstance(exc, ProviderRefused):
+        log.warning("review_refused", reason=redact_text(str(exc)))
+        return ReviewResult(
+            failure=f"refused by this worker: {exc}",
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
     log.exception("review_crashed")
     return ReviewResult(
         failure=f"the worker could not run this review: {type(exc).__name__}: {exc}",
