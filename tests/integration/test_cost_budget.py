@@ -21,7 +21,7 @@ from council.round.budget import to_nanos
 from tests.fakes import FakeOpenAI, Scenario
 from tests.fakes.review import KEY
 from tests.gitrepo import ROOT, commit, git, new_repo
-from tests.services import review_argv
+from tests.services import provider_env, review_argv
 from workers.stores.budget import RedisBudget
 from workers.stores.keys import Keys
 
@@ -113,7 +113,8 @@ def test_distributed_a_budget_holds_across_a_worker_on_redis(
     """Distributed: one real worker with 16 threads takes all four at once; the budget
     is the run's hash on the real redis-server, reserved by its Lua script."""
     repo, base = _change(tmp_path)
-    start_worker("w1", env={"OPENAI_API_KEY": KEY})
+    held = provider_env(tmp_path, server.base_url, "OPENAI_API_KEY")
+    start_worker("w1", env={"OPENAI_API_KEY": KEY, **held})
     _script(server)
     roster = _roster(tmp_path / "council.toml", server.base_url)
     out = tmp_path / "report.json"
