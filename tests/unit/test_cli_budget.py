@@ -19,6 +19,7 @@ from tests.gitrepo import commit, new_repo
 from workers.app.services import build_runtime
 from workers.app.settings import Settings
 from workers.cli import main
+from workers.cli.check import BUDGET_OUTPUT_TOKENS
 from workers.console.views import run_view
 
 HEAD = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
@@ -55,12 +56,8 @@ def _review(tmp_path: Path, roster: str, *args: str) -> Result:
             + _model("j", "gpt-j", table="judge"),
             "j has none",
         ),
-        (
-            HEAD + "max_cost_usd = 1.0\n" + PRICE + _model("a", cap=None),
-            "a sets no max_output_tokens",
-        ),
     ],
-    ids=["unpriced-reviewer", "unpriced-judge", "no-output-cap"],
+    ids=["unpriced-reviewer", "unpriced-judge"],
 )
 def test_a_budget_refuses_what_it_could_not_estimate(
     tmp_path: Path, roster: str, named: str
@@ -68,6 +65,15 @@ def test_a_budget_refuses_what_it_could_not_estimate(
     done = _review(tmp_path, roster)
     assert done.exit_code == 2, done.output
     assert named in done.output
+
+
+def test_a_reviewer_without_an_output_cap_is_given_one_under_a_budget(tmp_path: Path) -> None:
+    """Not refused: its requests get ``BUDGET_OUTPUT_TOKENS`` as their bound, so they can
+    be estimated, and a note says so (the round then runs; nothing listens here, exit 3)."""
+    done = _review(tmp_path, HEAD + "max_cost_usd = 1.0\n" + PRICE + _model("a", cap=None))
+    assert done.exit_code == 3, done.output
+    assert "a set no max_output_tokens, so each of their requests is capped at " in done.output
+    assert str(BUDGET_OUTPUT_TOKENS) in done.output
 
 
 def test_the_command_line_budget_needs_prices_too(tmp_path: Path) -> None:

@@ -178,8 +178,9 @@ def budgeted(round_: Round, max_cost_usd: float | None) -> Round:
     """The round with its cost budget recorded on the run: ``--max-cost-usd``, else the
     roster's ``[council] max_cost_usd`` (None: no budget). Raises UsageProblem (exit 2,
     nothing sent) for a model participant, judge included, without a price in
-    ``[prices]`` or without an output cap: its requests could not be estimated. A
-    budget too small for any request is not refused: those reviewers stop as ``budget``.
+    ``[prices]``: its requests could not be estimated. One without an output cap is given
+    :data:`BUDGET_OUTPUT_TOKENS` (a note says so). A budget too small for any request is
+    not refused: those reviewers stop as ``budget``.
     Source: docs/guide.md "A cost budget"."""
     limit = max_cost_usd if max_cost_usd is not None else round_.roster.max_cost_usd
     if limit is None:
@@ -194,13 +195,36 @@ def budgeted(round_: Round, max_cost_usd: float | None) -> Round:
             "to the roster"
         )
     uncapped = [p.id for p in everyone if p.model is not None and output_cap(p) is None]
-    if uncapped:
-        raise UsageProblem(
-            f"a cost budget (max_cost_usd = {limit}) estimates each request before it is "
-            f"sent, and {', '.join(uncapped)} sets no max_output_tokens: set it, so a "
-            "request's output has a bound"
-        )
-    return replace(round_, record=round_.record.model_copy(update={"max_cost_usd": limit}))
+    record = round_.record.model_copy(update={"max_cost_usd": limit})
+    if not uncapped:
+        return replace(round_, record=record)
+    # A request is estimated before it is sent, so its output needs a bound: a reviewer
+    # that sets none is given one under a budget (said), rather than refused.
+    note = (
+        f"cost budget: {', '.join(uncapped)} set no max_output_tokens, so each of their "
+        f"requests is capped at {BUDGET_OUTPUT_TOKENS} output tokens (set max_output_tokens "
+        "in the roster to choose another bound)"
+    )
+    record = record.model_copy(update={"notes": (*record.notes, note)})
+    return replace(
+        round_,
+        record=record,
+        notes=(*round_.notes, note),
+        participants=tuple(_capped(p, uncapped) for p in round_.participants),
+        judge=_capped(round_.judge, uncapped) if round_.judge is not None else None,
+    )
+
+
+BUDGET_OUTPUT_TOKENS = 16_384
+"""The output cap (tokens a request) a reviewer without ``max_output_tokens`` is given
+under a cost budget, so its requests can be estimated before they are sent."""
+
+
+def _capped(participant: Participant, uncapped: list[str]) -> Participant:
+    if participant.id not in uncapped:
+        return participant
+    options = {**participant.options, "max_output_tokens": BUDGET_OUTPUT_TOKENS}
+    return participant.model_copy(update={"options": options})
 
 
 def with_sandbox_note(round_: Round, settings: Settings, mode: str) -> Round:
