@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from council.evidence import MAX_REGIONS, MatchedBlock, UnmatchedBlock, code_regions
+from council.evidence import MatchedBlock, UnmatchedBlock
 
 RAN = "✔"
 NOT_RAN = "✗"
@@ -42,26 +42,12 @@ def verdict_phrase(verdict: MatchedBlock | UnmatchedBlock) -> str:
     return f"{NOT_RAN} submitted this turn but not run ({call})"
 
 
-def with_verdicts(discussion: str, evidence: Sequence[MatchedBlock | UnmatchedBlock] | None) -> str:
-    """``discussion`` with each block's verdict on the line after the block, in italics
-    (``*✔ ran this turn, exit 0 (call 1)*``); the text as it is without evidence."""
-    if not evidence:
-        return discussion
-    by_block = {verdict.block: verdict for verdict in evidence}
-    regions = code_regions(discussion, MAX_REGIONS).read
-    pieces: list[str] = []
-    at = 0
-    for region in regions:
-        verdict = by_block.get(region.position)
-        if verdict is None:
-            continue
-        pieces.append(discussion[at : region.end])
-        if not pieces[-1].endswith("\n"):
-            pieces.append("\n")
-        pieces.append(f"*{verdict_phrase(verdict)}*\n")
-        at = region.end
-    pieces.append(discussion[at:])
-    return "".join(pieces).rstrip("\n")
+def verdict_notes(evidence: Sequence[MatchedBlock | UnmatchedBlock] | None) -> dict[int, str]:
+    """Each shown block's verdict as a line of Markdown to write after it, in italics
+    (``*✔ ran this turn, exit 0 (call 1)*``), by the block's position (from 1, as
+    :func:`~council.evidence.code_regions` counts them and
+    :func:`~council.rendering.escape.block` takes them); empty without evidence."""
+    return {verdict.block: f"*{verdict_phrase(verdict)}*" for verdict in evidence or ()}
 
 
 def evidence_line(evidence: Sequence[MatchedBlock | UnmatchedBlock] | None) -> str:

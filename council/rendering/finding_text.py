@@ -4,8 +4,9 @@
 report's policy, ``non-blocking`` for a critical or minor one that does not, no
 decoration otherwise: :func:`decoration`), then where, which id, who raised it
 (agreement when several did), severity and confidence, then the discussion as a
-blockquote (a quote is a container: whatever Markdown the reviewer wrote, an unclosed
-fence included, ends with it), then what each other reviewer told. The forge renderers
+blockquote (its text as text, its code blocks in council's fences, each script's verdict
+after its block: :func:`~council.rendering.escape.block`), then what each other reviewer
+told. The forge renderers
 word labels and raisers the same way (:func:`label_text`, :func:`raised_text`), so a
 line comment and the report agree. Pure; never raises.
 
@@ -18,7 +19,7 @@ from council.model.findings import ChangeAnchor, FileAnchor, Finding
 from council.model.report import CouncilReport
 from council.rendering.agreement import agreement_text, discussion_cut, other_tellings, place_text
 from council.rendering.escape import block, code, inline
-from council.rendering.evidence_text import with_verdicts
+from council.rendering.evidence_text import verdict_notes
 from council.round.gate import gate_tripped
 
 DECORATIONS: dict[str | None, str] = {"critical": "blocking", "minor": "non-blocking"}
@@ -95,8 +96,8 @@ def finding_block(
         lines += ["", f"*{inline(finding.severity_note)}*"]
     if finding.discussion.strip():
         lines.append("")
-        shown = with_verdicts(finding.discussion, finding.evidence)
-        lines += [f"> {line}" if line.strip() else ">" for line in block(shown)]
+        shown = block(finding.discussion, verdict_notes(finding.evidence))
+        lines += [f"> {line}" if line.strip() else ">" for line in shown]
     for member in other_tellings(finding):
         told = code(place_text(member)) + (f", {member.severity}" if member.severity else "")
         who = inline(member.participant)

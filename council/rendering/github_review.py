@@ -157,8 +157,8 @@ def comment_body(finding: Finding, gates: bool | None = None) -> str:
 
     Shape: ``**issue (blocking):** subject`` (the label as
     :func:`~council.rendering.finding_text.label_text` decorates it: ``gates`` says whether
-    the finding gates), the discussion as a blockquote (whatever
-    Markdown it holds, an unclosed fence included, ends with the quote), then a line
+    the finding gates), the discussion as a blockquote (text as text, code blocks in
+    council's own fences: :func:`~council.rendering.escape.block`), then a line
     ``raised by hawk, owl (2 reviewers agree) · severity critical · council finding
     12`` (and, for a finding showing scripts, ``shown scripts: block 1 ✔ ran this turn,
     exit 1 (call 3)`` and why a policy held its severity). A discussion too long for the

@@ -99,7 +99,8 @@ def test_what_a_forge_shows_is_escaped_and_addresses_stay_exact(tmp_path: Path) 
 def test_each_forge_text_shows_the_escapes(tmp_path: Path) -> None:
     """The review's line comment and body, the check run's summary, text and each
     annotation's title and message, the GitLab thread, Code Quality's description and
-    body, SARIF's message text: each shows the escapes where the finding had controls."""
+    body, SARIF's message text: each shows the escapes where the finding had controls
+    (in Markdown the ``[`` after them is escaped too: it renders as ``[``)."""
     files = written(tmp_path)
     review = json.loads(files["github-review.json"])
     checks = json.loads(files["github-checks.json"])["output"]
@@ -112,21 +113,27 @@ def test_each_forge_text_shows_the_escapes(tmp_path: Path) -> None:
         for run in sarif["runs"]
         for n in run["invocations"][0].get("toolExecutionNotifications", [])
     ]
-    texts = [
+    markdown = [
         review["comments"][0]["body"],
         review["body"],
         checks["text"],
-        *(a[key] for a in checks["annotations"] for key in ("title", "message")),
         threads[0]["body"],
+        files["council.md"],
+    ]
+    plain = [
+        *(a[key] for a in checks["annotations"] for key in ("title", "message")),
         *(e["description"] for e in quality),
         quality[0]["content"]["body"],
         *(r["message"]["text"] for r in results),
         *notes,
-        files["council.md"],
     ]
-    for text in texts:
+    for text in markdown:
+        assert "\\x1b\\[31m\\u202e\\u2066\\x00\\x9b" in text, text
+    for text in plain:
         assert "\\x1b[31m\\u202e\\u2066\\x00\\x9b" in text, text
-    assert "\t'" in review["comments"][0]["body"] and "\n" in checks["annotations"][0]["message"]
+    message = checks["annotations"][0]["message"]
+    assert "\t'" in message and "\n" in message
+    assert "\\x09" not in review["comments"][0]["body"]
     assert "\\x9b@\u200downer" in review["comments"][0]["body"]
 
 

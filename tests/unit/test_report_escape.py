@@ -24,33 +24,99 @@ def test_inline_collapses_whitespace() -> None:
     assert inline("  a\n\n  b\tc ") == "a b c"
 
 
-def test_inline_neutralizes_html_outside_code_spans() -> None:
-    """'<' is escaped in prose and kept inside a code span."""
-    assert inline("x <b> `a<b` y") == "x &lt;b> `a<b` y"
+def test_inline_shows_the_reviewers_markdown_as_text_but_code_as_code() -> None:
+    """Emphasis, links and HTML are written so they render as the characters the reviewer
+    typed (backslash escapes, ``<`` as ``&lt;``); a code span stays one."""
+    assert inline("x <b> `a<b` *y* [l](z) ~s~") == ("x &lt;b> `a<b` \\*y\\* \\[l\\](z) \\~s\\~")
 
 
-def test_inline_unmatched_backtick_is_prose() -> None:
-    """A lone backtick opens nothing, so what follows is still escaped."""
-    assert inline("a ` <i>") == "a ` &lt;i>"
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("a ` <i>", "a \\` &lt;i>"),
+        ("``a ` <b`` <c>", "``a ` <b`` &lt;c>"),
+        ("`x` and `y", "`x` and \\`y"),
+        ("`a\\` b", "`a\\` b"),
+        ("``` `", "\\`\\`\\` \\`"),
+    ],
+)
+def test_inline_pairs_backtick_runs_as_commonmark_does(text: str, shown: str) -> None:
+    """A run opens a span only with a later run of its length (a backslash inside a span
+    is literal); every other backtick is escaped."""
+    assert inline(text) == shown
 
 
-def test_inline_double_backtick_span() -> None:
-    """A span opened by two backticks closes only at two backticks."""
-    assert inline("``a ` <b`` <c>") == "``a ` <b`` &lt;c>"
+def test_inline_an_escaped_backtick_opens_no_span() -> None:
+    """The issue's case: ``\\``` ` `` and a later backtick hid ``<details>`` from the
+    old span matcher; every backslash and backtick is now escaped on its own."""
+    assert inline("\\`<details>`") == "\\\\\\`&lt;details>\\`"
+
+
+def test_inline_keeps_ordinary_text_readable() -> None:
+    """Periods, commas, parentheses, a ``_`` inside a word, an option's dashes and code
+    spans are left as they are."""
+    text = "Call `pool.close()` in snake_case_name, then return (a, b). --since-last: x"
+    assert inline(text) == text
 
 
 @pytest.mark.parametrize(
     ("text", "escaped"),
-    [("# head", "\\# head"), ("- item", "\\- item"), ("> q", "\\> q"), ("1. one", "1\\. one")],
+    [
+        ("# head", "\\# head"),
+        ("- item", "\\- item"),
+        ("-", "\\-"),
+        ("- - -", "\\- - -"),
+        ("--- ", "\\---"),
+        ("+ item", "\\+ item"),
+        ("> q", "\\> q"),
+        ("1. one", "1\\. one"),
+        ("2) two", "2\\) two"),
+        ("===", "\\==="),
+        ("/label ~x", "\\/label \\~x"),
+    ],
 )
 def test_inline_escapes_a_leading_block_marker(text: str, escaped: str) -> None:
-    """A leading heading, list or quote marker is escaped."""
+    """A leading heading, list, quote or setext marker, or a quick action's slash, is
+    escaped."""
     assert inline(text) == escaped
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("cc @octocat", f"cc @{ZWJ}octocat"),
+        ("@org/team", f"@{ZWJ}org/team"),
+        ("mail a@b.io", f"mail a@{ZWJ}b.io"),
+        ("fixes #12 and !3, GH-4", f"fixes #{ZWJ}12 and !{ZWJ}3, GH-{ZWJ}4"),
+        ("&#64;me &amp; & x", "\\&#" + ZWJ + "64;me \\&amp; & x"),
+        ("costs $5", "costs &#36;5"),
+    ],
+)
+def test_inline_defuses_mentions_references_and_entities(text: str, shown: str) -> None:
+    """A forge reads no mention, e-mail link or issue reference in reviewer text; an
+    entity shows as typed."""
+    assert inline(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("see http://evil.example/a).", "see `http://evil.example/a`)."),
+        ("www.evil.example", "`www.evil.example`"),
+        ("[x](https://e/a|b)", "\\[x\\](`https://e/a`\\|b)"),
+        ("<http://evil>", "&lt;`http://evil>`"),
+    ],
+)
+def test_inline_shows_a_linkable_text_as_code(text: str, shown: str) -> None:
+    """What GitHub would link by itself is a code span, which no forge links; it stops
+    at a ``|`` (a table cell) and leaves a sentence's closing punctuation out."""
+    assert inline(text) == shown
 
 
 def test_cell_escapes_every_pipe() -> None:
     """Pipes are escaped in table cells, inside code spans too (GFM splits first)."""
     assert cell("a|`b|c`") == "a\\|`b\\|c`"
+    assert inline("a|`b|c`") == "a\\|`b|c`"
 
 
 @pytest.mark.parametrize(
@@ -61,6 +127,7 @@ def test_cell_escapes_every_pipe() -> None:
         ("`x", "`` `x ``"),
         ("a``b`c", "```a``b`c```"),
         ("a\nb", "`a b`"),
+        ("a\rb", "`a b`"),
     ],
 )
 def test_code_span_fences_longer_than_content(text: str, span: str) -> None:
@@ -68,25 +135,30 @@ def test_code_span_fences_longer_than_content(text: str, span: str) -> None:
     assert code(text) == span
 
 
-def test_block_keeps_fences_verbatim() -> None:
-    """Lines inside a fenced block are untouched; prose around them is escaped."""
+def test_block_writes_each_fenced_block_in_its_own_fence() -> None:
+    """A reviewer's fenced block is kept as code, inside a fence council writes; the
+    prose around it is text."""
     text = "see <this>\n~~~\n<raw>\n~~~\nafter <that>"
-    assert block(text) == ["see &lt;this>", "~~~", "<raw>", "~~~", "after &lt;that>"]
+    assert block(text) == ["see &lt;this>", "```", "<raw>", "```", "after &lt;that>"]
 
 
-def test_block_unclosed_fence_keeps_the_rest_verbatim() -> None:
-    """An unclosed fence runs to the end, as Markdown would render it."""
-    assert block("```\n<a>\n<b>") == ["```", "<a>", "<b>"]
+def test_block_fence_outgrows_the_backticks_inside() -> None:
+    """A block holding a run of backticks gets a longer fence, so the run cannot close
+    it; an info string holding a backtick is kept on a fence of tildes."""
+    text = "```python\nx = '````'\n```"
+    assert block(text) == ["`````python", "x = '````'", "`````"]
+    assert block("~~~x `y`\n~~~~ z\n~~~~~") == ["~~~~~x `y`", "~~~~ z", "~~~~~"]
 
 
-def test_block_code_span_never_crosses_paragraphs() -> None:
-    """A backtick in one paragraph cannot hide HTML in the next one."""
-    assert block("a `x\n\ny` <b>") == ["a `x", "", "y` &lt;b>"]
+def test_block_unclosed_fence_is_closed() -> None:
+    """An unclosed fence runs to the end, and council closes it."""
+    assert block("```\n<a>\n<b>") == ["```", "<a>", "<b>", "```"]
 
 
-def test_block_code_span_may_wrap_a_line() -> None:
-    """Within a paragraph a code span continues over a line break."""
-    assert block("a `x\ny<z` w") == ["a `x", "y<z` w"]
+def test_block_prose_lines_start_no_block() -> None:
+    """Each prose line is stripped and escaped like :func:`inline`; blank lines stay."""
+    text = "a `x\n\n    y` <b>\n# h\r- i\n"
+    assert block(text) == ["a \\`x", "", "y\\` &lt;b>", "\\# h", "\\- i"]
 
 
 @pytest.mark.timeout(30)

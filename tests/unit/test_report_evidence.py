@@ -11,7 +11,8 @@ import json
 from council.evidence import MatchedBlock, UnmatchedBlock
 from council.model.findings import Finding, LineAnchor, Origin
 from council.rendering import CouncilReport, ParticipantSummary, render_markdown
-from council.rendering.evidence_text import evidence_line, verdict_phrase, with_verdicts
+from council.rendering.escape import block
+from council.rendering.evidence_text import evidence_line, verdict_notes, verdict_phrase
 from council.rendering.github_review import comment_body
 from council.rendering.jsonreport import read_json, render_json
 from council.rendering.sarif import render_sarif
@@ -67,10 +68,19 @@ def test_phrases() -> None:
 
 
 def test_markdown_puts_each_verdict_beside_its_block() -> None:
-    assert with_verdicts(DISCUSSION, (RAN, NOT_RUN)) == (
-        "Ran:\n```python\nraise SystemExit(1)\n```\n*✔ ran this turn, exit 1 (call 3)*\n"
-        "And:\n```sh\nmake test\n```\n*✗ not run this turn*\nDone."
-    )
+    assert block(DISCUSSION, verdict_notes((RAN, NOT_RUN))) == [
+        "Ran:",
+        "```python",
+        "raise SystemExit(1)",
+        "```",
+        "*✔ ran this turn, exit 1 (call 3)*",
+        "And:",
+        "```sh",
+        "make test",
+        "```",
+        "*✗ not run this turn*",
+        "Done.",
+    ]
     text = render_markdown(_report())
     assert "> ```\n> *✔ ran this turn, exit 1 (call 3)*\n> And:" in text
     assert "> *✗ not run this turn*" in text

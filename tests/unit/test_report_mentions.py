@@ -17,7 +17,10 @@ J = ZWJ
         ("@octo-org/security please", f"@{J}octo-org/security please"),
         ("(@bob)", f"(@{J}bob)"),
         ("see /@carol", f"see /@{J}carol"),
-        ("&#64;dave and &#x40;erin &commat;frank", f"@{J}dave and @{J}erin @{J}frank"),
+        (
+            "&#64;dave and &#x40;erin &commat;frank",
+            f"&#64;{J}dave and &#x40;{J}erin &commat;{J}frank",
+        ),
         ("mail a@b.io", "mail a@b.io"),
         ("`@in-code` and ``x @y``", "`@in-code` and ``x @y``"),
         ("https://medium.com/@author/post", "https://medium.com/@author/post"),
@@ -45,7 +48,8 @@ def test_no_mentions_is_idempotent_and_linear() -> None:
 
 
 def test_quick_actions_are_neutralized() -> None:
-    """Lines starting /command (also quoted, indented) are plain text; a path is too."""
+    """Lines starting /command (also quoted, indented, fenced: GitLab skips only some
+    fences) are plain text; a path is too."""
     text = "/merge\n> /approve\n  /assign @me\nsee /usr/bin\n```\n/close\n```"
     out = no_quick_actions(text)
     assert out.splitlines()[:4] == [
@@ -54,7 +58,7 @@ def test_quick_actions_are_neutralized() -> None:
         f"  {J}/assign @me",
         "see /usr/bin",
     ]
-    assert "\n/close\n" in out and no_quick_actions(out) == out
+    assert f"\n{J}/close\n" in out and no_quick_actions(out) == out
 
 
 def test_gitlab_safe_is_both() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from council.rendering.escape import for_forge, no_controls
+from council.rendering.escape import code, for_forge, no_controls
 from council.rendering.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME
 from council.rendering.github_review import fit_body
 from council.round.gate import EXIT_PASSED, EXIT_WAITING
@@ -188,7 +188,7 @@ def comments_in_body(review: dict[str, Any], why: str) -> dict[str, Any]:
         start = comment.get("start_line")
         where = f"{comment.get('path')}:{f'{start}-{line}' if start else line}"
         side = " (old side)" if comment.get("side") == "LEFT" else ""
-        parts.append(f"`{where}`{side}\n\n{comment.get('body', '')}")
+        parts.append(f"{code(where)}{side}\n\n{comment.get('body', '')}")
     return {**review, "body": fit_body(for_forge("\n\n".join(parts))), "comments": []}
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from council.rendering.escape import code
 from council.rendering.github_review import fit_body
 from council.rendering.gitlab import gitlab_safe
 from workers.forge.gitlab import GitLabClient, GitLabInvalid
@@ -145,7 +146,7 @@ def _publish_summary(
             where = thread.get("position") or {}
             line = where.get("new_line") or where.get("old_line")
             path = where.get("new_path") if where.get("new_line") else where.get("old_path")
-            parts.append(f"`{path}:{line}`\n\n{thread.get('body', '')}")
+            parts.append(f"{code(f'{path}:{line}')}\n\n{thread.get('body', '')}")
         text = "\n\n".join(parts) + "\n"
     body = fit_body(f"{marker('summary', post.run_id, post.head)}\n{gitlab_safe(text)}", NOTE_CHARS)
     ours = [
