@@ -44,9 +44,15 @@ HASH_HEX = 32
 
 BLOCK_MAX_LINES = 200
 """The most lines a block hash reads (:meth:`FileCode.block`): the outermost block holding
-a window that is no longer than this; when even the innermost one is longer, or the
-window is at the top level, the whole file is its block (fail closed: any edit of the
-file changes it)."""
+a window that is no longer than this. When even the innermost one is longer, or the
+window is at the top level, its block is the window and the :data:`BLOCK_ABOVE_LINES`
+lines above it."""
+
+BLOCK_ABOVE_LINES = 20
+"""Lines above a top-level window (or one whose innermost block is over
+:data:`BLOCK_MAX_LINES`) that its block hash reads: the guard of top-level code comes
+before it. The whole file was read once, and every later commit to the file (a comment
+appended at its end) took a person's decision on module-level code out of force."""
 
 AddedLines = Mapping[str, Collection[int]]
 """A repository path → the numbers of the lines the pull request added there
@@ -136,7 +142,7 @@ class FileCode:
             last = at
         self._windows = {}
         self._added = frozenset(self.added)
-        self._blocks: dict[int, str] = {}
+        self._blocks: dict[tuple[int, int], str] = {}
 
     def __len__(self) -> int:
         return len(self._norm)
@@ -187,10 +193,11 @@ class FileCode:
     def block(self, start: int, end: int) -> str | None:
         """The hash of the block holding lines ``start`` to ``end``: the outermost block
         (its header and the lines below it indented more) holding them that is at most
-        :data:`BLOCK_MAX_LINES` long, or the whole file when the window is at the top
-        level or its innermost block is longer. What a decision keeps besides the code
-        hash: a line added or removed in that block (a guard deleted above the dismissed
-        call) changes it. None when the window is not inside the file. Never raises."""
+        :data:`BLOCK_MAX_LINES` long, or the window and the :data:`BLOCK_ABOVE_LINES`
+        lines above it when it is at the top level or its innermost block is longer.
+        What a decision keeps besides the code hash: a line added or removed in that block
+        (a guard deleted above the dismissed call) changes it. None when the window is not
+        inside the file. Never raises."""
         trimmed = self._trim(start, end)
         if trimmed is None:
             return None
@@ -201,12 +208,17 @@ class FileCode:
         while header >= 0 and self._extent(header) - header < BLOCK_MAX_LINES:
             chosen = header
             header = self._parent[header]
-        if chosen not in self._blocks:
-            lines = self._norm[chosen : self._extent(chosen) + 1] if chosen >= 0 else self._norm
+        span = (
+            (chosen, self._extent(chosen))
+            if chosen >= 0
+            else (max(0, first - BLOCK_ABOVE_LINES), last)
+        )
+        if span not in self._blocks:
+            lines = self._norm[span[0] : span[1] + 1]
             text = json.dumps([OCCURRENCE_VERSION, "block", lines], ensure_ascii=False)
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            self._blocks[chosen] = digest[:HASH_HEX]
-        return self._blocks[chosen]
+            self._blocks[span] = digest[:HASH_HEX]
+        return self._blocks[span]
 
     def _key(self, first: int, last: int) -> tuple[tuple[str, ...], str]:
         content = tuple(self._norm[first : last + 1])

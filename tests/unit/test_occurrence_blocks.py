@@ -176,6 +176,20 @@ def test_a_guard_deleted_in_the_block_changes_its_hash_and_not_the_code() -> Non
     assert before.block(4, 4) == elsewhere.block(4, 4)
 
 
+def test_top_level_code_keeps_its_block_but_for_the_lines_just_above_it() -> None:
+    """Module-level code has no block: its hash reads the anchored line and the 20 lines
+    above it. A top-level guard deleted right above changes it; a line appended at the
+    end of the file, or an edit 30 lines above, does not."""
+    lines = [f"step_{n}()" for n in range(40)] + ["check(path)", "open(path)", "done()"]
+    at = lines.index("open(path)") + 1
+    base = FileCode(lines)
+    guard_gone = FileCode([line for line in lines if line != "check(path)"])
+    appended = FileCode([*lines, "# a comment appended at the end"])
+    far_edit = FileCode(["step_0(x)", *lines[1:]])
+    assert base.block(at, at) != guard_gone.block(at - 1, at - 1)
+    assert base.block(at, at) == appended.block(at, at) == far_edit.block(at, at)
+
+
 def test_untouched_identical_code_counts_before_added_code() -> None:
     """A copy added above takes the index after the untouched original's; with nothing
     added, the order is the file's."""
