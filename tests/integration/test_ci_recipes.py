@@ -483,7 +483,8 @@ def test_github_workflow_on_a_shared_redis(
     """Shared Redis (the COUNCIL_REDIS_URL secret) with a worker: the session lives in
     Redis, so the second push's repeat is seen and not commented again; a baseline is
     written from it and a dismissal recorded in it (the repeat kept its id, 1), and the
-    third push passes."""
+    third push, which adds a line below the finding (one added above it, within the 20
+    lines its block reads, would ask for a fresh decision), passes."""
     start_worker("w1")
     recipe = load("github-actions.yml")
     forge = Forge(tmp_path)
@@ -515,7 +516,7 @@ def test_github_workflow_on_a_shared_redis(
     (entry,) = json.loads((tmp_path / "baseline.json").read_text())["entries"]
     assert entry["subject"] == "divides by zero"
     third = run_github(
-        recipe, forge, pushed(forge, github, "v = 0\nw = 0\ny = 1 / 0\n", div0(3)), env, secrets, 3
+        recipe, forge, pushed(forge, github, "w = 0\ny = 1 / 0\nv = 0\n", div0(2)), env, secrets, 3
     )
     assert not third.failed, third.step("Review").output[-3000:]
     assert "guarded" in github.pulls[PR].comments[0]["body"]
