@@ -26,14 +26,20 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# Every bench, each printing its baseline measured in the same run and the ratio
+# (bench/README.md has the latest figures). BENCH_FLAGS=--quick: a smoke run of each.
+BENCH_FLAGS ?=
+
 bench: $(STAMP) redis-server
-	$(PY) bench/harvest.py
-	$(PY) bench/evidence.py
-	$(PY) bench/renderers.py
-	$(PY) bench/overhead.py
-	$(PY) bench/concurrency.py
-	$(PY) bench/fleet.py
-	$(PY) bench/cost.py
+	$(PY) bench/harvest.py $(BENCH_FLAGS)
+	$(PY) bench/evidence.py $(BENCH_FLAGS)
+	$(PY) bench/renderers.py $(BENCH_FLAGS)
+	$(PY) bench/overhead.py $(BENCH_FLAGS)
+	$(PY) bench/concurrency.py $(BENCH_FLAGS)
+	$(PY) bench/fleet.py $(BENCH_FLAGS)
+	$(PY) bench/throughput.py $(BENCH_FLAGS)
+	$(PY) bench/cost.py $(BENCH_FLAGS)
+	$(PY) bench/agreement.py --quick
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)

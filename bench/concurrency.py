@@ -784,6 +784,9 @@ def main() -> None:
         type=Path,
         help="py-spy (when installed) records the worker during the last council to this file",
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 100 participants, 2 councils, one size"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--baseline", choices=("httpx", "aiohttp", "sdk-async", "sdk"), help=argparse.SUPPRESS
@@ -791,6 +794,8 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("-n", type=int, default=500, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.participants, args.councils, args.batch_sizes = 100, 2, str(Settings().batch_size)
     raise_fd_limit()
     if args.serve:
         serve()

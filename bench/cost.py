@@ -17,8 +17,8 @@ The reviewers are sent one after another: a provider caches a prompt once it has
 answered it, so reviewers sent at the same instant all miss (the real council sends
 them at once; its later rounds and retries are what hits).
 
-Run: ``python bench/cost.py`` from the checkout. Exits 0 unless it crashes.
-"""
+Run: ``python bench/cost.py [--quick]`` from the checkout (it is quick already:
+``--quick`` changes nothing). Exits 0 unless it crashes."""
 
 from __future__ import annotations
 

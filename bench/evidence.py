@@ -24,10 +24,9 @@ Two measurements, each beside a baseline measured in the same run on the same an
 The baselines: a plain ``str.find`` scan of the answer for every ````` ``` ````` (what
 any fence finder must at least do) and one UTF-8 encoding of it (reading it once).
 
-Run: ``python bench/evidence.py``. Exits 0 unless it crashes, or 1 when a check of the
-verdicts fails. Source: docs/evidence-and-asks.md §1 (the matcher is linear in the
-answer's size).
-"""
+Run: ``python bench/evidence.py [--quick]`` (``--quick``: one timed run each). Exits 0
+unless it crashes, or 1 when a check of the verdicts fails. Source:
+docs/evidence-and-asks.md §1 (the matcher is linear in the answer's size)."""
 
 from __future__ import annotations
 
@@ -140,6 +139,7 @@ ADVERSARIAL = {
 
 def best_of(runs: int, work: Callable[[], object]) -> float:
     """The best wall time of ``runs`` calls of ``work``, in seconds."""
+    runs = 1 if "--quick" in sys.argv[1:] else runs  # a smoke run: one timed run each
     best = float("inf")
     for _ in range(runs):
         started = time.perf_counter()

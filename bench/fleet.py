@@ -14,7 +14,7 @@ of a council from the start of its dispatch to its report, minus its slowest rev
 own duration) p50 and p95. With 200 councils on 2 workers most of that is queueing
 behind the other councils' tasks, the same for both modes; the fleet's total is printed
 too.
-Run: ``python bench/fleet.py [--councils 200]``.
+Run: ``python bench/fleet.py [--councils 200] [--quick]`` (``--quick``: 10 councils).
 """
 
 from __future__ import annotations
@@ -150,7 +150,10 @@ def main() -> None:
     parser.add_argument(
         "--first", choices=("woken", "poll"), default="woken", help="which fleet runs first"
     )
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 10 councils")
     args = parser.parse_args()
+    if args.quick:
+        args.councils = 10
     configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)

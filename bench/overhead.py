@@ -9,8 +9,8 @@
   run (what any scheduler pays at the least).
 
 Prints p50 and p95 of the overhead in ms per mode, and the targets (p50 ≤ 100 ms
-distributed, ≤ 250 ms embedded). Run: ``python bench/overhead.py [--councils 20]``.
-"""
+distributed, ≤ 250 ms embedded). Run: ``python bench/overhead.py [--councils 20]
+[--quick]`` (``--quick``: 5 a mode)."""
 
 from __future__ import annotations
 
@@ -134,7 +134,10 @@ def main() -> None:
     """Measure and print the overhead table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--councils", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 councils a mode")
     args = parser.parse_args()
+    if args.quick:
+        args.councils = 5
     configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as raw:
         tmp = Path(raw)

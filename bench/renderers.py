@@ -6,8 +6,8 @@ GitLab Code Quality, SARIF, Markdown) is timed on the same report, best of a few
 and printed beside the baseline measured in the same run: the JSON report of the same
 findings (``render_json``, one pass over every finding), with the ratio.
 
-Run: ``python bench/renderers.py`` from the checkout. Exits 0 unless it crashes.
-"""
+Run: ``python bench/renderers.py [--quick]`` from the checkout (``--quick``: one run
+each). Exits 0 unless it crashes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tests.forge_cases import many_findings, messy_change, report  # noqa: E402
 FINDINGS = 30_000
 """How many findings the report holds."""
 
-RUNS = 3
+RUNS = 1 if "--quick" in sys.argv[1:] else 3
 """Timed runs per renderer; the best counts."""
 
 

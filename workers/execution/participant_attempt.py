@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -44,6 +44,8 @@ from workers.app.services import Runtime
 from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, task_deadline
+from workers.stores.run_inputs import BatchInputs
+from workers.stores.run_progress import Settled
 from workers.stores.run_record import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
 
 log = structlog.get_logger("council.review")
@@ -216,22 +218,34 @@ def log_finished(outcome: ParticipantOutcome, participant: Participant) -> None:
 
 
 def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> ParticipantOutcome:
-    """Run one participant's review of a run, or return its stored outcome."""
+    """Run one participant's review of a run, or return its stored outcome.
+
+    Its Redis I/O is the batch's (:mod:`workers.execution.batch`), read once and passed
+    along: one round trip reads everything the review needs
+    (:meth:`RunStore.batch_inputs <workers.stores.run_inputs.RunInputs.batch_inputs>`), one
+    starts the attempt (its number, its progress, its lease), one reads the journals and
+    one stores the outcome with its progress, ending the lease.
+    """
     if protocol != PROTOCOL:
         return wrong_protocol(participant_id, protocol)
-    stored = rt.runs.outcome(run_id, participant_id)
+    inputs = rt.runs.batch_inputs(run_id, [participant_id])
+    stored = inputs.outcomes.get(participant_id)
     if stored is not None:
         log.info("review_already_settled", status=stored.status)
         return stored
-    record = rt.runs.record(run_id)
-    participant = rt.runs.participant(run_id, participant_id)
-    prompt = rt.runs.prompt(run_id, participant_id)
+    record = inputs.record
+    participant = inputs.participants.get(participant_id)
+    prompt = inputs.prompts.get(participant_id)
     if record is None or participant is None or prompt is None:
         return missing(run_id, participant_id)
-    status = rt.runs.status(run_id)
+    status = inputs.status
     if status is not None and moved_on(status, participant.role):
         return too_late(participant_id, participant.role, status)
-    attempt = rt.journals.next_attempt(run_id, participant_id)
+    started = now_ms()
+    leases = keeper(rt.client, rt.keys)
+    attempt = rt.runs.start_attempts(run_id, [participant_id], started, lease_ms=leases.lease_ms)[
+        participant_id
+    ]
     said = structlog.contextvars.get_contextvars().get("attempt")
     # Bound for the attempt only: an embedded worker's thread runs task after task with
     # no Celery signal to clear what a task bound (the next line is another task's).
@@ -240,33 +254,35 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     ):
         if said is not None and said != attempt:  # another delivery of it took that number
             log.info("attempt_renumbered", announced=said)
-        return _attempt(rt, record, participant, prompt, attempt)
+        leases.hold(run_id, {participant_id: attempt}, written=True)
+        try:
+            now = _Now(participant, prompt, attempt, started)
+            outcome = _attempt(rt, record, inputs, now)
+        except BaseException:
+            leases.drop(run_id, {participant_id: attempt})  # it lapses: a sweep sends it again
+            raise
+        leases.release(run_id, {participant_id: attempt}, written=True)
+        return outcome
 
 
-def _attempt(
-    rt: Runtime, record: RunRecord, participant: Participant, prompt: str, attempt: int
-) -> ParticipantOutcome:
-    """Run attempt number ``attempt`` (its INCR done) and store its outcome; its lease
-    is held meanwhile, and dropped (to lapse: a sweep sends it again) when it raises."""
-    run_id, participant_id = record.run_id, participant.id
-    started = now_ms()
+@dataclass(frozen=True)
+class _Now:
+    """The attempt being run: whose, with which prompt, its number, its start (ms)."""
+
+    participant: Participant
+    prompt: str
+    attempt: int
+    started_ms: int
+
+
+def _attempt(rt: Runtime, record: RunRecord, inputs: BatchInputs, now: _Now) -> ParticipantOutcome:
+    """Run attempt ``now`` (started: numbered, shown running, leased) and store its outcome."""
     until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
-    rt.runs.set_progress(
-        run_id,
-        participant_id,
-        Progress(state="running", started_ms=started, updated_ms=started, attempt=attempt),
+    journal = journal_for(rt, record.run_id, now.participant, now.attempt)
+    result = _run_backend(rt, record, inputs, now, journal)
+    return store_outcome(
+        rt, record, now.participant, result, journal, now.attempt, now.started_ms, until
     )
-    journal = journal_for(rt, run_id, participant, attempt)
-    leases = keeper(rt.client, rt.keys)
-    leases.hold(run_id, {participant_id: attempt})
-    try:
-        result = _run_backend(rt, record, participant, prompt, attempt, journal)
-        outcome = store_outcome(rt, record, participant, result, journal, attempt, started, until)
-    except BaseException:
-        leases.drop(run_id, {participant_id: attempt})  # it lapses: a sweep sends it again
-        raise
-    leases.release(run_id, {participant_id: attempt})
-    return outcome
 
 
 def store_outcome(
@@ -282,7 +298,8 @@ def store_outcome(
     """Fold a finished attempt and store its outcome, riding out a Redis outage.
 
     The entries held during an outage are stored first, then every attempt's journal is
-    read and folded, and the outcome is stored (``SET NX``: a kept one wins), each step
+    read and folded (one round trip), and the outcome is stored (``SET NX``: a kept one
+    wins) with its progress, and the attempt's lease ended, in one round trip; each step
     retried until Redis answers or ``until`` (a ``time.monotonic()`` value, see
     :func:`~workers.execution.outage_retry.task_deadline`) passes: a reviewer that finished while
     Redis restarted loses nothing it found. Past ``until`` the outage error is raised
@@ -293,63 +310,57 @@ def store_outcome(
     paused = result.paused
     if paused is not None:  # kept before the outcome that says it waits on it
         patiently("pause_store", lambda: rt.runs.put_pause(run_id, pid, paused), until=until)
-    journals = patiently("journal_read", lambda: rt.journals.read_all(run_id, pid), until=until)
+    journals = patiently(
+        "journal_read", lambda: rt.journals.read_all_many(run_id, [pid]), until=until
+    )[pid]
     outcome = fold_attempt(rt, record, participant, result, journals, attempt)
-    stored = patiently(
-        "outcome_store", lambda: rt.runs.put_outcome(run_id, outcome, result.answer), until=until
-    )
+    done = Settled(outcome, result.answer, finished_progress(outcome, started_ms, attempt))
+    lease = rt.keys.lease_member(run_id, pid, attempt)
+    kept = patiently(
+        "outcome_store", lambda: rt.runs.put_outcomes(run_id, [done], [lease]), until=until
+    ).get(pid)
     observe_review(participant, outcome, result, record.prices)
-    if not stored:
-        kept = patiently("outcome_read", lambda: rt.runs.outcome(run_id, pid), until=until)
-        if kept is not None:
-            outcome = kept
-    done = finished_progress(outcome, started_ms, attempt)
-    patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, done), until=until)
+    if kept is not None:
+        outcome = kept
+        shown = finished_progress(kept, started_ms, attempt)
+        patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, shown), until=until)
     log_finished(outcome, participant)
     return outcome
 
 
 def _run_backend(
-    rt: Runtime,
-    record: RunRecord,
-    participant: Participant,
-    prompt: str,
-    attempt: int,
-    journal: RedisJournal,
+    rt: Runtime, record: RunRecord, inputs: BatchInputs, now: _Now, journal: RedisJournal
 ) -> ReviewResult:
     """Unpack what the backend needs, run it with a cancel watcher, never raise."""
     started = time.monotonic()
     with rt.cancels.watching(record.run_id) as cancel:
-        return _ask(rt, record, participant, prompt, attempt, cancel, started, journal)
+        return _ask(rt, record, inputs, now, cancel, started, journal)
 
 
 def _ask(
     rt: Runtime,
     record: RunRecord,
-    participant: Participant,
-    prompt: str,
-    attempt: int,
+    inputs: BatchInputs,
+    now: _Now,
     cancel: threading.Event,
     started: float,
     journal: RedisJournal,
 ) -> ReviewResult:
-    run_id = record.run_id
+    participant, pid = now.participant, now.participant.id
     try:
-        share = run_share(rt, record, rt.runs.change(run_id))
-        program = rt.runs.program(run_id, participant.id)
+        share = run_share(rt, record, inputs.change, inputs.secrets)
         runs_program = participant.backend in ("command", "sarif")
-        arg_files = rt.runs.arg_files(run_id, participant.id) if runs_program else None
         request = build_request(
             rt,
             share,
             participant,
-            prompt,
-            attempt,
+            now.prompt,
+            now.attempt,
             cancel,
-            program,
-            arg_files,
+            inputs.programs.get(pid),
+            inputs.arg_files.get(pid, {}) if runs_program else None,
             journal=journal,
-            shared=rt.runs.shared(run_id, participant.id),
+            shared=inputs.shared.get(pid, 0),
         )
         return masked_result(share.masker, reviewer_for(participant).review(request))
     except Exception as exc:

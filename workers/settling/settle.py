@@ -24,6 +24,7 @@ from council.asks.pending import PendingAsk
 from council.change.commentable import land
 from council.change.diff import added_lines, parse_diff
 from council.change.diff_filter import apply_filter, parse_filter
+from council.evidence.policy import runs_scripts
 from council.model.backend_result import ReviewResult, Stop
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
@@ -430,7 +431,15 @@ def _commit(
         first_id = sessions.next_finding_id(record.session)
         transition, findings, report = build(first_id)
         memory = remembered(report, heard.marks.recall) if transition.final else None
-        filing = Filing(first_id=first_id, findings=findings, report=report, memory=memory)
+        everyone = [*heard.reviewers, *((heard.judge,) if heard.judge else ())]
+        filing = Filing(
+            first_id=first_id,
+            findings=findings,
+            report=report,
+            memory=memory,
+            backends={p.id: p.backend for p in everyone},
+            scripting=frozenset(p.id for p in everyone if runs_scripts(p)),
+        )
         committed = sessions.commit(record, transition, filing, now)
         if committed is not None:
             return committed

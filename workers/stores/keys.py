@@ -8,8 +8,13 @@ Source: docs/architecture.md "State in Redis", docs/style.md habit 9.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+
+from council.model.participant import PROGRAM_BACKENDS
+
+_NEVER_PAUSE = frozenset({"replay", "sarif"})
+"""Backends whose participants never pause on a person's question."""
 
 
 @dataclass(frozen=True)
@@ -203,9 +208,21 @@ class Keys:
         return f"{self.prefix}sweep"
 
     def run_keys(
-        self, run_id: str, participants: Iterable[str], attempts: dict[str, int]
+        self,
+        run_id: str,
+        participants: Iterable[str],
+        attempts: dict[str, int],
+        backends: Mapping[str, str] | None = None,
+        scripting: Collection[str] | None = None,
     ) -> list[str]:
-        """Every key of one run, for expiry at settling."""
+        """Every key of one run, for expiry at settling.
+
+        Given ``backends`` (participant → its backend) and ``scripting`` (the participants
+        that may run a script), the keys a participant's backend never writes are left
+        out (a program and its ``args`` files: ``command`` and ``sarif`` only; a pause:
+        neither ``replay`` nor ``sarif``; script rows: ``scripting`` only): an EXPIRE of
+        a key that does not exist is a command for nothing.
+        """
         keys = [
             self.run(run_id),
             self.run_state(run_id),
@@ -224,16 +241,20 @@ class Keys:
             self.run_budget(run_id),
         ]
         for p in participants:
+            backend = (backends or {}).get(p)
             keys += [
-                self.run_program(run_id, p),
-                self.run_args(run_id, p),
                 self.run_attempts(run_id, p),
                 self.run_outcome(run_id, p),
                 self.run_answer(run_id, p),
-                self.run_pause(run_id, p),
             ]
-            keys += [self.journal(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
-            keys += [self.scripts(run_id, p, a) for a in range(1, attempts.get(p, 0) + 1)]
+            if backend is None or backend in PROGRAM_BACKENDS:
+                keys += [self.run_program(run_id, p), self.run_args(run_id, p)]
+            if backend is None or backend not in _NEVER_PAUSE:
+                keys.append(self.run_pause(run_id, p))
+            tried = range(1, attempts.get(p, 0) + 1)
+            keys += [self.journal(run_id, p, a) for a in tried]
+            if scripting is None or p in scripting:
+                keys += [self.scripts(run_id, p, a) for a in tried]
         return keys
 
     # -- rate limits --------------------------------------------------------------------

@@ -102,9 +102,10 @@ class RunInputs:
         secrets the change adds).
         """
         k = self._keys
+        ex = ttl_s  # strings get it as they are written (SET EX); hashes by one EXPIRE each
         pipe = self._r.pipeline(transaction=True)
-        pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"))
-        pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)))
+        pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"), ex=ex)
+        pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)), ex=ex)
         pipe.hset(
             k.run_participants(run_id),
             mapping={p.id: p.model_dump_json() for p in participants},
@@ -121,34 +122,29 @@ class RunInputs:
         if stored:
             pipe.hset(k.run_prompt(run_id), mapping=stored)
         if tree is not None:
-            pipe.set(k.run_tree(run_id), tree)
+            pipe.set(k.run_tree(run_id), tree, ex=ex)
         for pid, blob in programs.items():
-            pipe.set(k.run_program(run_id, pid), blob)
+            pipe.set(k.run_program(run_id, pid), blob, ex=ex)
         for pid, files in (arg_files or {}).items():
             if files:
                 pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
         if config:
             pipe.hset(k.run_config(run_id), mapping=dict(config))
         if secrets:
-            pipe.set(k.run_secrets(run_id), SPANS.dump_json(list(secrets)))
+            pipe.set(k.run_secrets(run_id), SPANS.dump_json(list(secrets)), ex=ex)
         pipe.hset(
             k.run_state(run_id),
             mapping={p.id: Progress().model_dump_json() for p in participants},
         )
         if ttl_s is not None:
-            written = [
-                k.run_change(run_id),
-                k.run_roster(run_id),
+            hashes = [
                 k.run_participants(run_id),
                 k.run_state(run_id),
                 *([k.run_prompt(run_id)] if stored else []),
-                *([k.run_tree(run_id)] if tree is not None else []),
-                *(k.run_program(run_id, pid) for pid in programs),
                 *(k.run_args(run_id, pid) for pid, files in (arg_files or {}).items() if files),
                 *([k.run_config(run_id)] if config else []),
-                *([k.run_secrets(run_id)] if secrets else []),
             ]
-            for key in written:
+            for key in hashes:
                 pipe.expire(key, ttl_s)
         pipe.execute()
 

@@ -54,6 +54,11 @@ class Filing:
     dismissals: Mapping[str, str] = field(default_factory=dict)
     """Content fingerprint → reason: findings a person rejected when asked (recorded as
     the session's dismissals, so later rounds keep them dismissed)."""
+    backends: Mapping[str, str] | None = None
+    """Participant → its backend, and ``scripting``: the participants that may run a
+    script; when known, the run keys their backends never write are not expired
+    (:meth:`Keys.run_keys <workers.stores.keys.Keys.run_keys>`)."""
+    scripting: frozenset[str] | None = None
 
 
 _EXPIRE_ALL = """
@@ -159,7 +164,9 @@ class SessionStore(SessionOpening, SessionMemory):
                     pipe.hset(k.run(rid), mapping=fields)
                     wake(pipe, k, rid)
                     if transition.parks:
-                        expiring = k.run_keys(rid, everyone, attempts)
+                        expiring = k.run_keys(
+                            rid, everyone, attempts, filing.backends, filing.scripting
+                        )
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)
