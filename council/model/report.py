@@ -16,6 +16,7 @@ from council.asks.pending import PendingAsk
 from council.model.backend_result import Stop, Usage
 from council.model.findings import Finding, Warning
 from council.model.gate_policy import GatePolicy
+from council.ranking.likelihood import Rank
 
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
@@ -243,6 +244,12 @@ class CouncilReport(BaseModel):
     ``saved_usd`` summed (:func:`council.round.cost.sum_savings`); None when none has one."""
     budget: BudgetSpend | None = None
     """The round's cost budget and what it spent (None: the round had no budget)."""
+    ranks: dict[int, Rank] = Field(default_factory=dict)
+    """Finding id → how likely it is real and why (:mod:`council.ranking.likelihood`);
+    empty when the report was not ranked. Orders the Markdown report, never the gate."""
+    likely_at: float = Field(default=0.5, ge=0.0, le=1.0)
+    """``[council] likely_at``: a finding at or above this likelihood leads the report
+    (and is posted as a line comment by default); the rest are folded, never dropped."""
     reviewed: ChangeSize | None = None
     """The size of the change this round's reviewers were shown; None when no change was
     read (``council consolidate``, a ``--since-last`` round with nothing new) or in a

@@ -24,6 +24,12 @@ from council.model.findings import Finding, severity_rank
 from council.model.report import CouncilReport, Reworded
 from council.rendering.escape import code, inline
 from council.rendering.finding_text import brief, counted, finding_block, gating_ids
+from council.rendering.ranked import (
+    by_likelihood,
+    leading_ids,
+    less_likely_text,
+    likelihood_text,
+)
 from council.round.gate import gate_tripped
 
 OFF_DIFF_REASONS: dict[str, str] = {
@@ -55,13 +61,37 @@ def findings_section(report: CouncilReport, posted: Collection[int]) -> str:
         where = f"{counted(count, 'finding')} {'is' if count == 1 else 'are'}"
         parts.append(f"{where} posted as line comments on the diff and not repeated here.")
     seen, gating = set(report.seen), gating_ids(report)
-    ordered = sorted(shown, key=_rank)
+    leading = leading_ids(report)
+    ordered = by_likelihood(report, sorted(shown, key=_rank))
     blocks = [
-        finding_block(f, seen=f.id in seen, missed=_recognized(report, f), gates=f.id in gating)
+        finding_block(
+            f,
+            seen=f.id in seen,
+            missed=_joined(_recognized(report, f), likelihood_text(report, f)),
+            gates=f.id in gating,
+        )
         for f in ordered
+        if f.id in leading
     ]
+    folded = [
+        finding_block(
+            f,
+            seen=f.id in seen,
+            missed=_joined(_recognized(report, f), less_likely_text(report, f)),
+            gates=False,
+        )
+        for f in ordered
+        if f.id not in leading
+    ]
+    if folded:
+        below = f"below likelihood {report.likely_at:.2f}"
+        summary = f"{counted(len(folded), 'less likely finding')} ({below})"
+        blocks += ["<details>", f"<summary>{summary}</summary>", *folded, "</details>"]
     return "\n\n".join([*parts, *blocks])
 
+
+def _joined(*facts: str) -> str:
+    return " · ".join(f for f in facts if f)
 
 
 def _recognized(report: CouncilReport, finding: Finding) -> str:

@@ -415,6 +415,11 @@ def _result(
             }
         ]
     result["properties"] = _result_properties(report, finding, seen)
+    rank = report.ranks.get(finding.id) if finding.id is not None else None
+    if rank is not None:
+        # SARIF §3.27.27: a result's rank, 0.0 (least) to 100.0 (most) relevant.
+        result["rank"] = round(100 * rank.likelihood, 1)
+        result["properties"]["likelihood"] = round(rank.likelihood, 4)
     if carried:
         result["properties"]["carried"] = True
     return result

@@ -12,6 +12,8 @@ import click
 
 from council.model.fingerprint import with_fingerprints
 from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
+from council.ranking.apply import ranked
+from council.ranking.records import ID_ONLY, TrackRecord
 from council.readers.report_files import (
     SOURCE_MAX_BYTES,
     SourceError,
@@ -31,6 +33,19 @@ from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option,
 
 RUN_ID = "consolidate"
 """The run id of a consolidated report (no council run took place)."""
+
+
+def _records(cli: object, state: Path | None) -> dict[str, TrackRecord]:
+    """Each participant's id-only history (sources name no identity); {} without a
+    store to read: every finding then ranks on priors alone."""
+    from workers.cli.context import CliContext
+    from workers.cli.ranking.outcomes import record_store
+
+    if state is None and not (isinstance(cli, CliContext) and cli.distributed):
+        return {}
+    assert isinstance(cli, CliContext)
+    held = record_store(cli, state).all()
+    return {who: record for (who, ident), record in held.items() if ident == ID_ONLY}
 
 
 def _split(given: str) -> tuple[str | None, Path]:
@@ -82,13 +97,22 @@ def _read(given: str, path: Path) -> str:
     metavar="K",
     help="A finding gates only when at least K of the sources raised it.",
 )
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Rank findings with the track records kept here (embedded state file; with "
+    "COUNCIL_REDIS_URL, Redis's). Without it, findings are ranked with priors only.",
+)
+@click.pass_obj
 def consolidate_command(
+    cli: object,
     sources: tuple[str, ...],
     json_out: Path | None,
     formats: tuple[str, ...],
     output: Path | None,
     fail_on: str,
     min_agreement: int,
+    state: Path | None,
 ) -> None:
     """Merge the findings of several sources into one report: one finding per problem,
     credited to every source that found it ("raised by hawk, owl (2 of 3)").
@@ -134,5 +158,6 @@ def consolidate_command(
     report = file_sources(told, RUN_ID, len(sources))
     report = report.gated(fail_on=parse_fail_on(fail_on), min_agreement=min_agreement)
     report = with_fingerprints(apply_min_agreement(report))
+    report = ranked(report, _records(cli, state))
     emit(report, outputs, change=None)
     sys.exit(exit_code(report))

@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "answer": ("workers.cli.answers", "answer_command"),
     "resume": ("workers.cli.answers", "resume_command"),
     "console": ("workers.console.command", "console_command"),
+    "outcomes": ("workers.cli.ranking.outcomes", "outcomes_group"),
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 

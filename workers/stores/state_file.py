@@ -354,12 +354,23 @@ def save_state(
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+        kept = _records_now(path)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"version": STATE_VERSION, "sessions": result}, out)
+            json.dump({"version": STATE_VERSION, "sessions": result, **kept}, out)
         os.replace(tmp, path)
     finally:
         if lock is not None:
             lock.close()
+
+
+def _records_now(path: Path) -> dict[str, Any]:
+    """``{"records": ...}`` as the file holds it now (track records, kept beside the
+    sessions and never pruned with them: :mod:`workers.stores.track.records`), else {}."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8")).get("records")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {"records": records} if isinstance(records, dict) else {}
 
 
 def load_state(

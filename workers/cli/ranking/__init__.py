@@ -1,0 +1,1 @@
+"""``council outcomes``: track records, imported and shown (docs/ranking.md)."""

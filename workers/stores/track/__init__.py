@@ -1,0 +1,1 @@
+"""Track records' stores: Redis's hash, or the embedded state file's ``records`` object."""

@@ -1,0 +1,149 @@
+"""Where track records are kept: one Redis hash, or the embedded state file's ``records``.
+
+Every count is a field ``participant␟identity␟count`` of ``{prefix}records`` (one key, no
+expiry: session retention never prunes a reviewer's history), added to with HINCRBY, so
+concurrent outcomes never lose one. The embedded state file keeps the same fields in its
+``records`` object beside ``sessions``; an addition is read, added and written under the
+file's lock (:func:`~workers.stores.state_file.lock_file`), atomically.
+Source: docs/ranking.md "Track records".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from council.ranking.records import COUNTS, TrackRecord, summed
+from workers.stores.keys import Keys
+from workers.stores.state_file import STATE_VERSION, StateFileError, lock_file
+
+SEP = "\x1f"
+"""Between a field's participant, identity and count name (never in an id)."""
+
+Fields = dict[str, float]
+
+
+def fields_of(records: Iterable[TrackRecord]) -> Fields:
+    """Records as hash fields → amounts (zero amounts left out)."""
+    out: Fields = {}
+    for r in records:
+        for name in (*COUNTS, "cost_usd"):
+            value = getattr(r, name)
+            if value:
+                key = SEP.join((r.participant, r.identity, name))
+                out[key] = out.get(key, 0) + value
+        if r.priced:
+            key = SEP.join((r.participant, r.identity, "priced"))
+            out[key] = 1
+    return out
+
+
+def records_of(fields: dict[str, float]) -> dict[tuple[str, str], TrackRecord]:
+    """Hash fields back as records; a field of another shape is skipped."""
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, value in fields.items():
+        parts = key.split(SEP)
+        if len(parts) != 3 or parts[2] not in (*COUNTS, "cost_usd", "priced"):
+            continue
+        entry = grouped.setdefault((parts[0], parts[1]), {})
+        entry[parts[2]] = bool(value) if parts[2] == "priced" else value
+    out: dict[tuple[str, str], TrackRecord] = {}
+    for (who, ident), counts in grouped.items():
+        ints = {k: int(v) for k, v in counts.items() if k in COUNTS}
+        cost = float(counts.get("cost_usd", 0.0))
+        out[(who, ident)] = TrackRecord(
+            participant=who,
+            identity=ident,
+            cost_usd=cost,
+            priced=bool(counts.get("priced")),
+            **ints,
+        )
+    return out
+
+
+class RecordStore(Protocol):
+    """Add to track records; read them all."""
+
+    def add(self, records: Iterable[TrackRecord]) -> None: ...
+
+    def all(self) -> dict[tuple[str, str], TrackRecord]: ...
+
+
+class RedisRecords:
+    """The records in Redis (``{prefix}records``)."""
+
+    def __init__(self, client: Any, keys: Keys) -> None:
+        self.client = client
+        self.key = f"{keys.prefix}records"
+
+    def add(self, records: Iterable[TrackRecord]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        for field, amount in fields_of(summed(records).values()).items():
+            if field.endswith(SEP + "priced"):
+                pipe.hset(self.key, field, 1)
+            elif isinstance(amount, int):
+                pipe.hincrby(self.key, field, amount)
+            else:
+                pipe.hincrbyfloat(self.key, field, amount)
+        pipe.execute()
+
+    def all(self) -> dict[tuple[str, str], TrackRecord]:
+        raw = self.client.hgetall(self.key)
+        return records_of({k.decode(): float(v) for k, v in raw.items()})
+
+
+def _file_data(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"version": STATE_VERSION, "sessions": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
+        if not isinstance(data.get("records", {}), dict):
+            raise TypeError("its records are not an object")
+        return data
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise StateFileError(
+            f"the embedded state file {path} cannot be read ({exc}); move it away to "
+            f"start fresh, or pass --state PATH"
+        ) from None
+
+
+def file_records(path: Path) -> dict[str, float]:
+    """The ``records`` object the state file at ``path`` holds now ({} when none)."""
+    records = _file_data(path).get("records", {})
+    return {k: float(v) for k, v in records.items() if isinstance(v, int | float)}
+
+
+class FileRecords:
+    """The records in the embedded state file's ``records`` object."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def add(self, records: Iterable[TrackRecord]) -> None:
+        added = fields_of(summed(records).values())
+        if not added:
+            return
+        lock = lock_file(self.path)
+        try:
+            data = _file_data(self.path)
+            held = dict(data.get("records", {}))
+            for field, amount in added.items():
+                priced = field.endswith(SEP + "priced")
+                held[field] = 1 if priced else held.get(field, 0) + amount
+            data["records"] = held
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out)
+            os.replace(tmp, self.path)
+        finally:
+            lock.close()
+
+    def all(self) -> dict[tuple[str, str], TrackRecord]:
+        return records_of(file_records(self.path))
