@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.change.diff import Change, ChangedFile
 from council.model.backend_result import ReviewResult
+from council.model.coverage import Coverage, SkippedFile
 
 MASK = "[masked secret]"
 """What a masked secret reads as: a model still sees that a secret was there, and can
@@ -136,6 +137,29 @@ def masked_path(path: str, spans: Iterable[SecretSpan]) -> str:
     for value in name_values(spans):
         path = path.replace(value, MASK)
     return path
+
+
+def mask_coverage(coverage: Coverage, spans: Iterable[SecretSpan]) -> Coverage:
+    """``coverage`` with every path masked (:func:`masked_path`)."""
+    spans = tuple(spans)
+    if not spans:
+        return coverage
+
+    def files(found: Iterable[SkippedFile]) -> tuple[SkippedFile, ...]:
+        return tuple(
+            f.model_copy(
+                update={"path": masked_path(f.path, spans), "why": masked_path(f.why, spans)}
+            )
+            for f in found
+        )
+
+    return coverage.model_copy(
+        update={
+            "meant": tuple(masked_path(p, spans) for p in coverage.meant),
+            "skipped": files(coverage.skipped),
+            "unreviewed": files(coverage.unreviewed),
+        }
+    )
 
 
 def withheld(spans: Iterable[SecretSpan]) -> dict[str, str]:

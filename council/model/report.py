@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from council.asks.pending import PendingAsk
 from council.model.backend_result import Stop, Usage
+from council.model.coverage import Coverage
 from council.model.findings import Finding, Warning
 from council.model.gate_policy import GatePolicy
 from council.ranking.likelihood import Rank
@@ -254,6 +255,9 @@ class CouncilReport(BaseModel):
     """The size of the change this round's reviewers were shown; None when no change was
     read (``council consolidate``, a ``--since-last`` round with nothing new) or in a
     report written before the field existed, which is read as it was."""
+    coverage: Coverage | None = None
+    """Which files each prompt reviewer saw, which were skipped and why, which none saw
+    (:mod:`council.model.coverage`); None when no change was read or in an older report."""
 
     @model_validator(mode="before")
     @classmethod
@@ -310,4 +314,5 @@ class CouncilReport(BaseModel):
         if self.waits_on_reviewers:
             return False
         status = self.resumes_as if self.status == "waiting" and self.resumes_as else self.status
-        return status != "settled" or not all(p.heard_in_full for p in self.participants)
+        unseen = self.coverage is not None and bool(self.coverage.unseen())
+        return unseen or status != "settled" or not all(p.heard_in_full for p in self.participants)

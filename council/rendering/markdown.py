@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
 from council.model.backend_result import Usage
+from council.model.coverage import NOT_SHOWN
 from council.model.findings import LABELS, SEVERITIES, Warning
 from council.model.report import (
     NOT_REVIEWED,
@@ -25,6 +26,7 @@ from council.model.report import (
     CouncilReport,
     ParticipantSummary,
 )
+from council.rendering.coverage_section import coverage_section
 from council.rendering.escape import cell, code, for_log, inline
 from council.rendering.finding_sections import (
     carried_section,
@@ -77,6 +79,7 @@ def render_markdown(
         carried_section(report),
         suppressed_section(report),
         outdated_section(report),
+        coverage_section(report.coverage),
         _notes(report),
         _warnings(report),
     ]
@@ -117,9 +120,9 @@ def _title(report: CouncilReport) -> str:
 
 
 def _not_reviewed(note: str) -> bool:
-    """Whether a run note names files the change adds that ``[paths]`` left out (shown
-    first: no reviewer read them)."""
-    return note.startswith(NOT_REVIEWED)
+    """Whether a run note names files the change adds that ``[paths]`` left out, or
+    files a cap left out (shown first: no reviewer read them)."""
+    return note.startswith((NOT_REVIEWED, NOT_SHOWN))
 
 
 def _unsandboxed(note: str) -> bool:
@@ -156,6 +159,12 @@ def _partial(report: CouncilReport) -> str:
     if not report.partial:
         return ""
     items = [_why_partial(p) for p in report.participants if not p.heard_in_full]
+    unseen = report.coverage.unseen() if report.coverage is not None else ()
+    if unseen and not items and report.status == "settled":
+        return (
+            f"**PARTIAL:** {counted(len(unseen), 'file')} of the change no reviewer saw "
+            "(see Coverage); a finding in them cannot be below."
+        )
     lines = [
         "**PARTIAL:** this review did not hear every reviewer in full (run status "
         f"{report.status}); a finding missing below may simply not have been read."

@@ -11,7 +11,7 @@ Source: docs/identity-and-clocks.md "Participant".
 from __future__ import annotations
 
 from council.roster.document import (
-    DEFAULT_MAX_DIFF_BYTES,
+    DEFAULT_MAX_CHANGE_BYTES,
     DEFAULT_MAX_TREE_BYTES,
     Roster,
     parse_roster,
@@ -21,7 +21,7 @@ from council.roster.rate_limits import RateLimit, limit_key, limits_for, parse_l
 
 __all__ = [
     "BACKEND_OPTIONS",
-    "DEFAULT_MAX_DIFF_BYTES",
+    "DEFAULT_MAX_CHANGE_BYTES",
     "DEFAULT_MAX_TREE_BYTES",
     "ID_PATTERN",
     "RateLimit",

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from council.change.skipping import SKIP_KINDS, SkipKind, SkipPolicy
 from council.errors import RosterError
 from council.evidence.policy import POLICIES
 from council.model.clocks import CLOCK_FIELDS, resolve_clocks
@@ -31,8 +32,10 @@ from council.roster.toml_values import refuse_unknown, table_at, text, text_list
 from council.round.budget import parse_max_cost
 from council.round.cost import PriceTable, parse_prices
 
-DEFAULT_MAX_DIFF_BYTES = 1_000_000
-"""The largest diff sent to reviewers, in bytes, unless ``[council] max_diff_bytes``."""
+DEFAULT_MAX_CHANGE_BYTES = 50_000_000
+"""The hard cap of a change's diff (after ``[paths]`` and skipping), in bytes (50 MB),
+unless ``[council] max_change_bytes``: past it the files of most value that fit are
+reviewed, the rest named, and the round is partial (exit 3)."""
 
 DEFAULT_MAX_TREE_BYTES = 50 * 1024 * 1024
 """The largest packed head tree, in bytes (50 MiB), unless ``[council] max_tree_bytes``."""
@@ -56,7 +59,7 @@ finding showing a script that did not run this turn is held at medium; ``keep``)
 
 COUNCIL_KEYS: tuple[str, ...] = (
     *CLOCK_FIELDS,
-    "max_diff_bytes",
+    "max_change_bytes",
     "max_tree_bytes",
     "quorum",
     "min_agreement",
@@ -67,7 +70,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
 )
 """Keys of the ``[council]`` table."""
 
-PATHS_KEYS: tuple[str, ...] = ("include", "exclude")
+PATHS_KEYS: tuple[str, ...] = ("include", "exclude", "review_kinds", "review_anyway")
 """Keys of the ``[paths]`` table."""
 
 
@@ -86,9 +89,14 @@ class Roster(BaseModel):
     judge: Participant | None = None
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    review_kinds: tuple[SkipKind, ...] = ()
+    """``[paths] review_kinds``: kinds skipped by default sent anyway (``lock``,
+    ``minified``, ``vendored``, ``generated``; :mod:`council.change.skipping`)."""
+    review_anyway: tuple[str, ...] = ()
+    """``[paths] review_anyway``: path patterns sent whatever their kind."""
     clocks: Clocks = Clocks()
     """The round's resolved clocks (each participant's own are resolved in its ``clocks``)."""
-    max_diff_bytes: int = DEFAULT_MAX_DIFF_BYTES
+    max_change_bytes: int = DEFAULT_MAX_CHANGE_BYTES
     max_tree_bytes: int = DEFAULT_MAX_TREE_BYTES
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding may
@@ -116,6 +124,11 @@ class Roster(BaseModel):
     """``[council] max_cost_usd``: the round's hard cost budget in USD
     (:mod:`council.round.budget`); None: no budget."""
     limits: dict[str, RateLimit] = Field(default_factory=dict)
+
+    @property
+    def skip_policy(self) -> SkipPolicy:
+        """What ``[paths]`` sends although skipped by default."""
+        return SkipPolicy(review_kinds=self.review_kinds, review_anyway=self.review_anyway)
 
     @property
     def participants(self) -> tuple[Participant, ...]:
@@ -152,6 +165,13 @@ def _load(text: str, source: str) -> dict[str, Any]:
 def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, int]:
     """The ``[council]`` table, its resolved round clocks and the two byte caps."""
     table = table_at(doc.get("council", {}), "council", "Write the round's settings as [council]")
+    if "max_diff_bytes" in table:
+        raise RosterError(
+            "council.max_diff_bytes",
+            "max_diff_bytes is gone: a large change is no longer refused whole",
+            "Write max_change_bytes, the hard cap past which only the files of most value "
+            f"that fit are reviewed and the round is partial (default {DEFAULT_MAX_CHANGE_BYTES})",
+        )
     refuse_unknown(table, COUNCIL_KEYS, "council")
     sandbox = table.get("sandbox", "auto")
     if sandbox not in SANDBOX_MODES:
@@ -159,7 +179,7 @@ def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, in
     clocks = resolve_clocks(table, {}, "council", "council")
     caps: list[int] = []
     for key, default in (
-        ("max_diff_bytes", DEFAULT_MAX_DIFF_BYTES),
+        ("max_change_bytes", DEFAULT_MAX_CHANGE_BYTES),
         ("max_tree_bytes", DEFAULT_MAX_TREE_BYTES),
     ):
         fix = f"Write {key} as a whole number of bytes, e.g. {key} = {default}"
@@ -168,8 +188,9 @@ def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, in
     return table, clocks, caps[0], caps[1]
 
 
-def _paths(doc: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The include and exclude glob patterns of ``[paths]`` (empty when absent)."""
+def _paths(doc: Mapping[str, object]) -> tuple[tuple[str, ...], ...]:
+    """The ``[paths]`` lists (empty when absent): include, exclude, review_kinds (each
+    checked to be a kind) and review_anyway."""
     table = table_at(
         doc.get("paths", {}), "paths", "Write [paths] with include = [...] and exclude = [...]"
     )
@@ -185,7 +206,14 @@ def _paths(doc: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]
         )
         for key in PATHS_KEYS
     ]
-    return found[0] or (), found[1] or ()
+    for index, kind in enumerate(found[2] or ()):
+        if kind not in SKIP_KINDS:
+            raise RosterError(
+                f"paths.review_kinds[{index}]",
+                f"unknown kind {kind!r}",
+                f"Name kinds skipped by default: {', '.join(SKIP_KINDS)}",
+            )
+    return tuple(f or () for f in found)
 
 
 def _persona_dirs(round_table: Mapping[str, object]) -> tuple[str, ...]:
@@ -234,8 +262,8 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
     """
     doc = _load(text, source)
     refuse_unknown(doc, TABLES, "")
-    round_table, clocks, max_diff, max_tree = _council(doc)
-    include, exclude = _paths(doc)
+    round_table, clocks, max_change, max_tree = _council(doc)
+    include, exclude, review_kinds, review_anyway = _paths(doc)
     entries = doc.get("reviewers")
     add_fix = "Add at least one reviewer as a [[reviewers]] table with an id and a backend"
     if entries is None:
@@ -295,8 +323,10 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         judge=judge,
         include=include,
         exclude=exclude,
+        review_kinds=tuple(k for k in SKIP_KINDS if k in review_kinds),
+        review_anyway=review_anyway,
         clocks=clocks,
-        max_diff_bytes=max_diff,
+        max_change_bytes=max_change,
         max_tree_bytes=max_tree,
         quorum=quorum,
         persona_dirs=_persona_dirs(round_table),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from council.model.coverage import unseen_phrase
 from council.model.findings import Finding, severity_rank
 from council.model.gate_policy import FAIL_ON, FailOn
 
@@ -155,7 +156,9 @@ def incomplete_reasons(report: CouncilReport) -> list[str]:
     """Why the council could not complete, as short phrases; empty when it completed.
 
     A run is incomplete when its status is ``open``, ``judging``, ``cancelled`` or
-    ``timeout``, or when not enough reviewers were heard in full. With the report's
+    ``timeout``, when a file of the change no prompt reviewer saw though one should have
+    (:meth:`~council.model.coverage.Coverage.unseen`: cut by a cap, or every reviewer it
+    was sent to not heard), or when not enough reviewers were heard in full. With the report's
     ``gate.quorum`` None (the default: the gate fails closed) every reviewer the roster
     did not mark ``optional`` must be heard in full, and at least one reviewer; the
     phrase names each one that was not, and why. A number counts instead: fewer
@@ -167,6 +170,8 @@ def incomplete_reasons(report: CouncilReport) -> list[str]:
         return reasons  # judged once the reviewers that asked went on (exit 4 meanwhile)
     if report.status in INCOMPLETE_STATUSES:
         reasons.append(_STATUS_PHRASES[report.status])
+    if report.coverage is not None and (unseen := unseen_phrase(report.coverage)):
+        reasons.append(unseen)
     answered = answered_reviewers(report)
     if quorum is not None:
         if answered < quorum:

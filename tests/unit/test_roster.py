@@ -6,7 +6,7 @@ import pytest
 
 from council.errors import RosterError
 from council.model.participant import Clocks
-from council.roster import DEFAULT_MAX_DIFF_BYTES, DEFAULT_MAX_TREE_BYTES, parse_roster
+from council.roster import DEFAULT_MAX_CHANGE_BYTES, DEFAULT_MAX_TREE_BYTES, parse_roster
 
 HAWK = """
 [[reviewers]]
@@ -20,7 +20,7 @@ FULL = """
 backstop_ms = 600000
 idle_ms = 120000
 answer_ms = 0
-max_diff_bytes = 2000
+max_change_bytes = 2000
 max_tree_bytes = 4000
 quorum = 2
 
@@ -86,7 +86,7 @@ def test_full_roster_reads_every_field() -> None:
     assert roster.judge.clocks == Clocks(backstop_ms=1_200_000, idle_ms=120_000, answer_ms=0)
     assert roster.clocks == Clocks(backstop_ms=600_000, idle_ms=120_000, answer_ms=0)
     assert (roster.include, roster.exclude) == (("src/**",), ("vendor/**", "*.lock"))
-    assert (roster.max_diff_bytes, roster.max_tree_bytes, roster.quorum) == (2000, 4000, 2)
+    assert (roster.max_change_bytes, roster.max_tree_bytes, roster.quorum) == (2000, 4000, 2)
     assert roster.source == "council.toml"
     assert roster.longest_backstop_ms == 1_200_000
     assert [(role, p.id) for role, p in roster.claims()] == [
@@ -102,8 +102,8 @@ def test_minimal_roster_gets_defaults() -> None:
     roster = parse_roster(HAWK, "council.toml")
     assert roster.judge is None and roster.quorum is None
     assert (roster.include, roster.exclude) == ((), ())
-    assert (roster.max_diff_bytes, roster.max_tree_bytes) == (
-        DEFAULT_MAX_DIFF_BYTES,
+    assert (roster.max_change_bytes, roster.max_tree_bytes) == (
+        DEFAULT_MAX_CHANGE_BYTES,
         DEFAULT_MAX_TREE_BYTES,
     )
     assert roster.reviewers[0].clocks == Clocks()
@@ -315,7 +315,7 @@ def test_judge_id_must_differ_from_reviewers() -> None:
         ("idle_ms = 15", "council.idle_ms"),
         ("backstop_ms = '45m'", "council.backstop_ms"),
         ("backstop_ms = 60000\nidle_ms = 90000", "council.idle_ms"),
-        ("max_diff_bytes = 0", "council.max_diff_bytes"),
+        ("max_change_bytes = 0", "council.max_change_bytes"),
         ("max_tree_bytes = 1.5", "council.max_tree_bytes"),
         ("max_tree_bytes = false", "council.max_tree_bytes"),
         ("quorum = -1", "council.quorum"),

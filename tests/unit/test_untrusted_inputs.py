@@ -264,18 +264,22 @@ def huge(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_huge_file_is_measured_not_diffed(huge: Path, tmp_path: Path) -> None:
-    """A 60 MB text file (over the 16 MiB git is asked to diff): refused from its size
-    alone, before git reads it; the error is the cap's, with the knob."""
+    """A 60 MB text file (over the 16 MiB git is asked to diff): measured from its size
+    alone, before git reads it (a direct diff past a cap is refused with the knob); a
+    round leaves it out, reviews the rest and is partial (exit 3), naming it."""
     with pytest.raises(ChangeTooLarge) as caught:
         Repository(huge).diff("HEAD~1", "HEAD", cap_bytes=1_000_000)
     error = caught.value
     assert error.what == "diff" and error.at_least and error.cap == 1_000_000
     assert error.size == len(DUMP) * 2_400_000
-    assert "COUNCIL_MAX_DIFF_BYTES" in str(error)
+    assert "COUNCIL_MAX_CHANGE_BYTES" in str(error)
 
-    done = review(huge, tmp_path, roster=roster_beside(tmp_path))
-    assert done.exit_code == 2, done.output
-    assert "the diff is at least" in done.output and "over the cap of 1000000 bytes" in done.output
+    out = tmp_path / "report.json"
+    done = review(huge, tmp_path, "--json", str(out), roster=roster_beside(tmp_path))
+    assert done.exit_code == 3, done.output
+    unreviewed = json.loads(out.read_text())["coverage"]["unreviewed"]
+    assert [(f["path"], f["reason"]) for f in unreviewed] == [("data/dump.sql", "file-cap")]
+    assert "no reviewer saw: data/dump.sql" in done.output
 
 
 def test_a_large_diff_stops_being_read_at_the_cap(huge: Path) -> None:

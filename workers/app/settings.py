@@ -64,9 +64,14 @@ class Settings(BaseSettings):
     as 8 batches of 64 and as one of 500 alike, 530-670 ms over the 2 s, 115-190 ms of it
     the council's own (the rest is the SDK alone)."""
 
-    max_diff_bytes: int | None = Field(default=None, ge=1)
-    """Largest diff (UTF-8 bytes, after [paths] filtering) the council will send. When
-    set, it wins over the roster's ``[council] max_diff_bytes`` (default 1,000,000)."""
+    max_change_bytes: int | None = Field(default=None, ge=1)
+    """The hard cap of a change's diff (bytes, after [paths] and skipping): past it only
+    the files of most value that fit are reviewed, and the round is partial. When set, it
+    wins over the roster's ``[council] max_change_bytes`` (default 50,000,000)."""
+
+    max_diff_bytes: int | None = None
+    """Gone (``COUNCIL_MAX_DIFF_BYTES`` refused at once, naming its successor
+    ``COUNCIL_MAX_CHANGE_BYTES``): a large change is no longer refused whole."""
 
     max_tree_bytes: int | None = Field(default=None, ge=1)
     """Largest packed head tree (git archive, gzip) stored for workers. When set, it wins
@@ -156,6 +161,17 @@ class Settings(BaseSettings):
     ci: str | None = Field(default=None, validation_alias="CI")
     """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs
     unsandboxed. Unset, empty, ``0`` or ``false``: not CI."""
+
+    @field_validator("max_diff_bytes", mode="before")
+    @classmethod
+    def _no_max_diff_bytes(cls, value: object) -> object:
+        if value is not None:
+            raise ValueError(
+                "COUNCIL_MAX_DIFF_BYTES is gone: a large change is no longer refused "
+                "whole. Set COUNCIL_MAX_CHANGE_BYTES, the hard cap past which only the "
+                "files of most value that fit are reviewed and the round is partial"
+            )
+        return value
 
     @field_validator("redis_url", mode="before")
     @classmethod

@@ -19,18 +19,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from council.change.diff import Change, read_change
+from council.change.diff import Change
 from council.change.path_patterns import first_match
 from council.change.quoted_paths import shown
 from council.change.secret_masks import (
     Masker,
     SecretSpan,
     mask_change,
+    mask_coverage,
     masked_path,
     name_values,
     secrets_note,
 )
-from council.errors import ChangeTooLarge, ConfigurationError
+from council.errors import ConfigurationError
+from council.model.coverage import NOT_SHOWN, Coverage
 from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
 from council.roster import Roster
@@ -51,7 +53,8 @@ from workers.coordinator.replay_recordings import recorded_lineup
 from workers.coordinator.secret_scan import excluded_files, find_secrets
 from workers.coordinator.trusted_inputs import persona_texts, read_programs, read_roster
 from workers.git.change_listing import submodule_notes
-from workers.git.diff_reading import DIFF_KNOB, attributes_notes
+from workers.git.change_sorting import ReadChange
+from workers.git.diff_reading import attributes_notes
 from workers.git.repository import Repository
 from workers.stores.run_record import RunRecord
 
@@ -157,10 +160,12 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         *submodule_notes(listed),
     )
     _check_visibility_timeout(settings, roster, mode)
-    change, non_utf8, excluded = _read_change(settings, repo, refs, roster)
+    read = _read_change(settings, repo, refs, roster)
+    change, non_utf8, excluded = read.change, read.non_utf8, read.excluded
     secrets = _find_secrets(repo, refs, change, excluded)
     change = mask_change(change, secrets)
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
+    coverage = mask_coverage(read.coverage(), secrets)
     added = {e.path for e in listed if e.status == "A"}
     excluded_notes = (
         *_excluded_notes([masked_path(p, secrets) for p in excluded]),
@@ -197,13 +202,16 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             *options.notes,
             *refs.notes,
             *(names.text(n) for n in (*roster_notes, *excluded_notes)),
+            *_coverage_notes(coverage),
             *filter(None, [config_said and names.text(config_said), secrets_note(secrets)]),
         ],
         [names.text(n) for n in change_notes(change, non_utf8=non_utf8)],
     )
     judge = lineup.judge
     return Round(
-        record=_record(settings, options, repo, refs, roster, change, lineup, notes, mode),
+        record=_record(
+            settings, options, repo, refs, roster, change, lineup, notes, mode
+        ).model_copy(update={"coverage": coverage}),
         roster=roster,
         participants=lineup.reviewers,
         prompts=reviewer_prompts(lineup.reviewers, change, personas, notes),
@@ -308,38 +316,57 @@ def _not_reviewed_notes(added: Sequence[tuple[str, str]]) -> tuple[str, ...]:
     )
 
 
-def _read_change(
-    settings: Settings, repo: Repository, refs: _Refs, roster: Roster
-) -> tuple[Change, tuple[str, ...], list[str]]:
-    """The change under review, filtered by the roster's ``[paths]``, within its cap.
-
-    Returns ``(change, non_utf8, excluded)``: the paths shown with replacement
-    characters, and the excluded paths, in diff order. Raises
-    :class:`NothingToReview` when no file is left, and :class:`ChangeTooLarge` (exit 2)
-    when the diff is over ``COUNCIL_MAX_DIFF_BYTES`` (which wins), else the roster's
-    ``max_diff_bytes`` (bytes), before any reviewer is asked: while git writes the diff
-    (:meth:`~workers.git.repository.Repository.diff` stops it at the cap), and again once it
-    is decoded. The diff is read with the BASE tree's ``.gitattributes`` only.
-    """
-    cap = settings.max_diff_bytes or roster.max_diff_bytes
-    raw = repo.diff(
+def _read_change(settings: Settings, repo: Repository, refs: _Refs, roster: Roster) -> ReadChange:
+    """The change under review: filtered by the roster's ``[paths]``, its skipped files
+    and those over a cap named, within the hard cap
+    (:meth:`~workers.git.change_sorting.ChangeSorting.read_within`), read with the BASE
+    tree's ``.gitattributes`` only. The hard cap is ``COUNCIL_MAX_CHANGE_BYTES`` (which
+    wins), else the roster's ``max_change_bytes``: past it the round reviews what fits
+    and is partial, never refused. Raises :class:`NothingToReview` when no file is left
+    and none was cut by a cap (the message names the skipped ones)."""
+    read = repo.read_within(
         refs.start,
         refs.head,
         attributes_from=refs.base,
         include=roster.include,
         exclude=roster.exclude,
-        cap_bytes=cap,
+        policy=roster.skip_policy,
+        cap_bytes=settings.max_change_bytes or roster.max_change_bytes,
     )
-    change, excluded, non_utf8 = read_change(raw, roster.include, roster.exclude)
-    if not change.files:
+    if not read.change.files and not read.unreviewed:
+        if read.skipped:
+            raise NothingToReview(
+                "nothing to review: every file of the change is skipped ("
+                + _named([(f.path, f.why) for f in read.skipped])
+                + "); send a kind anyway with [paths] review_kinds, a file with review_anyway"
+            )
         raise NothingToReview(
             "nothing to review: the change is empty"
-            if not excluded
+            if not read.excluded
             else "nothing to review: every file of the change is excluded by [paths]"
         )
-    if change.total_bytes > cap:
-        raise ChangeTooLarge("diff", change.total_bytes, cap, DIFF_KNOB)
-    return change, non_utf8, excluded
+    return read
+
+
+def _named(files: Sequence[tuple[str, str]]) -> str:
+    """``a.lock (lock file), b.min.js (minified) and 3 more``: the first
+    :data:`EXCLUDED_SHOWN` files named with why."""
+    text = ", ".join(f"{shown(p)} ({why})" for p, why in files[:EXCLUDED_SHOWN])
+    more = len(files) - EXCLUDED_SHOWN
+    return text + (f" and {more} more" if more > 0 else "")
+
+
+def _coverage_notes(coverage: Coverage) -> tuple[str, ...]:
+    """The round's notes naming the files not sent (reviewers read them in their prompt,
+    the report in its coverage table): skipped on purpose, then cut by a cap."""
+    notes: list[str] = []
+    if coverage.skipped:
+        named = _named([(f.path, f.why) for f in coverage.skipped])
+        notes.append(f"{len(coverage.skipped)} file(s) skipped, not shown: {named}")
+    if coverage.unreviewed:
+        named = _named([(f.path, f.why) for f in coverage.unreviewed])
+        notes.append(f"{NOT_SHOWN} {named}")
+    return tuple(notes)
 
 
 def _check_options(lineup: Lineup) -> None:

@@ -237,7 +237,7 @@ def store_session_inputs(rt: Runtime, round_: Round, plan: RoundPlan) -> Change:
     record = round_.record
     repository = Repository(record.repository)
     reviewed = rt.sessions.reviewed(record.session)
-    cap = rt.settings.max_diff_bytes or round_.roster.max_diff_bytes
+    cap = rt.settings.max_change_bytes or round_.roster.max_change_bytes
     secrets = round_.secrets
     pull = None
     if plan.since.since is not None:

@@ -137,7 +137,7 @@ def interdiff(
     """The diff text from the last reviewed head to ``head``, filtered by the roster's
     ``[paths]`` like the round's change; None when there is no reviewed head, this
     clone lacks its objects, or it is over ``cap_bytes`` (None: the roster's
-    ``max_diff_bytes``; git is stopped at the cap): then nothing can be said to be
+    ``max_change_bytes``; git is stopped at the cap): then nothing can be said to be
     outdated. Never raises for the old head; raises :class:`RepositoryError` for an
     unknown ``head``."""
     if reviewed is None:
@@ -153,11 +153,21 @@ def interdiff(
 def full_change(
     repo: Repository, base: str, head: str, roster: Roster, *, cap_bytes: int | None = None
 ) -> Change:
-    """The change base..head as the pull request shows it, filtered by ``[paths]``, read
-    with the base tree's attributes. Raises :class:`ChangeTooLarge` past ``cap_bytes``
-    (None: the roster's ``max_diff_bytes``), git stopped at the cap."""
+    """The change base..head as the pull request shows it: filtered by ``[paths]``, its
+    skipped files and those over a cap left out, within ``cap_bytes`` (None: the
+    roster's ``max_change_bytes``) like a round's
+    (:meth:`~workers.git.change_sorting.ChangeSorting.read_within`), read with the base
+    tree's attributes."""
     start = repo.resolve(base)
-    return _filtered(_diff(repo, start, repo.resolve(head), roster, start, cap_bytes), roster)
+    return repo.read_within(
+        start,
+        repo.resolve(head),
+        attributes_from=start,
+        include=roster.include,
+        exclude=roster.exclude,
+        policy=roster.skip_policy,
+        cap_bytes=cap_bytes or roster.max_change_bytes,
+    ).change
 
 
 def _diff(
@@ -174,7 +184,7 @@ def _diff(
         attributes_from=attributes_from,
         include=roster.include,
         exclude=roster.exclude,
-        cap_bytes=cap_bytes or roster.max_diff_bytes,
+        cap_bytes=cap_bytes or roster.max_change_bytes,
     )
 
 

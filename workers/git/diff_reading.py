@@ -19,7 +19,7 @@ import json
 import posixpath
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,8 +31,8 @@ from workers.git.git_command import git_env
 from workers.git.git_objects import Blobs
 from workers.git.refs import RefReading
 
-DIFF_KNOB = "[council] max_diff_bytes in the roster, or COUNCIL_MAX_DIFF_BYTES (which wins)"
-"""Where the diff cap is raised (named in :class:`ChangeTooLarge`)."""
+DIFF_KNOB = "[council] max_change_bytes in the roster, or COUNCIL_MAX_CHANGE_BYTES (which wins)"
+"""Where the hard cap of a change is raised (named in :class:`ChangeTooLarge`)."""
 
 ATTRIBUTES_FILE = ".gitattributes"
 """The name of an in-tree git attributes file."""
@@ -45,8 +45,9 @@ DIFF_FILE_MAX_BYTES = 16 * 1024 * 1024
 """The largest file (either side) git is asked to diff as text (16 MiB): git holds both
 sides and a record per line while it diffs, so a 99 MB file of short lines took it
 gigabytes. A larger text file of the change is measured instead: refused as over the
-diff cap when its size alone passes it, else refused naming it (exclude it with
-``[paths]``); one the roster excludes, or a binary one, is diffed as binary (git's
+diff cap when its size alone passes it, else refused naming it, unless the caller leaves
+it out (a round does: :mod:`workers.git.change_sorting` names it "over the per-file
+cap"); one the roster excludes, or a binary one, is diffed as binary (git's
 ``core.bigFileThreshold``), which costs nothing."""
 
 _DIFF_OPTIONS: tuple[str, ...] = (
@@ -68,10 +69,38 @@ _DIFF_OPTIONS: tuple[str, ...] = (
 ``diff.orderFile``)."""
 
 
-def _shown_text(path: str) -> str:
+def shown_text(path: str) -> str:
     """A path decoded with surrogates (:func:`os.fsdecode`) as UTF-8 with replacement
     characters instead."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _keeping(
+    include: Sequence[str], exclude: Sequence[str], leave_out: Collection[str]
+) -> Callable[[bytes], bool] | None:
+    """Whether a file's ``diff --git`` header names a file kept whole (None: every file)."""
+    if not (include or exclude or leave_out):
+        return None
+
+    def keeps(header: bytes) -> bool:
+        files = parse_diff(header.decode("utf-8", "replace")).files
+        if not files:
+            return True
+        return selects(files[0], include, exclude) and files[0].path not in leave_out
+
+    return keeps
+
+
+def _diff_args(base: str, head: str) -> list[str]:
+    """``git diff`` with every setting pinned, text files over the per-file cap as binary."""
+    return [
+        "-c",
+        f"core.bigFileThreshold={DIFF_FILE_MAX_BYTES}",
+        "diff",
+        *_DIFF_OPTIONS,
+        base,
+        head,
+    ]
 
 
 def attributes_notes(changed: Sequence[str]) -> list[str]:
@@ -106,13 +135,15 @@ class DiffReading(RefReading):
         exclude: Sequence[str] = (),
         cap_bytes: int | None = None,
         knob: str = DIFF_KNOB,
+        leave_out: Collection[str] = frozenset(),
     ) -> bytes:
         """The raw ``git diff base head`` bytes, the same whatever the user's git config.
 
         Bytes, because files need not be UTF-8 (:func:`council.change.diff.decode_diff`). Only
         the ``.gitattributes`` of the commit ``attributes_from`` apply (the trusted BASE; None:
         none), never the change's nor the working tree's. A file ``include``/``exclude`` leave
-        out keeps only its ``diff --git`` header, so it is still named as excluded. Past
+        out keeps only its ``diff --git`` header, so it is still named as excluded; so does
+        a file whose new-side path is in ``leave_out`` (skipped, or over a cap). Past
         ``cap_bytes`` (the kept files' undecoded bytes, counted as git writes them; never more
         than :attr:`council.change.diff.Change.total_bytes`, so the check after decoding still
         decides) git is stopped and :class:`ChangeTooLarge` naming ``knob`` is raised: a huge
@@ -121,17 +152,34 @@ class DiffReading(RefReading):
         """
         base, head = self.resolve(base_sha), self.resolve(head_sha)
 
-        def keeps(header: bytes) -> bool:
-            files = parse_diff(header.decode("utf-8", "replace")).files
-            return not files or selects(files[0], include, exclude)
-
-        cut = DiffCut(keeps if include or exclude else None, cap_bytes, knob)
+        cut = DiffCut(_keeping(include, exclude, leave_out), cap_bytes, knob)
         with self._neutral_worktree(attributes_from) as (cwd, env):
-            self._refuse_big_files(base, head, include, exclude, cap_bytes, knob, cwd, env)
-            big = f"core.bigFileThreshold={DIFF_FILE_MAX_BYTES}"
-            args = ["-c", big, "diff", *_DIFF_OPTIONS, base, head]
-            self._stream(args, cut.feed, cwd=cwd, env=env)
+            self._refuse_big_files(
+                base, head, include, exclude, cap_bytes, knob, cwd, env, leave_out
+            )
+            self._stream(_diff_args(base, head), cut.feed, cwd=cwd, env=env)
         return cut.finish()
+
+    def diff_sizes(
+        self,
+        base_sha: str,
+        head_sha: str,
+        *,
+        attributes_from: str | None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        leave_out: Collection[str] = frozenset(),
+    ) -> list[tuple[str, int]]:
+        """Each kept file's share of :meth:`diff` in bytes, ``(new-side path, bytes)`` in
+        diff order, read as a stream and never held: how a change over its hard cap is
+        weighed. The files over :data:`DIFF_FILE_MAX_BYTES` must be in ``leave_out``
+        (else git shows them as binary, a few bytes). Raises :class:`RepositoryError`."""
+        base, head = self.resolve(base_sha), self.resolve(head_sha)
+        cut = DiffCut(_keeping(include, exclude, leave_out), None, DIFF_KNOB, measure=True)
+        with self._neutral_worktree(attributes_from) as (cwd, env):
+            self._stream(_diff_args(base, head), cut.feed, cwd=cwd, env=env)
+        cut.finish()
+        return list(cut.sizes.items())
 
     def _refuse_big_files(
         self,
@@ -143,8 +191,9 @@ class DiffReading(RefReading):
         knob: str,
         cwd: Path,
         env: dict[str, str],
+        leave_out: Collection[str] = frozenset(),
     ) -> None:
-        """Measure, before git diffs anything, the kept text files over
+        """Measure, before git diffs anything, the kept text files (not in ``leave_out``) over
         :data:`DIFF_FILE_MAX_BYTES` (from ``git diff --raw`` and the blobs' sizes, never
         their content but the first 8000 bytes that tell a binary file). The files are
         listed, within their cap (:meth:`changed_entries`), before any size is read.
@@ -164,6 +213,8 @@ class DiffReading(RefReading):
             old_size, new_size = sizes.get(old, 0), sizes.get(new, 0)
             largest = max(old_size, new_size)
             if largest <= DIFF_FILE_MAX_BYTES or not selects(changed, include, exclude):
+                continue
+            if changed.path in leave_out:
                 continue
             path = changed.path
             biggest = new if new_size >= old_size else old
@@ -298,7 +349,7 @@ class DiffReading(RefReading):
             if entry.old_path is not None and entry.old_path != entry.path:
                 paths.append(entry.old_path)
             paths.append(entry.path)
-        return list(dict.fromkeys(_shown_text(p) for p in paths))
+        return list(dict.fromkeys(shown_text(p) for p in paths))
 
     def changed_entries(self, base_sha: str, head_sha: str) -> list[ChangedEntry]:
         """The change's files as ``git diff --raw -z --no-abbrev -M`` lists them, in

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from council.change.diff import parse_diff
 from council.errors import ChangeTooLarge
 
 DIFF_HEADER_MAX_BYTES = 64 * 1024
@@ -28,13 +29,26 @@ class DiffCut:
     The excluded files' headers are counted apart, against the same cap (a change of a
     million excluded files would otherwise grow what is held without a bound): past it,
     :class:`ChangeTooLarge` names them (``part of the diff naming excluded files``).
+    With ``measure`` nothing is held: each kept file's bytes are counted in :attr:`sizes`
+    (new-side path → bytes, diff order) and no cap applies, so a change over its cap can
+    be weighed file by file in bounded memory.
     """
 
     _MARK = b"\ndiff --git "
     _BODY = (b"\n@@", b"\nBinary files ", b"\nGIT binary patch")
 
-    def __init__(self, keeps: Callable[[bytes], bool] | None, cap_bytes: int | None, knob: str):
-        self.keeps, self.cap, self.knob = keeps, cap_bytes, knob
+    def __init__(
+        self,
+        keeps: Callable[[bytes], bool] | None,
+        cap_bytes: int | None,
+        knob: str,
+        *,
+        measure: bool = False,
+    ):
+        self.keeps, self.cap, self.knob, self.measure = keeps, cap_bytes, knob, measure
+        self.sizes: dict[str, int] = {}
+        """With ``measure``: each kept file's bytes (new-side path → bytes)."""
+        self.counting: str | None = None
         self.out = bytearray()
         self.buf = bytearray()
         self.header = bytearray()
@@ -69,6 +83,9 @@ class DiffCut:
         if self.state == "keep":
             self._keep(piece)
             return
+        if self.state == "count":
+            self._count(piece)
+            return
         if self.state == "drop":
             return
         self.header += piece
@@ -80,6 +97,7 @@ class DiffCut:
         self.header = bytearray()
         if self.keeps is None or self.keeps(head):
             self.state = "keep"
+            self._begin(head)
             self._keep(head + body)
         else:
             self.state = "drop"
@@ -90,19 +108,39 @@ class DiffCut:
         if self.state == "header" and self.header:
             head = bytes(self.header)
             if self.keeps is None or self.keeps(head):
+                self._begin(head)
                 self._keep(head)
             else:
                 self._hold_header(head)
         self.header = bytearray()
         self.state = "header"
+        self.counting = None
+
+    def _begin(self, head: bytes) -> None:
+        """A kept file starts: in ``measure`` mode, count it instead of keeping it."""
+        if not self.measure:
+            return
+        files = parse_diff(head.decode("utf-8", "replace")).files
+        self.counting = files[0].path if files else ""
+        self.sizes.setdefault(self.counting, 0)
+        self.state = "count"
+
+    def _count(self, data: bytes) -> None:
+        if self.counting is not None:
+            self.sizes[self.counting] += len(data)
 
     def _keep(self, data: bytes) -> None:
+        if self.state == "count":
+            self._count(data)
+            return
         self.out += data
         self.kept += len(data)
         if self.cap is not None and self.kept > self.cap:
             raise ChangeTooLarge("diff", self.kept, self.cap, self.knob, at_least=True)
 
     def _hold_header(self, head: bytes) -> None:
+        if self.measure:
+            return
         self.out += head
         self.headers += len(head)
         if self.cap is not None and self.headers > self.cap:

@@ -8,7 +8,8 @@ diff uses the BASE tree's only, and the head tree is packed from ``git ls-tree``
 cat-file`` with none. Workers never read a clone; they unpack the capped archive
 (:func:`workers.git.tree_unpacking.unpack_tree`). :class:`Repository` has one part per concept:
 :mod:`~workers.git.git_command`, :mod:`~workers.git.refs`, :mod:`~workers.git.files_at_ref`,
-:mod:`~workers.git.diff_reading`, :mod:`~workers.git.tree_packing`. Source:
+:mod:`~workers.git.diff_reading`, :mod:`~workers.git.change_sorting`,
+:mod:`~workers.git.tree_packing`. Source:
 docs/architecture.md "The shape", "State in Redis" (tree archive), "Layers"; issue "The
 change under review is untrusted".
 """
@@ -19,12 +20,12 @@ from pathlib import Path
 
 from council.errors import RepositoryError
 from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
-from workers.git.diff_reading import DiffReading
+from workers.git.change_sorting import ChangeSorting
 from workers.git.git_command import first_line
 from workers.git.tree_packing import TreePacking
 
 
-class Repository(DiffReading, TreePacking):
+class Repository(ChangeSorting, TreePacking):
     """A git repository on disk, read with the ``git`` command.
 
     ``path`` is the top-level directory (the git directory of a bare repository);

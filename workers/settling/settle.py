@@ -26,6 +26,7 @@ from council.change.diff import added_lines, parse_diff
 from council.change.diff_filter import apply_filter, parse_filter
 from council.evidence.policy import runs_scripts
 from council.model.backend_result import ReviewResult, Stop
+from council.model.coverage import heard_coverage
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
 from council.model.participant import Participant
@@ -198,7 +199,8 @@ class _Hearing:
         )
 
     def finish(self, report: CouncilReport) -> CouncilReport:
-        """A filed report landed on the diff, marked against the session, filtered
+        """A filed report with its coverage (:func:`~council.model.coverage.heard_coverage`),
+        landed on the diff, marked against the session, filtered
         (``--filter``, the head tree's paths: :mod:`council.change.diff_filter`) and held to
         ``--min-agreement`` (:func:`council.round.gate.apply_min_agreement`)."""
         gate = self.record.gate
@@ -207,6 +209,14 @@ class _Hearing:
         if self.code.over_cap:
             note = over_cap_note(sorted(self.code.over_cap))
             report = report.model_copy(update={"notes": (*report.notes, note)})
+        if self.record.coverage is not None:
+            reviewers = [
+                (p.id, p.backend, p.heard_in_full, p.optional)
+                for p in report.participants
+                if p.role == "reviewer"
+            ]
+            coverage = heard_coverage(self.record.coverage, reviewers)
+            report = report.model_copy(update={"coverage": coverage})
         gated = land(report, self.change).gated(**gate.model_dump())
         marked = self.marks.apply(gated, self.pull, self.code, self.added)
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)

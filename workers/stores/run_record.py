@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from council.model.coverage import Coverage
 from council.model.gate_policy import GatePolicy
 from council.roster.rate_limits import RateLimit
 from council.round.cost import PriceTable
@@ -46,6 +47,9 @@ class RunRecord(BaseModel):
     """The round's cost budget in USD (``--max-cost-usd``, else ``[council]
     max_cost_usd``; :mod:`workers.stores.budget`); None: no budget."""
     changed_paths: tuple[str, ...] = ()
+    coverage: Coverage | None = None
+    """The round's coverage plan (files sent, skipped and why, cut by a cap;
+    :mod:`council.model.coverage`): the settled report adds each reviewer's share."""
     notes: tuple[str, ...] = ()
     created_ms: int = 0
     deadline_ms: int = 0
