@@ -94,6 +94,9 @@ class Roster(BaseModel):
     ``minified``, ``vendored``, ``generated``; :mod:`council.change.skipping`)."""
     review_anyway: tuple[str, ...] = ()
     """``[paths] review_anyway``: path patterns sent whatever their kind."""
+    notes: tuple[str, ...] = ()
+    """What a round says about the roster itself: the retired keys it holds and ignores
+    (:data:`RETIRED_COUNCIL_KEYS`)."""
     clocks: Clocks = Clocks()
     """The round's resolved clocks (each participant's own are resolved in its ``clocks``)."""
     max_change_bytes: int = DEFAULT_MAX_CHANGE_BYTES
@@ -162,16 +165,30 @@ def _load(text: str, source: str) -> dict[str, Any]:
         ) from err
 
 
+RETIRED_COUNCIL_KEYS: dict[str, str] = {
+    "max_diff_bytes": (
+        "[council] max_diff_bytes is retired and was ignored: a large change is no longer "
+        "refused whole; max_change_bytes is the hard cap past which only the files of most "
+        f"value that fit are reviewed and the round is partial (default "
+        f"{DEFAULT_MAX_CHANGE_BYTES} bytes). Remove the key from the roster"
+    ),
+}
+"""Keys older rosters may hold that this council reads and ignores, each with the note a
+round says about it (:attr:`Roster.notes`): an older roster keeps parsing."""
+
+
+def retired_notes(doc: Mapping[str, object]) -> tuple[str, ...]:
+    """The notes of the retired keys the ``[council]`` table holds."""
+    table = doc.get("council", {})
+    if not isinstance(table, Mapping):
+        return ()
+    return tuple(note for key, note in RETIRED_COUNCIL_KEYS.items() if key in table)
+
+
 def _council(doc: Mapping[str, object]) -> tuple[dict[str, Any], Clocks, int, int]:
     """The ``[council]`` table, its resolved round clocks and the two byte caps."""
     table = table_at(doc.get("council", {}), "council", "Write the round's settings as [council]")
-    if "max_diff_bytes" in table:
-        raise RosterError(
-            "council.max_diff_bytes",
-            "max_diff_bytes is gone: a large change is no longer refused whole",
-            "Write max_change_bytes, the hard cap past which only the files of most value "
-            f"that fit are reviewed and the round is partial (default {DEFAULT_MAX_CHANGE_BYTES})",
-        )
+    table = {k: v for k, v in table.items() if k not in RETIRED_COUNCIL_KEYS}
     refuse_unknown(table, COUNCIL_KEYS, "council")
     sandbox = table.get("sandbox", "auto")
     if sandbox not in SANDBOX_MODES:
@@ -318,6 +335,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
         )
     return Roster(
         source=source,
+        notes=retired_notes(doc),
         min_agreement=min_agreement or 1,
         reviewers=tuple(reviewers),
         judge=judge,

@@ -70,8 +70,9 @@ class Settings(BaseSettings):
     wins over the roster's ``[council] max_change_bytes`` (default 50,000,000)."""
 
     max_diff_bytes: int | None = None
-    """Gone (``COUNCIL_MAX_DIFF_BYTES`` refused at once, naming its successor
-    ``COUNCIL_MAX_CHANGE_BYTES``): a large change is no longer refused whole."""
+    """Retired (``COUNCIL_MAX_DIFF_BYTES``): read and ignored, a round's note naming its
+    successor ``COUNCIL_MAX_CHANGE_BYTES`` (a large change is no longer refused whole), so
+    a worker or CI job that still sets it keeps running."""
 
     max_tree_bytes: int | None = Field(default=None, ge=1)
     """Largest packed head tree (git archive, gzip) stored for workers. When set, it wins
@@ -161,17 +162,6 @@ class Settings(BaseSettings):
     ci: str | None = Field(default=None, validation_alias="CI")
     """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs
     unsandboxed. Unset, empty, ``0`` or ``false``: not CI."""
-
-    @field_validator("max_diff_bytes", mode="before")
-    @classmethod
-    def _no_max_diff_bytes(cls, value: object) -> object:
-        if value is not None:
-            raise ValueError(
-                "COUNCIL_MAX_DIFF_BYTES is gone: a large change is no longer refused "
-                "whole. Set COUNCIL_MAX_CHANGE_BYTES, the hard cap past which only the "
-                "files of most value that fit are reviewed and the round is partial"
-            )
-        return value
 
     @field_validator("redis_url", mode="before")
     @classmethod

@@ -158,6 +158,14 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         *roster_notes,
         *attributes_notes(repo.changed_paths(refs.base, refs.head)),
         *submodule_notes(listed),
+        *(
+            (
+                "COUNCIL_MAX_DIFF_BYTES is retired and was ignored: a large change is no "
+                "longer refused whole; COUNCIL_MAX_CHANGE_BYTES is the hard cap",
+            )
+            if settings.max_diff_bytes is not None
+            else ()
+        ),
     )
     _check_visibility_timeout(settings, roster, mode)
     read = _read_change(settings, repo, refs, roster)

@@ -37,7 +37,8 @@ def read_roster(
     """
     changed = repo.changed_paths(base, head)
     if roster_path is not None:
-        return _roster_beside(roster_path), ()
+        beside = _roster_beside(roster_path)
+        return beside, beside.notes
     blob = repo.read_file(base, ROSTER_FILE)
     if blob is None:
         raise RosterError(
@@ -53,7 +54,8 @@ def read_roster(
             f"choose its own reviewers)",
         )
     text = blob.decode("utf-8", errors="replace")
-    return parse_roster(text, f"{ROSTER_FILE}@{base[:12]}"), notes
+    roster = parse_roster(text, f"{ROSTER_FILE}@{base[:12]}")
+    return roster, (*notes, *roster.notes)
 
 
 def _roster_beside(path: Path) -> Roster:
