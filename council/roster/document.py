@@ -67,6 +67,7 @@ COUNCIL_KEYS: tuple[str, ...] = (
     "sandbox",
     "script_limits",
     "max_cost_usd",
+    "likely_at",
 )
 """Keys of the ``[council]`` table."""
 
@@ -127,6 +128,9 @@ class Roster(BaseModel):
     """``[council] max_cost_usd``: the round's hard cost budget in USD
     (:mod:`council.round.budget`); None: no budget."""
     limits: dict[str, RateLimit] = Field(default_factory=dict)
+    likely_at: float = 0.5
+    """``[council] likely_at``: a finding at or above this likelihood leads the report and
+    is posted as a line comment by default (docs/ranking.md); the gate never reads it."""
 
     @property
     def skip_policy(self) -> SkipPolicy:
@@ -354,6 +358,7 @@ def parse_roster(text: str, source: str, *, base_dir: str | None = None) -> Rost
             parse_max_cost(round_table["max_cost_usd"]) if "max_cost_usd" in round_table else None
         ),
         limits=parse_limits(doc.get("limits", {}), "limits"),
+        likely_at=_likely_at(round_table),
         confirm=_confirm(doc.get("policy", {})),
         unverified_scripts=_unverified_scripts(doc.get("policy", {})),
     )
@@ -380,3 +385,16 @@ def _confirm(value: object) -> str | None:
     if confirm is not None and confirm not in ("critical", "medium", "minor"):
         raise RosterError("policy.confirm", f"unknown severity {confirm!r}", fix)
     return confirm
+
+
+def _likely_at(table: Mapping[str, object]) -> float:
+    """``[council] likely_at``: a likelihood in [0, 1] (default 0.5). Raises RosterError."""
+    value = table.get("likely_at", 0.5)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise RosterError(
+            "council.likely_at",
+            f"{value!r} is not a likelihood",
+            "Write likely_at as a number from 0 to 1, e.g. likely_at = 0.5 (findings at or "
+            "above it lead the report)",
+        )
+    return float(value)

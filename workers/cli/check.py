@@ -170,6 +170,7 @@ def gated(
         "gate": gate,
         "confirm": round_.roster.confirm,
         "unverified_scripts": round_.roster.unverified_scripts,
+        "likely_at": round_.roster.likely_at,
     }
     return replace(round_, record=round_.record.model_copy(update=policy))
 

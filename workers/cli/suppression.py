@@ -28,6 +28,8 @@ from council.model.findings import Finding
 from council.model.fingerprint import claim, fingerprint
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport
+from council.ranking.live import as_records
+from council.ranking.records import outcome_counts, raisers_of
 from council.rendering import read_json
 from council.rendering.jsonreport import UnreadableReport
 from council.session.baseline import (
@@ -104,7 +106,11 @@ def dismiss_command(
     key = _session_key(session, repo, head)
     with session_store(cli, state, save=True, session=key) as store:
         value, found = _resolve(store, key, finding)
-        added = store.dismiss(key, value, reason.strip(), now_ms(), finding=found)
+        ledger = store.ledger(key)
+        raisers = raisers_of(found) if found is not None else ()
+        counts = outcome_counts("dismissed", raisers, None)
+        records = as_records(counts, {who: ledger.get(who) for who in raisers})
+        added = store.dismiss(key, value, reason.strip(), now_ms(), finding=found, records=records)
         reported = value in store.fingerprints(key)
     what = f"finding {found.id} ({found.subject!r})" if found else f"fingerprint {value[:12]}…"
     verb = "dismissed" if added else "dismissed again (reason replaced)"

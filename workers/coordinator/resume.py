@@ -22,6 +22,7 @@ import structlog
 from council.asks.confirm import answered_report, unanswered
 from council.asks.pending import Answer, PendingAsk
 from council.model.report import CouncilReport
+from council.ranking.live import answered_verdicts, judged_records, round_records
 from council.round.lifecycle import Whole, step
 from council.session.earlier_rounds import remembered
 from workers.app.clock import now_ms
@@ -120,6 +121,13 @@ def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
     whole: Whole = "whole" if settled.status == "settled" else "in part"
     transition = step("waiting", "answered", whole=whole)
     memory = remembered(settled, recall_of(sessions, record.session))
+    ledger = sessions.ledger(record.session)
+    identities = {p.id: ledger.get(p.id) for p in settled.participants}
+    verdicts = answered_verdicts(settled)
+    records = (
+        *round_records(settled, identities),
+        *judged_records(settled, verdicts, identities),
+    )
     while True:
         filing = Filing(
             first_id=sessions.next_finding_id(record.session),
@@ -127,6 +135,7 @@ def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
             report=settled,
             memory=memory,
             dismissals=dismissals,
+            records=records,
         )
         committed = sessions.commit(record, transition, filing, settled_at)
         if committed is not None:

@@ -29,8 +29,11 @@ from council.model.backend_result import ReviewResult, Stop
 from council.model.coverage import heard_coverage
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
-from council.model.participant import Participant
+from council.model.participant import Identity, Participant
 from council.model.report import CouncilReport, RunStatus
+from council.ranking.apply import ranked
+from council.ranking.live import round_records
+from council.ranking.records import record_for
 from council.round.filing import RoundFacts, conclude_judge, conclude_round
 from council.round.gate import INCOMPLETE_STATUSES, apply_min_agreement
 from council.round.lifecycle import Event, Transition, allows, ending, is_final, step
@@ -45,6 +48,7 @@ from workers.settling.session_marks import session_marks
 from workers.stores.budget import RedisBudget
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
+from workers.stores.track.records import RedisRecords
 
 log = structlog.get_logger("council.settle")
 
@@ -221,7 +225,18 @@ class _Hearing:
         marked = self.marks.apply(gated, self.pull, self.code, self.added)
         filtered = apply_filter(marked, self.pull, parse_filter(gate.filter or "added"), self.paths)
         held = apply_min_agreement(filtered)
-        return with_fingerprints(self.spend(held))
+        return with_fingerprints(self.rank(self.spend(held)))
+
+    def rank(self, report: CouncilReport) -> CouncilReport:
+        """``report`` with a likelihood on each open finding, weighed by the track
+        records each reviewer's identity brings (docs/ranking.md), and ``likely_at``."""
+        held = RedisRecords(self.rt.client, self.rt.keys).all()
+        records = {p.id: record_for(held, p.id, p.identity()) for p in self.reviewers}
+        return ranked(report, records, likely_at=self.record.likely_at)
+
+    def identities(self) -> dict[str, Identity | None]:
+        """Each reviewer's identity this round (what the session's ledger holds)."""
+        return {p.id: p.identity() for p in self.reviewers}
 
     def spend(self, report: CouncilReport) -> CouncilReport:
         """``report`` with the round's budget against what it spent (no budget: as is)."""
@@ -449,6 +464,7 @@ def _commit(
             memory=memory,
             backends={p.id: p.backend for p in everyone},
             scripting=frozenset(p.id for p in everyone if runs_scripts(p)),
+            records=round_records(report, heard.identities()) if transition.final else (),
         )
         committed = sessions.commit(record, transition, filing, now)
         if committed is not None:

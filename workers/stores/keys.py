@@ -23,6 +23,16 @@ class Keys:
 
     prefix: str = "council:"
 
+    # -- track records (never expire: docs/ranking.md "Track records") -----------------
+    def records(self) -> str:
+        """Hash: ``participant␟identity␟count`` → amount, every reviewer's track record."""
+        return f"{self.prefix}records"
+
+    def records_loaded(self) -> str:
+        """Hash (embedded only): the records as the state file held them when loaded, so
+        a save adds to the file only what this process added."""
+        return f"{self.prefix}records:loaded"
+
     # -- runs ---------------------------------------------------------------------------
     def run(self, run_id: str) -> str:
         """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``."""

@@ -63,6 +63,8 @@ class RunRecord(BaseModel):
     confirm: str | None = None
     """``[policy] confirm``: the lowest severity a person must confirm before a finding
     may fail the gate (None: nobody is asked)."""
+    likely_at: float = Field(default=0.5, ge=0.0, le=1.0)
+    """``[council] likely_at``: the settled report's ``likely_at`` (docs/ranking.md)."""
     unverified_scripts: Literal["demote", "keep"] = "demote"
     """``[policy] unverified_scripts``: whether a critical finding showing a script that
     did not run this turn is held at medium (:mod:`council.evidence.policy`)."""
@@ -80,6 +82,7 @@ class RunRecord(BaseModel):
         gate = {"quorum": 1, "filter": "added"} | {k: data.pop(k) for k in flat if k in data}
         data["gate"] = gate
         return data
+
 
 class Progress(BaseModel):
     """One participant's progress as the waiting CLI sees it."""

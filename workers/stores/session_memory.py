@@ -13,15 +13,18 @@ ledger".
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.model.findings import FINDING, FINDINGS, Finding
+from council.ranking.records import TrackRecord
 from council.session.earlier_rounds import RoundMemory
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.run_record import RunRecord
+from workers.stores.track.records import fields_of
 
 HEARD = "heard:"
 """Prefix of the ``session:{s}:reviewed`` fields that hold, per reviewer, the head of the
@@ -54,6 +57,19 @@ class Dismissal(BaseModel):
     a finding of the session, or when asked): a rewording of it stays dismissed, matched
     by agreement (:func:`council.session.baseline.suppress`). Absent in dismissals recorded
     before it was kept, and for a fingerprint no round had reported."""
+
+
+_DISMISS = """
+local added = redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if added == 1 then
+  for i = 3, #ARGV, 2 do
+    redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+end
+return added
+"""
+"""KEYS: the session's dismissals, the track records; ARGV: the fingerprint, the
+dismissal, then record field, whole amount pairs, added only for a new dismissal."""
 
 
 class SessionMemory:
@@ -163,18 +179,22 @@ class SessionMemory:
         reason: str,
         now_ms: int,
         finding: Finding | None = None,
+        records: Iterable[TrackRecord] = (),
     ) -> bool:
         """Record a dismissal of a fingerprint; True when it was not dismissed before.
 
         ``finding``: the finding dismissed, when known (kept so a rewording of it stays
         dismissed). Dismissing again replaces the reason (the latest decision is the one
-        that holds).
+        that holds). ``records``: what the dismissal adds to the raisers' track records,
+        added in the same script only when the fingerprint was not dismissed before (a
+        repeated dismissal never counts twice).
         """
         key = self._keys.session_dismissed(session)
         held = Dismissal(reason=reason, dismissed_ms=now_ms, finding=finding)
         value = held.model_dump_json(exclude_none=True)
+        counts = [str(x) for pair in fields_of(records).items() for x in pair]
         with self._r.pipeline() as pipe:
-            pipe.hset(key, print_, value)
+            pipe.eval(_DISMISS, 2, key, self._keys.records(), print_, value, *counts)
             for name in self._keys.session_keys(session):
                 pipe.expire(name, self._session_ttl)
             added = pipe.execute()[0]

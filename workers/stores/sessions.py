@@ -23,6 +23,7 @@ from council.asks.pending import Answer
 from council.model.findings import Finding
 from council.model.fingerprint import fingerprint
 from council.model.report import CouncilReport
+from council.ranking.records import TrackRecord
 from council.round.lifecycle import Transition
 from council.session.earlier_rounds import RoundMemory
 from council.session.ledger import attributed_ids
@@ -32,6 +33,7 @@ from workers.stores.run_progress import wake
 from workers.stores.run_record import RunRecord
 from workers.stores.session_memory import Dismissal, SessionMemory
 from workers.stores.session_opening import SessionOpening
+from workers.stores.track.records import add_records
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,10 @@ class Filing:
     script; when known, the run keys their backends never write are not expired
     (:meth:`Keys.run_keys <workers.stores.keys.Keys.run_keys>`)."""
     scripting: frozenset[str] | None = None
+    records: Sequence[TrackRecord] = ()
+    """What the transition adds to the reviewers' track records (``{prefix}records``): a
+    completed round's counts, a person's answers. Written in the transition's MULTI, so
+    a redelivered settle (refused by the compare-and-set) never counts them twice."""
 
 
 _EXPIRE_ALL = """
@@ -160,6 +166,7 @@ class SessionStore(SessionOpening, SessionMemory):
                         pipe.zadd(k.runs_open(), {rid: now_ms + span})
                     if filing.memory is not None:
                         self._remember_round(pipe, record, filing.memory, now_ms)
+                    add_records(pipe, k, filing.records)
                     self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
                     wake(pipe, k, rid)

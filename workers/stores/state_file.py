@@ -350,17 +350,60 @@ def save_state(
         result = {
             s: v for s, v in merged(loaded or {}, ours, theirs).items() if not _expired(v, now)
         }
-        if result == theirs and path.exists():
+        added = _records_added(client, keys)
+        if result == theirs and not added and path.exists():
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
         kept = _records_now(path)
+        if added:
+            held = dict(kept.get("records", {}))
+            for name, amount in added.items():
+                held[name] = 1 if name.endswith("\x1fpriced") else held.get(name, 0) + amount
+            kept = {"records": held}
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump({"version": STATE_VERSION, "sessions": result, **kept}, out)
         os.replace(tmp, path)
+        if added:  # saved: a second save of this process adds only what came after
+            client.delete(keys.records_loaded())
+            held_now = client.hgetall(keys.records())
+            if held_now:
+                client.hset(keys.records_loaded(), mapping=held_now)
     finally:
         if lock is not None:
             lock.close()
+
+
+def _amounts(client: Any, key: str) -> dict[str, float]:
+    raw = client.hgetall(key)
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        amount = float(value)
+        out[name.decode()] = int(amount) if amount.is_integer() else amount
+    return out
+
+
+def _records_added(client: Any, keys: Keys) -> dict[str, float]:
+    """What this process added to the track records (``{prefix}records`` less what was
+    loaded into it): a save adds it to the file's records as they are then, so an
+    ``outcomes import`` or another review's save meanwhile is kept."""
+    loaded = _amounts(client, keys.records_loaded())
+    out: dict[str, float] = {}
+    for name, amount in _amounts(client, keys.records()).items():
+        more = amount - loaded.get(name, 0)
+        if more > 0:
+            out[name] = more
+    return out
+
+
+def _load_records(client: Any, keys: Keys, path: Path) -> None:
+    """The file's track records into ``{prefix}records`` (and a copy as loaded), so the
+    council reads and adds to them as it does on Redis."""
+    records = _records_now(path).get("records", {})
+    held = {k: v for k, v in records.items() if isinstance(v, int | float) and v > 0}
+    if held:
+        client.hset(keys.records(), mapping=held)
+        client.hset(keys.records_loaded(), mapping=held)
 
 
 def _records_now(path: Path) -> dict[str, Any]:
@@ -389,6 +432,7 @@ def load_state(
     be read."""
     sessions = read_sessions(path)
     now = now_ms()
+    _load_records(client, keys, path)
     try:
         for s, v in sessions.items():
             if _expired(v, now) or (only is not None and s != only):

@@ -73,22 +73,29 @@ class RecordStore(Protocol):
     def all(self) -> dict[tuple[str, str], TrackRecord]: ...
 
 
+def add_records(pipe: Any, keys: Keys, records: Iterable[TrackRecord]) -> None:
+    """Queue on ``pipe`` the additions of ``records`` to ``{prefix}records`` (HINCRBY,
+    HINCRBYFLOAT for a cost; ``priced`` is set)."""
+    key = keys.records()
+    for field, amount in fields_of(summed(records).values()).items():
+        if field.endswith(SEP + "priced"):
+            pipe.hset(key, field, 1)
+        elif isinstance(amount, int):
+            pipe.hincrby(key, field, amount)
+        else:
+            pipe.hincrbyfloat(key, field, amount)
+
+
 class RedisRecords:
     """The records in Redis (``{prefix}records``)."""
 
     def __init__(self, client: Any, keys: Keys) -> None:
-        self.client = client
-        self.key = f"{keys.prefix}records"
+        self.client, self.keys = client, keys
+        self.key = keys.records()
 
     def add(self, records: Iterable[TrackRecord]) -> None:
         pipe = self.client.pipeline(transaction=True)
-        for field, amount in fields_of(summed(records).values()).items():
-            if field.endswith(SEP + "priced"):
-                pipe.hset(self.key, field, 1)
-            elif isinstance(amount, int):
-                pipe.hincrby(self.key, field, amount)
-            else:
-                pipe.hincrbyfloat(self.key, field, amount)
+        add_records(pipe, self.keys, records)
         pipe.execute()
 
     def all(self) -> dict[tuple[str, str], TrackRecord]:

@@ -1,0 +1,130 @@
+"""Ranking live: an embedded ``council review`` ranks its report with the track records
+of the state file, and what happens to findings is counted once (docs/ranking.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from council.model.report import CouncilReport
+from council.ranking.records import ID_ONLY, TrackRecord
+from council.rendering import read_json
+from tests.gitrepo import commit, git, new_repo
+from workers.cli import main
+from workers.stores.track.records import FileRecords
+
+ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\nlikely_at = 0.4\n"
+
+
+def flagged(subject: str, line: int, severity: str = "minor") -> dict[str, Any]:
+    """A finding on app.py at ``line``."""
+    at = {"kind": "line", "path": "app.py", "line": line}
+    return {"subject": subject, "label": "issue", "severity": severity, "location": at}
+
+
+class Council:
+    """A repository whose roster runs two replay reviewers, hawk and owl, each reading
+    its answer from a file outside the repository; rounds share one state file."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.answers = {who: tmp / f"{who}.json" for who in ("hawk", "owl")}
+        roster = ROUND + "".join(
+            f'[[reviewers]]\nid = "{who}"\nbackend = "replay"\nanswer = {json.dumps(str(p))}\n'
+            for who, p in self.answers.items()
+        )
+        self.repo = new_repo(tmp / "repo", {"app.py": "x = 1\n", "council.toml": roster})
+        self.base = git(self.repo, "rev-parse", "HEAD")
+        self.state = tmp / "state.json"
+        self.rounds = 0
+
+    def push(self, **said: list[dict[str, Any]]) -> None:
+        """Commit a change of app.py; each reviewer then answers what ``said`` gives it."""
+        for who, path in self.answers.items():
+            path.write_text(json.dumps({"findings": said.get(who, [])}))
+        self.rounds += 1
+        body = "".join(f"v{n} = {n}\n" for n in range(self.rounds + 3))
+        commit(self.repo, {"app.py": body}, f"push {self.rounds}")
+
+    def review(self, *args: str) -> tuple[Result, CouncilReport, str]:
+        """One round of session s: its exit, JSON report and Markdown."""
+        out, md = self.tmp / f"r{self.rounds}.json", self.tmp / f"r{self.rounds}.md"
+        argv = ["review", "--repo", str(self.repo), "--base", self.base, "--no-progress"]
+        argv += ["--state", str(self.state), "--session", "s", "--json", str(out)]
+        argv += ["--format", "markdown", "--output", str(md)]
+        done = CliRunner().invoke(main, [*argv, *args])
+        assert out.exists(), done.output
+        return done, read_json(out.read_text()), (md / "council.md").read_text()
+
+    def cli(self, *args: str) -> Result:
+        return CliRunner().invoke(main, [*args, "--state", str(self.state)])
+
+    def records(self) -> dict[tuple[str, str], TrackRecord]:
+        return FileRecords(self.state).all()
+
+    def record(self, who: str) -> TrackRecord:
+        """``who``'s live record (the identity of its roster entry, not the id-only one)."""
+        live = [r for (p, ident), r in self.records().items() if p == who and ident != ID_ONLY]
+        assert len(live) == 1, self.records()
+        return live[0]
+
+
+@pytest.fixture
+def council(tmp_path: Path) -> Council:
+    return Council(tmp_path)
+
+
+def _history(council: Council) -> None:
+    """hawk is usually right, owl usually wrong (imported outcomes)."""
+    lines = [{"participant": "hawk", "verdict": "confirmed"}] * 12
+    lines += [{"participant": "owl", "verdict": "dismissed"}] * 12
+    lines += [{"participant": "hawk", "verdict": "dismissed"}]
+    lines += [{"participant": "owl", "verdict": "confirmed"}]
+    path = council.tmp / "outcomes.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    done = council.cli("outcomes", "import", str(path))
+    assert done.exit_code == 0, done.output
+
+
+def test_a_live_review_is_ranked_and_leads_with_the_likely(council: Council) -> None:
+    _history(council)
+    council.push(hawk=[flagged("hawk says so", 1)], owl=[flagged("owl says so", 3)])
+    done, report, text = council.review()
+    assert done.exit_code == 0, done.output
+    assert report.likely_at == 0.4
+    by_subject = {f.subject: f.id for f in report.findings}
+    hawk, owl = (report.ranks[by_subject[s]] for s in ("hawk says so", "owl says so"))
+    assert hawk.likelihood >= 0.4 > owl.likelihood
+    lead, _, folded = text.partition("less likely finding")
+    assert "hawk says so" in lead and "owl says so" not in lead
+    assert "owl says so" in folded
+
+
+def test_a_round_counts_its_findings_and_itself_once(council: Council) -> None:
+    council.push(hawk=[flagged("one", 1), flagged("two", 2)], owl=[])
+    council.review()
+    hawk, owl = council.record("hawk"), council.record("owl")
+    assert (hawk.findings, hawk.rounds, owl.findings, owl.rounds) == (2, 1, 0, 1)
+    assert not hawk.priced  # a replay reviewer has no price
+    council.push(hawk=[flagged("three", 3)])
+    council.review()
+    assert (council.record("hawk").findings, council.record("hawk").rounds) == (3, 2)
+    cards = council.cli("outcomes").output
+    assert "hawk [" in cards and "3 findings" in cards and "1.5 findings a round" in cards
+
+
+def test_a_dismissal_counts_against_its_raisers_once(council: Council) -> None:
+    council.push(hawk=[flagged("shared", 1)], owl=[flagged("shared", 1)])
+    _, report, _ = council.review()
+    (shown,) = report.findings
+    for _ in range(2):
+        done = council.cli("dismiss", str(shown.id), "--reason", "no", "--session", "s")
+        assert done.exit_code == 0, done.output
+    hawk, owl = council.record("hawk"), council.record("owl")
+    assert (hawk.dismissed, owl.dismissed, hawk.confirmed) == (1, 1, 0)
+    assert "1 dismissed" in council.cli("outcomes").output
+
