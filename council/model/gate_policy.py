@@ -2,8 +2,9 @@
 
 ``fail_on`` (the lowest severity that fails), ``quorum`` (how many reviewers must be
 heard in full; None: every reviewer not marked ``optional``), ``min_agreement`` (how many
-reviewers must have raised a finding for it to gate) and ``filter`` (the ``--filter``
-mode the findings were gated with). A run carries it from the moment it is opened
+reviewers must have raised a finding for it to gate), ``filter`` (the ``--filter``
+mode the findings were gated with) and ``min_likelihood`` (only when asked: a ranked
+finding below it does not gate). A run carries it from the moment it is opened
 (``RunRecord.gate``) and its report carries it once settled (``CouncilReport.gate``), so
 every renderer, the exit code and the console read the same policy: a threshold handed
 to each of them apart is how a console and a CLI came to disagree.
@@ -43,3 +44,6 @@ class GatePolicy(BaseModel):
     least this many reviewers raised it (1: every finding may)."""
     filter: str | None = None
     """The ``--filter`` mode the findings were gated with (None: not filtered)."""
+    min_likelihood: float | None = Field(default=None, ge=0.0, le=1.0)
+    """``--min-likelihood``: a ranked finding below this likelihood does not gate (listed,
+    said in the gate line); None (the default): the likelihood never touches the gate."""

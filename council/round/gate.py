@@ -6,8 +6,9 @@ only part of the council cannot say the change is clean); **4** waiting on a per
 winning over 1 (the findings waiting may yet be dismissed). Exit 2 belongs to
 :mod:`council.errors`. Open findings are this round's and those a ``--since-last`` round
 carried (their code is unchanged); one without a severity, suppressed, outside
-``--filter``, or whose tellings fewer than ``--min-agreement`` reviewers gave at or above
-the threshold never trips the gate, nor does ``never``. Source: docs/architecture.md "The
+``--filter``, whose tellings fewer than ``--min-agreement`` reviewers gave at or above
+the threshold, or (only when asked) ranked below ``--min-likelihood`` never trips the
+gate, nor does ``never``. Source: docs/architecture.md "The
 shape", docs/harvest.md §7 (stops are partial), §8 (agreement as a gate).
 """
 
@@ -80,7 +81,25 @@ def gate_tripped(report: CouncilReport) -> list[Finding]:
         and f.id not in report.filtered
         and _blocks(f, threshold)
         and agreed_at(f, threshold, least)
+        and not below_likelihood(report, f)
     ]
+
+
+def below_likelihood(report: CouncilReport, finding: Finding) -> bool:
+    """Whether ``--min-likelihood`` keeps ``finding`` from gating: asked for, and the
+    finding ranked below it (an unranked finding gates as ever: the gate fails closed)."""
+    least = report.gate.min_likelihood
+    rank = report.ranks.get(finding.id) if finding.id is not None else None
+    return least is not None and rank is not None and rank.likelihood < least
+
+
+def held_by_likelihood(report: CouncilReport) -> int:
+    """How many open findings that would gate do not only because ``--min-likelihood``
+    ranks them below it."""
+    if report.gate.min_likelihood is None:
+        return 0
+    asked = report.gated(min_likelihood=None)
+    return sum(1 for f in gate_tripped(asked) if below_likelihood(report, f))
 
 
 def tellings_severities(finding: Finding) -> list[str | None]:
@@ -316,6 +335,12 @@ def gate_summary(report: CouncilReport) -> str:
             found += (
                 f" ({unagreed} more at or above {level} raised by fewer than "
                 f"min_agreement = {report.gate.min_agreement} reviewers, not gated)"
+            )
+        unlikely = held_by_likelihood(report)
+        if unlikely:
+            found += (
+                f" ({unlikely} more at or above {level} below likelihood "
+                f"{report.gate.min_likelihood:.2f}, --min-likelihood, not gated)"
             )
     if reasons:
         return f"gate: council incomplete ({'; '.join(reasons)}); {found} → exit {code}"

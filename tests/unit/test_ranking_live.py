@@ -13,6 +13,8 @@ from click.testing import CliRunner, Result
 from council.model.report import CouncilReport
 from council.ranking.records import ID_ONLY, TrackRecord
 from council.rendering import read_json
+from council.round.gate import exit_code, gate_summary
+from tests.forge_cases import finding, report
 from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
 from workers.stores.track.records import FileRecords
@@ -128,3 +130,20 @@ def test_a_dismissal_counts_against_its_raisers_once(council: Council) -> None:
     assert (hawk.dismissed, owl.dismissed, hawk.confirmed) == (1, 1, 0)
     assert "1 dismissed" in council.cli("outcomes").output
 
+
+def test_min_likelihood_ungates_the_unlikely_and_says_so(council: Council) -> None:
+    _history(council)
+    council.push(owl=[flagged("owl says so", 3, "critical")])
+    plain, _, _ = council.review()
+    assert plain.exit_code == 1
+    asked, report, _ = council.review("--min-likelihood", "0.4")
+    assert asked.exit_code == 0, asked.output
+    assert report.gate.min_likelihood == 0.4
+    assert "(1 more at or above critical below likelihood 0.40, --min-likelihood" in asked.output
+
+
+def test_min_likelihood_leaves_an_unranked_finding_gating() -> None:
+    shown = report(finding(1, subject="x", severity="critical")).gated(min_likelihood=0.9)
+    assert shown.ranks == {}
+    assert exit_code(shown) == 1
+    assert "likelihood" not in gate_summary(shown)

@@ -178,9 +178,22 @@ def answer_command(
     help="The gate's threshold (default: the one the run was reviewed with, --fail-on of "
     "its council review).",
 )
+@click.option(
+    "--min-likelihood",
+    type=click.FloatRange(min=0, max=1),
+    metavar="P",
+    help="A finding ranked below likelihood P does not gate (default: the run's own "
+    "--min-likelihood, else none).",
+)
 @_STATE
 @click.pass_obj
-def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Path | None) -> None:
+def resume_command(
+    cli: CliContext,
+    run_id: str,
+    fail_on: str | None,
+    min_likelihood: float | None,
+    state: Path | None,
+) -> None:
     """Settle the run RUN that waited on a person, once every question has its answer;
     print its report and exit as `council review` would (4 while something is unanswered).
     """
@@ -211,7 +224,11 @@ def resume_command(cli: CliContext, run_id: str, fail_on: str | None, state: Pat
     except RunNotFound as gone:
         raise UsageProblem(f"{gone}; its questions went with it") from None
     gate = parked.record.gate
-    policy = {"fail_on": parse_fail_on(fail_on or gate.fail_on), "quorum": gate.quorum}
+    policy = {
+        "fail_on": parse_fail_on(fail_on or gate.fail_on),
+        "quorum": gate.quorum,
+        "min_likelihood": gate.min_likelihood if min_likelihood is None else min_likelihood,
+    }
     shown = (report if report is not None else parked.report).gated(**policy)
     click.echo(render_markdown(shown), nl=False)
     click.echo(gate_summary(shown), err=True)

@@ -142,12 +142,14 @@ def gated(
     filter_mode: str,
     fail_on: str,
     min_agreement: int | None = None,
+    min_likelihood: float | None = None,
 ) -> Round:
     """The round with its gate policy (:class:`GatePolicy`: ``--fail-on``, the quorum,
     ``--filter``, the min-agreement) and ``[policy]`` recorded on the run; the report it
     settles to carries the same policy, and ``council resume`` gates with it. The quorum
     is ``--quorum``, else the roster's (None: every reviewer not optional); the
-    min-agreement ``--min-agreement``, else ``[council] min_agreement``. Raises
+    min-agreement ``--min-agreement``, else ``[council] min_agreement``; ``--min-likelihood``
+    only when given. Raises
     UsageProblem for a quorum or a min-agreement above the roster."""
     if quorum is None:
         quorum = round_.roster.quorum
@@ -165,6 +167,7 @@ def gated(
         quorum=quorum,
         min_agreement=min_agreement,
         filter=filter_mode,
+        min_likelihood=min_likelihood,
     )
     policy = {
         "gate": gate,

@@ -145,6 +145,13 @@ from workers.stores.sessions import Waiting
     "else 1.",
 )
 @click.option(
+    "--min-likelihood",
+    type=click.FloatRange(min=0, max=1),
+    metavar="P",
+    help="A finding ranked below likelihood P (docs/ranking.md) does not gate: listed, "
+    "and counted in the gate line. Default: none, the likelihood never touches the gate.",
+)
+@click.option(
     "--max-cost-usd",
     type=click.FloatRange(min=0, min_open=True),
     metavar="USD",
@@ -196,6 +203,7 @@ def review_command(
     quorum: int | None,
     filter_mode: str,
     min_agreement: int | None,
+    min_likelihood: float | None,
     max_cost_usd: float | None,
     without_keys: bool,
     timeout: float | None,
@@ -252,7 +260,12 @@ def review_command(
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(cannot_run(problems))
     round_ = gated(
-        with_sandbox_note(round_, settings, mode), quorum, filter_mode, fail_on, min_agreement
+        with_sandbox_note(round_, settings, mode),
+        quorum,
+        filter_mode,
+        fail_on,
+        min_agreement,
+        min_likelihood,
     )
     round_ = budgeted(round_, max_cost_usd)
     for note in round_.notes:
