@@ -15,7 +15,7 @@ docs/harvest.md §2, §8; GitHub REST "Create a review for a pull request".
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from council.change.diff import Change, landing
 from council.change.secret_masks import MASK
@@ -26,6 +26,7 @@ from council.rendering.escape import block, code, for_forge, inline, no_controls
 from council.rendering.evidence_text import evidence_line
 from council.rendering.finding_text import gating_ids, label_text, raised_text
 from council.rendering.markdown import render_markdown
+from council.rendering.ranked import leading_ids
 from council.round.gate import gate_tripped
 
 MAX_COMMENTS = 50
@@ -51,13 +52,31 @@ _CUT_NOTE = (
 _CUT_DISCUSSION = "\n\n… (cut: the full discussion is in the council report)"
 
 
+Post = Literal["leading", "all"]
+"""``--post``: line comments on the leading findings only (the default), or on all."""
+
+POSTS: tuple[Post, ...] = ("leading", "all")
+
+
+def posted_only(
+    report: CouncilReport, placed: list[tuple[Finding, dict[str, Any]]], post: Post
+) -> tuple[list[tuple[Finding, dict[str, Any]]], int]:
+    """The placed comments ``post`` keeps, and how many less likely ones it left out."""
+    if post == "all":
+        return placed, 0
+    leading = leading_ids(report)
+    kept = [(f, c) for f, c in placed if f.id is None or f.id in leading]
+    return kept, len(placed) - len(kept)
+
+
 def render_github_review(
     report: CouncilReport,
     *,
     change: Change | None = None,
+    post: Post = "leading",
 ) -> str:
     """The review as JSON text (see :func:`render_github_review_with_cuts`)."""
-    text, _ = render_github_review_with_cuts(report, change=change)
+    text, _ = render_github_review_with_cuts(report, change=change, post=post)
     return text
 
 
@@ -65,6 +84,7 @@ def render_github_review_with_cuts(
     report: CouncilReport,
     *,
     change: Change | None = None,
+    post: Post = "leading",
 ) -> tuple[str, list[str]]:
     """The review as JSON text (2-space indent, newline-terminated), and the cuts made.
 
@@ -75,7 +95,9 @@ def render_github_review_with_cuts(
     against it too, and an old-side comment on a renamed file is addressed by the new path,
     which only it knows (without it, such findings stay in the body). The cuts: a sentence
     each (comments past :data:`MAX_COMMENTS`, a body over :data:`BODY_UNITS` units), said in
-    the body too.
+    the body too. ``post``: ``leading`` (the default) comments only on the findings that
+    lead the report (:func:`~council.rendering.ranked.leading_ids`: gating, at or above
+    ``likely_at``, or unranked), the rest listed in the body; ``all`` on every one.
     """
     seen, gating = frozenset(report.seen), gating_ids(report)
     placed: list[tuple[Finding, dict[str, Any]]] = []
@@ -83,6 +105,7 @@ def render_github_review_with_cuts(
         comment = _comment(report, finding, seen, change, finding.id in gating)
         if comment is not None:
             placed.append((finding, comment))
+    placed, unlikely = posted_only(report, placed, post)
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
     chosen = sorted(ranked[:MAX_COMMENTS])
     posted = {ident for i in chosen if (ident := placed[i][0].id) is not None}
@@ -94,6 +117,12 @@ def render_github_review_with_cuts(
     review["event"] = "REQUEST_CHANGES" if gate_tripped(report) else "COMMENT"
     review["comments"] = [placed[i][1] for i in chosen]
     cuts: list[str] = []
+    if unlikely:
+        cuts.append(
+            f"github-review: {unlikely} less likely finding(s) on the diff (below likelihood "
+            f"{report.likely_at:.2f}) are listed in the body, not line comments (--post all "
+            "comments on them)"
+        )
     if len(placed) > len(chosen):
         cuts.append(
             f"github-review: {len(chosen)} of the {len(placed)} findings on the diff are "

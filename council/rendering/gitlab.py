@@ -27,7 +27,7 @@ from council.rendering.agreement import agreement_text, tellings_plain
 from council.rendering.escape import for_forge, no_controls, no_controls_json, no_quick_actions
 from council.rendering.finding_sections import OFF_DIFF_REASONS
 from council.rendering.finding_text import gating_ids, label_text
-from council.rendering.github_review import MAX_COMMENTS, comment_body
+from council.rendering.github_review import MAX_COMMENTS, Post, comment_body, posted_only
 
 SEVERITIES: dict[str | None, str] = {
     "critical": "critical",
@@ -118,7 +118,9 @@ def gitlab_safe(text: str) -> str:
     return no_quick_actions(for_forge(text))
 
 
-def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> str:
+def render_gitlab_discussions(
+    report: CouncilReport, change: Change | None, post: Post = "leading"
+) -> str:
     """The merge request's diff threads as JSON text (2-space indent, newline-terminated)::
 
         {"run_id", "head", "discussions": [{"finding": 12, "body": <Markdown>,
@@ -131,7 +133,8 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
     either (its findings are in the summary note; the threads, marked with the run id,
     come once it settles, as GitLab keeps a thread posted). A range sits on its last line
     and says so. Bodies: :func:`~council.rendering.github_review.comment_body` made safe by
-    :func:`gitlab_safe`. Never raises.
+    :func:`gitlab_safe`. Never raises. ``post``: as for the GitHub review (``leading``:
+    threads on the leading findings only, the rest in the summary note).
     """
     placed: list[tuple[Finding, dict[str, Any]]] = []
     seen, gating = frozenset(report.seen), gating_ids(report)
@@ -140,6 +143,7 @@ def render_gitlab_discussions(report: CouncilReport, change: Change | None) -> s
         thread = _thread(report, finding, seen, change, finding.id in gating)
         if thread is not None:
             placed.append((finding, thread))
+    placed, _ = posted_only(report, placed, post)
     ranked = sorted(range(len(placed)), key=lambda i: (-severity_rank(placed[i][0].severity), i))
     chosen = sorted(ranked[:MAX_COMMENTS])
     document = {

@@ -147,3 +147,24 @@ def test_min_likelihood_leaves_an_unranked_finding_gating() -> None:
     assert shown.ranks == {}
     assert exit_code(shown) == 1
     assert "likelihood" not in gate_summary(shown)
+
+
+@pytest.mark.parametrize(("post", "commented"), [("leading", ["hawk says so"]), ("all", None)])
+def test_post_leading_comments_only_on_the_leading(
+    council: Council, post: str, commented: list[str] | None
+) -> None:
+    _history(council)
+    council.push(hawk=[flagged("hawk says so", 1)], owl=[flagged("owl says so", 3)])
+    argv = ["--format", "github-review", "--format", "gitlab-discussions", "--post", post]
+    done, _, _ = council.review(*argv)
+    assert done.exit_code == 0, done.output
+    out = council.tmp / f"r{council.rounds}.md"
+    review = json.loads((out / "github-review.json").read_text())
+    threads = json.loads((out / "gitlab-discussions.json").read_text())["discussions"]
+    expected = commented or ["hawk says so", "owl says so"]
+    for posted in ([c["body"] for c in review["comments"]], [t["body"] for t in threads]):
+        assert len(posted) == len(expected)
+        assert all(any(e in body for body in posted) for e in expected)
+    if post == "leading":  # the rest listed in the summary body, and said
+        assert "owl says so" in review["body"]
+        assert "1 less likely finding(s) on the diff" in done.output

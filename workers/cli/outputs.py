@@ -26,7 +26,7 @@ from council.model.report import CouncilReport
 from council.rendering import render_json, render_markdown
 from council.rendering.escape import for_log
 from council.rendering.github_checks import render_github_checks_with_cuts
-from council.rendering.github_review import render_github_review_with_cuts
+from council.rendering.github_review import Post, render_github_review_with_cuts
 from council.rendering.gitlab import render_gitlab_codequality, render_gitlab_discussions
 from council.rendering.sarif import render_sarif_with_cuts
 from council.round.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
@@ -81,6 +81,8 @@ class OutputPlan:
     directory: Path | None = None
     json_file: Path | None = None
     markdown_file: Path | None = None
+    post: Post = "leading"
+    """``--post``: which findings the forge outputs comment on (docs/ranking.md)."""
 
     @property
     def markdown_to_stdout(self) -> bool:
@@ -238,13 +240,13 @@ def write_outputs(
             text, cuts = render_sarif_with_cuts(report)
             done.messages += cuts
         elif name == "github-review":
-            text, cuts = render_github_review_with_cuts(report, change=change)
+            text, cuts = render_github_review_with_cuts(report, change=change, post=plan.post)
             done.messages += cuts
         elif name == "github-checks":
             text, cuts = render_github_checks_with_cuts(report, change=change)
             done.messages += cuts
         elif name == "gitlab-discussions":
-            text = render_gitlab_discussions(report, change)
+            text = render_gitlab_discussions(report, change, plan.post)
         else:
             text = render_gitlab_codequality(report)
         file = FILE_NAMES[name]

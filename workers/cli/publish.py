@@ -26,7 +26,7 @@ from council.model.gate_policy import FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering import read_json, render_markdown
 from council.rendering.github_checks import render_github_checks
-from council.rendering.github_review import render_github_review
+from council.rendering.github_review import POSTS, Post, render_github_review
 from council.rendering.jsonreport import UnreadableReport
 from council.round.gate import exit_code
 from workers.cli.context import Incomplete, UsageProblem
@@ -143,6 +143,15 @@ NOTE_MAX_BYTES = 65_536
     help="With --report: the quorum the verdict is rendered with (default: the report's "
     "own, the quorum its round was reviewed with).",
 )
+@click.option(
+    "--post",
+    "comment_on",
+    type=click.Choice(POSTS),
+    help="Which findings get a line comment: leading (those that gate and those at or "
+    "above likely_at) or all; the rest are listed in the review's body. Renders the "
+    "review from the report (--report, or DIR's council.json); default: as DIR's "
+    "github-review.json holds it, else leading.",
+)
 def publish_github_command(
     repo_name: str,
     pr: int,
@@ -154,6 +163,7 @@ def publish_github_command(
     api_url: str,
     fail_on: str | None,
     quorum: int | None,
+    comment_on: Post | None,
 ) -> None:
     """Post ONE review and update ONE summary comment on a GitHub pull request.
 
@@ -193,7 +203,7 @@ def publish_github_command(
             )
         post = GitHubPost(run_id=NOTE_RUN, head=sha, summary=_note(note))
     else:
-        post = _github_inputs(from_dir, report, sha, checks, fail_on, quorum)
+        post = _github_inputs(from_dir, report, sha, checks, fail_on, quorum, comment_on)
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise UsageProblem(
@@ -316,9 +326,11 @@ def _github_inputs(
     checks: bool,
     fail_on: str | None,
     quorum: int | None,
+    comment_on: Post | None = None,
 ) -> GitHubPost:
     """What to post, from a checked --from DIR or a --report of this head, rendered under
-    the report's gate policy with ``fail_on`` and ``quorum`` over it when given."""
+    the report's gate policy with ``fail_on`` and ``quorum`` over it when given; with
+    ``comment_on``, the review is rendered from the report with it (``--post``)."""
     policy = {
         key: value for key, value in (("fail_on", fail_on), ("quorum", quorum)) if value is not None
     }
@@ -331,7 +343,7 @@ def _github_inputs(
         return GitHubPost(
             run_id=parsed.run_id,
             head=head,
-            review=_object(render_github_review(parsed), report),
+            review=_object(render_github_review(parsed, post=comment_on or "leading"), report),
             summary=render_markdown(parsed),
             checks=(
                 _object(render_github_checks(parsed), report)
@@ -347,6 +359,8 @@ def _github_inputs(
     checks_text = _output(outputs, "github-checks") if checks else None
     found = _report_of(outputs)
     found = found.gated(**policy) if found is not None else None
+    if comment_on is not None and found is not None:
+        review_text = render_github_review(found, post=comment_on)
     if review_text is None or markdown is None or (checks and checks_text is None):
         if found is None:
             wanted = "github-review, markdown" + (", github-checks" if checks else "")

@@ -28,6 +28,7 @@ from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log
+from council.rendering.github_review import POSTS, Post
 from council.round.gate import EXIT_WAITING, exit_code, gate_summary, parse_fail_on
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
@@ -145,6 +146,15 @@ from workers.stores.sessions import Waiting
     "else 1.",
 )
 @click.option(
+    "--post",
+    type=click.Choice(POSTS),
+    default="leading",
+    show_default=True,
+    help="Which findings github-review and gitlab-discussions comment on line by line: "
+    "leading (those that gate and those at or above [council] likely_at; the rest are "
+    "listed in the summary) or all.",
+)
+@click.option(
     "--min-likelihood",
     type=click.FloatRange(min=0, max=1),
     metavar="P",
@@ -204,6 +214,7 @@ def review_command(
     filter_mode: str,
     min_agreement: int | None,
     min_likelihood: float | None,
+    post: Post,
     max_cost_usd: float | None,
     without_keys: bool,
     timeout: float | None,
@@ -230,6 +241,7 @@ def review_command(
     """
     checkout = checkout_top(repo)
     outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
+    outputs = replace(outputs, post=post)
     settings = with_state(cli, state)
     mode = "distributed" if cli.distributed else "embedded"
     if mode == "embedded":
