@@ -168,3 +168,41 @@ def test_post_leading_comments_only_on_the_leading(
     if post == "leading":  # the rest listed in the summary body, and said
         assert "owl says so" in review["body"]
         assert "1 less likely finding(s) on the diff" in done.output
+
+
+def test_outcomes_import_counts_bad_lines_and_never_half_imports(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        '{"participant": "hawk", "verdict": "confirmed"}\nnot json\n'
+        '{"participant": ["hawk", "owl"], "verdict": "dismissed"}\n'
+    )
+    done = CliRunner().invoke(main, ["outcomes", "import", "--state", str(state), str(good)])
+    assert done.exit_code == 0, done.output
+    assert "1 line(s) skipped: line 2" in done.output and "imported 2 outcome(s)" in done.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"participant": "hawk", "verdict": "maybe"}\n')
+    before = state.read_bytes()
+    refused = CliRunner().invoke(main, ["outcomes", "import", "--state", str(state), str(bad)])
+    assert refused.exit_code == 2
+    assert state.read_bytes() == before
+    cards = CliRunner().invoke(main, ["outcomes", "--state", str(state)]).output
+    assert "hawk [id]: 2 findings, 1 confirmed, 1 dismissed" in cards
+    assert "owl [id]: 1 findings, 0 confirmed, 1 dismissed" in cards
+
+
+def test_consolidate_ranks_with_the_records_of_its_state_file(tmp_path: Path) -> None:
+    answer = tmp_path / "hawk.json"
+    answer.write_text(json.dumps({"findings": [flagged("hawk says so", 1)]}))
+    state = tmp_path / "state.json"
+    FileRecords(state).add([TrackRecord(participant="hawk", identity=ID_ONLY, confirmed=20)])
+
+    def likelihood(*more: str) -> float:
+        out = tmp_path / "out.json"
+        argv = ["consolidate", f"hawk={answer}", "--json", str(out), "--format", "markdown"]
+        done = CliRunner().invoke(main, [*argv, *more])
+        assert done.exit_code == 0, done.output
+        (rank,) = read_json(out.read_text()).ranks.values()
+        return rank.likelihood
+
+    assert likelihood("--state", str(state)) > likelihood()
