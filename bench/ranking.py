@@ -11,13 +11,15 @@ consolidated (each tool's issues one answer) and every finding ranked
 
 * best member: the best single tool's F1 (chosen in hindsight on the held-out PRs);
 * agreement: the findings raised by ≥ 2 tools;
-* whole: every consolidated finding; leading: those with likelihood ≥ 0.5, and recall;
+* whole: every consolidated finding; leading: those with likelihood ≥ 0.5, precision, recall;
 * ECE: expected calibration error of the likelihood (10 equal bins).
 
 F1 on goldens: a golden is found when a finding of the set holds a member labelled with
 it (recall over every golden of the pull requests); precision over the set's findings, a
-finding correct when any member is labelled. The temperature is chosen per fold on the two
-training repositories (each scored with records of the other one), never on the third.
+finding correct when any member is labelled. Per fold, one logistic model for every council
+(:data:`council.ranking.likelihood.FEATURES`, L2) is fitted on the two training
+repositories' findings of the nine councils (each repository featured with the records of
+the other one), never on the third; the shipped weights are the same fit on all three.
 
 Run: ``python bench/ranking.py``. Exits 0 unless it crashes; skipped when the corpus is
 absent. Source: docs/ranking.md "Measured".
@@ -40,16 +42,25 @@ sys.path.insert(0, str(ROOT))
 from bench.agreement_corpus import Pr, corpus_path, load  # noqa: E402
 from council.merging.consolidation import consolidate  # noqa: E402
 from council.model.findings import Finding, Origin  # noqa: E402
-from council.ranking.likelihood import MODEL, Model, rank_finding  # noqa: E402
+from council.ranking.likelihood import (  # noqa: E402
+    FEATURES,
+    MODEL,
+    Model,
+    features,
+    rank_finding,
+    tellings,
+    text_features,
+)
 from council.ranking.outcomes import read_outcomes, records_from  # noqa: E402
 from council.ranking.records import TrackRecord, raisers_of, summed  # noqa: E402
 
 SEED = 21
 COUNCILS = 8
 LEADING_AT = 0.5
-TEMPERATURES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
-VOLUME_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-CUTS = tuple(round(0.1 + 0.05 * k, 2) for k in range(11))
+L2 = 1.0
+"""The logistic regression's penalty on each weight (not on the intercept)."""
+MONOTONE = (FEATURES.index("prior"), FEATURES.index("raisers"))
+"""Weights held ≥ 0: the likelihood never falls as a raiser's record improves."""
 BINS = 10
 
 
@@ -124,13 +135,6 @@ def scored(
     ]
 
 
-def log_loss(p: Sequence[float], y: Sequence[bool]) -> float:
-    eps = 1e-6
-    return -sum(
-        math.log(max(eps, q)) if r else math.log(max(eps, 1 - q)) for q, r in zip(p, y, strict=True)
-    ) / max(1, len(p))
-
-
 def ece(p: Sequence[float], y: Sequence[bool]) -> float:
     """Expected calibration error: per equal-width bin, |mean likelihood − share real|,
     weighted by the bin's share of findings."""
@@ -177,64 +181,101 @@ def best_member(prs: Sequence[Pr], council: Sequence[str], goldens: int) -> tupl
     return best
 
 
-def inner(train: dict[str, list[Consolidated]], model: Model) -> list[float]:
-    """Each training repository's likelihoods, scored with the records of the other(s)."""
-    p: list[float] = []
+def rows(
+    prs: Sequence[Consolidated], records: dict[str, TrackRecord], model: Model
+) -> list[tuple[float, ...]]:
+    """Each finding's features (:func:`council.ranking.likelihood.features`)."""
+    return [
+        features(raisers_of(f), pr.heard, records, pr.told, tellings(f), model)
+        for pr in prs
+        for f in pr.findings
+    ]
+
+
+def text_centre(prs: Sequence[Consolidated]) -> tuple[float, float, float]:
+    """The mean code, line and file shares of the findings of ``prs``."""
+    raw = replace(MODEL, text_centre=(0.0, 0.0, 0.0))
+    every = [text_features(tellings(f), raw) for pr in prs for f in pr.findings]
+    n = max(1, len(every))
+    return (
+        sum(x[0] for x in every) / n,
+        sum(x[1] for x in every) / n,
+        sum(x[2] for x in every) / n,
+    )
+
+
+def logistic(x: Sequence[Sequence[float]], y: Sequence[bool], fixed: set[int]) -> list[float]:
+    """Intercept then weights of an L2-penalised logistic regression (Newton), the weights
+    at indices ``fixed`` held at 0."""
+    d = len(x[0]) + 1
+    free = [i for i in range(d) if i - 1 not in fixed]
+    w = [0.0] * d
+    rows_ = [[1.0, *r] for r in x]
+    for _ in range(25):
+        g = [0.0] * d
+        h = [[0.0] * d for _ in range(d)]
+        for z, t in zip(rows_, y, strict=True):
+            s = max(-50.0, min(50.0, sum(a * b for a, b in zip(w, z, strict=True))))
+            q = 1.0 / (1.0 + math.exp(-s))
+            for i in free:
+                g[i] += (q - t) * z[i]
+                for j in free:
+                    h[i][j] += q * (1 - q) * z[i] * z[j]
+        for i in free[1:] if free and free[0] == 0 else free:
+            g[i] += L2 * w[i]
+            h[i][i] += L2
+        step = solve([[h[i][j] for j in free] for i in free], [g[i] for i in free])
+        for i, dx in zip(free, step, strict=True):
+            w[i] -= dx
+    return w
+
+
+def solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a·x = b (Gauss–Jordan, partial pivoting)."""
+    n = len(b)
+    m = [[*row, v] for row, v in zip(a, b, strict=True)]
+    for i in range(n):
+        pivot = max(range(i, n), key=lambda r: abs(m[r][i]))
+        m[i], m[pivot] = m[pivot], m[i]
+        for r in range(n):
+            if r != i and m[i][i]:
+                f = m[r][i] / m[i][i]
+                m[r] = [p - f * q for p, q in zip(m[r], m[i], strict=True)]
+    return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
+
+
+def fitted(train: dict[str, list[list[Consolidated]]]) -> Model:
+    """The model fitted on the training repositories (repository → each council's pull
+    requests there), pooled over the councils; each repository's findings featured with
+    the records of the other(s). A prior or raisers weight fitted below 0 is held at 0
+    (the likelihood stays monotone in a raiser's record)."""
+    everything = [c for cs in train.values() for council in cs for c in council]
+    model = replace(MODEL, text_centre=text_centre(everything))
+    x: list[tuple[float, ...]] = []
+    y: list[bool] = []
     for repo in sorted(train):
-        rest = [c for r in sorted(train) if r != repo for c in train[r]]
-        p += scored(train[repo], records_of(rest), model)
-    return p
-
-
-def choose_model(train: dict[str, list[Consolidated]]) -> tuple[Model, float]:
-    """The temperature and volume weight of least log loss on the training repositories,
-    each scored with the records of the other(s); and the cut of best F1 there."""
-    prs = [c for r in sorted(train) for c in train[r]]
-    y = [r for c in prs for r in c.real]
-
-    def loss(tv: tuple[float, float]) -> float:
-        return log_loss(inner(train, replace(MODEL, temperature=tv[0], volume_weight=tv[1])), y)
-
-    t, v = min(((t, v) for t in TEMPERATURES for v in VOLUME_WEIGHTS), key=loss)
-    model = replace(MODEL, temperature=t, volume_weight=v)
-    p = inner(train, model)
-    every = [x for k, c in enumerate(prs) for x in keyed(c, k)]
-    total = sum(c.goldens for c in prs)
-
-    def f1_at(cut: float) -> float:
-        return f1_of([x for x, q in zip(every, p, strict=True) if q >= cut], total)[0]
-
-    return model, max(CUTS, key=f1_at)
+        for k, council in enumerate(train[repo]):
+            rest = [c for r in sorted(train) if r != repo for c in train[r][k]]
+            x += rows(council, records_of(rest), model)
+            y += [r for c in council for r in c.real]
+    fixed: set[int] = set()
+    while True:
+        w = logistic(x, y, fixed)
+        negative = {i for i in MONOTONE if w[i + 1] < 0} - fixed
+        if not negative:
+            return replace(model, intercept=w[0], weights=tuple(w[1:]))
+        fixed |= negative
 
 
 def keyed(c: Consolidated, k: int) -> list[tuple[bool, set[str]]]:
     return [(r, {f"{k}:{g}" for g in gs}) for r, gs in zip(c.real, c.found, strict=True)]
 
 
-def run_council(prs: list[Pr], goldens: list[int], council: Sequence[str]) -> dict[str, float]:
+def figures(
+    prs: list[Pr], done: list[Consolidated], council: Sequence[str], likelihood: list[float]
+) -> dict[str, float]:
     """One council's figures, pooled over the three held-out repositories."""
-    done = [consolidated(pr, council, n) for pr, n in zip(prs, goldens, strict=True)]
-    repos = sorted({pr.repo for pr in prs})
-    likelihood: list[float] = [0.0] * sum(len(c.findings) for c in done)
-    offsets = [0]
-    for c in done:
-        offsets.append(offsets[-1] + len(c.findings))
-    temps = []
-    cuts: list[float] = []
-    volumes: list[float] = []
-    cut_of: dict[str, float] = {}
-    for repo in repos:
-        train = {r: [c for c in done if c.repo == r] for r in repos if r != repo}
-        model, cut = choose_model(train)
-        temps.append(model.temperature)
-        volumes.append(model.volume_weight)
-        cuts.append(cut)
-        records = records_of([c for cs in train.values() for c in cs])
-        cut_of[repo] = cut
-        for k, c in enumerate(done):
-            if c.repo == repo:
-                likelihood[offsets[k] : offsets[k + 1]] = scored([c], records, model)
-    total = sum(goldens)
+    total = sum(c.goldens for c in done)
     every = [x for k, c in enumerate(done) for x in keyed(c, k)]
     agreed = [
         x
@@ -243,26 +284,47 @@ def run_council(prs: list[Pr], goldens: list[int], council: Sequence[str]) -> di
         if len(raisers_of(f)) >= 2
     ]
     leading = [x for x, q in zip(every, likelihood, strict=True) if q >= LEADING_AT]
-    repo_of = [c.repo for c in done for _ in c.findings]
-    tuned = [x for x, q, r in zip(every, likelihood, repo_of, strict=True) if q >= cut_of[r]]
     whole = f1_of(every, total)
     lead = f1_of(leading, total)
+    real = [x[0] for x in every]
     return {
         "best": best_member(prs, council, total)[1],
         "agreed": f1_of(agreed, total)[0],
         "whole": whole[0],
         "whole_recall": whole[2],
         "leading": lead[0],
+        "leading_precision": lead[1],
         "leading_recall": lead[2],
-        "tuned": f1_of(tuned, total)[0],
-        "cut": statistics.median(cuts),
-        "ece": ece(likelihood, [x[0] for x in every]),
-        "auc": auc(likelihood, [x[0] for x in every]),
-        "temps": statistics.median(temps),
-        "volume": statistics.median(volumes),
+        "ece": ece(likelihood, real),
+        "auc": auc(likelihood, real),
         "findings": len(every),
         "leading_n": len(leading),
     }
+
+
+def held_out(
+    councils: list[list[Consolidated]],
+) -> tuple[list[list[float]], dict[str, Model]]:
+    """Each council's likelihoods, every repository scored by the model fitted on the
+    other two (pooled over the councils) with the records of those two; and each fold's
+    model."""
+    repos = sorted({c.repo for c in councils[0]})
+    likelihood = [[0.0] * sum(len(c.findings) for c in done) for done in councils]
+    models: dict[str, Model] = {}
+    for repo in repos:
+        train = {
+            r: [[c for c in done if c.repo == r] for done in councils] for r in repos if r != repo
+        }
+        model = models[repo] = fitted(train)
+        for k, done in enumerate(councils):
+            records = records_of([c for c in done if c.repo != repo])
+            at = 0
+            for c in done:
+                n = len(c.findings)
+                if c.repo == repo:
+                    likelihood[k][at : at + n] = scored([c], records, model)
+                at += n
+    return likelihood, models
 
 
 def main() -> None:
@@ -280,25 +342,43 @@ def main() -> None:
         f"Ranking on {len(prs)} pull requests of {len({p.repo for p in prs})} repositories "
         f"({sum(goldens)} goldens), leave one repository out; leading = likelihood ≥ {LEADING_AT}"
     )
-    head = f"{'council':<34}{'best':>6}{'agreed':>8}{'whole':>7}{'(R)':>6}{'leading':>9}{'(R)':>6}"
-    print(
-        head + f"{'ECE':>7}{'AUC':>6}{'T':>5}{'vol':>5}{'n':>6}{'lead':>6}{'at cut':>8}{'cut':>6}"
-    )
-    gains = []
-    for council in councils:
-        r = run_council(prs, goldens, council)
+    done = [
+        [consolidated(pr, council, n) for pr, n in zip(prs, goldens, strict=True)]
+        for council in councils
+    ]
+    likelihood, models = held_out(done)
+    head = f"{'council':<34}{'best':>6}{'agreed':>8}{'whole':>7}{'(R)':>6}{'leading':>9}"
+    print(head + f"{'(P)':>6}{'(R)':>6}{'ECE':>7}{'AUC':>6}{'n':>6}{'lead':>6}{'gain':>8}")
+    gains, eces = [], []
+    for council, d, p in zip(councils, done, likelihood, strict=True):
+        r = figures(prs, d, council, p)
         gains.append(r["leading"] - r["best"])
+        eces.append(r["ece"])
         name = "all 12 tools" if len(council) == len(tools) else ",".join(council)
         print(
             f"{name:<34}{r['best']:>6.3f}{r['agreed']:>8.3f}{r['whole']:>7.3f}"
-            f"{r['whole_recall']:>6.2f}{r['leading']:>9.3f}{r['leading_recall']:>6.2f}"
-            f"{r['ece']:>7.3f}{r['auc']:>6.2f}{r['temps']:>5.1f}{r['volume']:>5.2f}{r['findings']:>6}{r['leading_n']:>6}"
-            f"{r['tuned']:>8.3f}{r['cut']:>6.2f}"
+            f"{r['whole_recall']:>6.2f}{r['leading']:>9.3f}{r['leading_precision']:>6.2f}"
+            f"{r['leading_recall']:>6.2f}{r['ece']:>7.3f}{r['auc']:>6.2f}{r['findings']:>6}"
+            f"{r['leading_n']:>6}{gains[-1]:>+8.3f}"
         )
+    pooled = ece([q for p in likelihood for q in p], [r for d in done for c in d for r in c.real])
     print(
         f"leading − best member: median {statistics.median(gains):+.3f}, "
-        f"min {min(gains):+.3f} (targets: median ≥ +0.08, min ≥ 0)"
+        f"min {min(gains):+.3f} (targets: median ≥ +0.08, min ≥ 0); "
+        f"ECE max {max(eces):.3f}, all councils pooled {pooled:.3f} (target ≤ 0.10)"
     )
+    for repo, model in sorted(models.items()):
+        print(f"fitted without {repo}: {weights(model)}")
+    whole = {
+        r: [[c for c in d if c.repo == r] for d in done] for r in sorted({c.repo for c in done[0]})
+    }
+    print(f"fitted on all three (shipped): {weights(fitted(whole))}")
+
+
+def weights(model: Model) -> str:
+    named = ", ".join(f"{n} {w:+.3f}" for n, w in zip(FEATURES, model.weights, strict=True))
+    centre = ", ".join(f"{c:.3f}" for c in model.text_centre)
+    return f"intercept {model.intercept:+.3f}, {named}; text centre ({centre})"
 
 
 if __name__ == "__main__":

@@ -1,18 +1,18 @@
-"""How likely a consolidated finding is real: naive Bayes over who raised it and who did not.
+"""How likely a consolidated finding is real: a logistic model over who raised it, who was
+heard and silent, their track records, this round's volume and what the tellings name.
 
-Each reviewer is a noisy rater with two rates (Dawid–Skene's per-rater reliability):
-``s`` = P(raises it | real), ``f`` = P(raises it | not real). Given the council's base
-rate ``π`` = P(real), the log-odds that a finding is real add one term per raiser,
-``log(s/f)``, and one per reviewer heard that stayed silent, ``log((1-s)/(1-f))``; a shown
-script that ran adds a fixed term. Rates are estimated from track records with Beta
-smoothing, so a reviewer with no history gets the prior (and the note says so). The sum
-of terms is shrunk by :attr:`Model.temperature` (reviewers are not independent, naive
-Bayes over-counts them). Pure. Source: docs/ranking.md "The likelihood".
+The features (:data:`FEATURES`) keep the Dawid–Skene terms of each rater's reliability
+(raisers' precision, heard silent reviewers' rates, Beta-smoothed from track records),
+add the agreement count and share and how much each raiser said this round, and three
+generic text marks (a code span, a line, a file). The weights are fitted by leaving one
+repository out (bench/ranking.py); a shown script that ran adds a fixed term. Pure.
+Source: docs/ranking.md "The likelihood".
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,10 +25,29 @@ EPSILON = 1e-3
 """Rates are kept in [EPSILON, 1 - EPSILON]: no single count makes a term infinite."""
 
 
+FEATURES: tuple[str, ...] = (
+    "prior",
+    "raisers",
+    "silent",
+    "volume",
+    "agreement",
+    "share",
+    "told",
+    "code",
+    "line",
+    "file",
+)
+"""The logistic model's features, in :attr:`Model.weights` order (docs/ranking.md "The
+likelihood"): logit(π); Σ raisers' logit(precision) − logit(base_rate); Σ heard, silent
+log((1−s)/(1−f)); Σ raisers' log(usual / this round's); log(raisers); raisers / heard;
+log(fewest findings a raiser filed this round); then, each centred on the corpus' mean,
+the share of tellings with a code span, naming a line, naming a file."""
+
+
 @dataclass(frozen=True)
 class Model:
-    """The model's constants (docs/ranking.md "Choosing the constants": each chosen by
-    leaving one repository out, bench/ranking.py)."""
+    """The model's constants: the smoothing priors, and the logistic weights fitted by
+    leaving one repository out (docs/ranking.md "Choosing the constants", bench/ranking.py)."""
 
     base_rate: float = 0.35
     """Prior mean of P(real) for a council with no history."""
@@ -43,18 +62,26 @@ class Model:
     """What a finding gone outdated counts as, in confirmed findings (a weak yes)."""
     evidence_log_odds: float = math.log(2.0)
     """Added when a telling shows a script that ran (not measured: the corpus has none)."""
-    temperature: float = 1.0
-    """The sum of terms is multiplied by this before the sigmoid, and by
-    ``sqrt(reference_council / reviewers)`` in a council of more reviewers than that."""
-    reference_council: int = 3
-    """A council up to this size is not shrunk further (bench: 1.0 chosen at 3, 0.5 at 12)."""
-    volume_weight: float = 0.25
-    """How much a raiser saying more than usual this round lowers each of its findings:
-    ``volume_weight * log(usual / this round's)`` per raiser."""
     usual_findings: float = 3.0
     """Prior mean of a reviewer's findings per round."""
     usual_strength: float = 2.0
     """How many rounds that prior weighs as."""
+    intercept: float = -0.476
+    weights: tuple[float, ...] = (
+        0.0,
+        0.259,
+        0.447,
+        -0.046,
+        1.219,
+        0.512,
+        -0.665,
+        0.077,
+        0.498,
+        -0.401,
+    )
+    """One per :data:`FEATURES`; the prior and raisers weights are kept ≥ 0 (monotone)."""
+    text_centre: tuple[float, float, float] = (0.116, 0.077, 0.084)
+    """The corpus' mean code, line and file shares: a finding of unknown text scores 0."""
 
 
 MODEL = Model()
@@ -130,6 +157,97 @@ def _said(record: TrackRecord) -> str:
     )
 
 
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+"""A code span: the telling quotes an identifier or expression."""
+NAMES_LINE = re.compile(r"\b(?:lines?|L)\s*\d+|:\d+\b", re.IGNORECASE)
+"""``line 12``, ``L12``, ``foo.py:12``."""
+NAMES_FILE = re.compile(
+    r"\b[\w/.-]+\.(?:py|pyi|ts|tsx|js|jsx|go|java|kt|rb|rs|c|h|cc|cpp|cs|php|swift|scala"
+    r"|json|ya?ml|toml|sql|sh|md|html|css)\b"
+)
+"""A file name with a source or config extension (any repository's: no vocabulary)."""
+
+
+def text_features(texts: Sequence[str], model: Model = MODEL) -> tuple[float, float, float]:
+    """The shares of ``texts`` (one per telling) with a code span, naming a line, naming a
+    file, each minus :attr:`Model.text_centre` (no texts: all 0, the corpus' mean)."""
+    if not texts:
+        return (0.0, 0.0, 0.0)
+    shares = [
+        sum(bool(pattern.search(t)) for t in texts) / len(texts)
+        for pattern in (CODE_SPAN, NAMES_LINE, NAMES_FILE)
+    ]
+    return (
+        shares[0] - model.text_centre[0],
+        shares[1] - model.text_centre[1],
+        shares[2] - model.text_centre[2],
+    )
+
+
+def features(
+    raisers: Sequence[str],
+    heard: Collection[str],
+    records: Mapping[str, TrackRecord],
+    told: Mapping[str, int] | None = None,
+    texts: Sequence[str] = (),
+    model: Model = MODEL,
+) -> tuple[float, ...]:
+    """The :data:`FEATURES` of a finding ``raisers`` raised (at least one counted)."""
+    who_raised = list(dict.fromkeys(raisers))
+    everyone = list(dict.fromkeys([*who_raised, *heard]))
+    of = {who: records.get(who) or TrackRecord(participant=who, identity="") for who in everyone}
+    pi = base_rate(list(of.values()), model)
+    reference = _logit(model.base_rate)
+    raised = sum(_logit(precision(of[who], pi, model)) - reference for who in who_raised)
+    silent = 0.0
+    for who in everyone:
+        if who not in who_raised:
+            s, f = rates(of[who], model.base_rate, model)
+            silent += math.log(1.0 - s) - math.log(1.0 - f)
+    this_round = [(told or {}).get(who) or usual(of[who], model) for who in who_raised]
+    volume = sum(
+        math.log(usual(of[who], model) / n) for who, n in zip(who_raised, this_round, strict=True)
+    )
+    k = max(1, len(who_raised))
+    told_least = math.log(min(this_round)) if this_round else math.log(model.usual_findings)
+    return (
+        _logit(pi),
+        raised,
+        silent,
+        volume,
+        math.log(k),
+        k / max(k, len(everyone)),
+        told_least,
+        *text_features(texts, model),
+    )
+
+
+def _rank(
+    raisers: Sequence[str],
+    heard: Collection[str],
+    records: Mapping[str, TrackRecord],
+    evidence: bool,
+    told: Mapping[str, int] | None,
+    texts: Sequence[str],
+    model: Model,
+) -> Rank:
+    values = features(raisers, heard, records, told, texts, model)
+    terms = model.intercept + sum(w * x for w, x in zip(model.weights, values, strict=True))
+    if evidence:
+        terms += model.evidence_log_odds
+    value = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, terms))))
+    everyone = list(dict.fromkeys([*raisers, *heard]))
+    of = {who: records.get(who) or TrackRecord(participant=who, identity="") for who in everyone}
+    prior = tuple(who for who in dict.fromkeys(raisers) if of[who].judged == 0)
+    why = "raised by " + ", ".join(_said(of[who]) for who in dict.fromkeys(raisers))
+    silent = [who for who in everyone if who not in raisers]
+    if silent:
+        why += "; heard, not raised by " + ", ".join(silent)
+    if evidence:
+        why += "; a shown script ran"
+    return Rank(likelihood=min(1.0, max(0.0, value)), why=why, prior=prior)
+
+
 def rank(
     raisers: Sequence[str],
     heard: Collection[str],
@@ -142,31 +260,9 @@ def rank(
     """The likelihood of a finding ``raisers`` raised, ``heard`` (the reviewers heard in
     full) heard, each one's record in ``records`` (participant → record; absent: empty).
     ``evidence``: a telling shows a script that ran; ``told``: how many findings each
-    reviewer filed this round (absent: its usual). Never raises."""
-    everyone = list(dict.fromkeys([*raisers, *heard]))
-    of = {who: records.get(who) or TrackRecord(participant=who, identity="") for who in everyone}
-    pi = base_rate(list(of.values()), model)
-    terms = 0.0
-    for who in dict.fromkeys(raisers):
-        terms += _logit(precision(of[who], pi, model)) - _logit(pi)
-        said = (told or {}).get(who)
-        if said:
-            terms += model.volume_weight * math.log(usual(of[who], model) / said)
-    silent = [who for who in everyone if who not in raisers]
-    for who in silent:
-        s, f = rates(of[who], pi, model)
-        terms += math.log(1.0 - s) - math.log(1.0 - f)
-    if evidence:
-        terms += model.evidence_log_odds
-    shrink = model.temperature * min(1.0, math.sqrt(model.reference_council / len(everyone)))
-    value = 1.0 / (1.0 + math.exp(-(_logit(pi) + shrink * terms)))
-    prior = tuple(who for who in dict.fromkeys(raisers) if of[who].judged == 0)
-    why = "raised by " + ", ".join(_said(of[who]) for who in dict.fromkeys(raisers))
-    if silent:
-        why += "; heard, not raised by " + ", ".join(silent)
-    if evidence:
-        why += "; a shown script ran"
-    return Rank(likelihood=min(1.0, max(0.0, value)), why=why, prior=prior)
+    reviewer filed this round (absent: its usual). Its text unknown: the text features
+    are the corpus' mean. Never raises."""
+    return _rank(raisers, heard, records, evidence, told, (), model)
 
 
 def ran_a_script(finding: Finding) -> bool:
@@ -184,12 +280,14 @@ def rank_finding(
     told: Mapping[str, int] | None = None,
     model: Model = MODEL,
 ) -> Rank:
-    """:func:`rank` of a consolidated finding: its raisers, its evidence."""
-    return rank(
-        raisers_of(finding),
-        heard,
-        records,
-        evidence=ran_a_script(finding),
-        told=told,
-        model=model,
+    """:func:`rank` of a consolidated finding: its raisers, its evidence, its tellings'
+    text."""
+    return _rank(
+        raisers_of(finding), heard, records, ran_a_script(finding), told, tellings(finding), model
     )
+
+
+def tellings(finding: Finding) -> tuple[str, ...]:
+    """Each telling's words: its subject and discussion (the members', else its own)."""
+    told = finding.members or (finding,)
+    return tuple(" ".join(part for part in (t.subject, t.discussion) if part) for t in told)

@@ -10,9 +10,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from council.model.findings import ChangeAnchor, Finding, Origin
 from council.model.participant import Identity
 from council.ranking.apply import ranked
-from council.ranking.likelihood import rank
+from council.ranking.likelihood import rank, rank_finding
 from council.ranking.outcomes import read_outcomes, records_from
 from council.ranking.records import TrackRecord, identity_key, summed
 from council.rendering import render_markdown
@@ -55,6 +56,49 @@ def test_more_confirmations_of_a_raiser_never_lower_the_likelihood(
     before = rank(["hawk"], ["hawk", "owl"], {"hawk": _record("hawk", c, d), "owl": owl})
     after = rank(["hawk"], ["hawk", "owl"], {"hawk": _record("hawk", c + more, d), "owl": owl})
     assert after.likelihood >= before.likelihood
+
+
+texts = st.text(alphabet=st.sampled_from("ab `:.py line12L\n"), min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts, counts, counts, counts, st.integers(min_value=0, max_value=40), texts)
+def test_a_findings_likelihood_is_a_probability_whatever_it_says(
+    c: int, d: int, m: int, p: int, told: int, text: str
+) -> None:
+    said = Finding(
+        anchor=ChangeAnchor(),
+        label="issue",
+        subject=text.strip() or "x",
+        discussion=text,
+        origin=Origin(kind="reviewer", run_id="1", participant="hawk"),
+    )
+    records = {"hawk": _record("hawk", c, d, m, p), "owl": _record("owl", d, c, p, m)}
+    value = rank_finding(said, ["hawk", "owl", "cat"], records, {"hawk": told, "owl": 1})
+    assert 0.0 <= value.likelihood <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts,
+    counts,
+    st.integers(min_value=1, max_value=50),
+    st.lists(st.tuples(counts, counts, counts, counts), min_size=1, max_size=11),
+    st.integers(min_value=1, max_value=3),
+    st.integers(min_value=0, max_value=30),
+)
+def test_a_raisers_better_record_never_lowers_it_in_any_council(
+    c: int, d: int, more: int, others: list[tuple[int, int, int, int]], raising: int, told: int
+) -> None:
+    names = [f"r{k}" for k in range(len(others))]
+    records = {n: _record(n, *o) for n, o in zip(names, others, strict=True)}
+    raisers = ["hawk", *names[: raising - 1]]
+    heard = ["hawk", *names]
+    said = {"hawk": told}
+    before = rank(raisers, heard, {**records, "hawk": _record("hawk", c, d)}, told=said)
+    after = rank(raisers, heard, {**records, "hawk": _record("hawk", c + more, d)}, told=said)
+    worse = rank(raisers, heard, {**records, "hawk": _record("hawk", c, d + more)}, told=said)
+    assert worse.likelihood <= before.likelihood <= after.likelihood
 
 
 def test_agreement_raises_it_and_a_silent_reliable_reviewer_lowers_it() -> None:
