@@ -17,7 +17,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from council.model.findings import Finding, severity_rank
-from council.model.gate_policy import FAIL_ON, FailOn
+from council.model.gate_choices import FAIL_ON, FailOn
 
 if TYPE_CHECKING:
     # Under TYPE_CHECKING: council.rendering imports this module for its verdict.

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
-from workers.cli.outputs import FILE_NAMES
+from workers.cli.options import FILE_NAMES
 from workers.coordinator.secret_scan import EXCLUDED_FILE_MAX_BYTES
 from workers.git.repository import Repository
 
