@@ -193,3 +193,23 @@ def test_review_loads_its_run_before_handing_ctrl_c_back(
     CliRunner().invoke(main, ["review", "--repo", "/nonexistent", "--base", "HEAD"])
     assert body in seen and "started" in seen
     assert seen.index(body) < seen.index("started")
+
+
+def test_the_process_ends_with_its_exit_code_and_output(tmp_path: Path) -> None:
+    """The console script ends without tearing the interpreter down, and still exits
+    with the command's code, its piped output written out."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_REDIS_URL", None)
+    version = subprocess.run(
+        [*console_script(), "--version"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert version.returncode == 0 and "version" in version.stdout
+    refused = subprocess.run(
+        [*console_script(), "review", "--repo", str(tmp_path), "--base", "HEAD"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "not a git repository" in refused.stderr
