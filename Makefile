@@ -34,6 +34,7 @@ bench: $(STAMP) redis-server
 	$(PY) bench/concurrency.py
 	$(PY) bench/fleet.py
 	$(PY) bench/cost.py
+	$(PY) bench/startup.py
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
