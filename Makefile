@@ -39,6 +39,7 @@ bench: $(STAMP) redis-server
 	$(PY) bench/fleet.py $(BENCH_FLAGS)
 	$(PY) bench/throughput.py $(BENCH_FLAGS)
 	$(PY) bench/cost.py $(BENCH_FLAGS)
+	$(PY) bench/startup.py $(BENCH_FLAGS)
 	$(PY) bench/agreement.py --quick
 
 $(STAMP): pyproject.toml

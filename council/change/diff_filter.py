@@ -13,18 +13,11 @@ path) does not gate either. Source: docs/architecture.md "Reports, the CLI and t
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Literal
 
 from council.change.diff import Change, added_lines, landing
 from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.model.gate_choices import FILTER_MODES, FilterMode
 from council.model.report import CouncilReport
-
-FilterMode = Literal["added", "diff_context", "file", "nofilter"]
-"""How close to the change a finding must be to gate and post inline."""
-
-FILTER_MODES: tuple[FilterMode, ...] = ("added", "diff_context", "file", "nofilter")
-
-DEFAULT_FILTER: FilterMode = "added"
 
 NO_SUCH_PATH = "no-such-path"
 """The reason of a finding whose path is in neither side of the change nor the head tree."""

@@ -14,18 +14,9 @@ Source: docs/architecture.md "Reports, the CLI and the gate".
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
-FailOn = Literal["critical", "medium", "minor", "never"]
-"""The lowest severity that fails the gate, or ``never`` to report without gating."""
-
-FAIL_ON: tuple[FailOn, ...] = ("critical", "medium", "minor", "never")
-"""Every accepted ``--fail-on`` value, highest threshold first."""
-
-DEFAULT_FAIL_ON: FailOn = "critical"
-"""The threshold when none is given: only critical findings block."""
+from council.model.gate_choices import DEFAULT_FAIL_ON, FailOn
 
 
 class GatePolicy(BaseModel):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from council.model.coverage import unseen_phrase
 from council.model.findings import Finding, severity_rank
-from council.model.gate_policy import FAIL_ON, FailOn
+from council.model.gate_choices import FAIL_ON, FailOn
 
 if TYPE_CHECKING:
     # Under TYPE_CHECKING: council.rendering imports this module for its verdict.

@@ -42,7 +42,7 @@ from council.model.findings import (
     severity_rank,
 )
 from council.model.fingerprint import claim, fingerprint, occurrence
-from council.model.gate_policy import FailOn
+from council.model.gate_choices import FailOn
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport, Reworded, Suppression
 from council.session.baseline import Baseline, BaselineEntry

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from council.change.diff import Change
 from council.model.findings import Finding, LineAnchor, severity_rank
-from council.model.gate_policy import FailOn
+from council.model.gate_choices import FailOn
 
 
 def stale(

@@ -19,13 +19,12 @@ import atexit
 import concurrent.futures
 import contextlib
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
-
-from reviewers.models.http_pool import close_pools
 
 T = TypeVar("T")
 
@@ -100,8 +99,11 @@ def stream_loop() -> StreamLoop:
 
 
 async def _shutdown() -> None:
-    """Close the loop's HTTP pools, then cancel whatever else still runs on it."""
-    await close_pools()
+    """Close the loop's HTTP pools, then cancel whatever else still runs on it. The pools'
+    module (httpx2) is loaded by the model reviewers only: without it there is none."""
+    pools = sys.modules.get("reviewers.models.http_pool")
+    if pools is not None:
+        await pools.close_pools()
     others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     for task in others:
         task.cancel()

@@ -25,7 +25,8 @@ from tests.forge_cases import (
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
-from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
+from workers.cli.options import FILE_NAMES, FORMATS
+from workers.cli.outputs import OutputPlan, write_outputs
 from workers.forge.manifest import MANIFEST_NAME, read_outputs, sha256
 
 SARIF_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "sarif-schema-2.1.0.json"

@@ -296,7 +296,7 @@ def test_a_crash_exits_3_not_the_gates_1(
     """An exception nothing turned into an exit code (a missing module, a bug) is "could
     not complete", exit 3, with a one-line reason after the traceback; never 1, which CI
     reads as "a finding tripped the gate"."""
-    import workers.cli.review as review_module
+    import workers.cli.review.running as review_module
 
     def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise ModuleNotFoundError("No module named 'packaging'")

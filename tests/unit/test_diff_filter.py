@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from council.change.diff import parse_diff
-from council.change.diff_filter import FILTER_MODES, apply_filter, filter_reason, parse_filter
+from council.change.diff_filter import apply_filter, filter_reason, parse_filter
 from council.model.findings import ChangeAnchor, FileAnchor, Finding, LineAnchor
+from council.model.gate_choices import FILTER_MODES
 from council.model.report import CouncilReport
 from council.round.gate import gate_tripped
 from tests.gitrepo import commit, new_repo

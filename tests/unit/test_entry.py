@@ -17,6 +17,7 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -29,7 +30,7 @@ from workers.cli import main
 TRIGGER = "click"
 """Imported inside the guarded start-up, before any of the review command's modules."""
 
-LATE = "workers.cli.review"
+LATE = "workers.cli.review.running"
 """Finished importing only when the review command's start-up imports are done."""
 
 ATTEMPTS = 6
@@ -148,3 +149,67 @@ def test_an_ignored_sigint_stays_ignored() -> None:
     entry._quiet_start()
     entry.started()
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+HEAVY = ("pydantic", "redis", "celery", "kombu", "structlog", "fakeredis", "rich")
+"""What the run of a command needs and its ``--help`` does not."""
+
+
+def test_review_help_loads_none_of_the_run() -> None:
+    """``council review --help`` in a fresh interpreter: the help, and none of pydantic,
+    redis, celery, ... nor the run's module (the group parses the command's arguments
+    before it builds the context)."""
+    code = (
+        "import sys\nfrom workers.cli import main\n"
+        "try:\n    main(['review', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "--fail-on [critical|medium|minor|never]" in done.stdout
+    loaded = set(done.stdout.rsplit("MODULES ", 1)[1].split())
+    assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
+    assert "workers.cli.review.running" not in loaded
+
+
+def test_review_loads_its_run_before_handing_ctrl_c_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run's module is imported before :func:`entry.started`: an interrupt while it
+    loads is start-up's quiet exit, not a KeyboardInterrupt inside an import."""
+    import importlib
+
+    body = "workers.cli.review.running"
+    seen: list[str] = []
+    real = importlib.import_module
+
+    def recorded(name: str, package: str | None = None) -> Any:
+        seen.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", recorded)
+    monkeypatch.setattr("workers.cli.group.started", lambda: seen.append("started"))
+    CliRunner().invoke(main, ["review", "--repo", "/nonexistent", "--base", "HEAD"])
+    assert body in seen and "started" in seen
+    assert seen.index(body) < seen.index("started")
+
+
+def test_the_process_ends_with_its_exit_code_and_output(tmp_path: Path) -> None:
+    """The console script ends without tearing the interpreter down, and still exits
+    with the command's code, its piped output written out."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_REDIS_URL", None)
+    version = subprocess.run(
+        [*console_script(), "--version"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert version.returncode == 0 and "version" in version.stdout
+    refused = subprocess.run(
+        [*console_script(), "review", "--repo", str(tmp_path), "--base", "HEAD"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "not a git repository" in refused.stderr

@@ -20,7 +20,7 @@ from council.merging.agreement.relation import place_of, program_clash
 from council.merging.consolidation import consolidate, file_findings, with_origin
 from council.model.backend_result import ReviewResult
 from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor, Origin
-from council.model.gate_policy import FailOn
+from council.model.gate_choices import FailOn
 from council.model.participant import Participant
 from council.model.report import CouncilReport, ParticipantSummary
 from council.round.filing import conclude_judge

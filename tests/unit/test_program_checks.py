@@ -362,7 +362,7 @@ def test_second_interrupt_in_embedded_mode_names_no_workers(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Embedded: exit 3; no workers and no `council show` (it needs Redis)."""
-    import workers.cli.review as review_module
+    import workers.cli.review.running as review_module
 
     monkeypatch.setattr(review_module, "_run", _interrupted)
     script(tmp_path / "conf" / "rev.sh", 0o755)
@@ -379,7 +379,7 @@ def test_second_interrupt_in_distributed_mode_points_at_the_run(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Distributed: exit 3; reviewers on workers may still run, `council show <the run>`."""
-    import workers.cli.review as review_module
+    import workers.cli.review.running as review_module
 
     _fake_runtime(monkeypatch)
     monkeypatch.setattr(review_module, "_run", _interrupted)

@@ -29,7 +29,8 @@ from tests.forge_cases import (
     people,
     report,
 )
-from workers.cli.outputs import FILE_NAMES, FORMATS, OutputPlan, write_outputs
+from workers.cli.options import FILE_NAMES, FORMATS
+from workers.cli.outputs import OutputPlan, write_outputs
 from workers.forge.manifest import MANIFEST_NAME
 
 

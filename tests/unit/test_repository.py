@@ -13,6 +13,7 @@ import pytest
 from council.change.diff import decode_diff, parse_diff
 from council.errors import ChangeTooLarge, RepositoryError
 from tests.gitrepo import commit, new_repo
+from workers.git import tree_packing
 from workers.git.refs import url_without_credentials
 from workers.git.repository import Repository
 from workers.git.tree_unpacking import unpack_tree
@@ -256,12 +257,32 @@ def test_archive_round_trip_and_determinism(repo: Path, tmp_path: Path) -> None:
     (repo / "README.md").write_text("dirty working tree\n")
     r = Repository(repo)
     packed = r.archive(head, 1_000_000)
+    tree_packing._packed.clear()  # packed anew, not the process's copy
     assert packed == r.archive("HEAD", 1_000_000)
     dest = tmp_path / "out" / "tree"
     unpack_tree(packed, dest)
     assert (dest / "README.md").read_text() == "hello\n"
     assert (dest / "src" / "app.py").read_text().startswith("line 1\n")
     assert os.readlink(dest / "link") == "README.md"
+
+
+def test_a_head_is_packed_once_per_process(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds of one head in one process pack its tree once; another cap packs anew
+    (it may refuse what the first allowed)."""
+    packs: list[str] = []
+    real = tree_packing.TreePacking._pack
+
+    def counted(self: tree_packing.TreePacking, sha: str, cap: int, most: int) -> bytes:
+        packs.append(sha)
+        return real(self, sha, cap, most)
+
+    monkeypatch.setattr(tree_packing.TreePacking, "_pack", counted)
+    head = Repository(repo).resolve("HEAD")
+    first = Repository(repo).archive(head, 1_000_000)
+    assert Repository(repo).archive("HEAD", 1_000_000) == first
+    assert len(packs) == 1
+    Repository(repo).archive(head, 2_000_000)
+    assert len(packs) == 2
 
 
 def test_archive_over_the_cap(repo: Path) -> None:

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from tests.gitrepo import commit, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
-from workers.cli.outputs import FILE_NAMES
+from workers.cli.options import FILE_NAMES
 from workers.coordinator.secret_scan import EXCLUDED_FILE_MAX_BYTES
 from workers.git.repository import Repository
 
@@ -237,3 +237,11 @@ def test_a_key_in_a_directory_name_is_masked_in_the_diff_and_the_tree(tmp_path: 
     assert (laid / "creds" / MASK / "id.txt").read_text() == f"see creds/{MASK}\n"
     assert (laid / "creds" / MASK / "run.sh").stat().st_mode & 0o111
     assert (tree / folder / "id.txt").read_text() == f"see {folder}\n"  # the tree untouched
+
+
+def test_the_secret_plugins_are_set_up_once_per_process() -> None:
+    """Every scan of a process uses the same plugin instances (set up on first use)."""
+    from workers.coordinator import secret_scan
+
+    assert secret_scan._plugins() is secret_scan._plugins()
+    assert {type(p).__name__ for p in secret_scan._plugins()} & secret_scan.LEFT_OUT == set()

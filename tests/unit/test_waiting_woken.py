@@ -1,4 +1,4 @@
-"""The distributed waiter is woken by Redis (BLPOP on the run's wake list), not by a
+"""The waiter is woken by Redis (BLPOP on the run's wake list; embedded, on fakeredis), not by a
 10 ms poll: a settling on another thread wakes it at once, and a wait costs a handful of
 commands."""
 
@@ -83,3 +83,32 @@ def test_ctrl_c_wakes_a_blocked_waiter(rt: Runtime, monkeypatch: pytest.MonkeyPa
     report = Waiter(rt, record, lambda _s: None, stopped.is_set).wait()
     assert time.monotonic() - started < 3
     assert report.status == "cancelled"
+
+
+def test_embedded_waiter_is_woken_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Embedded, the waiter blocks on the in-process fakeredis's wake list as well (its
+    BLPOP sleeps until a write), instead of polling the run every 10 ms."""
+    rt = build_runtime(
+        Settings(work_dir=tmp_path / "work"),
+        fakeredis.FakeRedis(server=fakeredis.FakeServer()),
+        mode="embedded",
+    )
+
+    def no_polling(_self: Waiter) -> Any:
+        raise AssertionError("the embedded waiter polled")
+
+    monkeypatch.setattr(Waiter, "_wait_polling", no_polling)
+    monkeypatch.setattr(waiting, "WAKE_FALLBACK_S", 30.0)
+    record = _open(rt)
+    reads: list[str] = []
+    real = rt.runs.wait_read
+
+    def counting(run_id: str) -> Any:
+        reads.append(run_id)
+        return real(run_id)
+
+    monkeypatch.setattr(rt.runs, "wait_read", counting)
+    threading.Timer(0.2, lambda: settle_run(rt, "r1", forced="cancelled")).start()
+    report = Waiter(rt, record, lambda _s: None, lambda: False).wait()
+    assert report.status == "cancelled"
+    assert len(reads) <= 3

@@ -98,7 +98,6 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         conf.update(
             broker_url="memory://localhost/",
             result_backend="cache+memory://",
-            broker_transport_options={"polling_interval": 0.005},
         )
         return conf
     url = settings.redis_url_value() or LOCAL_REDIS

@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from council.asks.pending import AnswerRefused, PendingAsk, checked_answer
-from council.model.gate_policy import FAIL_ON
+from council.model.gate_choices import FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log, no_controls_json
 from council.rendering.markdown import render_markdown
@@ -214,7 +214,7 @@ def resume_command(
                 f"run {run_id} is not waiting on a person (settled already, expired, or "
                 "another Redis or --state); council asks lists the runs that wait"
             )
-    from workers.cli.review import stop_signals
+    from workers.cli.review.running import stop_signals
 
     try:
         with stop_signals() as stopped:

@@ -6,8 +6,7 @@ this machine, an API key variable unset (in embedded mode this machine is the wo
 in distributed mode these are warnings), an embedded state file the reviewed change
 could have written, a ``--quorum`` or ``--min-agreement`` above the roster, a refused
 identity claim. ``council check`` runs them alone and prints each participant's prompt;
-it sends and writes nothing. Also here: the ``--repo``, ``--roster`` and ``--state``
-options both commands take.
+it sends and writes nothing.
 
 Source: docs/identity-and-clocks.md "Identity and the ledger", docs/architecture.md "Layers".
 """
@@ -36,32 +35,12 @@ from reviewers.programs.program_search import find_program, interpreter_bin
 from workers.app.providers import load_providers
 from workers.app.settings import Settings
 from workers.cli.context import CliContext, UsageProblem, with_state
+from workers.cli.options import REPO_OPTION, ROSTER_OPTION, STATE_OPTION
 from workers.cli.outputs import refuse_link
 from workers.coordinator.embedded import default_state_path, state_sessions
 from workers.coordinator.preparation import NothingToReview, ReviewOptions, Round, prepare
 from workers.execution.backend_request import sandbox_outlook
 from workers.git.repository import Repository
-
-REPO_OPTION = click.option(
-    "--repo",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("."),
-    show_default=True,
-    help="The git repository holding the change.",
-)
-"""``--repo``, for ``council review`` and ``council check``."""
-ROSTER_OPTION = click.option(
-    "--roster",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Roster TOML to use instead of council.toml in the BASE ref's tree.",
-)
-"""``--roster``, for ``council review`` and ``council check``."""
-STATE_OPTION = click.option(
-    "--state",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Embedded mode: the file sessions are kept in (default: the cache directory).",
-)
-"""``--state``, for ``council review`` and ``council check``."""
 
 
 @click.command("check")

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from council.model.fingerprint import with_fingerprints
-from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
+from council.model.gate_choices import DEFAULT_FAIL_ON, FAIL_ON
 from council.ranking.apply import ranked
 from council.ranking.records import ID_ONLY, TrackRecord
 from council.readers.report_files import (
@@ -29,7 +29,8 @@ from council.round.gate import (
     parse_fail_on,
 )
 from workers.cli.context import UsageProblem
-from workers.cli.outputs import FORMAT_OPTION, emit, json_option, output_option, plan_outputs
+from workers.cli.options import FORMAT_OPTION, json_option, output_option
+from workers.cli.outputs import emit, plan_outputs
 
 RUN_ID = "consolidate"
 """The run id of a consolidated report (no council run took place)."""

@@ -7,8 +7,10 @@ command has its own handling exits 130 with one line, never a traceback.
 
 The group is light to import: each command's module (pydantic, redis, celery, ...) is
 imported when that command runs (:data:`COMMANDS`), so ``council record``, called by a
-reviewer for every finding, loads only what it uses. The console script is
-:func:`workers.entry.main`, which also turns an interrupt during imports into exit 130.
+reviewer for every finding, loads only what it uses; a command's arguments are parsed
+before the group's callback, so ``council review --help`` loads little but click. The
+console script is :func:`workers.entry.main`, which also turns an interrupt during
+imports into exit 130.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 
+BODIES: dict[str, str] = {"review": "workers.cli.review.running"}
+"""Command name → the module its run needs, when the command's own module is kept light
+for its ``--help``: imported once the command's arguments are parsed and before
+:func:`~workers.entry.started`, so an interrupt while it loads is still a quiet exit."""
+
 GROUP_OPTIONS = frozenset({"--redis", "--log-level"})
 """Options of ``council`` itself, which go before the command name."""
 
@@ -82,7 +89,7 @@ class CouncilGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            return self._invoke_parsed(ctx)
         except click.NoSuchOption as exc:
             if exc.option_name in GROUP_OPTIONS:
                 # ``council review --redis URL``: the option is the group's, not the
@@ -118,6 +125,39 @@ class CouncilGroup(click.Group):
                 err=True,
             )
             ctx.exit(INTERNAL_ERROR_EXIT)
+
+    def _invoke_parsed(self, ctx: click.Context) -> Any:
+        """click's ``Group.invoke`` with the command's arguments parsed BEFORE the group's
+        callback runs (click runs it first): ``council review --help`` and a usage error
+        build no context (settings, logging) and load nothing of the run."""
+        args = [*_protected_args(ctx), *ctx.args]
+        if not args:
+            return super().invoke(ctx)  # click's own "Missing command."
+        _set_protected_args(ctx, [])
+        ctx.args = []
+        with ctx:
+            name, command, rest = self.resolve_command(ctx, args)
+            assert name is not None and command is not None
+            ctx.invoked_subcommand = name
+            sub_ctx = command.make_context(name, rest, parent=ctx)
+            click.Command.invoke(self, ctx)  # the group's callback: builds ctx.obj
+            sub_ctx.obj = ctx.obj  # what the command would have inherited from it
+            with sub_ctx:
+                return sub_ctx.command.invoke(sub_ctx)
+
+
+def _protected_args(ctx: click.Context) -> list[str]:
+    """The command name click holds apart from the rest (``_protected_args`` since
+    click 8.2, ``protected_args`` before)."""
+    held = getattr(ctx, "_protected_args", None)
+    return list(held if held is not None else ctx.protected_args)
+
+
+def _set_protected_args(ctx: click.Context, value: list[str]) -> None:
+    if hasattr(ctx, "_protected_args"):
+        ctx._protected_args = value
+    else:  # click 8.1
+        ctx.protected_args = value  # type: ignore[misc]
 
 
 @click.group(
@@ -156,6 +196,9 @@ def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
     given = ctx.get_parameter_source("redis_url") is ParameterSource.COMMANDLINE
     where = {"redis_source": "--redis"} if given else {}
     ctx.obj = CliContext.build(redis_url=redis_url, log_level=log_level, **where)
+    body = BODIES.get(ctx.invoked_subcommand or "")
+    if body is not None:
+        importlib.import_module(body)
     started()
 
 

@@ -1,7 +1,8 @@
 """The files ``council review`` writes: ``--format`` × ``--output DIR``, ``--json``, ``--markdown``.
 
-Each format has one file name in the output directory (:data:`FILE_NAMES`), the name its
-consumer expects or a CI recipe points at; after them the run writes ``council-run.json``
+Each format has one file name in the output directory (:data:`FILE_NAMES
+<workers.cli.options.FILE_NAMES>`), the name its consumer expects or a CI recipe points
+at; after them the run writes ``council-run.json``
 (:mod:`workers.forge.manifest`), which ``council publish`` checks. An output directory holding
 anything but an earlier run's outputs, or a format other than Markdown without ``--output``, is
 a usage error (exit 2) found before anything is sent: a traceback after the run would exit 1,
@@ -13,10 +14,9 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -31,46 +31,9 @@ from council.rendering.gitlab import render_gitlab_codequality, render_gitlab_di
 from council.rendering.sarif import render_sarif_with_cuts
 from council.round.gate import EXIT_PASSED, exit_code, gate_summary, parse_fail_on
 from workers.cli.context import UsageProblem
+from workers.cli.options import FILE_NAMES
 from workers.coordinator.round_plan import RoundPlan
 from workers.forge.manifest import MANIFEST_NAME, OutputsRefused, clear_for_run, render_manifest
-
-FILE_NAMES: dict[str, str] = {
-    "markdown": "council.md",
-    "json": "council.json",
-    "sarif": "council.sarif",
-    "github-review": "github-review.json",
-    "github-checks": "github-checks.json",
-    "gitlab-codequality": "gl-code-quality-report.json",
-    "gitlab-discussions": "gitlab-discussions.json",
-}
-"""Each ``--format`` and the file it is written to in ``--output DIR``."""
-
-FORMATS: tuple[str, ...] = tuple(FILE_NAMES)
-"""Every accepted ``--format``, in the order files are written."""
-
-
-FORMAT_OPTION = click.option(
-    "--format",
-    "formats",
-    type=click.Choice(FORMATS),
-    multiple=True,
-    help="Report format, repeatable (default markdown). Every format but markdown needs --output.",
-)
-"""``--format``, as ``council review`` and ``council consolidate`` both take it."""
-
-
-def json_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--json PATH`` (to the parameter ``json_out``) with the command's own help."""
-    return click.option(
-        "--json", "json_out", type=click.Path(path_type=Path, dir_okay=False), help=help_text
-    )
-
-
-def output_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--output DIR`` with the command's own help."""
-    return click.option(
-        "--output", type=click.Path(path_type=Path, file_okay=False), help=help_text
-    )
 
 
 @dataclass(frozen=True)

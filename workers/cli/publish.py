@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from council.model.gate_policy import FAIL_ON
+from council.model.gate_choices import FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering import read_json, render_markdown
 from council.rendering.github_checks import render_github_checks
@@ -30,7 +30,7 @@ from council.rendering.github_review import POSTS, Post, render_github_review
 from council.rendering.jsonreport import UnreadableReport
 from council.round.gate import exit_code
 from workers.cli.context import Incomplete, UsageProblem
-from workers.cli.outputs import FILE_NAMES
+from workers.cli.options import FILE_NAMES
 from workers.forge import gitlab as gitlab_api
 from workers.forge.github import DEFAULT_API_URL, GitHubClient, PublishError, check_repo
 from workers.forge.github_publish import GitHubPost, publish_github

@@ -6,15 +6,16 @@ secret's place as :class:`~council.change.secret_masks.SecretSpan` values, never
 excluded file over :data:`EXCLUDED_FILE_MAX_BYTES`, or past :data:`EXCLUDED_MAX_BYTES` in all,
 is not read and is WITHHELD from models (fail closed). The plugins are called line by line
 (``analyze_line``), not through ``scan_line``/``SecretsCollection``, which rewrite the
-library's process-wide settings while an embedded run's worker threads share the process; no
-secret is verified online; the high-entropy detectors (:data:`LEFT_OUT`) would mask commit
-ids and hashes reviewers need. About 45 µs a line (1 MB of diff, 25,000 added lines: about a
-second). Source: issue "The change under review is untrusted"; docs/security.md "Secrets in
-the change".
+library's process-wide settings while an embedded run's worker threads share the process;
+they are set up once per process; no secret is verified online; the high-entropy detectors
+(:data:`LEFT_OUT`) would mask commit ids and hashes reviewers need. About 45 µs a line (1
+MB of diff, 25,000 added lines: about a second). Source: issue "The change under review is
+untrusted"; docs/security.md "Secrets in the change".
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -134,7 +135,7 @@ def _count(spans: list[SecretSpan]) -> int:
 
 
 def _scan_lines(
-    plugins: list[Any], path: str, lines: list[tuple[int, str]], first: int
+    plugins: Iterable[Any], path: str, lines: list[tuple[int, str]], first: int
 ) -> list[SecretSpan]:
     """The spans of one file's lines (``(line number, text)``), secrets numbered from
     ``first``."""
@@ -180,14 +181,17 @@ def _span(
     )
 
 
-def _plugins() -> list[Any]:
-    """One instance of every detect-secrets plugin council runs."""
+@functools.cache
+def _plugins() -> tuple[Any, ...]:
+    """One instance of every detect-secrets plugin council runs, made once per process
+    (importing detect-secrets, and the ``requests`` it loads, is most of a scan's cost;
+    the plugins are only read, never changed, so threads share them)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     classes: Iterable[type[Any]] = get_mapping_from_secret_type_to_class().values()
-    return [
+    return tuple(
         cls() for cls in sorted(classes, key=lambda c: c.__name__) if cls.__name__ not in LEFT_OUT
-    ]
+    )
 
 
 def _line_secrets(

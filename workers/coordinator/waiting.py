@@ -1,6 +1,6 @@
 """Waiting for a dispatched run to settle: progress, cancel, timeout, the watchdog.
 
-The waiting CLI polls the run in Redis, never a task's result (docs/architecture.md "The
+The waiting CLI reads the run in Redis, never a task's result (docs/architecture.md "The
 shape": wait, with a watchdog for a chord that never fires). It rides out a short Redis
 outage (:class:`_Outage`), says once when no worker took any of the run's tasks, and past
 the run's deadline settles it from the journals (:func:`~workers.settling.settle.settle_run`
@@ -32,8 +32,8 @@ from workers.stores.run_record import Progress, RunRecord
 log = structlog.get_logger("council.coordinator")  # the name its events always had
 
 POLL_S = 0.01
-"""Seconds between polls of the run's status while waiting (one HGET each), in embedded
-mode (an in-process store) and with ``COUNCIL_WAIT_POLL=1``."""
+"""Seconds between polls of the run's status while waiting (one HGET each), with
+``COUNCIL_WAIT_POLL=1``."""
 
 WAKE_FALLBACK_S = 5.0
 """Seconds the distributed waiter blocks on the run's wake list (BLPOP) before it reads
@@ -41,8 +41,9 @@ the run anyway: a wake lost (a worker that died between its write and its push) 
 most this."""
 
 COALESCE_S = 0.05
-"""Seconds the waiter lets a burst of writes settle after a wake before it reads (five
-reviewers starting at once are one read, not five)."""
+"""Seconds the distributed waiter lets a burst of writes settle after a wake before it
+reads (five reviewers starting at once are one read, not five); embedded, a read is an
+in-process call and the waiter reads at once."""
 
 STOP_CHECK_S = 0.1
 """Seconds between two looks at ``stop_requested`` while the waiter blocks (a Ctrl-C
@@ -161,23 +162,24 @@ class Waiter:
     """Where one-line notices go (default: stderr, ``council: …``)."""
     poll: bool | None = None
     """Poll the run every :data:`POLL_S` instead of blocking on its wake list (None:
-    poll in embedded mode and when ``COUNCIL_WAIT_POLL`` is set, else block)."""
+    poll when ``COUNCIL_WAIT_POLL`` is set, else block)."""
 
     def wait(self) -> CouncilReport:
         """Block until the run is settled; return its report.
 
-        Distributed, the waiter is woken by Redis: every write of the run's progress,
-        outcomes or state pushes its wake list (``run:{id}:wake``), on which the waiter
-        blocks (BLPOP) for at most :data:`WAKE_FALLBACK_S`; each wake costs two commands
-        (the BLPOP and one script reading status, progress and counts). Embedded (or
-        ``poll``), it polls every :data:`POLL_S`.
+        The waiter is woken by Redis: every write of the run's progress, outcomes or
+        state pushes its wake list (``run:{id}:wake``), on which the waiter blocks
+        (BLPOP) for at most :data:`WAKE_FALLBACK_S`; each wake costs two commands (the
+        BLPOP and one script reading status, progress and counts). Embedded, the same on
+        the in-process fakeredis, whose BLPOP sleeps until a write. With ``poll``, it
+        polls every :data:`POLL_S`.
 
         Raises :class:`StoreUnavailable` (exit 3) when Redis stays unreachable for
         :data:`REDIS_OUTAGE_S`.
         """
         poll = self.poll
         if poll is None:
-            poll = self.rt.mode != "distributed" or self.rt.settings.wait_poll
+            poll = self.rt.settings.wait_poll
         return self._wait_polling() if poll else self._wait_woken()
 
     def _wait_woken(self) -> CouncilReport:
@@ -222,7 +224,8 @@ class Waiter:
                         waits_ms.append(started + self.timeout_ms - now)
                     if not hinted:
                         waits_ms.append(started + NO_WORKER_HINT_S * 1000 - now)
-                    if self.rt.runs.wait_wake(run_id, max(min(waits_ms), 10) / 1000):
+                    woken = self.rt.runs.wait_wake(run_id, max(min(waits_ms), 10) / 1000)
+                    if woken and self.rt.mode == "distributed":
                         time.sleep(COALESCE_S)
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
                     outage.failed(exc)

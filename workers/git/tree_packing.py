@@ -19,6 +19,8 @@ import io
 import os
 import subprocess
 import tarfile
+import threading
+from collections import OrderedDict
 
 from council.errors import ChangeTooLarge, RepositoryError
 from workers.git.files_at_ref import FilesAtRef
@@ -34,6 +36,17 @@ from workers.git.tree_unpacking import (
 
 TREE_KNOB = "COUNCIL_MAX_TREE_BYTES"
 """The setting that raises the packed-tree cap (named in :class:`ChangeTooLarge`)."""
+
+COMPRESS_LEVEL = 1
+"""gzip's level: the fastest (about 3× faster than 6, about 20% larger); the tree is
+packed on every round, read once per worker."""
+
+PACKED_KEPT = 2
+"""Packed trees a process keeps (by repository, commit and caps): the rounds of one head
+in one process (a console, a bench) pack it once."""
+
+_packed: OrderedDict[tuple[str, str, int, int], bytes] = OrderedDict()
+_packed_lock = threading.Lock()
 
 
 class TreePacking(FilesAtRef):
@@ -58,9 +71,24 @@ class TreePacking(FilesAtRef):
         (:class:`~workers.git.tree_unpacking.LinkResolver`), loops or is over
         :data:`~workers.git.tree_unpacking.LINK_TARGET_MAX_BYTES`: workers would refuse the tree,
         so the check fails closed. Source: docs/architecture.md "State in Redis"; issue "The
-        change under review is untrusted".
+        change under review is untrusted". A process keeps the last :data:`PACKED_KEPT`
+        packed trees (a commit id names its tree and time, so the same bytes).
         """
         sha = self.resolve(head_sha)
+        key = (str(self.path), sha, cap_bytes, max_unpacked_bytes)
+        with _packed_lock:
+            if key in _packed:
+                _packed.move_to_end(key)
+                return _packed[key]
+        packed = self._pack(sha, cap_bytes, max_unpacked_bytes)
+        with _packed_lock:
+            _packed[key] = packed
+            while len(_packed) > PACKED_KEPT:
+                _packed.popitem(last=False)
+        return packed
+
+    def _pack(self, sha: str, cap_bytes: int, max_unpacked_bytes: int) -> bytes:
+        """:meth:`archive` of the commit ``sha``, built anew."""
         total = 0
         link_objects: dict[str, str] = {}
         for entry in self._tree_entries(sha):
@@ -93,7 +121,7 @@ class TreePacking(FilesAtRef):
 
         with (
             self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch,
-            gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as gz,
+            gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0) as gz,
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
             blobs = Blobs(batch)

@@ -1,4 +1,5 @@
-"""``council review``: one round of the roster's council on a change, and its gate.
+"""``council review`` once its arguments are parsed: one round of the roster's council on
+a change, and its gate (the command and its options: :mod:`workers.cli.review`).
 
 It plans the round, settles or stops at a run waiting on a person, refuses what cannot
 run here (:mod:`workers.cli.check`), runs it on workers or embedded, hearing Ctrl-C and
@@ -23,21 +24,16 @@ import click
 import redis
 
 from council.change.diff import Change
-from council.change.diff_filter import DEFAULT_FILTER, FILTER_MODES
 from council.errors import ConfigurationError, IdentityRefused, IncompleteError
-from council.model.gate_policy import DEFAULT_FAIL_ON, FAIL_ON
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log
-from council.rendering.github_review import POSTS, Post
+from council.rendering.github_review import Post
 from council.round.gate import EXIT_WAITING, exit_code, gate_summary, parse_fail_on
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.cli.answers import settle_parked
 from workers.cli.check import (
-    REPO_OPTION,
-    ROSTER_OPTION,
-    STATE_OPTION,
     budgeted,
     cannot_run,
     checkout_top,
@@ -48,15 +44,7 @@ from workers.cli.check import (
     with_sandbox_note,
 )
 from workers.cli.context import CliContext, Incomplete, UsageProblem, session_store, with_state
-from workers.cli.outputs import (
-    FORMAT_OPTION,
-    emit,
-    head_sha,
-    json_option,
-    nothing_to_review,
-    output_option,
-    plan_outputs,
-)
+from workers.cli.outputs import emit, head_sha, nothing_to_review, plan_outputs
 from workers.coordinator.dispatch import judge_sender, open_and_dispatch
 from workers.coordinator.embedded import embedded_council
 from workers.coordinator.preparation import NothingToReview, Round, prepare
@@ -68,135 +56,7 @@ from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
 
 
-@click.command("review")
-@REPO_OPTION
-@click.option(
-    "--base",
-    required=True,
-    help="The branch the change goes into (e.g. origin/main, HEAD~3): the change is read "
-    "from the merge base of BASE and HEAD, as a pull request shows it.",
-)
-@click.option(
-    "--base-exact",
-    is_flag=True,
-    help="Diff against BASE itself instead of the merge base (two dots, not three).",
-)
-@click.option("--head", default="HEAD", show_default=True, help="The ref the change ends at.")
-@ROSTER_OPTION
-@json_option("Also write the whole report as JSON to this file.")
-@click.option(
-    "--markdown",
-    "markdown_out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the Markdown report to this file instead of stdout.",
-)
-@FORMAT_OPTION
-@output_option(
-    "Write each --format into this directory (council.md, council.json, "
-    "council.sarif, github-review.json, github-checks.json, gl-code-quality-report.json, "
-    "gitlab-discussions.json) and council-run.json (run id, head, SHA-256 of each). It "
-    "must be new, empty or an earlier run's outputs (replaced)."
-)
-@click.option(
-    "--since-last",
-    is_flag=True,
-    help="Review only the commits after the session's last reviewed head (the whole "
-    "change when there is none, or a force push rewrote it); earlier findings still "
-    "open are carried into the report and gate.",
-)
-@click.option(
-    "--baseline",
-    "baseline_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Baseline JSON to use instead of .council-baseline.json in the BASE ref's tree.",
-)
-@click.option(
-    "--fail-on",
-    type=click.Choice(FAIL_ON),
-    default=DEFAULT_FAIL_ON,
-    show_default=True,
-    help="Exit 1 when an open finding (this round's, or one carried by --since-last) is at "
-    "or above this severity.",
-)
-@click.option(
-    "--quorum",
-    type=click.IntRange(min=0),
-    help="Exit 3 when fewer reviewers than this were heard in full (answered, and their "
-    "whole answer was read); 0 switches the count off. Default: the roster's [council] "
-    "quorum, else every reviewer not marked optional = true must be heard in full (a "
-    "reviewer that failed, stopped or answered nothing readable fails closed: exit 3).",
-)
-@click.option(
-    "--filter",
-    "filter_mode",
-    type=click.Choice(FILTER_MODES),
-    default=DEFAULT_FILTER,
-    show_default=True,
-    help="Which findings gate and post inline: added (a line finding touching an added "
-    "line, a finding on a changed file, a change-level one), diff_context (any line the "
-    "diff shows), file (anywhere in a changed file), nofilter (all). The rest is listed, "
-    "marked, never gating; a finding on a path that exists nowhere never gates.",
-)
-@click.option(
-    "--min-agreement",
-    type=click.IntRange(min=1),
-    metavar="K",
-    help="A finding gates only when at least K reviewers raised it (the others are listed "
-    "and posted, marked, never gating). Default: the roster's [council] min_agreement, "
-    "else 1.",
-)
-@click.option(
-    "--post",
-    type=click.Choice(POSTS),
-    default="leading",
-    show_default=True,
-    help="Which findings github-review and gitlab-discussions comment on line by line: "
-    "leading (those that gate and those at or above [council] likely_at; the rest are "
-    "listed in the summary) or all.",
-)
-@click.option(
-    "--min-likelihood",
-    type=click.FloatRange(min=0, max=1),
-    metavar="P",
-    help="A finding ranked below likelihood P (docs/ranking.md) does not gate: listed, "
-    "and counted in the gate line. Default: none, the likelihood never touches the gate.",
-)
-@click.option(
-    "--max-cost-usd",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="USD",
-    help="The round's hard cost budget in US dollars, over every reviewer, attempt and the "
-    "judge (default: the roster's [council] max_cost_usd, else none). A request that "
-    "would pass it is not sent: its reviewer stops as budget (exit 3). Every model "
-    "participant needs a price and max_output_tokens.",
-)
-@click.option(
-    "--without-keys",
-    is_flag=True,
-    help="Leave out the reviewers (and the judge) that need an API key, saying so in the "
-    "report; the others review and gate. For a pull request from a fork, whose CI job "
-    "gets no secrets. Exit 2 when no reviewer is left.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Bound the whole council; on it the run settles as timeout (exit 3).",
-)
-@click.option(
-    "--session",
-    help="Session key (default: in GitHub Actions the repository and pull request number, "
-    "in GitLab CI the project and merge request IID, else the repository and the branch).",
-)
-@STATE_OPTION
-@click.option(
-    "--progress/--no-progress",
-    default=True,
-    show_default=True,
-    help="Show progress per participant on stderr.",
-)
-@click.pass_obj
-def review_command(
+def review_round(
     cli: CliContext,
     repo: Path,
     base: str,
@@ -213,8 +73,8 @@ def review_command(
     quorum: int | None,
     filter_mode: str,
     min_agreement: int | None,
-    min_likelihood: float | None,
     post: Post,
+    min_likelihood: float | None,
     max_cost_usd: float | None,
     without_keys: bool,
     timeout: float | None,
@@ -222,23 +82,8 @@ def review_command(
     state: Path | None,
     progress: bool,
 ) -> None:
-    """Review the change of HEAD since it left BASE (their merge base) with the roster's
-    council.
-
-    Prints a Markdown report on stdout (or writes each --format into --output DIR) and
-    exits 0 (passed), 1 (a finding at or above --fail-on), 2 (usage or configuration
-    error; nothing sent), 3 (the council could not complete: Redis unreachable,
-    --timeout, a reviewer not heard in full — unless optional or within --quorum) or 4
-    (waiting on a person: [policy] confirm; answer with council answer, run again).
-    Findings dismissed in the session or in the BASE ref's .council-baseline.json are
-    listed but never gate; findings outside --filter are listed but never gate.
-
-    \b
-    Examples:
-      council review --repo . --base HEAD~1 --roster examples/council.toml --json out.json
-      council review --base origin/main --format markdown --format sarif \\
-        --format github-review --output out   # then: council publish github --from out
-    """
+    """``council review`` once its arguments are parsed
+    (:func:`~workers.cli.review.review_command`)."""
     checkout = checkout_top(repo)
     outputs = plan_outputs(formats, output, json_out, markdown_out, checkout=checkout)
     outputs = replace(outputs, post=post)
