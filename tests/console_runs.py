@@ -18,6 +18,7 @@ from council.asks.pending import PendingAsk
 from council.model.findings import Finding, LineAnchor, Origin
 from council.model.gate_policy import GatePolicy
 from council.model.report import CouncilReport, ParticipantSummary
+from council.ranking.likelihood import Rank
 from council.round.lifecycle import step
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
@@ -60,12 +61,14 @@ def waiting_run(
     findings: Sequence[Finding] = (),
     participants: Sequence[str] = ("hawk", "owl"),
     gate: GatePolicy | None = None,
+    likelihoods: Sequence[float] = (),
 ) -> tuple[RunRecord, tuple[PendingAsk, ...]]:
     """Open ``run_id`` in ``session``, file ``findings`` (ids from the session's next),
     and leave it waiting on ``asks``: (question, component JSON or None), or (question,
     component, the id of the finding it confirms). ``gate``: the run's gate policy, which
-    its report carries as settling gives it one (default: a new run's). Returns its record
-    and its asks."""
+    its report carries as settling gives it one (default: a new run's); ``likelihoods``:
+    the ranks of the first findings, in order (none: unranked). Returns its record and
+    its asks."""
     now = now_ms()
     record = RunRecord(
         run_id=run_id,
@@ -129,6 +132,11 @@ def waiting_run(
         created_ms=now,
         cost_usd=0.0123,
         gate=record.gate,
+        ranks={
+            f.id: Rank(likelihood=p, why=f"raised by hawk ({p:.2f})")
+            for f, p in zip(filed, likelihoods, strict=False)
+            if f.id is not None
+        },
     )
     transition = step("open", "reviewers_settled", ask=True)
     filing = Filing(first_id=first, findings=filed, report=waiting_report(report, pending))

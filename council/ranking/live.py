@@ -1,12 +1,13 @@
 """What happens live adds to the track records: a filed round (findings, a round, its
-cost), a person's verdicts (``council dismiss``, an answered ``confirm-finding`` ask, a
-finding gone outdated). Pure: the stores add them exactly once, keyed by the run or the
-finding (:mod:`workers.stores.track.records`). Source: docs/ranking.md "Track records".
+cost), a person's verdicts (``council dismiss``, an answered ``confirm-finding`` ask), a
+finding gone outdated (a weak "acted on"). Pure: the stores add them exactly once, keyed
+by the run or the finding (:mod:`workers.stores.track.records`).
+Source: docs/ranking.md "Track records".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from council.model.participant import Identity
 from council.model.report import CouncilReport
@@ -83,4 +84,20 @@ def answered_verdicts(report: CouncilReport) -> dict[int, Verdict]:
             continue
         if ask.answer.value in ("yes", "no"):
             out[ask.finding] = "confirmed" if ask.answer.value == "yes" else "dismissed"
+    return out
+
+
+def acted_records(
+    report: CouncilReport, identity: Callable[[str], Identity | None]
+) -> dict[int, list[TrackRecord]]:
+    """What the earlier findings ``report`` marks outdated (the code at their anchor
+    changed) add, by finding id: ``acted`` for each one's raisers, as the identity
+    ``identity`` gives it (the session's ledger). Keyed so the store counts a finding
+    once, whichever round or redelivery files it again."""
+    out: dict[int, list[TrackRecord]] = {}
+    for finding in report.outdated:
+        raisers = raisers_of(finding)
+        if finding.id is not None and raisers:
+            counts = outcome_counts("acted", raisers, None)
+            out[finding.id] = as_records(counts, {who: identity(who) for who in raisers})
     return out

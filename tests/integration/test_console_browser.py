@@ -1,6 +1,7 @@
 """council console in a real headless Chromium (Debian's, driven by Playwright): a run
 on a real redis-server waits on a person with a `choice` ask; the page shows the
-options, updates live, takes the answer, and says the run settled.
+options, updates live, takes the answer, and says the run settled. The reviewers page
+shows the scorecards, and a run's page each finding's likelihood.
 
 On failure a screenshot of the page is written to tests/artifacts/. Skipped (one line)
 only when there is no chromium binary and CI is not set; in CI it must run (`.ci/run`
@@ -20,6 +21,7 @@ import pytest
 import redis
 from pydantic import SecretStr
 
+from council.ranking.records import TrackRecord
 from tests.console_runs import CHOICE, finding, waiting_run
 from tests.services import ROOT, free_port
 from workers.app.services import Runtime, build_runtime
@@ -27,6 +29,7 @@ from workers.app.settings import Settings
 from workers.console.app import create_app
 from workers.console.security import Access
 from workers.stores.run_record import Progress
+from workers.stores.track.records import RedisRecords
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -162,6 +165,42 @@ def test_a_person_answers_a_choice_and_the_run_settles(
     assert report.asks[0].answer.value == "drop" and report.asks[0].answer.by == "console"
     assert dialogs == [], "no script from a finding ran"
     assert not [p for p in problems if "Content Security Policy" in p], problems
+
+
+def test_the_reviewers_scorecards_and_a_findings_likelihood(
+    rt: Runtime, console: str, page: Page
+) -> None:
+    """The reviewers page, reached from the header, lists each identity's scorecard from
+    the records in Redis; a run's page shows each finding's likelihood, the less likely
+    marked so."""
+    from playwright.sync_api import expect
+
+    RedisRecords(rt.client, rt.keys).add(
+        [
+            TrackRecord(
+                participant="hawk", identity="k1", confirmed=8, dismissed=2, findings=12, rounds=4
+            ),
+            TrackRecord(participant="owl", identity="k2", confirmed=1, dismissed=5, findings=6),
+        ]
+    )
+    record, _ = waiting_run(
+        rt, findings=[finding("likely"), finding("unlikely")], likelihoods=(0.81, 0.12)
+    )
+    page.goto(f"{console}/?token={TOKEN}")
+    page.get_by_role("link", name="reviewers").click()
+    page.wait_for_url(f"{console}/reviewers")
+    rows = page.locator("#scorecards tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_have_attribute("data-reviewer", "hawk")  # best precision first
+    expect(rows.nth(0).locator(".precision")).to_have_text("0.75 ± 0.12")
+    expect(rows.nth(1).locator(".dismissed")).to_have_text("5")
+
+    page.goto(f"{console}/runs/{record.run_id}")
+    shown = page.locator(".finding .likelihood")
+    expect(shown).to_have_count(2)
+    expect(shown.nth(0).locator(".likelihood-value")).to_have_text("0.81")
+    expect(shown.nth(1)).to_contain_text("(less likely)")
+    expect(shown.nth(1)).to_have_class("likelihood less-likely")
 
 
 def test_the_console_refuses_a_browser_without_the_token(console: str, page: Page) -> None:

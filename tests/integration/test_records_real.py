@@ -12,7 +12,7 @@ import pytest
 from council.ranking.records import TrackRecord
 from workers.stores.keys import Keys
 from workers.stores.sessions import SessionStore
-from workers.stores.track.records import RedisRecords
+from workers.stores.track.records import RedisRecords, add_acted
 
 pytestmark = pytest.mark.integration
 
@@ -58,3 +58,30 @@ def test_a_repeated_dismissal_counts_once(real_redis: Any) -> None:
     assert (first, again) == (True, False)
     assert RedisRecords(real_redis, KEYS).all()[("hawk", "k")].dismissed == 1
     assert sessions.dismissals("s")["f" * 64].reason == "still no"
+
+
+def test_an_outdated_finding_counts_acted_once_however_often_filed(real_redis: Any) -> None:
+    """Eight filings (a redelivered settle, a later round) of finding 7 gone outdated, from
+    four threads at once: its raisers' ``acted`` is counted once; finding 8 once too."""
+    acted = {
+        7: [TrackRecord(participant="hawk", identity="k", acted=1)],
+        8: [
+            TrackRecord(participant="hawk", identity="k", acted=1),
+            TrackRecord(participant="owl", identity="k", acted=1),
+        ],
+    }
+
+    def file_twice(run_id: str) -> None:
+        for _ in range(2):
+            pipe = real_redis.pipeline(transaction=True)
+            add_acted(pipe, KEYS, "s", run_id, acted)
+            pipe.execute()
+
+    threads = [threading.Thread(target=file_twice, args=(f"r{n}",)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = RedisRecords(real_redis, KEYS).all()
+    assert (held[("hawk", "k")].acted, held[("owl", "k")].acted) == (2, 1)
+    assert sorted(real_redis.hkeys(KEYS.session_acted("s"))) == [b"7", b"8"]

@@ -2,7 +2,8 @@
 
 Routes, each behind :class:`~workers.console.security.Guard` (the token, or 401): ``GET /``
 (the runs and the questions waiting) and ``GET /runs/{run}`` (one run; 404 when Redis does
-not hold it), each with its ``/events`` stream; ``POST /asks/{ask}/answer``
+not hold it), each with its ``/events`` stream; ``GET /reviewers`` (each reviewer's
+scorecard, :mod:`workers.console.scorecards`); ``POST /asks/{ask}/answer``
 (:meth:`Console.answer`, which lists its statuses); ``GET /static/…``. Live updates are
 server-sent events carrying each page part whose HTML changed; the asks part is not replaced
 while the person is answering, and a stream ends after :data:`STREAM_S` (the browser
@@ -45,6 +46,7 @@ from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.console.answering import AskGone, answer_ask
 from workers.console.registry import REGISTRY
+from workers.console.scorecards import scorecard_rows
 from workers.console.security import CSRF_FIELD, Access, Auth, Guard
 from workers.console.views import IndexView, RunView, index_view, run_view
 
@@ -125,6 +127,10 @@ class Console:
         if view is None:
             return self._missing(request, f"Redis holds no run {run_id!r} (unknown or expired).")
         return self._run_page(request, view)
+
+    def reviewers(self, request: Request) -> Response:
+        """The reviewers' scorecards (docs/ranking.md "Scorecards"); not live."""
+        return self._page("reviewers.html", request, {}, events="", rows=scorecard_rows(self.rt))
 
     async def run_events(self, request: Request) -> Response:
         """One run's live stream."""
@@ -318,6 +324,7 @@ def create_app(
             Route("/events", console.index_events, methods=["GET"]),
             Route("/runs/{run_id}", console.run, methods=["GET"]),
             Route("/runs/{run_id}/events", console.run_events, methods=["GET"]),
+            Route("/reviewers", console.reviewers, methods=["GET"]),
             Route("/asks/{ask_id}/answer", console.answer, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],

@@ -2,8 +2,8 @@
 
 :func:`index_view`: the runs Redis still holds (newest first) and every unanswered question
 (as ``council runs`` and ``council asks``). :func:`run_view`: one run's status, participants
-(live while it is open), findings with agreement and evidence, cost, and asks rendered through
-:mod:`workers.console.registry`. Nothing is written but the expired-run pruning of
+(live while it is open), findings with agreement, likelihood and evidence, cost, and asks
+rendered through :mod:`workers.console.registry`. Nothing is written but the expired-run pruning of
 :meth:`~workers.stores.runs.RunStore.recent` (as ``council runs`` does). Times are ms since the
 epoch shown as UTC, durations shown in seconds, costs in US dollars. Raises what the Redis
 client raises when Redis does not answer (the app answers 503).
@@ -32,6 +32,7 @@ from workers.stores.run_record import Progress, RunRecord
 
 RUNS_SHOWN = 50
 """How many of the most recent runs the index lists."""
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -96,6 +97,12 @@ class FindingCard:
     evidence: tuple[str, ...]
     standing: str
     """"" when the finding stands; else why not (``dismissed: the reason``)."""
+    likelihood: str = ""
+    """How likely it is real (``0.62``; docs/ranking.md); "" when the report is unranked."""
+    why: str = ""
+    """The likelihood's reason in words (who raised it, with what record)."""
+    less_likely: bool = False
+    """Ranked below the report's ``likely_at``: the Markdown report folds it."""
 
 
 @dataclass(frozen=True)
@@ -284,6 +291,7 @@ def _findings(report: CouncilReport, reviewers: int) -> tuple[FindingCard, ...]:
         elif fid is not None and fid in report.filtered:
             standing = f"outside the filter: {report.filtered[fid]}"
         raisers = finding.raised_by or ()
+        rank = report.ranks.get(fid) if fid is not None else None
         cards.append(
             FindingCard(
                 id=str(fid) if fid is not None else "—",
@@ -298,6 +306,9 @@ def _findings(report: CouncilReport, reviewers: int) -> tuple[FindingCard, ...]:
                 ),
                 evidence=evidence_lines(getattr(finding, "evidence", None)),
                 standing=standing,
+                likelihood=f"{rank.likelihood:.2f}" if rank is not None else "",
+                why=rank.why if rank is not None else "",
+                less_likely=rank is not None and rank.likelihood < report.likely_at,
             )
         )
     return tuple(cards)

@@ -22,7 +22,12 @@ import structlog
 from council.asks.confirm import answered_report, unanswered
 from council.asks.pending import Answer, PendingAsk
 from council.model.report import CouncilReport
-from council.ranking.live import answered_verdicts, judged_records, round_records
+from council.ranking.live import (
+    acted_records,
+    answered_verdicts,
+    judged_records,
+    round_records,
+)
 from council.round.lifecycle import Whole, step
 from council.session.earlier_rounds import remembered
 from workers.app.clock import now_ms
@@ -136,6 +141,7 @@ def finish(sessions: SessionStore, parked: Waiting) -> CouncilReport | None:
             memory=memory,
             dismissals=dismissals,
             records=records,
+            acted=acted_records(settled, ledger.get),
         )
         committed = sessions.commit(record, transition, filing, settled_at)
         if committed is not None:

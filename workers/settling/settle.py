@@ -32,13 +32,14 @@ from council.model.fingerprint import with_fingerprints
 from council.model.participant import Identity, Participant
 from council.model.report import CouncilReport, RunStatus
 from council.ranking.apply import ranked
-from council.ranking.live import round_records
+from council.ranking.live import acted_records, round_records
 from council.ranking.records import record_for
 from council.round.filing import RoundFacts, conclude_judge, conclude_round
 from council.round.gate import INCOMPLETE_STATUSES, apply_min_agreement
 from council.round.lifecycle import Event, Transition, allows, ending, is_final, step
 from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
 from council.session.earlier_rounds import remembered
+from council.session.ledger import Ledger
 from workers.app.celery_config import queue_for
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
@@ -237,6 +238,10 @@ class _Hearing:
     def identities(self) -> dict[str, Identity | None]:
         """Each reviewer's identity this round (what the session's ledger holds)."""
         return {p.id: p.identity() for p in self.reviewers}
+
+    def ledger(self) -> Ledger:
+        """The session's ledger now: the identities of earlier findings' raisers."""
+        return self.rt.sessions.ledger(self.record.session)
 
     def spend(self, report: CouncilReport) -> CouncilReport:
         """``report`` with the round's budget against what it spent (no budget: as is)."""
@@ -455,7 +460,8 @@ def _commit(
     while True:
         first_id = sessions.next_finding_id(record.session)
         transition, findings, report = build(first_id)
-        memory = remembered(report, heard.marks.recall) if transition.final else None
+        final = transition.final
+        memory = remembered(report, heard.marks.recall) if final else None
         everyone = [*heard.reviewers, *((heard.judge,) if heard.judge else ())]
         filing = Filing(
             first_id=first_id,
@@ -464,7 +470,8 @@ def _commit(
             memory=memory,
             backends={p.id: p.backend for p in everyone},
             scripting=frozenset(p.id for p in everyone if runs_scripts(p)),
-            records=round_records(report, heard.identities()) if transition.final else (),
+            records=round_records(report, heard.identities()) if final else (),
+            acted=acted_records(report, heard.ledger().get) if final and report.outdated else {},
         )
         committed = sessions.commit(record, transition, filing, now)
         if committed is not None:

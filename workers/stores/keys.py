@@ -336,6 +336,11 @@ class Keys:
         never posts."""
         return f"{self.prefix}session:{session}:dismissed"
 
+    def session_acted(self, session: str) -> str:
+        """Hash: finding id → the run that found it outdated; its raisers' ``acted`` is
+        counted once per id (docs/ranking.md "Track records")."""
+        return f"{self.prefix}session:{session}:acted"
+
     def session_keys(self, session: str) -> list[str]:
         """Every key of one session, for idle expiry and embedded state files."""
         return [
@@ -351,4 +356,5 @@ class Keys:
             self.session_dismissed(session),
             self.session_waiting(session),
             self.session_answers(session),
+            self.session_acted(session),
         ]

@@ -33,7 +33,7 @@ from workers.stores.run_progress import wake
 from workers.stores.run_record import RunRecord
 from workers.stores.session_memory import Dismissal, SessionMemory
 from workers.stores.session_opening import SessionOpening
-from workers.stores.track.records import add_records
+from workers.stores.track.records import add_acted, add_records
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class Filing:
     """What the transition adds to the reviewers' track records (``{prefix}records``): a
     completed round's counts, a person's answers. Written in the transition's MULTI, so
     a redelivered settle (refused by the compare-and-set) never counts them twice."""
+    acted: Mapping[int, Sequence[TrackRecord]] = field(default_factory=dict)
+    """Finding id → the ``acted`` counts of an earlier finding this round found outdated:
+    counted in the same MULTI, once per finding id in the session (``session:{s}:acted``)."""
 
 
 _EXPIRE_ALL = """
@@ -167,6 +170,7 @@ class SessionStore(SessionOpening, SessionMemory):
                     if filing.memory is not None:
                         self._remember_round(pipe, record, filing.memory, now_ms)
                     add_records(pipe, k, filing.records)
+                    add_acted(pipe, k, s, rid, filing.acted)
                     self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
                     wake(pipe, k, rid)

@@ -2,9 +2,9 @@
 
 Embedded mode's stores are an in-process fakeredis, so identities and finding ids would
 die with the process; the sessions (ledger, findings, the id counter, reported
-fingerprints, the last reviewed head, the recall, dismissals, runs waiting on a person)
-are loaded from ``PATH`` before a run and saved after it, atomically (a temporary file
-renamed over it: a reader never sees half a file).
+fingerprints, the last reviewed head, the recall, dismissals, runs waiting on a person,
+the findings counted as acted on) are loaded from ``PATH`` before a run and saved after
+it, atomically (a temporary file renamed over it: a reader never sees half a file).
 
 Two embedded reviews of different sessions run at once; two of one session take turns.
 So a review holds its session's lock (``PATH.locks/<digest>``, :func:`lock_sessions`) for
@@ -264,7 +264,8 @@ def held_sessions(client: Any, keys: Keys) -> Sessions:
     were added after version 1 was first written; they are optional in the file, so an
     older file still loads and an older council ignores them. So is ``runs``: the keys
     of each waiting run whose reviewers asked a person (:func:`_snapshot`), which a later
-    ``council review`` or ``council resume`` continues; they expire with the run.
+    ``council review`` or ``council resume`` continues; they expire with the run. So is
+    ``acted``: the outdated findings whose raisers' ``acted`` was counted (once each).
     """
     now = now_ms()
     sessions: Sessions = {}
@@ -281,6 +282,7 @@ def held_sessions(client: Any, keys: Keys) -> Sessions:
             "dismissed": _hash(client, keys.session_dismissed(s)),
             "waiting": _hash(client, keys.session_waiting(s)),
             "answers": _hash(client, keys.session_answers(s)),
+            "acted": _hash(client, keys.session_acted(s)),
             "runs": {r: _snapshot(client, keys, r, now) for r in _asking_runs(client, keys, s)},
         }
     return sessions
@@ -298,6 +300,7 @@ def _session_keys(keys: Keys, s: str) -> list[str]:
         keys.session_dismissed(s),
         keys.session_waiting(s),
         keys.session_answers(s),
+        keys.session_acted(s),
     ]
 
 
@@ -469,6 +472,7 @@ def _load_session(client: Any, keys: Keys, s: str, v: Mapping[str, Any]) -> None
         ("dismissed", keys.session_dismissed(s)),
         ("waiting", keys.session_waiting(s)),
         ("answers", keys.session_answers(s)),
+        ("acted", keys.session_acted(s)),
     ):
         if v.get(name):
             client.hset(key, mapping=dict(v[name]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,6 +84,46 @@ def add_records(pipe: Any, keys: Keys, records: Iterable[TrackRecord]) -> None:
             pipe.hincrby(key, field, amount)
         else:
             pipe.hincrbyfloat(key, field, amount)
+
+
+_ACTED = """
+local counted = 0
+local i = 1
+while i <= #ARGV do
+  local n = tonumber(ARGV[i + 2])
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    for j = i + 3, i + 2 + 2 * n, 2 do
+      redis.call('HINCRBY', KEYS[2], ARGV[j], ARGV[j + 1])
+    end
+    counted = counted + 1
+  end
+  i = i + 3 + 2 * n
+end
+return counted
+"""
+"""KEYS: the session's acted hash, the track records; ARGV: per finding its id, the run,
+the number of field, amount pairs, then the pairs: added only for an id not yet there."""
+
+
+def add_acted(
+    pipe: Any,
+    keys: Keys,
+    session: str,
+    run_id: str,
+    acted: Mapping[int, Sequence[TrackRecord]],
+) -> None:
+    """Queue on ``pipe`` the ``acted`` counts of findings gone outdated (finding id → what
+    it adds), each counted only when the session's ``acted`` hash does not hold its id
+    yet (one script: a later round or a redelivered settle never counts it again)."""
+    args: list[str | int] = []
+    for fid, records in sorted(acted.items()):
+        pairs = [(f, int(v)) for f, v in fields_of(summed(records).values()).items()]
+        if not pairs:
+            continue
+        args += [str(fid), run_id, len(pairs)]
+        args += [x for pair in pairs for x in pair]
+    if args:
+        pipe.eval(_ACTED, 2, keys.session_acted(session), keys.records(), *args)
 
 
 class RedisRecords:
