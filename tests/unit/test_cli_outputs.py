@@ -161,7 +161,8 @@ def test_json_and_markdown_files_still_work(tmp_path: Path, messy: Path) -> None
 def test_spaces_unicode_renames_and_deletions(tmp_path: Path, messy: Path) -> None:
     """Findings on a path with spaces and accents, the old side of a renamed file, the
     old side of a deleted file, the deleted file as a whole and its absent new side:
-    every format is valid and each finding is where the forge can take it."""
+    every format is valid and each finding is where the forge can take it (``--post
+    all``: every finding a line comment can hold is one, not only the leading ones)."""
     findings = [
         found("naïve café 😀 check", line(CAFE, 2), "critical"),
         found("old four", line(OLD, 4, side="old")),
@@ -170,7 +171,7 @@ def test_spaces_unicode_renames_and_deletions(tmp_path: Path, messy: Path) -> No
         found("whole deleted file", {"kind": "file", "path": "gone.py"}),
     ]
     out = tmp_path / "out"
-    done = review(tmp_path, messy, *every_format(out), findings=findings)
+    done = review(tmp_path, messy, *every_format(out), "--post", "all", findings=findings)
     assert done.exit_code == 1, done.output
     got = read_all(out)
     comments = {c["body"].split("**issue")[1][:40]: c for c in got["github"]["comments"]}
@@ -345,7 +346,16 @@ def test_control_characters_reach_no_written_file(tmp_path: Path) -> None:
     hostile = found(f"B105: Possible hardcoded password: '{HOSTILE}'", line(CONTROLS_PATH, 2))
     hostile["discussion"] = f"It echoes\n\t'{HOSTILE}'{EXTRA}\nfrom the change."
     out = tmp_path / "out"
-    done = review(tmp_path, repo, *every_format(out), "--fail-on", "critical", findings=[hostile])
+    done = review(
+        tmp_path,
+        repo,
+        *every_format(out),
+        "--fail-on",
+        "critical",
+        "--post",
+        "all",
+        findings=[hostile],
+    )
     assert done.exit_code == 0, done.output
     files = {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()}
     assert set(files) == {*FILE_NAMES.values(), MANIFEST_NAME}
@@ -378,7 +388,7 @@ def test_bandit_echoing_a_hostile_literal_writes_it_escaped(tmp_path: Path) -> N
     commit(repo, {"app.py": f"x = 2\npassword = '{literal}'\n"}, "hostile")
     out = tmp_path / "out"
     argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
-    argv += ["--state", str(tmp_path / "state.json"), *every_format(out)]
+    argv += ["--state", str(tmp_path / "state.json"), *every_format(out), "--post", "all"]
     done = CliRunner().invoke(main, argv)
     assert done.exit_code == 1, done.output
     for file in out.iterdir():
