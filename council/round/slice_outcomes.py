@@ -40,8 +40,7 @@ def fold_slices(participant: str, outcomes: Sequence[ParticipantOutcome]) -> Par
     )
     stop = stopped[0][1].stop if stopped else None
     notes = [
-        f"slice {k} of {count} was stopped by "
-        f"{o.stop.describe() if o.stop else 'a stop'}"
+        f"slice {k} of {count} was stopped by {o.stop.describe() if o.stop else 'a stop'}"
         for k, o in stopped
     ]
     notes += [

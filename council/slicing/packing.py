@@ -123,9 +123,7 @@ def slice_section(
     return text
 
 
-def _listed(
-    items: Iterator[str], total: int, room: int, bytes_per_token: float
-) -> tuple[str, int]:
+def _listed(items: Iterator[str], total: int, room: int, bytes_per_token: float) -> tuple[str, int]:
     """The first of ``total`` ``items`` as list lines (``- item``) within ``room`` tokens,
     then how many did not fit (``- … and N more``); the room left."""
     out: list[str] = []

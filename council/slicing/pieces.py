@@ -114,9 +114,7 @@ def _cut_file(
     return pieces, lost
 
 
-def _cost(
-    header: str, hunks: Sequence[str], bytes_per_token: float, *, hunks_more: int = 0
-) -> int:
+def _cost(header: str, hunks: Sequence[str], bytes_per_token: float, *, hunks_more: int = 0) -> int:
     """A piece's cost before it is parsed, never below :func:`piece_cost`'s: its text, and
     for its anchor line three times the header's first line (it names the path twice) and
     48 bytes a hunk (two ranges; ``hunks_more`` counted besides ``hunks``' own, their text
@@ -194,10 +192,11 @@ def _cut_hunk(
             run = []
             used = _cost(header, [lines[0]], bytes_per_token)
         if used + size > limit:  # alone over the room: cannot be shown
+            chars = len(line.rstrip("\n")) - 1  # without its +, - or space
             lost.append(
                 Skipped(
                     path,
-                    f"line {index} of its hunk {_short(lines[0])} holds {len(line)} "
+                    f"line {index} of its hunk {_short(lines[0])} holds {chars} "
                     f"characters (about {size} tokens), over the {room} tokens a slice "
                     "has for the diff",
                 )

@@ -35,8 +35,11 @@ print(json.dumps({{"findings": [
 """
 """A reviewer program that notes every file its prompt shows."""
 
-FILES = {f"pkg{d}/mod{i}.py": "".join(f"value_{i}_{n} = {n}\n" for n in range(40))
-         for d in range(6) for i in range(10)}
+FILES = {
+    f"pkg{d}/mod{i}.py": "".join(f"value_{i}_{n} = {n}\n" for n in range(40))
+    for d in range(6)
+    for i in range(10)
+}
 """60 Python files in 6 directories, 40 lines each."""
 
 
