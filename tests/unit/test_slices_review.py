@@ -86,3 +86,24 @@ def test_every_file_is_shown_to_each_reviewer_exactly_once_across_its_slices(
     assert summary["alpha"]["slices"] > 1
     assert summary["alpha"]["slices"] == summary["beta"]["slices"]
     assert all(p["state"] == "answered" for p in summary.values())
+
+
+def test_a_budget_too_small_for_the_instructions_exits_2_naming_what_it_needs(
+    tmp_path: Path,
+) -> None:
+    bwrap_or_skip()
+    roster = "[council]\nbackstop_ms = 120000\nidle_ms = 120000\n"
+    roster += '[[reviewers]]\nid = "alpha"\nbackend = "command"\nprogram = "tools/noter.py"\n'
+    roster += "context_tokens = 800\n"
+    repo = tmp_path / "repo"
+    base = two_commits(
+        repo,
+        {"council.toml": roster, "tools/noter.py": NOTER, "README": "x\n"},
+        FILES,
+        executable=("tools/noter.py",),
+    )
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress"]
+    done = CliRunner().invoke(main, [*argv, "--state", str(tmp_path / "state.json")])
+    assert done.exit_code == 2, done.output
+    assert "alpha's context budget of 800 tokens" in done.output
+    assert "Set context_tokens = " in done.output

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from council.change.diff import Change, parse_diff
-from council.errors import ContextTooSmall
+from council.errors import ContextTooSmall, RosterError
 from council.model.participant import Participant
+from council.roster import parse_roster
 from council.slicing.plan import plan_prompts, usable
 from council.slicing.tokens import context_budget, estimate, family, ratio
 
@@ -226,3 +227,17 @@ def test_the_estimate_counts_utf8_bytes() -> None:
     assert estimate("abc" * 10, 3.0) == 10
     assert estimate("é" * 3, 3.0) == 2  # 6 bytes
     assert Change().files == ()
+
+
+@pytest.mark.parametrize("backend", ["sarif", "replay"])
+def test_the_roster_refuses_a_budget_on_what_is_not_sent_the_change(backend: str) -> None:
+    extra = 'program = "x"' if backend == "sarif" else 'answer = "a.json"'
+    text = f'[[reviewers]]\nid = "a"\nbackend = "{backend}"\n{extra}\ncontext_tokens = 9000\n'
+    with pytest.raises(RosterError) as refused:
+        parse_roster(text, "council.toml")
+    assert refused.value.path == "reviewers[0].context_tokens"
+
+
+def test_the_roster_reads_context_tokens() -> None:
+    text = '[[reviewers]]\nid = "m"\nbackend = "openai"\nmodel = "gpt-4o"\ncontext_tokens = 32000\n'
+    assert parse_roster(text, "council.toml").reviewers[0].context_tokens == 32_000
