@@ -11,6 +11,7 @@ callers that must act differently::
     │   ├── IdentityRefused           a participant id would change meaning
     │   ├── RepositoryError           not a git repository, unknown ref
     │   ├── ChangeTooLarge            the diff or the tree is over a cap (names the knob)
+    │   ├── ContextTooSmall           a context budget cannot hold the prompt's instructions
     │   └── AskRefused                a typed ask refused where it was raised (``code``)
     └── IncompleteError               exit 3: the council could not complete
         └── StoreUnavailable          Redis cannot be reached (URL shown without password)
@@ -117,6 +118,21 @@ class RepositoryError(ConfigurationError):
     def __init__(self, problem: str, fix: str) -> None:
         self.problem, self.fix = problem, fix
         super().__init__(f"{problem}. {fix}")
+
+
+class ContextTooSmall(ConfigurationError):
+    """A participant's context budget cannot hold its prompt's own instructions, the
+    answer's room and the least diff a slice carries. ``participant``, ``budget`` and
+    ``needs`` (tokens) name what to change."""
+
+    def __init__(self, participant: str, budget: int, needs: int, why: str) -> None:
+        self.participant, self.budget, self.needs = participant, budget, needs
+        super().__init__(
+            f"{participant}'s context budget of {budget} tokens cannot hold its prompt: "
+            f"{why}, so it needs at least {needs} tokens. Set context_tokens = {needs} (or "
+            f"more) on {participant} in the roster if its model takes that many, lower its "
+            f"max_output_tokens, or shorten its persona."
+        )
 
 
 class ChangeTooLarge(ConfigurationError):

@@ -14,9 +14,9 @@ coverage".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 NOT_SHOWN = "not reviewed, left out by a cap:"
 """How the run note naming the files a cap left out begins (the per-file cap, the hard
@@ -67,6 +67,8 @@ class Coverage(_Frozen):
     reviewers: tuple[ReviewerCoverage, ...] = ()
     heard: bool = False
     """Whether ``reviewers`` was filled from the heard round (False: a plan)."""
+    units: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """A reviewer sent in slices: each slice's id (``hawk@2``) → the paths it shows."""
 
     def unseen(self) -> tuple[str, ...]:
         """The files no prompt reviewer saw though one should have: those left out by a
@@ -79,18 +81,40 @@ class Coverage(_Frozen):
         return tuple(out)
 
 
-def heard_coverage(plan: Coverage, reviewers: Iterable[tuple[str, str, bool, bool]]) -> Coverage:
+def heard_coverage(
+    plan: Coverage,
+    reviewers: Iterable[tuple[str, str, bool, bool]],
+    slices: Mapping[str, Sequence[tuple[str, bool]]] | None = None,
+) -> Coverage:
     """``plan`` with a line for each reviewer ``(id, backend, heard_in_full, optional)``
     that read the change in its prompt: all of ``meant`` seen when heard in full, else
-    failed."""
+    failed. A reviewer sent in slices (``slices``: its id → ``(slice id, heard_in_full)``
+    each) saw the paths of the slices heard in full; the others' paths are failed."""
     lines = tuple(
-        ReviewerCoverage(id=who, seen=plan.meant, optional=optional)
+        _sliced(who, optional, (slices or {})[who], plan)
+        if (slices or {}).get(who)
+        else ReviewerCoverage(id=who, seen=plan.meant, optional=optional)
         if whole
         else ReviewerCoverage(id=who, failed=plan.meant, slices_failed=1, optional=optional)
         for who, backend, whole, optional in reviewers
         if backend not in PROGRAM_READERS
     )
     return plan.model_copy(update={"reviewers": lines, "heard": True})
+
+
+def _sliced(
+    who: str, optional: bool, units: Sequence[tuple[str, bool]], plan: Coverage
+) -> ReviewerCoverage:
+    seen = {p for unit, whole in units if whole for p in plan.units.get(unit, ())}
+    failed = {p for unit, whole in units if not whole for p in plan.units.get(unit, ())}
+    return ReviewerCoverage(
+        id=who,
+        seen=tuple(p for p in plan.meant if p in seen),
+        failed=tuple(p for p in plan.meant if p in failed and p not in seen),
+        slices=len(units),
+        slices_failed=sum(1 for _, whole in units if not whole),
+        optional=optional,
+    )
 
 
 def unseen_phrase(coverage: Coverage, shown: int = 5) -> str | None:

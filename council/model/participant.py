@@ -7,6 +7,7 @@ canonical result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,6 +94,17 @@ class Identity(BaseModel):
         return ", ".join(parts)
 
 
+class SliceTag(BaseModel):
+    """Which slice of the change a slice unit reviews: slice ``index`` (from 1) of
+    ``count``, for the participant ``owner``. Source: docs/architecture.md "Slices"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    owner: str
+    index: int = Field(ge=1)
+    count: int = Field(ge=2)
+
+
 class Participant(BaseModel):
     """One checked roster entry: who it is, how to run it, and its clocks.
 
@@ -115,6 +127,16 @@ class Participant(BaseModel):
     optional: bool = False
     """A reviewer the gate may do without (``optional = true``): when it is not heard in
     full the run is still partial, but the council can complete. Not identity."""
+    context_tokens: int | None = Field(default=None, ge=1)
+    """The roster's context budget in tokens (None: the model family's default, and no
+    budget for a program; :mod:`council.slicing.tokens`). Not identity."""
+    slice: SliceTag | None = None
+    """Set on a slice unit only: one task's share of a participant whose change was cut
+    into slices (:mod:`council.slicing`); its id is :func:`unit_id`. Not identity."""
+
+    def owner_id(self) -> str:
+        """The roster participant this entry reviews for: its own id, or a slice's owner."""
+        return self.slice.owner if self.slice is not None else self.id
 
     def identity(self) -> Identity:
         """The identity this entry claims in the ledger (tools as a sorted set)."""
@@ -132,3 +154,31 @@ class Participant(BaseModel):
             program=program if isinstance(program, str) else None,
             args=tuple(str(a) for a in args) if isinstance(args, list | tuple) else None,
         )
+
+
+UNIT_MARK = "@"
+"""Between a participant id and a slice number in a slice unit's id (``hawk@2``): never in
+a participant id (:data:`council.roster.participant_tables.ID_PATTERN`), nor ``|``."""
+
+
+def unit_id(owner: str, index: int) -> str:
+    """The id of slice ``index`` (from 1) of participant ``owner``: ``hawk@2``."""
+    return f"{owner}{UNIT_MARK}{index}"
+
+
+def working(participants: Sequence[Participant]) -> list[Participant]:
+    """The entries of ``participants`` that run as tasks: every slice unit, and every
+    participant none of whose slices is among them (a sliced one runs only as its units)."""
+    sliced = {p.slice.owner for p in participants if p.slice is not None}
+    return [p for p in participants if p.slice is not None or p.id not in sliced]
+
+
+def by_owner(participants: Sequence[Participant]) -> dict[str, list[Participant]]:
+    """A sliced participant's id → its units among ``participants``, in slice order."""
+    out: dict[str, list[Participant]] = {}
+    for p in participants:
+        if p.slice is not None:
+            out.setdefault(p.slice.owner, []).append(p)
+    for units in out.values():
+        units.sort(key=lambda u: u.slice.index if u.slice is not None else 0)
+    return out

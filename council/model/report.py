@@ -62,6 +62,9 @@ class ParticipantSummary(BaseModel):
     """What the provider's prompt cache saved on ``usage``, in US dollars: its cost at the
     full input price minus ``cost_usd`` (:func:`council.round.cost.saved_usd`; negative when
     cache writes did not pay for themselves); None when unpriced or nothing was cached."""
+    slices: int = 1
+    """How many slices of the change it was sent, each by its own task (a change over its
+    context budget: docs/architecture.md "Slices")."""
 
     @property
     def heard_in_full(self) -> bool:

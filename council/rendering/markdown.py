@@ -283,6 +283,7 @@ def _participants(report: CouncilReport) -> str:
         name = cell(p.id) + (" (judge)" if p.role == "judge" else "")
         engine = cell(p.backend if p.model is None else f"{p.backend} / {p.model}")
         state = p.state + (f" ({p.attempts} attempts)" if p.attempts > 1 else "")
+        state += f" (in {p.slices} slices)" if p.slices > 1 else ""
         unmeasured = p.duration_ms == 0 and p.state in ("failed", "pending")
         duration = "—" if unmeasured else _seconds(p.duration_ms)
         row = f"| {name} | {engine} | {state} | {p.findings} | {p.warnings} | {duration} |"

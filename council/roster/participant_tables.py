@@ -57,6 +57,7 @@ COMMON_KEYS: tuple[str, ...] = (
     "tools",
     "persona",
     "optional",
+    "context_tokens",
     "script_limits",
     *CLOCK_FIELDS,
 )
@@ -292,6 +293,7 @@ def read_participant(
             "a judge cannot be optional: the judge's silence would un-gate findings",
             "Leave optional out of [judge]",
         )
+    context = _context_tokens(table, backend, where)
     options = backend_options(table, backend, where)
     if base_dir is not None and backend in PATH_BACKENDS:
         options["base_dir"] = base_dir
@@ -324,4 +326,24 @@ def read_participant(
         clocks=resolve_clocks(round_table, table, "council", where),
         options=options,
         optional=bool(optional),
+        context_tokens=context,
     )
+
+
+CONTEXT_CEILING = 100_000_000
+"""The largest ``context_tokens`` a roster may write (tokens)."""
+
+
+def _context_tokens(table: Mapping[str, object], backend: str, where: str) -> int | None:
+    """``context_tokens``: the participant's context budget in tokens, for a model or a
+    command reviewer (a SARIF analyzer reads the tree and a replay its recording: neither is
+    sent the change, so neither is sliced). None when absent."""
+    fix = f"Write context_tokens as a whole number of tokens, 1 to {CONTEXT_CEILING}"
+    tokens = whole(table, "context_tokens", where, fix, low=1, high=CONTEXT_CEILING)
+    if tokens is not None and backend in ("sarif", "replay"):
+        raise RosterError(
+            f"{where}.context_tokens",
+            f"a {backend} reviewer is not sent the change, so it has no context to budget",
+            "Leave context_tokens out of this entry (models and command reviewers take it)",
+        )
+    return tokens

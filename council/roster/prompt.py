@@ -138,6 +138,7 @@ def prompt_parts(
     persona_text: str | None = None,
     notes: Sequence[str] = (),
     filed: Sequence[Finding] = (),
+    part: str | None = None,
 ) -> Prompt:
     """The prompt for one participant of one round, in its two parts; deterministic.
 
@@ -145,7 +146,8 @@ def prompt_parts(
     anchor; ``diff_text``: the diff shown (normally ``change_summary.text``); ``persona_text``
     replaces the default lens (:data:`LENS`); ``notes`` follow :func:`change_notes`' (repeats
     dropped; they are in the shared part, so pass every reviewer the same); ``filed`` is
-    shown to a judge only. A reviewer's prompt: role, untrusted-change notice, contract,
+    shown to a judge only; ``part`` (a slice's section, :mod:`council.slicing.packing`) goes
+    between the notes and the change. A reviewer's prompt: role, untrusted-change notice, contract,
     recording, anchors, notes, change (shared), then its id and lens (own). A judge's keeps
     its own order (role and lens first, the filed findings after the change). The change is
     untrusted: the role says it is data, not instructions; its diff is fenced
@@ -159,7 +161,8 @@ def prompt_parts(
         if listed
         else []
     )
-    change = [_anchors(change_summary), *noted, _change(change_summary, diff_text)]
+    sliced = [part] if part else []
+    change = [_anchors(change_summary), *noted, *sliced, _change(change_summary, diff_text)]
     if participant.role == "judge":
         whole = [
             _judge_role(participant),

@@ -262,6 +262,7 @@ def summarize(
         warnings=len(outcome.harvest.warnings),
         attempts=outcome.attempts,
         duration_ms=outcome.duration_ms,
+        slices=outcome.slices,
         unread=unread_code(outcome),
         read_in_part=read_in_part_code(outcome),
         usage=outcome.usage,

@@ -144,6 +144,8 @@ class ParticipantOutcome(BaseModel):
     """The backend's reason the answer is not whole though it was read, one of
     :data:`BROKE_OFF_CODES` (``exit-status``: the program exited non-zero or was killed
     after printing it); see :func:`read_in_part_code`."""
+    slices: int = 1
+    """How many slices of the change it was sent (:mod:`council.round.slice_outcomes`)."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import click
 
 from council.errors import ConfigurationError, IdentityRefused
 from council.model.gate_policy import GatePolicy
-from council.model.participant import Participant
+from council.model.participant import Participant, unit_id
 from council.rendering.escape import for_log
 from council.roster.backend_options import BASE_DIR, PROVIDER_OPTION, RECORDED
 from council.roster.provider_rules import ProviderRefused, for_worker
@@ -94,6 +94,10 @@ def check_command(
         click.echo(f"===== {p.id} ({p.role}, backend {p.backend}) =====")
         if p.backend == "sarif":
             click.echo("(a sarif reviewer runs its analyzer on the head tree; it reads no prompt)")
+        elif p.id in round_.slices:  # its change is over its context budget
+            n = round_.slices[p.id]
+            click.echo(f"(sent in {n} slices, one task each; the first slice's prompt:)")
+            click.echo(for_log(round_.prompts[unit_id(p.id, 1)].text))
         else:
             click.echo(for_log(round_.prompts[p.id].text))
     if round_.judge is not None:

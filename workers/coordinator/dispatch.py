@@ -47,7 +47,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
     _store_inputs(rt, round_, rt.sessions.open_ttl_s(record, record.created_ms))
     try:
-        header = chord_header(app, record.run_id, round_.participants, rt.settings.batch_size)
+        header = chord_header(app, record.run_id, round_.working, rt.settings.batch_size)
         # Marked before sending: a CLI that dies in between leaves a run whose tasks may
         # be on their way, which the deadline's sweep settles; never one cancelled under
         # its running reviewers.
@@ -68,6 +68,7 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
         run_id=record.run_id,
         session=record.session,
         participants=len(round_.participants),
+        slices=len(round_.units),
         tasks=len(header),
     )
 
@@ -78,21 +79,32 @@ def _store_inputs(rt: Runtime, round_: Round, ttl_s: int) -> None:
     reviewers' prompts, the judge's persona for its prompt built later, the head tree,
     the base-tree programs and the files ``args`` name, the base's side of the analyzer
     configuration the change edits, the places of the likely secrets it adds, and the
-    (masked) diff, each with the run's opening TTL ``ttl_s``."""
+    (masked) diff, each with the run's opening TTL ``ttl_s``. A slice unit is stored as a
+    participant of its own, with its owner's program and ``args`` files under its id."""
     judge = round_.judge
+    units = round_.units
+    owners = {u.id: u.owner_id() for u in units}
+    programs = {
+        **round_.programs,
+        **{u: round_.programs[o] for u, o in owners.items() if o in round_.programs},
+    }
+    arg_files = {
+        **round_.arg_files,
+        **{u: round_.arg_files[o] for u, o in owners.items() if o in round_.arg_files},
+    }
     rt.runs.put_inputs(
         round_.record.run_id,
-        (*round_.participants, *((judge,) if judge else ())),
+        (*round_.participants, *units, *((judge,) if judge else ())),
         round_.prompts,
         round_.tree,
-        round_.programs,
+        programs,
         change=round_.change.text,
         personas=(
             {judge.id: round_.judge_persona}
             if judge is not None and round_.judge_persona is not None
             else {}
         ),
-        arg_files=round_.arg_files,
+        arg_files=arg_files,
         config=round_.config.files,
         secrets=round_.secrets,
         ttl_s=ttl_s,

@@ -37,13 +37,8 @@ from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
 from council.roster import Roster
 from council.roster.prompt import Prompt, change_notes
-from council.roster.round_roster import (
-    Lineup,
-    deadline_ms,
-    line_up,
-    reviewer_prompts,
-    without_keys,
-)
+from council.roster.round_roster import Lineup, deadline_ms, line_up, without_keys
+from council.slicing.plan import SlicePlan, plan_prompts
 from reviewers import check_options
 from workers.app.clock import now_ms
 from workers.app.settings import Settings
@@ -114,6 +109,19 @@ class Round:
     its excluded files and its paths) and the excluded files withheld unscanned;
     ``change``, ``notes``, ``record`` and ``prompts`` show them masked
     (:mod:`council.change.secret_masks`)."""
+    slices: dict[str, int] = field(default_factory=dict)
+    """A reviewer sent in slices (its change over its context budget) → how many; their
+    prompts are under the units' ids (:mod:`council.slicing.plan`)."""
+
+    @property
+    def units(self) -> tuple[Participant, ...]:
+        """The slice units of the sliced reviewers, built from their current entries."""
+        return SlicePlan(prompts={}, slices=self.slices).units(self.participants)
+
+    @property
+    def working(self) -> tuple[Participant, ...]:
+        """What runs as a task: each reviewer not sliced, and each slice unit."""
+        return (*(p for p in self.participants if p.id not in self.slices), *self.units)
 
     def rerun(self, run_id: str, created_ms: int, deadline_ms: int) -> Round:
         """The same prepared round as a new run (benchmarks run one change many times);
@@ -216,13 +224,20 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         [names.text(n) for n in change_notes(change, non_utf8=non_utf8)],
     )
     judge = lineup.judge
+    plan = plan_prompts(lineup.reviewers, change, personas, notes)
+    record = _record(settings, options, repo, refs, roster, change, lineup, notes, mode)
+    units = plan.units(lineup.reviewers)
+    record = record.model_copy(
+        update={"notes": (*record.notes, *plan.notes), "units": tuple(u.id for u in units)}
+    )
+    shown = {u.id: plan.shown.get(u.id, ()) for u in units}
+    coverage = coverage.model_copy(update={"units": shown})
     return Round(
-        record=_record(
-            settings, options, repo, refs, roster, change, lineup, notes, mode
-        ).model_copy(update={"coverage": coverage}),
+        record=record.model_copy(update={"coverage": coverage}),
         roster=roster,
         participants=lineup.reviewers,
-        prompts=reviewer_prompts(lineup.reviewers, change, personas, notes),
+        prompts=plan.prompts,
+        slices=plan.slices,
         programs=programs,
         tree=tree,
         change=change,

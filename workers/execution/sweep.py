@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import structlog
 
 from council.model.backend_result import Stop
+from council.model.participant import working
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.execution.leases import BEAT_S, LEASE_MS, parse
@@ -185,7 +186,8 @@ def settle_if_heard(rt: Runtime, run_id: str, dispatch_judge: JudgeDispatch) -> 
     participant was the last: the chord waits on the lost task's message). Idempotent."""
     if rt.runs.status(run_id) != "open":
         return
-    reviewers = [p.id for p in rt.runs.participants(run_id) if p.role != "judge"]
+    everyone = working(rt.runs.participants(run_id))  # a sliced one is heard by its slices
+    reviewers = [p.id for p in everyone if p.role != "judge"]
     if len(rt.runs.outcomes_many(run_id, reviewers)) == len(reviewers):
         settle_run(rt, run_id, dispatch_judge=dispatch_judge)
 

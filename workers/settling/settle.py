@@ -29,7 +29,7 @@ from council.model.backend_result import ReviewResult, Stop
 from council.model.coverage import heard_coverage
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
-from council.model.participant import Identity, Participant
+from council.model.participant import Identity, Participant, by_owner, working
 from council.model.report import CouncilReport, RunStatus
 from council.ranking.apply import ranked
 from council.ranking.live import acted_records, round_records
@@ -38,6 +38,7 @@ from council.round.filing import RoundFacts, conclude_judge, conclude_round
 from council.round.gate import INCOMPLETE_STATUSES, apply_min_agreement
 from council.round.lifecycle import Event, Transition, allows, ending, is_final, step
 from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
+from council.round.slice_outcomes import fold_slices
 from council.session.earlier_rounds import remembered
 from council.session.ledger import Ledger
 from workers.app.celery_config import queue_for
@@ -171,8 +172,11 @@ class _Hearing:
         self.deadline_passed = deadline_passed
         participants = rt.runs.participants(record.run_id)
         self.judge = next((p for p in participants if p.role == "judge"), None)
-        self.reviewers = [p for p in participants if p.role != "judge"]
-        self.stored = rt.runs.outcomes_many(record.run_id, [p.id for p in participants])
+        self.reviewers = [p for p in participants if p.role != "judge" and p.slice is None]
+        self.units = by_owner(participants)
+        """A reviewer sent in slices → its units, each settled on its own, then folded."""
+        working_ids = [p.id for p in working(participants)]
+        self.stored = rt.runs.outcomes_many(record.run_id, working_ids)
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
         self.change = parse_diff(rt.runs.change(record.run_id))
         self.code = HeadCode(rt, record)
@@ -220,7 +224,11 @@ class _Hearing:
                 for p in report.participants
                 if p.role == "reviewer"
             ]
-            coverage = heard_coverage(self.record.coverage, reviewers)
+            sliced = {
+                owner: [(u.id, heard_in_full(self.outcome(u))) for u in units]
+                for owner, units in self.units.items()
+            }
+            coverage = heard_coverage(self.record.coverage, reviewers, sliced)
             report = report.model_copy(update={"coverage": coverage})
         gated = land(report, self.change).gated(**gate.model_dump())
         marked = self.marks.apply(gated, self.pull, self.code, self.added)
@@ -273,7 +281,8 @@ class _Hearing:
     def running(self) -> list[str]:
         """The reviewers without a stored outcome whose latest attempt holds a live lease
         (:mod:`workers.execution.leases`): a worker is reviewing them right now."""
-        missing = [p.id for p in self.reviewers if p.id not in self.stored]
+        tasks = [u for p in self.reviewers for u in self.units.get(p.id, [p])]
+        missing = [p.id for p in tasks if p.id not in self.stored]
         if not missing:
             return []
         rt, run_id = self.rt, self.record.run_id
@@ -290,7 +299,12 @@ class _Hearing:
 
     def outcome(self, p: Participant) -> ParticipantOutcome:
         """``p``'s stored outcome, or one made from its journals: a stop with the lost
-        stop, or, on the watchdog's event, a failure when no worker ever started it."""
+        stop, or, on the watchdog's event, a failure when no worker ever started it. A
+        reviewer sent in slices: its slices' outcomes so made, folded
+        (:func:`~council.round.slice_outcomes.fold_slices`)."""
+        units = self.units.get(p.id)
+        if units:
+            return fold_slices(p.id, [self.outcome(u) for u in units])
         run_id = self.record.run_id
         stored = self.stored.get(p.id)
         if stored is None and p.role == "judge":  # the judge's may have come since
@@ -338,7 +352,13 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     """Apply ``event`` to an ``open`` run: file the reviewers' findings (interim when the
     run goes on to its judge), or wait on the questions reviewers put to a person."""
     outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
-    asking = [p.id for p in heard.reviewers if outcomes[p.id].status == "asking"]
+    asking = [
+        u.id  # a sliced reviewer asks through its slice's task (its pause is the unit's)
+        for p in heard.reviewers
+        if outcomes[p.id].status == "asking"
+        for u in heard.units.get(p.id, [p])
+        if u.slice is None or heard.outcome(u).status == "asking"
+    ]
     if asking and event in ASKING_EVENTS:
         return _wait_on_askers(heard, outcomes, asking)
     whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pydantic import TypeAdapter
 
 from council.change.secret_masks import SPANS, SecretSpan
-from council.model.participant import Participant
+from council.model.participant import Participant, working
 from council.model.report import RunStatus
 from council.roster.prompt import Prompt
 from council.round.outcome import ParticipantOutcome
@@ -132,9 +132,9 @@ class RunInputs:
             pipe.hset(k.run_config(run_id), mapping=dict(config))
         if secrets:
             pipe.set(k.run_secrets(run_id), SPANS.dump_json(list(secrets)), ex=ex)
-        pipe.hset(
+        pipe.hset(  # a reviewer sent in slices is shown by its slices
             k.run_state(run_id),
-            mapping={p.id: Progress().model_dump_json() for p in participants},
+            mapping={p.id: Progress().model_dump_json() for p in working(participants)},
         )
         if ttl_s is not None:
             hashes = [

@@ -37,6 +37,9 @@ class RunRecord(BaseModel):
     witness: str | None = None
     mode: Literal["embedded", "distributed"] = "embedded"
     participants: tuple[str, ...] = ()
+    units: tuple[str, ...] = ()
+    """The slice units' ids (``{participant}@{k}``) of the reviewers sent in slices: each
+    runs as a task with its own keys, which expire with the run's."""
     judge: str | None = None
     """The judge's id when the roster has one: it runs after the reviewers are filed."""
     limits: dict[str, RateLimit] = Field(default_factory=dict)

@@ -133,7 +133,11 @@ class SessionStore(SessionOpening, SessionMemory):
         method runs no domain rule.
         """
         k, s, rid = self._keys, record.session, record.run_id
-        everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+        everyone = (
+            *record.participants,
+            *record.units,
+            *((record.judge,) if record.judge else ()),
+        )
         with self._r.pipeline() as pipe:
             while True:
                 try:
@@ -244,7 +248,11 @@ class SessionStore(SessionOpening, SessionMemory):
         deadline) and every run key given the opening TTL again. Runs no domain rule.
         """
         k, s, rid = self._keys, record.session, record.run_id
-        everyone = (*record.participants, *((record.judge,) if record.judge else ()))
+        everyone = (
+            *record.participants,
+            *record.units,
+            *((record.judge,) if record.judge else ()),
+        )
         with self._r.pipeline() as pipe:
             while True:
                 try:

@@ -160,7 +160,7 @@ def _run_council(
             if mode == "distributed":
                 return _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
             session = round_.record.session
-            with embedded_council(settings, len(round_.participants), session) as (app, rt):
+            with embedded_council(settings, len(round_.working), session) as (app, rt):
                 return _run(rt, round_, plan, stopped, show, timeout, app=app)
     except IdentityRefused:
         raise
