@@ -102,6 +102,8 @@ def test_verdicts_in_every_output_and_the_invented_proof_held(
             "sarif",
             "--format",
             "github-review",
+            "--post",  # both findings as line comments: each shows its scripts' verdicts
+            "all",
         ],
         cwd=ROOT,
         env={**env, "COUNCIL_REDIS_URL": redis_url},
