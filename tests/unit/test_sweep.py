@@ -121,11 +121,13 @@ def test_no_lapse_is_believed_right_after_an_outage(rt: Runtime) -> None:
 
 
 def test_an_abandoned_run_is_cancelled(rt: Runtime) -> None:
+    now = now_ms()
     record = RunRecord(
-        run_id="r1", session="s1", participants=("rep",), created_ms=1, deadline_ms=2**40
+        run_id="r1", session="s1", participants=("rep",), created_ms=now, deadline_ms=now + 600_000
     )
-    rt.sessions.open_run(record, [("reviewer", PEOPLE[1])], now_ms=now_ms() - 5_000)
+    rt.sessions.open_run(record, [("reviewer", PEOPLE[1])], now_ms=now)
     rt.runs.put_inputs("r1", [PEOPLE[1]], {"rep": "review"}, None, {})
+    rt.client.zincrby(rt.keys.runs_undispatched(), -5_000, "r1")  # opened 5 s ago, on Redis
     _sweep(rt, _sweeper(rt, []))
     assert rt.runs.status("r1") == "cancelled"
     report = rt.runs.report("r1")
