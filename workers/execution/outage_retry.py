@@ -61,6 +61,12 @@ def held_back(exc: BaseException) -> bool:
     return refused(exc) is not None
 
 
+def refused_only(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refusal: Redis answered and kept nothing, so the step may run
+    again (a lost reply after a timeout may have been applied)."""
+    return refused(exc) is not None
+
+
 def note_refusal(exc: BaseException) -> None:
     """Count a refused write in the worker's metrics (never raises)."""
     code = refused(exc)
@@ -90,13 +96,16 @@ def patiently(
     *,
     until: float,
     sleep: Callable[[float], None] = time.sleep,
+    held: Callable[[BaseException], bool] = held_back,
 ) -> T:
     """Run ``step`` until it does not fail with an outage error or a refusal
     (:func:`held_back`); return what it returns.
 
     ``what`` names the step in the log (``redis_unreachable`` or ``redis_refused`` once,
     ``redis_reachable`` when it answers again; each refused try is counted). Past ``until``
-    (a ``time.monotonic()`` value) the last error is raised.
+    (a ``time.monotonic()`` value) the last error is raised. ``held``: which errors are
+    retried (:func:`refused_only` for a step that must not run twice when its reply is
+    lost).
     """
     pause = PAUSE_S[0]
     since: float | None = None
@@ -104,7 +113,7 @@ def patiently(
         try:
             value = step()
         except redis.RedisError as exc:
-            if not held_back(exc):
+            if not held(exc):
                 raise
             note_refusal(exc)
             now = time.monotonic()
