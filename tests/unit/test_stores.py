@@ -20,6 +20,7 @@ from council.round.lifecycle import step
 from council.round.outcome import ParticipantOutcome
 from council.session.earlier_rounds import RoundMemory
 from workers.coordinator.resume import finish
+from workers.stores import server_ms
 from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.run_record import Progress, RunRecord
@@ -382,13 +383,16 @@ def test_every_key_is_under_the_prefix_and_distinct() -> None:
 
 def test_open_run_gives_the_run_its_ttl_and_indexes_it(client: Any) -> None:
     """A run expires even if it never settles: TTL = until its deadline + retention; it is
-    listed as open (scored by its deadline) and as not yet dispatched."""
+    listed as open (scored by its deadline) and as not yet dispatched, both on Redis's
+    clock (the opener's wall clock may be off: here it says 2 s after the epoch)."""
     sessions = _sessions(client)
     rec = _record("r1", deadline_ms=2000 + 50_000)
+    before = server_ms(client)
     sessions.open_run(rec, [("reviewer", _participant("hawk"))], now_ms=2000)
+    after = server_ms(client)
     assert 600 + 40 <= client.ttl(KEYS.run("r1")) <= 600 + 51
-    assert client.zscore(KEYS.runs_open(), "r1") == 52_000
-    assert client.zscore(KEYS.runs_undispatched(), "r1") == 2000
+    assert before + 50_000 <= client.zscore(KEYS.runs_open(), "r1") <= after + 50_000
+    assert before <= client.zscore(KEYS.runs_undispatched(), "r1") <= after
     RunStore(client, KEYS).mark_dispatched("r1")
     assert client.zscore(KEYS.runs_undispatched(), "r1") is None
 

@@ -51,6 +51,12 @@ def _open(rt: Runtime, run_id: str = "r1", deadline_ms: int | None = None) -> Ru
     return record
 
 
+def _lapse(rt: Runtime) -> None:
+    """Every lease lapsed long ago (a lease is scored on Redis's clock when written)."""
+    for raw in rt.client.zrange(rt.keys.leases(), 0, -1):
+        rt.client.zadd(rt.keys.leases(), {raw: 1})
+
+
 def _sweeper(rt: Runtime, sent: list[tuple[str, str, str]]) -> Sweeper:
     sweeper = Sweeper(rt, lambda *a: sent.append(a), lambda run_id: None)
     sweeper._healthy_since -= 3600  # healthy for an hour
@@ -65,6 +71,7 @@ def _sweep(rt: Runtime, sweeper: Sweeper) -> None:
 def test_a_lapsed_lease_is_sent_again_once(rt: Runtime) -> None:
     _open(rt)
     rt.runs.start_attempts("r1", ["hawk", "rep"], now_ms() - 60_000, lease_ms=1)
+    _lapse(rt)
     sent: list[tuple[str, str, str]] = []
     sweeper = _sweeper(rt, sent)
     _sweep(rt, sweeper)
@@ -80,6 +87,7 @@ def test_a_redispatch_line_names_the_session_and_the_new_task(rt: Runtime) -> No
     on its id), and the attempt that was lost."""
     _open(rt)
     rt.runs.start_attempts("r1", ["hawk"], now_ms() - 60_000, lease_ms=1)
+    _lapse(rt)
     sweeper = Sweeper(rt, lambda run_id, pid, backend: f"task-{pid}", lambda run_id: None)
     sweeper._healthy_since -= 3600
     with capture_logs() as logged:
@@ -98,6 +106,7 @@ def test_a_redispatch_line_names_the_session_and_the_new_task(rt: Runtime) -> No
 def test_a_lapse_is_ignored_when_settled_superseded_or_the_run_moved_on(rt: Runtime) -> None:
     _open(rt)
     rt.runs.start_attempts("r1", ["hawk", "rep"], now_ms() - 60_000, lease_ms=1)
+    _lapse(rt)
     rt.client.set(rt.keys.run_outcome("r1", "hawk"), b"{}")  # settled
     rt.runs.start_attempts("r1", ["rep"], now_ms())  # a newer attempt runs
     sent: list[tuple[str, str, str]] = []
@@ -105,6 +114,7 @@ def test_a_lapse_is_ignored_when_settled_superseded_or_the_run_moved_on(rt: Runt
     assert sent == []
     _open(rt, "r2")
     rt.runs.start_attempts("r2", ["hawk"], now_ms() - 60_000, lease_ms=1)
+    _lapse(rt)
     rt.client.hset(rt.keys.run("r2"), "status", "settled")
     _sweep(rt, _sweeper(rt, sent))
     assert sent == []
@@ -114,6 +124,7 @@ def test_no_lapse_is_believed_right_after_an_outage(rt: Runtime) -> None:
     """Nobody could beat while Redis was away: the sweep waits one lease of health."""
     _open(rt)
     rt.runs.start_attempts("r1", ["hawk"], now_ms() - 60_000, lease_ms=1)
+    _lapse(rt)
     sent: list[tuple[str, str, str]] = []
     sweeper = Sweeper(rt, lambda *a: sent.append(a), lambda run_id: None)
     _sweep(rt, sweeper)
@@ -121,11 +132,13 @@ def test_no_lapse_is_believed_right_after_an_outage(rt: Runtime) -> None:
 
 
 def test_an_abandoned_run_is_cancelled(rt: Runtime) -> None:
+    now = now_ms()
     record = RunRecord(
-        run_id="r1", session="s1", participants=("rep",), created_ms=1, deadline_ms=2**40
+        run_id="r1", session="s1", participants=("rep",), created_ms=now, deadline_ms=now + 600_000
     )
-    rt.sessions.open_run(record, [("reviewer", PEOPLE[1])], now_ms=now_ms() - 5_000)
+    rt.sessions.open_run(record, [("reviewer", PEOPLE[1])], now_ms=now)
     rt.runs.put_inputs("r1", [PEOPLE[1]], {"rep": "review"}, None, {})
+    rt.client.zincrby(rt.keys.runs_undispatched(), -5_000, "r1")  # opened 5 s ago, on Redis
     _sweep(rt, _sweeper(rt, []))
     assert rt.runs.status("r1") == "cancelled"
     report = rt.runs.report("r1")

@@ -94,6 +94,13 @@ RATE_LIMIT_WAIT_SECONDS = Histogram(
     ["limit"],
     buckets=WAIT_BUCKETS_S,
 )
+REDIS_REFUSALS = Counter(
+    "council_redis_refusals",
+    "Writes Redis refused (OOM, MISCONF, READONLY, NOREPLICAS) that the worker kept and retried.",
+    ["code"],
+)
+for _code in ("OOM", "MISCONF", "READONLY", "NOREPLICAS"):
+    REDIS_REFUSALS.labels(_code)
 TASKS_IN_FLIGHT = Gauge(
     "council_tasks_in_flight",
     "Celery tasks running on this worker now.",
@@ -114,6 +121,7 @@ METRIC_NAMES: frozenset[str] = frozenset(
         "council_findings_total",
         "council_warnings_total",
         "council_retries_total",
+        "council_redis_refusals_total",
         "council_rate_limit_wait_seconds",
         "council_tasks_in_flight",
         QUEUE_DEPTH_NAME,
@@ -157,6 +165,14 @@ def observe_review(
             if dollars is not None:
                 COST.labels(backend, model, participant.id).inc(max(dollars, 0.0))
     except Exception as error:  # a metric must never cost a review
+        log.warning("metrics_failed", error_type=type(error).__name__, error=str(error))
+
+
+def observe_refusal(code: str) -> None:
+    """One write Redis refused with ``code`` (kept and retried). Never raises."""
+    try:
+        REDIS_REFUSALS.labels(code).inc()
+    except Exception as error:  # a metric must never break a write's retry
         log.warning("metrics_failed", error_type=type(error).__name__, error=str(error))
 
 

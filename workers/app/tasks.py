@@ -12,7 +12,9 @@ Source: docs/architecture.md (the shape), docs/celery.md §1.3-§1.4, docs/style
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import structlog
 from celery import current_app, shared_task
@@ -22,6 +24,7 @@ from workers.app import services as runtime
 from workers.app.celery_config import queue_for
 from workers.execution import sweep
 from workers.execution.batch import review_batch as run_batch
+from workers.execution.outage_retry import patiently, task_deadline
 from workers.execution.participant_attempt import review
 from workers.execution.sweep import settle_if_heard
 from workers.settling.judge_turn import judge_run
@@ -29,6 +32,16 @@ from workers.settling.settle import StillRunning, settle_run
 from workers.stores.run_record import PROTOCOL
 
 log = structlog.get_logger("council.settle")
+
+T = TypeVar("T")
+
+
+def _kept(what: str, step: Callable[[], T]) -> T:
+    """Run a settling step, riding out a Redis outage or refusal (``OOM``, ``READONLY``,
+    ``MISCONF``) within the task's clocks: the filing is retried, never dropped."""
+    rt = runtime.current()
+    until = task_deadline(time.monotonic(), rt.settings.visibility_timeout_s)
+    return patiently(what, step, until=until)
 
 
 @shared_task(name="council.review_participant", bind=True, acks_late=True)
@@ -62,7 +75,9 @@ def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
     """Settle the run once every reviewer task finished (the chord body). Delivered while
     reviewers still run (a duplicate), it files nothing and says so."""
     try:
-        report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+        report = _kept(
+            "consolidate", lambda: settle_run(runtime.current(), run_id, dispatch_judge=send_judge)
+        )
     except StillRunning as exc:
         log.warning("consolidation_early", run_id=run_id, running=exc.running)
         return {"run_id": run_id, "status": "open", "running": exc.running}
@@ -72,7 +87,12 @@ def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
 @shared_task(name="council.finalize", bind=True, acks_late=True)
 def finalize(self: Any, run_id: str) -> dict[str, Any]:
     """Settle the run when the chord failed (errback): lost participants get stops."""
-    report = settle_run(runtime.current(), run_id, dispatch_judge=send_judge, event="worker_lost")
+    report = _kept(
+        "finalize",
+        lambda: settle_run(
+            runtime.current(), run_id, dispatch_judge=send_judge, event="worker_lost"
+        ),
+    )
     return {"run_id": run_id, "status": report.status, "findings": len(report.findings)}
 
 

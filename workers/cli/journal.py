@@ -110,7 +110,9 @@ def _record_in_redis(
     """Store ``entries`` in the participant's journal, waiting out a Redis outage for up
     to :data:`RECORD_OUTAGE_S`; None when all were recorded, else the first refusal
     (the run moved on, the participant was settled, a cap) or the outage's reply."""
-    from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
+    import redis
+
+    from workers.execution.outage_retry import held_back, patiently
 
     until = time.monotonic() + RECORD_OUTAGE_S
     rt = cli.runtime(check=False)
@@ -129,9 +131,11 @@ def _record_in_redis(
             reply = rt.journals.reply(code, len(entry.encode("utf-8", errors="replace")))
             if reply != "Recorded.":
                 return reply
-    except OUTAGE_ERRORS as exc:
+    except redis.RedisError as exc:
+        if not held_back(exc):
+            raise
         return (
-            f"Not recorded (Redis did not answer for {RECORD_OUTAGE_S:g} s: "
+            f"Not recorded (Redis did not answer or refused writes for {RECORD_OUTAGE_S:g} s: "
             f"{type(exc).__name__}); keep it for your final answer."
         )
     return None

@@ -15,6 +15,7 @@ from click.core import ParameterSource
 
 from workers.app.celery_config import ALL_QUEUES
 from workers.cli.context import CliContext, Incomplete, UsageProblem
+from workers.stores import RedisClient
 
 WORKER_LOG_LEVEL = "INFO"
 """A worker's level when neither ``council --log-level`` nor ``council worker
@@ -144,6 +145,7 @@ def _run(
         program_env=list(registry.program_env),
     )
 
+    _say_promises(rt.client, cli.settings.redis_url_value() or "")
     app = celery_config.create_app(cli.settings)
     names = _queue_names(queues)
     if metrics_port is not None:
@@ -163,6 +165,40 @@ def _run(
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise Incomplete(f"the celery worker exited with status {exc.code}") from None
+
+
+def _say_promises(client: RedisClient, url: str) -> None:
+    """Say what the Redis reached promises (one line), warn for each weak promise, and
+    refuse to start on a read-only replica (exit 3)."""
+    import redis
+
+    from workers.app.logging import redact_url
+    from workers.app.redis_promises import read_promises
+
+    log = structlog.get_logger("council.worker")
+    try:
+        promises = read_promises(client)
+    except redis.RedisError as exc:
+        log.warning("redis_promises_unknown", error=str(exc) or type(exc).__name__)
+        return
+    log.info(
+        "redis_promises",
+        role=promises.role,
+        appendonly=promises.aof,
+        appendfsync=promises.appendfsync,
+        save=promises.rdb_saves,
+        replicas=promises.replicas,
+        maxmemory=promises.maxmemory,
+        maxmemory_policy=promises.policy,
+    )
+    for warning in promises.warnings:
+        log.warning("redis_promise_weak", message=warning)
+    if promises.read_only:
+        raise Incomplete(
+            f"the Redis at {redact_url(url) if url else 'COUNCIL_REDIS_URL'} is a read-only "
+            "replica: every write a review needs would be refused; point COUNCIL_REDIS_URL "
+            "at the primary"
+        )
 
 
 def _group_level(cli: CliContext) -> str | None:

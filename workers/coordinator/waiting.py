@@ -23,10 +23,11 @@ from council.errors import StoreUnavailable
 from council.model.backend_result import Stop
 from council.model.report import CouncilReport, RunStatus
 from workers.app.celery_config import queue_for
-from workers.app.clock import now_ms
 from workers.app.logging import redact_text, redact_url
 from workers.app.services import Runtime
+from workers.execution.outage_retry import held_back, refused
 from workers.settling.settle import JudgeDispatch, settle_run
+from workers.stores import server_ms
 from workers.stores.run_record import Progress, RunRecord
 
 log = structlog.get_logger("council.coordinator")  # the name its events always had
@@ -84,6 +85,12 @@ def _shown(states: dict[str, Progress], counts: dict[str, int]) -> dict[str, Pro
     }
 
 
+def _mono_ms() -> int:
+    """This host's monotonic clock, in ms: for durations only, never compared with another
+    host's clock (docs/identity-and-clocks.md)."""
+    return int(time.monotonic() * 1000)
+
+
 @dataclass
 class _Outage:
     """Rides out a short Redis outage while waiting: bounded backoff, said once per outage.
@@ -106,18 +113,23 @@ class _Outage:
         lasted ``budget_s``, raising :class:`StoreUnavailable` (exit 3)."""
         now = time.monotonic()
         reason = redact_text(str(exc)) or type(exc).__name__
+        code = refused(exc)
         if self.since is None:
             self.since, self.pause = now, OUTAGE_PAUSE_S[0]
-            log.warning("redis_unreachable", run_id=self.run_id, error=reason)
+            log.warning(
+                "redis_refused" if code else "redis_unreachable", run_id=self.run_id, error=reason
+            )
+            what = f"refuses writes ({code}: {reason})" if code else f"is unreachable ({reason})"
             self.notify(
-                f"Redis at {self.url} is unreachable ({reason}); retrying for up to "
+                f"Redis at {self.url} {what}; retrying for up to "
                 f"{self.budget_s:g} s (the reviews go on on the workers)"
             )
         lasted = now - self.since
         if lasted >= self.budget_s:
+            did = f"it refused writes ({code})" if code else "it did not answer"
             raise StoreUnavailable(
                 self.url,
-                f"it did not answer for {lasted:.0f} s while this CLI waited for run "
+                f"{did} for {lasted:.0f} s while this CLI waited for run "
                 f"{self.run_id} (last error: {reason})",
                 f"The run may still settle on the workers once Redis is back: see "
                 f"`council show {self.run_id}`. Start redis-server there or fix "
@@ -185,8 +197,8 @@ class Waiter:
     def _wait_woken(self) -> CouncilReport:
         """:meth:`wait`, woken by the run's wake list."""
         run_id = self.record.run_id
-        started = now_ms()
-        deadline = self.record.deadline_ms
+        started = _mono_ms()
+        deadline = self._deadline_at(started)
         hinted = False
         outage = _Outage(self._redis_shown(), run_id, self.notify, REDIS_OUTAGE_S)
         done = threading.Event()
@@ -204,7 +216,7 @@ class Waiter:
                             self.on_progress(progress)
                             return report
                     self.on_progress(progress)
-                    now = now_ms()
+                    now = _mono_ms()
                     if not hinted and now - started >= NO_WORKER_HINT_S * 1000:
                         hinted = self._hint_no_worker(progress)
                     if self.stop_requested():
@@ -227,7 +239,9 @@ class Waiter:
                     woken = self.rt.runs.wait_wake(run_id, max(min(waits_ms), 10) / 1000)
                     if woken and self.rt.mode == "distributed":
                         time.sleep(COALESCE_S)
-                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                except redis.RedisError as exc:
+                    if not held_back(exc):
+                        raise
                     outage.failed(exc)
         finally:
             done.set()
@@ -244,8 +258,8 @@ class Waiter:
     def _wait_polling(self) -> CouncilReport:
         """:meth:`wait`, polling the run every :data:`POLL_S`."""
         run_id = self.record.run_id
-        started = now_ms()
-        deadline = self.record.deadline_ms
+        started = _mono_ms()
+        deadline = self._deadline_at(started)
         shown_at = 0.0
         hinted = False
         outage = _Outage(self._redis_shown(), run_id, self.notify, REDIS_OUTAGE_S)
@@ -262,10 +276,10 @@ class Waiter:
                     progress = self._progress()
                     self.on_progress(progress)
                     shown_at = time.monotonic()
-                    if not hinted and now_ms() - started >= NO_WORKER_HINT_S * 1000:
+                    if not hinted and _mono_ms() - started >= NO_WORKER_HINT_S * 1000:
                         hinted = self._hint_no_worker(progress)
                     continue  # reading the progress takes a while: look at the status first
-                now = now_ms()
+                now = _mono_ms()
                 if self.stop_requested():
                     return self._halt("cancelled", Stop(limit="cancelled"))
                 if self.timeout_ms is not None and now - started >= self.timeout_ms:
@@ -275,7 +289,9 @@ class Waiter:
                     if report.status != "judging":
                         return report
                     deadline = now + (self.record.deadline_ms - self.record.created_ms)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
+            except redis.RedisError as exc:
+                if not held_back(exc):
+                    raise
                 outage.failed(exc)
                 continue
             time.sleep(POLL_S)
@@ -293,6 +309,20 @@ class Waiter:
             dispatch_judge=self.dispatch_judge,
             deadline_passed=True,
         )
+
+    def _deadline_at(self, started: int) -> int:
+        """The watchdog's deadline on this host's monotonic clock (``started``: its ms
+        now): the time left on Redis's clock (the run's score in the open runs less
+        Redis's ``TIME``), never this host's wall clock against the one that opened the
+        run; the run's whole length when Redis cannot tell."""
+        span = max(0, self.record.deadline_ms - self.record.created_ms)
+        try:
+            score = self.rt.client.zscore(self.rt.keys.runs_open(), self.record.run_id)
+            if score is None:
+                return started + span
+            return started + max(0, int(score) - server_ms(self.rt.client))
+        except redis.RedisError:
+            return started + span
 
     def _redis_shown(self) -> str:
         """The Redis URL for people: its password masked."""
@@ -312,7 +342,7 @@ class Waiter:
         queues = sorted(
             {queue_for(p.backend) for p in self.rt.runs.participants(self.record.run_id)}
         )
-        left_s = max(0, (self.record.deadline_ms - now_ms()) // 1000)
+        left_s = max(0, (self._deadline_at(0)) // 1000)
         self.notify(
             f"no worker has started any task of run {self.record.run_id} after "
             f"{NO_WORKER_HINT_S:g} s; they wait on the Celery queue(s) {', '.join(queues)}. "
@@ -335,8 +365,8 @@ class Waiter:
         run_id = self.record.run_id
         forced: RunStatus = "cancelled" if status == "cancelled" else "timeout"
         self.rt.runs.cancel(run_id, forced, stop.budget_ms)
-        grace_end = now_ms() + CANCEL_GRACE_MS
-        while now_ms() < grace_end:
+        grace_end = _mono_ms() + CANCEL_GRACE_MS
+        while _mono_ms() < grace_end:
             if self.rt.runs.status(run_id) not in ("open", "judging"):
                 break
             progress = self.rt.runs.progress(run_id)

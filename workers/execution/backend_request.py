@@ -47,7 +47,7 @@ from reviewers.sandbox.bubblewrap import Bubblewrap, SandboxPolicy
 from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
-from workers.execution.outage_retry import OUTAGE_ERRORS, patiently
+from workers.execution.outage_retry import held_back, note_refusal, patiently
 from workers.stores.budget import RedisBudget
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.run_record import RunRecord
@@ -71,10 +71,11 @@ HEARD_EVERY_S = 1.0
 """Seconds between two reads of an attempt's journal length for the idle clock."""
 
 HELD = (
-    "Recorded by this worker, not yet in Redis (Redis is unreachable; the worker stores "
-    "it as soon as Redis answers, before your review is settled)."
+    "Recorded by this worker, not yet in Redis (Redis is unreachable or refuses writes; "
+    "the worker stores it as soon as Redis answers, before your review is settled)."
 )
-"""The reply to an entry held in memory during a Redis outage (see :class:`RedisJournal`)."""
+"""The reply to an entry held in memory during a Redis outage or refusal (see
+:class:`RedisJournal`)."""
 
 
 class RedisJournal:
@@ -140,11 +141,12 @@ class RedisJournal:
                 return HELD
             try:
                 n = self._store(raw)
-            except OUTAGE_ERRORS:
-                self._held.append(raw)
-                log.warning("journal_held", held=len(self._held))
-                return HELD
             except redis.RedisError as exc:
+                if held_back(exc):
+                    note_refusal(exc)
+                    self._held.append(raw)
+                    log.warning("journal_held", held=len(self._held), error=str(exc))
+                    return HELD
                 reply = (
                     f"Not recorded ({type(exc).__name__}: the journal store failed); "
                     "keep it for your final answer."
@@ -174,7 +176,10 @@ class RedisJournal:
         while self._held:
             try:
                 self._store(self._held[0])
-            except OUTAGE_ERRORS:
+            except redis.RedisError as exc:
+                if not held_back(exc):
+                    raise
+                note_refusal(exc)
                 return False
             self._held.pop(0)
         return True

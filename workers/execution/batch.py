@@ -42,7 +42,7 @@ from workers.execution.backend_request import (
     run_share,
 )
 from workers.execution.leases import keeper
-from workers.execution.outage_retry import patiently, task_deadline
+from workers.execution.outage_retry import patiently, refused_only, task_deadline
 from workers.execution.participant_attempt import (
     crashed,
     finished_progress,
@@ -137,12 +137,17 @@ def _review_all(
     with rt.cancels.watching(run_id) as cancel:
         started_ms = now_ms()
         leases = keeper(rt.client, rt.keys)
-        attempts = rt.runs.start_attempts(
-            run_id, [p.id for p in people], started_ms, lease_ms=leases.lease_ms
-        )
-        leases.hold(run_id, attempts, written=True)
         started = time.monotonic()
         until = task_deadline(started, rt.settings.visibility_timeout_s)
+        attempts = patiently(
+            "start_attempts",
+            lambda: rt.runs.start_attempts(
+                run_id, [p.id for p in people], started_ms, lease_ms=leases.lease_ms
+            ),
+            until=until,
+            held=refused_only,  # an INCR whose reply was lost must not run twice
+        )
+        leases.hold(run_id, attempts, written=True)
         journals = {p.id: journal_for(rt, run_id, p, attempts[p.id]) for p in people}
         share: RunShare | ReviewResult
         try:

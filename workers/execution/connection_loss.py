@@ -7,7 +7,10 @@ it; closing restores the unacknowledged messages through ``transport.client.host
 put back on the queue they would run twice at once. So :func:`install` wraps the consumer's
 handler: the lost connection's channels do not restore (``do_restore = False``), each task's
 ack is done on a fresh connection when it finishes (:func:`_ack_on_fresh_connection`), and
-if the process dies first the visibility-timeout sweep puts the messages back.
+if the process dies first the visibility-timeout sweep puts the messages back. An ack
+Redis refuses (``OOM``: under ``maxmemory`` every ``MULTI`` is refused) does not stop the
+consumer either: the message is forgotten here and removed from Redis's unacked index by a
+thread that retries (:func:`_ack_later`).
 Source: docs/celery.md §1.6, §1.13 and §4.
 """
 
@@ -23,6 +26,8 @@ import structlog
 from celery.worker.consumer.consumer import Consumer
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
+
+from workers.execution.outage_retry import held_back, note_refusal, refused
 
 log = structlog.get_logger("council.worker")
 
@@ -56,7 +61,12 @@ def install() -> None:
         def ack(self: kombu_redis.QoS, delivery_tag: str) -> None:
             url = getattr(self.channel, _URL_ATTR, None)
             if url is None:
-                original_ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+                try:
+                    original_ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+                except redis.ResponseError as exc:
+                    if refused(exc) is None:
+                        raise
+                    _ack_later(self, delivery_tag, exc)
                 return
             _ack_on_fresh_connection(self, url, delivery_tag)
 
@@ -86,6 +96,19 @@ def _keep_unacked(consumer: Consumer) -> None:
         log.warning("broker_lost_unacked_kept", messages=held)
 
 
+def _ack_later(qos: kombu_redis.QoS, delivery_tag: str, exc: Exception) -> None:
+    """Redis refused an ack: retry it on a thread (the consumer's loop goes on)."""
+    note_refusal(exc)
+    log.warning("ack_refused", delivery_tag=delivery_tag, error=str(exc))
+    url = qos.channel.connection.client.as_uri(include_password=True)
+    threading.Thread(
+        target=_ack_on_fresh_connection,
+        args=(qos, url, delivery_tag),
+        name="council-ack",
+        daemon=True,
+    ).start()
+
+
 def _ack_on_fresh_connection(qos: kombu_redis.QoS, url: str, delivery_tag: str) -> None:
     """Remove an acknowledged message from Redis's unacked index and hash on a new
     connection (the old channel's is gone), retrying with backoff for
@@ -102,7 +125,9 @@ def _ack_on_fresh_connection(qos: kombu_redis.QoS, url: str, delivery_tag: str) 
             pipe.execute()
             log.info("ack_after_reconnect", delivery_tag=delivery_tag)
             break
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except redis.RedisError as exc:
+            if not held_back(exc):
+                raise
             if time.monotonic() + pause > deadline:
                 log.warning(
                     "ack_after_reconnect_gave_up", delivery_tag=delivery_tag, error=str(exc)

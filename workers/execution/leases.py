@@ -1,12 +1,16 @@
 """Heartbeats of running attempts: a lost worker is noticed in seconds, not hours.
 
 Every attempt a worker runs holds a lease, a member ``{run}|{participant}|{attempt}`` of the
-sorted set ``council:leases`` scored by the ms it lapses. One thread per process
-(:class:`LeaseKeeper`) pushes every lease it holds :data:`LEASE_MS` ahead each
+sorted set ``council:leases`` scored by the ms it lapses on Redis's clock (``TIME`` in the
+script that writes it: a worker whose own clock is off neither lapses early nor late). One
+thread per process (:class:`LeaseKeeper`) pushes every lease it holds :data:`LEASE_MS` ahead each
 :data:`BEAT_S`, in one round trip (``ZADD XX``: a lease a sweep took is not brought back);
 a dead process's leases lapse, and a sweep (:mod:`workers.execution.sweep`) sends those
-participants again. A sorted set, not a key with a TTL per attempt: an expired key is gone,
-while ``ZRANGEBYSCORE leases -inf NOW`` lists exactly the lapsed leases in one command.
+participants again. A beat Redis refuses (``OOM``, ``READONLY``, ``MISCONF``) is not a lost
+worker: the sweep cannot run either while writes are refused, and after any failed beat it
+waits one lease length of health before it believes a lapse. A sorted set, not a key with
+a TTL per attempt: an expired key is gone, while ``ZRANGEBYSCORE leases -inf NOW`` lists
+exactly the lapsed leases in one command.
 Source: docs/celery.md §1.14.
 """
 
@@ -18,8 +22,7 @@ import time
 import redis
 import structlog
 
-from workers.app.clock import now_ms
-from workers.execution.outage_retry import OUTAGE_ERRORS
+from workers.execution.outage_retry import held_back, note_refusal
 from workers.stores import RedisClient
 from workers.stores.keys import Keys
 
@@ -35,6 +38,22 @@ SEP = "|"
 """Between a lease member's run id, participant id and attempt number (ids contain no
 ``|``: run ids are hex, participant ids are checked names)."""
 
+
+_PUSH = """
+local now = redis.call('TIME')
+local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[1])
+local args = {}
+for i = 3, #ARGV do
+  args[#args + 1] = at
+  args[#args + 1] = ARGV[i]
+end
+if ARGV[2] == 'XX' then
+  return redis.call('ZADD', KEYS[1], 'XX', unpack(args))
+end
+return redis.call('ZADD', KEYS[1], unpack(args))
+"""
+"""KEYS: the leases set; ARGV: the lease length in ms, ``XX`` (only push leases still
+there) or ``-``, then the members: each scored Redis's now plus the length."""
 
 member = Keys.lease_member
 """The lease member of one attempt."""
@@ -76,7 +95,7 @@ class LeaseKeeper:
         if written:
             return
         try:
-            self._r.zadd(self._keys.leases(), dict.fromkeys(names, now_ms() + self._lease_ms))
+            self._push(names, xx=False)
         except redis.RedisError as exc:
             log.warning("lease_not_written", run_id=run_id, error=str(exc))
 
@@ -108,10 +127,13 @@ class LeaseKeeper:
         with self._lock:
             names = list(self._held)
         if names:
-            self._r.zadd(
-                self._keys.leases(), dict.fromkeys(names, now_ms() + self._lease_ms), xx=True
-            )
+            self._push(names, xx=True)
         return len(names)
+
+    def _push(self, names: list[str], *, xx: bool) -> None:
+        """Score ``names`` :attr:`lease_ms` past Redis's now (one script call)."""
+        flag = "XX" if xx else "-"
+        self._r.eval(_PUSH, 1, self._keys.leases(), self._lease_ms, flag, *names)
 
     def _start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -119,14 +141,25 @@ class LeaseKeeper:
             self._thread.start()
 
     def _run(self) -> None:
+        failing = False
         while True:
             time.sleep(BEAT_S)
             try:
                 self.beat()
-            except OUTAGE_ERRORS as exc:
-                log.warning("lease_beat_failed", error=str(exc) or type(exc).__name__)
+            except redis.RedisError as exc:
+                if not held_back(exc):
+                    log.exception("lease_beat_crashed")
+                    continue
+                note_refusal(exc)
+                if not failing:  # once per outage or refusal, not every beat
+                    log.warning("lease_beat_failed", error=str(exc) or type(exc).__name__)
+                failing = True
             except Exception:  # the beat must go on; say what happened
                 log.exception("lease_beat_crashed")
+            else:
+                if failing:
+                    log.info("lease_beat_recovered")
+                failing = False
 
 
 _keepers: dict[int, LeaseKeeper] = {}

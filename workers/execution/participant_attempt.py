@@ -43,7 +43,7 @@ from workers.app.metrics import observe_review
 from workers.app.services import Runtime
 from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
 from workers.execution.leases import keeper
-from workers.execution.outage_retry import patiently, task_deadline
+from workers.execution.outage_retry import patiently, refused_only, task_deadline
 from workers.stores.run_inputs import BatchInputs
 from workers.stores.run_progress import Settled
 from workers.stores.run_record import DETAIL_CHARS, PROTOCOL, Progress, RunRecord
@@ -243,9 +243,12 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
         return too_late(participant_id, participant.role, status)
     started = now_ms()
     leases = keeper(rt.client, rt.keys)
-    attempt = rt.runs.start_attempts(run_id, [participant_id], started, lease_ms=leases.lease_ms)[
-        participant_id
-    ]
+    attempt = patiently(
+        "start_attempts",
+        lambda: rt.runs.start_attempts(run_id, [participant_id], started, lease_ms=leases.lease_ms),
+        until=task_deadline(time.monotonic(), rt.settings.visibility_timeout_s),
+        held=refused_only,  # an INCR whose reply was lost must not run twice
+    )[participant_id]
     said = structlog.contextvars.get_contextvars().get("attempt")
     # Bound for the attempt only: an embedded worker's thread runs task after task with
     # no Celery signal to clear what a task bound (the next line is another task's).

@@ -7,7 +7,9 @@ council:sweep NX PX``), so the cost does not grow with the fleet. A sweep sends 
 leases' participants again (:mod:`workers.execution.leases`), settles runs opened and never
 dispatched for :attr:`Settings.abandon_after_s` (``abandoned``), and runs past their
 deadline plus :attr:`Settings.watchdog_slack_ms` as the CLI's watchdog would. After a Redis
-outage it waits one lease length of health before it believes a lapse.
+outage or refusal (``OOM``, ``READONLY``, ``MISCONF``: nobody could beat) it waits one lease
+length of health before it believes a lapse. Lapses, deadlines and the abandon clock are
+compared on Redis's clock (``TIME``), never on this host's.
 
 Source: docs/celery.md §1.14.
 """
@@ -19,15 +21,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis
 import structlog
 
 from council.model.backend_result import Stop
 from council.model.participant import working
-from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.execution.leases import BEAT_S, LEASE_MS, parse
-from workers.execution.outage_retry import OUTAGE_ERRORS
+from workers.execution.outage_retry import held_back, note_refusal
 from workers.settling.settle import JudgeDispatch, RunNotFound, settle_run
+from workers.stores import server_ms
 
 log = structlog.get_logger("council.sweep")
 
@@ -71,7 +74,11 @@ class Sweeper:
             time.sleep(self.rt.settings.sweep_interval_s)
             try:
                 self.sweep()
-            except OUTAGE_ERRORS as exc:
+            except redis.RedisError as exc:
+                if not held_back(exc):
+                    log.exception("sweep_crashed")
+                    continue
+                note_refusal(exc)
                 self._healthy_since = time.monotonic()
                 log.warning("sweep_failed", error=str(exc) or type(exc).__name__)
             except Exception:  # the sweep must go on; say what happened
@@ -97,7 +104,8 @@ class Sweeper:
 
     def _lapsed(self) -> int:
         rt, k = self.rt, self.rt.keys
-        lapsed = rt.client.zrangebyscore(k.leases(), "-inf", now_ms(), start=0, num=BATCH)
+        now = server_ms(rt.client)
+        lapsed = rt.client.zrangebyscore(k.leases(), "-inf", now, start=0, num=BATCH)
         sent = 0
         for raw in lapsed:
             lease = parse(raw)
@@ -140,7 +148,7 @@ class Sweeper:
 
     def _abandoned(self) -> int:
         rt, k = self.rt, self.rt.keys
-        cutoff = now_ms() - rt.settings.abandon_after_s * 1000
+        cutoff = server_ms(rt.client) - rt.settings.abandon_after_s * 1000
         found = rt.client.zrangebyscore(k.runs_undispatched(), "-inf", cutoff, start=0, num=BATCH)
         settled = 0
         for raw in found:
@@ -157,7 +165,7 @@ class Sweeper:
 
     def _overdue(self) -> int:
         rt, k = self.rt, self.rt.keys
-        cutoff = now_ms() - rt.settings.watchdog_slack_ms
+        cutoff = server_ms(rt.client) - rt.settings.watchdog_slack_ms
         found = rt.client.zrangebyscore(k.runs_open(), "-inf", cutoff, start=0, num=BATCH)
         settled = 0
         for raw in found:

@@ -47,6 +47,7 @@ from workers.app.services import Runtime
 from workers.execution.participant_attempt import reading_policy, script_rows
 from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
+from workers.stores import server_ms
 from workers.stores.budget import RedisBudget
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import Filing
@@ -290,7 +291,7 @@ class _Hearing:
         pipe = rt.client.pipeline(transaction=False)
         for pid, n in zip(missing, latest, strict=True):
             pipe.zscore(rt.keys.leases(), rt.keys.lease_member(run_id, pid, int(n or 0)))
-        now = now_ms()
+        now = server_ms(rt.client)  # leases lapse on Redis's clock
         return [
             pid
             for pid, score in zip(missing, pipe.execute(), strict=True)

@@ -4,6 +4,9 @@
 fakeredis one). It is spelled ``Any`` because redis-py types every command as
 ``Awaitable[Any] | Any`` (sync and async share stubs), which defeats checking; the stores
 are exercised on fakeredis and on a real redis-server instead.
+
+:func:`server_ms` is Redis's own clock: leases, deadlines and the sweep's watchdog are
+scored and compared on it, never on two hosts' wall clocks (docs/identity-and-clocks.md).
 """
 
 from __future__ import annotations
@@ -11,3 +14,9 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 RedisClient: TypeAlias = Any
+
+
+def server_ms(client: RedisClient) -> int:
+    """Redis's clock (``TIME``), in ms since the epoch: the one clock every host shares."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000

@@ -30,6 +30,10 @@ _START_ATTEMPTS = """
 local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
 local numbers = {}
 local lease = tonumber(ARGV[2])
+if lease > 0 then
+  local now = redis.call('TIME')
+  lease = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + lease
+end
 for i = 3, #KEYS do
   local n = redis.call('INCR', KEYS[i])
   redis.call('HSET', KEYS[1], ARGV[i + 1], shown .. n .. '}')
@@ -42,8 +46,9 @@ return numbers
 """
 """KEYS: the progress hash, the leases set, then each participant's attempts counter;
 ARGV: the progress JSON object without ``attempt`` (each new attempt number is added to
-it), the ms the attempts' leases lapse (0: no lease), the run id, then each participant
-(ARGV[i + 1] goes with KEYS[i]). Returns the new attempt numbers, in order."""
+it), the ms the attempts' leases last from now on Redis's clock (0: no lease), the run
+id, then each participant (ARGV[i + 1] goes with KEYS[i]). Returns the new attempt
+numbers, in order."""
 
 _PUT_OUTCOME = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
@@ -150,8 +155,8 @@ class RunProgress:
         :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
         counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
         that attempt number, and, when ``lease_ms`` > 0, give the attempt a lease lapsing
-        at ``started_ms + lease_ms`` (:mod:`workers.execution.leases`). Returns participant → the
-        attempt number (1, 2, …).
+        ``lease_ms`` from now on Redis's clock (``TIME``: :mod:`workers.execution.leases`).
+        Returns participant → the attempt number (1, 2, …).
         """
         k = self._keys
         body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
@@ -160,9 +165,8 @@ class RunProgress:
         if not ids:
             return {}
         keys = [k.run_state(run_id), k.leases(), *(k.run_attempts(run_id, p) for p in ids)]
-        lapse = started_ms + lease_ms if lease_ms > 0 else 0
         pipe = self._r.pipeline(transaction=False)
-        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, lapse, run_id, *ids)
+        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, max(0, lease_ms), run_id, *ids)
         wake(pipe, self._keys, run_id)
         numbers = pipe.execute()[0]
         return {p: int(n) for p, n in zip(ids, numbers, strict=True)}

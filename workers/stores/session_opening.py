@@ -22,7 +22,7 @@ import redis
 
 from council.model.participant import Identity, Participant, Role
 from council.session.ledger import Ledger
-from workers.stores import RedisClient
+from workers.stores import RedisClient, server_ms
 from workers.stores.keys import Keys
 from workers.stores.run_record import RunRecord
 
@@ -55,6 +55,9 @@ class SessionOpening:
         """
         k, s = self._keys, record.session
         watched = [k.session_ledger(s), k.session_attributed(s), k.session_open(s)]
+        # The watchdog's deadline and the abandon clock are scored on Redis's clock.
+        server = server_ms(self._r)
+        watchdog_at = server + max(0, record.deadline_ms - now_ms)
         with self._r.pipeline() as pipe:
             while True:
                 try:
@@ -90,8 +93,8 @@ class SessionOpening:
                     )
                     pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
                     pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
-                    pipe.zadd(k.runs_open(), {record.run_id: record.deadline_ms})
-                    pipe.zadd(k.runs_undispatched(), {record.run_id: now_ms})
+                    pipe.zadd(k.runs_open(), {record.run_id: watchdog_at})
+                    pipe.zadd(k.runs_undispatched(), {record.run_id: server})
                     pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
                     for key in k.session_keys(s):
                         pipe.expire(key, self._session_ttl)

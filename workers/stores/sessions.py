@@ -27,7 +27,7 @@ from council.ranking.records import TrackRecord
 from council.round.lifecycle import Transition
 from council.session.earlier_rounds import RoundMemory
 from council.session.ledger import attributed_ids
-from workers.stores import RedisClient
+from workers.stores import RedisClient, server_ms
 from workers.stores.keys import Keys
 from workers.stores.run_progress import wake
 from workers.stores.run_record import RunRecord
@@ -170,7 +170,7 @@ class SessionStore(SessionOpening, SessionMemory):
                     elif transition.target == "judging":
                         # The judge gets a round length of its own before a sweep steps in.
                         span = max(0, record.deadline_ms - record.created_ms)
-                        pipe.zadd(k.runs_open(), {rid: now_ms + span})
+                        pipe.zadd(k.runs_open(), {rid: server_ms(self._r) + span})
                     if filing.memory is not None:
                         self._remember_round(pipe, record, filing.memory, now_ms)
                     add_records(pipe, k, filing.records)
@@ -276,7 +276,8 @@ class SessionStore(SessionOpening, SessionMemory):
                     pipe.hdel(k.session_waiting(s), rid)
                     if asked:
                         pipe.hdel(k.session_answers(s), *asked)
-                    pipe.zadd(k.runs_open(), {rid: record.deadline_ms})
+                    left = max(0, record.deadline_ms - now_ms)
+                    pipe.zadd(k.runs_open(), {rid: server_ms(self._r) + left})
                     wake(pipe, k, rid)
                     expiring = k.run_keys(rid, everyone, attempts)
                     ttl = self.open_ttl_s(record, now_ms)

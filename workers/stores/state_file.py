@@ -31,17 +31,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from council.errors import ConfigurationError
+from council.errors import ConfigurationError, IncompleteError
 from workers.app.clock import now_ms
 from workers.stores.keys import Keys
 
@@ -54,6 +56,19 @@ Sessions = dict[str, Any]
 
 class StateFileError(ConfigurationError, ValueError):
     """The embedded state file cannot be read (exit 2; the message names the file)."""
+
+
+class StateNotSaved(IncompleteError):
+    """The embedded state file could not be written (a full disk, a file size limit):
+    exit 3; the message names the file and what it still holds."""
+
+
+TEMP_PREFIX = ".state-"
+"""The prefix of a save's temporary file, beside the state file."""
+
+STALE_TEMP_S = 60.0
+"""A temporary file of a save this many seconds old was left by a save killed mid-write
+(a save takes well under a second): the next save removes it."""
 
 
 class _Missing:
@@ -357,16 +372,14 @@ def save_state(
         if result == theirs and not added and path.exists():
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".json")
+        _clean_stale_temps(path.parent)
         kept = _records_now(path)
         if added:
             held = dict(kept.get("records", {}))
             for name, amount in added.items():
                 held[name] = 1 if name.endswith("\x1fpriced") else held.get(name, 0) + amount
             kept = {"records": held}
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"version": STATE_VERSION, "sessions": result, **kept}, out)
-        os.replace(tmp, path)
+        _write_atomically(path, {"version": STATE_VERSION, "sessions": result, **kept})
         if added:  # saved: a second save of this process adds only what came after
             client.delete(keys.records_loaded())
             held_now = client.hgetall(keys.records())
@@ -407,6 +420,41 @@ def _load_records(client: Any, keys: Keys, path: Path) -> None:
     if held:
         client.hset(keys.records(), mapping=held)
         client.hset(keys.records_loaded(), mapping=held)
+
+
+def _write_atomically(path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then replace ``path`` with it.
+    A write that fails (``ENOSPC``, ``EFBIG``) removes its temporary file and raises
+    :class:`StateNotSaved` naming the file: ``path`` still holds what it held."""
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise StateNotSaved(
+            f"the embedded state file {path} could not be saved ({exc.strerror or exc}); it "
+            "still holds what it held before this command: the findings, ids and "
+            "dismissals this command added to its sessions are not in it. Free space there "
+            "(or pass --state PATH elsewhere) and run the command again"
+        ) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _clean_stale_temps(folder: Path) -> None:
+    """Remove the temporary files of saves killed mid-write (older than
+    :data:`STALE_TEMP_S`); never raises."""
+    cutoff = time.time() - STALE_TEMP_S
+    with contextlib.suppress(OSError):
+        for temp in folder.glob(f"{TEMP_PREFIX}*.json"):
+            with contextlib.suppress(OSError):
+                if not temp.is_symlink() and temp.stat().st_mtime < cutoff:
+                    temp.unlink()
 
 
 def _records_now(path: Path) -> dict[str, Any]:
