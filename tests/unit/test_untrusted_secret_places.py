@@ -148,7 +148,7 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
         formats = [a for f in FILE_NAMES for a in ("--format", f)]
         argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
         argv += ["--state", str(tmp_path / "state.json"), "--roster", str(roster)]
-        argv += ["--fail-on", "never", "--output", str(out), *formats]
+        argv += ["--fail-on", "never", "--post", "all", "--output", str(out), *formats]
         done = CliRunner().invoke(main, argv, env={"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
         sent = json.dumps([r.body for r in server.requests])
         replies = BACKENDS[0].tool_replies(server.requests[1].body)
