@@ -70,10 +70,14 @@ def scorecard_lines(records: Iterable[TrackRecord]) -> list[str]:
     lines = []
     for c in cards:
         per = f"{c.per_round:.1f}" if c.per_round is not None else "?"
-        cost = f"${c.cost_per_confirmed:.2f}" if c.cost_per_confirmed is not None else "unpriced"
+        cost = (
+            f"${c.cost_per_confirmed:.2f} a confirmed finding"
+            if c.cost_per_confirmed is not None
+            else "cost a confirmed finding: unpriced"
+        )
         lines.append(
             f"{c.participant} [{c.identity}]: {c.findings} findings, {c.confirmed} confirmed, "
             f"{c.dismissed} dismissed, {c.acted} acted on; precision {c.precision:.2f} "
-            f"± {c.spread:.2f}; {per} findings a round; {cost} a confirmed finding"
+            f"± {c.spread:.2f}; {per} findings a round; {cost}"
         )
     return lines

@@ -55,13 +55,21 @@ def request_estimate_usd(price: Price, input_tokens: int, output_tokens: int) ->
     return dollars / PER_TOKENS
 
 
+BUDGETED_BACKENDS: frozenset[str] = frozenset({"openai", "anthropic"})
+"""The backends whose requests council sends, and so estimates under a budget; a replay,
+command or sarif reviewer sends none (its ``model``, if any, names a recording or a
+program's own choice), and needs no price."""
+
+
 def unpriced(participants: Iterable[Participant], prices: PriceTable) -> list[str]:
-    """The ids of the model participants (``model`` set) ``prices`` does not price: a
-    budget cannot estimate their requests, so the round is refused up front."""
+    """The ids of the model participants (:data:`BUDGETED_BACKENDS`) ``prices`` does not
+    price: a budget cannot estimate their requests, so the round is refused up front."""
     return [
         p.id
         for p in participants
-        if p.model is not None and prices.price(p.backend, p.model) is None
+        if p.backend in BUDGETED_BACKENDS
+        and p.model is not None
+        and prices.price(p.backend, p.model) is None
     ]
 
 

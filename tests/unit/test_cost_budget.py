@@ -102,6 +102,8 @@ def test_unpriced_names_model_participants_without_a_price_only() -> None:
         Participant.model_validate({"id": "b", "backend": "anthropic", "model": "gpt-b"}),
         Participant.model_validate({"id": "c", "backend": "openai", "model": "gpt-c"}),
         Participant.model_validate({"id": "d", "backend": "replay"}),
+        # A recording's model name: a replay reviewer sends no request, costs nothing.
+        Participant.model_validate({"id": "e", "backend": "replay", "model": "recorded"}),
     ]
     assert unpriced(people, prices) == ["c"]
 

@@ -26,7 +26,7 @@ from council.model.participant import Participant, unit_id
 from council.rendering.escape import for_log
 from council.roster.backend_options import BASE_DIR, PROVIDER_OPTION, RECORDED
 from council.roster.provider_rules import ProviderRefused, for_worker
-from council.round.budget import unpriced
+from council.round.budget import BUDGETED_BACKENDS, unpriced
 from council.round.gate import min_agreement_problem, parse_fail_on
 from council.session.ledger import Ledger, attributed_ids
 from reviewers.models.spending import output_cap
@@ -181,7 +181,11 @@ def budgeted(round_: Round, max_cost_usd: float | None) -> Round:
             '[prices."<backend>:<model>"] with input and output (USD per million tokens) '
             "to the roster"
         )
-    uncapped = [p.id for p in everyone if p.model is not None and output_cap(p) is None]
+    uncapped = [
+        p.id
+        for p in everyone
+        if p.backend in BUDGETED_BACKENDS and p.model is not None and output_cap(p) is None
+    ]
     record = round_.record.model_copy(update={"max_cost_usd": limit})
     if not uncapped:
         return replace(round_, record=record)
