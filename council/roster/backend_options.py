@@ -318,7 +318,7 @@ def check_model_options(participant: Participant, where: str, backend: str) -> N
             'Write the model name as the server knows it, e.g. model = "gpt-4.1"',
         )
     base_url = options.get("base_url")
-    if base_url is not None and not _is_http_url(base_url):
+    if base_url is not None and not is_http_url(base_url):
         raise RosterError(
             f"{where}.base_url",
             f"{base_url!r} is not an http(s) URL",
@@ -360,7 +360,7 @@ def check_model_options(participant: Participant, where: str, backend: str) -> N
             )
 
 
-def _is_http_url(value: object) -> bool:
+def is_http_url(value: object) -> bool:
     """Whether ``value`` is an http(s) URL with a host (and, when written, a valid port)."""
     if not isinstance(value, str):
         return False

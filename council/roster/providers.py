@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from council.errors import ConfigurationError
-from council.roster.backend_options import DEFAULT_KEY_ENV, PROVIDER_KEYS
+from council.roster.backend_options import DEFAULT_KEY_ENV, PROVIDER_KEYS, is_http_url
 
 PROVIDER_APIS: tuple[str, ...] = ("openai", "anthropic")
 """The wires a provider speaks: a model reviewer's backend must be its provider's ``api``."""
@@ -96,18 +96,6 @@ class ProviderRegistry(BaseModel):
         return ", ".join(
             f"{p.name} ({p.base_url}, {p.key_env or 'no key'})" for p in self.providers.values()
         )
-
-
-def is_http_url(value: object) -> bool:
-    """Whether ``value`` is an http(s) URL with a host (and, when written, a valid port)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        parsed = urlsplit(value)
-        _ = parsed.port
-    except ValueError:
-        return False
-    return parsed.scheme in ("http", "https") and bool(parsed.hostname)
 
 
 def endpoint(url: str) -> str:
