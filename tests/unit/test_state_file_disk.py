@@ -1,17 +1,28 @@
 """A save of the embedded state file that cannot be written (a file size limit standing
 in for a full disk, RLIMIT_FSIZE in a child process) names the file and what it still
 holds (exit 3, no traceback), leaves no temporary file, and keeps the file as it was; a
-temporary file left by a save killed mid-write is removed by the next save."""
+temporary file left by a save killed mid-write is removed by the next save; a review
+whose save fails still writes its report."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+from click.testing import CliRunner
+
+from tests.gitrepo import commit, new_repo
 from tests.services import ROOT
+from workers.cli import main
+from workers.stores import state_file
+
+CRITICAL = {"subject": "divides by zero", "label": "issue", "severity": "critical"}
 
 SAVE = """
 import resource, sys
@@ -52,3 +63,38 @@ def test_a_save_that_cannot_be_written_names_the_file_and_keeps_it(tmp_path: Pat
     assert "Traceback" not in done.stderr
     assert path.read_text() == '{"version": 1, "sessions": {}}'
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".state-")] == []
+
+
+def test_a_review_whose_save_fails_still_writes_its_report_and_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The round settles, then the disk is full (every save's temporary file is
+    /dev/full, so the kernel answers ENOSPC): the report is written all the same, notes
+    that the round is not kept, the exit is 3 naming the state file, and the state file
+    keeps what it held."""
+    repo = new_repo(tmp_path / "repo", {"README.md": "hi\n"})
+    commit(repo, {"app.py": "def div(a, b):\n    return a / b\n"}, "divide")
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"findings": [CRITICAL]}))
+    roster = tmp_path / "roster.toml"
+    roster.write_text(
+        "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
+        f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{answer}"\n'
+    )
+    state = tmp_path / "state.json"
+    state.write_text('{"version": 1, "sessions": {}}')
+
+    def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
+        return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
+
+    monkeypatch.setattr(state_file, "tempfile", SimpleNamespace(mkstemp=full_disk))
+    out = tmp_path / "report.json"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(state), "--roster", str(roster), "--json", str(out)]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 3, done.output
+    assert str(state) in done.output and "could not be saved" in done.output
+    report = json.loads(out.read_text())
+    assert [f["subject"] for f in report["findings"]] == ["divides by zero"]
+    assert any("not kept" in note and str(state) in note for note in report["notes"])
+    assert state.read_text() == '{"version": 1, "sessions": {}}'

@@ -54,6 +54,7 @@ from workers.coordinator.round_plan import RoundPlan, plan_round, store_session_
 from workers.coordinator.waiting import Waiter
 from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
+from workers.stores.state_file import StateNotSaved
 
 
 def review_round(
@@ -129,14 +130,18 @@ def review_round(
         click.echo(for_log(f"council: note: {note}", one_line=True), err=True)
     show = Progress.for_stream(sys.stderr) if progress else None
     try:
-        report, change = _run_council(cli, settings, round_, plan, show, timeout)
+        report, change, unsaved = _run_council(cli, settings, round_, plan, show, timeout)
     except IdentityRefused as exc:
         raise refused(exc, round_.record.session, state if mode == "embedded" else None) from None
     finally:
         if show is not None:
             show.close()
+    if unsaved is not None:
+        report = report.model_copy(update={"notes": (*report.notes, unsaved)})
     emit(report, outputs, change=change)
     click.echo(gate_summary(report), err=True)
+    if unsaved is not None:
+        raise Incomplete(unsaved)
     sys.exit(exit_code(report))
 
 
@@ -147,21 +152,30 @@ def _run_council(
     plan: RoundPlan,
     show: Progress | None,
     timeout: float | None,
-) -> tuple[CouncilReport, Change]:
-    """Run the round on Redis's workers or an embedded council; its report and change.
+) -> tuple[CouncilReport, Change, str | None]:
+    """Run the round on Redis's workers or an embedded council: its report, change, and
+    why the embedded state file could not be saved after it settled (None when it was).
 
-    Raises IdentityRefused (the caller names the way out), UsageProblem for an unreadable
-    embedded state file, Incomplete (exit 3) for Redis trouble, a timeout, or a second
-    interrupt.
+    A settled round whose save failed (a full disk) still has its report written: the
+    caller adds the reason as a note and exits 3. Raises IdentityRefused (the caller
+    names the way out), UsageProblem for an unreadable embedded state file, Incomplete
+    (exit 3) for Redis trouble, a timeout, or a second interrupt.
     """
     mode = "distributed" if cli.distributed else "embedded"
+    settled: list[tuple[CouncilReport, Change]] = []
     try:
         with stop_signals() as stopped:
             if mode == "distributed":
-                return _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
+                report, change = _run(cli.runtime(), round_, plan, stopped, show, timeout, app=None)
+                return report, change, None
             session = round_.record.session
             with embedded_council(settings, len(round_.working), session) as (app, rt):
-                return _run(rt, round_, plan, stopped, show, timeout, app=app)
+                settled.append(_run(rt, round_, plan, stopped, show, timeout, app=app))
+            return (*settled[0], None)
+    except StateNotSaved as exc:
+        if not settled:
+            raise Incomplete(str(exc)) from None
+        return (*settled[0], f"This round is not kept: {exc}.")
     except IdentityRefused:
         raise
     except ConfigurationError as exc:  # the embedded state file cannot be read
