@@ -26,7 +26,7 @@ from workers.app.celery_config import queue_for
 from workers.app.logging import redact_text, redact_url
 from workers.app.services import Runtime
 from workers.execution.outage_retry import held_back, refused
-from workers.settling.settle import JudgeDispatch, settle_run
+from workers.settling.settle import JudgeDispatch, settle_run, unfiled_report
 from workers.stores import server_ms
 from workers.stores.run_record import Progress, RunRecord
 
@@ -91,6 +91,11 @@ def _mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+class WritesRefused(Exception):
+    """Redis answered reads but refused the waiter's writes for :data:`REDIS_OUTAGE_S`:
+    the run cannot be filed; the message says what Redis refused, for how long."""
+
+
 @dataclass
 class _Outage:
     """Rides out a short Redis outage while waiting: bounded backoff, said once per outage.
@@ -107,6 +112,10 @@ class _Outage:
     budget_s: float = REDIS_OUTAGE_S
     since: float | None = None
     pause: float = OUTAGE_PAUSE_S[0]
+    refusing: str | None = None
+    """The refusal in progress (``OOM``, ``READONLY``, ``MISCONF``), None when the outage
+    is Redis not answering: reads go on answering while Redis refuses writes, so a read
+    does not end a refusal; only the write the waiter retries does (the wait ends)."""
 
     def failed(self, exc: redis.RedisError) -> None:
         """Redis did not answer: pause (doubling, bounded), or give up once the outage has
@@ -114,6 +123,7 @@ class _Outage:
         now = time.monotonic()
         reason = redact_text(str(exc)) or type(exc).__name__
         code = refused(exc)
+        self.refusing = code or None
         if self.since is None:
             self.since, self.pause = now, OUTAGE_PAUSE_S[0]
             log.warning(
@@ -126,7 +136,12 @@ class _Outage:
             )
         lasted = now - self.since
         if lasted >= self.budget_s:
-            did = f"it refused writes ({code})" if code else "it did not answer"
+            if code:
+                raise WritesRefused(
+                    f"Redis at {self.url} refused writes ({code}: {reason}) for "
+                    f"{lasted:.0f} s"
+                ) from exc
+            did = "it did not answer"
             raise StoreUnavailable(
                 self.url,
                 f"{did} for {lasted:.0f} s while this CLI waited for run "
@@ -139,8 +154,9 @@ class _Outage:
         self.pause = min(2 * self.pause, OUTAGE_PAUSE_S[1])
 
     def answered(self) -> None:
-        """Redis answered: an outage in progress is over (said once)."""
-        if self.since is not None:
+        """Redis answered a read: an outage in progress is over (said once), unless it
+        is a refusal of writes (:attr:`refusing`)."""
+        if self.since is not None and self.refusing is None:
             lasted = time.monotonic() - self.since
             self.since = None
             log.info("redis_reachable", run_id=self.run_id, outage_s=round(lasted, 1))
@@ -187,12 +203,22 @@ class Waiter:
         polls every :data:`POLL_S`.
 
         Raises :class:`StoreUnavailable` (exit 3) when Redis stays unreachable for
-        :data:`REDIS_OUTAGE_S`.
+        :data:`REDIS_OUTAGE_S`. When it answers reads but refuses the writes that settle
+        the run for as long, the report is :func:`~workers.settling.settle.unfiled_report`
+        (``open``: exit 3), never a wait to the end of time.
         """
         poll = self.poll
         if poll is None:
             poll = self.rt.settings.wait_poll
-        return self._wait_polling() if poll else self._wait_woken()
+        try:
+            return self._wait_polling() if poll else self._wait_woken()
+        except WritesRefused as exc:
+            log.error("run_unfiled", run_id=self.record.run_id, error=str(exc))
+            self.notify(
+                f"{exc}: run {self.record.run_id} cannot be filed; its report is made "
+                "from what Redis holds, by reads only, and is not kept (exit 3)"
+            )
+            return unfiled_report(self.rt, self.record.run_id, str(exc))
 
     def _wait_woken(self) -> CouncilReport:
         """:meth:`wait`, woken by the run's wake list."""

@@ -164,6 +164,47 @@ def settle_run(
     return report
 
 
+def unfiled_report(rt: Runtime, run_id: str, why: str) -> CouncilReport:
+    """The report of an ``open`` run that Redis will not let anyone file (it refuses
+    writes: ``maxmemory`` under ``noeviction``, a read-only replica): made from what
+    Redis holds, by reads only, as the watchdog would file it, but left ``open`` (never
+    settled: exit 3) with ``why`` and what was not done as a note.
+
+    The findings shown are those Redis held: a reviewer with no stored outcome is
+    named, stopped ``worker-lost``, and entries its worker still holds are not in it.
+    Nothing is written (the session's ids, memory and records are untouched); a later
+    settle of the same run files it once. Raises :class:`RunNotFound`."""
+    record = rt.runs.record(run_id)
+    if record is None:
+        raise RunNotFound(run_id)
+    settled = rt.runs.report(run_id)
+    if settled is not None and rt.runs.status(run_id) not in ("open", "judging"):
+        return settled
+    heard = _Hearing(rt, record, Stop(limit="worker-lost"), deadline_passed=True)
+    outcomes = {p.id: heard.outcome(p) for p in heard.reviewers}
+    note = (
+        f"{why}: this round could not be filed, and this report was made from what Redis "
+        "held, by reads only. It is not kept (no finding id, dismissal or track record "
+        "was written); a reviewer without a stored outcome is named, and entries its "
+        "worker still held are not in it. Free Redis (raise maxmemory, point at the "
+        f"master) and run `council show {run_id}` once the workers have filed it, or "
+        "review again"
+    )
+    _, report = conclude_round(
+        heard.facts(note),
+        heard.reviewers,
+        outcomes,
+        rt.sessions.next_finding_id(record.session),
+        status="open",
+        settled_ms=now_ms(),
+        change=heard.change,
+        remembered=heard.marks.recall,
+        code=heard.code,
+        added=heard.added,
+    )
+    return heard.finish(report)
+
+
 class _Hearing:
     """What settling reads of a run: its participants, their outcomes (stored, or made
     from the journals for a participant without one), the change, the session's marks."""
