@@ -12,7 +12,7 @@ import structlog
 
 from council.change.diff import parse_diff
 from council.model.report import CouncilReport
-from council.roster.prompt import build_prompt
+from council.slicing.judged import judge_prompt
 from workers.app.services import Runtime
 from workers.execution.participant_attempt import review
 from workers.settling.settle import RunNotFound, settle_run
@@ -38,15 +38,12 @@ def judge_run(rt: Runtime, run_id: str, protocol: int) -> CouncilReport:
             raise RunNotFound(run_id)
         persona = rt.runs.persona(run_id, judge.id)
         change = parse_diff(rt.runs.change(run_id))
-        prompt = build_prompt(
-            judge,
-            change,
-            change.text,
-            persona_text=persona,
-            notes=record.notes,
-            filed=interim.findings,
+        prompt, cut = judge_prompt(
+            judge, change, interim.findings, persona_text=persona, notes=record.notes
         )
         rt.runs.put_prompt(run_id, judge.id, prompt)
+        if cut is not None:
+            log.warning("judge_shown_in_part", run_id=run_id, participant=judge.id, note=cut)
         log.info("judge_started", run_id=run_id, filed=len(interim.findings))
         review(rt, run_id, judge.id, protocol)
     return settle_run(rt, run_id)

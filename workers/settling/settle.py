@@ -41,6 +41,7 @@ from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_
 from council.round.slice_outcomes import fold_slices
 from council.session.earlier_rounds import remembered
 from council.session.ledger import Ledger
+from council.slicing.judged import judge_prompt
 from workers.app.celery_config import queue_for
 from workers.app.clock import now_ms
 from workers.app.services import Runtime
@@ -485,6 +486,10 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
     whole = all(p.heard_in_full for p in interim.participants) and heard_in_full(outcome)
     plain = step("judging", event, whole="whole" if whole else "in part")
     settled_at = now_ms()
+    persona = heard.rt.runs.persona(record.run_id, judge.id)
+    _, cut = judge_prompt(  # pure: the note the judge's prompt carried, if any
+        judge, heard.change, interim.findings, persona_text=persona, notes=record.notes
+    )
 
     def build(first_id: int) -> tuple[Transition, list[Finding], CouncilReport]:
         filed, report = conclude_judge(
@@ -501,6 +506,8 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
             added=heard.added,
         )
         report = heard.finish(report)
+        if cut is not None and cut not in report.notes:
+            report = report.model_copy(update={"notes": (*report.notes, cut)})
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
         if not asks:
             return plain, filed, report
