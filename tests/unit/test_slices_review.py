@@ -18,6 +18,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from tests.gitrepo import git
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
@@ -112,3 +113,43 @@ def test_a_budget_too_small_for_the_instructions_exits_2_naming_what_it_needs(
     assert done.exit_code == 2, done.output
     assert "alpha's context budget of 800 tokens" in done.output
     assert "Set context_tokens = " in done.output
+
+
+def test_a_binary_file_and_a_file_renamed_and_rewritten_in_slices(tmp_path: Path) -> None:
+    """Issue 22's bad input: beside the 60 files, a binary file is added and a file is
+    renamed and rewritten (git shows it deleted and added). The binary file is listed as
+    skipped, why "binary" (its header alone is in one slice, its bytes in none); the
+    rewritten file's old and new paths are each shown to each reviewer exactly once
+    across its slices."""
+    bwrap_or_skip()
+    roster = "[council]\nbackstop_ms = 120000\nidle_ms = 120000\n"
+    for rid in ("alpha", "beta"):
+        roster += f'[[reviewers]]\nid = "{rid}"\nbackend = "command"\nprogram = "tools/noter.py"\n'
+        roster += "context_tokens = 6000\n"
+    old = "".join(f"def old_{n}(x):\n    return x + {n}\n" for n in range(60))
+    repo = tmp_path / "repo"
+    base = two_commits(
+        repo,
+        {"council.toml": roster, "tools/noter.py": NOTER, "README": "x\n", "src/old.py": old},
+        FILES,
+        executable=("tools/noter.py",),
+    )
+    git(repo, "mv", "src/old.py", "src/new.py")
+    (repo / "src/new.py").write_text(
+        "".join(f"def rewritten_{n}(y):\n    return y * {n} - 1\n" for n in range(60))
+    )
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0" + bytes(range(256)) * 16)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "rename and rewrite; a binary")
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), "--json", str(tmp_path / "report.json")]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code in (0, 1), done.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    skipped = {f["path"]: f["reason"] for f in report["coverage"]["skipped"]}
+    assert skipped == {"logo.png": "binary"}
+    seen = _shown(report)
+    for rid in ("alpha", "beta"):
+        assert seen[rid].pop("logo.png", 0) <= 1
+        assert seen[rid] == Counter(dict.fromkeys([*FILES, "src/old.py", "src/new.py"], 1)), rid
+    assert {p["state"] for p in report["participants"]} == {"answered"}
