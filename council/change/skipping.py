@@ -89,6 +89,7 @@ REASONS: dict[str, str] = {
     "binary": "binary",
     "file-cap": "over the per-file cap",
     "change-cap": "over the hard cap of the change",
+    "budget": "a line over the reviewer's context budget",
 }
 """Reason code → what a report says."""
 

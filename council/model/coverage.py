@@ -32,7 +32,7 @@ class _Frozen(BaseModel):
 
 class SkippedFile(_Frozen):
     """A file of the change not sent, with its reason code (``lock``, ``minified``,
-    ``vendored``, ``generated``, ``binary``, ``file-cap``, ``change-cap``;
+    ``vendored``, ``generated``, ``binary``, ``file-cap``, ``change-cap``, ``budget``;
     :data:`council.change.skipping.REASONS`) and ``why`` for people."""
 
     path: str
@@ -69,6 +69,9 @@ class Coverage(_Frozen):
     """Whether ``reviewers`` was filled from the heard round (False: a plan)."""
     units: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """A reviewer sent in slices: each slice's id (``hawk@2``) → the paths it shows."""
+    cut: dict[str, tuple[SkippedFile, ...]] = Field(default_factory=dict)
+    """A reviewer → the files of which none of its prompts shows every line (a line alone
+    over its context budget), reason ``budget``: not seen by it, whatever else it saw."""
 
     def unseen(self) -> tuple[str, ...]:
         """The files no prompt reviewer saw though one should have: those left out by a
@@ -91,15 +94,33 @@ def heard_coverage(
     failed. A reviewer sent in slices (``slices``: its id → ``(slice id, heard_in_full)``
     each) saw the paths of the slices heard in full; the others' paths are failed."""
     lines = tuple(
-        _sliced(who, optional, (slices or {})[who], plan)
-        if (slices or {}).get(who)
-        else ReviewerCoverage(id=who, seen=plan.meant, optional=optional)
-        if whole
-        else ReviewerCoverage(id=who, failed=plan.meant, slices_failed=1, optional=optional)
+        _without_cut(
+            _sliced(who, optional, (slices or {})[who], plan)
+            if (slices or {}).get(who)
+            else ReviewerCoverage(id=who, seen=plan.meant, optional=optional)
+            if whole
+            else ReviewerCoverage(id=who, failed=plan.meant, slices_failed=1, optional=optional),
+            plan.cut.get(who, ()),
+        )
         for who, backend, whole, optional in reviewers
         if backend not in PROGRAM_READERS
     )
     return plan.model_copy(update={"reviewers": lines, "heard": True})
+
+
+def _without_cut(line: ReviewerCoverage, cut: Sequence[SkippedFile]) -> ReviewerCoverage:
+    """``line`` with the files its prompts showed only in part moved from seen (or failed)
+    to skipped: a cut we made is never a file seen."""
+    if not cut:
+        return line
+    gone = {f.path for f in cut}
+    return line.model_copy(
+        update={
+            "seen": tuple(p for p in line.seen if p not in gone),
+            "failed": tuple(p for p in line.failed if p not in gone),
+            "skipped": (*line.skipped, *cut),
+        }
+    )
 
 
 def _sliced(
@@ -124,6 +145,10 @@ def unseen_phrase(coverage: Coverage, shown: int = 5) -> str | None:
     if not unseen:
         return None
     why = {f.path: f.why for f in coverage.unreviewed}
+    for r in coverage.reviewers:
+        for f in r.skipped:
+            if f.reason == "budget":
+                why.setdefault(f.path, "a line over a reviewer's context budget")
     named = [f"{p} ({why[p]})" if p in why else p for p in unseen[:shown]]
     more = f" and {len(unseen) - shown} more" if len(unseen) > shown else ""
     return f"{len(unseen)} file(s) no reviewer saw: {', '.join(named)}{more}"

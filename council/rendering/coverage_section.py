@@ -32,6 +32,8 @@ def coverage_section(coverage: Coverage | None) -> str:
             f"{len(coverage.meant)} file(s) sent; no reviewer read the change in a prompt.",
             "",
         ]
+    for r in coverage.reviewers:
+        lines += _files(f"Not shown in full to {code(r.id)}", r.skipped)
     lines += _files("Not reviewed, left out by a cap", coverage.unreviewed)
     lines += _files("Skipped on purpose, not sent", coverage.skipped)
     unseen = coverage.unseen()

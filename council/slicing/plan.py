@@ -42,13 +42,15 @@ class SlicePlan:
     ``prompts``: a reviewer's id (whole change) or its units' ids (slices) → prompt;
     ``slices``: a sliced reviewer's id → its slices' count (>= 2); ``shown``: each
     prompt's id → the paths it shows (in order); ``notes``: what no slice of a reviewer
-    shows (a line over every budget), for the round's notes.
+    shows (a line over every budget), for the round's notes; ``cut``: a reviewer's id →
+    the paths of which its prompts leave a line out, with the first such line's reason.
     """
 
     prompts: dict[str, Prompt]
     slices: dict[str, int] = field(default_factory=dict)
     shown: dict[str, tuple[str, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    cut: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def units(self, reviewers: Sequence[Participant]) -> tuple[Participant, ...]:
         """The slice units of ``reviewers`` (their current entries, so a later change to a
@@ -82,6 +84,7 @@ def plan_prompts(
     counts: dict[str, int] = {}
     shown_: dict[str, tuple[str, ...]] = {}
     said: list[str] = []
+    cut: dict[str, tuple[tuple[str, str], ...]] = {}
     cuts: dict[tuple[int, float], tuple[list[Slice], list[Skipped]]] = {}
     for p in reviewers:
         persona = personas.get(p.id)
@@ -116,6 +119,10 @@ def plan_prompts(
         slices, skipped = cuts[key]
         if skipped:
             said.append(_skipped_note(p.id, budget, skipped))
+            first: dict[str, str] = {}
+            for line in skipped:
+                first.setdefault(line.path, line.reason)
+            cut[p.id] = tuple(first.items())
         held = holders(slices)
         count = len(slices)
         for index, s in enumerate(slices):
@@ -136,7 +143,7 @@ def plan_prompts(
             shown_[pid] = tuple(dict.fromkeys(piece.path for piece in s.pieces))
         if count > 1:
             counts[p.id] = count
-    return SlicePlan(prompts=prompts, slices=counts, shown=shown_, notes=tuple(said))
+    return SlicePlan(prompts=prompts, slices=counts, shown=shown_, notes=tuple(said), cut=cut)
 
 
 SKIPPED_SHOWN = 5

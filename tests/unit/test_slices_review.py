@@ -153,3 +153,35 @@ def test_a_binary_file_and_a_file_renamed_and_rewritten_in_slices(tmp_path: Path
         assert seen[rid].pop("logo.png", 0) <= 1
         assert seen[rid] == Counter(dict.fromkeys([*FILES, "src/old.py", "src/new.py"], 1)), rid
     assert {p["state"] for p in report["participants"]} == {"answered"}
+
+
+def test_a_line_over_every_budget_leaves_its_file_unseen_and_the_round_partial(
+    tmp_path: Path,
+) -> None:
+    """A minified bundle sent anyway (``[paths] review_kinds``) whose one long line is
+    over both reviewers' budgets: no prompt shows that line, so neither reviewer saw the
+    file in full. The coverage lists it as not shown in full to each, with why, and the
+    round is partial (exit 3) naming it: a cut we made is never a green gate."""
+    bwrap_or_skip()
+    roster = "[council]\nbackstop_ms = 120000\nidle_ms = 120000\n"
+    roster += '[paths]\nreview_kinds = ["minified"]\n'
+    for rid in ("alpha", "beta"):
+        roster += f'[[reviewers]]\nid = "{rid}"\nbackend = "command"\nprogram = "tools/noter.py"\n'
+        roster += "context_tokens = 6000\n"
+    bundle = "var a = [" + ",".join(str(n) for n in range(6000)) + "];\nvar b = 1;\n"
+    repo = tmp_path / "repo"
+    base = two_commits(
+        repo,
+        {"council.toml": roster, "tools/noter.py": NOTER, "README": "x\n"},
+        {"web/app.js": bundle, "src/ok.py": "x = 1\n"},
+        executable=("tools/noter.py",),
+    )
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), "--json", str(tmp_path / "report.json")]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 3, done.output
+    assert "no reviewer saw: web/app.js (a line over a reviewer's context budget)" in done.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    for line in report["coverage"]["reviewers"]:
+        assert "web/app.js" not in line["seen"] and "src/ok.py" in line["seen"], line
+        assert [(f["path"], f["reason"]) for f in line["skipped"]] == [("web/app.js", "budget")]

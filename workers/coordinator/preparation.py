@@ -31,8 +31,9 @@ from council.change.secret_masks import (
     name_values,
     secrets_note,
 )
+from council.change.skipping import REASONS
 from council.errors import ConfigurationError
-from council.model.coverage import NOT_SHOWN, Coverage
+from council.model.coverage import NOT_SHOWN, Coverage, SkippedFile
 from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
 from council.roster import Roster
@@ -231,7 +232,14 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         update={"notes": (*record.notes, *plan.notes), "units": tuple(u.id for u in units)}
     )
     shown = {u.id: plan.shown.get(u.id, ()) for u in units}
-    coverage = coverage.model_copy(update={"units": shown})
+    cut = {
+        who: tuple(
+            SkippedFile(path=path, reason="budget", why=f"{REASONS['budget']}: {why}")
+            for path, why in files
+        )
+        for who, files in plan.cut.items()
+    }
+    coverage = coverage.model_copy(update={"units": shown, "cut": cut})
     return Round(
         record=record.model_copy(update={"coverage": coverage}),
         roster=roster,
