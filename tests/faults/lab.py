@@ -16,7 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -276,7 +276,7 @@ class Lab:
         client = self.client()
         try:
             return sum(
-                int(client.llen(k)) for k in client.scan_iter(match="council:run:*:journal:*")
+                cast(int, client.llen(k)) for k in client.scan_iter(match="council:run:*:journal:*")
             )
         finally:
             client.close()
