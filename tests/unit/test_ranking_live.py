@@ -206,3 +206,16 @@ def test_consolidate_ranks_with_the_records_of_its_state_file(tmp_path: Path) ->
         return rank.likelihood
 
     assert likelihood("--state", str(state)) > likelihood()
+
+
+def test_outcomes_of_a_state_file_that_does_not_exist_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mistyped ``--state`` is said (exit 2, naming the path), not read as "no track
+    records yet"."""
+    monkeypatch.delenv("COUNCIL_REDIS_URL", raising=False)
+    missing = tmp_path / "stat.json"
+    done = CliRunner().invoke(main, ["outcomes", "--state", str(missing)])
+    assert done.exit_code == 2, done.output
+    assert str(missing) in done.output and "no such file" in done.output
+    assert not missing.exists()

@@ -49,6 +49,11 @@ def outcomes_group(ctx: click.Context, state: Path | None) -> None:
     ctx.ensure_object(CliContext)
     if ctx.invoked_subcommand is not None:
         return
+    if state is not None and not state.exists() and not ctx.obj.distributed:
+        raise UsageProblem(
+            f"--state {state}: no such file. A review or `council outcomes import` writes "
+            "it; check the path (without --state, the default state file is read)"
+        )
     try:
         records = record_store(ctx.obj, state).all()
     except ConfigurationError as exc:
