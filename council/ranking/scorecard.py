@@ -75,9 +75,15 @@ def scorecard_lines(records: Iterable[TrackRecord]) -> list[str]:
             if c.cost_per_confirmed is not None
             else "cost a confirmed finding: unpriced"
         )
+        judged = c.confirmed + c.dismissed + c.acted
+        precision = (
+            f"precision {c.precision:.2f} ± {c.spread:.2f}"
+            if judged
+            else f"precision not measured yet (no finding judged; the prior {c.precision:.2f})"
+        )
         lines.append(
             f"{c.participant} [{c.identity}]: {c.findings} findings, {c.confirmed} confirmed, "
-            f"{c.dismissed} dismissed, {c.acted} acted on; precision {c.precision:.2f} "
-            f"± {c.spread:.2f}; {per} findings a round; {cost}"
+            f"{c.dismissed} dismissed, {c.acted} acted on; {precision}; {per} findings a "
+            f"round; {cost}"
         )
     return lines

@@ -219,3 +219,16 @@ def test_outcomes_of_a_state_file_that_does_not_exist_is_an_error(
     assert done.exit_code == 2, done.output
     assert str(missing) in done.output and "no such file" in done.output
     assert not missing.exists()
+
+
+def test_a_scorecard_with_no_judged_finding_says_its_precision_is_not_measured() -> None:
+    """A reviewer that filed findings none of which a person judged shows the prior as a
+    prior, never as "0.50 ± 0.29" as if measured; one judged shows its estimate."""
+    from council.ranking.scorecard import scorecard_lines
+
+    fresh = TrackRecord(participant="hawk", identity=ID_ONLY, findings=4, rounds=1)
+    judged = TrackRecord(participant="owl", identity=ID_ONLY, findings=4, rounds=1, confirmed=3)
+    lines = {line.split(" ")[0]: line for line in scorecard_lines([fresh, judged])}
+    assert "precision not measured yet (no finding judged; the prior" in lines["hawk"]
+    assert "±" not in lines["hawk"]
+    assert "precision 0.80 ± " in lines["owl"]
