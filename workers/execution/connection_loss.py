@@ -27,6 +27,7 @@ from celery.worker.consumer.consumer import Consumer
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
+from workers.app.redis_urls import redis_client
 from workers.execution.outage_retry import held_back, note_refusal, refused
 
 log = structlog.get_logger("council.worker")
@@ -59,8 +60,8 @@ def install() -> None:
             original_error(self, exc)
 
         def ack(self: kombu_redis.QoS, delivery_tag: str) -> None:
-            url = getattr(self.channel, _URL_ATTR, None)
-            if url is None:
+            where = getattr(self.channel, _URL_ATTR, None)
+            if where is None:
                 try:
                     original_ack(self, delivery_tag)  # type: ignore[no-untyped-call]
                 except redis.ResponseError as exc:
@@ -68,7 +69,7 @@ def install() -> None:
                         raise
                     _ack_later(self, delivery_tag, exc)
                 return
-            _ack_on_fresh_connection(self, url, delivery_tag)
+            _ack_on_fresh_connection(self, where, delivery_tag)
 
         patched: Any = Consumer
         patched.on_connection_error_after_connected = on_connection_error_after_connected
@@ -86,10 +87,11 @@ def _keep_unacked(consumer: Consumer) -> None:
     if default is not None and default not in channels:
         channels.append(default)
     url = consumer.app.conf.broker_url
+    options = consumer.app.conf.broker_transport_options or {}
     held = 0
     for channel in channels:
         channel.do_restore = False
-        setattr(channel, _URL_ATTR, url)
+        setattr(channel, _URL_ATTR, (url, options.get("master_name")))
         qos = getattr(channel, "_qos", None)
         held += len(getattr(qos, "_delivered", None) or ())
     if held:
@@ -100,23 +102,32 @@ def _ack_later(qos: kombu_redis.QoS, delivery_tag: str, exc: Exception) -> None:
     """Redis refused an ack: retry it on a thread (the consumer's loop goes on)."""
     note_refusal(exc)
     log.warning("ack_refused", delivery_tag=delivery_tag, error=str(exc))
-    url = qos.channel.connection.client.as_uri(include_password=True)
+    broker = qos.channel.connection.client
+    master_name: str | None = getattr(qos.channel, "master_name", None)
+    # A Sentinel broker's URL is every sentinel, ";" between them (kombu keeps them apart).
+    url = ";".join(broker.alt) if master_name else broker.as_uri(include_password=True)
     threading.Thread(
         target=_ack_on_fresh_connection,
-        args=(qos, url, delivery_tag),
+        args=(qos, (url, master_name), delivery_tag),
         name="council-ack",
         daemon=True,
     ).start()
 
 
-def _ack_on_fresh_connection(qos: kombu_redis.QoS, url: str, delivery_tag: str) -> None:
+def _ack_on_fresh_connection(
+    qos: kombu_redis.QoS, where: tuple[str, str | None], delivery_tag: str
+) -> None:
     """Remove an acknowledged message from Redis's unacked index and hash on a new
-    connection (the old channel's is gone), retrying with backoff for
-    :data:`ACK_RETRY_S`; then forget it locally. Never raises."""
+    connection (the old channel's is gone) to ``where`` (the broker URL and, under
+    Sentinel, the master's name), retrying with backoff for :data:`ACK_RETRY_S`; then
+    forget it locally. Never raises."""
+    url, master_name = where
     deadline = time.monotonic() + ACK_RETRY_S
     pause = _PAUSE_S[0]
     while True:
-        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        client = redis_client(
+            url, master_name=master_name, socket_connect_timeout=5, socket_timeout=5
+        )
         try:
             prefix = getattr(qos.channel, "global_keyprefix", "") or ""
             pipe = client.pipeline()
