@@ -10,7 +10,9 @@ ack is done on a fresh connection when it finishes (:func:`_ack_on_fresh_connect
 if the process dies first the visibility-timeout sweep puts the messages back. An ack
 Redis refuses (``OOM``: under ``maxmemory`` every ``MULTI`` is refused) does not stop the
 consumer either: the message is forgotten here and removed from Redis's unacked index by a
-thread that retries (:func:`_ack_later`).
+thread that retries (:func:`_ack_later`). ``READONLY`` on the broker connection, and the
+``UNBLOCKED`` a waiting ``BRPOP`` gets when its Redis becomes a replica in a failover, are
+a lost connection too: reconnected (under Sentinel, to the new master), not a worker exit.
 Source: docs/celery.md §1.6, §1.13 and §4.
 """
 
@@ -40,6 +42,9 @@ stored, ``worker_deduplicate_successful_tasks``)."""
 _PAUSE_S = (0.25, 5.0)
 
 _URL_ATTR = "_council_broker_url"
+
+_UNBLOCKED = "UNBLOCKED"
+"""The error a blocked ``BRPOP`` gets when its Redis turns replica (``master -> replica``)."""
 
 _lock = threading.Lock()
 _installed = False
@@ -75,6 +80,25 @@ def install() -> None:
         patched.on_connection_error_after_connected = on_connection_error_after_connected
         patched = kombu_redis.QoS
         patched.ack = ack
+        # READONLY: the Redis the broker connection reached became a replica (a failover,
+        # the old master back). A lost connection to reconnect, not an unrecoverable error
+        # that stops the worker; under Sentinel the reconnect finds the new master.
+        patched = kombu_redis.Transport
+        patched.connection_errors = (*patched.connection_errors, redis.ReadOnlyError)
+        original_brpop_read = kombu_redis.Channel._brpop_read
+
+        def brpop_read(self: kombu_redis.Channel, **options: Any) -> Any:
+            try:
+                return original_brpop_read(self, **options)  # type: ignore[no-untyped-call]
+            except redis.ResponseError as exc:
+                if not str(exc).startswith(_UNBLOCKED):
+                    raise
+                # The waiting BRPOP's Redis turned replica under it: a lost connection.
+                self.client.connection.disconnect()
+                raise redis.ConnectionError(f"the broker's Redis became a replica: {exc}") from exc
+
+        patched = kombu_redis.Channel
+        patched._brpop_read = brpop_read
 
 
 def _keep_unacked(consumer: Consumer) -> None:
