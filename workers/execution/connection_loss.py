@@ -30,7 +30,7 @@ from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
 from workers.app.redis_urls import redis_client
-from workers.execution.outage_retry import held_back, note_refusal, refused
+from workers.execution.outage_retry import held_back, note_refusal, refused, switched
 
 log = structlog.get_logger("council.worker")
 
@@ -42,9 +42,6 @@ stored, ``worker_deduplicate_successful_tasks``)."""
 _PAUSE_S = (0.25, 5.0)
 
 _URL_ATTR = "_council_broker_url"
-
-_UNBLOCKED = "UNBLOCKED"
-"""The error a blocked ``BRPOP`` gets when its Redis turns replica (``master -> replica``)."""
 
 _lock = threading.Lock()
 _installed = False
@@ -91,7 +88,7 @@ def install() -> None:
             try:
                 return original_brpop_read(self, **options)  # type: ignore[no-untyped-call]
             except redis.ResponseError as exc:
-                if not str(exc).startswith(_UNBLOCKED):
+                if not switched(exc):
                     raise
                 # The waiting BRPOP's Redis turned replica under it: a lost connection.
                 self.client.connection.disconnect()
