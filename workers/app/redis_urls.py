@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-import redis
-from redis.sentinel import Sentinel
-
 from workers.stores import RedisClient
 
 SENTINEL_SCHEME = "sentinel://"
@@ -125,6 +122,11 @@ def redis_client(url: str, *, master_name: str | None = None, **options: Any) ->
     every reconnect: a failover costs an outage, not the client). ``master_name`` is for
     the URLs kombu reads (:meth:`SentinelUrl.kombu_url`), which carry none. Raises
     ``ValueError`` for a URL that cannot be read."""
+    # Imported here: the settings read URLs on every start of the CLI, which reaches
+    # Redis only for some commands (``council record`` runs once per finding).
+    import redis
+    from redis.sentinel import Sentinel
+
     if not is_sentinel(url):
         client: RedisClient = redis.Redis.from_url(url, **options)
         return client
