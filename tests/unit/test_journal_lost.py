@@ -10,6 +10,8 @@ import fakeredis
 import pytest
 
 from council.model.backend_result import ReviewResult
+from council.model.report import ParticipantSummary
+from council.round.gate import not_heard_why
 from council.round.outcome import ParticipantOutcome, heard_in_full, read_in_part_code
 from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
@@ -50,3 +52,11 @@ def test_every_entry_kept_changes_nothing() -> None:
     assert journal_lost(result, [[], [b"a", b"b"]], 2, least=2) is result
     assert journal_lost(result, [], 1, least=0) is result
     assert journal_lost(result, [], 1, least=1).broke_off == "journal-lost"
+
+
+def test_the_gate_says_why_a_journal_lost_reviewer_was_not_heard() -> None:
+    summary = ParticipantSummary(
+        id="r0", backend="replay", state="answered", read_in_part="journal-lost"
+    )
+    assert not summary.heard_in_full
+    assert "journal-lost" in not_heard_why(summary)
