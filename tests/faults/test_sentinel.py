@@ -1,21 +1,26 @@
-"""Redis behind Sentinel (a master, a replica, one sentinel): the master is killed mid-round,
-the sentinel promotes the replica, the old master comes back as a replica. The workers and
-the review, given the Sentinel URL, ride it out as an outage that ends: every recorded
-finding filed once, or exit 3 naming whose findings were lost (asynchronous replication
-can drop the last writes), never exit 0 with findings missing; no worker exits. A worker
-that cannot serve (no sentinel answers, or a URL without a master's name) exits non-zero
-with one line saying why."""
+"""Redis behind Sentinel (a master, a replica, one sentinel): the master is killed mid-round
+(or failed over alive), the sentinel promotes the replica, the old master becomes a
+replica. The workers and the review, given the Sentinel URL, ride it out as an outage that
+ends: every recorded finding filed once, or exit 3 naming whose findings were lost
+(asynchronous replication can drop the last writes), never exit 0 with findings missing;
+no worker exits, and the same workers serve the next round. A worker whose plain-URL Redis
+turns replica waits for a master instead of exiting. A worker that cannot serve (no
+sentinel answers, or a URL without a master's name) exits non-zero with one line saying
+why."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
+import redis
 
 from tests.faults.lab import Lab, assert_filed_once
 from tests.services import ROOT, free_port
@@ -49,7 +54,7 @@ def test_master_lost_mid_round_fails_over(lab: Lab, how: str) -> None:
     if how == "sigkill":
         lab.start_redis()  # the old master is back; the sentinel makes it a replica
     else:
-        old = lab.client()
+        old: Any = lab.client()
         lab.wait_for(
             "the sentinel to demote the old master",
             lambda: old.info("replication").get("role") == "slave",
@@ -134,8 +139,10 @@ def test_a_worker_whose_redis_becomes_a_replica_waits_for_a_master(lab: Lab) -> 
     worker's ``READONLY`` is a lost connection it retries, not an exit; once its Redis is
     a master again the worker serves a whole round."""
     worker = lab.start_worker("w1")
+    binary = shutil.which("redis-server")
+    assert binary is not None
     other = subprocess.Popen(
-        ["redis-server", "--port", str(port := free_port()), "--save", "", "--dir", str(lab.tmp)],
+        [binary, "--port", str(port := free_port()), "--save", "", "--dir", str(lab.tmp)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -163,8 +170,6 @@ def test_a_worker_whose_redis_becomes_a_replica_waits_for_a_master(lab: Lab) -> 
 
 
 def _answers_on(port: int) -> bool:
-    import redis
-
     try:
         return bool(redis.Redis(port=port, socket_timeout=1).ping())
     except redis.ConnectionError:
