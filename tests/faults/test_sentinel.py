@@ -50,7 +50,7 @@ def test_master_lost_mid_round_fails_over(lab: Lab, how: str) -> None:
         lambda: lab.sentinel_master() not in (None, old_master),
         timeout_s=60,
     )
-    assert review.poll() is None, "the round ended before the failover"
+    assert review.poll() is None, f"the round ended before the failover: {review.communicate()}"
     if how == "sigkill":
         lab.start_redis()  # the old master is back; the sentinel makes it a replica
     else:
@@ -60,7 +60,7 @@ def test_master_lost_mid_round_fails_over(lab: Lab, how: str) -> None:
             lambda: old.info("replication").get("role") == "slave",
             timeout_s=60,
         )
-        assert review.poll() is None, "the round ended before the old master was demoted"
+        assert review.poll() is None, f"the round ended before the demotion: {review.communicate()}"
     _, stderr = review.communicate(timeout=240)
     logs = {n: lab.log(n) for n in ("w1", "w2")}
     assert all(w.poll() is None for w in workers), "a worker exited on the failover"

@@ -4,6 +4,7 @@ kombu and Celery in their form; refused, naming what is wrong and never the pass
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,13 @@ from pydantic import SecretStr
 
 from council.errors import ConfigurationError, StoreUnavailable
 from workers.app.celery_config import celery_config
-from workers.app.redis_urls import SentinelUrl, parse_sentinel, redis_client
+from workers.app.redis_urls import (
+    SentinelUrl,
+    _drop_connections,
+    follow_switches,
+    parse_sentinel,
+    redis_client,
+)
 from workers.app.services import connect
 from workers.app.settings import Settings
 from workers.cli import main
@@ -99,3 +106,27 @@ def test_a_sentinel_client_asks_for_the_master_by_name() -> None:
     # The sentinels themselves are asked with short timeouts.
     (first, _) = pool.sentinel_manager.sentinels
     assert first.connection_pool.connection_kwargs["socket_timeout"] == 5.0
+
+
+def test_a_switch_drops_idle_connections_and_marks_those_in_use() -> None:
+    """On ``+switch-master`` the idle connections close at once; one in use is only
+    marked (closing it mid-command from another thread breaks its reader) and closes
+    when given back."""
+    client = redis_client(URL, socket_timeout=30.0)
+    pool = client.connection_pool
+    idle, busy = pool.make_connection(), pool.make_connection()
+    pool._available_connections.append(idle)
+    pool._in_use_connections.add(busy)
+    closed: list[object] = []
+    idle.disconnect = lambda *a, **k: closed.append(idle)  # type: ignore[method-assign]
+    busy.disconnect = lambda *a, **k: closed.append(busy)  # type: ignore[method-assign]
+    _drop_connections(pool)
+    assert closed == [idle] and busy.should_reconnect()
+    pool.release(busy)
+    assert closed == [idle, busy]
+
+
+def test_a_plain_client_follows_no_sentinel() -> None:
+    before = {t.name for t in threading.enumerate()}
+    follow_switches(redis_client("redis://127.0.0.1:1/0"))
+    assert "council-sentinel" not in {t.name for t in threading.enumerate()} - before

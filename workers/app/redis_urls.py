@@ -13,6 +13,8 @@ ends. Source: docs/celery.md §1.16.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -145,6 +147,55 @@ def redis_client(url: str, *, master_name: str | None = None, **options: Any) ->
         **options,
     )
     return master
+
+
+def follow_switches(client: RedisClient) -> None:
+    """For a client of a Sentinel URL (others: nothing), drop its connections whenever a
+    sentinel announces ``+switch-master`` for its master, from a daemon thread. Why: a
+    master demoted alive (``SENTINEL FAILOVER``) keeps taking writes on the connections
+    already open to it until the sentinel reconfigures it, seconds later, and those
+    writes are then lost; dropped, the next command reconnects to the new master."""
+    import redis
+
+    pool = client.connection_pool
+    sentinel = getattr(pool, "sentinel_manager", None)
+    master_name = getattr(pool, "service_name", None)
+    if sentinel is None or master_name is None:
+        return
+
+    def listen() -> None:
+        while True:
+            for node in sentinel.sentinels:
+                pubsub = node.pubsub(ignore_subscribe_messages=True)
+                try:
+                    pubsub.subscribe("+switch-master")
+                    while True:
+                        message = pubsub.get_message(timeout=1.0)
+                        data = message.get("data") if message else None
+                        text = data.decode() if isinstance(data, bytes) else str(data or "")
+                        if text.split(" ", 1)[0] == master_name:
+                            _drop_connections(pool)
+                except (redis.RedisError, OSError):
+                    pass  # this sentinel is gone: listen to the next
+                finally:
+                    pubsub.close()
+            time.sleep(SENTINEL_TIMEOUT_S)
+
+    threading.Thread(target=listen, name="council-sentinel", daemon=True).start()
+
+
+def _drop_connections(pool: Any) -> None:
+    """Close ``pool``'s idle connections, and mark those in use to be closed when they
+    are given back (closing one mid-command from this thread breaks its reader)."""
+    pool.disconnect(inuse_connections=False)
+    lock = getattr(pool, "_lock", None)
+    if lock is None:
+        return
+    with lock:
+        for connection in list(getattr(pool, "_in_use_connections", ())):
+            mark = getattr(connection, "mark_for_reconnect", None)
+            if mark is not None:
+                mark()
 
 
 def _host(host: str) -> str:

@@ -18,7 +18,7 @@ from council.errors import ConfigurationError, StoreUnavailable
 from council.roster.providers import ProviderRegistry
 from workers.app.logging import redact_text, redact_url
 from workers.app.providers import load_providers
-from workers.app.redis_urls import is_sentinel, redis_client
+from workers.app.redis_urls import follow_switches, is_sentinel, redis_client
 from workers.app.settings import Settings
 from workers.execution.cancellation import CancelWatch
 from workers.execution.unpacked_trees import TreeCache
@@ -105,6 +105,7 @@ def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisCl
     except (redis.RedisError, OSError) as exc:
         reason = redact_text(str(exc)) or type(exc).__name__
         raise StoreUnavailable(shown, reason, fix) from None
+    follow_switches(client)  # a long-lived client: off the old master at once
     return client
 
 
