@@ -109,7 +109,7 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
     }
     if is_sentinel(url):
         # kombu and Celery read the sentinels from the URL, the master's name from their
-        # transport options (docs/celery.md "Redis Sentinel").
+        # transport options (docs/celery.md §1.16).
         sentinel = parse_sentinel(url)
         url = sentinel.kombu_url()
         transport["master_name"] = backend_transport["master_name"] = sentinel.master_name

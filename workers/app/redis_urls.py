@@ -8,7 +8,8 @@ The password (the master's), ``/DB`` and ``master_name`` may be written on any o
 the addresses; written twice they must agree. Every client (the council's stores, kombu's
 broker, Celery's result backend) asks the sentinels for the master and asks again when a
 command finds the master gone or read-only (a failover), so a failover is an outage that
-ends. Source: docs/celery.md §1.16.
+ends; the council's own long-lived client also leaves a master the sentinels replaced at
+once (:func:`follow_switches`). Source: docs/celery.md §1.16.
 """
 
 from __future__ import annotations
