@@ -151,7 +151,8 @@ class ReviewResult:
     """Why the answer cannot be taken as whole although it was read, as a code:
     ``exit-status`` for a program that exited non-zero (or was killed) after printing it,
     ``unanalyzed`` for an analyzer whose SARIF log says it could not analyze some changed
-    files (or did not succeed).
+    files (or did not succeed), ``journal-lost`` for a journal Redis lost entries of after
+    saying it kept them (a failover to a replica that had not received them).
     Such a reviewer is heard in part (:func:`council.round.outcome.read_in_part_code`)."""
     retries: tuple[str, ...] = ()
     """Why each retried request of a model reviewer was retried, in order: ``http-429``,

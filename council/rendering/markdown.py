@@ -225,6 +225,13 @@ def _why_partial(p: ParticipantSummary) -> str:
             f"({code(p.read_in_part)}); {counted(p.findings, 'finding')} read from what it "
             "printed, what it would have said next is unknown."
         )
+    if p.read_in_part == "journal-lost":
+        return (
+            f"{who} answered, but Redis lost entries of its journal after keeping them "
+            f"({code(p.read_in_part)}: a failover to a replica that had not received "
+            f"them); {counted(p.findings, 'finding')} from what was left, what the lost "
+            "entries held is unknown."
+        )
     if p.read_in_part == "unanalyzed":
         return (
             f"{who} answered, but said it could not analyze part of the change "

@@ -220,6 +220,8 @@ def not_heard_why(p: ParticipantSummary) -> str:
         return "exited with an error after its answer (exit-status)"
     if p.state == "answered" and p.read_in_part == "unanalyzed":
         return "could not analyze part of the change (unanalyzed)"
+    if p.state == "answered" and p.read_in_part == "journal-lost":
+        return "had journal entries Redis lost in a failover (journal-lost)"
     if p.state == "answered" and p.read_in_part is not None:
         return f"answered in part ({p.read_in_part})"
     return "never ran"

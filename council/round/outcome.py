@@ -70,11 +70,12 @@ READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
 up to the reading cap (§6): the entries before it were kept, any after it were never
 read."""
 
-BROKE_OFF_CODES = ("exit-status", "unanalyzed")
+BROKE_OFF_CODES = ("exit-status", "unanalyzed", "journal-lost")
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
 ended badly after its answer (``exit-status``), or said it did not analyze some of the
 change (``unanalyzed``: a SARIF analyzer's invocation notifications), so what it would
-have said of the rest is unknown."""
+have said of the rest is unknown; or Redis lost journal entries it had said it kept
+(``journal-lost``: a failover to a replica that had not received them)."""
 
 
 def read_in_part_code(outcome: ParticipantOutcome) -> str | None:

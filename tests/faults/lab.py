@@ -46,8 +46,11 @@ class Lab:
     children: list[subprocess.Popen[Any]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
+    sentinel_port: int = 0
+    """The port of the lab's sentinel (:meth:`start_sentinel`), 0: none."""
     netns: str | None = None
     """The network namespace redis-server runs in (:meth:`isolate`), None: this one."""
+    _repo: tuple[Path, str] | None = None
     _veth: str = ""
     _made: bool = False
 
@@ -154,6 +157,81 @@ class Lab:
         finally:
             client.close()
 
+    def start_sentinel(self, master_name: str = "council") -> str:
+        """Make this lab's redis-server the master of a Sentinel group: a replica (AOF on)
+        and one sentinel (quorum 1, the master down after 1 s unanswered). Workers and
+        reviews started afterwards get the Sentinel URL, which is returned."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise ServiceError("redis-server is missing")
+        replica_port, sentinel_port = free_port(), free_port()
+        data = self.tmp / "replica"
+        data.mkdir(exist_ok=True)
+        replica = [
+            *("--port", str(replica_port), "--bind", self.host, "--dir", str(data)),
+            *("--appendonly", "yes", "--save", "", "--protected-mode", "no"),
+            *("--replicaof", self.host, str(self.port)),
+        ]
+        # Sentinel rewrites its configuration file: one of its own, in the lab.
+        conf = self.tmp / "sentinel.conf"
+        conf.write_text(
+            f"port {sentinel_port}\nbind {self.host}\nprotected-mode no\ndir {self.tmp}\n"
+            f"sentinel monitor {master_name} {self.host} {self.port} 1\n"
+            f"sentinel down-after-milliseconds {master_name} 1000\n"
+            f"sentinel failover-timeout {master_name} 5000\n"
+        )
+        for name, argv in (
+            ("replica", [binary, *replica]),
+            ("sentinel", [binary, str(conf), "--sentinel"]),
+        ):
+            with (self.tmp / f"{name}.log").open("ab") as out:
+                self.children.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+        self.sentinel_port = sentinel_port
+        replica_client: Any = redis.Redis(host=self.host, port=replica_port, socket_timeout=5)
+        self.wait_for(
+            "the replica in sync",
+            lambda: (
+                _answers(replica_client)
+                and replica_client.info("replication").get("master_link_status") == "up"
+            ),
+            timeout_s=30,
+        )
+        replica_client.close()
+        self.wait_for(
+            "the sentinel to see the replica", lambda: self._sentinel_sees(master_name), 30
+        )
+        url = f"sentinel://{self.host}:{sentinel_port}/0?master_name={master_name}"
+        self.env["COUNCIL_REDIS_URL"] = url
+        return url
+
+    def sentinel_master(self, master_name: str = "council") -> int | None:
+        """The port of the master the lab's sentinel names now (None: it cannot say)."""
+        client: Any = redis.Redis(host=self.host, port=self.sentinel_port, socket_timeout=5)
+        try:
+            found = client.execute_command("SENTINEL", "get-master-addr-by-name", master_name)
+            return int(found[1]) if found else None
+        except redis.RedisError:
+            return None
+        finally:
+            client.close()
+
+    def sentinel_failover(self, master_name: str = "council") -> None:
+        """``SENTINEL FAILOVER``: promote the replica, demote the live master."""
+        client: Any = redis.Redis(host=self.host, port=self.sentinel_port, socket_timeout=5)
+        try:
+            client.execute_command("SENTINEL", "FAILOVER", master_name)
+        finally:
+            client.close()
+
+    def _sentinel_sees(self, master_name: str) -> bool:
+        client: Any = redis.Redis(host=self.host, port=self.sentinel_port, socket_timeout=5)
+        try:
+            return bool(client.execute_command("SENTINEL", "replicas", master_name))
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
     def stop_redis(self, sig: signal.Signals = signal.SIGTERM) -> None:
         """Stop redis-server with ``sig`` (SIGTERM: it writes its AOF and exits; SIGKILL:
         what was written to the AOF is what survives)."""
@@ -215,7 +293,10 @@ class Lab:
 
     # -- the review -------------------------------------------------------------------
     def repo(self) -> tuple[Path, str]:
-        return project_history_repo(self.tmp / "repo")
+        """The repository reviewed (made once: a second review reviews it again)."""
+        if self._repo is None:
+            self._repo = project_history_repo(self.tmp / "repo")
+        return self._repo
 
     def review(self, roster: Path, *extra: str, **env: str) -> subprocess.Popen[str]:
         """``council review`` as a child process; its report goes to ``tmp/report.json``."""
@@ -296,6 +377,14 @@ class Lab:
         if self._made and self.netns is not None:
             subprocess.run(["ip", "link", "del", self._veth], capture_output=True)
             subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def _answers(client: redis.Redis) -> bool:
+    """Whether ``client``'s Redis answers a PING."""
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
 
 
 def assert_filed_once(report: dict[str, Any], subjects: set[str]) -> None:

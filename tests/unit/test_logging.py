@@ -158,6 +158,10 @@ def test_explicit_field_wins_over_bound_context() -> None:
         ),
         ("redis://localhost:6379/0", "redis://localhost:6379/0"),
         ("redis://:***@host/0", "redis://:***@host/0"),
+        (
+            "sentinel://:pw@h1:26379;sentinel://:pw@h2:26379/0?master_name=m",
+            "sentinel://:***@h1:26379;sentinel://:***@h2:26379/0?master_name=m",
+        ),
     ],
 )
 def test_redact_url(url: str, expected: str) -> None:

@@ -57,6 +57,15 @@ def test_a_refused_write_is_retried_counted_and_said_once() -> None:
     assert [e["event"] for e in warned] == ["redis_refused"]
 
 
+def test_a_failovers_unblocked_is_held_not_a_refusal() -> None:
+    """A BLPOP cut off by its Redis turning replica is waited out (the CLI's wait)."""
+    unblocked = redis.ResponseError(
+        "UNBLOCKED force unblock from blocking operation, instance state changed "
+        "(master -> replica?)"
+    )
+    assert held_back(unblocked) and refused(unblocked) is None
+
+
 def test_another_response_error_is_raised_at_once() -> None:
     def step() -> None:
         raise redis.ResponseError("WRONGTYPE Operation against a key")

@@ -14,6 +14,7 @@ from celery import Celery
 from kombu.entity import Exchange, Queue
 
 from workers.app import metrics, stdio
+from workers.app.redis_urls import is_sentinel, parse_sentinel
 from workers.app.settings import Settings
 from workers.app.task_lines import RunFacts, connect_celery_signals
 from workers.execution import connection_loss
@@ -101,16 +102,23 @@ def celery_config(settings: Settings, *, embedded: bool = False) -> dict[str, An
         )
         return conf
     url = settings.redis_url_value() or LOCAL_REDIS
+    backend_transport: dict[str, Any] = {
+        "visibility_timeout": vt,
+        "result_chord_ordered": True,
+        "retry_policy": {"timeout": 5.0},
+    }
+    if is_sentinel(url):
+        # kombu and Celery read the sentinels from the URL, the master's name from their
+        # transport options (docs/celery.md §1.16).
+        sentinel = parse_sentinel(url)
+        url = sentinel.kombu_url()
+        transport["master_name"] = backend_transport["master_name"] = sentinel.master_name
     conf.update(
         broker_url=url,
         result_backend=url,
         result_failure_expires=7 * 24 * 3600,
         broker_transport_options=transport,
-        result_backend_transport_options={
-            "visibility_timeout": vt,
-            "result_chord_ordered": True,
-            "retry_policy": {"timeout": 5.0},
-        },
+        result_backend_transport_options=backend_transport,
         visibility_timeout=vt,
         result_backend_always_retry=True,
         # A result (and the chord's count) waits out a Redis outage as long as the task's

@@ -103,10 +103,13 @@ def redact_url(url: str) -> str:
 
     ``redis://:pw@h:6379/0`` → ``redis://:***@h:6379/0``; ``redis://user:pw@h`` →
     ``redis://user:***@h``; ``https://tok@host`` → ``https://***@host``;
-    ``https://h/x?api_key=abc`` → ``https://h/x?api_key=***``. Why: error messages name the
-    Redis or API endpoint that failed, and the URL the user configured carries the password.
+    ``https://h/x?api_key=abc`` → ``https://h/x?api_key=***``; a Sentinel URL's addresses
+    (``;`` between them) one by one. Why: error messages name the Redis or API endpoint
+    that failed, and the URL the user configured carries the password.
     Source: docs/architecture.md "Observability".
     """
+    if url.strip().lower().startswith("sentinel://") and ";" in url:  # address by address
+        return ";".join(redact_url(part) for part in url.split(";"))
     scheme, sep, rest = url.strip().partition("://")
     if sep and "@" in rest and not any(c.isspace() for c in rest):
         # One URL: everything before its LAST "@" is userinfo, even when a password holds

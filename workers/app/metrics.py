@@ -24,6 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from council.round.cost import PriceTable, cost_usd
+from workers.app.redis_urls import redis_client
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -352,7 +353,7 @@ def serve(
     disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series
     extra: list[Collector] = []
     if redis_url is not None and queues:
-        client = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
+        client = redis_client(redis_url, socket_timeout=2, socket_connect_timeout=2)
         extra.append(QueueDepth(client, queues, transport_options))
     registry = serving_registry(extra)
     try:

@@ -18,6 +18,7 @@ from council.errors import ConfigurationError, StoreUnavailable
 from council.roster.providers import ProviderRegistry
 from workers.app.logging import redact_text, redact_url
 from workers.app.providers import load_providers
+from workers.app.redis_urls import follow_switches, is_sentinel, redis_client
 from workers.app.settings import Settings
 from workers.execution.cancellation import CancelWatch
 from workers.execution.unpacked_trees import TreeCache
@@ -76,17 +77,19 @@ def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisCl
         f"{REDIS_ENV} unset) to run in embedded mode."
     )
     try:
-        client: RedisClient = redis.Redis.from_url(
+        client: RedisClient = redis_client(
             url,
             socket_connect_timeout=CONNECT_TIMEOUT_S,
             socket_timeout=30.0,
             health_check_interval=25,
             retry_on_timeout=True,
         )
-    except ValueError:
+    except ValueError as exc:
         # redis-py's message quotes the URL's parts, the password among them.
         raise ConfigurationError(
-            f"{source} {shown} cannot be read: write it as "
+            f"{source} {shown} {exc}"
+            if is_sentinel(url)
+            else f"{source} {shown} cannot be read: write it as "
             "redis://[:PASSWORD@]HOST:PORT/DB (percent-encode ':' '/' '@' in the password)"
         ) from None
     if not check:
@@ -102,6 +105,7 @@ def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisCl
     except (redis.RedisError, OSError) as exc:
         reason = redact_text(str(exc)) or type(exc).__name__
         raise StoreUnavailable(shown, reason, fix) from None
+    follow_switches(client)  # a long-lived client: off the old master at once
     return client
 
 

@@ -14,11 +14,13 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reviewers.sandbox.bubblewrap import PROGRAM_STORAGE_BYTES
+from workers.app.redis_urls import is_sentinel, parse_sentinel
 from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
 from workers.git.tree_unpacking import DEFAULT_MAX_UNPACKED_TREE_BYTES
 
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-"""URL schemes redis-py accepts for a connection."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "sentinel://")
+"""URL schemes of a Redis: redis-py's own, and Redis Sentinel's
+(:mod:`workers.app.redis_urls`)."""
 
 HOUR_S = 3600
 DAY_S = 24 * HOUR_S
@@ -166,15 +168,22 @@ class Settings(BaseSettings):
     @field_validator("redis_url", mode="before")
     @classmethod
     def _redis_url(cls, value: object) -> object:
-        """An empty URL (an unset CI secret) means embedded mode; a URL must be Redis's."""
+        """An empty URL (an unset CI secret) means embedded mode; a URL must be Redis's (a
+        Sentinel URL must name its sentinels and master)."""
         text = value.get_secret_value() if isinstance(value, SecretStr) else value
         if text is None or (isinstance(text, str) and not text.strip()):
             return None
-        if not isinstance(text, str) or not text.startswith(REDIS_SCHEMES):
+        if not isinstance(text, str) or not text.strip().lower().startswith(REDIS_SCHEMES):
             raise ValueError(
-                "must be a Redis URL starting with redis://, rediss:// or unix:// "
-                "(e.g. redis://localhost:6379/0)"
+                "must be a Redis URL starting with redis://, rediss://, unix:// or "
+                "sentinel:// (e.g. redis://localhost:6379/0, or "
+                "sentinel://host1:26379;sentinel://host2:26379/0?master_name=mymaster)"
             )
+        if is_sentinel(text):
+            try:
+                parse_sentinel(text)
+            except ValueError as exc:
+                raise ValueError(f"this Sentinel URL {exc}") from None
         return value
 
     @property

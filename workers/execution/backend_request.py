@@ -104,6 +104,9 @@ class RedisJournal:
         self._held: list[str] = []
         self._lock = threading.Lock()
         self._heard, self._heard_at = 0, float("-inf")
+        self._least = 0
+        """The fewest entries the journal may hold now: each entry stored adds one, and
+        Redis's count after a store is a floor (``council record`` appends there too)."""
 
     def heard(self) -> int:
         """Entries this attempt's journal holds in Redis, those a program's ``council
@@ -124,6 +127,13 @@ class RedisJournal:
         """Mask entries with ``masker`` from now on (the run's share is made after the
         sink: see :func:`build_request`)."""
         self._masker = masker
+
+    @property
+    def least(self) -> int:
+        """The fewest entries the attempt's journal in Redis may hold: fewer means Redis
+        lost entries it had said it kept (a failover to a replica that lagged)."""
+        with self._lock:
+            return self._least
 
     @property
     def held(self) -> int:
@@ -169,7 +179,10 @@ class RedisJournal:
         return self._store(self._held[0])
 
     def _store(self, raw: str) -> int:
-        return self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+        n = self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+        if n > 0:  # kept: the list is n long, and one longer than before at least
+            self._least = max(self._least + 1, n)
+        return n
 
     def _store_held(self) -> bool:
         """Try once to store the held entries in order; False when Redis still fails."""

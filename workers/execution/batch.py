@@ -47,6 +47,7 @@ from workers.execution.participant_attempt import (
     crashed,
     finished_progress,
     fold_attempt,
+    journal_lost,
     log_finished,
     missing,
     moved_on,
@@ -303,6 +304,7 @@ def _settle_group(
     for now, result in group:
         p = now.participant
         result = masked_result(masker, result)
+        result = journal_lost(result, journals[p.id], now.attempt, sinks[p.id].least)
         paused = result.paused
         if paused is not None:  # kept before the outcome that says it waits on it
             patiently(

@@ -10,7 +10,9 @@ ack is done on a fresh connection when it finishes (:func:`_ack_on_fresh_connect
 if the process dies first the visibility-timeout sweep puts the messages back. An ack
 Redis refuses (``OOM``: under ``maxmemory`` every ``MULTI`` is refused) does not stop the
 consumer either: the message is forgotten here and removed from Redis's unacked index by a
-thread that retries (:func:`_ack_later`).
+thread that retries (:func:`_ack_later`). ``READONLY`` on the broker connection, and the
+``UNBLOCKED`` a waiting ``BRPOP`` gets when its Redis becomes a replica in a failover, are
+a lost connection too: reconnected (under Sentinel, to the new master), not a worker exit.
 Source: docs/celery.md §1.6, §1.13 and §4.
 """
 
@@ -27,7 +29,8 @@ from celery.worker.consumer.consumer import Consumer
 from kombu.transport import redis as kombu_redis
 from kombu.transport import virtual
 
-from workers.execution.outage_retry import held_back, note_refusal, refused
+from workers.app.redis_urls import redis_client
+from workers.execution.outage_retry import held_back, note_refusal, refused, switched
 
 log = structlog.get_logger("council.worker")
 
@@ -59,8 +62,8 @@ def install() -> None:
             original_error(self, exc)
 
         def ack(self: kombu_redis.QoS, delivery_tag: str) -> None:
-            url = getattr(self.channel, _URL_ATTR, None)
-            if url is None:
+            where = getattr(self.channel, _URL_ATTR, None)
+            if where is None:
                 try:
                     original_ack(self, delivery_tag)  # type: ignore[no-untyped-call]
                 except redis.ResponseError as exc:
@@ -68,12 +71,31 @@ def install() -> None:
                         raise
                     _ack_later(self, delivery_tag, exc)
                 return
-            _ack_on_fresh_connection(self, url, delivery_tag)
+            _ack_on_fresh_connection(self, where, delivery_tag)
 
         patched: Any = Consumer
         patched.on_connection_error_after_connected = on_connection_error_after_connected
         patched = kombu_redis.QoS
         patched.ack = ack
+        # READONLY: the Redis the broker connection reached became a replica (a failover,
+        # the old master back). A lost connection to reconnect, not an unrecoverable error
+        # that stops the worker; under Sentinel the reconnect finds the new master.
+        patched = kombu_redis.Transport
+        patched.connection_errors = (*patched.connection_errors, redis.ReadOnlyError)
+        original_brpop_read = kombu_redis.Channel._brpop_read
+
+        def brpop_read(self: kombu_redis.Channel, **options: Any) -> Any:
+            try:
+                return original_brpop_read(self, **options)  # type: ignore[no-untyped-call]
+            except redis.ResponseError as exc:
+                if not switched(exc):
+                    raise
+                # The waiting BRPOP's Redis turned replica under it: a lost connection.
+                self.client.connection.disconnect()
+                raise redis.ConnectionError(f"the broker's Redis became a replica: {exc}") from exc
+
+        patched = kombu_redis.Channel
+        patched._brpop_read = brpop_read
 
 
 def _keep_unacked(consumer: Consumer) -> None:
@@ -86,10 +108,11 @@ def _keep_unacked(consumer: Consumer) -> None:
     if default is not None and default not in channels:
         channels.append(default)
     url = consumer.app.conf.broker_url
+    options = consumer.app.conf.broker_transport_options or {}
     held = 0
     for channel in channels:
         channel.do_restore = False
-        setattr(channel, _URL_ATTR, url)
+        setattr(channel, _URL_ATTR, (url, options.get("master_name")))
         qos = getattr(channel, "_qos", None)
         held += len(getattr(qos, "_delivered", None) or ())
     if held:
@@ -100,23 +123,32 @@ def _ack_later(qos: kombu_redis.QoS, delivery_tag: str, exc: Exception) -> None:
     """Redis refused an ack: retry it on a thread (the consumer's loop goes on)."""
     note_refusal(exc)
     log.warning("ack_refused", delivery_tag=delivery_tag, error=str(exc))
-    url = qos.channel.connection.client.as_uri(include_password=True)
+    broker = qos.channel.connection.client
+    master_name: str | None = getattr(qos.channel, "master_name", None)
+    # A Sentinel broker's URL is every sentinel, ";" between them (kombu keeps them apart).
+    url = ";".join(broker.alt) if master_name else broker.as_uri(include_password=True)
     threading.Thread(
         target=_ack_on_fresh_connection,
-        args=(qos, url, delivery_tag),
+        args=(qos, (url, master_name), delivery_tag),
         name="council-ack",
         daemon=True,
     ).start()
 
 
-def _ack_on_fresh_connection(qos: kombu_redis.QoS, url: str, delivery_tag: str) -> None:
+def _ack_on_fresh_connection(
+    qos: kombu_redis.QoS, where: tuple[str, str | None], delivery_tag: str
+) -> None:
     """Remove an acknowledged message from Redis's unacked index and hash on a new
-    connection (the old channel's is gone), retrying with backoff for
-    :data:`ACK_RETRY_S`; then forget it locally. Never raises."""
+    connection (the old channel's is gone) to ``where`` (the broker URL and, under
+    Sentinel, the master's name), retrying with backoff for :data:`ACK_RETRY_S`; then
+    forget it locally. Never raises."""
+    url, master_name = where
     deadline = time.monotonic() + ACK_RETRY_S
     pause = _PAUSE_S[0]
     while True:
-        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        client = redis_client(
+            url, master_name=master_name, socket_connect_timeout=5, socket_timeout=5
+        )
         try:
             prefix = getattr(qos.channel, "global_keyprefix", "") or ""
             pipe = client.pipeline()

@@ -8,7 +8,8 @@ its message is redelivered anyway). An outage is ``ConnectionError`` (``LOADING`
 restarted Redis reads its AOF included) or ``TimeoutError``; a refusal (:func:`refused`:
 ``OOM`` at ``maxmemory`` under ``noeviction``, ``READONLY`` after a failover, ``MISCONF``
 on a full disk, ``NOREPLICAS``) is held the same way: Redis answers but keeps nothing, and
-frees up or fails over within the same clocks. Anything else is raised at once.
+frees up or fails over within the same clocks; so is the ``UNBLOCKED`` a blocked command
+gets when its Redis turns replica (:func:`switched`). Anything else is raised at once.
 
 Source: docs/celery.md §1.6, §1.13 ("Connection loss").
 """
@@ -54,11 +55,18 @@ def refused(exc: BaseException) -> str | None:
     return None
 
 
+def switched(exc: BaseException) -> bool:
+    """Whether ``exc`` is the ``UNBLOCKED`` a blocking command (``BLPOP``) gets when its
+    Redis turns replica in a failover: nothing was done, the next try goes on."""
+    return isinstance(exc, redis.ResponseError) and str(exc).startswith("UNBLOCKED")
+
+
 def held_back(exc: BaseException) -> bool:
-    """Whether ``exc`` is an outage or a refusal: the writer keeps its data and retries."""
+    """Whether ``exc`` is an outage, a refusal or a failover's ``UNBLOCKED``: the writer
+    keeps its data and retries."""
     if isinstance(exc, OUTAGE_ERRORS) and not isinstance(exc, redis.ResponseError):
         return True
-    return refused(exc) is not None
+    return refused(exc) is not None or switched(exc)
 
 
 def refused_only(exc: BaseException) -> bool:

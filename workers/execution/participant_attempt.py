@@ -316,6 +316,7 @@ def store_outcome(
     journals = patiently(
         "journal_read", lambda: rt.journals.read_all_many(run_id, [pid]), until=until
     )[pid]
+    result = journal_lost(result, journals, attempt, journal.least)
     outcome = fold_attempt(rt, record, participant, result, journals, attempt)
     done = Settled(outcome, result.answer, finished_progress(outcome, started_ms, attempt))
     lease = rt.keys.lease_member(run_id, pid, attempt)
@@ -329,6 +330,23 @@ def store_outcome(
         patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, shown), until=until)
     log_finished(outcome, participant)
     return outcome
+
+
+def journal_lost(
+    result: ReviewResult, journals: Sequence[Sequence[bytes]], attempt: int, least: int
+) -> ReviewResult:
+    """``result`` heard in part (``journal-lost``) when the attempt's journal holds fewer
+    entries than Redis said it kept (``least``): a failover to a replica that had not
+    received them. The report is partial (exit 3) instead of missing their findings."""
+    read = len(journals[attempt - 1]) if len(journals) >= attempt else 0
+    if read >= least:
+        return result
+    log.error("journal_entries_lost", kept=least, left=read)
+    note = (
+        f"Redis lost {least - read} of the {least} journal entries this attempt had "
+        "recorded (a failover to a replica that had not received them)"
+    )
+    return replace(result, broke_off="journal-lost", notes=(*result.notes, note))
 
 
 def _run_backend(
