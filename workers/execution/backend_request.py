@@ -17,6 +17,7 @@ import functools
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,11 @@ class RedisJournal:
     stores them, waiting for Redis, before the attempt is folded. ``live`` is the status
     the run must still be in for an entry to be stored (``open`` for a reviewer,
     ``judging`` for the judge, see :meth:`JournalStore.store`).
+
+    Every entry recorded (stored or held) is also kept here, with an id of its own
+    (``{sink}-{n}``, stored with it), for the attempt's life: Redis may forget its last
+    second (a host crash under ``appendfsync everysec``), and :meth:`reconcile` stores
+    again, before the fold, what it no longer holds; an entry it kept is not stored twice.
     """
 
     def __init__(
@@ -101,7 +107,9 @@ class RedisJournal:
         self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
         self._live = live
         self._masker = masker or Masker()
-        self._held: list[str] = []
+        self._sink, self._n = uuid.uuid4().hex[:12], 0
+        self._kept: list[tuple[str, str]] = []
+        self._held: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._heard, self._heard_at = 0, float("-inf")
 
@@ -131,20 +139,28 @@ class RedisJournal:
         with self._lock:
             return len(self._held)
 
+    @property
+    def recorded(self) -> int:
+        """Entries recorded through this sink (stored or held), kept for :meth:`reconcile`."""
+        with self._lock:
+            return len(self._kept)
+
     def append(self, raw: str) -> str:
         """Store one raw entry; return the reply sentence (never raises)."""
         raw = self._masker.text(raw)
         with self._lock:
+            self._n += 1
+            entry = (f"{self._sink}-{self._n}", raw)
             if self._held and not self._store_held():
-                self._held.append(raw)
+                self._hold(entry)
                 log.warning("journal_held", held=len(self._held))
                 return HELD
             try:
-                n = self._store(raw)
+                n = self._store(entry)
             except redis.RedisError as exc:
                 if held_back(exc):
                     note_refusal(exc)
-                    self._held.append(raw)
+                    self._hold(entry)
                     log.warning("journal_held", held=len(self._held), error=str(exc))
                     return HELD
                 reply = (
@@ -152,7 +168,10 @@ class RedisJournal:
                     "keep it for your final answer."
                 )
             else:
-                reply = self._rt.journals.reply(n, len(raw.encode("utf-8", errors="replace")))
+                size = len(entry[1].encode("utf-8", errors="replace"))
+                reply = self._rt.journals.reply(n, size)
+                if n >= 0:
+                    self._kept.append(entry)
         log.info("journal_appended", stored=reply == "Recorded.")
         return reply
 
@@ -165,11 +184,46 @@ class RedisJournal:
                 self._held.pop(0)
                 log.info("journal_stored_after_outage", left=len(self._held))
 
+    def reconcile(self, until: float) -> int:
+        """Store again, in their order, the entries recorded here that the attempt's
+        journal no longer holds (Redis restarted and forgot its last second), waiting for
+        Redis until ``until``; return how many could not be kept (refused: the run moved
+        on). Call after :meth:`flush`. Logs ``journal_forgotten`` at warning."""
+        with self._lock:
+            ids = [i for i, _ in self._kept]
+            journals = self._rt.journals
+            gone = set(
+                patiently(
+                    "journal_check",
+                    lambda: journals.missing(self._run, self._p, self._attempt, ids),
+                    until=until,
+                )
+            )
+            if not gone:
+                return 0
+            lost = 0
+            for entry in self._kept:
+                if entry[0] in gone:
+                    n = patiently(
+                        "journal_restore", functools.partial(self._store, entry), until=until
+                    )
+                    lost += n < 0
+            log.warning(
+                "journal_forgotten", forgotten=len(gone), restored=len(gone) - lost, lost=lost
+            )
+            return lost
+
+    def _hold(self, entry: tuple[str, str]) -> None:
+        self._held.append(entry)
+        self._kept.append(entry)
+
     def _store_first(self) -> int:
         return self._store(self._held[0])
 
-    def _store(self, raw: str) -> int:
-        return self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+    def _store(self, entry: tuple[str, str]) -> int:
+        return self._rt.journals.store(
+            self._run, self._p, self._attempt, entry[1], live=self._live, entry_id=entry[0]
+        )
 
     def _store_held(self) -> bool:
         """Try once to store the held entries in order; False when Redis still fails."""
