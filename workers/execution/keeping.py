@@ -30,6 +30,7 @@ import structlog
 
 from workers.app.services import Runtime
 from workers.execution.outage_retry import held_back, note_refusal
+from workers.stores import server_id
 from workers.stores.run_progress import Settled
 
 log = structlog.get_logger("council.worker")
@@ -105,7 +106,7 @@ class Keeper:
 
     def check(self) -> None:
         """Check every kept outcome once (see the module's docstring)."""
-        server = str(self.rt.client.info("server").get("run_id", ""))
+        server = server_id(self.rt.client)
         with self._lock:
             items = list(self._kept.values())
             if not self._server:  # the first check: what was kept so far was kept on this one
