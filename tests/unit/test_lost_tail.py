@@ -153,9 +153,7 @@ def test_the_keeper_holds_on_when_the_filing_is_forgotten(
     assert settled == ["r1"] and keeper.kept == 1
 
 
-def test_the_report_names_whose_findings_could_not_be_kept(
-    rt: Runtime, server: list[str]
-) -> None:
+def test_the_report_names_whose_findings_could_not_be_kept(rt: Runtime, server: list[str]) -> None:
     """Redis restarted during the run and nobody held owl's outcome: partial, the note
     names owl (not hawk, whose outcome is stored)."""
     _open(rt)

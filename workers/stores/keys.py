@@ -144,6 +144,11 @@ class Keys:
         entry stored again after a Redis restart is kept once."""
         return f"{self.prefix}run:{run_id}:journal-ids:{participant}:{attempt}"
 
+    def run_durable(self, run_id: str) -> str:
+        """String: the waiting CLI's own write before it waits for its filing to be
+        durable (``COUNCIL_DURABILITY``: :mod:`workers.app.durability`); expires in an hour."""
+        return f"{self.prefix}run:{run_id}:durable"
+
     def journal_prefix(self, run_id: str, participant: str) -> str:
         """What every attempt's journal key of one participant starts with (the attempt
         number follows): a script that reads every attempt builds the keys from it."""
