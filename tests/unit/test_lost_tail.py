@@ -95,8 +95,10 @@ def test_the_sink_stores_again_what_redis_forgot_once(rt: Runtime) -> None:
     for i in range(4):
         assert sink.append(_entry(i)) == "Recorded."
     _forget_last(rt, "r1", "hawk", attempt, 2)
+    rt.client.delete(rt.keys.run_attempts("r1", "hawk"))  # the INCR that started it too
     assert len(rt.journals.read("r1", "hawk", attempt)) == 2
     assert sink.reconcile(until=float("inf")) == 0
+    assert rt.journals.attempts("r1", "hawk") == attempt
     assert sink.reconcile(until=float("inf")) == 0  # nothing is stored twice
     held = sorted(rt.journals.read("r1", "hawk", attempt))
     assert held == sorted(_entry(i).encode() for i in range(4))

@@ -186,12 +186,19 @@ class RedisJournal:
 
     def reconcile(self, until: float) -> int:
         """Store again, in their order, the entries recorded here that the attempt's
-        journal no longer holds (Redis restarted and forgot its last second), waiting for
-        Redis until ``until``; return how many could not be kept (refused: the run moved
-        on). Call after :meth:`flush`. Logs ``journal_forgotten`` at warning."""
+        journal no longer holds (Redis restarted and forgot its last second; the attempts
+        counter is made to count this attempt again too), waiting for Redis until
+        ``until``; return how many could not be kept (refused: the run moved on). Call
+        after :meth:`flush`. Logs ``journal_forgotten`` at warning."""
         with self._lock:
             ids = [i for i, _ in self._kept]
             journals = self._rt.journals
+            run_id, pid, attempt = self._run, self._p, self._attempt
+            patiently(
+                "journal_check",
+                lambda: journals.hold_attempt(run_id, pid, attempt),
+                until=until,
+            )
             gone = set(
                 patiently(
                     "journal_check",

@@ -64,6 +64,14 @@ return attempts
 number completes each key). Every attempt's entries, in attempt order, read atomically."""
 
 
+_AT_LEAST = """
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+end
+"""
+"""KEYS: an attempts counter; ARGV: the attempt it must count at least."""
+
+
 class JournalStore:
     """Append to and read participants' journals in Redis."""
 
@@ -186,6 +194,12 @@ class JournalStore:
                 "keep it for your final answer."
             )
         return "Recorded."
+
+    def hold_attempt(self, run_id: str, participant: str, attempt: int) -> None:
+        """Make sure the attempts counter counts ``attempt`` (a restart that lost the
+        tail of the AOF may have forgotten the INCR that started it: the fold reads the
+        attempts the counter counts)."""
+        self._r.eval(_AT_LEAST, 1, self._keys.run_attempts(run_id, participant), attempt)
 
     def missing(
         self, run_id: str, participant: str, attempt: int, entry_ids: Sequence[str]
