@@ -119,7 +119,12 @@ class Keeper:
         for item in items:
             runs.setdefault(item.run_id, []).append(item)
         for run_id, kept in runs.items():
-            self._check_run(run_id, kept, server)
+            try:
+                self._check_run(run_id, kept, server)
+            except redis.RedisError:
+                raise  # Redis is away: the next check tries every run again
+            except Exception:  # one run's trouble must not stop the others' keeping
+                log.exception("keep_check_crashed", run_id=run_id)
 
     def _check_run(self, run_id: str, items: list[_Kept], server: str) -> None:
         rt, now = self.rt, time.monotonic()
