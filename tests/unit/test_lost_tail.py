@@ -105,6 +105,24 @@ def test_the_sink_stores_again_what_redis_forgot_once(rt: Runtime) -> None:
     assert sink.recorded == 4
 
 
+def test_the_sink_keeps_what_the_fold_would_read(tmp_path: Path) -> None:
+    """Within the reading caps: an attempt keeps a few MiB at most, whatever a program
+    records."""
+    settings = Settings(
+        work_dir=tmp_path / "work",
+        redis_url="redis://localhost:1/0",
+        journal_max_entries=3,
+        journal_max_entry_bytes=200,
+    )
+    rt = build_runtime(settings, fakeredis.FakeRedis(server=fakeredis.FakeServer()))
+    _open(rt)
+    sink = RedisJournal(rt, "r1", "hawk", rt.journals.next_attempt("r1", "hawk"), live="open")
+    assert sink.append('{"subject": "' + "x" * 300 + '"}') == "Recorded."
+    for i in range(5):
+        assert sink.append(_entry(i)) == "Recorded."
+    assert sink.recorded == 3
+
+
 def _stored(rt: Runtime, pid: str) -> Settled:
     outcome = harvest_outcome(pid, "reviewer", ReviewResult(answer='{"findings": []}'), [])
     done = Settled(outcome, '{"findings": []}', Progress(state="answered"))

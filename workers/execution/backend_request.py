@@ -90,7 +90,8 @@ class RedisJournal:
     ``judging`` for the judge, see :meth:`JournalStore.store`).
 
     Every entry recorded (stored or held) is also kept here, with an id of its own
-    (``{sink}-{n}``, stored with it), for the attempt's life: Redis may forget its last
+    (``{sink}-{n}``, stored with it), for the attempt's life (those the fold would read:
+    within the reading caps): Redis may forget its last
     second (a host crash under ``appendfsync everysec``), and :meth:`reconcile` stores
     again, before the fold, what it no longer holds; an entry it kept is not stored twice.
     """
@@ -141,7 +142,8 @@ class RedisJournal:
 
     @property
     def recorded(self) -> int:
-        """Entries recorded through this sink (stored or held), kept for :meth:`reconcile`."""
+        """Entries recorded through this sink (stored or held) and kept for
+        :meth:`reconcile` (within the reading caps)."""
         with self._lock:
             return len(self._kept)
 
@@ -171,7 +173,7 @@ class RedisJournal:
                 size = len(entry[1].encode("utf-8", errors="replace"))
                 reply = self._rt.journals.reply(n, size)
                 if n >= 0:
-                    self._kept.append(entry)
+                    self._keep(entry)
         log.info("journal_appended", stored=reply == "Recorded.")
         return reply
 
@@ -222,7 +224,16 @@ class RedisJournal:
 
     def _hold(self, entry: tuple[str, str]) -> None:
         self._held.append(entry)
-        self._kept.append(entry)
+        self._keep(entry)
+
+    def _keep(self, entry: tuple[str, str]) -> None:
+        """Keep ``entry`` for :meth:`reconcile` if the fold would read it: the first
+        ``journal_max_entries``, each within ``journal_max_entry_bytes`` (docs/harvest.md
+        §5's reading caps), so an attempt keeps a few MiB at most."""
+        settings = self._rt.settings
+        small = len(entry[1].encode("utf-8", errors="replace")) <= settings.journal_max_entry_bytes
+        if small and len(self._kept) < settings.journal_max_entries:
+            self._kept.append(entry)
 
     def _store_first(self) -> int:
         return self._store(self._held[0])
