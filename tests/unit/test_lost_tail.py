@@ -85,7 +85,7 @@ def test_an_entry_stored_again_with_its_id_is_kept_once(rt: Runtime) -> None:
     for _ in range(3):
         assert rt.journals.store("r1", "hawk", attempt, _entry(1), entry_id="s-1") == 1
     assert rt.journals.store("r1", "hawk", attempt, _entry(1)) == 2  # no id: stored
-    assert rt.journals.missing("r1", "hawk", attempt, ["s-1", "s-2"]) == ["s-2"]
+    assert rt.journals.missing("r1", [("hawk", attempt, ["s-1", "s-2"])]) == [["s-2"]]
 
 
 def test_the_sink_stores_again_what_redis_forgot_once(rt: Runtime) -> None:

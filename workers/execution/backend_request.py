@@ -187,40 +187,33 @@ class RedisJournal:
                 log.info("journal_stored_after_outage", left=len(self._held))
 
     def reconcile(self, until: float) -> int:
-        """Store again, in their order, the entries recorded here that the attempt's
-        journal no longer holds (Redis restarted and forgot its last second; the attempts
-        counter is made to count this attempt again too), waiting for Redis until
-        ``until``; return how many could not be kept (refused: the run moved on). Call
-        after :meth:`flush`. Logs ``journal_forgotten`` at warning."""
+        """:func:`reconcile` for this sink alone."""
+        return reconcile(self._rt, self._run, [self], until)
+
+    def kept_ids(self) -> tuple[str, int, list[str]]:
+        """``(participant, attempt, ids of the entries kept here)``."""
         with self._lock:
-            ids = [i for i, _ in self._kept]
-            journals = self._rt.journals
-            run_id, pid, attempt = self._run, self._p, self._attempt
-            patiently(
-                "journal_check",
-                lambda: journals.hold_attempt(run_id, pid, attempt),
-                until=until,
-            )
-            gone = set(
-                patiently(
-                    "journal_check",
-                    lambda: journals.missing(self._run, self._p, self._attempt, ids),
-                    until=until,
-                )
-            )
-            if not gone:
-                return 0
+            return self._p, self._attempt, [i for i, _ in self._kept]
+
+    def restore(self, gone: Sequence[str], until: float) -> int:
+        """Store again, in their order, the kept entries whose ids are in ``gone``,
+        waiting for Redis until ``until``; return how many could not be kept (refused:
+        the run moved on). Logs ``journal_forgotten`` at warning."""
+        if not gone:
+            return 0
+        forgotten = set(gone)
+        with self._lock:
             lost = 0
             for entry in self._kept:
-                if entry[0] in gone:
+                if entry[0] in forgotten:
                     n = patiently(
                         "journal_restore", functools.partial(self._store, entry), until=until
                     )
                     lost += n < 0
-            log.warning(
-                "journal_forgotten", forgotten=len(gone), restored=len(gone) - lost, lost=lost
-            )
-            return lost
+        log.warning(
+            "journal_forgotten", forgotten=len(forgotten), restored=len(forgotten) - lost, lost=lost
+        )
+        return lost
 
     def _hold(self, entry: tuple[str, str]) -> None:
         self._held.append(entry)
@@ -255,6 +248,26 @@ class RedisJournal:
                 return False
             self._held.pop(0)
         return True
+
+
+def reconcile(rt: Runtime, run_id: str, sinks: Sequence[RedisJournal], until: float) -> int:
+    """Store again what the attempts' journals no longer hold of the entries ``sinks``
+    (attempts of the run ``run_id``) recorded (Redis restarted and forgot its last
+    second), in their order, and make each attempts counter count its attempt again;
+    waiting for Redis until ``until``. ONE round trip for all the sinks that kept an
+    entry (none when none did), more only for what was forgotten. Returns how many could
+    not be kept (refused: the run moved on). Call after each sink's
+    :meth:`RedisJournal.flush`, before the fold."""
+    asks = [(sink, sink.kept_ids()) for sink in sinks]
+    asks = [(sink, ask) for sink, ask in asks if ask[2]]
+    if not asks:
+        return 0
+    gone = patiently(
+        "journal_check",
+        lambda: rt.journals.missing(run_id, [ask for _, ask in asks]),
+        until=until,
+    )
+    return sum(sink.restore(ids, until) for (sink, _), ids in zip(asks, gone, strict=True))
 
 
 class RedisScripts:

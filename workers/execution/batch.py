@@ -39,6 +39,7 @@ from workers.execution.backend_request import (
     RunShare,
     build_request,
     journal_for,
+    reconcile,
     run_share,
 )
 from workers.execution.keeping import keep
@@ -290,15 +291,16 @@ def _settle_group(
     the pure fold per participant (each result's secret values masked first), one write
     of their outcomes and progress. Each step rides out a Redis outage until ``until``
     (:func:`~workers.execution.participant_attempt.store_outcome`); the entries ``sinks`` held
-    during one are stored first, and those Redis forgot stored again; the attempts'
-    ``leases`` (participant → attempt) end with the outcomes' write, and the outcomes
+    during one are stored first, and those Redis forgot stored again (one more round
+    trip when they recorded any: :func:`~workers.execution.backend_request.reconcile`); the
+    attempts' ``leases`` (participant → attempt) end with the outcomes' write, and the outcomes
     this call stored are kept until the run's filing is durable
     (:func:`~workers.execution.keeping.keep`)."""
     run_id = record.run_id
     ids = [now.participant.id for now, _ in group]
     for pid in ids:
         sinks[pid].flush(until)
-        sinks[pid].reconcile(until)
+    reconcile(rt, run_id, [sinks[pid] for pid in ids], until)
     journals = patiently(
         "journal_read", lambda: rt.journals.read_all_many(run_id, ids), until=until
     )

@@ -64,12 +64,16 @@ return attempts
 number completes each key). Every attempt's entries, in attempt order, read atomically."""
 
 
-_AT_LEAST = """
+_CHECK = """
 if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
 end
+local held = {}
+for i = 2, #ARGV do held[i - 1] = redis.call('SISMEMBER', KEYS[2], ARGV[i]) end
+return held
 """
-"""KEYS: an attempts counter; ARGV: the attempt it must count at least."""
+"""KEYS: an attempts counter, an attempt's entry ids; ARGV: the attempt the counter must
+count at least, then entry ids. Returns 1 or 0 per id: whether the attempt holds it."""
 
 
 class JournalStore:
@@ -195,21 +199,31 @@ class JournalStore:
             )
         return "Recorded."
 
-    def hold_attempt(self, run_id: str, participant: str, attempt: int) -> None:
-        """Make sure the attempts counter counts ``attempt`` (a restart that lost the
-        tail of the AOF may have forgotten the INCR that started it: the fold reads the
-        attempts the counter counts)."""
-        self._r.eval(_AT_LEAST, 1, self._keys.run_attempts(run_id, participant), attempt)
-
     def missing(
-        self, run_id: str, participant: str, attempt: int, entry_ids: Sequence[str]
-    ) -> list[str]:
-        """Which of ``entry_ids`` the attempt's journal does not hold (Redis forgot them:
-        a restart that lost the tail of its AOF), in the order given."""
-        if not entry_ids:
+        self, run_id: str, asks: Sequence[tuple[str, int, Sequence[str]]]
+    ) -> list[list[str]]:
+        """For each ``(participant, attempt, entry ids)``, which of the ids the attempt's
+        journal does not hold (Redis forgot them: a restart that lost the tail of its
+        AOF), in the order given; ONE pipelined round trip (none for no asks). Each also
+        makes the attempts counter count the attempt again (the INCR that started it may
+        be forgotten too, and the fold reads the attempts the counter counts)."""
+        if not asks:
             return []
-        held = self._r.smismember(self._keys.journal_ids(run_id, participant, attempt), entry_ids)
-        return [i for i, there in zip(entry_ids, held, strict=True) if not there]
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        for pid, attempt, ids in asks:
+            pipe.eval(
+                _CHECK,
+                2,
+                k.run_attempts(run_id, pid),
+                k.journal_ids(run_id, pid, attempt),
+                attempt,
+                *ids,
+            )
+        return [
+            [i for i, there in zip(ids, held, strict=True) if not there]
+            for (_, _, ids), held in zip(asks, pipe.execute(), strict=True)
+        ]
 
     def read(self, run_id: str, participant: str, attempt: int) -> list[bytes]:
         """The raw entries of one attempt, in the order they were recorded."""
