@@ -8,11 +8,13 @@ the right status and reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,8 @@ class Lab:
     _repo: tuple[Path, str] | None = None
     _veth: str = ""
     _made: bool = False
+    _aof_sizes: list[tuple[float, int]] = field(default_factory=list)
+    _watching: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -240,6 +244,49 @@ class Lab:
         self.redis_proc.wait(timeout=30)
         self.redis_proc = None
 
+    def _aof_tail(self) -> Path:
+        """The AOF file Redis appends to now (Redis 7: the last ``incr`` file of the
+        multi-part AOF in ``appendonlydir/``, as its manifest names it)."""
+        folder = self.tmp / "redis" / "appendonlydir"
+        manifest = next(folder.glob("*.manifest")).read_text().splitlines()
+        incr = [line.split()[1] for line in manifest if line.split()[-1] == "i"]
+        return folder / incr[-1]
+
+    def watch_aof(self, every_s: float = 0.05) -> None:
+        """Note the AOF's size every ``every_s`` from now on (:meth:`crash_redis` cuts
+        the file back to one of them)."""
+        stop = threading.Event()
+        self._watching = stop
+
+        def watch() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError, StopIteration, IndexError):
+                    self._aof_sizes.append((time.monotonic(), self._aof_tail().stat().st_size))
+                stop.wait(every_s)
+
+        threading.Thread(target=watch, name="aof-watch", daemon=True).start()
+
+    def crash_redis(self, lost_s: float = 1.0) -> bytes:
+        """A host crash under ``appendfsync everysec``: SIGKILL redis-server, cut its AOF
+        back to the size it had ``lost_s`` earlier (:meth:`watch_aof` must run), and start
+        it again on the same port. Returns what was cut (the commands Redis forgot). Sizes
+        are noted between whole writes of Redis's AOF buffer, so the cut falls on a
+        command's end."""
+        assert self._watching is not None, "watch_aof first"
+        self.stop_redis(signal.SIGKILL)
+        killed = time.monotonic()
+        self._watching.set()
+        tail = self._aof_tail()
+        size = tail.stat().st_size
+        earlier = [n for at, n in self._aof_sizes if at <= killed - lost_s]
+        keep = earlier[-1] if earlier else size
+        with tail.open("r+b") as f:
+            f.seek(keep)
+            cut = f.read(size - keep)
+            f.truncate(keep)
+        self.start_redis()
+        return cut
+
     # -- workers ----------------------------------------------------------------------
     def start_worker(self, name: str, threads: int = 8, **env: str) -> subprocess.Popen[bytes]:
         """A real ``celery worker`` on every council queue; returns once it answers ping."""
@@ -322,10 +369,11 @@ class Lab:
         entries: int = 3,
         latency_ms: int = 6000,
         backstop_ms: int = 30000,
+        latencies: dict[int, int] | None = None,
     ) -> tuple[Path, set[str]]:
         """A roster of ``reviewers`` replay reviewers, each recording ``entries`` distinct
-        findings over ``latency_ms`` and answering with its first; returns the roster and
-        every subject recorded."""
+        findings over ``latency_ms`` (reviewer i over ``latencies[i]`` when given) and
+        answering with its first; returns the roster and every subject recorded."""
         subjects: set[str] = set()
         text = f"[council]\nbackstop_ms = {backstop_ms}\nidle_ms = {backstop_ms}\nanswer_ms = 0\n\n"
         for r in range(reviewers):
@@ -339,7 +387,7 @@ class Lab:
             text += (
                 f'[[reviewers]]\nid = "r{r}"\nbackend = "replay"\n'
                 f'answer = "{who}answer.txt"\njournal = "{who}journal.jsonl"\n'
-                f"latency_ms = {latency_ms}\n\n"
+                f"latency_ms = {(latencies or {}).get(r, latency_ms)}\n\n"
             )
         roster = self.tmp / "council.toml"
         roster.write_text(text)

@@ -127,6 +127,18 @@ class Settings(BaseSettings):
     """Seconds between two sweeps (lapsed leases, abandoned runs, runs past their
     deadline); every worker tries, one per period sweeps."""
 
+    durability: str = Field(
+        default="", pattern=r"^(|aof|replicas:[1-9][0-9]*|aof\+replicas:[1-9][0-9]*)$"
+    )
+    """What a run's filing must reach before ``council review`` reports it settled, beyond
+    Redis's memory: ``aof`` (fsynced to this Redis's AOF: ``WAITAOF``, Redis 7.2 or later),
+    ``replicas:N`` (acknowledged by N replicas: ``WAIT``), ``aof+replicas:N`` (both).
+    Empty: nothing is waited for (``appendfsync everysec`` may lose the last second; the
+    workers keep what they wrote meanwhile, docs/celery.md §1.16)."""
+
+    durability_timeout_ms: int = Field(default=5000, ge=1)
+    """How long ``council review`` waits for :attr:`durability` before exit 3."""
+
     wait_poll: bool = False
     """The waiting CLI polls the run every 10 ms (the old way, kept to measure it: see
     ``bench/fleet.py``) instead of being woken by Redis."""

@@ -22,7 +22,7 @@ from celery.signals import worker_ready
 
 from workers.app import services as runtime
 from workers.app.celery_config import queue_for
-from workers.execution import sweep
+from workers.execution import keeping, sweep
 from workers.execution.batch import review_batch as run_batch
 from workers.execution.outage_retry import patiently, task_deadline
 from workers.execution.participant_attempt import review
@@ -121,9 +121,13 @@ def resend(run_id: str, participant: str, backend: str) -> str:
 
 @worker_ready.connect
 def _start_sweeping(**_: Any) -> None:
-    """Every distributed worker sweeps (workers/execution/sweep.py); embedded mode does not."""
+    """Every distributed worker sweeps (workers/execution/sweep.py) and keeps the outcomes
+    it stored until their filing is durable (workers/execution/keeping.py); embedded mode
+    does neither."""
     if current_app.conf.broker_url and not str(current_app.conf.broker_url).startswith("memory"):
-        sweep.start(runtime.current(), resend, send_judge)
+        rt = runtime.current()
+        sweep.start(rt, resend, send_judge)
+        keeping.start(rt, lambda run_id: settle_if_heard(rt, run_id, send_judge))
 
 
 def send_judge(run_id: str) -> None:

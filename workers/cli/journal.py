@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -122,10 +123,13 @@ def _record_in_redis(
         n = attempt or max(
             1, patiently("record", lambda: rt.journals.attempts(run, participant), until=until)
         )
-        for entry in entries:
+        call = uuid.uuid4().hex[:12]  # each entry's id: a retried store is kept once
+        for i, entry in enumerate(entries):
 
-            def store(entry: str = entry) -> int:
-                return rt.journals.store(run, participant, n, entry, live=live)
+            def store(entry: str = entry, i: int = i) -> int:
+                return rt.journals.store(
+                    run, participant, n, entry, live=live, entry_id=f"record-{call}-{i}"
+                )
 
             code = patiently("record", store, until=until)
             reply = rt.journals.reply(code, len(entry.encode("utf-8", errors="replace")))

@@ -17,6 +17,7 @@ import functools
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,12 @@ class RedisJournal:
     stores them, waiting for Redis, before the attempt is folded. ``live`` is the status
     the run must still be in for an entry to be stored (``open`` for a reviewer,
     ``judging`` for the judge, see :meth:`JournalStore.store`).
+
+    Every entry recorded (stored or held) is also kept here, with an id of its own
+    (``{sink}-{n}``, stored with it), for the attempt's life (those the fold would read:
+    within the reading caps): Redis may forget its last
+    second (a host crash under ``appendfsync everysec``), and :meth:`reconcile` stores
+    again, before the fold, what it no longer holds; an entry it kept is not stored twice.
     """
 
     def __init__(
@@ -101,7 +108,9 @@ class RedisJournal:
         self._rt, self._run, self._p, self._attempt = rt, run_id, participant, attempt
         self._live = live
         self._masker = masker or Masker()
-        self._held: list[str] = []
+        self._sink, self._n = uuid.uuid4().hex[:12], 0
+        self._kept: list[tuple[str, str]] = []
+        self._held: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._heard, self._heard_at = 0, float("-inf")
         self._least = 0
@@ -141,20 +150,29 @@ class RedisJournal:
         with self._lock:
             return len(self._held)
 
+    @property
+    def recorded(self) -> int:
+        """Entries recorded through this sink (stored or held) and kept for
+        :meth:`reconcile` (within the reading caps)."""
+        with self._lock:
+            return len(self._kept)
+
     def append(self, raw: str) -> str:
         """Store one raw entry; return the reply sentence (never raises)."""
         raw = self._masker.text(raw)
         with self._lock:
+            self._n += 1
+            entry = (f"{self._sink}-{self._n}", raw)
             if self._held and not self._store_held():
-                self._held.append(raw)
+                self._hold(entry)
                 log.warning("journal_held", held=len(self._held))
                 return HELD
             try:
-                n = self._store(raw)
+                n = self._store(entry)
             except redis.RedisError as exc:
                 if held_back(exc):
                     note_refusal(exc)
-                    self._held.append(raw)
+                    self._hold(entry)
                     log.warning("journal_held", held=len(self._held), error=str(exc))
                     return HELD
                 reply = (
@@ -162,7 +180,10 @@ class RedisJournal:
                     "keep it for your final answer."
                 )
             else:
-                reply = self._rt.journals.reply(n, len(raw.encode("utf-8", errors="replace")))
+                size = len(entry[1].encode("utf-8", errors="replace"))
+                reply = self._rt.journals.reply(n, size)
+                if n >= 0:
+                    self._keep(entry)
         log.info("journal_appended", stored=reply == "Recorded.")
         return reply
 
@@ -175,13 +196,61 @@ class RedisJournal:
                 self._held.pop(0)
                 log.info("journal_stored_after_outage", left=len(self._held))
 
+    def reconcile(self, until: float) -> int:
+        """:func:`reconcile` for this sink alone."""
+        return reconcile(self._rt, self._run, [self], until)
+
+    def kept_ids(self) -> tuple[str, int, list[str]]:
+        """``(participant, attempt, ids of the entries kept here)``."""
+        with self._lock:
+            return self._p, self._attempt, [i for i, _ in self._kept]
+
+    def restore(self, gone: Sequence[str], until: float) -> int:
+        """Store again, in their order, the kept entries whose ids are in ``gone``,
+        waiting for Redis until ``until``; return how many could not be kept (refused:
+        the run moved on). Logs ``journal_forgotten`` at warning."""
+        if not gone:
+            return 0
+        forgotten = set(gone)
+        with self._lock:
+            lost = 0
+            for entry in self._kept:
+                if entry[0] in forgotten:
+                    n = patiently(
+                        "journal_restore", functools.partial(self._store, entry, fresh=False), until=until
+                    )
+                    lost += n < 0
+        log.warning(
+            "journal_forgotten", forgotten=len(forgotten), restored=len(forgotten) - lost, lost=lost
+        )
+        return lost
+
+    def _hold(self, entry: tuple[str, str]) -> None:
+        self._held.append(entry)
+        self._keep(entry)
+
+    def _keep(self, entry: tuple[str, str]) -> None:
+        """Keep ``entry`` for :meth:`reconcile` if the fold would read it: the first
+        ``journal_max_entries``, each within ``journal_max_entry_bytes`` (docs/harvest.md
+        §5's reading caps), so an attempt keeps a few MiB at most."""
+        settings = self._rt.settings
+        small = len(entry[1].encode("utf-8", errors="replace")) <= settings.journal_max_entry_bytes
+        if small and len(self._kept) < settings.journal_max_entries:
+            self._kept.append(entry)
+
     def _store_first(self) -> int:
         return self._store(self._held[0])
 
-    def _store(self, raw: str) -> int:
-        n = self._rt.journals.store(self._run, self._p, self._attempt, raw, live=self._live)
+    def _store(self, entry: tuple[str, str], *, fresh: bool = True) -> int:
+        """Store ``entry`` (its id and text); the journal's length, or a refusal code.
+        A ``fresh`` entry (recorded now, or held) counts once towards :attr:`least` even
+        when Redis already held it (a retry whose first reply was lost); one stored
+        again (:meth:`restore`) was counted when first recorded."""
+        n = self._rt.journals.store(
+            self._run, self._p, self._attempt, entry[1], live=self._live, entry_id=entry[0]
+        )
         if n > 0:  # kept: the list is n long, and one longer than before at least
-            self._least = max(self._least + 1, n)
+            self._least = max(self._least + 1, n) if fresh else max(self._least, n)
         return n
 
     def _store_held(self) -> bool:
@@ -196,6 +265,26 @@ class RedisJournal:
                 return False
             self._held.pop(0)
         return True
+
+
+def reconcile(rt: Runtime, run_id: str, sinks: Sequence[RedisJournal], until: float) -> int:
+    """Store again what the attempts' journals no longer hold of the entries ``sinks``
+    (attempts of the run ``run_id``) recorded (Redis restarted and forgot its last
+    second), in their order, and make each attempts counter count its attempt again;
+    waiting for Redis until ``until``. ONE round trip for all the sinks that kept an
+    entry (none when none did), more only for what was forgotten. Returns how many could
+    not be kept (refused: the run moved on). Call after each sink's
+    :meth:`RedisJournal.flush`, before the fold."""
+    asks = [(sink, sink.kept_ids()) for sink in sinks]
+    asks = [(sink, ask) for sink, ask in asks if ask[2]]
+    if not asks:
+        return 0
+    gone = patiently(
+        "journal_check",
+        lambda: rt.journals.missing(run_id, [ask for _, ask in asks]),
+        until=until,
+    )
+    return sum(sink.restore(ids, until) for (sink, _), ids in zip(asks, gone, strict=True))
 
 
 class RedisScripts:

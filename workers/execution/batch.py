@@ -39,8 +39,10 @@ from workers.execution.backend_request import (
     RunShare,
     build_request,
     journal_for,
+    reconcile,
     run_share,
 )
+from workers.execution.keeping import keep
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, refused_only, task_deadline
 from workers.execution.participant_attempt import (
@@ -290,13 +292,16 @@ def _settle_group(
     the pure fold per participant (each result's secret values masked first), one write
     of their outcomes and progress. Each step rides out a Redis outage until ``until``
     (:func:`~workers.execution.participant_attempt.store_outcome`); the entries ``sinks`` held
-    during one are
-    stored first; the attempts' ``leases`` (participant → attempt) end with the
-    outcomes' write."""
+    during one are stored first, and those Redis forgot stored again (one more round
+    trip when they recorded any: :func:`~workers.execution.backend_request.reconcile`); the
+    attempts' ``leases`` (participant → attempt) end with the outcomes' write, and the outcomes
+    this call stored are kept until the run's filing is durable
+    (:func:`~workers.execution.keeping.keep`)."""
     run_id = record.run_id
     ids = [now.participant.id for now, _ in group]
     for pid in ids:
         sinks[pid].flush(until)
+    reconcile(rt, run_id, [sinks[pid] for pid in ids], until)
     journals = patiently(
         "journal_read", lambda: rt.journals.read_all_many(run_id, ids), until=until
     )
@@ -326,6 +331,11 @@ def _settle_group(
         "outcome_store", lambda: rt.runs.put_outcomes(run_id, settled, ended), until=until
     )
     by_id = {now.participant.id: now for now, _ in group}
+    for s in settled:  # stored by this call: kept until the run's filing is durable
+        pid = s.outcome.participant
+        if pid not in kept:
+            member = rt.keys.lease_member(run_id, pid, by_id[pid].attempt)
+            keep(run_id, s, member, "judging" if by_id[pid].participant.role == "judge" else "open")
     if kept:
         shown = {
             pid: finished_progress(outcome, by_id[pid].started_ms, by_id[pid].attempt)

@@ -42,6 +42,7 @@ from workers.app.logging import redact_text
 from workers.app.metrics import observe_review
 from workers.app.services import Runtime
 from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
+from workers.execution.keeping import keep
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, refused_only, task_deadline
 from workers.stores.run_inputs import BatchInputs
@@ -300,16 +301,21 @@ def store_outcome(
 ) -> ParticipantOutcome:
     """Fold a finished attempt and store its outcome, riding out a Redis outage.
 
-    The entries held during an outage are stored first, then every attempt's journal is
+    The entries held during an outage are stored first, and those Redis forgot (a restart
+    that lost its last second) stored again (:meth:`RedisJournal.reconcile`); then every
+    attempt's journal is
     read and folded (one round trip), and the outcome is stored (``SET NX``: a kept one
     wins) with its progress, and the attempt's lease ended, in one round trip; each step
     retried until Redis answers or ``until`` (a ``time.monotonic()`` value, see
     :func:`~workers.execution.outage_retry.task_deadline`) passes: a reviewer that finished while
-    Redis restarted loses nothing it found. Past ``until`` the outage error is raised
-    (the message goes back to the queue, and another attempt folds this one's journal).
+    Redis restarted loses nothing it found. An outcome this call stored is kept in the
+    process until the run's filing is durable (:func:`~workers.execution.keeping.keep`).
+    Past ``until`` the outage error is raised (the message goes back to the queue, and
+    another attempt folds this one's journal).
     """
     run_id, pid = record.run_id, participant.id
     journal.flush(until)
+    journal.reconcile(until)
     paused = result.paused
     if paused is not None:  # kept before the outcome that says it waits on it
         patiently("pause_store", lambda: rt.runs.put_pause(run_id, pid, paused), until=until)
@@ -324,7 +330,9 @@ def store_outcome(
         "outcome_store", lambda: rt.runs.put_outcomes(run_id, [done], [lease]), until=until
     ).get(pid)
     observe_review(participant, outcome, result, record.prices)
-    if kept is not None:
+    if kept is None:  # stored by this call: kept here until the run's filing is durable
+        keep(run_id, done, lease, "judging" if participant.role == "judge" else "open")
+    else:
         outcome = kept
         shown = finished_progress(kept, started_ms, attempt)
         patiently("progress_store", lambda: rt.runs.set_progress(run_id, pid, shown), until=until)

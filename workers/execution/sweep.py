@@ -191,8 +191,16 @@ class Sweeper:
 
 def settle_if_heard(rt: Runtime, run_id: str, dispatch_judge: JudgeDispatch) -> None:
     """Settle an ``open`` run once every reviewer has a stored outcome (a re-dispatched
-    participant was the last: the chord waits on the lost task's message). Idempotent."""
-    if rt.runs.status(run_id) != "open":
+    participant was the last: the chord waits on the lost task's message), a ``judging``
+    one once its judge's is stored (a Redis restart forgot the settling that followed it:
+    :mod:`workers.execution.keeping`). Idempotent."""
+    status = rt.runs.status(run_id)
+    if status == "judging":
+        record = rt.runs.record(run_id)
+        if record is not None and record.judge and rt.runs.outcome(run_id, record.judge):
+            settle_run(rt, run_id, dispatch_judge=dispatch_judge)
+        return
+    if status != "open":
         return
     everyone = working(rt.runs.participants(run_id))  # a sliced one is heard by its slices
     reviewers = [p.id for p in everyone if p.role != "judge"]

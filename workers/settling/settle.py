@@ -84,6 +84,15 @@ class StillRunning(RuntimeError):
         super().__init__(f"run {run_id} still has reviewers running: {', '.join(running)}")
 
 
+UNKEPT_NOTE = (
+    "Redis restarted during this run and may have forgotten what it was told last (under "
+    "appendfsync everysec, up to its last second): no outcome was stored and no worker "
+    "still held one for these participants, so what they recorded then could not be kept; "
+    "what their journals still hold is filed, and they count as stopped"
+)
+"""The start of the report's note naming whose findings could not be kept."""
+
+
 JudgeDispatch = Callable[[str], None]
 """Sends the judge task of a run (by run id); given by whoever settles the reviewers."""
 
@@ -233,6 +242,24 @@ class _Hearing:
         still open on the pull request's code must keep gating)."""
         self.added = added_lines(self.pull)
         """The pull request's added lines: identical code counts them last."""
+        self.unkept: dict[str, None] = {}
+        """Participants made from their journals after Redis restarted during the run:
+        what it forgot of theirs nobody held (:meth:`unkept_notes`)."""
+        self._restarted: bool | None = None
+
+    def restarted(self) -> bool:
+        """Whether Redis restarted since the run opened (asked once)."""
+        if self._restarted is None:
+            self._restarted = self.rt.runs.restarted(self.record.run_id)
+        return self._restarted
+
+    def unkept_notes(self) -> tuple[str, ...]:
+        """The report's note naming the participants whose findings could not be kept
+        (none: no note)."""
+        if not self.unkept:
+            return ()
+        who = ", ".join(self.unkept)
+        return (f"{UNKEPT_NOTE}: {who}",)
 
     def facts(self, *notes: str) -> RoundFacts:
         """What the report says of the run besides its outcomes, from its record, with
@@ -369,12 +396,16 @@ class _Hearing:
             lost=self.lost,
             scripts=script_rows(self.rt, run_id, p, attempts),
         )
+        forgotten = not unstarted and self.restarted()
+        if forgotten:
+            self.unkept[p.id] = None
         log.warning(
             "participant_never_started" if unstarted else "participant_settled_without_outcome",
             run_id=run_id,
             participant=p.id,
             stop=made.stop.limit if made.stop else None,
             findings=len(made.harvest.findings),
+            redis_restarted=forgotten,
         )
         return made
 
@@ -407,7 +438,8 @@ def _file_reviewers(heard: _Hearing, event: Event) -> CouncilReport:
     whole = all(heard_in_full(outcomes[p.id]) for p in heard.reviewers)
     judge = heard.judge is not None
     plain = step("open", event, judge=judge, whole="whole" if whole else "in part")
-    facts = heard.facts(ABANDONED_NOTE) if event == "abandoned" else heard.facts()
+    said = (ABANDONED_NOTE,) if event == "abandoned" else ()
+    facts = heard.facts(*said, *heard.unkept_notes())
     settled_at = now_ms()
     answered = heard.answered_asks()
 
@@ -508,6 +540,9 @@ def _file_judge(heard: _Hearing, event: Event) -> CouncilReport:
         report = heard.finish(report)
         if cut is not None and cut not in report.notes:
             report = report.model_copy(update={"notes": (*report.notes, cut)})
+        unkept = tuple(n for n in heard.unkept_notes() if n not in report.notes)
+        if unkept:
+            report = report.model_copy(update={"notes": (*report.notes, *unkept)})
         asks = heard.asks(report) if plain.target in ("settled", "partial") else ()
         if not asks:
             return plain, filed, report

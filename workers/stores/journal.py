@@ -31,17 +31,22 @@ if ARGV[5] ~= '' then
   local status = redis.call('HGET', KEYS[4], 'status')
   if status and status ~= ARGV[5] then return -4 end
 end
+if ARGV[6] ~= '' and redis.call('SISMEMBER', KEYS[5], ARGV[6]) == 1 then
+  return redis.call('LLEN', KEYS[1])
+end
 if string.len(ARGV[1]) > tonumber(ARGV[3]) then return -1 end
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -2 end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
+if ARGV[6] ~= '' then redis.call('SADD', KEYS[5], ARGV[6]) end
 redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
 return n
 """
 """KEYS: the attempt's journal, the run's recorded counts, the participant's outcome, the
-run hash; ARGV: the entry, the entry cap, the byte cap, the participant, the status the
-run must still be in ('' for no check). Returns the list's length, or -1 (over the byte
-cap), -2 (journal full), -3 (the participant's outcome is stored: nobody will read this
-attempt again), -4 (the run moved on)."""
+run hash, the attempt's entry ids; ARGV: the entry, the entry cap, the byte cap, the
+participant, the status the run must still be in ('' for no check), the entry's id (''
+for none: an entry with an id already stored is not stored again). Returns the list's
+length, or -1 (over the byte cap), -2 (journal full), -3 (the participant's outcome is
+stored: nobody will read this attempt again), -4 (the run moved on)."""
 
 NOT_STORED: dict[int, str] = {
     -3: "the participant's review was already settled; nobody will read this entry",
@@ -57,6 +62,18 @@ return attempts
 """
 """KEYS: the attempts counter; ARGV: the participant's journal key prefix (the attempt
 number completes each key). Every attempt's entries, in attempt order, read atomically."""
+
+
+_CHECK = """
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+end
+local held = {}
+for i = 2, #ARGV do held[i - 1] = redis.call('SISMEMBER', KEYS[2], ARGV[i]) end
+return held
+"""
+"""KEYS: an attempts counter, an attempt's entry ids; ARGV: the attempt the counter must
+count at least, then entry ids. Returns 1 or 0 per id: whether the attempt holds it."""
 
 
 class JournalStore:
@@ -111,10 +128,21 @@ class JournalStore:
         )
 
     def store(
-        self, run_id: str, participant: str, attempt: int, raw: str, *, live: str = ""
+        self,
+        run_id: str,
+        participant: str,
+        attempt: int,
+        raw: str,
+        *,
+        live: str = "",
+        entry_id: str = "",
     ) -> int:
         """Store one raw entry as given; return the append script's code (the list's
         length, or a negative refusal, see :data:`_APPEND`).
+
+        ``entry_id``: the entry's identity within the attempt ("" for none); an entry
+        whose id the attempt already holds is not stored twice (a retried write that had
+        in fact been applied, an entry stored again after Redis forgot its last second).
 
         ``live``: the status the run must still be in (``open`` for a reviewer,
         ``judging`` for the judge; "" checks nothing). An entry is refused for good once
@@ -131,8 +159,9 @@ class JournalStore:
                     k.run_recorded(run_id),
                     k.run_outcome(run_id, participant),
                     k.run(run_id),
+                    k.journal_ids(run_id, participant, attempt),
                 ],
-                args=[data, self._max_entries, self._max_entry_bytes, participant, live],
+                args=[data, self._max_entries, self._max_entry_bytes, participant, live, entry_id],
             )
         )
 
@@ -169,6 +198,32 @@ class JournalStore:
                 "keep it for your final answer."
             )
         return "Recorded."
+
+    def missing(
+        self, run_id: str, asks: Sequence[tuple[str, int, Sequence[str]]]
+    ) -> list[list[str]]:
+        """For each ``(participant, attempt, entry ids)``, which of the ids the attempt's
+        journal does not hold (Redis forgot them: a restart that lost the tail of its
+        AOF), in the order given; ONE pipelined round trip (none for no asks). Each also
+        makes the attempts counter count the attempt again (the INCR that started it may
+        be forgotten too, and the fold reads the attempts the counter counts)."""
+        if not asks:
+            return []
+        k = self._keys
+        pipe = self._r.pipeline(transaction=False)
+        for pid, attempt, ids in asks:
+            pipe.eval(
+                _CHECK,
+                2,
+                k.run_attempts(run_id, pid),
+                k.journal_ids(run_id, pid, attempt),
+                attempt,
+                *ids,
+            )
+        return [
+            [i for i, there in zip(ids, held, strict=True) if not there]
+            for (_, _, ids), held in zip(asks, pipe.execute(), strict=True)
+        ]
 
     def read(self, run_id: str, participant: str, attempt: int) -> list[bytes]:
         """The raw entries of one attempt, in the order they were recorded."""

@@ -137,6 +137,18 @@ class Keys:
         """List: raw journal entries of one attempt, RPUSH only."""
         return f"{self.journal_prefix(run_id, participant)}{attempt}"
 
+    def journal_ids(self, run_id: str, participant: str, attempt: int) -> str:
+        """Set: the ids of the entries of one attempt's journal that carried one (a
+        worker's, see :meth:`JournalStore.store
+        <workers.stores.journal.JournalStore.store>`), written with each entry, so an
+        entry stored again after a Redis restart is kept once."""
+        return f"{self.prefix}run:{run_id}:journal-ids:{participant}:{attempt}"
+
+    def run_durable(self, run_id: str) -> str:
+        """String: the waiting CLI's own write before it waits for its filing to be
+        durable (``COUNCIL_DURABILITY``: :mod:`workers.app.durability`); expires in an hour."""
+        return f"{self.prefix}run:{run_id}:durable"
+
     def journal_prefix(self, run_id: str, participant: str) -> str:
         """What every attempt's journal key of one participant starts with (the attempt
         number follows): a script that reads every attempt builds the keys from it."""
@@ -263,6 +275,7 @@ class Keys:
                 keys.append(self.run_pause(run_id, p))
             tried = range(1, attempts.get(p, 0) + 1)
             keys += [self.journal(run_id, p, a) for a in tried]
+            keys += [self.journal_ids(run_id, p, a) for a in tried]
             if scripting is None or p in scripting:
                 keys += [self.scripts(run_id, p, a) for a in tried]
         return keys

@@ -1,7 +1,8 @@
 """The run store: one run's record, its inputs for workers, progress and outcomes.
 
 ``run:{id}`` is a hash: ``record`` (:class:`~workers.stores.run_record.RunRecord` JSON,
-written ``open`` before any task is sent), ``status``, ``report``, ``settled_ms``.
+written ``open`` before any task is sent), ``status``, ``report``, ``settled_ms``, and
+``redis``: the server's ``run_id`` when the run opened (a restart since is noticed).
 ``run:{id}:cancel`` holds the status a cancelled run settles as, ``run:{id}:judge-sent`` the
 one claim to send its judge; ``runs`` and ``runs:undispatched`` hold the runs still kept and
 those whose chord is not sent yet. :class:`RunStore` has one part per concept: inputs
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 
 from council.model.backend_result import Stop
 from council.model.report import CouncilReport, RunStatus
-from workers.stores import RedisClient
+from workers.stores import RedisClient, server_id
 from workers.stores.keys import Keys
 from workers.stores.run_inputs import RunInputs
 from workers.stores.run_progress import RunProgress
@@ -48,6 +49,15 @@ class RunStore(RunInputs, RunProgress):
             return None
         status: RunStatus = raw.decode()
         return status
+
+    def restarted(self, run_id: str) -> bool:
+        """Whether the Redis server restarted since the run opened (its ``run_id`` is not
+        the one the run hash noted): it may have forgotten its last second. False when
+        either is unknown (a run opened before this was noted, fakeredis)."""
+        raw = self._r.hget(self._keys.run(run_id), "redis")
+        opened_on = raw.decode() if raw is not None else ""
+        now_on = server_id(self._r) if opened_on else ""
+        return bool(opened_on and now_on and opened_on != now_on)
 
     def report(self, run_id: str) -> CouncilReport | None:
         """The settled report, or None while the run is open."""

@@ -22,7 +22,7 @@ import redis
 
 from council.model.participant import Identity, Participant, Role
 from council.session.ledger import Ledger
-from workers.stores import RedisClient, server_ms
+from workers.stores import RedisClient, server_id, server_ms
 from workers.stores.keys import Keys
 from workers.stores.run_record import RunRecord
 
@@ -57,6 +57,7 @@ class SessionOpening:
         watched = [k.session_ledger(s), k.session_attributed(s), k.session_open(s)]
         # The watchdog's deadline and the abandon clock are scored on Redis's clock.
         server = server_ms(self._r)
+        opened_on = server_id(self._r)  # the settling tells a Redis restart by it
         watchdog_at = server + max(0, record.deadline_ms - now_ms)
         with self._r.pipeline() as pipe:
             while True:
@@ -85,7 +86,11 @@ class SessionOpening:
                     )
                     pipe.hset(
                         k.run(record.run_id),
-                        mapping={"record": record.model_dump_json(), "status": "open"},
+                        mapping={
+                            "record": record.model_dump_json(),
+                            "status": "open",
+                            "redis": opened_on,
+                        },
                     )
                     pipe.expire(k.run(record.run_id), self.open_ttl_s(record, now_ms))
                     pipe.zremrangebyscore(

@@ -226,7 +226,8 @@ def _asking_runs(client: Any, keys: Keys, session: str) -> list[str]:
 def _snapshot(client: Any, keys: Keys, run_id: str, now: int) -> dict[str, Any]:
     """Every key of one run (``run:{id}`` and ``run:{id}:…``) as JSON: name without the
     prefix → ``{type, value}``, bytes in base64 (strings, hashes, lists: the kinds a run
-    holds), and when the run expires (ms since the epoch; None: no TTL)."""
+    holds; its journals' entry-id sets are left out, needed only while an attempt runs),
+    and when the run expires (ms since the epoch; None: no TTL)."""
     tail = client.scan_iter(match=keys.run(run_id) + ":*")
     names = [keys.run(run_id), *(k.decode() for k in tail)]
     out: dict[str, Any] = {}

@@ -28,7 +28,14 @@ from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.model.report import CouncilReport
 from council.rendering.escape import for_log
 from council.rendering.github_review import Post
-from council.round.gate import EXIT_WAITING, exit_code, gate_summary, parse_fail_on
+from council.round.gate import (
+    EXIT_WAITING,
+    INCOMPLETE_STATUSES,
+    exit_code,
+    gate_summary,
+    parse_fail_on,
+)
+from workers.app.durability import Durability, confirm, refusal
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
 from workers.app.settings import Settings
@@ -306,7 +313,16 @@ def _run(
     *,
     app: Any,
 ) -> tuple[CouncilReport, Change]:
-    """Open, dispatch and wait for the round; its report and the pull request's change."""
+    """Open, dispatch and wait for the round; its report and the pull request's change.
+    With ``COUNCIL_DURABILITY`` (distributed mode), a Redis that cannot give it is refused
+    before anything is written, and a settled run's filing must be confirmed durable
+    (:mod:`workers.app.durability`), or exit 3."""
+    setting = rt.settings.durability
+    wanted = Durability.parse(setting) if rt.mode == "distributed" else None
+    if wanted is not None:
+        why = refusal(rt.client, wanted, setting)
+        if why is not None:
+            raise Incomplete(why)
     if app is None:
         from workers.app.celery_config import create_app
 
@@ -327,7 +343,16 @@ def _run(
         timeout_ms=int(timeout * 1000) if timeout is not None else None,
         dispatch_judge=judge_sender(app, round_.judge.backend) if round_.judge else None,
     )
-    return waiter.wait(), change
+    report = waiter.wait()
+    if wanted is not None and report.status not in INCOMPLETE_STATUSES:
+        run_id, wait_ms = round_.record.run_id, rt.settings.durability_timeout_ms
+        why = confirm(rt.client, rt.keys, run_id, wanted, wait_ms)
+        if why is not None:
+            raise Incomplete(
+                f"run {run_id} settled {report.status}, but its filing is not confirmed "
+                f"durable as COUNCIL_DURABILITY={setting} asks ({wanted.describe()}): {why}"
+            )
+    return report, change
 
 
 @contextlib.contextmanager
