@@ -15,7 +15,7 @@ from council.round.gate import not_heard_why
 from council.round.outcome import ParticipantOutcome, heard_in_full, read_in_part_code
 from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
-from workers.execution.backend_request import RedisJournal
+from workers.execution.journal_sink import RedisJournal
 from workers.execution.participant_attempt import journal_lost
 
 ENTRY = '{"subject": "x", "label": "issue", "severity": "minor"}'

@@ -18,8 +18,9 @@ from workers.app.clock import now_ms
 from workers.app.services import Runtime, build_runtime
 from workers.app.settings import Settings
 from workers.execution import keeping
-from workers.execution.backend_request import RedisJournal
-from workers.settling.settle import UNKEPT_NOTE, settle_run
+from workers.execution.journal_sink import RedisJournal
+from workers.settling.hearing import UNKEPT_NOTE
+from workers.settling.settle import settle_run
 from workers.stores import runs, session_opening
 from workers.stores.run_progress import Settled
 from workers.stores.run_record import Progress, RunRecord

@@ -123,7 +123,7 @@ def test_a_row_is_stored_with_the_changes_secrets_masked() -> None:
 
     from council.change.secret_masks import MASK, Masker
     from workers.app.services import Runtime
-    from workers.execution.backend_request import RedisScripts
+    from workers.execution.journal_sink import RedisScripts
 
     store = _Store()
     rt = cast(Runtime, SimpleNamespace(scripts=store))

@@ -171,7 +171,7 @@ class Waiter:
       cancelled for the reviewers and settled as ``timeout``.
     * The watchdog: past ``record.deadline_ms`` (the longest backstop plus slack) the run
       is settled from the journals, as the chord never fired; a participant no worker
-      ever started then fails naming its queue (:func:`~workers.settling.settle.never_started`).
+      ever started then fails naming its queue (:func:`~workers.settling.hearing.never_started`).
     * ``stop_requested``: polled; true after Ctrl-C or SIGTERM → settled ``cancelled``.
     * A Redis outage (connection refused, timeouts) is ridden out for up to
       :data:`REDIS_OUTAGE_S`, said once through ``notify``; past it

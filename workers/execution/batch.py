@@ -34,14 +34,8 @@ from reviewers.models.stream_loop import stream_loop
 from workers.app.clock import now_ms
 from workers.app.metrics import observe_review
 from workers.app.services import Runtime
-from workers.execution.backend_request import (
-    RedisJournal,
-    RunShare,
-    build_request,
-    journal_for,
-    reconcile,
-    run_share,
-)
+from workers.execution.backend_request import RunShare, build_request, run_share
+from workers.execution.journal_sink import RedisJournal, journal_for, reconcile
 from workers.execution.keeping import keep
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, refused_only, task_deadline
@@ -293,7 +287,7 @@ def _settle_group(
     of their outcomes and progress. Each step rides out a Redis outage until ``until``
     (:func:`~workers.execution.participant_attempt.store_outcome`); the entries ``sinks`` held
     during one are stored first, and those Redis forgot stored again (one more round
-    trip when they recorded any: :func:`~workers.execution.backend_request.reconcile`); the
+    trip when they recorded any: :func:`~workers.execution.journal_sink.reconcile`); the
     attempts' ``leases`` (participant → attempt) end with the outcomes' write, and the outcomes
     this call stored are kept until the run's filing is durable
     (:func:`~workers.execution.keeping.keep`)."""

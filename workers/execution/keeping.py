@@ -13,7 +13,7 @@ keeper stores it again if Redis no longer holds it (``SET NX``: a kept one wins,
 the attempt's lease so no sweep sends the reviewer again), and settles the run once every
 reviewer (or the judge) is heard: the chord's count may be lost with the rest. Entries
 recorded before the fold are kept by the attempt's journal sink
-(:meth:`~workers.execution.backend_request.RedisJournal.reconcile`).
+(:meth:`~workers.execution.journal_sink.RedisJournal.reconcile`).
 
 Source: docs/celery.md §1.16.
 """

@@ -41,7 +41,8 @@ from workers.app.clock import now_ms
 from workers.app.logging import redact_text
 from workers.app.metrics import observe_review
 from workers.app.services import Runtime
-from workers.execution.backend_request import RedisJournal, build_request, journal_for, run_share
+from workers.execution.backend_request import build_request, run_share
+from workers.execution.journal_sink import RedisJournal, journal_for
 from workers.execution.keeping import keep
 from workers.execution.leases import keeper
 from workers.execution.outage_retry import patiently, refused_only, task_deadline
