@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -327,6 +328,22 @@ class Lab:
             raise AssertionError(f"worker {name} not ready:\n{self.log(name)[-3000:]}")
         finally:
             probe.close()
+
+    def worker_process(self, url: str) -> subprocess.Popen[str]:
+        """A ``council worker -c 1`` on ``url``, its output piped as text, not waited on
+        (what it says at start, or its exit, is the test's to read)."""
+        env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(self.tmp / "work")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workers.cli", "worker", "-c", "1"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.children.append(proc)
+        return proc
 
     def kill_worker(self, name: str) -> None:
         """SIGKILL a worker's whole process group (the worker and its reviewer programs)

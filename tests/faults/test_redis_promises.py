@@ -5,10 +5,8 @@ does not start against a read-only replica (exit 3, not 0)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -16,24 +14,9 @@ import pytest
 import redis
 
 from tests.faults.lab import Lab
-from tests.services import ROOT, free_port
+from tests.services import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _worker(lab: Lab, url: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(lab.tmp / "work")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "worker", "-c", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lab.children.append(proc)
-    return proc
 
 
 def _lines_until(proc: subprocess.Popen[str], event: str, n: int = 1) -> list[dict[str, Any]]:
@@ -54,7 +37,7 @@ def test_the_start_line_says_what_redis_promises_and_warns(lab: Lab) -> None:
     client = lab.client()
     client.config_set("appendonly", "no")
     client.config_set("maxmemory-policy", "allkeys-lru")
-    proc = _worker(lab, lab.url)
+    proc = lab.worker_process(lab.url)
     lines = _lines_until(proc, "redis_promise_weak", 2)
     proc.kill()
     (said,) = [line for line in lines if line["event"] == "redis_promises"]
@@ -75,11 +58,11 @@ def test_a_worker_started_against_a_replica_exits_3(lab: Lab) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    lab.children.append(replica)  # type: ignore[arg-type]
+    lab.children.append(replica)
     url = f"redis://127.0.0.1:{port}/0"
     probe = redis.Redis.from_url(url)
     lab.wait_for("the replica", lambda: _answers(probe), timeout_s=15)
-    proc = _worker(lab, url)
+    proc = lab.worker_process(url)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 3, out
     assert "read-only replica" in out

@@ -11,11 +11,9 @@ why."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -23,7 +21,7 @@ import pytest
 import redis
 
 from tests.faults.lab import Lab, assert_filed_once
-from tests.services import ROOT, free_port
+from tests.services import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -94,21 +92,6 @@ def test_master_lost_mid_round_fails_over(lab: Lab, how: str) -> None:
     assert all(w.poll() is None for w in workers), "a worker exited after the failover"
 
 
-def _worker(lab: Lab, url: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "COUNCIL_REDIS_URL": url, "COUNCIL_WORK_DIR": str(lab.tmp / "work")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "worker", "-c", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lab.children.append(proc)
-    return proc
-
-
 def _failed_line(out: str) -> dict[str, object]:
     """The worker's one ``worker_failed`` line."""
     lines = [json.loads(raw) for raw in out.splitlines() if raw.startswith("{")]
@@ -118,7 +101,7 @@ def _failed_line(out: str) -> dict[str, object]:
 
 def test_a_worker_no_sentinel_answers_exits_3(lab: Lab) -> None:
     url = f"sentinel://:s3cret@127.0.0.1:{free_port()}/0?master_name=council"
-    proc = _worker(lab, url)
+    proc = lab.worker_process(url)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 3, out
     failed = _failed_line(out)
@@ -127,7 +110,7 @@ def test_a_worker_no_sentinel_answers_exits_3(lab: Lab) -> None:
 
 
 def test_a_worker_given_a_sentinel_url_without_a_master_name_exits_2(lab: Lab) -> None:
-    proc = _worker(lab, "sentinel://127.0.0.1:26379/0")
+    proc = lab.worker_process("sentinel://127.0.0.1:26379/0")
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out
     (line,) = out.splitlines()  # refused while reading the settings, before any JSON line
