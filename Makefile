@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 SHARED_CASES = $${COUNCIL_SHARED_CASES:-../shared/cases}
 
 test: $(STAMP) redis-server bubblewrap chromium jq
-	@echo "make test: the whole suite, about 13 minutes on a 2-core machine:"
+	@echo "make test: the whole suite, about 20 minutes on a 2-core machine:"
 	@echo "  tests/unit         unit tests (fakeredis, replay reviewers, the real bubblewrap sandbox)"
 	@echo "  tests/cases        the shared cases, read from $(SHARED_CASES)"
 	@echo "  tests/integration  a real redis-server and real celery workers, the CI recipes"
