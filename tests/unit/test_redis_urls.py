@@ -130,3 +130,41 @@ def test_a_plain_client_follows_no_sentinel() -> None:
     before = {t.name for t in threading.enumerate()}
     follow_switches(redis_client("redis://127.0.0.1:1/0"))
     assert "council-sentinel" not in {t.name for t in threading.enumerate()} - before
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis://:SEK RIT@127.0.0.1:1/0", "holds a space, tab or line break"),
+        ("redis://user:zz9\tzz9@127.0.0.1:1/0", "holds a space, tab or line break"),
+        ("redis://:SEKRIT@127.0.0.1:1/abc", "names database 'abc': write a number"),
+        ("rediss://:SEKRIT@127.0.0.1:1/1x?ssl_cert_reqs=none", "names database '1x'"),
+    ],
+)
+def test_a_plain_url_a_client_would_misread_is_refused_exit_2(
+    url: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A password with a space would be printed in clear by every message that names the
+    URL, and a database that is not a number made the worker crash with exit 0 (and the
+    CLI use database 0): both are refused at start, naming what to fix, never the
+    password."""
+    monkeypatch.setenv("COUNCIL_REDIS_URL", url)
+    result = CliRunner().invoke(main, ["runs"])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert "SEK" not in result.output and "zz9" not in result.output
+
+
+@pytest.mark.parametrize("value", ["AOF", " replicas:2 ", "aof+Replicas:1", ""])
+def test_durability_is_read_in_any_case(value: str) -> None:
+    assert Settings(durability=value).durability == value.strip().lower()
+
+
+@pytest.mark.parametrize("value", ["replicas:", "replicas:0", "replicas:-1", "aof+", "fsync"])
+def test_a_bad_durability_names_the_value_and_the_choices(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COUNCIL_DURABILITY", value)
+    result = CliRunner().invoke(main, ["runs"])
+    assert result.exit_code == 2, result.output
+    assert f"COUNCIL_DURABILITY: {value!r} is not one of: aof, replicas:N" in result.output

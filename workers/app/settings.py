@@ -8,6 +8,7 @@ they never appear in a repr or a log line. Source: docs/style.md habit 8, docs/a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
@@ -17,6 +18,9 @@ from reviewers.sandbox.bubblewrap import PROGRAM_STORAGE_BYTES
 from workers.app.redis_urls import is_sentinel, parse_sentinel
 from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
 from workers.git.tree_unpacking import DEFAULT_MAX_UNPACKED_TREE_BYTES
+
+_DURABILITY = re.compile(r"|aof|replicas:[1-9][0-9]*|aof\+replicas:[1-9][0-9]*")
+"""The values of ``COUNCIL_DURABILITY``, lowercased."""
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "sentinel://")
 """URL schemes of a Redis: redis-py's own, and Redis Sentinel's
@@ -127,14 +131,12 @@ class Settings(BaseSettings):
     """Seconds between two sweeps (lapsed leases, abandoned runs, runs past their
     deadline); every worker tries, one per period sweeps."""
 
-    durability: str = Field(
-        default="", pattern=r"^(|aof|replicas:[1-9][0-9]*|aof\+replicas:[1-9][0-9]*)$"
-    )
+    durability: str = ""
     """What a run's filing must reach before ``council review`` reports it settled, beyond
     Redis's memory: ``aof`` (fsynced to this Redis's AOF: ``WAITAOF``, Redis 7.2 or later),
     ``replicas:N`` (acknowledged by N replicas: ``WAIT``), ``aof+replicas:N`` (both).
     Empty: nothing is waited for (``appendfsync everysec`` may lose the last second; the
-    workers keep what they wrote meanwhile, docs/celery.md §1.16)."""
+    workers keep what they wrote meanwhile, docs/celery.md §1.17)."""
 
     durability_timeout_ms: int = Field(default=5000, ge=1)
     """How long ``council review`` waits for :attr:`durability` before exit 3."""
@@ -177,6 +179,19 @@ class Settings(BaseSettings):
     """The ``CI`` variable (set by every CI service): in CI a reviewer program never runs
     unsandboxed. Unset, empty, ``0`` or ``false``: not CI."""
 
+    @field_validator("durability", mode="before")
+    @classmethod
+    def _durability(cls, value: object) -> object:
+        """``aof``, ``replicas:N`` (N >= 1), ``aof+replicas:N`` or empty, in any case."""
+        text = value.strip().lower() if isinstance(value, str) else value
+        if not isinstance(text, str) or not _DURABILITY.fullmatch(text):
+            shown = repr(value) if isinstance(value, str) else type(value).__name__
+            raise ValueError(
+                f"{shown} is not one of: aof, replicas:N (N at least 1), aof+replicas:N, "
+                "or unset (e.g. COUNCIL_DURABILITY=replicas:1)"
+            )
+        return text
+
     @field_validator("redis_url", mode="before")
     @classmethod
     def _redis_url(cls, value: object) -> object:
@@ -191,11 +206,21 @@ class Settings(BaseSettings):
                 "sentinel:// (e.g. redis://localhost:6379/0, or "
                 "sentinel://host1:26379;sentinel://host2:26379/0?master_name=mymaster)"
             )
+        if any(c.isspace() for c in text.strip()):
+            raise ValueError(
+                "holds a space, tab or line break (a URL cannot): percent-encode it in the "
+                "password (a space is %20) and check the URL was not cut in two"
+            )
         if is_sentinel(text):
             try:
                 parse_sentinel(text)
             except ValueError as exc:
                 raise ValueError(f"this Sentinel URL {exc}") from None
+        elif (db := _plain_db(text)) is not None and not db.isdigit():
+            raise ValueError(
+                f"names database {db!r}: write a number (redis://HOST:PORT/0), or leave the "
+                "path out for database 0"
+            )
         return value
 
     @property
@@ -206,3 +231,14 @@ class Settings(BaseSettings):
     def redis_url_value(self) -> str | None:
         """The Redis URL in clear, for opening connections only (never log it)."""
         return self.redis_url.get_secret_value() if self.redis_url is not None else None
+
+
+def _plain_db(url: str) -> str | None:
+    """The database a ``redis://`` or ``rediss://`` URL's path names (``"0"``), or None
+    when it names none (no path, or ``unix://``, whose database is ``?db=``)."""
+    scheme, _, rest = url.strip().partition("://")
+    if scheme.lower() not in ("redis", "rediss"):
+        return None
+    path = rest.split("?", 1)[0].split("#", 1)[0]
+    _, slash, db = path.rpartition("@")[2].partition("/")
+    return db.strip("/") or None if slash else None
