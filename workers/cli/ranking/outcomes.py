@@ -72,7 +72,9 @@ def import_command(cli: CliContext, outcomes: Path, state: Path | None) -> None:
     One object a line: {"participant": ID or [IDs], "verdict": "confirmed"|"dismissed"
     |"acted"}, optional "subject", "silent" (reviewers heard that did not raise it),
     "round" and "identity". A bad line is skipped and counted; nothing is written when
-    no line is good. Exit 0 all imported, 2 the file (or every line) cannot be read.
+    no line is good. Exit 0 when the good lines were imported (the skipped ones counted,
+    the first reasons shown), 2 when the file (or every line) cannot be read. An id never
+    seen before is a new reviewer's history: check the ids `council outcomes` lists.
     """
     try:
         with outcomes.open("rb") as file:
