@@ -241,4 +241,6 @@ def _plain_db(url: str) -> str | None:
         return None
     path = rest.split("?", 1)[0].split("#", 1)[0]
     _, slash, db = path.rpartition("@")[2].partition("/")
-    return db.strip("/") or None if slash else None
+    if not slash:
+        return None
+    return db.strip("/") or None
