@@ -26,21 +26,14 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Every bench, each printing its baseline measured in the same run and the ratio
-# (bench/README.md has the latest figures). BENCH_FLAGS=--quick: a smoke run of each.
+# Every bench, one after another (bench/all.py), each printing its baseline measured in
+# the same run and the ratio; the end prints every headline as a table and each bench's
+# time against the 20-minute budget. BENCH_FLAGS=--quick: a smoke run of each;
+# BENCH_FLAGS=--readme writes the table into bench/README.md.
 BENCH_FLAGS ?=
 
 bench: $(STAMP) redis-server
-	$(PY) bench/harvest.py $(BENCH_FLAGS)
-	$(PY) bench/evidence.py $(BENCH_FLAGS)
-	$(PY) bench/renderers.py $(BENCH_FLAGS)
-	$(PY) bench/overhead.py $(BENCH_FLAGS)
-	$(PY) bench/concurrency.py $(BENCH_FLAGS)
-	$(PY) bench/fleet.py $(BENCH_FLAGS)
-	$(PY) bench/throughput.py $(BENCH_FLAGS)
-	$(PY) bench/cost.py $(BENCH_FLAGS)
-	$(PY) bench/startup.py $(BENCH_FLAGS)
-	$(PY) bench/agreement.py --quick
+	$(PY) bench/all.py $(BENCH_FLAGS)
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)

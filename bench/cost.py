@@ -32,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from council.change.diff import parse_diff  # noqa: E402
 from council.model.backend_result import Usage  # noqa: E402
 from council.model.findings import Harvest  # noqa: E402
@@ -205,6 +206,13 @@ def main() -> None:
         f"the new order costs {100 * (old - new) / old:.1f}% less than the old one; the most "
         f"{len(people)} reviewers can read from cache is {100 * ceiling:.1f}% (the first one "
         "writes what the others read)"
+    )
+    headline(
+        "cost",
+        f"a round of {len(people)} persona reviewers with prefix caching, cost",
+        f"${new:.4f} (shared part first)",
+        f"${old:.4f} (the old order)",
+        new / old,
     )
 
 

@@ -40,6 +40,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.headline import headline
 from council.evidence import MatchedBlock, ScriptRow, TurnSubmissions, match_evidence
 from council.roster.script_limits import ScriptLimits
 from reviewers.sandbox.bubblewrap import Bubblewrap
@@ -282,6 +285,15 @@ def main() -> int:
     print(
         f"linear: {verdict} (size x{growth}, time x{times:.0f}; 100 KB rate / 10 MB rate = "
         f"{ratio:.2f}, limit {TOLERANCE:.0f})"
+    )
+    headline(
+        "evidence",
+        "matching evidence in a 10 MB answer",
+        f"{rates[10_000_000]:.1f} MB/s",
+        f"{rates[100_000]:.1f} MB/s at 100 KB",
+        rates[10_000_000] / rates[100_000],
+        f">= {1 / TOLERANCE:.2f}x (linear)",
+        ratio <= TOLERANCE,
     )
     return 0
 

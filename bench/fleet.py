@@ -37,6 +37,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.app.celery_config import create_app  # noqa: E402
@@ -218,6 +219,17 @@ def main() -> None:
             f"{_pct(over, 0.5):>13.0f}{_pct(over, 0.95):>13.0f}{took:>9.1f}"
         )
     print("(over = wall - critical path: dispatch to report, minus the slowest reviewer)")
+    woken = statistics.median(rows["woken (BLPOP, new)"][0])
+    polled = statistics.median(rows["polling (10 ms, old)"][0])
+    headline(
+        "fleet",
+        f"commands a waiting CLI sends per council, {args.councils} councils at once, p50",
+        f"{woken:.0f} (woken)",
+        f"{polled:.0f} (the old 10 ms poll)",
+        woken / polled,
+        f"<= {GOAL_COMMANDS} commands",
+        woken <= GOAL_COMMANDS,
+    )
 
 
 if __name__ == "__main__":

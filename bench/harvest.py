@@ -15,8 +15,12 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from council.harvest import harvest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.headline import headline
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 """Target answer sizes, in characters (ASCII, so also bytes)."""
@@ -98,6 +102,15 @@ def main() -> int:
     ratio = rates[100_000] / rates[10_000_000]
     verdict = "yes" if held else "no"
     print(f"linear: {verdict} (100 KB rate / 10 MB rate = {ratio:.2f}, limit {TOLERANCE:.0f})")
+    headline(
+        "harvest",
+        "reading a 10 MB answer",
+        f"{rates[10_000_000]:.1f} MB/s",
+        f"{rates[100_000]:.1f} MB/s at 100 KB",
+        rates[10_000_000] / rates[100_000],
+        f">= {1 / TOLERANCE:.2f}x (linear)",
+        held,
+    )
     return 0
 
 

@@ -1,6 +1,6 @@
 """A large change reviewed in slices: wall time against the number of workers.
 
-A 5 MB change (``--files`` Python files of ~10 KB in 25 directories) reviewed by four
+A 2 MB change (``--files`` Python files of ~10 KB in 25 directories) reviewed by four
 model reviewers of 32,000 tokens of context (``context_tokens``) against a fake
 OpenAI-compatible provider in this process, which answers after a time in proportion to
 the prompt (``--ms-per-kb``) and records which files each prompt showed. Each reviewer's
@@ -8,13 +8,13 @@ change is cut into slices (one task each, in the one chord) and run on 1, 2 and 
 ``celery worker`` processes on a real redis-server; each worker holds
 ``--slots`` reviews at a time (one slice a task, that many threads), standing for
 a worker's capacity. Prints the wall time per worker count (dispatch to settled report)
-and its ratio to one worker's, and checks every file was shown to every reviewer exactly
-once. Then plans ``--tiny`` (100,000) one-line files for one reviewer, in this process
-(no workers): the planning's time and peak memory.
-Run: ``python bench/large.py``; about 10 minutes on a 2-core machine (preparing the 5 MB
-change takes a minute, the 1-worker run two and a half), so it is not in ``make bench``.
-Measured there: 142 s on 1 worker, 75 s on 2 (1.89x), 42 s on 4 (3.42x), 100 slices per
-reviewer; 100,000 tiny files planned in 8-16 s, 571 slices, peak 77 MB.
+and its ratio to one worker's (the baseline), and checks every file was shown to every
+reviewer exactly once. Then plans ``--tiny`` (100,000) one-line files for one reviewer, in
+this process (no workers): the planning's time and peak memory.
+Run: ``python bench/large.py [--files 500] [--quick]``. Measured at ``--files 500`` (5 MB,
+about 10 minutes on a 2-core machine): 142 s on 1 worker, 75 s on 2 (1.89x), 42 s on 4
+(3.42x), 100 slices per reviewer; 100,000 tiny files planned in 8-16 s, 571 slices, peak
+77 MB.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from council.change.diff import parse_diff  # noqa: E402
 from council.model.participant import Participant  # noqa: E402
 from council.slicing.plan import plan_prompts  # noqa: E402
@@ -172,12 +173,17 @@ def _tiny(count: int) -> tuple[float, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--files", type=int, default=500, help="changed files, ~10 KB each")
+    parser.add_argument("--files", type=int, default=200, help="changed files, ~10 KB each")
     parser.add_argument("--ms-per-kb", type=float, default=10.0)
     parser.add_argument("--slots", type=int, default=2, help="reviews a worker holds at once")
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--tiny", type=int, default=100_000)
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 40 files on 1 and 2 workers, 10,000 tiny"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.files, args.workers, args.tiny = 40, "1,2", 10_000
     configure_logging(level="WARNING")
     counts = [int(n) for n in args.workers.split(",")]
     rows: list[tuple[int, float]] = []
@@ -238,6 +244,14 @@ def main() -> None:
     for n, took in rows:
         print(f"{n:>8}{took:>9.1f}{first / took:>7.2f}x")
     print("every file was shown to every reviewer exactly once, on each worker count")
+    for n, took in rows[1:]:
+        headline(
+            "large",
+            f"a {size / 1e6:.1f} MB change in slices, 4 reviewers, on {n} workers",
+            f"{took:.0f} s",
+            f"1 worker {first:.0f} s",
+            took / first,
+        )
     print(
         f"tiny: {args.tiny} one-line files planned for one reviewer in {tiny_s:.1f} s, "
         f"{tiny_slices} slices, peak {tiny_peak / 1e6:.0f} MB (every file in one slice)"

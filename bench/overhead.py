@@ -30,6 +30,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.app.celery_config import create_app  # noqa: E402
@@ -161,6 +162,18 @@ def main() -> None:
         shown = "" if target is None else f"<= {target:.0f}"
         print(
             f"{mode:<28}{p50:>10.1f}{p95:>10.1f}{statistics.mean(values):>10.1f}{shown:>12}{met:>6}"
+        )
+    floor = _percentile(results["baseline (asyncio.gather)"], 0.5)
+    for mode in ("embedded", "distributed"):
+        p50 = _percentile(results[mode], 0.5)
+        headline(
+            "overhead",
+            f"{mode} council of {PARTICIPANTS} x {LATENCY_MS} ms, wall - {LATENCY_MS} ms, p50",
+            f"{p50:.0f} ms",
+            f"asyncio.gather {floor:.1f} ms",
+            None,
+            f"<= {TARGETS_MS[mode]:.0f} ms",
+            p50 <= TARGETS_MS[mode],
         )
 
 

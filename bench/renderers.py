@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from council.rendering import render_json, render_markdown  # noqa: E402
 from council.rendering.github_review import render_github_review  # noqa: E402
 from council.rendering.gitlab import render_gitlab_codequality  # noqa: E402
@@ -57,6 +58,13 @@ def main() -> None:
     ):
         took = best(render)
         print(f"{name:<20}{took:>10.2f}{took / floor:>14.1f}")
+        headline(
+            "renderers",
+            f"{name} of {FINDINGS:,} findings",
+            f"{took:.2f} s",
+            f"JSON report {floor:.2f} s",
+            took / floor,
+        )
 
 
 if __name__ == "__main__":

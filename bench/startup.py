@@ -30,6 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SLEEP_S = 2.0
 PROGRAMS = 3
+sys.path.insert(0, str(ROOT))
+
+from bench.headline import headline  # noqa: E402
+
 TARGETS = {"help": 1.5, "round": 2.5}
 
 SLEEPER = f"""#!{sys.executable}
@@ -127,7 +131,9 @@ def _pair(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=5)
-    tries = parser.parse_args().tries
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 tries each")
+    args = parser.parse_args()
+    tries = 2 if args.quick else args.tries
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("COUNCIL_REDIS_URL", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # both sides read compiled modules
@@ -160,6 +166,24 @@ def main() -> None:
         f"(target <= {TARGETS['round']}x)"
     )
     print(f"  (whole processes: {PROGRAMS} command reviewers sleeping {SLEEP_S:g} s each)")
+    headline(
+        "startup",
+        "council review --help, whole process",
+        f"{helped * 1000:.0f} ms",
+        f"celery --help {celery_help * 1000:.0f} ms",
+        helped / celery_help,
+        f"<= {TARGETS['help']}x",
+        helped / celery_help <= TARGETS["help"],
+    )
+    headline(
+        "startup",
+        f"embedded round of {PROGRAMS} programs sleeping {SLEEP_S:g} s, wall - {SLEEP_S:g} s",
+        f"{own * 1000:.0f} ms",
+        f"bare in-process Celery chord {base * 1000:.0f} ms",
+        own / base,
+        f"<= {TARGETS['round']}x",
+        own / base <= TARGETS["round"],
+    )
 
 
 if __name__ == "__main__":
