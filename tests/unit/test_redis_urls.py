@@ -139,6 +139,11 @@ def test_a_plain_client_follows_no_sentinel() -> None:
         ("redis://user:zz9\tzz9@127.0.0.1:1/0", "holds a space, tab or line break"),
         ("redis://:SEKRIT@127.0.0.1:1/abc", "names database 'abc': write a number"),
         ("rediss://:SEKRIT@127.0.0.1:1/1x?ssl_cert_reqs=none", "names database '1x'"),
+        ("redis://:SEKRIT@localhost:99999/0", "names a port that is not a number from 1"),
+        ("redis://:SEKRIT@localhost:0", "names a port that is not a number from 1"),
+        ("redis://localhost:abc/0", "names a port that is not a number from 1"),
+        # A '?' left in the password cuts the URL there: the port read is the password's.
+        ("redis://:SEK?RIT@localhost:6379/0", "percent-encode ':' '/' '?' '#' '@'"),
     ],
 )
 def test_a_plain_url_a_client_would_misread_is_refused_exit_2(
@@ -146,8 +151,8 @@ def test_a_plain_url_a_client_would_misread_is_refused_exit_2(
 ) -> None:
     """A password with a space would be printed in clear by every message that names the
     URL, and a database that is not a number made the worker crash with exit 0 (and the
-    CLI use database 0): both are refused at start, naming what to fix, never the
-    password."""
+    CLI use database 0), and a port out of range was blamed on the password: each is
+    refused at start, naming what to fix, never the password."""
     monkeypatch.setenv("COUNCIL_REDIS_URL", url)
     result = CliRunner().invoke(main, ["runs"])
     assert result.exit_code == 2, result.output
@@ -168,3 +173,19 @@ def test_a_bad_durability_names_the_value_and_the_choices(
     result = CliRunner().invoke(main, ["runs"])
     assert result.exit_code == 2, result.output
     assert f"COUNCIL_DURABILITY: {value!r} is not one of: aof, replicas:N" in result.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:6379/0",
+        "redis://:p%3Fw@localhost:6379/0",
+        "redis://[::1]:6379/0",
+        "redis://[::1]/0",
+        "redis://localhost",
+        "rediss://u:p@host:65535/2?ssl_cert_reqs=none",
+        "unix:///run/redis.sock?db=1",
+    ],
+)
+def test_a_url_with_a_good_port_or_none_is_taken(url: str) -> None:
+    assert Settings(redis_url=url).redis_url_value() == url

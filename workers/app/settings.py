@@ -221,6 +221,14 @@ class Settings(BaseSettings):
                 f"names database {db!r}: write a number (redis://HOST:PORT/0), or leave the "
                 "path out for database 0"
             )
+        elif (port := _plain_port(text)) is not None and not (
+            port.isdigit() and 1 <= int(port) <= 65535
+        ):
+            # Not shown: with a '/', '?' or '#' left in the password, it is the password's.
+            raise ValueError(
+                "names a port that is not a number from 1 to 65535: write "
+                "redis://HOST:6379/0, and percent-encode ':' '/' '?' '#' '@' in the password"
+            )
         return value
 
     @property
@@ -244,3 +252,16 @@ def _plain_db(url: str) -> str | None:
     if not slash:
         return None
     return db.strip("/") or None
+
+
+def _plain_port(url: str) -> str | None:
+    """The port a ``redis://`` or ``rediss://`` URL's host names (``"6379"``), or None
+    when it names none (no ``:PORT``, an IPv6 host without one, or ``unix://``)."""
+    scheme, _, rest = url.strip().partition("://")
+    if scheme.lower() not in ("redis", "rediss"):
+        return None
+    host = re.split("[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]  # as urlsplit reads it
+    if host.startswith("["):  # [::1]:6379
+        host = host.partition("]")[2]
+    _, colon, port = host.partition(":")
+    return port if colon else None
