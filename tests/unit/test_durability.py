@@ -3,13 +3,17 @@ one-line refusals of a Redis that cannot give it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pydantic import ValidationError
 
+from tests.gitrepo import commit, new_repo
 from workers.app.durability import Durability, refusal
 from workers.app.settings import Settings
+from workers.cli import main
 
 
 @pytest.mark.parametrize(
@@ -55,3 +59,19 @@ def test_replicas_must_be_connected() -> None:
     assert refusal(one, Durability(aof=False, replicas=1), "replicas:1") is None
     why = refusal(one, Durability(aof=False, replicas=2), "replicas:2")
     assert why is not None and "has 1 connected" in why
+
+
+def test_embedded_mode_says_durability_has_no_effect(tmp_path: Path) -> None:
+    """Embedded mode has no Redis to confirm COUNCIL_DURABILITY: the review runs and says
+    so, instead of leaving the user to believe a WAITAOF was confirmed."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {"app.py": "x = 1\ny = 2\n"}, "two")
+    (tmp_path / "a.json").write_text('{"findings": []}', encoding="utf-8")
+    rp = tmp_path / "roster.toml"
+    rp.write_text('[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "a.json"\n')
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), "--roster", str(rp)]
+    env = {"COUNCIL_DURABILITY": "AOF", "COUNCIL_REDIS_URL": ""}
+    done = CliRunner().invoke(main, argv, env=env)
+    assert done.exit_code == 0, done.output
+    assert "COUNCIL_DURABILITY=aof has no effect in embedded mode" in done.output

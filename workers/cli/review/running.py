@@ -335,6 +335,12 @@ def _run(
         f"{rt.mode} mode, session {round_.record.session})",
         err=True,
     )
+    if setting and wanted is None:
+        click.echo(
+            f"council: COUNCIL_DURABILITY={setting} has no effect in embedded mode (there is "
+            "no Redis to confirm it); the session is kept in the embedded state file",
+            err=True,
+        )
     waiter = Waiter(
         rt=rt,
         record=round_.record,
