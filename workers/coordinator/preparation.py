@@ -389,11 +389,13 @@ def _named(files: Sequence[tuple[str, str]]) -> str:
 
 def _coverage_notes(coverage: Coverage) -> tuple[str, ...]:
     """The round's notes naming the files not sent (reviewers read them in their prompt,
-    the report in its coverage table): skipped on purpose, then cut by a cap."""
+    the report in its coverage table): skipped on purpose, then cut by a cap. A binary
+    file is left to its own note (:func:`council.roster.prompt.change_notes`): said once."""
     notes: list[str] = []
-    if coverage.skipped:
-        named = _named([(f.path, f.why) for f in coverage.skipped])
-        notes.append(f"{len(coverage.skipped)} file(s) skipped, not shown: {named}")
+    skipped = [f for f in coverage.skipped if f.reason != "binary"]
+    if skipped:
+        named = _named([(f.path, f.why) for f in skipped])
+        notes.append(f"{len(skipped)} file(s) skipped, not shown: {named}")
     if coverage.unreviewed:
         named = _named([(f.path, f.why) for f in coverage.unreviewed])
         notes.append(f"{NOT_SHOWN} {named}")
