@@ -173,6 +173,30 @@ def test_review_help_loads_none_of_the_run() -> None:
     assert "workers.cli.review.running" not in loaded
 
 
+def test_council_help_lists_every_command_whole_importing_none() -> None:
+    """``council --help`` lists each command with its whole summary (click cut the
+    docstrings' sentences at the terminal's width) and imports no command's module."""
+    from workers.cli.group import COMMANDS, SUMMARIES
+
+    assert set(SUMMARIES) == set(COMMANDS)
+    code = (
+        "import sys\nfrom workers.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    listed = done.stdout.split("Commands:", 1)[1].split("MODULES", 1)[0]
+    for name, summary in SUMMARIES.items():
+        assert f"  {name}  " in listed and summary in listed, name
+        assert len(f"  {name:<13}{summary}") <= 80, name
+    loaded = set(done.stdout.rsplit("MODULES ", 1)[1].split())
+    assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
+    assert sorted(module for module, _ in COMMANDS.values() if module in loaded) == []
+
+
 def test_review_loads_its_run_before_handing_ctrl_c_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

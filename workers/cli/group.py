@@ -58,6 +58,32 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Command name → (module, attribute): imported when the command is asked for."""
 
+SUMMARIES: dict[str, str] = {
+    "answer": "Answer a question a run waits on, by its id.",
+    "ask": "Check an ask, or ask a person from a command reviewer.",
+    "asks": "List the questions runs wait on, unanswered.",
+    "baseline": "Write .council-baseline.json from the open findings.",
+    "check": "Validate the roster and claims; print each prompt.",
+    "console": "Serve a live web page of the runs and their questions.",
+    "consolidate": "Merge the findings of several sources into one report.",
+    "dismiss": "Dismiss a finding in a session: listed, never gating.",
+    "evidence": "Print which blocks of an answer are programs that ran.",
+    "harvest": "Print the Harvest JSON of one reviewer answer.",
+    "ledger": "List the identities a session's ledger holds.",
+    "outcomes": "Each reviewer's scorecard; import what became of findings.",
+    "publish": "Post a review on a pull request or merge request.",
+    "record": "Append a finding to the running reviewer's journal.",
+    "release": "Free a participant id in a session for a new meaning.",
+    "resume": "Settle a run that waited on a person, once answered.",
+    "review": "Review the change of HEAD since BASE with the council.",
+    "run-script": "Run a script in the sandbox, recorded as evidence.",
+    "runs": "List the most recent runs Redis holds, newest first.",
+    "show": "Show one run: its report, or its progress while open.",
+    "worker": "Run a council worker on COUNCIL_REDIS_URL.",
+}
+"""Command name → its line in ``council --help``: whole (click cut the docstrings' first
+sentences at the terminal's width), and listed without importing every command."""
+
 BODIES: dict[str, str] = {"review": "workers.cli.review.running"}
 """Command name → the module its run needs, when the command's own module is kept light
 for its ``--help``: imported once the command's arguments are parsed and before
@@ -78,6 +104,21 @@ class CouncilGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command name, loaded or not, sorted (as click lists them)."""
         return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands section of ``council --help``, from :data:`SUMMARIES`."""
+        rows = []
+        for name in self.list_commands(ctx):
+            summary = SUMMARIES.get(name)
+            if summary is None:  # a command added at run time
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                summary = command.get_short_help_str(limit=formatter.width)
+            rows.append((name, summary))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, importing its module the first time it is asked for."""
