@@ -99,6 +99,17 @@ def test_unknown_ref(repo: Path) -> None:
     assert ". Fetch it (" in str(caught.value)
 
 
+def test_a_mistyped_ref_is_answered_with_the_refs_it_is_close_to(repo: Path) -> None:
+    """A typo of a branch here is met with "did you mean", then the usual way out."""
+    git(repo, "branch", "feature-login")
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve("featur-login")
+    assert caught.value.fix.startswith("Did you mean 'feature-login'? Otherwise: Fetch it (")
+    with pytest.raises(RepositoryError) as caught:
+        Repository(repo).resolve("release-candidate")
+    assert "Did you mean" not in caught.value.fix
+
+
 @pytest.mark.parametrize("ref", ["HEAD~5", "main^^", "main~1^2"])
 def test_relative_ref_beyond_the_history(repo: Path, ref: str) -> None:
     """A relative ref past the (shallow) history says the history is too short and how

@@ -12,6 +12,7 @@ Redis" (sessions).
 
 from __future__ import annotations
 
+import difflib
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,6 +24,10 @@ _SHORT_SHA = re.compile(r"[0-9a-f]{4,39}")
 _RELATIVE = re.compile(r"[~^]|@\{")
 """Where a relative ref (``HEAD~5``, ``main^2``, ``@{upstream}``) starts its steps."""
 _SCP_LIKE = re.compile(r"^(?P<user>[^/@]+)@(?P<rest>[^/@:]+:.*)$")
+
+NEAR_REFS_READ = 5000
+"""The most ref names an unknown ref is compared with for "did you mean" (a repository
+may hold hundreds of thousands of tags)."""
 
 
 def url_without_credentials(url: str) -> str:
@@ -107,7 +112,17 @@ class RefReading(GitCommand):
                 "Pass a branch, a tag, a commit sha or a relative ref like HEAD~1 (a ref "
                 "cannot start with '-' nor hold spaces, ':', '?', '*', '[' or '..')",
             )
-        return RepositoryError(problem, self._fetch_hint(ref))
+        return RepositoryError(problem, self._near(ref) + self._fetch_hint(ref))
+
+    def _near(self, ref: str) -> str:
+        """``Did you mean 'origin/main'? Otherwise: `` for the refs here whose names are close to
+        ``ref`` (a typo), or ``""``; reads at most :data:`NEAR_REFS_READ` ref names."""
+        done = self._git("for-each-ref", f"--count={NEAR_REFS_READ}", "--format=%(refname:short)")
+        names = done.stdout.decode("utf-8", "replace").split() if done.returncode == 0 else []
+        close = difflib.get_close_matches(ref, names, n=3, cutoff=0.75)
+        if not close:
+            return ""
+        return "Did you mean " + " or ".join(repr(name) for name in close) + "? Otherwise: "
 
     def _names_commit(self, ref: str) -> bool:
         """Whether ``ref`` names a commit here (no error when it does not)."""
