@@ -11,9 +11,11 @@ why."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -21,6 +23,7 @@ import pytest
 import redis
 
 from tests.faults.lab import Lab, assert_filed_once
+from tests.gitrepo import ROOT
 from tests.services import free_port
 
 pytestmark = pytest.mark.integration
@@ -107,6 +110,35 @@ def test_a_worker_no_sentinel_answers_exits_3(lab: Lab) -> None:
     failed = _failed_line(out)
     assert "sentinel://:***@127.0.0.1" in str(failed["message"]), failed
     assert "s3cret" not in out
+
+
+def _cli_runs(url: str) -> subprocess.CompletedProcess[str]:
+    """``council runs`` on ``url``, as a child process."""
+    env = {**os.environ, "COUNCIL_REDIS_URL": url}
+    argv = [sys.executable, "-m", "workers.cli", "runs"]
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+
+
+def test_the_cli_no_sentinel_answers_says_so_in_one_short_line() -> None:
+    """redis-py's message listed each sentinel's client object (900 characters) and the
+    advice was to start redis-server: the line names the sentinels instead."""
+    ports = free_port(), free_port()
+    url = ";".join(f"sentinel://:s3cret@127.0.0.1:{p}" for p in ports)
+    done = _cli_runs(url + "/0?master_name=council")
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"no sentinel answered (127.0.0.1:{ports[0]}, 127.0.0.1:{ports[1]})" in line
+    assert "Start the sentinels there" in line and len(line) < 400
+    assert "s3cret" not in done.stderr
+
+
+def test_the_cli_given_a_master_name_the_sentinels_lack_names_it(lab: Lab) -> None:
+    url = lab.start_sentinel()
+    done = _cli_runs(url.replace("master_name=council", "master_name=cuoncil"))
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "know no master named 'cuoncil'" in line and "SENTINEL masters" in line, line
+    assert len(line) < 400
 
 
 def test_a_worker_given_a_sentinel_url_without_a_master_name_exits_2(lab: Lab) -> None:

@@ -13,12 +13,13 @@ import threading
 from dataclasses import dataclass, field
 
 import redis
+import redis.sentinel
 
 from council.errors import ConfigurationError, StoreUnavailable
 from council.roster.providers import ProviderRegistry
 from workers.app.logging import redact_text, redact_url
 from workers.app.providers import load_providers
-from workers.app.redis_urls import follow_switches, is_sentinel, redis_client
+from workers.app.redis_urls import follow_switches, is_sentinel, parse_sentinel, redis_client
 from workers.app.settings import Settings
 from workers.execution.cancellation import CancelWatch
 from workers.execution.unpacked_trees import TreeCache
@@ -58,6 +59,30 @@ class Runtime:
 
 REDIS_ENV = "COUNCIL_REDIS_URL"
 """Where the Redis URL comes from unless the user passed ``--redis``."""
+
+
+def _no_master(
+    url: str, shown: str, source: str, exc: redis.sentinel.MasterNotFoundError
+) -> StoreUnavailable:
+    """No sentinel named the master: none answered, or those that did know no master of
+    that name. One line each (redis-py's message lists every sentinel's client object)."""
+    said = parse_sentinel(url)
+    where = ", ".join(f"{host}:{port}" for host, port in said.sentinels)
+    unreachable = str(exc).count("- network:")
+    if unreachable >= len(said.sentinels):
+        return StoreUnavailable(
+            shown,
+            f"no sentinel answered ({where})",
+            f"Start the sentinels there or fix their addresses in {source}, or unset "
+            f"{REDIS_ENV} to run in embedded mode.",
+        )
+    return StoreUnavailable(
+        shown,
+        f"the sentinels ({where}) know no master named {said.master_name!r}"
+        + (f"; {unreachable} did not answer" if unreachable else ""),
+        "Set master_name to the name they monitor (`redis-cli -p 26379 SENTINEL masters` "
+        f"lists them) in {source}.",
+    )
 
 
 def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisClient:
@@ -102,6 +127,8 @@ def connect(url: str, *, source: str = REDIS_ENV, check: bool = True) -> RedisCl
             "Redis refused the credentials",
             f"Check the user and password in the {source} URL.",
         ) from None
+    except redis.sentinel.MasterNotFoundError as exc:
+        raise _no_master(url, shown, source, exc) from None
     except (redis.RedisError, OSError) as exc:
         reason = redact_text(str(exc)) or type(exc).__name__
         raise StoreUnavailable(shown, reason, fix) from None
