@@ -2,7 +2,8 @@
 in for a full disk, RLIMIT_FSIZE in a child process) names the file and what it still
 holds (exit 3, no traceback), leaves no temporary file, and keeps the file as it was; a
 temporary file left by a save killed mid-write is removed by the next save; a review
-whose save fails still writes its report."""
+whose save fails still writes its report, and so does a waiting run settled (by `council
+review` or `council resume`) when its save fails."""
 
 from __future__ import annotations
 
@@ -98,3 +99,56 @@ def test_a_review_whose_save_fails_still_writes_its_report_and_exits_3(
     assert [f["subject"] for f in report["findings"]] == ["divides by zero"]
     assert any("not kept" in note and str(state) in note for note in report["notes"])
     assert state.read_text() == '{"version": 1, "sessions": {}}'
+
+
+def _waiting_run(tmp_path: Path) -> tuple[Path, Path, Path, str]:
+    """A review whose critical finding waits for a person ([policy] confirm), answered
+    "yes": (repo, roster, state file, run id), the next step settling it."""
+    repo = new_repo(tmp_path / "repo", {"README.md": "hi\n"})
+    commit(repo, {"app.py": "def div(a, b):\n    return a / b\n"}, "divide")
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"findings": [CRITICAL]}))
+    roster = tmp_path / "roster.toml"
+    roster.write_text(
+        "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n[policy]\nconfirm = \"critical\"\n"
+        f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{answer}"\n'
+    )
+    state = tmp_path / "state.json"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    first = CliRunner().invoke(main, [*argv, "--state", str(state), "--roster", str(roster)])
+    assert first.exit_code == 4, first.output
+    listed = CliRunner().invoke(main, ["asks", "--json", "--state", str(state)])
+    (ask,) = json.loads(listed.stdout)
+    said = CliRunner().invoke(main, ["answer", ask["id"], "yes", "--state", str(state)])
+    assert said.exit_code == 0, said.output
+    return repo, roster, state, str(ask["run"])
+
+
+@pytest.mark.parametrize("how", ["review", "resume"])
+def test_a_waiting_run_settled_on_a_full_disk_still_shows_its_report_and_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The answered run settles (its confirmed critical finding gates), then the save
+    fails: the report is shown all the same with the note that the round is not kept,
+    and the exit is 3 (it was the error alone, the report lost)."""
+    repo, roster, state, run = _waiting_run(tmp_path)
+    kept = state.read_text()
+
+    def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
+        return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
+
+    monkeypatch.setattr(state_file, "tempfile", SimpleNamespace(mkstemp=full_disk))
+    if how == "review":
+        out = tmp_path / "report.json"
+        argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+        argv += ["--state", str(state), "--roster", str(roster), "--json", str(out)]
+        done = CliRunner().invoke(main, argv)
+        report = json.loads(out.read_text())
+        assert [f["subject"] for f in report["findings"]] == ["divides by zero"]
+        assert any("not kept" in note and str(state) in note for note in report["notes"])
+    else:
+        done = CliRunner().invoke(main, ["resume", run, "--state", str(state)])
+        assert "divides by zero" in done.stdout and "not kept" in done.stdout
+    assert done.exit_code == 3, done.output
+    assert str(state) in done.output and "could not be saved" in done.output
+    assert state.read_text() == kept

@@ -33,6 +33,7 @@ from workers.app.clock import now_ms
 from workers.app.services import Runtime
 from workers.cli.context import (
     CliContext,
+    Incomplete,
     UsageProblem,
     session_store,
     state_stores,
@@ -48,6 +49,7 @@ from workers.coordinator.resume import (
 )
 from workers.settling.settle import RunNotFound
 from workers.stores.sessions import Waiting
+from workers.stores.state_file import StateNotSaved
 
 _STATE = click.option(
     "--state",
@@ -216,6 +218,7 @@ def resume_command(
             )
     from workers.cli.review.running import stop_signals
 
+    unkept: NotKept | None = None
     try:
         with stop_signals() as stopped:
             report = settle_parked(
@@ -223,6 +226,8 @@ def resume_command(
             )
     except RunNotFound as gone:
         raise UsageProblem(f"{gone}; its questions went with it") from None
+    except NotKept as exc:
+        unkept, report = exc, exc.noted()
     gate = parked.record.gate
     policy = {
         "fail_on": parse_fail_on(fail_on or gate.fail_on),
@@ -232,7 +237,22 @@ def resume_command(
     shown = (report if report is not None else parked.report).gated(**policy)
     click.echo(render_markdown(shown), nl=False)
     click.echo(gate_summary(shown), err=True)
+    if unkept is not None:
+        raise Incomplete(unkept.reason)
     sys.exit(EXIT_WAITING if report is None else exit_code(shown))
+
+
+class NotKept(Exception):
+    """A waiting run settled, then the embedded state file could not be saved (a full
+    disk): ``report`` is still printed, with ``reason`` as a note, and the exit is 3."""
+
+    def __init__(self, report: CouncilReport, reason: str) -> None:
+        super().__init__(reason)
+        self.report, self.reason = report, reason
+
+    def noted(self) -> CouncilReport:
+        """The report with the reason among its notes."""
+        return self.report.model_copy(update={"notes": (*self.report.notes, self.reason)})
 
 
 def settle_parked(
@@ -253,11 +273,32 @@ def settle_parked(
     (:func:`~workers.coordinator.resume.resume_askers`): on Redis's workers, or on an embedded
     council in this process over the ``--state`` file, which keeps the waiting run.
     Raises :class:`~workers.settling.settle.RunNotFound` when the run's keys expired; its
-    waiting entry is dropped first (an expired question never holds a session up).
+    waiting entry is dropped first (an expired question never holds a session up);
+    :class:`NotKept` when the run settled and its save failed.
     """
+    settled: list[CouncilReport | None] = []
+    try:
+        return _settle_parked(cli, state, parked, show, stopped, settled)
+    except StateNotSaved as exc:
+        if not settled or settled[0] is None:
+            raise
+        raise NotKept(settled[0], f"This round is not kept: {exc}.") from None
+
+
+def _settle_parked(
+    cli: CliContext,
+    state: Path | None,
+    parked: Waiting,
+    show: Progress | None,
+    stopped: threading.Event | None,
+    settled: list[CouncilReport | None],
+) -> CouncilReport | None:
+    """:func:`settle_parked`'s work; the report, once there is one, is also put in
+    ``settled`` (so a save failing after it does not lose it)."""
     if not asked_by_reviewers(parked):
         with session_store(cli, state, save=True, session=parked.record.session) as sessions:
-            return finish(sessions, parked)
+            settled.append(finish(sessions, parked))
+        return settled[0]
     with state_stores(cli, state, save=False) as rt:
         gone = rt.runs.record(parked.record.run_id) is None
         left = pending_asks(rt.sessions, parked)
@@ -278,7 +319,8 @@ def settle_parked(
         threads = max(1, len(parked.record.participants))
         session = parked.record.session
         with embedded_council(with_state(cli, state), threads, session) as (app, embedded):
-            return _resumed(app, embedded, parked, show, stopped)
+            settled.append(_resumed(app, embedded, parked, show, stopped))
+        return settled[0]
     except RunNotFound:
         with session_store(cli, state, save=True, session=parked.record.session) as sessions:
             sessions.drop_waiting(parked.record.session, parked.record.run_id)

@@ -39,7 +39,7 @@ from workers.app.durability import Durability, confirm, refusal
 from workers.app.logging import redact_text
 from workers.app.services import Runtime
 from workers.app.settings import Settings
-from workers.cli.answers import settle_parked
+from workers.cli.answers import NotKept, settle_parked
 from workers.cli.check import (
     budgeted,
     cannot_run,
@@ -220,12 +220,15 @@ def _settle_waiting(
         _supersede(cli, state, waiting, head)
         return
     show = Progress.for_stream(sys.stderr) if progress else None
+    unkept: NotKept | None = None
     try:
         with stop_signals() as stopped:
             report = settle_parked(cli, state, parked, show=show, stopped=stopped)
     except RunNotFound as gone:
         click.echo(f"council: {gone}; its questions went with it, reviewing anew", err=True)
         return
+    except NotKept as exc:
+        unkept, report = exc, exc.noted()
     record = parked.record
     policy = {"fail_on": parse_fail_on(fail_on), "quorum": record.gate.quorum}
     if report is None:
@@ -256,6 +259,8 @@ def _settle_waiting(
     report = report.gated(**policy)
     emit(report, outputs, change=None)
     click.echo(gate_summary(report), err=True)
+    if unkept is not None:
+        raise Incomplete(unkept.reason)
     sys.exit(exit_code(report))
 
 
