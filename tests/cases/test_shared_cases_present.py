@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cases.conftest import PRESENT, REQUIRED
+from tests.cases.conftest import PRESENT, REQUIRED, missing_reason
 from tests.cases.loader import cases_root
 
 
@@ -14,10 +14,7 @@ def test_shared_cases_present() -> None:
     if PRESENT:
         assert any(where.glob("*/*.json")), f"{where} holds no case"
         return
-    message = (
-        f"shared cases not found at {where}: the data-driven case tests were not run. "
-        "Put the project's shared/ folder beside the checkout, or set COUNCIL_SHARED_CASES"
-    )
+    message = missing_reason()
     if REQUIRED:
         pytest.fail(message + " (COUNCIL_REQUIRE_SHARED_CASES is set)")
     pytest.skip(message)
