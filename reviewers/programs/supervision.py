@@ -84,10 +84,19 @@ class Ran:
             text = f"was killed by {name}"
         else:
             text = f"exited with status {status}"
-        lines = self.stderr_tail.decode("utf-8", errors="replace").strip().splitlines()
+        said = self.stderr_tail.decode("utf-8", errors="replace").strip()
+        lines = said.splitlines()
         if not lines:
             return text + " and printed nothing on stderr"
-        return text + ": " + "\n".join(lines[-STDERR_TAIL_LINES:])
+        hint = READ_ONLY_HINT if "Read-only file system" in said else ""
+        return text + ": " + "\n".join(lines[-STDERR_TAIL_LINES:]) + hint
+
+
+READ_ONLY_HINT = (
+    "\n(the code is read-only in the sandbox: turn the program's cache off or point it at "
+    "$TMPDIR, e.g. ruff --no-cache)"
+)
+"""Added to a failure whose stderr says the program tried to write the read-only tree."""
 
 
 class _Capture:

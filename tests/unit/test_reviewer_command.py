@@ -413,3 +413,20 @@ def test_journal_lines_the_store_refused_are_noted(tmp_path: Path) -> None:
         "3 journal line(s) were not recorded; the first reply: Not recorded (the journal "
         "is full); keep it for your final answer."
     ]
+
+
+@pytest.mark.parametrize(
+    ("stderr", "hinted"),
+    [
+        (b"error: Failed to initialize cache at .ruff_cache: Read-only file system", True),
+        (b"Traceback ...\nValueError: bad", False),
+    ],
+)
+def test_a_program_that_wrote_the_read_only_tree_is_told_how_to_fix_it(
+    stderr: bytes, hinted: bool
+) -> None:
+    """The sandbox mounts the code read-only: a tool failing to write its cache there
+    gets the way out in its failure (the README's ruff lacked --no-cache)."""
+    reason = supervision.Ran(status=2, stderr_tail=stderr).exit_reason()
+    assert reason.startswith("exited with status 2: ")
+    assert ("ruff --no-cache" in reason) is hinted
