@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.gitrepo import ROOT, commit, new_repo
+from tests.gitrepo import ROOT, commit, git, new_repo
 from tests.services import review_argv
 from workers.cli import main
 
@@ -569,3 +569,23 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
         stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141, stderr
     assert "Traceback" not in stderr and "internal error" not in stderr
+
+
+def test_a_shallow_clone_without_the_merge_base_says_to_fetch_the_history(
+    tmp_path: Path,
+) -> None:
+    """CI's shallow clone of a pull request whose base moved on holds no common history:
+    the way out is fetching it (--base-exact would show the base's new commits reversed)."""
+    origin = new_repo(tmp_path / "origin", {"app.py": "x = 1\n"})
+    git(origin, "checkout", "-q", "-b", "feature")
+    commit(origin, {"app.py": "x = 1\ny = 2\n"}, "feature")
+    git(origin, "checkout", "-q", "main")
+    commit(origin, {"version.py": "V = 2\n"}, "main moves on")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "feature", origin.as_uri(), "clone")
+    git(clone, "fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")))
+    done = review(clone, tmp_path / "state.json", base="origin/main", roster_path=rp)
+    assert done.exit_code == 2, done.output
+    assert "shallow clone" in done.output and "git fetch --unshallow" in done.output
+    assert not (tmp_path / "state.json").exists()

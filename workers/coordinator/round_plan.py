@@ -165,6 +165,14 @@ def _start_of_change(
         return base, ()
     head_sha = repository.resolve(head)
     start = repository.merge_base(base_sha, head_sha)
+    if start is None and repository.is_shallow():
+        raise RepositoryError(
+            f"{base} and {head} share no history in this shallow clone, so their merge base "
+            "is not here to review from",
+            "Fetch the history (`git fetch --unshallow`, or fetch-depth 0 in CI) and run "
+            f"again; --base-exact would diff {head} against {base} itself, showing the "
+            f"commits {base} gained since as reversed",
+        )
     if start is None:
         raise RepositoryError(
             f"{base} and {head} share no history, so they have no merge base to review from",

@@ -168,6 +168,11 @@ class RefReading(GitCommand):
             return None
         return done.stdout.decode("ascii", errors="replace").strip() or None
 
+    def is_shallow(self) -> bool:
+        """Whether this is a shallow clone (its history cut at some depth)."""
+        done = self._git("rev-parse", "--is-shallow-repository")
+        return done.returncode == 0 and done.stdout.strip() == b"true"
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether ``older`` is an ancestor of ``newer`` (``git merge-base --is-ancestor``)."""
         return self._git("merge-base", "--is-ancestor", older, newer).returncode == 0
