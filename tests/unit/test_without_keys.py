@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from council.model.report import WITHOUT_KEYS
 from council.roster import parse_roster
@@ -21,6 +22,7 @@ from tests.unit.test_cli_review import (
     reviewer,
     roster,
 )
+from workers.cli import main
 
 MODEL = reviewer("hawk", "openai", model="gpt-4.1")
 repo = test_cli_review.repo
@@ -83,3 +85,18 @@ def test_a_judge_that_needs_a_key_is_left_out_too(tmp_path: Path) -> None:
     assert "no judge this round" in notes[1]
     keyless = line_up(parse_roster(ROUND + reviewer("a", "replay", answer="a.json"), "r"), tmp_path)
     assert without_keys(keyless) == (keyless, ())
+
+
+def test_council_check_takes_without_keys_too(repo: Path, tmp_path: Path) -> None:
+    """A lint job has no keys: council check refuses a keyed reviewer it cannot run here
+    (exit 2, naming the key and the flag), and with --without-keys checks the rest, saying
+    who was left out."""
+    rp = roster(tmp_path, reviewer("rep", "replay", answer=answer(tmp_path, "a.json")), MODEL)
+    argv = ["check", "--repo", str(repo), "--roster", str(rp), "--state", str(tmp_path / "s")]
+    refused = CliRunner().invoke(main, argv)
+    assert refused.exit_code == 2
+    assert "OPENAI_API_KEY is not set" in refused.output and "--without-keys" in refused.output
+    checked = CliRunner().invoke(main, [*argv, "--without-keys"])
+    assert checked.exit_code == 0, checked.output
+    assert "roster OK: 1 reviewer(s)" in checked.output
+    assert "hawk (openai gpt-4.1)" in checked.output

@@ -50,6 +50,12 @@ from workers.git.repository import Repository
 @ROSTER_OPTION
 @click.option("--session", help="Session whose ledger the identity claims are checked against.")
 @STATE_OPTION
+@click.option(
+    "--without-keys",
+    is_flag=True,
+    help="Leave out the reviewers (and the judge) that need an API key, as council review "
+    "--without-keys does, saying so: a lint job or a fork's pull request has no keys.",
+)
 @click.pass_obj
 def check_command(
     cli: CliContext,
@@ -59,10 +65,12 @@ def check_command(
     roster: Path | None,
     session: str | None,
     state: Path | None,
+    without_keys: bool,
 ) -> None:
     """Validate the roster and the identity claims; print each participant's prompt.
 
-    Sends nothing and writes nothing. Exit 2 on a roster error or a refused claim.
+    Sends nothing and writes nothing. Exit 2 on a roster error, a reviewer that cannot
+    run here (a missing API key: see --without-keys) or a refused claim.
 
     \b
     Example:
@@ -73,7 +81,8 @@ def check_command(
     if mode == "embedded":
         refuse_tracked_state(repo, head, settings)
     try:
-        round_ = prepare(settings, ReviewOptions(repo, base, head, roster, session), mode=mode)
+        options = ReviewOptions(repo, base, head, roster, session, without_keys=without_keys)
+        round_ = prepare(settings, options, mode=mode)
     except NothingToReview as done:
         click.echo(f"roster OK; {done}.")
         return
@@ -289,7 +298,7 @@ def runnable(
                 f"{p.id}: its API key variable {name}",
                 "is not set",
                 f"export {name} before running council (the roster names the variable, "
-                "never the key)",
+                "never the key), or pass --without-keys to leave it out",
             )
         if p.backend not in BUILT_BACKENDS:
             warnings.append(
