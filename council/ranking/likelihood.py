@@ -151,9 +151,10 @@ def usual(record: TrackRecord, model: Model = MODEL) -> float:
 def _said(record: TrackRecord) -> str:
     if record.judged == 0:
         return f"{record.participant} (no track record yet: a prior)"
+    # "its record": the counts are the reviewer's history, not this finding's fate.
     return (
-        f"{record.participant} (dismissed {record.dismissed} of {record.judged}"
-        f"{', acted on ' + str(record.acted) if record.acted else ''})"
+        f"{record.participant} (its record: {record.dismissed} of {record.judged} judged "
+        f"dismissed{', ' + str(record.acted) + ' acted on' if record.acted else ''})"
     )
 
 

@@ -179,3 +179,18 @@ def test_sarif_carries_the_rank() -> None:
     result = log["runs"][0]["results"][0]
     assert 0 <= result["rank"] <= 100
     assert result["rank"] == round(100 * result["properties"]["likelihood"], 1)
+
+
+def test_the_why_says_a_raisers_counts_are_its_record_not_this_findings_fate() -> None:
+    """"raised by bandit (dismissed 1 of 1)" read as if this finding had been dismissed:
+    the counts are said to be the reviewer's record."""
+    records = {
+        "bandit": TrackRecord(participant="bandit", identity="i", dismissed=1, acted=2),
+        "owl": TrackRecord(participant="owl", identity="j"),
+    }
+    why = rank(["bandit", "owl"], ["bandit", "owl", "hawk"], records).why
+    assert why.startswith(
+        "raised by bandit (its record: 1 of 3 judged dismissed, 2 acted on), "
+        "owl (no track record yet: a prior)"
+    )
+    assert "; heard, not raised by hawk" in why
