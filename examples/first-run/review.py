@@ -54,9 +54,13 @@ def main(argv: list[str]) -> int:
     """Build the sample, review it, return the review's exit code."""
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     own = argv[: argv.index("--")] if "--" in argv else argv
+    if "-h" in own or "--help" in own:
+        print(__doc__)
+        return 0
     unknown = [a for a in own if a not in ("--models", "--keep")]
     if unknown:
-        sys.exit(f"first-run: unknown option {unknown[0]!r} (see this script's docstring)")
+        print(f"first-run: unknown option {unknown[0]!r} (--help lists them)", file=sys.stderr)
+        return 2  # a usage error, as council's own (1 is the gate's)
     roster = HERE / ("council-models.toml" if "--models" in own else "council.toml")
     work = Path(tempfile.mkdtemp(prefix="council-first-run-"))
     try:

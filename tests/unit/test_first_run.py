@@ -165,3 +165,12 @@ def test_the_sample_builder_never_removes_a_tree_that_is_not_its_own(tmp_path: P
     above = subprocess.run([*builder, ".."], cwd=tmp_path / "sub", capture_output=True, text=True)
     assert above.returncode != 0 and "name a folder of its own" in above.stderr
     assert (tmp_path / "mywork.txt").read_text() == "keep\n"
+
+
+def test_the_script_answers_help_and_a_wrong_option_is_a_usage_error(tmp_path: Path) -> None:
+    """--help prints what the script does; a wrong option exits 2, never 1 (the gate's)."""
+    helped = run_first(tmp_path, "--help")
+    assert helped.returncode == 0 and "--models" in helped.stdout
+    (tmp_path / "again").mkdir()
+    wrong = run_first(tmp_path / "again", "--bogus")
+    assert wrong.returncode == 2 and "unknown option '--bogus'" in wrong.stderr
