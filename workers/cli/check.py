@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from council.errors import ConfigurationError, IdentityRefused
+from council.errors import ConfigurationError, IdentityRefused, IncompleteError
 from council.model.gate_policy import GatePolicy
 from council.model.participant import Participant, unit_id
 from council.rendering.escape import for_log
@@ -34,7 +34,7 @@ from reviewers.programs.process import program_trouble
 from reviewers.programs.program_search import find_program, interpreter_bin
 from workers.app.providers import load_providers
 from workers.app.settings import Settings
-from workers.cli.context import CliContext, UsageProblem, with_state
+from workers.cli.context import CliContext, Incomplete, UsageProblem, with_state
 from workers.cli.options import REPO_OPTION, ROSTER_OPTION, STATE_OPTION
 from workers.cli.outputs import refuse_link
 from workers.coordinator.embedded import default_state_path, state_sessions
@@ -88,6 +88,8 @@ def check_command(
         return
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+    except IncompleteError as exc:  # the secret scan ran out of time
+        raise Incomplete(str(exc)) from None
     problems, warnings = runnable(round_, mode, settings)
     if problems:
         raise UsageProblem(cannot_run(problems))

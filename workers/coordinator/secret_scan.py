@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from council.change.diff import Change
 from council.change.secret_masks import SecretSpan, added_lines_of, digest
+from council.errors import IncompleteError
 from workers.git.repository import Repository
 
 LEFT_OUT: frozenset[str] = frozenset(
@@ -46,6 +48,33 @@ model tools use to show none): it is not scanned, as no tool shows its text."""
 KEY_LINES_MAX = 200
 """Most lines after a private key's ``BEGIN`` line masked when no ``END`` line comes."""
 
+LINE_WHOLE_CHARS = 20_000
+"""A line up to this many characters is scanned whole; past it (minified code, or a file
+whose line breaks are not ``\n``), in windows of :data:`WINDOW_CHARS` overlapping by
+half, to its end: some detect-secrets patterns take time quadratic in what they search."""
+
+WINDOW_CHARS = 4_096
+"""The width of the windows a long line's rest is scanned in (a secret up to half of it
+is wholly inside one)."""
+
+CHUNK_CHARS = 100_000
+"""Lines are prefiltered (:func:`_checks`) in runs of about this many characters, so the
+scan's budget is checked between runs."""
+
+SCAN_BUDGET_S = 300.0
+"""Most seconds the scan of one change may take; past it the review stops before
+anything is sent (:class:`ScanOverBudget`, exit 3): a change crafted to make the
+patterns crawl cannot hold a worker, and what was not scanned is never shown unmasked."""
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+"""Undecodable bytes of a file read with ``surrogateescape``: detect-secrets cannot hash
+them, so the scan reads U+FFFD in their place (one for one: offsets hold)."""
+
+
+class ScanOverBudget(IncompleteError):
+    """The secret scan did not finish within :data:`SCAN_BUDGET_S`: exit 3, nothing sent."""
+
+
 _END = re.compile(r"-----END [A-Z0-9 ]*-----|---- END SSH2 ")
 _KEY_RUN = re.compile(r"(?<!\\)[A-Za-z0-9+/=]{16,}(?:(?:\\n|\s)*[A-Za-z0-9+/=]{16,})*")
 _KEY_HEADER = re.compile(r"[A-Za-z-]+: [^'\"]*[^'\"\s]")
@@ -57,23 +86,28 @@ def find_secrets(
     change: Change,
     files: Iterable[tuple[str, str]] = (),
     paths: Iterable[str] = (),
+    *,
+    budget_s: float | None = None,
 ) -> list[SecretSpan]:
     """The places of the likely secrets on the change's added lines (in diff order), then
     on every line of ``files`` (``(path, text)``: the excluded files read whole from the
     head tree, :func:`excluded_files`), then in ``paths`` themselves (every path the
     change touches, either side: ``place = "path"`` spans).
 
-    Finds that overlap on a line are one secret. Never raises for what the lines hold;
-    raises ``ImportError`` when detect-secrets is not installed (it is a dependency of
-    council).
+    Finds that overlap on a line are one secret. Raises :class:`ScanOverBudget` past
+    ``budget_s`` seconds (default :data:`SCAN_BUDGET_S`), never for what the lines hold;
+    ``ImportError`` when detect-secrets is not installed (a dependency of council).
     """
     plugins = _plugins()
+    budget = SCAN_BUDGET_S if budget_s is None else budget_s
+    deadline = _Deadline(time.monotonic() + budget, budget)
     spans: list[SecretSpan] = []
     for changed in change.files:
-        spans += _scan_lines(plugins, changed.path, list(added_lines_of(changed)), _count(spans))
+        lines = list(added_lines_of(changed))
+        spans += _scan_lines(plugins, changed.path, lines, _count(spans), deadline=deadline)
     for path, text in files:
         lines = [(n, t.removesuffix("\r")) for n, t in enumerate(text.split("\n"), 1)]
-        spans += _scan_lines(plugins, path, lines, _count(spans))
+        spans += _scan_lines(plugins, path, lines, _count(spans), deadline=deadline)
     for path in dict.fromkeys(paths):
         for kind, start, stop in _joined(_line_secrets(_checks(plugins, path), path, path, 1)):
             value = path[start:stop]
@@ -200,6 +234,34 @@ def _checks(plugins: Iterable[Any], joined: str | None) -> list[_Check]:
     return out
 
 
+def _units(text: str) -> list[tuple[int, str]]:
+    """What of one line is scanned, ``(offset, text)``: the line whole up to
+    :data:`LINE_WHOLE_CHARS`, then windows of :data:`WINDOW_CHARS` overlapping by half."""
+    if len(text) <= LINE_WHOLE_CHARS:
+        return [(0, text)]
+    out = [(0, text[:LINE_WHOLE_CHARS])]
+    step = WINDOW_CHARS // 2
+    at = LINE_WHOLE_CHARS - step
+    while at + step < len(text):
+        out.append((at, text[at : at + WINDOW_CHARS]))
+        at += step
+    return out
+
+
+def _runs(lines: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """``lines`` cut into runs of about :data:`CHUNK_CHARS` characters, as index ranges."""
+    out: list[tuple[int, int]] = []
+    start, size = 0, 0
+    for index, (_, text) in enumerate(lines):
+        if size and size + len(text) > CHUNK_CHARS:
+            out.append((start, index))
+            start, size = index, 0
+        size += len(text) + 1
+    if start < len(lines):
+        out.append((start, len(lines)))
+    return out
+
+
 def _scan_lines(
     plugins: Iterable[Any],
     path: str,
@@ -207,19 +269,30 @@ def _scan_lines(
     first: int,
     *,
     prefilter: bool = True,
+    deadline: _Deadline | None = None,
 ) -> list[SecretSpan]:
     """The spans of one file's lines (``(line number, text)``), secrets numbered from
-    ``first``. The plugins and patterns that match none of the lines are not run line by
-    line (``prefilter``; the finds are the same without it, only slower)."""
-    checks = _checks(plugins, "\n".join(t for _, t in lines) if prefilter else None)
-    if not checks:
-        return []
+    ``first``. The plugins and patterns that match none of a run's lines (:func:`_runs`)
+    are not run line by line on it (``prefilter``; the finds are the same without it,
+    only slower). Raises :class:`ScanOverBudget` once ``deadline`` passed."""
+    clean = [(n, _SURROGATES.sub("\ufffd", t)) for n, t in lines]
+    checks_of: dict[int, list[_Check]] = {}
+    for start, stop in _runs(clean):
+        _in_time(deadline, path, clean[start][0])
+        joined = "\n".join(u for _, t in clean[start:stop] for _, u in _units(t))
+        run_checks = _checks(plugins, joined if prefilter else None)
+        checks_of.update(dict.fromkeys(range(start, stop), run_checks))
     spans: list[SecretSpan] = []
     count = first
     index = 0
     while index < len(lines):
         number, text = lines[index]
-        found = _line_secrets(checks, path, text, number)
+        checks = checks_of[index]
+        if not checks:
+            index += 1
+            continue
+        _in_time(deadline, path, number)
+        found = _line_secrets(checks, path, clean[index][1], number)
         if any(kind == "Private Key" for kind, _, _ in found):
             body = _key_block(lines, index)
             if body:
@@ -232,6 +305,25 @@ def _scan_lines(
             count += 1
         index += 1
     return spans
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    """When the scan must have finished (``time.monotonic()``), and its budget in seconds."""
+
+    at: float
+    budget_s: float
+
+
+def _in_time(deadline: _Deadline | None, path: str, line: int) -> None:
+    """Raise :class:`ScanOverBudget`, naming where the scan was, once ``deadline`` passed."""
+    if deadline is not None and time.monotonic() > deadline.at:
+        raise ScanOverBudget(
+            f"the secret scan of the change did not finish within {deadline.budget_s:g} s "
+            f"(it was at {path!r} line {line}), so nothing was sent: a change this large, "
+            "or lines crafted to make detect-secrets' patterns crawl, cannot be reviewed "
+            "with its secrets masked. Review it in smaller changes"
+        )
 
 
 def _joined(found: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
@@ -275,11 +367,20 @@ def _line_secrets(
     """``(kind, start, end)`` of each secret the checks (:func:`_checks`) find on one line
     (character offsets; overlapping finds are all kept,
     :func:`~council.change.secret_masks.mask_line` joins them)."""
+    out: list[tuple[str, int, int]] = []
+    for at, part in _units(text):
+        found = _part_secrets(checks, path, part, number)
+        out += [(kind, start + at, stop + at) for kind, start, stop in found]
+    return out
+
+
+def _part_secrets(
+    checks: Iterable[_Check], path: str, text: str, number: int
+) -> list[tuple[str, int, int]]:
+    """:func:`_line_secrets` on one part of a line (:func:`_units`)."""
     from detect_secrets.filters import heuristic
 
     out: list[tuple[str, int, int]] = []
-    if len(text) > 20_000:  # a minified line: detect-secrets' regexes would crawl
-        text = text[:20_000]
     for check in checks:
         kind, plugin = check.kind, check.plugin
         if check.regexes is not None:

@@ -121,6 +121,8 @@ def review_round(
         )
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
+    except IncompleteError as exc:  # the secret scan ran out of time: nothing was sent
+        raise Incomplete(str(exc)) from None
     problems, _ = runnable(round_, mode, settings)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
         raise UsageProblem(cannot_run(problems))
