@@ -195,6 +195,8 @@ def test_redact_text_keeps_counts_and_prose() -> None:
     """Token counts and ordinary words are not mistaken for secrets."""
     text = "tokens_in=1200 max_tokens: 4096 task-sk-short risk-assessment"
     assert redact_text(text) == text
+    prose = "over the judge's context budget of 6000 tokens: shown are the parts"
+    assert redact_text(prose) == prose  # the judge's note lost its word "shown"
 
 
 def test_redact_processor_masks_secret_keys_case_insensitively() -> None:

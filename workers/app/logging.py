@@ -95,6 +95,8 @@ def _mask_userinfo(match: re.Match[str]) -> str:
 def _mask_assignment(match: re.Match[str]) -> str:
     if match["value"].isdigit():  # a count such as tokens_in=1200 is not a secret
         return match[0]
+    if match["name"].lower() == "tokens":  # prose: "a budget of 6000 tokens: shown are"
+        return match[0]
     return f"{match['name']}{match['sep']}{MASK}"
 
 
