@@ -5,11 +5,11 @@ The plan is made when the round is prepared (:class:`Coverage` with ``meant``,
 ``skipped`` and ``unreviewed``; no reviewers yet) and travels with the run record; once
 the reviewers are heard, :func:`heard_coverage` adds a line per reviewer that reads the
 change in its prompt (model and command reviewers; analyzers read the tree and are not
-counted). A file meant to be seen that no such reviewer saw, or one left unreviewed by a
-cap, makes the round incomplete (:func:`council.round.gate.incomplete_reasons`). A
-reviewer may see a change in several slices: ``slices`` and ``slices_failed`` count them
-(1 and 0 for a change sent whole). Pure. Source: docs/guide.md "What is skipped, and
-coverage".
+counted). A file meant to be seen that no such reviewer saw, or one left unreviewed (by
+a cap, or binary of no known kind), makes the round incomplete
+(:func:`council.round.gate.incomplete_reasons`). A reviewer may see a change in several
+slices: ``slices`` and ``slices_failed`` count them (1 and 0 for a change sent whole).
+Pure. Source: docs/guide.md "What is skipped, and coverage".
 """
 
 from __future__ import annotations
