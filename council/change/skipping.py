@@ -55,8 +55,38 @@ LOCK_FILES: frozenset[str] = frozenset(
 MINIFIED_PATTERNS: tuple[str, ...] = ("*.min.js", "*.min.mjs", "*.min.css")
 
 MINIFIED_LINE_CHARS = 5_000
-"""A changed line longer than this (characters) marks its file minified, whatever its
-name: a bundle on one line reads as noise and costs a context window."""
+"""A changed line longer than this (characters) marks a file of a
+:data:`MINIFIED_LINE_PATTERNS` kind minified: a bundle on one line reads as noise and
+costs a context window."""
+
+MINIFIED_LINE_PATTERNS: tuple[str, ...] = ("*.js", "*.mjs", "*.cjs", "*.css", "*.map")
+"""The kinds a long line may mark minified: those minified in real life. Any other file
+with a long line is shown (within the reviewers' context budgets): a change must not
+skip its own code by writing one long comment."""
+
+BINARY_PATTERNS: tuple[str, ...] = tuple(
+    f"*.{ext}"
+    for ext in (
+        # images
+        *("png", "jpg", "jpeg", "gif", "webp", "bmp", "ico", "icns", "tif", "tiff"),
+        *("avif", "heic", "psd", "xcf"),
+        # fonts
+        *("woff", "woff2", "ttf", "otf", "eot"),
+        # archives and packages
+        *("zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar", "jar", "war", "whl"),
+        # compiled objects
+        *("o", "a", "so", "dylib", "dll", "exe", "lib", "obj", "class", "pyc", "pyo", "wasm"),
+        # audio and video
+        *("mp3", "mp4", "m4a", "wav", "ogg", "flac", "webm", "mov", "avi"),
+        # documents and data
+        *("pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp"),
+        *("sqlite", "sqlite3", "parquet", "npy", "npz"),
+    )
+)
+"""Names (matched lower-cased) of the kinds a binary diff may be skipped as: files that
+are binary in real life. A file git shows as binary (a NUL byte) of any other kind, and
+not marked ``-diff``/``binary`` by the base tree's ``.gitattributes``, is a file no
+reviewer can read: named, and the round is partial (:func:`binary_unknown`)."""
 
 VENDORED_PATTERNS: tuple[str, ...] = (
     "**/vendor/**",
@@ -87,6 +117,7 @@ REASONS: dict[str, str] = {
     "vendored": "vendored",
     "generated": "generated",
     "binary": "binary",
+    "unreadable": "binary, of no known binary kind",
     "file-cap": "over the per-file cap",
     "change-cap": "over the hard cap of the change",
     "budget": "a line over the reviewer's context budget",
@@ -145,13 +176,28 @@ def _typed(kind: str) -> SkipKind:
 def minified_by_lines(path: str, patch: str, policy: SkipPolicy = SkipPolicy()) -> str | None:
     """Why a file whose diff ``patch`` holds a line over :data:`MINIFIED_LINE_CHARS` is
     skipped as minified (``minified (a line of 80000 characters)``), or None: none is,
-    or the roster sends minified files or this path anyway."""
+    the path is of no :data:`MINIFIED_LINE_PATTERNS` kind (``app.py`` is shown), or
+    the roster sends minified files or this path anyway."""
     if "minified" in policy.review_kinds or matches_any(path, policy.review_anyway):
+        return None
+    if not matches_any(path.lower(), MINIFIED_LINE_PATTERNS):
         return None
     longest = max((len(line) for line in patch.split("\n")), default=0)
     if longest <= MINIFIED_LINE_CHARS:
         return None
     return f"minified (a line of {longest} characters)"
+
+
+def binary_unknown(path: str) -> str | None:
+    """Why a file git shows as binary cannot be skipped on purpose (its kind is none of
+    :data:`BINARY_PATTERNS`: a NUL byte in ``deploy.sh`` hides a script ``sh`` runs), or
+    None: it is of a known binary kind."""
+    if matches_any(path.lower(), BINARY_PATTERNS):
+        return None
+    return (
+        "binary, of no known binary kind; to skip it on purpose, mark it binary in the "
+        "base tree's .gitattributes or exclude it with [paths]"
+    )
 
 
 DOCS_PATTERNS: tuple[str, ...] = ("*.md", "*.rst", "*.txt", "*.adoc", "docs/**", "doc/**")

@@ -5,11 +5,11 @@ The plan is made when the round is prepared (:class:`Coverage` with ``meant``,
 ``skipped`` and ``unreviewed``; no reviewers yet) and travels with the run record; once
 the reviewers are heard, :func:`heard_coverage` adds a line per reviewer that reads the
 change in its prompt (model and command reviewers; analyzers read the tree and are not
-counted). A file meant to be seen that no such reviewer saw, or one left unreviewed by a
-cap, makes the round incomplete (:func:`council.round.gate.incomplete_reasons`). A
-reviewer may see a change in several slices: ``slices`` and ``slices_failed`` count them
-(1 and 0 for a change sent whole). Pure. Source: docs/guide.md "What is skipped, and
-coverage".
+counted). A file meant to be seen that no such reviewer saw, or one left unreviewed (by
+a cap, or binary of no known kind), makes the round incomplete
+(:func:`council.round.gate.incomplete_reasons`). A reviewer may see a change in several
+slices: ``slices`` and ``slices_failed`` count them (1 and 0 for a change sent whole).
+Pure. Source: docs/guide.md "What is skipped, and coverage".
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ NOT_SHOWN = "not reviewed, left out by a cap:"
 """How the run note naming the files a cap left out begins (the per-file cap, the hard
 cap of the change); the Markdown report shows it under its title."""
 
+NOT_READABLE = "not reviewed, no reviewer can read it:"
+"""How the run note naming the files git shows as binary that no rule skips begins
+(:func:`council.change.skipping.binary_unknown`); shown under its title like
+:data:`NOT_SHOWN`."""
+
 PROGRAM_READERS = frozenset({"sarif"})
 """Backends that read the tree, not a prompt holding the change: not in coverage."""
 
@@ -32,7 +37,8 @@ class _Frozen(BaseModel):
 
 class SkippedFile(_Frozen):
     """A file of the change not sent, with its reason code (``lock``, ``minified``,
-    ``vendored``, ``generated``, ``binary``, ``file-cap``, ``change-cap``, ``budget``;
+    ``vendored``, ``generated``, ``binary``, ``unreadable``, ``file-cap``,
+    ``change-cap``, ``budget``;
     :data:`council.change.skipping.REASONS`) and ``why`` for people."""
 
     path: str
@@ -58,8 +64,9 @@ class ReviewerCoverage(_Frozen):
 class Coverage(_Frozen):
     """The round's coverage. ``meant``: the files sent to the prompt reviewers, diff
     order; ``skipped``: left out on purpose (never gating); ``unreviewed``: left out by a
-    cap (over the per-file cap, or past the change's hard cap): gating, like a reviewer
-    not heard; ``reviewers``: one line per prompt reviewer, roster order."""
+    cap (over the per-file cap, or past the change's hard cap) or unreadable (binary of
+    no known kind): gating, like a reviewer not heard; ``reviewers``: one line per
+    prompt reviewer, roster order."""
 
     meant: tuple[str, ...] = ()
     skipped: tuple[SkippedFile, ...] = ()

@@ -103,8 +103,9 @@ class Suppression(BaseModel):
 
 class ChangeSize(BaseModel):
     """How much a run reviewed: the files of the change its reviewers were shown (after
-    ``[paths]``), and the lines those files add and remove (a binary file counts as a
-    file, with no lines). What a report's header states, "2 files, +34/−1"."""
+    ``[paths]``; a file minified by a line counts, its analyzers read it), and the lines
+    those files add and remove (a binary file counts as a file, with no lines). What a
+    report's header states, "2 files, +34/−1"."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

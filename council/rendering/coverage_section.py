@@ -34,7 +34,10 @@ def coverage_section(coverage: Coverage | None) -> str:
         ]
     for r in coverage.reviewers:
         lines += _files(f"Not shown in full to {code(r.id)}", r.skipped)
-    lines += _files("Not reviewed, left out by a cap", coverage.unreviewed)
+    cut = [f for f in coverage.unreviewed if f.reason != "unreadable"]
+    unreadable = [f for f in coverage.unreviewed if f.reason == "unreadable"]
+    lines += _files("Not reviewed, left out by a cap", cut)
+    lines += _files("Not reviewed, no reviewer can read it", unreadable)
     lines += _files("Skipped on purpose, not sent", coverage.skipped)
     unseen = coverage.unseen()
     if unseen:

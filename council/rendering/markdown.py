@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from council.asks.pending import PendingAsk
 from council.model.backend_result import Usage
-from council.model.coverage import NOT_SHOWN
+from council.model.coverage import NOT_READABLE, NOT_SHOWN
 from council.model.findings import LABELS, SEVERITIES, Warning
 from council.model.report import (
     NOT_REVIEWED,
@@ -121,8 +121,8 @@ def _title(report: CouncilReport) -> str:
 
 def _not_reviewed(note: str) -> bool:
     """Whether a run note names files the change adds that ``[paths]`` left out, or
-    files a cap left out (shown first: no reviewer read them)."""
-    return note.startswith((NOT_REVIEWED, NOT_SHOWN))
+    files a cap left out or none can read (shown first: no reviewer read them)."""
+    return note.startswith((NOT_REVIEWED, NOT_SHOWN, NOT_READABLE))
 
 
 def _unsandboxed(note: str) -> bool:

@@ -81,13 +81,17 @@ def mixed(tmp_path: Path) -> Path:
 def test_skipped_kinds_are_not_sent_and_are_listed_with_why(mixed: Path, tmp_path: Path) -> None:
     """The prompt holds the source and none of the lock file, minified bundles, generated
     (by pattern and by the base's .gitattributes) or vendored files; the report lists each
-    with its reason, and the round completes (exit 1 on the critical finding)."""
+    with its reason, and the round completes (exit 1 on the critical finding). The bundle
+    minified by its line stays in the run's change (analyzers and the gate's filter know
+    it), never in a prompt."""
     roster = roster_beside(tmp_path, CRITICAL)
     round_ = prepare(Settings(), ReviewOptions(mixed, "HEAD~1", "HEAD", roster), mode="embedded")
     prompt = round_.prompts["rep"].text
     assert "SOURCEMARK" in prompt
     assert [m for m in MARKS if m in prompt] == []
-    assert round_.change.paths == ("src/app.py",)
+    assert round_.change.paths == ("src/app.py", "web/bundle.js")
+    assert round_.record.coverage is not None
+    assert round_.record.coverage.meant == ("src/app.py",)
 
     done, report = review(mixed, tmp_path, roster)
     assert done.exit_code == 1, done.output

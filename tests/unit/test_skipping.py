@@ -7,7 +7,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.change.skipping import SkipPolicy, minified_by_lines, skip_kind, within_cap
+from council.change.skipping import (
+    SkipPolicy,
+    binary_unknown,
+    minified_by_lines,
+    skip_kind,
+    within_cap,
+)
 from council.model.coverage import Coverage, SkippedFile, heard_coverage
 
 
@@ -36,14 +42,39 @@ def test_the_roster_sends_kinds_and_paths_anyway() -> None:
     assert skip_kind("web/app.min.js", policy=policy) is not None
 
 
-def test_a_huge_line_is_minified_whatever_the_name() -> None:
+def test_a_huge_line_marks_a_script_or_stylesheet_minified() -> None:
     assert (
         minified_by_lines("a.js", "+" + "x" * 6000 + "\n") == "minified (a line of 6001 characters)"
     )
+    assert minified_by_lines("web/A.CSS", "+" + "x" * 6000) is not None
     assert minified_by_lines("a.js", "+short\n") is None
     assert (
         minified_by_lines("a.js", "+" + "x" * 6000, SkipPolicy(review_kinds=("minified",))) is None
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stem=st.text(alphabet="abcdefghij_/.", min_size=1, max_size=12),  # no "s": never .js
+    suffix=st.sampled_from(["py", "sh", "rb", "go", "json", "yml", "html", "svg", "txt", ""]),
+    length=st.integers(min_value=0, max_value=20_000),
+)
+def test_a_long_line_never_skips_a_file_of_another_kind(
+    stem: str, suffix: str, length: int
+) -> None:
+    """Whatever its length, a line skips no file but a script or stylesheet: the change
+    cannot make its own code skipped by writing one long line."""
+    path = f"{stem}.{suffix}" if suffix else stem
+    assert minified_by_lines(path, "+" + "x" * length + "\n") is None
+
+
+def test_binary_is_a_skip_only_for_a_known_binary_kind() -> None:
+    """A PNG, a font, an archive, a shared object are binary kinds (any case); a script
+    or source file git shows as binary is not."""
+    for path in ("img/logo.png", "LOGO.PNG", "f/a.woff2", "dist/x.tar", "lib/a.so", "a.pyc"):
+        assert binary_unknown(path) is None, path
+    for path in ("deploy.sh", "app.py", "Makefile", "x.json", "a.pkl", "png"):
+        assert binary_unknown(path) is not None, path
 
 
 def test_source_fits_before_tests_and_docs() -> None:

@@ -33,7 +33,7 @@ from council.change.secret_masks import (
 )
 from council.change.skipping import REASONS
 from council.errors import ConfigurationError
-from council.model.coverage import NOT_SHOWN, Coverage, SkippedFile
+from council.model.coverage import NOT_READABLE, NOT_SHOWN, Coverage, SkippedFile
 from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
 from council.roster import Roster
@@ -181,11 +181,13 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     change, non_utf8, excluded = read.change, read.non_utf8, read.excluded
     secrets = _find_secrets(repo, refs, change, excluded)
     change = mask_change(change, secrets)
+    prompted = mask_change(read.prompted(), secrets)  # without the files minified by a line
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
     coverage = mask_coverage(read.coverage(), secrets)
     added = {e.path for e in listed if e.status == "A"}
     excluded_notes = (
         *_excluded_notes([masked_path(p, secrets) for p in excluded]),
+        *_sent_anyway_notes([masked_path(p, secrets) for p in read.sent_anyway]),
         *_not_reviewed_notes(
             [(masked_path(p, secrets), _left_out_by(p, roster)) for p in excluded if p in added]
         ),
@@ -222,10 +224,10 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             *_coverage_notes(coverage),
             *filter(None, [config_said and names.text(config_said), secrets_note(secrets)]),
         ],
-        [names.text(n) for n in change_notes(change, non_utf8=non_utf8)],
+        [names.text(n) for n in change_notes(prompted, non_utf8=non_utf8)],
     )
     judge = lineup.judge
-    plan = plan_prompts(lineup.reviewers, change, personas, notes)
+    plan = plan_prompts(lineup.reviewers, prompted, personas, notes)
     record = _record(settings, options, repo, refs, roster, change, lineup, notes, mode)
     units = plan.units(lineup.reviewers)
     record = record.model_copy(
@@ -324,6 +326,19 @@ def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:
     )
 
 
+def _sent_anyway_notes(paths: Sequence[str]) -> tuple[str, ...]:
+    """The note naming the files minified by a line sent anyway (nothing else was left:
+    a change's content must not leave its reviewers nothing to read); none when none."""
+    if not paths:
+        return ()
+    return (
+        f"{len(paths)} file(s) minified by a line sent anyway, as every other file of "
+        "the change is skipped: "
+        + ", ".join(shown(p) for p in paths[:EXCLUDED_SHOWN])
+        + (" …" if len(paths) > EXCLUDED_SHOWN else ""),
+    )
+
+
 def _left_out_by(path: str, roster: Roster) -> str:
     """Why ``[paths]`` left ``path`` out: the exclude pattern that selects it, or no
     include pattern selecting it."""
@@ -353,8 +368,9 @@ def _read_change(settings: Settings, repo: Repository, refs: _Refs, roster: Rost
     (:meth:`~workers.git.change_sorting.ChangeSorting.read_within`), read with the BASE
     tree's ``.gitattributes`` only. The hard cap is ``COUNCIL_MAX_CHANGE_BYTES`` (which
     wins), else the roster's ``max_change_bytes``: past it the round reviews what fits
-    and is partial, never refused. Raises :class:`NothingToReview` when no file is left
-    and none was cut by a cap (the message names the skipped ones)."""
+    and is partial, never refused. Files minified by a line are sent anyway when nothing
+    else is left. Raises :class:`NothingToReview` when no file is left and none was cut
+    by a cap (the message names the skipped ones)."""
     read = repo.read_within(
         refs.start,
         refs.head,
@@ -364,7 +380,9 @@ def _read_change(settings: Settings, repo: Repository, refs: _Refs, roster: Rost
         policy=roster.skip_policy,
         cap_bytes=settings.max_change_bytes or roster.max_change_bytes,
     )
-    if not read.change.files and not read.unreviewed:
+    if not read.prompted().files and not read.unreviewed:
+        if read.by_lines():  # the change's content, not the team, skipped them
+            return read.with_minified_sent()
         if read.skipped:
             raise NothingToReview(
                 "nothing to review: every file of the change is skipped ("
@@ -389,16 +407,20 @@ def _named(files: Sequence[tuple[str, str]]) -> str:
 
 def _coverage_notes(coverage: Coverage) -> tuple[str, ...]:
     """The round's notes naming the files not sent (reviewers read them in their prompt,
-    the report in its coverage table): skipped on purpose, then cut by a cap. A binary
-    file is left to its own note (:func:`council.roster.prompt.change_notes`): said once."""
+    the report in its coverage table): skipped on purpose, then cut by a cap, then
+    binary of no known kind (unreadable). A binary file skipped is left to its own note
+    (:func:`council.roster.prompt.change_notes`): said once."""
     notes: list[str] = []
     skipped = [f for f in coverage.skipped if f.reason != "binary"]
     if skipped:
         named = _named([(f.path, f.why) for f in skipped])
         notes.append(f"{len(skipped)} file(s) skipped, not shown: {named}")
-    if coverage.unreviewed:
-        named = _named([(f.path, f.why) for f in coverage.unreviewed])
-        notes.append(f"{NOT_SHOWN} {named}")
+    for begins, files in (
+        (NOT_SHOWN, [f for f in coverage.unreviewed if f.reason != "unreadable"]),
+        (NOT_READABLE, [f for f in coverage.unreviewed if f.reason == "unreadable"]),
+    ):
+        if files:
+            notes.append(f"{begins} {_named([(f.path, f.why) for f in files])}")
     return tuple(notes)
 
 

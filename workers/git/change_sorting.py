@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from council.change.diff import Change, ChangedFile, read_change, selects
@@ -23,6 +23,7 @@ from council.change.skipping import (
     REASONS,
     AttrValue,
     SkipPolicy,
+    binary_unknown,
     minified_by_lines,
     skip_kind,
     within_cap,
@@ -31,28 +32,59 @@ from council.errors import ChangeTooLarge
 from council.model.coverage import Coverage, SkippedFile
 from workers.git.diff_reading import DIFF_FILE_MAX_BYTES, DIFF_KNOB, DiffReading, shown_text
 
-LINGUIST = ("linguist-generated", "linguist-vendored")
-"""The attributes read from the base tree's ``.gitattributes``."""
+LINGUIST = ("linguist-generated", "linguist-vendored", "diff")
+"""The attributes read from the base tree's ``.gitattributes`` (``diff`` unset: the team
+marks the path binary, so it is skipped as binary whatever its kind)."""
 
 
 @dataclass(frozen=True)
 class ReadChange:
     """A change read within its caps: ``change`` holds the files sent (and binary ones,
-    shown as binary); ``excluded`` the paths ``[paths]`` left out; ``non_utf8`` the paths
-    shown with replacement characters; ``skipped`` those left out on purpose;
-    ``unreviewed`` those a cap left out."""
+    shown as binary; and those minified by a line, whose diff was read: analyzers and the
+    gate's filter still know them, the prompts do not, :meth:`prompted`); ``excluded``
+    the paths ``[paths]`` left out; ``non_utf8`` the paths shown with replacement
+    characters; ``skipped`` those left out of the prompts on purpose;
+    ``unreviewed`` those a cap left out, and the binary ones no rule skips
+    (``unreadable``: shown as binary, seen by none)."""
 
     change: Change
     excluded: list[str]
     non_utf8: tuple[str, ...]
     skipped: tuple[SkippedFile, ...] = ()
     unreviewed: tuple[SkippedFile, ...] = ()
+    sent_anyway: tuple[str, ...] = ()
+    """The files minified by a line sent after all (:meth:`with_minified_sent`)."""
+
+    def by_lines(self) -> tuple[SkippedFile, ...]:
+        """The files skipped by their content (minified by a line), in the change."""
+        held = set(self.change.paths)
+        return tuple(f for f in self.skipped if f.path in held)
+
+    def prompted(self) -> Change:
+        """The change the prompts show: without the files minified by a line."""
+        gone = {f.path for f in self.by_lines()}
+        return self.change.model_copy(
+            update={"files": tuple(f for f in self.change.files if f.path not in gone)}
+        )
+
+    def with_minified_sent(self) -> ReadChange:
+        """This read with the files minified by a line sent to the prompts after all:
+        when nothing else is left, skipping them would leave the reviewers nothing to
+        read because of what the change wrote (a long line)."""
+        gone = {f.path for f in self.by_lines()}
+        return replace(
+            self,
+            skipped=tuple(f for f in self.skipped if f.path not in gone),
+            sent_anyway=tuple(p for p in self.change.paths if p in gone),
+        )
 
     def coverage(self) -> Coverage:
-        """The round's coverage plan: sent, skipped (binary files among them), cut."""
-        binary = [f for f in self.change.files if f.binary]
+        """The round's coverage plan: sent, skipped (binary files of a known kind among
+        them), not reviewed (cut, or binary of no known kind)."""
+        unreadable = {f.path for f in self.unreviewed if f.reason == "unreadable"}
+        binary = [f for f in self.change.files if f.binary and f.path not in unreadable]
         return Coverage(
-            meant=tuple(f.path for f in self.change.files if not f.binary),
+            meant=tuple(f.path for f in self.prompted().files if not f.binary),
             skipped=(*self.skipped, *(_skipped(f.path, "binary") for f in binary)),
             unreviewed=self.unreviewed,
         )
@@ -78,14 +110,18 @@ class ChangeSorting(DiffReading):
     ) -> ReadChange:
         """The change ``start..head`` as reviewers are sent it.
 
-        Skipped files (by kind, by the base tree's attributes; minified by a line over
-        :data:`~council.change.skipping.MINIFIED_LINE_CHARS`) and files over the per-file
-        cap keep only their header in the diff. Past ``cap_bytes`` the kept files are
-        weighed (:meth:`~workers.git.diff_reading.DiffReading.diff_sizes`) and those that
-        do not fit, least value first, are left out as ``change-cap``. Raises
+        Skipped files (by kind, by the base tree's attributes) and files over the
+        per-file cap keep only their header in the diff; one minified by a line over
+        :data:`~council.change.skipping.MINIFIED_LINE_CHARS` stays in ``change``, named
+        skipped; a binary one of no known kind is named ``unreadable``. Past
+        ``cap_bytes`` the kept files are weighed
+        (:meth:`~workers.git.diff_reading.DiffReading.diff_sizes`) and those that do not
+        fit, least value first, are left out as ``change-cap``. Raises
         :class:`~council.errors.RepositoryError` for an unknown ref or when git fails.
         """
-        skipped, unreviewed = self._sort(start, head, attributes_from, include, exclude, policy)
+        skipped, unreviewed, marked = self._sort(
+            start, head, attributes_from, include, exclude, policy
+        )
         leave_out = {f.path for f in (*skipped, *unreviewed)}
 
         def diff(leave_out: set[str]) -> bytes:
@@ -121,9 +157,10 @@ class ChangeSorting(DiffReading):
         for f in change.files:
             if f.path in leave_out:
                 continue
+            if f.binary and f.path not in marked and (why := binary_unknown(f.path)):
+                unreviewed.append(_skipped(f.path, "unreadable", why))
             if (minified := minified_by_lines(f.path, f.patch, policy)) is not None:
                 skipped.append(_skipped(f.path, "minified", minified))
-                continue
             kept.append(f)
         change = change.model_copy(update={"files": tuple(kept)})
         order = {p: i for i, p in enumerate(self.changed_paths(start, head))}
@@ -143,9 +180,10 @@ class ChangeSorting(DiffReading):
         include: Sequence[str],
         exclude: Sequence[str],
         policy: SkipPolicy,
-    ) -> tuple[list[SkippedFile], list[SkippedFile]]:
-        """The files ``[paths]`` keeps that are skipped by kind, and the text files over
-        the per-file cap of no such kind: ``(skipped, unreviewed)``, diff order."""
+    ) -> tuple[list[SkippedFile], list[SkippedFile], set[str]]:
+        """The files ``[paths]`` keeps that are skipped by kind, the text files over the
+        per-file cap of no such kind, and the paths the base's attributes mark ``-diff``:
+        ``(skipped, unreviewed, marked binary)``, diff order."""
         entries = [
             e
             for e in self.changed_entries(start, head)
@@ -157,6 +195,7 @@ class ChangeSorting(DiffReading):
         unreviewed: list[SkippedFile] = []
         with self._neutral_worktree(attributes_from) as (cwd, env):
             attrs = _linguist([shown_text(e.path) for e in entries], cwd, env)
+            marked = {p for p, a in attrs.items() if a.get("diff") == "unset"}
             for e in entries:
                 path = shown_text(e.path)
                 kind = skip_kind(path, attrs.get(path), policy)
@@ -168,10 +207,10 @@ class ChangeSorting(DiffReading):
                     continue
                 biggest = e.new if new >= old else e.old
                 if self._binary(biggest) or self._binary_by_attributes(e.path, cwd, env):
-                    continue  # git shows it as binary: named "binary" in coverage
+                    continue  # git shows it binary: skipped, or unreadable (read_within)
                 why = f"{REASONS['file-cap']} ({max(old, new)} bytes, over {DIFF_FILE_MAX_BYTES})"
                 unreviewed.append(_skipped(path, "file-cap", why))
-        return skipped, unreviewed
+        return skipped, unreviewed, marked
 
 
 def _cut(sizes: Sequence[tuple[str, int]], cap_bytes: int) -> list[SkippedFile]:
@@ -192,8 +231,8 @@ def _cut(sizes: Sequence[tuple[str, int]], cap_bytes: int) -> list[SkippedFile]:
 def _linguist(
     paths: Collection[str], cwd: Path, env: dict[str, str]
 ) -> dict[str, dict[str, AttrValue]]:
-    """Path → its ``linguist-generated`` and ``linguist-vendored`` as the attributes in
-    force (the base tree's, in the neutral worktree ``cwd``) give them."""
+    """Path → its ``linguist-generated``, ``linguist-vendored`` and ``diff`` as the
+    attributes in force (the base tree's, in the neutral worktree ``cwd``) give them."""
     if not paths:
         return {}
     done = subprocess.run(
