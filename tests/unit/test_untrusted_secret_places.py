@@ -190,7 +190,7 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert note.startswith("4 likely secret(s)")
     assert '"docs/key":1' in note and '"pin.lock":1' in note
     assert '"deps.lock":2' in note and '"keys/[masked secret].txt" (file name' in note
-    assert "1 file(s) the diff does not show were not scanned for secrets and are withheld" in note
+    assert "1 file(s) over the secret scan's caps were not scanned and are withheld" in note
     assert '"vendor.lock" (not scanned: excluded by [paths]; ' in note
 
 

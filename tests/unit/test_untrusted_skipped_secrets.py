@@ -132,7 +132,7 @@ def test_a_file_a_cap_left_out_is_scanned_and_one_over_the_scan_cap_withheld(
     assert "withheld from reviewer models" in big and "filler" not in big
     (note,) = [n for n in ready.notes if "likely secret(s)" in n]
     assert '"docs/setup.md":1' in note
-    assert "1 file(s) the diff does not show were not scanned for secrets" in note
+    assert "1 file(s) over the secret scan's caps were not scanned and are withheld" in note
     assert '"vendor/bundle.py" (not scanned: vendored; ' in note
 
 
@@ -142,7 +142,7 @@ def test_every_file_of_the_change_is_either_in_the_diff_or_scanned_whole(
     """No file of the change escapes both scans: each path the head holds is either a
     text file of the diff reviewers read (its added lines scanned) or one of the files
     read whole from the head tree (:func:`~workers.coordinator.preparation._not_in_diff`)."""
-    from workers.coordinator.preparation import _not_in_diff
+    from workers.coordinator.preparation import _not_in_diff, _Refs
 
     pull: dict[str, str | bytes | None] = {
         "app.py": "x = 2\n",
@@ -165,4 +165,40 @@ def test_every_file_of_the_change_is_either_in_the_diff_or_scanned_whole(
     )  # fmt: skip
     in_diff = {f.path for f in read.change.files if not f.binary}
     assert in_diff == {"app.py"}
-    assert set(_not_in_diff(read)) == set(pull) - in_diff
+    base, head = git.resolve("HEAD~1"), git.resolve("HEAD")
+    refs = _Refs(base=base, head=head, start=base)
+    assert set(_not_in_diff(read, git, refs)) == set(pull) - in_diff
+
+
+def test_a_since_last_round_masks_the_keys_added_before_its_start(tmp_path: Path) -> None:
+    """A ``--since-last`` round diffs only from the last reviewed commit, but its tree is
+    the head's: a key an earlier commit of the pull request added (in a file this round
+    touches again, in one it does not, and in a file's name) is masked in what the
+    tools serve all the same, and counted once in the note."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    first = {
+        "app.py": f'x = 1\nKEY = "{VENDORED_KEY}"\n',
+        "conf.py": f'KEY = "{GENERATED_KEY}"\n',
+        f"keys/{CUT_KEY}.txt": "staging\n",
+    }
+    start = commit(repo, first, "first push")
+    commit(repo, {"app.py": f'x = 1\nKEY = "{VENDORED_KEY}"\nY = "{ATTRIBUTE_KEY}"\n'}, "second")
+    (tmp_path / "empty.json").write_text('{"findings": []}')
+    (tmp_path / "roster.toml").write_text(ROSTER)
+    options = ReviewOptions(
+        repo=repo, base="HEAD~2", head="HEAD", roster=tmp_path / "roster.toml", since=start
+    )
+    ready = prepare(Settings(), options, mode="embedded")
+    tools = _tools(tmp_path, ready)
+    said = "\n".join(
+        [
+            tools.call("read_file", {"path": "app.py"}),
+            tools.call("read_file", {"path": "conf.py"}),
+            tools.call("list_files", {}),
+            tools.call("grep", {"pattern": "KEY|AKIA"}),
+        ]
+    )
+    assert not [k for k in KEYS if k in said], said
+    assert f"keys/{MASK}.txt" in said
+    (note,) = [n for n in ready.notes if "likely secret(s)" in n]
+    assert note.startswith("4 likely secret(s)"), note

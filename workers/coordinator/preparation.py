@@ -179,7 +179,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     _check_visibility_timeout(settings, roster, mode)
     read = _read_change(settings, repo, refs, roster)
     change, non_utf8, excluded = read.change, read.non_utf8, read.excluded
-    secrets = _find_secrets(repo, refs, change, _not_in_diff(read))
+    secrets = _find_secrets(repo, refs, change, _not_in_diff(read, repo, refs))
     change = mask_change(change, secrets)
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
     coverage = mask_coverage(read.coverage(), secrets)
@@ -303,25 +303,50 @@ def _find_secrets(
     """The likely secrets of the change: on the kept files' added lines, in the files the
     diff does not show (``not_in_diff``, path → why: read whole from the head tree, or
     withheld when too big: :func:`~workers.coordinator.secret_scan.excluded_files`) and in
-    every path the diff touches, either side. Why those files: ``[paths]``, skipping and
-    the caps only trim the prompt; the tree models' tools read still holds them, and the
-    notes name them. Raises :class:`~council.errors.RepositoryError` when git fails."""
+    every path the change touches since the base, either side. Why those files:
+    ``[paths]``, skipping, the caps and ``--since-last`` only trim the prompt; the tree
+    models' tools read still holds them, and the notes name them. Each secret once.
+    Raises :class:`~council.errors.RepositoryError` when git fails."""
     files, kept_out = excluded_files(repo, refs.head, not_in_diff, reasons=not_in_diff)
-    spans = find_secrets(change, files, repo.changed_paths(refs.start, refs.head))
+    paths = [*repo.changed_paths(refs.start, refs.head), *repo.changed_paths(refs.base, refs.head)]
+    spans = _once(find_secrets(change, files, paths))
     first = spans[-1].secret + 1 if spans else 0
     withheld = [s.model_copy(update={"secret": first + i}) for i, s in enumerate(kept_out)]
     return (*spans, *withheld)
 
 
-def _not_in_diff(read: ReadChange) -> dict[str, str]:
+def _not_in_diff(read: ReadChange, repo: Repository, refs: _Refs) -> dict[str, str]:
     """The change's files whose added lines the diff reviewers read does not show, so the
     scan of added lines misses them, → why: excluded by ``[paths]``, skipped on purpose
     (lock, minified, vendored, generated, binary: git's binary test may be an attribute
-    over text), left out by a cap."""
+    over text), left out by a cap; in a ``--since-last`` round, every file changed since
+    the base too (the lines added before the round's start are in no diff of it)."""
     out = {path: "excluded by [paths]" for path in read.excluded}
     coverage = read.coverage()
     for f in (*coverage.skipped, *coverage.unreviewed):
         out.setdefault(f.path, REASONS.get(f.reason, f.reason))
+    if refs.start != refs.base:
+        for path in repo.changed_paths(refs.base, refs.head):
+            out.setdefault(path, "changed before the --since-last commit")
+    return out
+
+
+def _once(spans: Sequence[SecretSpan]) -> list[SecretSpan]:
+    """``spans`` with each secret once: one found again on the same characters (a file
+    read whole that the diff shows too) is left out, and the rest renumbered in order."""
+    groups: dict[int, list[SecretSpan]] = {}
+    for span in spans:
+        groups.setdefault(span.secret, []).append(span)
+    seen: set[tuple[str, str, int, int, int]] = set()
+    out: list[SecretSpan] = []
+    kept = 0
+    for group in groups.values():
+        places = {(s.place, s.path, s.line, s.start, s.end) for s in group}
+        if places <= seen:
+            continue
+        seen |= places
+        out += [s.model_copy(update={"secret": kept}) for s in group]
+        kept += 1
     return out
 
 
