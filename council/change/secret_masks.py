@@ -47,7 +47,8 @@ class SecretSpan(BaseModel):
 
     ``start``/``end`` are character offsets into what ``place`` names; ``line`` is the
     new-side line (from 1) for ``place="line"``, else 0. A withheld file (``place="file"``,
-    ``0:0``) is an excluded file over the scan's cap, kept from reviewer models unscanned;
+    ``0:0``) is a file to read whole (excluded, skipped, cut by a cap) over the scan's
+    caps, kept from reviewer models unscanned;
     ``kind`` says why, and ``secret`` numbers it among the others though it is not a secret.
     """
 
@@ -171,7 +172,7 @@ def withheld_text(path: str, why: str) -> str:
     """What a withheld file holds in the tree models' tools read (one line)."""
     return (
         f"[council: {json.dumps(path, ensure_ascii=False)} is withheld from reviewer models: "
-        f"it is excluded by the roster's [paths] and was not scanned for secrets ({why})]\n"
+        f"it was too big to scan for secrets ({why})]\n"
     )
 
 
@@ -379,7 +380,7 @@ def secrets_note(spans: Sequence[SecretSpan]) -> str | None:
         )
         more = f" and {len(kept) - SHOWN_PLACES} more" if len(kept) > SHOWN_PLACES else ""
         said.append(
-            f"{len(kept)} excluded file(s) were not scanned for secrets and are withheld "
-            f"from reviewer models' tools: {named}{more}."
+            f"{len(kept)} file(s) over the secret scan's caps were not scanned and are "
+            f"withheld from reviewer models' tools: {named}{more}."
         )
     return " ".join(said)

@@ -184,14 +184,14 @@ def test_secrets_in_excluded_files_and_file_names_reach_no_model_and_no_report(
     assert {a["path"] for a in checks["output"]["annotations"]} == {"app.py"}
     threads = json.loads(written["gitlab-discussions.json"])["discussions"]
     assert [t["position"]["new_path"] for t in threads] == ["app.py"]
-    (excluded,) = [n for n in report["notes"] if "excluded by [paths]" in n]
+    (excluded,) = [n for n in report["notes"] if "file(s) excluded by [paths]" in n]
     assert "deps.lock" in excluded and "vendor.lock" in excluded
     (note,) = [n for n in report["notes"] if "likely secret(s)" in n]
     assert note.startswith("4 likely secret(s)")
     assert '"docs/key":1' in note and '"pin.lock":1' in note
     assert '"deps.lock":2' in note and '"keys/[masked secret].txt" (file name' in note
-    assert "1 excluded file(s) were not scanned for secrets and are withheld" in note
-    assert '"vendor.lock"' in note
+    assert "1 file(s) over the secret scan's caps were not scanned and are withheld" in note
+    assert '"vendor.lock" (not scanned: excluded by [paths]; ' in note
 
 
 def test_a_key_in_a_directory_name_is_masked_in_the_diff_and_the_tree(tmp_path: Path) -> None:

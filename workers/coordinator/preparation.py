@@ -15,7 +15,7 @@ opens and sends and :mod:`workers.coordinator.waiting` waits for.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -107,7 +107,7 @@ class Round:
     laid over the tree of program reviewers with ``config_from = "base"``."""
     secrets: tuple[SecretSpan, ...] = ()
     """The places of the likely secrets the change adds (in its kept files' added lines,
-    its excluded files and its paths) and the excluded files withheld unscanned;
+    the files the diff does not show and its paths) and those files withheld unscanned;
     ``change``, ``notes``, ``record`` and ``prompts`` show them masked
     (:mod:`council.change.secret_masks`)."""
     slices: dict[str, int] = field(default_factory=dict)
@@ -179,7 +179,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     _check_visibility_timeout(settings, roster, mode)
     read = _read_change(settings, repo, refs, roster)
     change, non_utf8, excluded = read.change, read.non_utf8, read.excluded
-    secrets = _find_secrets(repo, refs, change, excluded)
+    secrets = _find_secrets(repo, refs, change, _not_in_diff(read, repo, refs))
     change = mask_change(change, secrets)
     prompted = mask_change(read.prompted(), secrets)  # without the files minified by a line
     non_utf8 = tuple(masked_path(p, secrets) for p in non_utf8)
@@ -300,19 +300,56 @@ def _check_visibility_timeout(settings: Settings, roster: Roster, mode: str) -> 
 
 
 def _find_secrets(
-    repo: Repository, refs: _Refs, change: Change, excluded: Sequence[str]
+    repo: Repository, refs: _Refs, change: Change, not_in_diff: Mapping[str, str]
 ) -> tuple[SecretSpan, ...]:
-    """The likely secrets of the change: on the kept files' added lines, in the excluded
-    files (read whole from the head tree, or withheld when too big:
-    :func:`~workers.coordinator.secret_scan.excluded_files`) and in every path the diff touches,
-    either side, excluded or not. Why the excluded ones: ``[paths]`` only trims the
-    prompt; the tree models' tools read still holds those files, and the notes name
-    them. Raises :class:`~council.errors.RepositoryError` when git fails."""
-    files, kept_out = excluded_files(repo, refs.head, excluded)
-    spans = find_secrets(change, files, repo.changed_paths(refs.start, refs.head))
+    """The likely secrets of the change: on the kept files' added lines, in the files the
+    diff does not show (``not_in_diff``, path → why: read whole from the head tree, or
+    withheld when too big: :func:`~workers.coordinator.secret_scan.excluded_files`) and in
+    every path the change touches since the base, either side. Why those files:
+    ``[paths]``, skipping, the caps and ``--since-last`` only trim the prompt; the tree
+    models' tools read still holds them, and the notes name them. Each secret once.
+    Raises :class:`~council.errors.RepositoryError` when git fails."""
+    files, kept_out = excluded_files(repo, refs.head, not_in_diff, reasons=not_in_diff)
+    paths = [*repo.changed_paths(refs.start, refs.head), *repo.changed_paths(refs.base, refs.head)]
+    spans = _once(find_secrets(change, files, paths))
     first = spans[-1].secret + 1 if spans else 0
     withheld = [s.model_copy(update={"secret": first + i}) for i, s in enumerate(kept_out)]
     return (*spans, *withheld)
+
+
+def _not_in_diff(read: ReadChange, repo: Repository, refs: _Refs) -> dict[str, str]:
+    """The change's files whose added lines the diff reviewers read does not show, so the
+    scan of added lines misses them, → why: excluded by ``[paths]``, skipped on purpose
+    (lock, minified, vendored, generated, binary: git's binary test may be an attribute
+    over text), left out by a cap; in a ``--since-last`` round, every file changed since
+    the base too (the lines added before the round's start are in no diff of it)."""
+    out = {path: "excluded by [paths]" for path in read.excluded}
+    coverage = read.coverage()
+    for f in (*coverage.skipped, *coverage.unreviewed):
+        out.setdefault(f.path, REASONS.get(f.reason, f.reason))
+    if refs.start != refs.base:
+        for path in repo.changed_paths(refs.base, refs.head):
+            out.setdefault(path, "changed before the --since-last commit")
+    return out
+
+
+def _once(spans: Sequence[SecretSpan]) -> list[SecretSpan]:
+    """``spans`` with each secret once: one found again on the same characters (a file
+    read whole that the diff shows too) is left out, and the rest renumbered in order."""
+    groups: dict[int, list[SecretSpan]] = {}
+    for span in spans:
+        groups.setdefault(span.secret, []).append(span)
+    seen: set[tuple[str, str, int, int, int]] = set()
+    out: list[SecretSpan] = []
+    kept = 0
+    for group in groups.values():
+        places = {(s.place, s.path, s.line, s.start, s.end) for s in group}
+        if places <= seen:
+            continue
+        seen |= places
+        out += [s.model_copy(update={"secret": kept}) for s in group]
+        kept += 1
+    return out
 
 
 def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:

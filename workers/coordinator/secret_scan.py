@@ -1,10 +1,11 @@
 """Finding the likely secrets a change adds, with detect-secrets' plugins.
 
-Scans the ADDED lines of the diff, the files ``[paths]`` excludes (whole, from the head tree:
-models' tools still read them; lock files too) and every changed path, and returns each
-secret's place as :class:`~council.change.secret_masks.SecretSpan` values, never a value. An
-excluded file over :data:`EXCLUDED_FILE_MAX_BYTES`, or past :data:`EXCLUDED_MAX_BYTES` in all,
-is not read and is WITHHELD from models (fail closed). The plugins are called line by line
+Scans the ADDED lines of the diff, the change's files the diff does not show (excluded,
+skipped, cut by a cap: whole, from the head tree, as models' tools still read them) and
+every changed path, and returns each secret's place as
+:class:`~council.change.secret_masks.SecretSpan` values, never a value. Such a file over
+:data:`EXCLUDED_FILE_MAX_BYTES`, or past :data:`EXCLUDED_MAX_BYTES` in all, is not read and
+is WITHHELD from models (fail closed). The plugins are called line by line
 (``analyze_line``), not through ``scan_line``/``SecretsCollection``, which rewrite the
 library's process-wide settings while an embedded run's worker threads share the process;
 they are set up once per process; no secret is verified online; the high-entropy detectors
@@ -20,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +36,12 @@ LEFT_OUT: frozenset[str] = frozenset(
 """detect-secrets plugins council does not run (see the module's docstring)."""
 
 EXCLUDED_FILE_MAX_BYTES = 1024 * 1024
-"""Largest excluded file (bytes) read from the head tree to be scanned; a bigger one is
-withheld from reviewer models."""
+"""Largest file the diff does not show (excluded, skipped, cut by a cap; bytes) read from
+the head tree to be scanned; a bigger one is withheld from reviewer models."""
 
 EXCLUDED_MAX_BYTES = 4 * 1024 * 1024
-"""Most bytes of excluded files read in all; the files past it are withheld."""
+"""Most bytes of the files the diff does not show read in all; the files past it are
+withheld."""
 
 BINARY_SNIFF_BYTES = 8000
 """A file with a NUL byte in its first 8000 bytes is binary (git's test, and the one the
@@ -90,9 +92,9 @@ def find_secrets(
     budget_s: float | None = None,
 ) -> list[SecretSpan]:
     """The places of the likely secrets on the change's added lines (in diff order), then
-    on every line of ``files`` (``(path, text)``: the excluded files read whole from the
-    head tree, :func:`excluded_files`), then in ``paths`` themselves (every path the
-    change touches, either side: ``place = "path"`` spans).
+    on every line of ``files`` (``(path, text)``: the files the diff does not show, read
+    whole from the head tree, :func:`excluded_files`), then in ``paths`` themselves (every
+    path the change touches, either side: ``place = "path"`` spans).
 
     Finds that overlap on a line are one secret. Raises :class:`ScanOverBudget` past
     ``budget_s`` seconds (default :data:`SCAN_BUDGET_S`), never for what the lines hold;
@@ -122,11 +124,19 @@ def find_secrets(
 
 
 def excluded_files(
-    repo: Repository, head: str, paths: Iterable[str], start: int = 0
+    repo: Repository,
+    head: str,
+    paths: Iterable[str],
+    start: int = 0,
+    reasons: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[str, str]], list[SecretSpan]]:
-    """The excluded files to scan, read from the head tree, and those withheld unread.
+    """The files the diff does not show to scan, read from the head tree, and those
+    withheld unread.
 
-    Returns ``(files, withheld)``: ``files`` as ``(path, text)`` (UTF-8, undecodable
+    ``paths`` are the change's files whose added lines the diff does not show (excluded
+    by ``[paths]``, skipped on purpose, left out by a cap); ``reasons`` says why for some
+    (``lock file``), and a withheld file's ``kind`` says it. Returns ``(files, withheld)``:
+    ``files`` as ``(path, text)`` (UTF-8, undecodable
     bytes as surrogates, as a worker reads its tree) for the files at ``paths`` in
     ``head``, a symbolic link's text being its target (deleted ones and submodules have
     no text there); ``withheld`` a
@@ -146,8 +156,10 @@ def excluded_files(
         if entry.size > EXCLUDED_FILE_MAX_BYTES:
             why = f"{entry.size} bytes, over the {EXCLUDED_FILE_MAX_BYTES}-byte cap"
         elif entry.size > budget:
-            why = f"past the {EXCLUDED_MAX_BYTES} bytes read of excluded files in all"
+            why = f"past the {EXCLUDED_MAX_BYTES} bytes read of such files in all"
         if why is not None:
+            if reasons and path in reasons:
+                why = f"{reasons[path]}; {why}"
             withheld.append(
                 SecretSpan(
                     secret=start + len(withheld), path=path, line=0, start=0, end=0,

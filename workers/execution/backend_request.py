@@ -128,11 +128,12 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
     """The overlay (fields as :meth:`~workers.execution.unpacked_trees.TreeCache.overlaid` takes
     them) that turns ``tree`` into the copy models' tools read, holding no secret of ``secrets``.
 
-    A file holding secrets is written masked, a withheld file (an excluded file too big to
-    scan) holds only :func:`~council.change.secret_masks.withheld_text`, and every file or link
-    whose path holds a secret is removed (with the topmost directory on its way that holds
-    one) and laid again at its :func:`~council.change.secret_masks.masked_path`; two paths
-    masked alike are one file (the last in path order). An unreadable file is left out, a
+    A file holding secrets is written masked, a withheld file (one the diff does not show,
+    too big to scan) holds only :func:`~council.change.secret_masks.withheld_text`, and
+    every file or link whose path holds a secret is removed (with the topmost directory on
+    its way that holds one) and laid again at its
+    :func:`~council.change.secret_masks.masked_path`; two paths masked alike are one file
+    (the last in path order). An unreadable file is left out, a
     withheld one replaced whatever it is. Raises ``OSError`` when the tree cannot be walked.
     """
     out: dict[str, bytes] = {}
