@@ -10,12 +10,16 @@ repository shifted so that every telling names the code its pull request names m
 Part 2, speed and memory: the whole consolidation a round runs
 (:func:`council.merging.consolidation.consolidate`) on 1,000, 10,000 and 100,000 synthetic
 findings of 10 reviewers (100 per file), and on 1,000, 8,000 and 100,000 that name no
-file: wall and CPU time, peak memory, the exact says_the_same merge on the same findings
-in the same run, the floor (:func:`floor`: the CPU time of the least any lexical
-consolidation does in CPython), the CPU time of each phase (:data:`PHASES`), and the linearity ratio
-time(largest) / time(smallest) / (largest / smallest).
+file: wall and CPU time, peak memory (the resident set's high-water mark, VmHWM, of a
+fresh process per size, beside tracemalloc's Python allocations up to 10,000), the exact
+says_the_same merge on the same findings in the same run, the floor (:func:`floor`: the
+CPU time of the least any lexical consolidation does in CPython), the CPU time of each
+phase (:data:`PHASES`), and the linearity ratio time(largest) / time(smallest) /
+(largest / smallest). Each size's consolidation and phases run in that fresh process
+(one run at 100,000 and with ``--quick``, else the best of 3), so the full part 2 takes
+minutes, not tens of them.
 
-Run: ``python bench/agreement.py [--quick]``. The corpus is looked up at
+Run: ``python bench/agreement.py [--quick] [--part 1|2]``. The corpus is looked up at
 ``$COUNCIL_SHARED_DATA/agreement`` or ``../shared/data/agreement`` beside the repository;
 when absent, part 1 is skipped with one line. Exits 0 unless it crashes.
 """
@@ -24,8 +28,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import random
+import resource
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -286,31 +293,98 @@ def phases(
 T = TypeVar("T")
 
 
-def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str]) -> None:
-    """One table: consolidate() at each size, the exact merge, the phases, linearity."""
+TRACED_UP_TO = 10_000
+"""Sizes up to which tracemalloc's peak is measured too (it slows a run 2-3×; the
+resident set's peak stands for it above)."""
+
+
+def _findings(placed: bool, size: int) -> tuple[list[Finding], list[str], list[int]]:
+    """The synthetic findings of one row (the same in the parent and its fresh child)."""
+    files = max(1, size // 100) if placed else 1
+    return synthetic(size, files, placed=placed, seed=7 if placed else 11)
+
+
+def _status_kib(field: str) -> int:
+    """A ``VmHWM``/``VmRSS``-like field of /proc/self/status in KiB (0 where there is none)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def one_size(placed: bool, size: int, roster: list[str], repeat: int) -> dict[str, object]:
+    """In a fresh process: consolidate() at one size (the best of ``repeat`` runs), the
+    resident set before and its peak after (MiB; VmHWM, else ru_maxrss), then the phases
+    (after the peak was read, so they do not raise it)."""
+    findings, raised, truth = _findings(placed, size)
+    tellings = _tellings(findings, raised, roster)
+    gc.collect()
+    before = _status_kib("VmRSS")
+    run = timed(partial(consolidate, tellings), repeat)
+    peak = _status_kib("VmHWM")
+    if not peak:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    consolidated = run.result if isinstance(run.result, list) else []
+    split, groups = phases(findings, raised, roster, run.cpu)
+    return {
+        "wall": run.wall,
+        "cpu": run.cpu,
+        "rss_before": before / 1024,
+        "rss_peak": peak / 1024,
+        "consolidated": len(consolidated),
+        "phases": split,
+        "sanity": sanity(groups, truth, raised),
+    }
+
+
+@dataclass
+class Row:
+    """What :func:`one_size` measured in its fresh process."""
+
+    wall: float
+    cpu: float
+    rss_before: float
+    rss_peak: float
+    consolidated: int
+    phases: dict[str, float]
+    sanity: str
+
+
+def _in_child(placed: bool, size: int, repeat: int) -> Row:
+    """:func:`one_size` in a fresh interpreter (its peak resident set is this row's alone)."""
+    here = str(Path(__file__).resolve())
+    command = [sys.executable, here, "--one", str(int(placed)), str(size), str(repeat)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return Row(**json.loads(done.stdout.splitlines()[-1]))
+
+
+def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str], quick: bool) -> None:
+    """One table: consolidate() at each size (in a fresh process), the exact merge, the
+    floor, the phases, linearity."""
     where = "10 reviewers, 100 findings per file" if placed else "10 reviewers, no file named"
     print(f"  {'findings that name a file' if placed else 'findings that name no file'} ({where})")
-    head = f"    {'findings':>9} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'exact s':>8}"
-    head += f" {'floor s':>8}"
+    head = f"    {'findings':>9} {'wall s':>7} {'cpu s':>7} {'RSS MiB':>8} {'+MiB':>6}"
+    head += f" {'traced':>7} {'exact s':>8} {'floor s':>8} {'×floor':>6}"
     print(head + f" {'groups':>8}  " + " ".join(f"{p:>6}" for p in PHASES) + "  synthetic truth")
     cpu: dict[int, float] = {}
     for size in sizes:
-        files = max(1, size // 100) if placed else 1
-        findings, raised, truth = synthetic(size, files, placed=placed, seed=7 if placed else 11)
+        row = _in_child(placed, size, 1 if quick or size >= 100_000 else 3)
+        findings, raised, _ = _findings(placed, size)
         whole = partial(consolidate, _tellings(findings, raised, roster))
-        run = timed(whole, 1 if size >= 100_000 else 3)
-        mb = peak_mb(whole)
+        traced = f"{peak_mb(whole):>7.1f}" if size <= TRACED_UP_TO else f"{'-':>7}"
         exact = timed(partial(baseline_merge, findings, raised, roster), 1)
         least = timed(partial(floor, findings), 1)
-        split, groups = phases(findings, raised, roster, run.cpu)
-        cpu[size] = run.cpu
-        consolidated = run.result if isinstance(run.result, list) else []
+        cpu[size] = row.cpu
         print(
-            f"    {size:>9,} {run.wall:>7.3f} {run.cpu:>7.3f} {mb:>8.1f} {exact.wall:>8.3f}"
-            f" {least.cpu:>8.3f}"
-            f" {len(consolidated):>8,}  "
-            + " ".join(f"{split[p]:>6.3f}" for p in PHASES)
-            + f"  {sanity(groups, truth, raised)}"
+            f"    {size:>9,} {row.wall:>7.3f} {row.cpu:>7.3f} {row.rss_peak:>8.0f}"
+            f" {row.rss_peak - row.rss_before:>6.0f} {traced} {exact.wall:>8.3f}"
+            f" {least.cpu:>8.3f} {row.cpu / max(least.cpu, 1e-9):>6.1f} {row.consolidated:>8,}  "
+            + " ".join(f"{row.phases[p]:>6.3f}" for p in PHASES)
+            + f"  {row.sanity}"
         )
     small, large = min(sizes), max(sizes)
     ratio = cpu[large] / cpu[small] / (large / small)
@@ -327,25 +401,41 @@ def speed(quick: bool) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"Part 2: speed and memory of consolidate() ({os.cpu_count()} cores, load average "
-        f"{load:.1f} at start; wall and cpu: the best run, peak: tracemalloc; exact: the "
-        "says_the_same merge on the same findings; floor: cpu s of the least any lexical "
-        "consolidation does, see floor(); phases in cpu s, see PHASES)"
+        f"{load:.1f} at start; each size in a fresh process: wall and cpu the best run (one "
+        "at 100,000 and with --quick, else of 3), RSS MiB its peak resident set (VmHWM), "
+        "+MiB that peak less the resident set before consolidating, traced: tracemalloc's "
+        "peak MB (up to 10,000); "
+        "exact: the says_the_same merge on the same findings; floor: cpu s of the least "
+        "any lexical consolidation does, see floor(), and ×floor cpu / floor; phases in "
+        "cpu s, see PHASES)"
     )
-    _speed_rows(True, sizes, roster)
-    _speed_rows(False, (800, 8_000) if quick else (1_000, 8_000, 100_000), roster)
+    _speed_rows(True, sizes, roster, quick)
+    _speed_rows(False, (800, 8_000) if quick else (1_000, 8_000, 100_000), roster, quick)
 
 
 def main() -> int:
-    """Run both parts; always exit 0 (a crash exits non-zero by itself)."""
+    """Run both parts (or one); always exit 0 (a crash exits non-zero by itself)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="no cross-validation, smaller sizes")
+    parser.add_argument("--part", type=int, choices=(1, 2), help="run only this part")
+    parser.add_argument("--one", nargs=3, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    path = corpus_path()
-    if path is None:
-        print("Part 1 skipped: no agreement/martian-offline.json (set COUNCIL_SHARED_DATA)")
-    else:
-        quality(load(path), args.quick)
-    speed(args.quick)
+    if args.one:
+        roster = [f"reviewer-{k}" for k in range(10)]
+        print(json.dumps(one_size(bool(args.one[0]), args.one[1], roster, args.one[2])))
+        return 0
+    started = time.perf_counter()
+    if args.part != 2:
+        path = corpus_path()
+        if path is None:
+            print("Part 1 skipped: no agreement/martian-offline.json (set COUNCIL_SHARED_DATA)")
+        else:
+            quality(load(path), args.quick)
+        print(f"  (part 1: {time.perf_counter() - started:.0f} s wall)")
+    if args.part != 1:
+        second = time.perf_counter()
+        speed(args.quick)
+        print(f"  (part 2: {time.perf_counter() - second:.0f} s wall)")
     return 0
 
 

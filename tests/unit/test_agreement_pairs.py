@@ -6,13 +6,27 @@ from __future__ import annotations
 
 import gc
 import random
+from collections import Counter
+from itertools import combinations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from council.merging.agreement import score
-from council.merging.agreement.clusters import pairs_of, reviewer_numbers
-from council.merging.agreement.pairs import SCALE
-from council.merging.agreement.relation import THRESHOLD, place_of
+from council.merging.agreement.clusters import groups_of, pairs_of, reviewer_numbers
+from council.merging.agreement.pairs import FLOOR_SHARE, RARE_PER_REVIEWER, SCALE, Adjacency
+from council.merging.agreement.relation import (
+    THRESHOLD,
+    Place,
+    Vocabulary,
+    combined,
+    least_shared,
+    norms_of,
+    place_factor,
+    place_of,
+    prose_cosine,
+)
 from council.merging.agreement.words import Lexicon, Reader
 from council.merging.consolidation import collector_paused
 from council.model.findings import Anchor, ChangeAnchor, FileAnchor, Finding, LineAnchor
@@ -121,3 +135,129 @@ def test_the_collector_pause_is_undone() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- blocking is a claim: the scored pairs are exactly those the rules name ---------------
+
+_WORDS = [
+    "`buildIndex`",
+    "parse_limit",
+    "fetchWithBackoff()",
+    "user.email",
+    "deadline",
+    "retry",
+    "cache",
+    "lock",
+    "null",
+    "query",
+    "token",
+    "leak",
+    "overflow",
+    "order",
+    "released",
+    "write",
+    "missing",
+    "check",
+    "the",
+    "is",
+]
+
+_ANCHORS = st.one_of(
+    st.just(ChangeAnchor()),
+    st.builds(FileAnchor, path=st.sampled_from(["a.py", "b.py"])),
+    st.builds(
+        LineAnchor,
+        path=st.sampled_from(["a.py", "b.py"]),
+        line=st.integers(1, 60),
+        side=st.sampled_from(["new", "new", "old"]),
+    ),
+)
+
+_FINDING = st.builds(
+    lambda anchor, subject, discussion: Finding(
+        anchor=anchor, label="issue", subject=" ".join(subject), discussion=" ".join(discussion)
+    ),
+    _ANCHORS,
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6),
+    st.lists(st.sampled_from(_WORDS), max_size=8),
+)
+
+
+def _brute_pairs(findings: list[Finding], places: list[Place], reviewer: list[int]) -> Adjacency:
+    """Every pair of different reviewers the blocking rules name, each scored exactly as the
+    relation scores it, by brute force over all pairs: two line findings of one file and
+    side (within the window, which a non-zero place factor says); a finding without lines
+    or on the old side and one of its file sharing a term used by at most the cap of the
+    file's findings; a finding naming no file and any other sharing a term used by at most
+    the cap of all findings. Kept from the floor (threshold / 4) up, as the scorer keeps."""
+    if len(set(reviewer)) < 2:
+        return {}
+    lexicon = Lexicon()
+    read = [lexicon.read(f) for f in findings]
+    terms = [r.terms for r in read]
+    vocabulary = Vocabulary(terms, lexicon.identifiers)
+    squared = vocabulary.squared
+    norms = norms_of(terms, squared)
+    prose = [sum(squared[t] for t in r.prose) for r in read]
+    cap = RARE_PER_REVIEWER * len(set(reviewer))
+    floor = round(THRESHOLD * SCALE / FLOOR_SHARE)
+    in_file: dict[str | None, Counter[int]] = {}
+    for place, listed in zip(places, terms, strict=True):
+        in_file.setdefault(place.path, Counter()).update(listed)
+
+    def loose(place: Place) -> bool:
+        return place.first is None or place.side == "old"
+
+    adjacency: Adjacency = {}
+    for i, j in combinations(range(len(findings)), 2):
+        a, b = places[i], places[j]
+        factor = place_factor(a, b)
+        if reviewer[i] == reviewer[j] or not factor or not norms[i] or not norms[j]:
+            continue
+        shared = set(terms[i]).intersection(terms[j])
+        if a.path is None or b.path is None:
+            named = any(1 < vocabulary.used[t] <= cap for t in shared)
+        else:
+            lined = a.first is not None and b.first is not None and a.side == b.side
+            rare = (loose(a) or loose(b)) and any(in_file[a.path][t] <= cap for t in shared)
+            named = lined or rare
+        if not named or not shared:
+            continue
+        whole = sum(squared[t] for t in shared) / (norms[i] * norms[j])
+        if round(whole * factor * SCALE) < floor:
+            continue
+        least = least_shared(a, b)
+        said = prose_cosine(squared.__getitem__, read[i], prose[i], read[j], prose[j], least)
+        value = round(combined(whole, said) * factor * SCALE)
+        if value >= floor:
+            adjacency.setdefault(i, {})[j] = value
+            adjacency.setdefault(j, {})[i] = value
+    return adjacency
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_FINDING, st.integers(0, 3)), min_size=2, max_size=30),
+)
+def test_blocking_scores_exactly_the_pairs_its_rules_name(told: list[tuple[Finding, int]]) -> None:
+    """Whatever the findings (most naming no file), the fast path (postings split by
+    asker, the rare-term accumulator, the bound that drops a candidate untouched) scores
+    the same pairs with the same values as brute force over all pairs under the same
+    rules, so the groups are the same: it never merges what the relation keeps apart,
+    nor keeps apart what it merges. (Up to interchangeable findings: two equal tellings
+    of one reviewer may trade places, as the order pairs were scored in decides.)"""
+    findings = [f for f, _ in told]
+    reviewer = [r for _, r in told]
+    places = [place_of(f) for f in findings]
+    fast = pairs_of(findings, places, reviewer, THRESHOLD)
+    brute = _brute_pairs(findings, places, reviewer)
+    assert fast == brute
+    same: dict[tuple[int, str], int] = {}
+    first = [same.setdefault((r, f.model_dump_json()), i) for i, (f, r) in enumerate(told)]
+
+    def canonical(groups: list[list[int]]) -> list[list[int]]:
+        return sorted(sorted(first[i] for i in group) for group in groups)
+
+    by_fast = groups_of(findings, places, reviewer, fast, THRESHOLD)
+    by_brute = groups_of(findings, places, reviewer, brute, THRESHOLD)
+    assert canonical(by_fast) == canonical(by_brute)

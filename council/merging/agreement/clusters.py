@@ -194,29 +194,26 @@ def _clique(component: list[int], adjacency: Adjacency, reviewer: Sequence[int],
 def _components(adjacency: Adjacency, bar: int) -> list[list[int]]:
     """The connected groups of findings joined by pairs scoring at least ``bar``, each of
     two or more findings (a group can only ever merge within one: an average reaches the
-    bar only if some pair does)."""
-    parent: dict[int, int] = {}
-
-    def root(i: int) -> int:
-        top = i
-        while parent[top] != top:
-            top = parent[top]
-        while parent[i] != top:
-            parent[i], i = top, parent[i]
-        return top
-
+    bar only if some pair does). A walk over the strong pairs, each finding once."""
+    strong: dict[int, list[int]] = {}
     for i, row in adjacency.items():
-        for j, value in row.items():
-            if value >= bar and i < j:
-                parent.setdefault(i, i)
-                parent.setdefault(j, j)
-                a, b = root(i), root(j)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-    members: dict[int, list[int]] = {}
-    for i in parent:
-        members.setdefault(root(i), []).append(i)
-    return list(members.values())
+        near = [j for j, value in row.items() if value >= bar]
+        if near:
+            strong[i] = near
+    seen: set[int] = set()
+    components: list[list[int]] = []
+    for start in strong:
+        if start in seen:
+            continue
+        seen.add(start)
+        members = [start]
+        for i in members:  # grows while walked: every member's strong neighbours join
+            for j in strong[i]:
+                if j not in seen:
+                    seen.add(j)
+                    members.append(j)
+        components.append(members)
+    return components
 
 
 class _Agglomeration:
@@ -260,13 +257,17 @@ class _Agglomeration:
         self.fresh = 0
         for i in component:
             self._make([i])
-        owner = self.owner
+        owner, key, heap = self.owner, self.key, self.heap
         for i in component:
-            mine = rank[i]
+            mine, a = rank[i], owner[i]
             for j, value in adjacency[i].items():
-                # any order: the heap orders entries by value, then by ranks
+                # any order: the heap orders entries by value, then by ranks (each entry
+                # distinct, so heapify below pops them as pushing one by one would)
                 if value >= bar and j in owner and mine < rank[j]:
-                    self._push(owner[i], owner[j], value, 1, ())
+                    b = owner[j]
+                    low, high = (key[a], key[b]) if key[a] < key[b] else (key[b], key[a])
+                    heap.append((-(value / 1), low, high, 0, a, b, ()))
+        heapq.heapify(heap)
 
     def _make(self, members: list[int]) -> int:
         gid = self.fresh
@@ -343,13 +344,15 @@ class _Agglomeration:
     def _push_neighbours(self, gid: int) -> None:
         """Push every merge of group ``gid`` with a group it has scored pairs with."""
         cross: dict[int, int] = {}
-        owner, adjacency = self.owner, self.adjacency
+        owned, adjacency = self.owner.get, self.adjacency
         empty: dict[int, int] = {}
+        add = cross.get
         for i in self.groups[gid]:
             for j, value in adjacency.get(i, empty).items():
-                other = owner.get(j)
-                if other is not None and other != gid:
-                    cross[other] = cross.get(other, 0) + value
+                other = owned(j)
+                if other is not None:
+                    cross[other] = add(other, 0) + value
+        cross.pop(gid, None)
         groups, held, bar = self.groups, self.held, self.bar
         size, mine = len(groups[gid]), held[gid]
         # the order of pushes does not matter: the heap orders entries by their values

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import islice
 
 from council.merging.agreement.relation import (
+    LOOSE,
     NEAR_BONUS,
     WINDOW,
     Place,
@@ -188,9 +190,9 @@ def _score_file(scorer: _Scorer, members: list[int], cap: int) -> None:
 def _postings(
     terms: Sequence[tuple[int, ...]], among: Sequence[int], wanted: set[int]
 ) -> dict[int, list[int]]:
-    """Term → the findings of ``among`` using it, for the terms of ``wanted`` only (each
-    finding's terms are intersected with ``wanted`` in C, so the cost is what is shared,
-    not every term)."""
+    """Term → the findings of ``among`` using it (in ``among``'s order), for the terms of
+    ``wanted`` only (each finding's terms are intersected with ``wanted`` in C, so the
+    cost is what is shared, not every term)."""
     postings: dict[int, list[int]] = {}
     for j in among:
         for term in wanted.intersection(terms[j]):
@@ -212,8 +214,10 @@ def _score_by_rare_terms(
     """Score each of ``askers`` against the findings of ``among`` sharing a rare term.
 
     Rare: used by at most ``cap`` findings of ``among`` (``used``: term → that count when
-    the caller knows it, as for ``among`` = every finding; else counted here). Pairs of
-    two askers are scored once (from the earlier one's side).
+    the caller knows it, as for ``among`` = every finding; else counted here). ``among``
+    and ``askers`` are in increasing order. A pair of two askers is scored once, from
+    the earlier one's side: its posting lists are split into askers and the rest, and an
+    asker walks only the askers after it (each such pair is found once, not twice).
 
     A candidate's rare shared terms are summed while it is found (an accumulator per
     asker). The terms too common to be looked up add at most their own weight, so a
@@ -234,33 +238,55 @@ def _score_by_rare_terms(
         common = {t for t, listed in postings.items() if len(listed) > cap}
         for t in common:
             del postings[t]
-    commons: dict[int, tuple[int, ...]] = {}
     asking = set(askers)
+    mine: dict[int, list[int]] = {}
+    rest: dict[int, list[int]] = {}
+    for term, listed in postings.items():
+        if len(listed) > 1:
+            split = [j for j in listed if j in asking]
+            if split:
+                mine[term] = split
+            if len(split) < len(listed):
+                rest[term] = [j for j in listed if j not in asking]
+    del postings
+    commons: dict[int, tuple[int, ...]] = {}
     norms, reviewer, floor, keep = scorer.norms, scorer.reviewer, scorer.floor, scorer.keep
+    no_mine: list[int] = []
     for i in askers:
         norm = norms[i]
         if not norm:
             continue
         sums: dict[int, int] = {}
+        get = sums.get
         for term in terms[i]:
-            listed = postings.get(term)
-            if listed is None or len(listed) == 1:
+            after = mine.get(term, no_mine)
+            others = rest.get(term)
+            start = bisect_right(after, i)
+            if start == len(after) and others is None:
                 continue
             weight = squared(term)
-            for j in listed:
-                sums[j] = sums.get(j, 0) + weight
-        sums.pop(i, None)
+            for j in islice(after, start, None):
+                sums[j] = get(j, 0) + weight
+            if others is not None:
+                for j in others:
+                    sums[j] = get(j, 0) + weight
         if not sums:
             continue
         own = common.intersection(terms[i])
         bound = sum(map(squared, own))
         here, who = places[i], reviewer[i]
+        plain = here.path is None and here.rule is None
         for j, shared in sums.items():
-            if reviewer[j] == who or (j < i and j in asking):
+            if reviewer[j] == who:
                 continue
-            factor = place_factor(here, places[j])
-            if not factor:
-                continue
+            there = places[j]
+            if plain and there.rule is None:
+                # place_factor, inlined: no file here, no rule on either
+                factor = 1.0 if there.path is None else LOOSE
+            else:
+                factor = place_factor(here, there)
+                if not factor:
+                    continue
             norms_ij = norm * norms[j]
             if bound:
                 if round((shared + bound) / norms_ij * factor * SCALE) < floor:
