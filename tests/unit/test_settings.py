@@ -79,7 +79,7 @@ def test_unreachable_redis_flag_names_the_flag(monkeypatch: pytest.MonkeyPatch) 
     assert "fix COUNCIL_REDIS_URL" not in result.output
     result = CliRunner().invoke(main, ["--redis", "redis://h:notaport/0", "runs"])
     assert result.exit_code == 2
-    assert "--redis redis://h:notaport/0 cannot be read" in result.output
+    assert "--redis: names a port that is not a number from 1 to 65535" in result.output
 
 
 def test_unreachable_redis_variable_names_the_variable() -> None:
