@@ -5,8 +5,8 @@ The anchored files are cut into pieces of at most a share of the room (the room 
 number of places findings point at, never under :data:`SHARE_FLOOR` tokens), so the piece
 holding one finding's line never crowds out another's. Then, in rounds: each finding in
 turn (highest severity first, then in filing order) the piece holding its line, then the
-one holding its range's first line; then, file by file (the file of the most severe
-finding first), the rest of each anchored file, nearest its finding's piece first. A
+one holding its range's first line; then the rest of the anchored files, a piece of each
+in turn (the most severe finding's file first), nearest its finding's piece first. A
 range counts only the pieces holding its two ends: its numbers are never walked, so time
 and memory follow the change's size, never an anchor's. Source: docs/architecture.md
 "Slices".
