@@ -76,18 +76,17 @@ def _touches_added(anchor: LineAnchor, change: Change) -> bool:
     """Whether a new-side line range holds an added line (an old-side anchor points at
     removed code: it touches the change when the removed lines are in range)."""
     first = anchor.start_line if anchor.start_line is not None else anchor.line
-    span = range(min(first, anchor.line), max(first, anchor.line) + 1)
+    low, high = min(first, anchor.line), max(first, anchor.line)
     if anchor.side == "new":
         added = added_lines(change).get(anchor.path, frozenset())
-        return any(line in added for line in span)
-    removed = {
-        n
+        return any(low <= line <= high for line in added)  # never the range's numbers
+    return any(
+        low <= n <= high
         for f in change.files
         if f.side_path("old") == anchor.path
         for hunk in f.hunks
         for n in hunk.removed
-    }
-    return any(line in removed for line in span)
+    )
 
 
 FILTER_REASONS: dict[str, str] = {

@@ -123,3 +123,14 @@ def test_an_invented_path_never_gates(tmp_path: Path, repo: Path) -> None:
     )
     assert done.exit_code == 0, done.output
     assert json.loads(out.read_text())["filtered"] == {"1": "no-such-path"}
+
+
+def test_a_range_of_a_quintillion_lines_is_filtered_without_walking_it() -> None:
+    """A reviewer's range 3 .. 10**18 over app.py (its added line is 2) used to be
+    walked number by number (no end in sight); it is now tested against the added lines."""
+    wide = _at(LineAnchor(path="app.py", line=10**18, start_line=3))
+    assert filter_reason(wide, CHANGE, "added", TREE) == "not-added"
+    holding = _at(LineAnchor(path="app.py", line=10**18, start_line=2))
+    assert filter_reason(holding, CHANGE, "added", TREE) is None
+    removed = _at(LineAnchor(path="app.py", side="old", line=10**18, start_line=1))
+    assert filter_reason(removed, CHANGE, "added", TREE) == "not-added"

@@ -28,6 +28,12 @@ from workers.stores.state_file import (
 KEYS = Keys("council:")
 
 
+def _ledger(name: str) -> str:
+    """A session's ledger (the JSON a load checks) of one reviewer named ``name``."""
+    who = {"id": name, "role": "reviewer", "backend": "replay", "model": "recorded"}
+    return json.dumps([who])
+
+
 @pytest.mark.parametrize(
     ("base", "ours", "theirs", "expected"),
     [
@@ -62,15 +68,16 @@ def test_two_saves_from_one_loaded_file_keep_each_others_sessions(tmp_path: Path
     first, second = _client(), _client()
     loaded_first = load_state(first, KEYS, path)
     loaded_second = load_state(second, KEYS, path)
-    first.set(KEYS.session_ledger("repo-a#main"), "ledger a")
+    first.set(KEYS.session_ledger("repo-a#main"), _ledger("a"))
     first.incrby(KEYS.session_issued("repo-a#main"), 3)
-    second.set(KEYS.session_ledger("repo-b#main"), "ledger b")
+    second.set(KEYS.session_ledger("repo-b#main"), _ledger("b"))
     save_state(first, KEYS, path, loaded_first)
     save_state(second, KEYS, path, loaded_second)
     sessions = read_sessions(path)
     assert sorted(sessions) == ["repo-a#main", "repo-b#main"]
-    assert (sessions["repo-a#main"]["ledger"], sessions["repo-a#main"]["issued"]) == ("ledger a", 3)
-    assert sessions["repo-b#main"]["ledger"] == "ledger b"
+    a = sessions["repo-a#main"]
+    assert (a["ledger"], a["issued"]) == (_ledger("a"), 3)
+    assert sessions["repo-b#main"]["ledger"] == _ledger("b")
 
 
 def test_a_dismissal_saved_during_a_review_of_its_session_is_kept(tmp_path: Path) -> None:
@@ -78,7 +85,7 @@ def test_a_dismissal_saved_during_a_review_of_its_session_is_kept(tmp_path: Path
     same session ran is kept when the review saves its filing: merged key by key."""
     path = tmp_path / "state.json"
     seed = _client()
-    seed.set(KEYS.session_ledger("s"), "ledger")
+    seed.set(KEYS.session_ledger("s"), _ledger("s"))
     save_state(seed, KEYS, path)
     review, dismiss = _client(), _client()
     loaded_review = load_state(review, KEYS, path)
@@ -98,12 +105,12 @@ def test_a_save_that_changes_nothing_writes_nothing(tmp_path: Path) -> None:
     process's file, byte for byte)."""
     path = tmp_path / "state.json"
     seed = _client()
-    seed.set(KEYS.session_ledger("s"), "old")
+    seed.set(KEYS.session_ledger("s"), _ledger("old"))
     save_state(seed, KEYS, path)
     before = path.read_bytes()
     reader = _client()
     loaded = load_state(reader, KEYS, path)
-    theirs = before.replace(b'"old"', b'"new"')
+    theirs = before.replace(b"old", b"new")
     path.write_bytes(theirs)  # another process saved since
     save_state(reader, KEYS, path, loaded)
     assert path.read_bytes() == theirs
@@ -183,15 +190,14 @@ def test_a_session_past_its_retention_is_not_loaded_and_the_next_save_drops_it(
     a live session keeps its expiry."""
     path = tmp_path / "state.json"
     now = int(time.time() * 1000)
-    _write(
-        path, {"old": _saved("old ledger", now - 1), "live": _saved("live ledger", now + 60_000)}
-    )
+    old, live = _saved(_ledger("old"), now - 1), _saved(_ledger("live"), now + 60_000)
+    _write(path, {"old": old, "live": live})
     client = _client()
     loaded = load_state(client, KEYS, path, retention_ms=3_600_000)
     assert client.get(KEYS.session_ledger("old")) is None
-    assert client.get(KEYS.session_ledger("live")) == b"live ledger"
+    assert client.get(KEYS.session_ledger("live")) == _ledger("live").encode()
     assert client.pexpiretime(KEYS.session_ledger("live")) == now + 60_000
-    client.set(KEYS.session_ledger("new"), "new ledger")
+    client.set(KEYS.session_ledger("new"), _ledger("new"))
     client.expire(KEYS.session_ledger("new"), 3600)
     save_state(client, KEYS, path, loaded)
     sessions = read_sessions(path)
@@ -206,7 +212,7 @@ def test_a_session_saved_before_expiries_gets_the_retention_from_its_first_load(
     """A file written before sessions carried ``expires_ms`` still loads; its sessions
     are given ``retention_ms`` from the load and saved with it, so they expire too."""
     path = tmp_path / "state.json"
-    _write(path, {"s": _saved("ledger", None)})
+    _write(path, {"s": _saved(_ledger("s"), None)})
     before = int(time.time() * 1000)
     client = _client()
     loaded = load_state(client, KEYS, path, retention_ms=3_600_000)
@@ -221,13 +227,13 @@ def test_a_review_loads_its_own_session_only_and_keeps_the_others(tmp_path: Path
     review its own) nor lost or changed by the save."""
     path = tmp_path / "state.json"
     far = int(time.time() * 1000) + 3_600_000
-    _write(path, {f"s{i}": _saved(f"ledger {i}", far) for i in range(50)})
+    _write(path, {f"s{i}": _saved(_ledger(f"r{i}"), far) for i in range(50)})
     client = _client()
     loaded = load_state(client, KEYS, path, only="s7")
     assert [k.decode() for k in client.scan_iter(match="*ledger")] == [KEYS.session_ledger("s7")]
-    client.set(KEYS.session_ledger("s7"), "ledger 7, filed")
+    client.set(KEYS.session_ledger("s7"), _ledger("r7, filed"))
     save_state(client, KEYS, path, loaded)
     sessions = read_sessions(path)
     assert len(sessions) == 50
-    assert sessions["s7"]["ledger"] == "ledger 7, filed"
-    assert sessions["s8"] == _saved("ledger 8", far)
+    assert sessions["s7"]["ledger"] == _ledger("r7, filed")
+    assert sessions["s8"] == _saved(_ledger("r8"), far)

@@ -24,6 +24,9 @@ after its last review or dismissal, as Redis's TTL would): a load skips a sessio
 it and the next save drops it from the file, so the file holds what retention keeps, not
 every session a machine ever reviewed. A review loads its own session only.
 
+A file too big or too deep, or a session of the wrong shape, is refused naming the field
+(:mod:`workers.stores.state_shape`, :func:`bad_state`): nothing of it is loaded or pruned.
+
 Source: docs/architecture.md "Embedded state".
 """
 
@@ -46,6 +49,14 @@ from typing import IO, Any
 from council.errors import ConfigurationError, IncompleteError
 from workers.app.clock import now_ms
 from workers.stores.keys import Keys
+from workers.stores.state_shape import (
+    MAX_DEPTH,
+    MAX_STATE_BYTES,
+    BadState,
+    check_contents,
+    check_sessions,
+    read_document,
+)
 
 STATE_VERSION = 1
 """Version of the embedded state file's shape."""
@@ -338,18 +349,33 @@ def read_sessions(path: Path) -> Sessions:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_document(path)
         if data.get("version") != STATE_VERSION:
             raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
         sessions = data["sessions"]
         if not isinstance(sessions, dict):
             raise TypeError("its sessions are not an object")
+        check_sessions(sessions)
         return sessions
+    except BadState as exc:
+        raise bad_state(path, exc) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StateFileError(
             f"the embedded state file {path} cannot be read ({exc}); move it away to "
             f"start fresh, or pass --state PATH"
         ) from None
+
+
+def bad_state(path: Path, exc: BadState) -> StateFileError:
+    """The error for a state file of the wrong shape: the file, the field, how to fix it."""
+    fix = "" if exc.where == "the file" else "fix or remove that field, "
+    return StateFileError(
+        f"the embedded state file {path} cannot be read: {exc.where} {exc.what}. Nothing "
+        f"was loaded from it and it is left as it is (a state file is at most "
+        f"{MAX_STATE_BYTES // (1024 * 1024)} MiB, nests at most {MAX_DEPTH} levels, and "
+        f"holds integer times and counters, never booleans); {fix}move the file away to "
+        "start fresh, or pass --state PATH"
+    )
 
 
 def save_state(
@@ -417,7 +443,11 @@ def _load_records(client: Any, keys: Keys, path: Path) -> None:
     """The file's track records into ``{prefix}records`` (and a copy as loaded), so the
     council reads and adds to them as it does on Redis."""
     records = _records_now(path).get("records", {})
-    held = {k: v for k, v in records.items() if isinstance(v, int | float) and v > 0}
+    held = {
+        k: v
+        for k, v in records.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+    }
     if held:
         client.hset(keys.records(), mapping=held)
         client.hset(keys.records_loaded(), mapping=held)
@@ -462,7 +492,7 @@ def _records_now(path: Path) -> dict[str, Any]:
     """``{"records": ...}`` as the file holds it now (track records, kept beside the
     sessions and never pruned with them: :mod:`workers.stores.track.records`), else {}."""
     try:
-        records = json.loads(path.read_text(encoding="utf-8")).get("records")
+        records = read_document(path).get("records")
     except (OSError, ValueError, AttributeError):
         return {}
     return {"records": records} if isinstance(records, dict) else {}
@@ -484,6 +514,12 @@ def load_state(
     be read."""
     sessions = read_sessions(path)
     now = now_ms()
+    try:
+        for s, v in sessions.items():
+            if not _expired(v, now) and (only is None or s == only):
+                check_contents(s, v)
+    except BadState as exc:
+        raise bad_state(path, exc) from None
     _load_records(client, keys, path)
     try:
         for s, v in sessions.items():

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from council.ranking.records import COUNTS, TrackRecord, summed
 from workers.stores.keys import Keys
 from workers.stores.state_file import STATE_VERSION, StateFileError, lock_file
+from workers.stores.state_shape import read_document
 
 SEP = "\x1f"
 """Between a field's participant, identity and count name (never in an id)."""
@@ -147,7 +148,7 @@ def _file_data(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {"version": STATE_VERSION, "sessions": {}}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_document(path)
         if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
             raise ValueError(f"version {data.get('version')!r}, expected {STATE_VERSION}")
         if not isinstance(data.get("records", {}), dict):
