@@ -9,7 +9,7 @@ from typing import Any
 
 import fakeredis
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from council.evidence import ScriptRow
@@ -151,3 +151,93 @@ def test_keys_kept_as_written_outlive_the_parking_by_the_retention(
     assert expires >= parked_ms + retention_s * 1000
     assert expires <= parked_ms + retention_s * 1000 * (1 + RETENTION_SLACK) + 1000
     assert span_s <= OPEN_TTL_CAP_S
+
+
+STEPS = ("open", "settle", "dismiss", "answer", "release")
+AGES = (0, 60, 24 * 3600, 2 * 24 * 3600, 30 * 24 * 3600)
+"""Seconds that pass before a step: none, a minute, within and past the 1% slack of the
+90-day session retention, a month."""
+
+
+def _age(client: Any, seconds: int) -> None:
+    """Let ``seconds`` pass for every key (its TTL shortened; gone when it runs out)."""
+    for key in list(client.scan_iter(match="council:session:*")):
+        left = client.pttl(key)
+        if left > seconds * 1000:
+            client.pexpire(key, left - seconds * 1000)
+        else:
+            client.delete(key)
+
+
+def _session_step(sessions: SessionStore, client: Any, name: str, n: int) -> None:
+    """One step that writes the session's keys: a run opened (and another settled), a
+    dismissal, an answer, a release."""
+    from council.asks.pending import Answer
+    from council.model.findings import FileAnchor, Finding, Origin
+    from council.session.earlier_rounds import RoundMemory
+
+    rid = f"r{n}"
+    record = RunRecord(
+        run_id=rid, session="s1", participants=("hawk",), created_ms=n, deadline_ms=n + 60_000
+    )
+    if name == "open":
+        sessions.open_run(record, [("reviewer", _participant("hawk"))], n)
+    elif name == "settle":
+        sessions.open_run(record, [("reviewer", _participant("hawk"))], n)
+        first = sessions.next_finding_id("s1")
+        found = [
+            Finding(
+                id=first,
+                anchor=FileAnchor(path="a.py"),
+                label="issue",
+                subject=f"s{n}",
+                origin=Origin(kind="reviewer", run_id=rid, participant="hawk"),
+            )
+        ]
+        memory = RoundMemory(
+            reported={f"fp{n}": str(first)},
+            still_open=tuple(found),
+            heard=("hawk",),
+            recall=tuple(found),
+        )
+        report = CouncilReport(run_id=rid, session="s1", status="settled", findings=tuple(found))
+        filing = Filing(first_id=first, findings=found, report=report, memory=memory)
+        assert sessions.commit(record, step("open", "reviewers_settled"), filing, n + 1)
+    elif name == "dismiss":
+        sessions.dismiss("s1", f"fp{n}", "not a bug", n)
+    elif name == "answer":
+        sessions.answer("s1", f"ask{n}", Answer(value="yes"))
+    else:
+        sessions.release("s1", "hawk")
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(STEPS), st.sampled_from(AGES)), max_size=8))
+def test_session_keys_expire_together_whatever_the_steps(
+    steps: list[tuple[str, int]],
+) -> None:
+    """Whatever steps a session takes, and however long apart: every session key expires;
+    none expires before ``runs`` (the marker of the last refresh), so a ``fresh`` session's
+    keys all live 99% of the retention; no key holding finding ids outlives ``issued``
+    (an id is never given twice); and right after an opening, a filing or a dismissal
+    every key lives at least 99% of the retention."""
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    sessions = _sessions(client)
+    k = KEYS
+    for n, (name, age) in enumerate(steps, start=1):
+        _age(client, age)
+        _session_step(sessions, client, name, n)
+        ttl = {key: client.pttl(key) for key in k.session_keys("s1") if client.exists(key)}
+        assert all(t > 0 for t in ttl.values()), ttl
+        floor = SESSION_TTL_S * 1000 * 0.99 - 5000
+        if name in ("open", "settle", "dismiss"):  # an answer, a release: their own key
+            assert all(t >= floor for t in ttl.values()), (name, ttl)
+        runs = ttl.get(k.session_runs("s1"))
+        if runs is not None:
+            assert all(t >= runs - 5000 for t in ttl.values()), ttl
+        ids = [k.session_findings("s1"), k.session_fingerprints("s1"), k.session_recall("s1")]
+        ids += [k.session_reviewed("s1"), k.session_dismissed("s1"), k.session_acted("s1")]
+        issued = ttl.get(k.session_issued("s1"))
+        for key in ids:
+            if key in ttl and issued is not None:
+                assert ttl[key] <= issued + 5000, (key, ttl)

@@ -28,6 +28,7 @@ from council.round.slice_outcomes import fold_slices
 from council.session.ledger import Ledger
 from workers.app.celery_config import queue_for
 from workers.app.services import Runtime
+from workers.execution.backend_request import ASKING_BACKENDS
 from workers.execution.participant_attempt import reading_policy, script_rows
 from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
@@ -188,10 +189,13 @@ class Hearing:
 
     def answered_asks(self) -> tuple[PendingAsk, ...]:
         """The questions reviewers asked in this run and went on with, each with the
-        answer it was given (the report keeps them: who asked what, what was said)."""
+        answer it was given (the report keeps them: who asked what, what was said).
+        Only a backend that can ask is looked up (a read for nothing else)."""
         run_id = self.record.run_id
         out: list[PendingAsk] = []
         for p in self.reviewers:
+            if p.backend not in ASKING_BACKENDS:
+                continue
             resumed = self.rt.runs.resumption(run_id, p.id)
             if resumed is not None:
                 ask = pending(run_id, p.id, resumed.paused)

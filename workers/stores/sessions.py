@@ -32,7 +32,7 @@ from workers.stores.keys import Keys
 from workers.stores.run_progress import wake
 from workers.stores.run_record import RunRecord
 from workers.stores.session_memory import Dismissal, SessionMemory
-from workers.stores.session_opening import OPEN_TTL_CAP_S, SessionOpening
+from workers.stores.session_opening import OPEN_TTL_CAP_S, RETENTION_SLACK, SessionOpening
 from workers.stores.track.records import add_acted, add_records
 
 
@@ -78,12 +78,6 @@ return #KEYS
 """
 """KEYS: the keys to expire; ARGV: the TTL in seconds. One command for a run's thousands
 of keys (a pipelined EXPIRE each cost 21 ms of a 500-participant settle, py-spy)."""
-
-
-RETENTION_SLACK = 0.01
-"""How much longer than the run retention a parked run's keys may live (a fraction of it)
-when they keep the TTLs they were written with (:meth:`SessionStore.expiring_as_written`):
-1%, 100 minutes of the default 7 days."""
 
 
 class Waiting(BaseModel):
@@ -166,6 +160,7 @@ class SessionStore(SessionOpening, SessionMemory):
                     if expire:
                         counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
                         attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
+                    fresh = self.freshness(pipe, s) == "fresh"
                     pipe.multi()
                     self._file(pipe, record, filing)
                     fields = {
@@ -194,12 +189,38 @@ class SessionStore(SessionOpening, SessionMemory):
                             rid, everyone, attempts, filing.backends, filing.scripting
                         )
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
-                    for key in k.session_keys(s):
-                        pipe.expire(key, self._session_ttl)
+                    if fresh:
+                        for key in self._written(record, transition, filing):
+                            pipe.expire(key, self._session_ttl)
+                    else:
+                        self.refresh(pipe, s)
                     pipe.execute()
                     return filing.report
                 except redis.WatchError:
                     continue
+
+    def _written(self, record: RunRecord, transition: Transition, filing: Filing) -> list[str]:
+        """The session keys a commit of ``filing`` may write (and so make anew), and
+        ``issued`` always: they get the session retention from now
+        (:meth:`~workers.stores.session_opening.SessionOpening.freshness`)."""
+        k, s = self._keys, record.session
+        keys = [k.session_issued(s)]
+        if filing.findings:
+            keys += [k.session_findings(s), k.session_attributed(s)]
+        memory = filing.memory
+        if memory is not None and memory.reported:
+            keys.append(k.session_fingerprints(s))
+        if memory is not None and memory.recall:
+            keys.append(k.session_recall(s))
+        if memory is not None and (memory.heard or memory.still_open is not None):
+            keys.append(k.session_reviewed(s))
+        if filing.acted:
+            keys.append(k.session_acted(s))
+        if transition.target == "waiting":
+            keys.append(k.session_waiting(s))
+        if filing.dismissals:
+            keys.append(k.session_dismissed(s))
+        return keys
 
     def expiring_as_written(self, record: RunRecord, now_ms: int) -> bool:
         """Whether the run's keys, parked at ``now_ms`` (ms since the epoch), already
