@@ -252,26 +252,32 @@ class RunInputs:
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
         prompt, stored outcome, base-tree program and args files, and the places of the
-        change's secrets, in ONE pipelined round trip (HMGET, GET ×2, HMGET ×2, MGET ×2,
-        HGETALL per participant), however many participants. Ids not found are left out
-        of the maps."""
+        change's secrets, in ONE pipelined round trip (HMGET, MGET of every string key,
+        HMGET ×2, HGETALL per participant), however many participants. Ids not found are
+        left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
         pipe.hmget(k.run(run_id), ["record", "status"])
-        pipe.get(k.run_change(run_id))
-        pipe.get(k.run_secrets(run_id))
+        pipe.mget(
+            [
+                k.run_change(run_id),
+                k.run_secrets(run_id),
+                *(k.run_outcome(run_id, p) for p in ids),
+                *(k.run_program(run_id, p) for p in ids),
+            ]
+        )
         if ids:
             pipe.hmget(k.run_participants(run_id), ids)
             pipe.hmget(k.run_prompt(run_id), [*ids, *(p + _SHARED_FIELD for p in ids)])
-            pipe.mget([k.run_outcome(run_id, p) for p in ids])
-            pipe.mget([k.run_program(run_id, p) for p in ids])
             for p in ids:
                 pipe.hgetall(k.run_args(run_id, p))
         replies = pipe.execute()
-        (record, status), change, secrets = replies[0], replies[1], replies[2]
-        people, texts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        (record, status), strings = replies[0], replies[1]
+        change, secrets = strings[0], strings[1]
+        outcomes, programs = strings[2 : 2 + len(ids)], strings[2 + len(ids) :]
+        people, texts = replies[2:4] if ids else ([], [])
         prompts, shared = texts[: len(ids)], texts[len(ids) :]
-        args = replies[7:] if ids else []
+        args = replies[4:] if ids else []
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",

@@ -28,15 +28,15 @@ from workers.stores.run_record import Progress
 
 _WAKE_LUA = """
 local function wake(key)
-  if redis.call('RPUSH', key, '1') > 1 then
-    redis.call('LTRIM', key, -1, -1)
-  else
+  if redis.call('LLEN', key) == 0 then
+    redis.call('RPUSH', key, '1')
     redis.call('EXPIRE', key, %d)
   end
 end
 """
-"""The wake push inside a script (two commands): a list just made gets its TTL, one
-already there is trimmed to one element."""
+"""The wake push inside a script: nothing more when the list holds its element already
+(one command: a burst of writes before the CLI wakes), else the element and the list's
+TTL (three)."""
 
 _KEY_TTL_LUA = """
 local function key_ttl(given, run)
