@@ -277,3 +277,34 @@ def test_run_keys_expire_session_keys_stay(
     time.sleep(3.0)
     assert list(real_redis.scan_iter(match="council:run:*")) == []
     assert real_redis.exists("council:session:pr-9:findings", "council:session:pr-9:ledger") == 2
+
+
+def test_every_key_a_council_writes_expires(
+    redis_url: str, start_worker: Any, tmp_path: Path, real_redis: redis.Redis
+) -> None:
+    """A council settled before its deadline (settling expires no run key again: each got
+    its TTL as it was written) leaves no key without a TTL but those every run shares."""
+    repo, base = project_history_repo(tmp_path / "repo")
+    roster = _replay_roster(tmp_path, latency_ms=0)
+    env = {"COUNCIL_REDIS_URL": redis_url}
+    start_worker("w1", env=env)
+    done = council(
+        "review",
+        "--repo",
+        str(repo),
+        "--base",
+        base,
+        "--roster",
+        str(roster),
+        "--fail-on",
+        "never",
+        "--no-progress",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    written = {k.decode() for k in real_redis.scan_iter(match="council:*")}
+    assert any(":journal:slow:" in k for k in written)  # the reviewer's journal too
+    shared = {"council:runs", "council:runs:open", "council:runs:undispatched"}
+    shared |= {"council:leases", "council:records"}
+    unexpiring = sorted(k for k in written - shared if real_redis.ttl(k) < 0)
+    assert unexpiring == []

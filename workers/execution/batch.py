@@ -44,6 +44,7 @@ from workers.execution.participant_attempt import (
     finished_progress,
     fold_attempt,
     journal_lost,
+    key_ttl_ms,
     log_finished,
     missing,
     moved_on,
@@ -139,7 +140,11 @@ def _review_all(
         attempts = patiently(
             "start_attempts",
             lambda: rt.runs.start_attempts(
-                run_id, [p.id for p in people], started_ms, lease_ms=leases.lease_ms
+                run_id,
+                [p.id for p in people],
+                started_ms,
+                lease_ms=leases.lease_ms,
+                ttl_ms=key_ttl_ms(rt, record),
             ),
             until=until,
             held=refused_only,  # an INCR whose reply was lost must not run twice
@@ -322,7 +327,9 @@ def _settle_group(
         settled.append(Settled(outcome, result.answer, progress))
     ended = [rt.keys.lease_member(run_id, p, a) for p, a in leases.items()]
     kept = patiently(
-        "outcome_store", lambda: rt.runs.put_outcomes(run_id, settled, ended), until=until
+        "outcome_store",
+        lambda: rt.runs.put_outcomes(run_id, settled, ended, key_ttl_ms(rt, record)),
+        until=until,
     )
     by_id = {now.participant.id: now for now, _ in group}
     for s in settled:  # stored by this call: kept until the run's filing is durable

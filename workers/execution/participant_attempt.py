@@ -181,6 +181,13 @@ def script_rows(
     return [read.rows for read in rt.scripts.read_all(run_id, participant.id, attempts)]
 
 
+def key_ttl_ms(rt: Runtime, record: RunRecord) -> int:
+    """The TTL (ms) a key a worker creates for ``record``'s run gets as it is written: the
+    run's opening TTL from now (until its deadline, plus the run retention), so settling
+    need not expire it again (docs/architecture.md "State in Redis", "Retention")."""
+    return rt.sessions.open_ttl_s(record, now_ms()) * 1000
+
+
 def finished_progress(outcome: ParticipantOutcome, started_ms: int, attempt: int) -> Progress:
     """The progress shown once ``outcome`` is stored (times in ms since the epoch), with
     why it failed or stopped as its ``detail``."""
@@ -247,7 +254,13 @@ def review(rt: Runtime, run_id: str, participant_id: str, protocol: int) -> Part
     leases = keeper(rt.client, rt.keys)
     attempt = patiently(
         "start_attempts",
-        lambda: rt.runs.start_attempts(run_id, [participant_id], started, lease_ms=leases.lease_ms),
+        lambda: rt.runs.start_attempts(
+            run_id,
+            [participant_id],
+            started,
+            lease_ms=leases.lease_ms,
+            ttl_ms=key_ttl_ms(rt, record),
+        ),
         until=task_deadline(time.monotonic(), rt.settings.visibility_timeout_s),
         held=refused_only,  # an INCR whose reply was lost must not run twice
     )[participant_id]
@@ -328,7 +341,9 @@ def store_outcome(
     done = Settled(outcome, result.answer, finished_progress(outcome, started_ms, attempt))
     lease = rt.keys.lease_member(run_id, pid, attempt)
     kept = patiently(
-        "outcome_store", lambda: rt.runs.put_outcomes(run_id, [done], [lease]), until=until
+        "outcome_store",
+        lambda: rt.runs.put_outcomes(run_id, [done], [lease], key_ttl_ms(rt, record)),
+        until=until,
     ).get(pid)
     observe_review(participant, outcome, result, record.prices)
     if kept is None:  # stored by this call: kept here until the run's filing is durable

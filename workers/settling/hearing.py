@@ -28,6 +28,7 @@ from council.round.slice_outcomes import fold_slices
 from council.session.ledger import Ledger
 from workers.app.celery_config import queue_for
 from workers.app.services import Runtime
+from workers.execution.backend_request import ASKING_BACKENDS
 from workers.execution.participant_attempt import reading_policy, script_rows
 from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
@@ -72,7 +73,8 @@ class Hearing:
     def __init__(self, rt: Runtime, record: RunRecord, lost: Stop, deadline_passed: bool):
         self.rt, self.record, self.lost = rt, record, lost
         self.deadline_passed = deadline_passed
-        participants = rt.runs.participants(record.run_id)
+        inputs = rt.runs.settle_inputs(record.run_id)  # one MGET for every string read
+        participants = inputs.participants
         self.judge = next((p for p in participants if p.role == "judge"), None)
         self.reviewers = [p for p in participants if p.role != "judge" and p.slice is None]
         self.units = by_owner(participants)
@@ -80,12 +82,12 @@ class Hearing:
         working_ids = [p.id for p in working(participants)]
         self.stored = rt.runs.outcomes_many(record.run_id, working_ids)
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
-        self.change = parse_diff(rt.runs.change(record.run_id))
+        self.change = parse_diff(inputs.change)
         self.code = HeadCode(rt, record)
         """The head tree's code, read for the findings' occurrences."""
-        self.marks = session_marks(rt, record)
-        self.paths = rt.runs.paths(record.run_id)
-        pull = rt.runs.pull(record.run_id)
+        self.marks = session_marks(rt, record, inputs)
+        self.paths = inputs.paths
+        pull = inputs.pull
         self.pull = parse_diff(pull) if pull is not None else self.change
         """What ``--filter`` judges against: the pull request's change (with
         ``--since-last`` the round's own change is only the new commits, and a finding
@@ -188,10 +190,13 @@ class Hearing:
 
     def answered_asks(self) -> tuple[PendingAsk, ...]:
         """The questions reviewers asked in this run and went on with, each with the
-        answer it was given (the report keeps them: who asked what, what was said)."""
+        answer it was given (the report keeps them: who asked what, what was said).
+        Only a backend that can ask is looked up (a read for nothing else)."""
         run_id = self.record.run_id
         out: list[PendingAsk] = []
         for p in self.reviewers:
+            if p.backend not in ASKING_BACKENDS:
+                continue
             resumed = self.rt.runs.resumption(run_id, p.id)
             if resumed is not None:
                 ask = pending(run_id, p.id, resumed.paused)

@@ -25,6 +25,7 @@ from council.session.baseline import Baseline, read_baseline
 from council.session.decisions import suppress
 from council.session.earlier_rounds import carry, mark_round
 from workers.app.services import Runtime
+from workers.stores.run_inputs import SettleInputs
 from workers.stores.run_record import RunRecord
 from workers.stores.sessions import SessionStore
 
@@ -82,8 +83,11 @@ class SessionMarks:
         return suppress(marked, self.baseline, self.dismissals, self.dismissed, change=pull)
 
 
-def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
-    """Read the session's marks for the run ``record`` from Redis.
+def session_marks(
+    rt: Runtime, record: RunRecord, inputs: SettleInputs | None = None
+) -> SessionMarks:
+    """Read the session's marks for the run ``record`` from Redis (the run's own inputs
+    from ``inputs`` when the caller read them already).
 
     A stored baseline was read by the CLI before the run (an unreadable one refused it
     with exit 2), so it reads here; should it not, the run is marked without it rather
@@ -92,8 +96,8 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
     dismissals = sessions.dismissals(session)
-    since = rt.runs.since(record.run_id)
-    baseline_text = rt.runs.baseline(record.run_id)
+    inputs = inputs or rt.runs.settle_inputs(record.run_id)
+    since, baseline_text = inputs.since, inputs.baseline
     try:
         baseline = read_baseline(baseline_text) if baseline_text else Baseline()
     except ValueError:
@@ -106,7 +110,7 @@ def session_marks(rt: Runtime, record: RunRecord) -> SessionMarks:
         dismissals={p: d.reason for p, d in dismissals.items()},
         dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
         recall=recall_of(sessions, session, earlier),
-        carry=rt.runs.carry(record.run_id),
+        carry=inputs.carry,
     )
 
 

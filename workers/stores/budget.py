@@ -29,17 +29,25 @@ _RESERVE = """
 local limit = tonumber(ARGV[1])
 local estimate = tonumber(ARGV[2])
 local field = 'held:' .. ARGV[3]
-local spent = tonumber(redis.call('HGET', KEYS[1], 'spent') or '0')
-local held = tonumber(redis.call('HGET', KEYS[1], 'held') or '0')
+local spent_raw = redis.call('HGET', KEYS[1], 'spent')
+local held_raw = redis.call('HGET', KEYS[1], 'held')
+local spent = tonumber(spent_raw or '0')
+local held = tonumber(held_raw or '0')
 if redis.call('HEXISTS', KEYS[1], field) == 1 or spent + held + estimate > limit then
   return 0
 end
+local fresh = not spent_raw and not held_raw
 redis.call('HINCRBY', KEYS[1], 'held', ARGV[2])
 redis.call('HSET', KEYS[1], field, ARGV[2])
+if fresh then
+  local ttl = redis.call('PTTL', KEYS[2])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+end
 return 1
 """
-"""Hold an estimate when it fits: 1 held, 0 refused. KEYS: the budget hash; ARGV: the
-limit, the estimate (nano-dollars), the reservation id."""
+"""Hold an estimate when it fits: 1 held, 0 refused. KEYS: the budget hash, the run hash
+(a budget hash made here gets its TTL: it expires with the run); ARGV: the limit, the
+estimate (nano-dollars), the reservation id."""
 
 _SETTLE = """
 local field = 'held:' .. ARGV[1]
@@ -68,6 +76,7 @@ class RedisBudget:
         if limit_usd <= 0:
             raise ValueError(f"a cost budget must be above $0, not {limit_usd}")
         self._client, self._key = client, keys.run_budget(run_id)
+        self._run = keys.run(run_id)
         self.limit = to_nanos(limit_usd)
         self._reserve = client.register_script(_RESERVE)
         self._settle = client.register_script(_SETTLE)
@@ -76,7 +85,9 @@ class RedisBudget:
         """Hold ``estimate`` nano-dollars; the reservation id, or None when it does not
         fit what is left."""
         reservation = uuid.uuid4().hex
-        held = self._reserve(keys=[self._key], args=[self.limit, max(0, estimate), reservation])
+        held = self._reserve(
+            keys=[self._key, self._run], args=[self.limit, max(0, estimate), reservation]
+        )
         return reservation if int(held) == 1 else None
 
     def settle(self, reservation: str, actual: int, participant: str) -> bool:

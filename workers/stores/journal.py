@@ -37,8 +37,16 @@ end
 if string.len(ARGV[1]) > tonumber(ARGV[3]) then return -1 end
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -2 end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
-if ARGV[6] ~= '' then redis.call('SADD', KEYS[5], ARGV[6]) end
+if ARGV[6] ~= '' or n == 1 then redis.call('SADD', KEYS[5], ARGV[6]) end
 redis.call('HINCRBY', KEYS[2], ARGV[4], 1)
+if n == 1 then
+  local ttl = redis.call('PTTL', KEYS[4])
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
 return n
 """
 """KEYS: the attempt's journal, the run's recorded counts, the participant's outcome, the
@@ -46,7 +54,10 @@ run hash, the attempt's entry ids; ARGV: the entry, the entry cap, the byte cap,
 participant, the status the run must still be in ('' for no check), the entry's id (''
 for none: an entry with an id already stored is not stored again). Returns the list's
 length, or -1 (over the byte cap), -2 (journal full), -3 (the participant's outcome is
-stored: nobody will read this attempt again), -4 (the run moved on)."""
+stored: nobody will read this attempt again), -4 (the run moved on). The first entry of
+an attempt makes its journal and its ids set (holding '' when that entry has no id: no
+id is '', and a later id joins a set that already expires) and gives them, and the
+recorded counts, the run hash's TTL: they expire with the run."""
 
 NOT_STORED: dict[int, str] = {
     -3: "the participant's review was already settled; nobody will read this entry",
@@ -67,13 +78,18 @@ number completes each key). Every attempt's entries, in attempt order, read atom
 _CHECK = """
 if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+  if redis.call('PTTL', KEYS[1]) == -1 then
+    local ttl = redis.call('PTTL', KEYS[3])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  end
 end
 local held = {}
 for i = 2, #ARGV do held[i - 1] = redis.call('SISMEMBER', KEYS[2], ARGV[i]) end
 return held
 """
-"""KEYS: an attempts counter, an attempt's entry ids; ARGV: the attempt the counter must
-count at least, then entry ids. Returns 1 or 0 per id: whether the attempt holds it."""
+"""KEYS: an attempts counter, an attempt's entry ids, the run hash; ARGV: the attempt the
+counter must count at least, then entry ids. Returns 1 or 0 per id: whether the attempt
+holds it. A counter made anew gets the run hash's TTL."""
 
 
 class JournalStore:
@@ -92,8 +108,15 @@ class JournalStore:
         self._append = client.register_script(_APPEND)
 
     def next_attempt(self, run_id: str, participant: str) -> int:
-        """Start a new attempt for the participant and return its number (1, 2, …)."""
-        return int(self._r.incr(self._keys.run_attempts(run_id, participant)))
+        """Start a new attempt for the participant and return its number (1, 2, …); a
+        new counter gets the run hash's TTL."""
+        key = self._keys.run_attempts(run_id, participant)
+        n = int(self._r.incr(key))
+        if n == 1:
+            ttl = int(self._r.pttl(self._keys.run(run_id)))
+            if ttl > 0:
+                self._r.pexpire(key, ttl)
+        return n
 
     def attempts(self, run_id: str, participant: str) -> int:
         """How many attempts have started (0 when none)."""
@@ -214,9 +237,10 @@ class JournalStore:
         for pid, attempt, ids in asks:
             pipe.eval(
                 _CHECK,
-                2,
+                3,
                 k.run_attempts(run_id, pid),
                 k.journal_ids(run_id, pid, attempt),
+                k.run(run_id),
                 attempt,
                 *ids,
             )

@@ -1,7 +1,8 @@
 """Every Redis key the council writes, built in one place from the configured prefix.
 
-Run keys (``run:{run_id}…``) expire after the retention period once the run settles;
-session keys (``session:{session}:…``) live until the session is idle for its retention;
+Run keys (``run:{run_id}…``) get their TTL as they are written (until the run's deadline
+plus the retention; a run settled past its deadline: the retention from then); session
+keys (``session:{session}:…``) live until the session is idle for its retention;
 rate-limit keys (``ratelimit:{name}:…``) one window after their last admission.
 Source: docs/architecture.md "State in Redis", docs/style.md habit 9.
 """
@@ -237,7 +238,8 @@ class Keys:
         backends: Mapping[str, str] | None = None,
         scripting: Collection[str] | None = None,
     ) -> list[str]:
-        """Every key of one run, for expiry at settling.
+        """Every key of one run, for expiry at settling (a run parked past its deadline,
+        or far before it) and at resuming.
 
         Given ``backends`` (participant → its backend) and ``scripting`` (the participants
         that may run a script), the keys a participant's backend never writes are left

@@ -66,6 +66,20 @@ class BatchInputs:
     (see :meth:`RunInputs.shared`); only participants whose prompt has such a part."""
 
 
+@dataclass(frozen=True)
+class SettleInputs:
+    """What settling reads of a run's stored strings, in one MGET
+    (:meth:`RunInputs.settle_inputs`); each as its own reader returns it."""
+
+    participants: list[Participant]
+    change: str
+    since: str | None
+    baseline: str | None
+    carry: bool
+    pull: str | None
+    paths: frozenset[str] | None
+
+
 class RunInputs:
     """Write a run's inputs once, read them by key (a part of
     :class:`~workers.stores.runs.RunStore`, whose client and keys it uses)."""
@@ -191,27 +205,46 @@ class RunInputs:
     def pull(self, run_id: str) -> str | None:
         """The pull request's diff of a ``--since-last`` run (see
         :meth:`put_session_inputs`), None otherwise."""
-        raw = self._r.get(self._keys.run_pull(run_id))
-        return raw.decode("utf-8", errors="replace") if raw is not None else None
+        return _text(self._r.get(self._keys.run_pull(run_id)))
 
     def paths(self, run_id: str) -> frozenset[str] | None:
         """The head tree's file paths (see :meth:`put_session_inputs`), None when not
         stored."""
-        raw = self._r.get(self._keys.run_paths(run_id))
-        if raw is None:
-            return None
-        text = raw.decode("utf-8", errors="surrogateescape")
-        return frozenset(p for p in text.split("\0") if p)
+        return _paths(self._r.get(self._keys.run_paths(run_id)))
 
     def since(self, run_id: str) -> str | None:
         """The interdiff since the session's last reviewed head, None when unknown."""
-        raw = self._r.get(self._keys.run_since(run_id))
-        return raw.decode("utf-8", errors="replace") if raw is not None else None
+        return _text(self._r.get(self._keys.run_since(run_id)))
 
     def baseline(self, run_id: str) -> str | None:
         """The baseline text the run is suppressed by, None when there is none."""
-        raw = self._r.get(self._keys.run_baseline(run_id))
-        return raw.decode("utf-8", errors="replace") if raw is not None else None
+        return _text(self._r.get(self._keys.run_baseline(run_id)))
+
+    def settle_inputs(self, run_id: str) -> SettleInputs:
+        """The roster, the diff and the session inputs (:meth:`put_session_inputs`) in
+        ONE command (MGET), as :meth:`participants`, :meth:`change`, :meth:`since`,
+        :meth:`baseline`, :meth:`carry`, :meth:`pull` and :meth:`paths` read them."""
+        k = self._keys
+        roster, change, since, baseline, carry, pull, paths = self._r.mget(
+            [
+                k.run_roster(run_id),
+                k.run_change(run_id),
+                k.run_since(run_id),
+                k.run_baseline(run_id),
+                k.run_carry(run_id),
+                k.run_pull(run_id),
+                k.run_paths(run_id),
+            ]
+        )
+        return SettleInputs(
+            participants=_PARTICIPANTS.validate_json(roster) if roster is not None else [],
+            change=_text(change) or "",
+            since=_text(since),
+            baseline=_text(baseline),
+            carry=carry is not None,
+            pull=_text(pull),
+            paths=_paths(paths),
+        )
 
     # -- reads ---------------------------------------------------------------------------
     def participants(self, run_id: str) -> list[Participant]:
@@ -252,26 +285,32 @@ class RunInputs:
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
         prompt, stored outcome, base-tree program and args files, and the places of the
-        change's secrets, in ONE pipelined round trip (HMGET, GET ×2, HMGET ×2, MGET ×2,
-        HGETALL per participant), however many participants. Ids not found are left out
-        of the maps."""
+        change's secrets, in ONE pipelined round trip (HMGET, MGET of every string key,
+        HMGET ×2, HGETALL per participant), however many participants. Ids not found are
+        left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
         pipe.hmget(k.run(run_id), ["record", "status"])
-        pipe.get(k.run_change(run_id))
-        pipe.get(k.run_secrets(run_id))
+        pipe.mget(
+            [
+                k.run_change(run_id),
+                k.run_secrets(run_id),
+                *(k.run_outcome(run_id, p) for p in ids),
+                *(k.run_program(run_id, p) for p in ids),
+            ]
+        )
         if ids:
             pipe.hmget(k.run_participants(run_id), ids)
             pipe.hmget(k.run_prompt(run_id), [*ids, *(p + _SHARED_FIELD for p in ids)])
-            pipe.mget([k.run_outcome(run_id, p) for p in ids])
-            pipe.mget([k.run_program(run_id, p) for p in ids])
             for p in ids:
                 pipe.hgetall(k.run_args(run_id, p))
         replies = pipe.execute()
-        (record, status), change, secrets = replies[0], replies[1], replies[2]
-        people, texts, outcomes, programs = replies[3:7] if ids else ([], [], [], [])
+        (record, status), strings = replies[0], replies[1]
+        change, secrets = strings[0], strings[1]
+        outcomes, programs = strings[2 : 2 + len(ids)], strings[2 + len(ids) :]
+        people, texts = replies[2:4] if ids else ([], [])
         prompts, shared = texts[: len(ids)], texts[len(ids) :]
-        args = replies[7:] if ids else []
+        args = replies[4:] if ids else []
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -340,6 +379,19 @@ def _split_at(raw: bytes | None, prompt: bytes | None) -> int:
         return 0
     n = int(text)
     return n if n <= len(prompt.decode("utf-8", errors="replace")) else 0
+
+
+def _text(raw: bytes | None) -> str | None:
+    """A stored text (undecodable bytes replaced), None when absent."""
+    return raw.decode("utf-8", errors="replace") if raw is not None else None
+
+
+def _paths(raw: bytes | None) -> frozenset[str] | None:
+    """The NUL-separated paths of ``run:{id}:paths``, None when absent."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", errors="surrogateescape")
+    return frozenset(p for p in text.split("\0") if p)
 
 
 def _fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:

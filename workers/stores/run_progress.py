@@ -26,40 +26,85 @@ from workers.stores import RedisClient
 from workers.stores.keys import Keys
 from workers.stores.run_record import Progress
 
-_START_ATTEMPTS = """
+_WAKE_LUA = """
+local function wake(key)
+  if redis.call('LLEN', key) == 0 then
+    redis.call('RPUSH', key, '1')
+    redis.call('EXPIRE', key, %d)
+  end
+end
+"""
+"""The wake push inside a script: nothing more when the list holds its element already
+(one command: a burst of writes before the CLI wakes), else the element and the list's
+TTL (three)."""
+
+_KEY_TTL_LUA = """
+local function key_ttl(given, run)
+  local ttl = tonumber(given)
+  if ttl > 0 then return ttl end
+  return redis.call('PTTL', run)
+end
+"""
+"""The TTL (ms) a key a worker creates gets: the one given, else (0) the run hash's
+(``PTTL``; not positive: the run hash has none, and neither does the key)."""
+
+_START_ATTEMPTS_BODY = """
 local shown = string.sub(ARGV[1], 1, -2) .. ',"attempt":'
 local numbers = {}
 local lease = tonumber(ARGV[2])
+local ttl = nil
 if lease > 0 then
   local now = redis.call('TIME')
   lease = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + lease
 end
-for i = 3, #KEYS do
+for i = 5, #KEYS do
   local n = redis.call('INCR', KEYS[i])
-  redis.call('HSET', KEYS[1], ARGV[i + 1], shown .. n .. '}')
-  if lease > 0 then
-    redis.call('ZADD', KEYS[2], lease, ARGV[3] .. '|' .. ARGV[i + 1] .. '|' .. n)
+  if n == 1 then
+    ttl = ttl or key_ttl(ARGV[4], KEYS[4])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
   end
-  numbers[i - 2] = n
+  redis.call('HSET', KEYS[1], ARGV[i], shown .. n .. '}')
+  if lease > 0 then
+    redis.call('ZADD', KEYS[2], lease, ARGV[3] .. '|' .. ARGV[i] .. '|' .. n)
+  end
+  numbers[i - 4] = n
 end
+wake(KEYS[3])
 return numbers
 """
-"""KEYS: the progress hash, the leases set, then each participant's attempts counter;
-ARGV: the progress JSON object without ``attempt`` (each new attempt number is added to
-it), the ms the attempts' leases last from now on Redis's clock (0: no lease), the run
-id, then each participant (ARGV[i + 1] goes with KEYS[i]). Returns the new attempt
-numbers, in order."""
+"""KEYS: the progress hash, the leases set, the wake list, the run hash, then each
+participant's attempts counter; ARGV: the progress JSON object without ``attempt`` (each
+new attempt number is added to it), the ms the attempts' leases last from now on Redis's
+clock (0: no lease), the run id, the TTL (ms) a new counter gets (0: the run hash's), then
+each participant (ARGV[i] goes with KEYS[i]). Returns the new attempt numbers, in
+order."""
 
-_PUT_OUTCOME = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
-  redis.call('SET', KEYS[2], ARGV[2])
-  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-  return false
+_PUT_OUTCOME_BODY = """
+local ttl = key_ttl(ARGV[5], KEYS[5])
+local stored
+if ttl > 0 then
+  stored = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl)
+else
+  stored = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
-return redis.call('GET', KEYS[1])
+local kept = false
+if stored then
+  if ttl > 0 then
+    redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+  else
+    redis.call('SET', KEYS[2], ARGV[2])
+  end
+  redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+else
+  kept = redis.call('GET', KEYS[1])
+end
+if ARGV[6] == '1' then wake(KEYS[4]) end
+return kept
 """
-"""KEYS: the outcome, the answer, the progress hash; ARGV: the outcome JSON, the answer,
-the participant, its progress JSON. Nil when stored, else the outcome already stored."""
+"""KEYS: the outcome, the answer, the progress hash, the wake list, the run hash; ARGV:
+the outcome JSON, the answer, the participant, its progress JSON, the TTL (ms) the
+outcome and answer get (0: the run hash's), '1' to push the wake list. Nil when stored,
+else the outcome already stored."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +118,11 @@ class Settled:
 
 
 WAKE_TTL_S = 24 * 3600
-"""Seconds a run's wake list lives after its last push (a waiter that never came)."""
+"""Seconds a run's wake list lives after the push that made it (a waiter that never
+came; the waiting CLI's BLPOP empties it, and the next push makes it anew)."""
+
+_START_ATTEMPTS = _WAKE_LUA % WAKE_TTL_S + _KEY_TTL_LUA + _START_ATTEMPTS_BODY
+_PUT_OUTCOME = _WAKE_LUA % WAKE_TTL_S + _KEY_TTL_LUA + _PUT_OUTCOME_BODY
 
 _WAIT_READ = """
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -147,16 +196,22 @@ class RunProgress:
         pipe.execute()
 
     def start_attempts(
-        self, run_id: str, participants: Sequence[str], started_ms: int, lease_ms: int = 0
+        self,
+        run_id: str,
+        participants: Sequence[str],
+        started_ms: int,
+        lease_ms: int = 0,
+        ttl_ms: int = 0,
     ) -> dict[str, int]:
         """Start a new attempt of each participant, in one round trip (one script call).
 
         Per participant, atomically: INCR its attempts counter (the counter
         :meth:`JournalStore.next_attempt <workers.stores.journal.JournalStore.next_attempt>`
-        counts) and record it ``running`` since ``started_ms`` (ms since the epoch) with
-        that attempt number, and, when ``lease_ms`` > 0, give the attempt a lease lapsing
-        ``lease_ms`` from now on Redis's clock (``TIME``: :mod:`workers.execution.leases`).
-        Returns participant → the attempt number (1, 2, …).
+        counts; a new one gets ``ttl_ms``, else the run hash's TTL) and record it
+        ``running`` since ``started_ms`` (ms since the epoch) with that attempt number,
+        and, when ``lease_ms`` > 0, give the attempt a lease lapsing ``lease_ms`` from
+        now on Redis's clock (``TIME``: :mod:`workers.execution.leases`); then wake the
+        waiting CLI. Returns participant → the attempt number (1, 2, …).
         """
         k = self._keys
         body = Progress(state="running", started_ms=started_ms, updated_ms=started_ms)
@@ -164,11 +219,16 @@ class RunProgress:
         ids = list(participants)
         if not ids:
             return {}
-        keys = [k.run_state(run_id), k.leases(), *(k.run_attempts(run_id, p) for p in ids)]
-        pipe = self._r.pipeline(transaction=False)
-        pipe.eval(_START_ATTEMPTS, len(keys), *keys, shown, max(0, lease_ms), run_id, *ids)
-        wake(pipe, self._keys, run_id)
-        numbers = pipe.execute()[0]
+        keys = [
+            k.run_state(run_id),
+            k.leases(),
+            k.run_wake(run_id),
+            k.run(run_id),
+            *(k.run_attempts(run_id, p) for p in ids),
+        ]
+        numbers = self._r.eval(
+            _START_ATTEMPTS, len(keys), *keys, shown, max(0, lease_ms), run_id, max(0, ttl_ms), *ids
+        )
         return {p: int(n) for p, n in zip(ids, numbers, strict=True)}
 
     def progress(self, run_id: str) -> dict[str, Progress]:
@@ -177,49 +237,64 @@ class RunProgress:
         return {k.decode(): Progress.model_validate_json(v) for k, v in raw.items()}
 
     def put_outcome(self, run_id: str, outcome: ParticipantOutcome, answer: str) -> bool:
-        """Store the outcome if none is stored yet (first terminal result wins).
+        """Store the outcome if none is stored yet (first terminal result wins), with the
+        run hash's TTL.
 
         Returns True when this call stored it. The verbatim answer is archived with it.
         """
         k = self._keys
+        ttl = int(self._r.pttl(k.run(run_id)))
+        px = ttl if ttl > 0 else None
         stored = self._r.set(
-            k.run_outcome(run_id, outcome.participant), outcome.model_dump_json(), nx=True
+            k.run_outcome(run_id, outcome.participant), outcome.model_dump_json(), nx=True, px=px
         )
         if stored:
-            self._r.set(k.run_answer(run_id, outcome.participant), answer.encode("utf-8"))
+            self._r.set(k.run_answer(run_id, outcome.participant), answer.encode("utf-8"), px=px)
         return bool(stored)
 
     def put_outcomes(
-        self, run_id: str, settled: Sequence[Settled], leases: Sequence[str] = ()
+        self,
+        run_id: str,
+        settled: Sequence[Settled],
+        leases: Sequence[str] = (),
+        ttl_ms: int = 0,
     ) -> dict[str, ParticipantOutcome]:
         """Store each outcome unless one is stored (first terminal result wins), in one
         pipelined round trip; the same rule as :meth:`put_outcome`.
 
         Per participant, atomically: SET NX the outcome; when this call stored it, also
-        archive the answer and record ``progress``. Returns, for each participant whose
-        outcome was ALREADY stored, that kept outcome (the caller shows its progress);
-        participants absent from the result were stored by this call. ``leases``: lease
-        members (:meth:`Keys.lease_member`) ended in the same round trip.
+        archive the answer and record ``progress``; both keys get ``ttl_ms`` (0: the run
+        hash's TTL). Returns, for each participant whose outcome was ALREADY stored, that
+        kept outcome (the caller shows its progress); participants absent from the result
+        were stored by this call. ``leases``: lease members (:meth:`Keys.lease_member`)
+        ended in the same round trip. The last script also wakes the waiting CLI.
         """
         k = self._keys
         pipe = self._r.pipeline(transaction=False)
         if leases:
             pipe.zrem(k.leases(), *leases)
-        for s in settled:
+        for i, s in enumerate(settled):
             p = s.outcome.participant
             pipe.eval(
                 _PUT_OUTCOME,
-                3,
+                5,
                 k.run_outcome(run_id, p),
                 k.run_answer(run_id, p),
                 k.run_state(run_id),
+                k.run_wake(run_id),
+                k.run(run_id),
                 s.outcome.model_dump_json(),
                 s.answer.encode("utf-8", errors="replace"),
                 p,
                 s.progress.model_dump_json(),
+                max(0, ttl_ms),
+                "1" if i == len(settled) - 1 else "0",
             )
-        wake(pipe, k, run_id)
-        replies = pipe.execute()[1 if leases else 0 : -3]
+        if not settled:
+            wake(pipe, k, run_id)
+            pipe.execute()
+            return {}
+        replies = pipe.execute()[1 if leases else 0 :]
         return {
             s.outcome.participant: ParticipantOutcome.model_validate_json(kept)
             for s, kept in zip(settled, replies, strict=True)

@@ -3,8 +3,8 @@
 Structure: ``run:{run_id}:scripts:{participant}:{attempt}`` is a list of JSON
 :class:`~council.evidence.ScriptRow` objects, RPUSH only: a row is written the moment its
 script ends, so a worker that dies afterwards loses nothing, and a redelivered task (a
-new attempt, numbered by the journal's INCR) writes a new list. The keys expire with the
-run's (:meth:`~workers.stores.keys.Keys.run_keys`).
+new attempt, numbered by the journal's INCR) writes a new list. A list gets the run
+hash's TTL when its first row makes it: it expires with the run's other keys.
 
 A turn is one attempt: the evidence matcher compares a finding's blocks with the rows of
 the attempt that produced it and only counts the earlier attempts' rows.
@@ -49,7 +49,10 @@ class ScriptStore:
         try:
             if int(self._r.llen(key)) >= self._max:
                 return f"not recorded: the attempt already holds {self._max} script rows"
-            self._r.rpush(key, row.model_dump_json(exclude_none=True))
+            if int(self._r.rpush(key, row.model_dump_json(exclude_none=True))) == 1:
+                ttl = int(self._r.pttl(self._keys.run(run_id)))  # it expires with its run
+                if ttl > 0:
+                    self._r.pexpire(key, ttl)
         except redis.RedisError as exc:
             return f"not recorded ({type(exc).__name__}: the script store failed)"
         return "Recorded."

@@ -93,22 +93,18 @@ class SessionMemory:
         if memory.recall:
             recall = FINDINGS.dump_json(list(memory.recall), exclude_none=True).decode()
             pipe.set(k.session_recall(s), recall)
-        if memory.heard:
-            heard = {HEARD + pid: record.head for pid in memory.heard}
-            pipe.hset(k.session_reviewed(s), mapping=heard)
-        if memory.still_open is None:
-            return
-        still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()
-        pipe.hset(
-            k.session_reviewed(s),
-            mapping={
+        reviewed = {HEARD + pid: record.head for pid in memory.heard}
+        if memory.still_open is not None:
+            still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()
+            reviewed |= {
                 "run": record.run_id,
                 "head": record.head,
                 "settled_ms": str(now_ms),
                 "open": still,
                 "reviewers": json.dumps(list(memory.reviewers)),
-            },
-        )
+            }
+        if reviewed:  # one HSET for the heard heads and the round reviewed
+            pipe.hset(k.session_reviewed(s), mapping=reviewed)
 
     def reviewed(self, session: str) -> Reviewed | None:
         """The session's last completed run, or None before its first one."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Literal
 
 import redis
 
@@ -32,6 +33,15 @@ older than the run retention, whose keys have expired)."""
 
 OPEN_TTL_CAP_S = 30 * 24 * 3600
 """The longest a run's deadline counts toward its keys' TTL at opening (30 days)."""
+
+RETENTION_SLACK = 0.01
+"""How much a retention may be off when a step keeps the TTLs keys already hold instead
+of setting each again: 1% of it (a run's keys may outlive its settling by 1% more than
+the run retention; a session's keys may expire 1% of the session retention early after
+a step that found them refreshed that recently)."""
+
+Freshness = Literal["new", "fresh", "stale"]
+"""A session's keys before a step writes them (:meth:`SessionOpening.freshness`)."""
 
 
 class SessionOpening:
@@ -73,8 +83,9 @@ class SessionOpening:
                         else:
                             stale.append(rid)
                     identities = ledger.claim_round(list(claims), attributed)
+                    fresh = self.freshness(pipe, s)
                     pipe.multi()
-                    pipe.set(k.session_ledger(s), ledger.to_json())
+                    pipe.set(k.session_ledger(s), ledger.to_json(), ex=self._session_ttl)
                     if stale:
                         pipe.hdel(k.session_open(s), *stale)
                     pipe.hset(
@@ -101,12 +112,42 @@ class SessionOpening:
                     pipe.zadd(k.runs_open(), {record.run_id: watchdog_at})
                     pipe.zadd(k.runs_undispatched(), {record.run_id: server})
                     pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
-                    for key in k.session_keys(s):
-                        pipe.expire(key, self._session_ttl)
+                    if fresh == "stale":
+                        self.refresh(pipe, s)
+                    else:  # what this step may have made anew
+                        pipe.expire(k.session_open(s), self._session_ttl)
+                        if fresh == "new":
+                            pipe.expire(k.session_runs(s), self._session_ttl)
                     pipe.execute()
                     return identities
                 except redis.WatchError:
                     continue
+
+    def freshness(self, client: RedisClient, session: str) -> Freshness:
+        """``new`` (none of the session's keys exists), ``fresh`` (they were all given
+        the session retention less than :data:`RETENTION_SLACK` of it ago) or ``stale``.
+
+        ``session:{s}:runs`` is the marker: only :meth:`refresh` sets its TTL once it
+        exists, and every step that sets a TTL on another session key sets it to the
+        full retention from then, so no session key expires before the marker. A
+        ``fresh`` session's keys all live at least 99% of the retention from now: a step
+        sets a TTL only on the keys it writes (one may be made anew) and ``issued``
+        (finding ids are never given twice while a key holding one lives). One or two
+        reads instead of an EXPIRE of every session key at each opening and filing.
+        """
+        k = self._keys
+        left_ms = int(client.pttl(k.session_runs(session)))
+        if left_ms >= self._session_ttl * 1000 * (1 - RETENTION_SLACK):
+            return "fresh"
+        if left_ms == -2 and not client.exists(*k.session_keys(session)):
+            return "new"
+        return "stale"
+
+    def refresh(self, pipe: redis.client.Pipeline, session: str) -> None:
+        """Queue the session retention on every session key (an idle session expires
+        whole, the retention after its last step)."""
+        for key in self._keys.session_keys(session):
+            pipe.expire(key, self._session_ttl)
 
     def open_ttl_s(self, record: RunRecord, now_ms: int) -> int:
         """The TTL a run's keys get when it opens: until its deadline (at most

@@ -32,7 +32,7 @@ from workers.stores.keys import Keys
 from workers.stores.run_progress import wake
 from workers.stores.run_record import RunRecord
 from workers.stores.session_memory import Dismissal, SessionMemory
-from workers.stores.session_opening import SessionOpening
+from workers.stores.session_opening import OPEN_TTL_CAP_S, RETENTION_SLACK, SessionOpening
 from workers.stores.track.records import add_acted, add_records
 
 
@@ -126,8 +126,10 @@ class SessionStore(SessionOpening, SessionMemory):
         the filed report; when the run has left ``source`` (someone else filed first),
         the report stored with its state, and nothing is written; None when the id
         counter moved (another run of the session filed first): rebuild the filing from
-        :meth:`next_finding_id` and commit again. A final transition gives the run's keys
-        their retention TTL and removes the run from the session's open runs.
+        :meth:`next_finding_id` and commit again. A final transition (or one to
+        ``waiting``) removes the run from the session's open runs, and gives the run's
+        keys their retention TTL from now unless they already hold about that
+        (:meth:`expiring_as_written`).
         Raises :class:`RunNotSettled` when the run left ``source`` without a report.
         Which transitions exist and what they file is :mod:`council.round.lifecycle`'s; this
         method runs no domain rule.
@@ -153,8 +155,12 @@ class SessionStore(SessionOpening, SessionMemory):
                     if issued != filing.first_id - 1:
                         pipe.unwatch()
                         return None
-                    counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
-                    attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
+                    expire = transition.parks and not self.expiring_as_written(record, now_ms)
+                    attempts: dict[str, int] = {}
+                    if expire:
+                        counts = pipe.mget([k.run_attempts(rid, p) for p in everyone])
+                        attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
+                    fresh = self.freshness(pipe, s) == "fresh"
                     pipe.multi()
                     self._file(pipe, record, filing)
                     fields = {
@@ -178,17 +184,61 @@ class SessionStore(SessionOpening, SessionMemory):
                     self._wait_or_finish(pipe, record, transition, filing, now_ms)
                     pipe.hset(k.run(rid), mapping=fields)
                     wake(pipe, k, rid)
-                    if transition.parks:
+                    if expire:
                         expiring = k.run_keys(
                             rid, everyone, attempts, filing.backends, filing.scripting
                         )
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
-                    for key in k.session_keys(s):
-                        pipe.expire(key, self._session_ttl)
+                    if fresh:
+                        for key in self._written(record, transition, filing):
+                            pipe.expire(key, self._session_ttl)
+                    else:
+                        self.refresh(pipe, s)
                     pipe.execute()
                     return filing.report
                 except redis.WatchError:
                     continue
+
+    def _written(self, record: RunRecord, transition: Transition, filing: Filing) -> list[str]:
+        """The session keys a commit of ``filing`` may write (and so make anew), and
+        ``issued`` always: they get the session retention from now
+        (:meth:`~workers.stores.session_opening.SessionOpening.freshness`)."""
+        k, s = self._keys, record.session
+        keys = [k.session_issued(s)]
+        if filing.findings:
+            keys += [k.session_findings(s), k.session_attributed(s)]
+        memory = filing.memory
+        if memory is not None and memory.reported:
+            keys.append(k.session_fingerprints(s))
+        if memory is not None and memory.recall:
+            keys.append(k.session_recall(s))
+        if memory is not None and (memory.heard or memory.still_open is not None):
+            keys.append(k.session_reviewed(s))
+        if filing.acted:
+            keys.append(k.session_acted(s))
+        if transition.target == "waiting":
+            keys.append(k.session_waiting(s))
+        if filing.dismissals:
+            keys.append(k.session_dismissed(s))
+        return keys
+
+    def expiring_as_written(self, record: RunRecord, now_ms: int) -> bool:
+        """Whether the run's keys, parked at ``now_ms`` (ms since the epoch), already
+        expire about the run retention from now, so parking need not expire them again.
+
+        Each key got its TTL as it was written: until the run's deadline plus the
+        retention (:meth:`open_ttl_s`). Parked no later than its deadline, and at most
+        :data:`RETENTION_SLACK` of the retention before it, every key outlives ``now_ms``
+        by the retention and at most 1% (and a second) more. Else (a run parked past its
+        deadline: the watchdog, a judge; long before its deadline; or one whose deadline
+        was past the opening TTL's cap) one script expires each key.
+        """
+        left_ms = record.deadline_ms - now_ms
+        span_ms = record.deadline_ms - record.created_ms
+        return (
+            0 <= left_ms <= self._run_ttl * 1000 * RETENTION_SLACK
+            and span_ms <= OPEN_TTL_CAP_S * 1000
+        )
 
     def _wait_or_finish(
         self,
