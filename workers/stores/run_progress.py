@@ -283,8 +283,8 @@ class RunProgress:
         )
 
     def resumptions(self, run_id: str, participants: Sequence[str]) -> dict[str, Resumption]:
-        """:meth:`resumption` of each of ``participants`` (those that have one), in one
-        pipelined round trip: a batch of 500 model reviews asked once each."""
+        """:meth:`resumption` of each of ``participants`` that has one, in their order, in
+        one pipelined round trip: a batch (or the settling) of 500 reviews asks once."""
         pipe = self._r.pipeline(transaction=False)
         for p in participants:
             pipe.hmget(self._keys.run_pause(run_id, p), ["pause", "answer"])
