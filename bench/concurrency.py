@@ -76,6 +76,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from tests.fakes import FakeOpenAI, Scenario  # noqa: E402
 from tests.gitrepo import commit, git, new_repo  # noqa: E402
 from tests.services import (  # noqa: E402
@@ -788,6 +789,15 @@ def print_floor(rows: list[Row]) -> None:
             f"council,{size}: CPU per stream {cpu:.2f} ms (least of {len(warm)} warm) against "
             f"the SDK's {sdk_cpu:.2f} ms (least of {len(sdk)}, interleaved): {ratio:.2f}x "
             f"(goal <= {CPU_GOAL}x: {'met' if ratio <= CPU_GOAL else 'not met'})"
+        )
+        headline(
+            "concurrency",
+            f"worker CPU per stream, {warm[0].streams} streams,{size}",
+            f"{cpu:.2f} ms",
+            f"{sdk_cpu:.2f} ms (asyncio + openai SDK, interleaved)",
+            round(ratio, 2),
+            f"<= {CPU_GOAL}x",
+            ratio <= CPU_GOAL,
         )
 
 
