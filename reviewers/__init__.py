@@ -12,7 +12,7 @@ Source: docs/architecture.md "Layers" (reviewers), docs/identity-and-clocks.md "
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from council.model.backend_result import ReviewResult, Stop
@@ -31,6 +31,7 @@ __all__ = [
     "Stop",
     "check_options",
     "key_env",
+    "load_backends",
     "reviewer_for",
 ]
 
@@ -93,6 +94,15 @@ def reviewer_for(participant: Participant) -> Reviewer:
     if factory is None:
         return UnavailableReviewer(participant.backend)
     return factory()
+
+
+def load_backends(backends: Iterable[str]) -> None:
+    """Import the modules (and SDK) of each of ``backends`` now rather than on first use:
+    a worker whose registry holds a model provider loads its SDK before its heap is
+    frozen (``workers.app.tasks``). Unknown names are skipped. Never raises."""
+    for backend in dict.fromkeys(backends):
+        if backend in _PARTICIPANT_CHECKS:
+            _REVIEWERS[backend]()
 
 
 def check_options(participant: Participant, where: str | None = None) -> None:

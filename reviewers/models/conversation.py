@@ -184,7 +184,10 @@ class _Run:
         self.usage = Usage()
         self.first_token_ms: int | None = None
         self.retries: list[str] = []
-        self.spending = Spending(request.budget, participant, lambda t: self.notes.append(t))
+        # The list's own method, not a lambda over self: a cycle through the run would
+        # leave every review's state (its request, tools, session) to the garbage
+        # collector, 50 objects a stream (``bench/concurrency.py``). Notes are never rebound.
+        self.spending = Spending(request.budget, participant, self.notes.append)
 
     def _resume(self) -> int:
         """Go on from a pause: load its messages, reply to its turn's calls (the ask's
@@ -197,7 +200,7 @@ class _Run:
         self.texts = list(paused.texts)
         self.usage = paused.usage
         self.tools.entries = paused.journal_entries
-        self.notes = [
+        self.notes[:] = [
             *paused.notes,
             f"paused on a question to a person after turn {paused.turns}, and went on "
             "with their answer as the reply",

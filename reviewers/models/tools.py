@@ -98,9 +98,11 @@ class ToolBox:
     ``workdir`` None: the file tools reply :data:`NO_TREE`. ``on_entry`` is called for every
     entry the journal accepted (the idle clock's activity); :attr:`entries` counts them.
     ``runner`` None: a :class:`~reviewers.sandbox.scripts.ScriptRunner` over ``workdir`` with
-    ``limits`` and ``bwrap``. :attr:`dispatched` counts the calls so far (a ``run_script``
-    row's ``dispatch``). ``artifacts`` None: no store, so a ``props_ref`` is refused.
-    :attr:`asked` is the first accepted ask with its call id (the caller pauses on it);
+    ``limits`` and ``bwrap``, made on the first script (most reviews run none; making one
+    resolves the tree and copies the environment). :attr:`dispatched` counts the calls so
+    far (a ``run_script`` row's ``dispatch``). ``artifacts`` None: no store, so a
+    ``props_ref`` is refused. :attr:`asked` is the first accepted ask with its call id (the
+    caller pauses on it);
     ``ask_refusal``, when given, is why ``ask_human`` may not ask at all (the reviewer asked
     the most it may in this run).
     """
@@ -134,7 +136,14 @@ class ToolBox:
         self.dispatched = 0
         self.scripts = scripts
         self.limits = limits or ScriptLimits()
-        self.runner = runner or ScriptRunner(self.root, self.limits, bwrap)
+        self._runner, self._bwrap = runner, bwrap
+
+    @property
+    def runner(self) -> ScriptRunner:
+        """The script runner (made on first use when none was given)."""
+        if self._runner is None:
+            self._runner = ScriptRunner(self.root, self.limits, self._bwrap)
+        return self._runner
 
     def call(self, name: str, arguments: str | Mapping[str, Any], call_id: str = "") -> str:
         """Run one tool call; the reply text (an error is a reply too). Never raises.

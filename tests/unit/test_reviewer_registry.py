@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 
 from council.errors import RosterError
 from council.model.participant import Participant
-from reviewers import BUILT_BACKENDS, check_options, reviewer_for
+from reviewers import BUILT_BACKENDS, check_options, load_backends, reviewer_for
 from reviewers.base import ReviewRequest
 from reviewers.models.anthropic_messages import AnthropicReviewer
 from reviewers.models.openai_chat import OpenAIReviewer
@@ -113,3 +114,10 @@ def test_bad_options_are_refused_with_their_field(
 def test_good_options_pass(backend: str, options: dict[str, Any]) -> None:
     """Well-formed options are accepted."""
     check_options(participant(backend, **options), where="reviewers[0]")
+
+
+def test_load_backends_imports_the_model_backends_named() -> None:
+    """load_backends imports a model backend's module (and SDK) ahead of its first use;
+    program backends and unknown names are skipped without raising."""
+    load_backends(["command", "no-such-backend", "openai", "openai"])
+    assert "reviewers.models.openai_chat" in sys.modules

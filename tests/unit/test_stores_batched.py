@@ -13,6 +13,9 @@ from typing import Any
 import fakeredis
 import pytest
 
+from council.asks.ask import Ask
+from council.asks.paused import Paused
+from council.asks.pending import Answer
 from council.model.participant import Participant
 from council.round.outcome import ParticipantOutcome
 from tests.roundtrips import CountingClient
@@ -149,3 +152,18 @@ def test_read_all_many_reads_every_attempt_in_one_round_trip(client: Any) -> Non
     assert counting.round_trips == 1
     assert got == {"hawk": [[b"a"], [b"b", b"c"]], "owl": [[]], "ghost": []}
     assert got["hawk"] == j.read_all("r1", "hawk")
+
+
+def test_resumptions_read_every_answered_pause_in_one_round_trip(client: Any) -> None:
+    """Each participant's answered pause comes back as resumption() reads it, in one
+    trip; a pause without its answer yet, and no pause, are absent."""
+    runs = _stored_run(client)
+    for pid in ("hawk", "owl"):
+        paused = Paused(ask=Ask(question=f"{pid}?"), call_id="c1", messages=[], replies=[])
+        runs.put_pause("r1", pid, paused)
+    client.hset(KEYS.run_pause("r1", "hawk"), "answer", Answer(value="yes").model_dump_json())
+    counting = CountingClient(client)
+    got = RunStore(counting, KEYS).resumptions("r1", ["hawk", "owl", "ghost"])
+    assert counting.round_trips == 1
+    assert got == {"hawk": runs.resumption("r1", "hawk")}
+    assert got["hawk"].answer.value == "yes" and runs.resumption("r1", "owl") is None

@@ -12,6 +12,7 @@ Source: docs/architecture.md (the shape), docs/celery.md §1.3-§1.4, docs/style
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ import structlog
 from celery import current_app, shared_task
 from celery.signals import worker_ready
 
+from reviewers import load_backends
 from workers.app import services as runtime
 from workers.app.celery_config import queue_for
 from workers.execution import keeping, sweep
@@ -124,10 +126,31 @@ def _start_sweeping(**_: Any) -> None:
     """Every distributed worker sweeps (workers/execution/sweep.py) and keeps the outcomes
     it stored until their filing is durable (workers/execution/keeping.py); embedded mode
     does neither."""
-    if current_app.conf.broker_url and not str(current_app.conf.broker_url).startswith("memory"):
+    if _distributed():
         rt = runtime.current()
         sweep.start(rt, resend, send_judge)
         keeping.start(rt, lambda run_id: settle_if_heard(rt, run_id, send_judge))
+
+
+@worker_ready.connect
+def _freeze_startup_heap(**_: Any) -> None:
+    """Load the SDKs of the model providers this worker's registry holds, then move every
+    object start-up made (modules, classes, the runtime) out of the garbage collector's
+    sight: they live as long as the process, and each full collection walked them all
+    again (a quarter of a second, twice per council of 500 streams: ``bench/concurrency.py``).
+    Garbage made later is collected as before. Not in embedded mode: the CLI would wait
+    for it, and lives for one review."""
+    if not _distributed():
+        return
+    load_backends(entry.api for entry in runtime.current().providers.providers.values())
+    gc.collect()
+    gc.freeze()
+
+
+def _distributed() -> bool:
+    """Whether this worker serves a real broker (not embedded mode's memory one)."""
+    url = current_app.conf.broker_url
+    return bool(url) and not str(url).startswith("memory")
 
 
 def send_judge(run_id: str) -> None:

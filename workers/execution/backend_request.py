@@ -22,6 +22,7 @@ from pathlib import Path
 
 import structlog
 
+from council.asks.paused import Resumption
 from council.change.diff import added_lines, parse_diff
 from council.change.secret_masks import (
     MASK,
@@ -200,6 +201,7 @@ def build_request(
     arg_files: Mapping[str, bytes] | None = None,
     journal: RedisJournal | None = None,
     shared: int = 0,
+    resumptions: Mapping[str, Resumption] | None = None,
 ) -> ReviewRequest:
     """One participant's request for attempt number ``attempt`` of its review.
 
@@ -211,7 +213,8 @@ def build_request(
     so its findings land; a model's tree has the likely secrets masked (:func:`_masked_files`).
     ``journal``: the attempt's sink (made here when None; a caller passes its own to flush it
     before folding). A paused model reviewer whose question was answered gets its pause
-    (``resume``). ``shared``: where the prompt's shared part ends
+    (``resume``; ``resumptions``: the batch's one read of them, by participant id; None:
+    read here). ``shared``: where the prompt's shared part ends
     (:attr:`~reviewers.base.ReviewRequest.shared`). The participant is run as THIS
     worker's provider registry allows (:func:`~council.roster.provider_rules.for_worker`;
     embedded mode honours its roster). Raises ``OSError`` when a file cannot be written,
@@ -273,11 +276,7 @@ def build_request(
         tool_read_max_bytes=rt.settings.tool_read_max_bytes,
         scripts=RedisScripts(rt, run_id, participant.id, attempt, share.masker),
         artifacts=rt.artifacts.scope(run_id),
-        resume=(
-            rt.runs.resumption(run_id, participant.id)
-            if participant.backend in ASKING_BACKENDS
-            else None
-        ),
+        resume=_resume(rt, run_id, participant, resumptions),
         budget=(
             RedisBudget(rt.client, rt.keys, run_id, record.max_cost_usd).for_participant(
                 participant, record.prices
@@ -286,6 +285,21 @@ def build_request(
             else None
         ),
     )
+
+
+def _resume(
+    rt: Runtime,
+    run_id: str,
+    participant: Participant,
+    resumptions: Mapping[str, Resumption] | None,
+) -> Resumption | None:
+    """The answered pause ``participant`` goes on from (None: none, or not an asking
+    backend), from ``resumptions`` when the caller read them, else from Redis."""
+    if participant.backend not in ASKING_BACKENDS:
+        return None
+    if resumptions is not None:
+        return resumptions.get(participant.id)
+    return rt.runs.resumption(run_id, participant.id)
 
 
 def _real(paths: Sequence[str], real: Mapping[str, str]) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from council.asks.paused import Resumption
 from council.change.secret_masks import Masker, masked_result
 from council.model.backend_result import ReviewResult
 from council.model.participant import Participant
@@ -34,7 +35,12 @@ from reviewers.models.stream_loop import stream_loop
 from workers.app.clock import now_ms
 from workers.app.metrics import observe_review
 from workers.app.services import Runtime
-from workers.execution.backend_request import RunShare, build_request, run_share
+from workers.execution.backend_request import (
+    ASKING_BACKENDS,
+    RunShare,
+    build_request,
+    run_share,
+)
 from workers.execution.journal_sink import RedisJournal, journal_for, reconcile
 from workers.execution.keeping import keep
 from workers.execution.leases import keeper
@@ -152,8 +158,11 @@ def _review_all(
         leases.hold(run_id, attempts, written=True)
         journals = {p.id: journal_for(rt, run_id, p, attempts[p.id]) for p in people}
         share: RunShare | ReviewResult
+        resumptions: dict[str, Resumption] = {}
         try:
             share = run_share(rt, record, inputs.change, inputs.secrets)
+            asking = [p.id for p in people if p.backend in ASKING_BACKENDS]
+            resumptions = rt.runs.resumptions(run_id, asking) if asking else {}
         except Exception as exc:
             with structlog.contextvars.bound_contextvars(run_id=run_id, session=record.session):
                 share = crashed(exc, started)
@@ -172,7 +181,9 @@ def _review_all(
                         "attempt": attempts[p.id],
                     },
                 )
-                ready = _prepare(rt, share, inputs, now, cancel, started, journals[p.id])
+                ready = _prepare(
+                    rt, share, inputs, now, cancel, started, journals[p.id], resumptions
+                )
                 if isinstance(ready, ReviewResult):
                     finished.put((now, ready))
                 else:
@@ -214,9 +225,11 @@ def _prepare(
     cancel: threading.Event,
     started: float,
     journal: RedisJournal,
+    resumptions: dict[str, Resumption],
 ) -> ReviewRequest | ReviewResult:
     """One participant's request, built here; or the failed result that stands for it
-    (``share`` is the run's share, or the failed result of building it)."""
+    (``share`` is the run's share, or the failed result of building it; ``resumptions``
+    the answered pauses of the batch's participants, read once)."""
     if isinstance(share, ReviewResult):
         return share
     p = now.participant
@@ -233,6 +246,7 @@ def _prepare(
                 inputs.arg_files.get(p.id),
                 journal=journal,
                 shared=inputs.shared.get(p.id, 0),
+                resumptions=resumptions,
             )
         except Exception as exc:
             return crashed(exc, started)

@@ -190,17 +190,15 @@ class Hearing:
 
     def answered_asks(self) -> tuple[PendingAsk, ...]:
         """The questions reviewers asked in this run and went on with, each with the
-        answer it was given (the report keeps them: who asked what, what was said).
-        Only a backend that can ask is looked up (a read for nothing else)."""
+        answer it was given (the report keeps them: who asked what, what was said), in
+        roster order; one round trip, for the backends that can ask (none when none can)."""
         run_id = self.record.run_id
         out: list[PendingAsk] = []
-        for p in self.reviewers:
-            if p.backend not in ASKING_BACKENDS:
-                continue
-            resumed = self.rt.runs.resumption(run_id, p.id)
-            if resumed is not None:
-                ask = pending(run_id, p.id, resumed.paused)
-                out.append(ask.model_copy(update={"answer": resumed.answer}))
+        asking = [p.id for p in self.reviewers if p.backend in ASKING_BACKENDS]
+        resumed = self.rt.runs.resumptions(run_id, asking) if asking else {}
+        for pid, one in resumed.items():
+            ask = pending(run_id, pid, one.paused)
+            out.append(ask.model_copy(update={"answer": one.answer}))
         return tuple(out)
 
     def running(self) -> list[str]:

@@ -357,6 +357,21 @@ class RunProgress:
             paused=Paused.model_validate_json(paused), answer=Answer.model_validate_json(answer)
         )
 
+    def resumptions(self, run_id: str, participants: Sequence[str]) -> dict[str, Resumption]:
+        """:meth:`resumption` of each of ``participants`` that has one, in their order, in
+        one pipelined round trip: a batch (or the settling) of 500 reviews asks once."""
+        pipe = self._r.pipeline(transaction=False)
+        for p in participants:
+            pipe.hmget(self._keys.run_pause(run_id, p), ["pause", "answer"])
+        found = pipe.execute()
+        return {
+            p: Resumption(
+                paused=Paused.model_validate_json(paused), answer=Answer.model_validate_json(answer)
+            )
+            for p, (paused, answer) in zip(participants, found, strict=True)
+            if paused is not None and answer is not None
+        }
+
     def answer(self, run_id: str, participant: str) -> str | None:
         """The archived verbatim answer of a participant."""
         raw = self._r.get(self._keys.run_answer(run_id, participant))
