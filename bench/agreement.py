@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.agreement_corpus import corpus_path, load, quality  # noqa: E402
+from bench.headline import headline  # noqa: E402
 from council.merging.agreement import THRESHOLD  # noqa: E402
 from council.merging.agreement.clusters import groups_of, reviewer_numbers  # noqa: E402
 from council.merging.agreement.pairs import scored_pairs  # noqa: E402
@@ -371,6 +372,7 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str], quick: bo
     head += f" {'traced':>7} {'exact s':>8} {'floor s':>8} {'×floor':>6}"
     print(head + f" {'groups':>8}  " + " ".join(f"{p:>6}" for p in PHASES) + "  synthetic truth")
     cpu: dict[int, float] = {}
+    floors: dict[int, float] = {}
     for size in sizes:
         row = _in_child(placed, size, 1 if quick or size >= 100_000 else 3)
         findings, raised, _ = _findings(placed, size)
@@ -379,6 +381,7 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str], quick: bo
         exact = timed(partial(baseline_merge, findings, raised, roster), 1)
         least = timed(partial(floor, findings), 1)
         cpu[size] = row.cpu
+        floors[size] = least.cpu
         print(
             f"    {size:>9,} {row.wall:>7.3f} {row.cpu:>7.3f} {row.rss_peak:>8.0f}"
             f" {row.rss_peak - row.rss_before:>6.0f} {traced} {exact.wall:>8.3f}"
@@ -391,6 +394,16 @@ def _speed_rows(placed: bool, sizes: Sequence[int], roster: list[str], quick: bo
     print(
         f"    linearity: cpu({large:,}) / cpu({small:,}) / {large // small} = {ratio:.2f}"
         " (1.00 = linear; quadratic would be " + f"{large // small})"
+    )
+    headline(
+        "agreement",
+        f"consolidate() of {large:,} findings {'naming files' if placed else 'naming no file'}, "
+        "cpu",
+        f"{cpu[large]:.1f} s (linearity {ratio:.2f})",
+        f"the floor {floors[large]:.2f} s",
+        cpu[large] / max(floors[large], 1e-9),
+        "" if placed else "<= 3x at 100,000",
+        None if placed or large < 100_000 else cpu[large] <= 3 * floors[large],
     )
 
 

@@ -41,6 +41,7 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.headline import headline  # noqa: E402
 from bench.replay_change import replay_change  # noqa: E402
 from tests.services import ServiceError, start_redis, stop_group, worker_argv  # noqa: E402
 from workers.app.celery_config import CONSOLIDATE_QUEUE, REVIEW_QUEUE, create_app  # noqa: E402
@@ -288,6 +289,24 @@ def _print(
             f"{min(cmds):>11.0f}{min(cpus):>13.1f}"
         )
     (rb, cb, pb), (rc, cc, pc) = best["bare chords"], best["councils"]
+    headline(
+        "throughput",
+        f"councils of {args.reviewers} instant reviewers per second, {WORKERS} workers",
+        f"{rc:.1f}/s",
+        f"bare chords {rb:.1f}/s",
+        rc / rb,
+        f">= {GOALS['councils/s']}x",
+        rc / rb >= GOALS["councils/s"],
+    )
+    headline(
+        "throughput",
+        "Redis commands per council (scripts' included)",
+        f"{cc:.0f}",
+        f"bare chord {cb:.0f}",
+        cc / cb,
+        f"<= {GOALS['commands']}x",
+        cc / cb <= GOALS["commands"],
+    )
     print(
         f"{'ratio':<14}{rc / rb:>10.2f}x{'':>11}{cc / cb:>10.2f}x{pc / pb:>12.2f}x  "
         f"(goals: per s >= {GOALS['councils/s']}x, commands <= {GOALS['commands']}x)"
