@@ -249,6 +249,14 @@ def test_second_coordinator_with_other_meaning_exits_2(
     assert real_redis.zcard("council:runs") == 1
 
 
+def _review_once(
+    repo: Path, base: str, roster: Path, env: dict[str, str], *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``council review`` of ``repo`` since ``base`` that never gates (``--fail-on never``)."""
+    argv = ["review", "--repo", str(repo), "--base", base, "--roster", str(roster)]
+    return council(*argv, "--fail-on", "never", "--no-progress", *extra, env=env)
+
+
 def test_run_keys_expire_session_keys_stay(
     redis_url: str, start_worker: Any, tmp_path: Path, real_redis: redis.Redis
 ) -> None:
@@ -257,21 +265,7 @@ def test_run_keys_expire_session_keys_stay(
     roster = _replay_roster(tmp_path, latency_ms=0)
     env = {"COUNCIL_REDIS_URL": redis_url, "COUNCIL_RUN_RETENTION_S": "2"}
     start_worker("w1", env=env)
-    done = council(
-        "review",
-        "--repo",
-        str(repo),
-        "--base",
-        base,
-        "--roster",
-        str(roster),
-        "--fail-on",
-        "never",
-        "--no-progress",
-        "--session",
-        "pr-9",
-        env=env,
-    )
+    done = _review_once(repo, base, roster, env, "--session", "pr-9")
     assert done.returncode == 0, done.stderr
     assert list(real_redis.scan_iter(match="council:run:*"))
     time.sleep(3.0)
@@ -288,19 +282,7 @@ def test_every_key_a_council_writes_expires(
     roster = _replay_roster(tmp_path, latency_ms=0)
     env = {"COUNCIL_REDIS_URL": redis_url}
     start_worker("w1", env=env)
-    done = council(
-        "review",
-        "--repo",
-        str(repo),
-        "--base",
-        base,
-        "--roster",
-        str(roster),
-        "--fail-on",
-        "never",
-        "--no-progress",
-        env=env,
-    )
+    done = _review_once(repo, base, roster, env)
     assert done.returncode == 0, done.stderr
     written = {k.decode() for k in real_redis.scan_iter(match="council:*")}
     assert any(":journal:slow:" in k for k in written)  # the reviewer's journal too

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
-
-import pytest
 
 from tests.fakes import FakeServer, Scenario
-from tests.fakes.review import BACKENDS, KEY, Backend, participant, request
+from tests.fakes.review import Backend, participant, request
+from tests.unit.test_reviewer_openai_anthropic import backend, server  # noqa: F401 (fixtures)
 
 ANSWER = json.dumps({"findings": []})
 
@@ -22,21 +20,10 @@ STATE = frozenset({"_Run", "ToolBox", "Watch", "ReviewRequest", "StreamedTurn"})
 """The types of a review's own state."""
 
 
-@pytest.fixture(params=BACKENDS, ids=[b.name for b in BACKENDS])
-def backend(request: pytest.FixtureRequest) -> Backend:
-    """Each model backend in turn."""
-    chosen: Backend = request.param
-    return chosen
-
-
-@pytest.fixture
-def server(backend: Backend) -> Iterator[FakeServer]:
-    """The backend's fake server, expecting the test key."""
-    with backend.fake(api_key=KEY) as fake:
-        yield fake
-
-
-def test_a_finished_review_leaves_no_cycle(backend: Backend, server: FakeServer) -> None:
+def test_a_finished_review_leaves_no_cycle(
+    backend: Backend,  # noqa: F811
+    server: FakeServer,  # noqa: F811
+) -> None:
     """After a review with tools, the collector finds none of its state as garbage:
     reference counting freed it all."""
     server.script(Scenario(text=ANSWER))

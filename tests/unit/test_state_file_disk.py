@@ -45,6 +45,11 @@ except StateNotSaved as exc:
 """
 
 
+def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """``mkstemp`` on a full disk: the file every save writes is /dev/full (ENOSPC)."""
+    return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
+
+
 def test_a_save_that_cannot_be_written_names_the_file_and_keeps_it(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     path.write_text('{"version": 1, "sessions": {}}')
@@ -84,9 +89,6 @@ def test_a_review_whose_save_fails_still_writes_its_report_and_exits_3(
     )
     state = tmp_path / "state.json"
     state.write_text('{"version": 1, "sessions": {}}')
-
-    def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
-        return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
 
     monkeypatch.setattr(state_file, "tempfile", SimpleNamespace(mkstemp=full_disk))
     out = tmp_path / "report.json"
@@ -133,9 +135,6 @@ def test_a_waiting_run_settled_on_a_full_disk_still_shows_its_report_and_exits_3
     and the exit is 3 (it was the error alone, the report lost)."""
     repo, roster, state, run = _waiting_run(tmp_path)
     kept = state.read_text()
-
-    def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
-        return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
 
     monkeypatch.setattr(state_file, "tempfile", SimpleNamespace(mkstemp=full_disk))
     if how == "review":
