@@ -45,6 +45,21 @@ except StateNotSaved as exc:
 """
 
 
+def _scene(tmp_path: Path, policy: str = "") -> tuple[Path, Path]:
+    """A repository whose last commit adds a division, and a roster (with ``policy``) of
+    one replay reviewer that finds it critical: (repo, roster)."""
+    repo = new_repo(tmp_path / "repo", {"README.md": "hi\n"})
+    commit(repo, {"app.py": "def div(a, b):\n    return a / b\n"}, "divide")
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"findings": [CRITICAL]}))
+    roster = tmp_path / "roster.toml"
+    roster.write_text(
+        f"[council]\nbackstop_ms = 60000\nidle_ms = 60000\n{policy}"
+        f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{answer}"\n'
+    )
+    return repo, roster
+
+
 def full_disk(dir: str, prefix: str, suffix: str) -> tuple[int, str]:
     """``mkstemp`` on a full disk: the file every save writes is /dev/full (ENOSPC)."""
     return os.open("/dev/full", os.O_WRONLY), str(Path(dir) / f"{prefix}gone{suffix}")
@@ -78,15 +93,7 @@ def test_a_review_whose_save_fails_still_writes_its_report_and_exits_3(
     /dev/full, so the kernel answers ENOSPC): the report is written all the same, notes
     that the round is not kept, the exit is 3 naming the state file, and the state file
     keeps what it held."""
-    repo = new_repo(tmp_path / "repo", {"README.md": "hi\n"})
-    commit(repo, {"app.py": "def div(a, b):\n    return a / b\n"}, "divide")
-    answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps({"findings": [CRITICAL]}))
-    roster = tmp_path / "roster.toml"
-    roster.write_text(
-        "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
-        f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{answer}"\n'
-    )
+    repo, roster = _scene(tmp_path)
     state = tmp_path / "state.json"
     state.write_text('{"version": 1, "sessions": {}}')
 
@@ -106,15 +113,7 @@ def test_a_review_whose_save_fails_still_writes_its_report_and_exits_3(
 def _waiting_run(tmp_path: Path) -> tuple[Path, Path, Path, str]:
     """A review whose critical finding waits for a person ([policy] confirm), answered
     "yes": (repo, roster, state file, run id), the next step settling it."""
-    repo = new_repo(tmp_path / "repo", {"README.md": "hi\n"})
-    commit(repo, {"app.py": "def div(a, b):\n    return a / b\n"}, "divide")
-    answer = tmp_path / "answer.json"
-    answer.write_text(json.dumps({"findings": [CRITICAL]}))
-    roster = tmp_path / "roster.toml"
-    roster.write_text(
-        "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n[policy]\nconfirm = \"critical\"\n"
-        f'[[reviewers]]\nid = "rep"\nbackend = "replay"\nanswer = "{answer}"\n'
-    )
+    repo, roster = _scene(tmp_path, '[policy]\nconfirm = "critical"\n')
     state = tmp_path / "state.json"
     argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
     first = CliRunner().invoke(main, [*argv, "--state", str(state), "--roster", str(roster)])
