@@ -356,11 +356,7 @@ def _excluded_notes(excluded: Sequence[str]) -> tuple[str, ...]:
     """The note naming the files ``[paths]`` excluded (no silent loss); none when none."""
     if not excluded:
         return ()
-    return (
-        f"{len(excluded)} file(s) excluded by [paths] in the roster: "
-        + ", ".join(shown(p) for p in excluded[:EXCLUDED_SHOWN])
-        + (" …" if len(excluded) > EXCLUDED_SHOWN else ""),
-    )
+    return (f"{len(excluded)} file(s) excluded by [paths] in the roster: {_listed(excluded)}",)
 
 
 def _sent_anyway_notes(paths: Sequence[str]) -> tuple[str, ...]:
@@ -370,10 +366,14 @@ def _sent_anyway_notes(paths: Sequence[str]) -> tuple[str, ...]:
         return ()
     return (
         f"{len(paths)} file(s) minified by a line sent anyway, as every other file of "
-        "the change is skipped: "
-        + ", ".join(shown(p) for p in paths[:EXCLUDED_SHOWN])
-        + (" …" if len(paths) > EXCLUDED_SHOWN else ""),
+        f"the change is skipped: {_listed(paths)}",
     )
+
+
+def _listed(paths: Sequence[str]) -> str:
+    """The first :data:`EXCLUDED_SHOWN` of ``paths`` quoted, `` …`` when there are more."""
+    more = " …" if len(paths) > EXCLUDED_SHOWN else ""
+    return ", ".join(shown(p) for p in paths[:EXCLUDED_SHOWN]) + more
 
 
 def _left_out_by(path: str, roster: Roster) -> str:
