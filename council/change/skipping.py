@@ -191,7 +191,7 @@ def minified_by_lines(path: str, patch: str, policy: SkipPolicy = SkipPolicy()) 
 def binary_unknown(path: str) -> str | None:
     """Why a file git shows as binary cannot be skipped on purpose (its kind is none of
     :data:`BINARY_PATTERNS`: a NUL byte in ``deploy.sh`` hides a script ``sh`` runs), or
-    None: it is of a known binary kind."""
+    None: it is of a known binary kind. A deleted file is never asked (it hides no code)."""
     if matches_any(path.lower(), BINARY_PATTERNS):
         return None
     return (

@@ -16,7 +16,7 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 from council.change.skipping import MINIFIED_LINE_CHARS
-from tests.gitrepo import git
+from tests.gitrepo import commit, git, new_repo
 from tests.sandboxing import bwrap_or_skip
 from tests.unit.test_untrusted_sandbox import two_commits
 from workers.cli import main
@@ -133,6 +133,23 @@ def test_a_nul_byte_in_a_script_makes_it_unseen_not_skipped(tmp_path: Path) -> N
     assert coverage["skipped"] == []
     assert "1 file(s) no reviewer saw: deploy.sh (binary, of no known binary kind" in done.output
     assert any(n.startswith("not reviewed, no reviewer can read it:") for n in report["notes"])
+
+
+def test_deleting_a_binary_of_no_known_kind_is_no_unseen_file(tmp_path: Path) -> None:
+    """A deletion hides no code: a ``data.bin`` the pull request deletes is skipped as
+    binary, and the round is whole (it was partial, exit 3, for every such deletion)."""
+    repo = new_repo(
+        tmp_path / "repo",
+        {"council.toml": ROUND + OWL, "owl.json": QUIET, "a.py": "x = 1\n", "data.bin": b"x\0y"},
+    )
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"data.bin": None, "a.py": "x = 1\ny = 2\n"}, "delete the data")
+    done, report = review(repo, base, tmp_path)
+    assert done.exit_code == 0, done.output
+    assert report is not None
+    coverage = coverage_of(report)
+    assert coverage["unreviewed"] == []
+    assert [(f["path"], f["reason"]) for f in coverage["skipped"]] == [("data.bin", "binary")]
 
 
 def test_the_base_attributes_may_mark_a_kind_binary(tmp_path: Path) -> None:

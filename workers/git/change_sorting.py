@@ -157,7 +157,8 @@ class ChangeSorting(DiffReading):
         for f in change.files:
             if f.path in leave_out:
                 continue
-            if f.binary and f.path not in marked and (why := binary_unknown(f.path)):
+            unread = f.binary and f.status != "deleted" and f.path not in marked
+            if unread and (why := binary_unknown(f.path)):  # a deletion hides no code
                 unreviewed.append(_skipped(f.path, "unreadable", why))
             if (minified := minified_by_lines(f.path, f.patch, policy)) is not None:
                 skipped.append(_skipped(f.path, "minified", minified))
