@@ -245,3 +245,42 @@ def test_the_secret_plugins_are_set_up_once_per_process() -> None:
 
     assert secret_scan._plugins() is secret_scan._plugins()
     assert {type(p).__name__ for p in secret_scan._plugins()} & secret_scan.LEFT_OUT == set()
+
+
+def test_a_key_in_a_file_whose_name_is_not_utf8_is_masked_in_the_tools_tree(
+    tmp_path: Path,
+) -> None:
+    """The change adds ``latin\\xe9.txt`` (a name that is not UTF-8) holding a key: the
+    diff and the spans name it ``latin\\ufffd.txt``, the tree keeps the raw byte. The
+    tools' copy of the tree holds the file masked under its own name, and a worker's
+    masker knows the value. Two more such files showing alike (``dup\\xe8``, ``dup\\xe9``)
+    one holding a key: both are withheld, as which one the span means is unknown."""
+    import os
+
+    from council.change.diff import read_change
+    from council.change.secret_masks import MASK
+    from workers.coordinator.secret_scan import find_secrets
+    from workers.execution.backend_request import _masked_files, tree_lines
+    from workers.execution.unpacked_trees import TreeCache
+
+    latin, twin, other = (os.fsdecode(n) for n in (b"latin\xe9.txt", b"dup\xe8", b"dup\xe9"))
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    (repo / latin).write_text(f'aws_access_key_id = "{NAME_KEY}"\n')
+    (repo / twin).write_text("nothing here\n")
+    (repo / other).write_text(f'aws_access_key_id = "{LOCK_KEY}"\n')
+    commit(repo, {}, "keys under odd names")
+    git_repo = Repository(repo)
+    change = read_change(git_repo.diff("HEAD~1", "HEAD"), (), ())[0]
+    spans = find_secrets(change, paths=git_repo.changed_paths("HEAD~1", "HEAD"))
+    assert {s.path for s in spans} == {"latin\ufffd.txt", "dup\ufffd"}
+    cache = TreeCache(tmp_path / "work")
+    tree = cache.tree("r1", lambda: git_repo.archive("HEAD", 50_000_000))
+    assert tree is not None
+    laid = cache.overlaid("r1", "masked", tree, lambda: _masked_files(tree, spans))
+    assert (laid / latin).read_text() == f'aws_access_key_id = "{MASK}"\n'
+    for name in (twin, other):
+        assert "withheld from reviewer models" in (laid / name).read_text()
+    held = [p.read_bytes() for p in laid.rglob("*") if p.is_file()]
+    assert not [b for b in held if NAME_KEY.encode() in b or LOCK_KEY.encode() in b]
+    assert tree_lines(tree, "latin\ufffd.txt") == [f'aws_access_key_id = "{NAME_KEY}"', ""]
+    assert tree_lines(tree, "dup\ufffd") is None  # two files: neither is read as this one

@@ -46,6 +46,7 @@ from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.execution.journal_sink import RedisJournal, RedisScripts, journal_for
+from workers.execution.tree_names import tree_names
 from workers.stores.budget import RedisBudget
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.run_record import RunRecord
@@ -111,10 +112,15 @@ def _added(run_id: str, change: str) -> dict[str, frozenset[int]]:
 def tree_lines(tree: Path | None, path: str) -> list[str] | None:
     """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
     a symbolic link's one line is its target (the diff shows it so, and it can hold a
-    secret)."""
+    secret). ``path`` may be the diff's spelling of a name that is not UTF-8
+    (:func:`~workers.execution.tree_names.tree_names`): it is read when it names one
+    entry, and is None when it names several."""
     if tree is None:
         return None
-    target = tree / path
+    names = tree_names(tree, path)
+    if len(names) != 1:
+        return None
+    target = tree / names[0]
     try:
         if target.is_symlink() and target.parent.resolve().is_relative_to(tree.resolve()):
             return [os.readlink(target)]
@@ -135,15 +141,18 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
     its way that holds one) and laid again at its
     :func:`~council.change.secret_masks.masked_path`; two paths masked alike are one file
     (the last in path order). An unreadable file is left out, a
-    withheld one replaced whatever it is. Raises ``OSError`` when the tree cannot be walked.
+    withheld one replaced whatever it is. A name that is not UTF-8 is found as the diff
+    shows it; when several show alike, each is withheld. Raises ``OSError`` when the tree
+    cannot be walked.
     """
     out: dict[str, bytes] = {}
     kept_out = withheld(secrets)
     names = name_values(secrets)
 
-    def content(path: str) -> tuple[str, bytes] | None:
-        """``(kind, bytes)`` of the tree's entry at ``path``, masked; None: unreadable."""
-        target = tree / path
+    def content(path: str, name: str | None = None) -> tuple[str, bytes] | None:
+        """``(kind, bytes)`` of the tree's entry at ``path`` (spelled ``name`` in the tree,
+        when its name is not UTF-8), masked; None: unreadable."""
+        target = tree / (name or path)
         if path in kept_out:
             return "644", withheld_text(masked_path(path, secrets), kept_out[path]).encode()
         if target.is_symlink():
@@ -160,9 +169,15 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
 
     touched = [s.path for s in secrets if s.place != "path"]
     for path in dict.fromkeys(touched):
-        got = content(path)
+        raw = tree_names(tree, path)
+        if len(raw) > 1:  # names that are not UTF-8 showing alike: which one is unknown
+            why = f"{len(raw)} files show under this name"
+            for name in raw:
+                out[f"644:{masked_path(name, secrets)}"] = withheld_text(path, why).encode()
+            continue
+        got = content(path, raw[0] if raw else path)
         if got is not None:
-            out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
+            out[f"{got[0]}:{masked_path(raw[0] if raw else path, secrets)}"] = got[1]
     if names:
         for path in _named_with(tree, names):
             parts = path.split("/")
