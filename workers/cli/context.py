@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ import click
 from pydantic import SecretStr, ValidationError
 
 from council.rendering.escape import for_log
-from workers.app.logging import configure_logging
+from workers.app.logging import configure_logging, real_stream
 from workers.app.settings import Settings
 
 if TYPE_CHECKING:
@@ -58,14 +59,24 @@ class CliContext:
 
     @classmethod
     def build(
-        cls, *, redis_url: str | None, log_level: str, redis_source: str = REDIS_ENV
+        cls,
+        *,
+        redis_url: str | None,
+        log_level: str,
+        redis_source: str = REDIS_ENV,
+        log_format: str = "auto",
     ) -> CliContext:
         """Settings from the environment, with ``--redis`` on top; logging to stderr.
 
         ``redis_source`` is ``"--redis"`` when ``redis_url`` came from the flag (the
         group asks click), so a malformed URL is reported under the name the user wrote.
+        ``log_format``: ``json``, ``console``, or ``auto`` (console when stderr is a
+        terminal: a person running a review reads its warnings; a CI log keeps JSON).
         """
-        configure_logging(level=log_level.upper())
+        json = log_format == "json" or (
+            log_format == "auto" and not real_stream(sys.stderr).isatty()
+        )
+        configure_logging(level=log_level.upper(), json=json)
         overrides = {"redis_url": SecretStr(redis_url)} if redis_url else {}
         try:
             settings = Settings(**overrides)  # type: ignore[arg-type]

@@ -89,7 +89,7 @@ BODIES: dict[str, str] = {"review": "workers.cli.review.running"}
 for its ``--help``: imported once the command's arguments are parsed and before
 :func:`~workers.entry.started`, so an interrupt while it loads is still a quiet exit."""
 
-GROUP_OPTIONS = frozenset({"--redis", "--log-level"})
+GROUP_OPTIONS = frozenset({"--redis", "--log-level", "--log-format"})
 """Options of ``council`` itself, which go before the command name."""
 
 
@@ -217,11 +217,20 @@ def _set_protected_args(ctx: click.Context, value: list[str]) -> None:
     default="WARNING",
     show_default=True,
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    help="Level of the JSON log lines written to stderr.",
+    help="Level of the log lines written to stderr.",
+)
+@click.option(
+    "--log-format",
+    envvar="COUNCIL_LOG_FORMAT",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "json", "console"], case_sensitive=False),
+    help="Log lines on stderr: one JSON object each (json), or for a person to read "
+    "(console); auto: console on a terminal, else json (env COUNCIL_LOG_FORMAT).",
 )
 @click.version_option(package_name="council")
 @click.pass_context
-def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
+def main(ctx: click.Context, redis_url: str | None, log_level: str, log_format: str) -> None:
     """A code-review council: several reviewers, one consolidated set of findings.
 
     \b
@@ -236,7 +245,9 @@ def main(ctx: click.Context, redis_url: str | None, log_level: str) -> None:
 
     given = ctx.get_parameter_source("redis_url") is ParameterSource.COMMANDLINE
     where = {"redis_source": "--redis"} if given else {}
-    ctx.obj = CliContext.build(redis_url=redis_url, log_level=log_level, **where)
+    ctx.obj = CliContext.build(
+        redis_url=redis_url, log_level=log_level, log_format=log_format.lower(), **where
+    )
     body = BODIES.get(ctx.invoked_subcommand or "")
     if body is not None:
         importlib.import_module(body)
