@@ -180,11 +180,15 @@ def test_worker_killed_mid_batch_is_redelivered_and_files_once(
     assert report["status"] == "settled", report
     people = {p["id"]: p for p in report["participants"]}
     assert {p: s["state"] for p, s in people.items()} == dict.fromkeys(ids, "answered")
-    assert all(s["attempts"] == 2 for s in people.values()), people
+    # Two attempts at least: under load the redelivered batch and a lone review sent once
+    # the lease lapsed can both start (a third attempt, whose script records nothing);
+    # either way each finding is filed once.
+    assert all(s["attempts"] >= 2 for s in people.values()), people
     assert _tellings(report) == [(rid, f"journal finding of {rid}") for rid in ids]
     for rid in ids:
         journals = sorted(real_redis.scan_iter(match=f"council:run:*:journal:{rid}:*"))
-        assert len(journals) == 2 and all(real_redis.llen(k) == 1 for k in journals)
+        assert 2 <= len(journals) <= people[rid]["attempts"], (rid, journals)
+        assert all(real_redis.llen(k) == 1 for k in journals)
     # The lost attempts come back as a redelivered batch or, once their leases lapse, as
     # lone reviews sent at once (whichever the second worker takes first).
     taken = _started_tasks(tmp_path / "w2.log")
