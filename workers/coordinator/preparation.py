@@ -14,6 +14,7 @@ opens and sends and :mod:`workers.coordinator.waiting` waits for.
 
 from __future__ import annotations
 
+import posixpath
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,7 +48,12 @@ from workers.coordinator.config_overlay import ConfigOverlay, overlay_note, read
 from workers.coordinator.program_args import base_arg_files
 from workers.coordinator.replay_recordings import recorded_lineup
 from workers.coordinator.secret_scan import excluded_files, find_secrets
-from workers.coordinator.trusted_inputs import persona_texts, read_programs, read_roster
+from workers.coordinator.trusted_inputs import (
+    persona_texts,
+    read_programs,
+    read_roster,
+    roster_in_repo,
+)
 from workers.git.change_listing import submodule_notes
 from workers.git.change_sorting import ReadChange
 from workers.git.diff_reading import attributes_notes
@@ -161,7 +167,14 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     """
     repo = Repository(options.repo, max_changed_files=settings.max_changed_files)
     refs = _resolve_refs(repo, options)
-    roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head)
+    in_repo = (
+        roster_in_repo(repo, options.roster, refs.base, refs.head)
+        if options.roster is not None
+        else None
+    )
+    explicit = options.roster if in_repo is None else None  # else read as the base tree's
+    beside = posixpath.dirname(in_repo) if in_repo is not None else ""
+    roster, roster_notes = read_roster(repo, options.roster, refs.base, refs.head, in_repo)
     listed = repo.changed_entries(refs.base, refs.head)
     roster_notes = (
         *roster_notes,
@@ -192,7 +205,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
             [(masked_path(p, secrets), _left_out_by(p, roster)) for p in excluded if p in added]
         ),
     )
-    lineup = line_up(roster, _replay_base_dir(options, repo))
+    lineup = line_up(roster, _replay_base_dir(explicit, repo))
     if options.without_keys:
         lineup, keyless = without_keys(lineup)
         roster_notes = (*roster_notes, *keyless)
@@ -202,12 +215,12 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
                 "none to review this change: add one that needs none (an analyzer, a "
                 "command reviewer) to the roster, or review with the keys"
             )
-    if options.roster is None:  # replay files of a base-tree roster: the base tree's
-        lineup = recorded_lineup(lineup, repo, refs.base)
+    if explicit is None:  # replay files of a base-tree roster: the base tree's
+        lineup = recorded_lineup(lineup, repo, refs.base, beside)
     _check_options(lineup)
-    programs = read_programs(repo, refs.base, options.roster, lineup.placed)
+    programs = read_programs(repo, refs.base, explicit, lineup.placed, beside)
     arg_files = base_arg_files(repo, refs.base, refs.head, lineup.placed)
-    personas = persona_texts(repo, refs.base, options.roster, roster, lineup.everyone)
+    personas = persona_texts(repo, refs.base, explicit, roster, lineup.everyone, beside)
     config = read_config_overlay(repo, refs.base, refs.head, since=refs.start)
     config_said = overlay_note(config, lineup.reviewers)
     tree = repo.archive(
@@ -473,12 +486,12 @@ def _check_options(lineup: Lineup) -> None:
         check_options(p, where)
 
 
-def _replay_base_dir(options: ReviewOptions, repo: Repository) -> Path:
-    """Where replay files resolve: beside an explicit roster. Without one the relative
-    files are read from the BASE tree instead
+def _replay_base_dir(roster: Path | None, repo: Repository) -> Path:
+    """Where replay files resolve: beside an explicit roster read from disk. Without one
+    the relative files are read from the BASE tree instead
     (:func:`~workers.coordinator.replay_recordings.recorded_lineup`),
     never from the repository's working directory, which is the change under review."""
-    return options.roster.resolve().parent if options.roster is not None else repo.path
+    return roster.resolve().parent if roster is not None else repo.path
 
 
 def _with_new(notes: list[str], more: Sequence[str]) -> list[str]:

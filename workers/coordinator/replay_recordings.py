@@ -19,6 +19,7 @@ from council.errors import RosterError
 from council.model.participant import Participant
 from council.roster.backend_options import RECORDED, where_of
 from council.roster.round_roster import Lineup
+from workers.coordinator.trusted_inputs import in_tree
 from workers.git.repository import Repository
 
 REPLAY_FILE_MAX_BYTES = 8 * 1024 * 1024
@@ -34,20 +35,22 @@ _FIX = (
 )
 
 
-def recorded_lineup(lineup: Lineup, repo: Repository, base: str) -> Lineup:
-    """``lineup`` (of a base-tree roster) with each replay participant's relative files
-    read from the BASE commit ``base`` (:func:`with_recordings`)."""
+def recorded_lineup(lineup: Lineup, repo: Repository, base: str, beside: str = "") -> Lineup:
+    """``lineup`` (of a base-tree roster, in the tree's directory ``beside``) with each
+    replay participant's relative files read from the BASE commit ``base``
+    (:func:`with_recordings`)."""
     judge = lineup.judge
     return replace(
         lineup,
-        reviewers=tuple(with_recordings(p, repo, base) for p in lineup.reviewers),
-        judge=with_recordings(judge, repo, base) if judge is not None else None,
+        reviewers=tuple(with_recordings(p, repo, base, beside) for p in lineup.reviewers),
+        judge=with_recordings(judge, repo, base, beside) if judge is not None else None,
     )
 
 
-def with_recordings(p: Participant, repo: Repository, base: str) -> Participant:
-    """``p`` with the texts of its relative recordings in the BASE commit ``base``, as
-    ``options["recorded"]``; an absolute path is left to the host that runs it.
+def with_recordings(p: Participant, repo: Repository, base: str, beside: str = "") -> Participant:
+    """``p`` with the texts of its relative recordings in the BASE commit ``base`` (read
+    beside ``beside``, the roster's directory there), as ``options["recorded"]``; an
+    absolute path is left to the host that runs it.
 
     Participants of other backends are returned as they are. Raises
     :class:`RosterError` (exit 2) at ``reviewers[ID].answer`` (or ``.journal``) when a
@@ -61,16 +64,18 @@ def with_recordings(p: Participant, repo: Repository, base: str) -> Participant:
         value = p.options.get(key)
         if not isinstance(value, str) or Path(value).expanduser().is_absolute():
             continue
-        recorded[key] = _in_base(repo, base, p, key, value)
+        recorded[key] = _in_base(repo, base, p, key, value, beside)
     if not recorded:
         return p
     return p.model_copy(update={"options": {**p.options, RECORDED: recorded}})
 
 
-def _in_base(repo: Repository, base: str, p: Participant, key: str, value: str) -> str:
-    """The text of one relative replay file in the base tree (UTF-8, replacement
-    characters for what is not)."""
-    path = value.strip().removeprefix("./")
+def _in_base(
+    repo: Repository, base: str, p: Participant, key: str, value: str, beside: str = ""
+) -> str:
+    """The text of one relative replay file in the base tree, beside ``beside`` (UTF-8,
+    replacement characters for what is not)."""
+    path = in_tree(beside, value) or value.strip()
     field = f"{where_of(p)}.{key}"
     at = f"in the base tree at {base[:12]}"
     named = f"replay {key} {value!r} (reviewer {p.id!r})"

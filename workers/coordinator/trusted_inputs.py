@@ -1,8 +1,11 @@
 """What a round trusts, read only where it is trusted: the roster, persona charters, programs.
 
 A change under review cannot choose its own reviewers, their lenses or the programs they
-run: all three are read beside an explicit ``--roster`` file, else from the BASE tree of
-the repository (a commit id), never from the head under review. Each reader refuses with
+run: all three are read beside an explicit ``--roster`` file outside the repository, else
+from the BASE tree of the repository (a commit id), never from the head under review. An
+explicit ``--roster`` that is a file of the repository (``--roster council.toml`` in a CI
+checkout of the head) is the change's to edit, so it is read from the BASE tree too, and
+what it names relative to it from beside it there (:func:`roster_in_repo`). Each reader refuses with
 :class:`~council.errors.RosterError` (exit 2) naming the field, the path and the fix,
 before anything is sent. Source: docs/architecture.md "The shape" (the TRUSTED roster, from
 the base ref), docs/identity-and-clocks.md (personas).
@@ -10,6 +13,7 @@ the base ref), docs/identity-and-clocks.md (personas).
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,37 +29,107 @@ ROSTER_FILE = "council.toml"
 """The roster's name at the root of the BASE tree."""
 
 
+def roster_in_repo(repo: Repository, roster_path: Path, base: str, head: str) -> str | None:
+    """The repository path of an explicit ``--roster`` that is a file of the repository
+    under review, committed at ``base``: it is read from the BASE tree, as the default
+    roster is. None: a roster outside the repository, or a local file neither commit
+    holds (read where it is: the change did not write it).
+
+    Raises :class:`RosterError` (exit 2) when only the head holds it (the change adds
+    the roster that would choose its reviewers), or when the base holds it as something
+    other than a file.
+    """
+    top = repo.path.resolve()
+    name = None
+    for where in (roster_path.absolute(), roster_path.resolve()):
+        if where.is_relative_to(top):
+            name = where.relative_to(top).as_posix()
+            break
+    if name is None:
+        return None
+    mode = repo.tree_mode(base, name)
+    if mode in ("100644", "100755"):
+        return name
+    if mode is not None:
+        raise RosterError(
+            str(roster_path),
+            f"is {name} of the repository under review, which the base ref {base[:12]} "
+            f"holds as git mode {mode}, not a file",
+            "Commit the roster itself on the base branch, or pass a roster from outside "
+            "the repository.",
+        )
+    if repo.tree_mode(head, name) is not None:
+        raise RosterError(
+            str(roster_path),
+            f"is {name}, which the change under review adds (a change cannot choose its own "
+            f"reviewers; a roster in the repository is read from the base ref {base[:12]})",
+            "Commit the roster on the base branch first, or pass a roster from outside the "
+            "repository.",
+        )
+    return None
+
+
 def read_roster(
-    repo: Repository, roster_path: Path | None, base: str, head: str
+    repo: Repository,
+    roster_path: Path | None,
+    base: str,
+    head: str,
+    in_repo: str | None = None,
 ) -> tuple[Roster, tuple[str, ...]]:
     """The trusted roster and the note it brings: ``roster_path`` (``--roster``), else
-    ``council.toml`` of the BASE tree at commit ``base``, never the head's. When the
-    change (``base`` → ``head``) edits that file, a note says the base version was used.
+    ``council.toml`` of the BASE tree at commit ``base``, never the head's. ``in_repo``
+    (:func:`roster_in_repo`): ``--roster`` names that file of the repository, read from
+    the BASE tree too. When the change (``base`` → ``head``) edits the file read from the
+    base, or the file on disk differs from it, a note says the base version was used.
 
     Raises :class:`RosterError` (exit 2) for a roster that cannot be read, is not UTF-8,
     is missing from the base tree, or does not parse (naming the field path).
     """
     changed = repo.changed_paths(base, head)
-    if roster_path is not None:
+    if roster_path is not None and in_repo is None:
         beside = _roster_beside(roster_path)
         return beside, beside.notes
-    blob = repo.read_file(base, ROSTER_FILE)
+    name = in_repo or ROSTER_FILE
+    blob = repo.read_file(base, name)
     if blob is None:
         raise RosterError(
-            ROSTER_FILE,
-            f"there is no {ROSTER_FILE} at the root of the base ref {base[:12]}",
+            name,
+            f"there is no {name} {'in' if in_repo else 'at the root of'} the base ref "
+            f"{base[:12]}",
             "Commit a roster (see examples/council.toml) on the base branch, "
             "or pass --roster PATH.",
         )
     notes: tuple[str, ...] = ()
-    if ROSTER_FILE in changed:
+    if name in changed:
         notes = (
-            f"the change edits {ROSTER_FILE}; the base version was used (a change cannot "
+            f"the change edits {name}; the base version was used (a change cannot "
             f"choose its own reviewers)",
         )
+    elif roster_path is not None and _differs(roster_path, blob):
+        notes = (
+            f"--roster {name} on disk differs from the base ref's; the base version was used "
+            f"(a roster in the repository under review is read from the base ref)",
+        )
     text = blob.decode("utf-8", errors="replace")
-    roster = parse_roster(text, f"{ROSTER_FILE}@{base[:12]}")
+    roster = parse_roster(text, f"{name}@{base[:12]}")
     return roster, (*notes, *roster.notes)
+
+
+def _differs(path: Path, blob: bytes) -> bool:
+    """Whether the file at ``path`` holds other bytes than ``blob`` (unreadable: it does)."""
+    try:
+        return path.read_bytes() != blob
+    except OSError:
+        return True
+
+
+def in_tree(beside: str, path: str) -> str | None:
+    """``path`` (relative, as a roster names it) in the base tree, read beside the
+    roster's directory ``beside`` (``""``: the root); None when it leaves the tree."""
+    joined = posixpath.normpath(posixpath.join(beside, path.strip().removeprefix("./")))
+    if joined == ".." or joined.startswith("../") or joined.startswith("/"):
+        return None
+    return joined
 
 
 def _roster_beside(path: Path) -> Roster:
@@ -80,20 +154,27 @@ def persona_texts(
     roster_path: Path | None,
     roster: Roster,
     participants: Sequence[Participant],
+    beside: str = "",
 ) -> dict[str, str]:
     """Participant id → its persona charter's body, for each of ``participants`` with a
-    persona (the judge too), in their order. Raises
+    persona (the judge too), in their order; ``beside``: the base-tree directory of a
+    roster read from the base tree. Raises
     :class:`~council.errors.PersonaNotFound` (exit 2) naming the first persona no charter
     carries, so nothing is asked under its name."""
     return {
-        p.id: _persona_text(repo, base, roster_path, roster, p.persona)
+        p.id: _persona_text(repo, base, roster_path, roster, p.persona, beside)
         for p in participants
         if p.persona is not None
     }
 
 
 def _persona_text(
-    repo: Repository, base: str, roster_path: Path | None, roster: Roster, persona: str
+    repo: Repository,
+    base: str,
+    roster_path: Path | None,
+    roster: Roster,
+    persona: str,
+    beside: str = "",
 ) -> str:
     """A persona's charter body: the roster's persona_dirs first, then council's own.
 
@@ -105,7 +186,8 @@ def _persona_text(
         here = roster_path.resolve().parent
         return load_persona(persona, [here / d for d in roster.persona_dirs]).body
     for d in roster.persona_dirs:
-        blob = repo.read_file(base, f"{d.strip('/')}/{persona}.md")
+        where = in_tree(beside, f"{d.strip('/')}/{persona}.md")
+        blob = repo.read_file(base, where) if where is not None else None
         if blob is not None:
             source = f"{d}/{persona}.md@{base[:12]}"
             text = blob.decode("utf-8", errors="replace")
@@ -118,9 +200,11 @@ def read_programs(
     base: str,
     roster_path: Path | None,
     placed: Sequence[tuple[str, Participant]],
+    beside: str = "",
 ) -> dict[str, bytes]:
     """Programs named by a relative path: beside an explicit ``--roster`` file, else read
-    from the BASE tree. Never from the head under review.
+    from the BASE tree (beside ``beside``, the roster's directory there). Never from the
+    head under review.
 
     ``placed`` pairs each participant with its place in the roster (``reviewers[2]``,
     ``judge``). Each such program must be an executable file where it is read: beside the
@@ -141,7 +225,7 @@ def read_programs(
         if roster_path is not None:
             out[p.id] = _program_beside(roster_path, where, p.id, program)
         else:
-            out[p.id] = _program_in_tree(repo, base, where, p.id, program)
+            out[p.id] = _program_in_tree(repo, base, where, p.id, program, beside)
     return out
 
 
@@ -183,14 +267,18 @@ def _program_beside(roster: Path, where: str, pid: str, program: str) -> bytes:
         ) from None
 
 
-def _program_in_tree(repo: Repository, base: str, where: str, pid: str, program: str) -> bytes:
-    """The bytes of a relative program in the BASE tree, checked to be committed as an
-    executable file (git mode 100755); :class:`RosterError` naming the path, the mode
-    and the fix otherwise."""
-    path = program.removeprefix("./").rstrip("/")
+def _program_in_tree(
+    repo: Repository, base: str, where: str, pid: str, program: str, beside: str = ""
+) -> bytes:
+    """The bytes of a relative program in the BASE tree (beside ``beside``), checked to
+    be committed as an executable file (git mode 100755); :class:`RosterError` naming the
+    path, the mode and the fix otherwise."""
+    path = in_tree(beside, program.rstrip("/"))
     at = f"in the base tree at {base[:12]}"
     field = f"{where}.program"
     named = f"{program!r} (reviewer {pid!r})"
+    if path is None:
+        raise RosterError(field, f"{named} leaves the base tree", _RELATIVE_FIX)
     mode = repo.tree_mode(base, path)
     if mode is None:
         raise RosterError(field, f"{named} is not {at}", _RELATIVE_FIX)

@@ -1,0 +1,107 @@
+"""``--roster`` naming a file of the repository under review: a CI job checks out the head
+and passes ``--roster council.toml``, which is the pull request's copy. It is read from the
+BASE ref, as the default roster is, and so is what it names beside it (replay files,
+programs, personas); a roster only the head holds is refused. Source: docs/security.md
+"Trusted configuration"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from tests.gitrepo import commit, new_repo
+from workers.cli import main
+
+ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
+
+VAGUE = {"subject": "name is vague", "label": "suggestion"}
+
+
+def _replay(pid: str, answer: str) -> str:
+    return f'[[reviewers]]\nid = "{pid}"\nbackend = "replay"\nanswer = "{answer}"\n'
+
+
+def _review(repo: Path, roster: Path, tmp_path: Path) -> tuple[Result, dict[str, Any]]:
+    """``council review`` of HEAD~1..HEAD in embedded mode with ``--roster``; the result
+    and the JSON report (empty when none was written)."""
+    out = tmp_path / "report.json"
+    argv = ["review", "--repo", str(repo), "--base", "HEAD~1", "--no-progress"]
+    argv += ["--state", str(tmp_path / "state.json"), "--roster", str(roster)]
+    done = CliRunner().invoke(main, [*argv, "--json", str(out)])
+    report = json.loads(out.read_text()) if out.exists() else {}
+    return done, report
+
+
+def _states(report: dict[str, Any]) -> dict[str, str]:
+    return {p["id"]: p["state"] for p in report["participants"]}
+
+
+def test_the_heads_copy_of_the_roster_cannot_switch_a_reviewer_off(tmp_path: Path) -> None:
+    """The pull request drops ``keep`` from council.toml; CI passes ``--roster
+    council.toml`` from its checkout of the head: the base roster runs both, and says so."""
+    both = ROUND + _replay("keep", "a.json") + _replay("other", "a.json")
+    files = {"app.py": "x = 1\n", "a.json": json.dumps({"findings": [VAGUE]}), "council.toml": both}
+    repo = new_repo(tmp_path / "repo", files)
+    commit(repo, {"council.toml": ROUND + _replay("other", "a.json"), "app.py": "x = 2\n"}, "pr")
+    done, report = _review(repo, repo / "council.toml", tmp_path)
+    assert done.exit_code == 0, done.output
+    assert _states(report) == {"keep": "answered", "other": "answered"}
+    (note,) = [n for n in report["notes"] if "council.toml" in n]
+    assert "the change edits council.toml; the base version was used" in note
+
+
+def test_what_a_roster_in_a_folder_names_is_read_beside_it_in_the_base(tmp_path: Path) -> None:
+    """``ci/council.toml`` names ``answer.json`` beside it; the pull request empties that
+    answer: the base's answer is the one replayed (no note: the roster is unchanged)."""
+    files = {
+        "app.py": "x = 1\n",
+        "ci/council.toml": ROUND + _replay("keep", "answer.json"),
+        "ci/answer.json": json.dumps({"findings": [VAGUE]}),
+    }
+    repo = new_repo(tmp_path / "repo", files)
+    commit(repo, {"ci/answer.json": json.dumps({"findings": []}), "app.py": "x = 2\n"}, "pr")
+    done, report = _review(repo, repo / "ci" / "council.toml", tmp_path)
+    assert done.exit_code == 0, done.output
+    assert [f["subject"] for f in report["findings"]] == ["name is vague"]
+    assert not [n for n in report["notes"] if "council.toml" in n]
+
+
+def test_a_roster_the_change_adds_is_refused(tmp_path: Path) -> None:
+    """Only the head holds ``ci/council.toml``: exit 2, naming it and both ways out."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    added = {"ci/council.toml": ROUND + _replay("keep", "a.json"), "ci/a.json": "{}"}
+    commit(repo, {**added, "app.py": "x = 2\n"}, "pr adds its own roster")
+    done, report = _review(repo, repo / "ci" / "council.toml", tmp_path)
+    assert done.exit_code == 2, done.output
+    assert "ci/council.toml, which the change under review adds" in done.output
+    assert "Commit the roster on the base branch first" in done.output
+    assert not report
+
+
+def test_a_local_roster_git_does_not_hold_is_read_from_disk(tmp_path: Path) -> None:
+    """An untracked ``local.toml`` in the checkout (neither commit holds it: the change did
+    not write it) is read where it is, with its answer beside it."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    commit(repo, {"app.py": "x = 2\n"}, "change")
+    (repo / "mine.json").write_text(json.dumps({"findings": [VAGUE]}))
+    (repo / "local.toml").write_text(ROUND + _replay("mine", "mine.json"))
+    done, report = _review(repo, repo / "local.toml", tmp_path)
+    assert done.exit_code == 0, done.output
+    assert _states(report) == {"mine": "answered"}
+
+
+def test_a_roster_edited_on_disk_only_is_read_from_the_base_and_said(tmp_path: Path) -> None:
+    """The checkout's council.toml has an uncommitted edit (a second reviewer): the base
+    version is used, and the note says the file on disk differs."""
+    one = ROUND + _replay("keep", "a.json")
+    files = {"app.py": "x = 1\n", "a.json": json.dumps({"findings": [VAGUE]}), "council.toml": one}
+    repo = new_repo(tmp_path / "repo", files)
+    commit(repo, {"app.py": "x = 2\n"}, "change")
+    (repo / "council.toml").write_text(one + _replay("extra", "a.json"))
+    done, report = _review(repo, repo / "council.toml", tmp_path)
+    assert done.exit_code == 0, done.output
+    assert _states(report) == {"keep": "answered"}
+    assert any("on disk differs from the base ref's" in n for n in report["notes"])
