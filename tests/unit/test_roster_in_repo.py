@@ -105,3 +105,17 @@ def test_a_roster_edited_on_disk_only_is_read_from_the_base_and_said(tmp_path: P
     assert done.exit_code == 0, done.output
     assert _states(report) == {"keep": "answered"}
     assert any("on disk differs from the base ref's" in n for n in report["notes"])
+
+
+def test_council_check_validates_the_roster_file_being_edited(tmp_path: Path) -> None:
+    """``council check --roster council.toml`` in a checkout whose head breaks the roster:
+    the file on disk is what is checked (a lint job on the pull request that edits it)."""
+    good = ROUND + _replay("keep", "a.json")
+    files = {"app.py": "x = 1\n", "a.json": json.dumps({"findings": []}), "council.toml": good}
+    repo = new_repo(tmp_path / "repo", files)
+    commit(repo, {"council.toml": good + "[[reviewers]]\nid = 7\n", "app.py": "x = 2\n"}, "pr")
+    argv = ["check", "--repo", str(repo), "--base", "HEAD~1"]
+    argv += ["--state", str(tmp_path / "state.json"), "--roster", str(repo / "council.toml")]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 2, done.output
+    assert "reviewers[1]" in done.output

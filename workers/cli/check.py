@@ -81,7 +81,9 @@ def check_command(
     if mode == "embedded":
         refuse_tracked_state(repo, head, settings)
     try:
-        options = ReviewOptions(repo, base, head, roster, session, without_keys=without_keys)
+        options = ReviewOptions(
+            repo, base, head, roster, session, without_keys=without_keys, roster_on_disk=True
+        )
         round_ = prepare(settings, options, mode=mode)
     except NothingToReview as done:
         click.echo(f"roster OK; {done}.")

@@ -81,6 +81,10 @@ class ReviewOptions:
     without_keys: bool = False
     """Leave out the participants that read an API key (``--without-keys``: a pull
     request from a fork), saying so (:func:`~council.roster.round_roster.without_keys`)."""
+    roster_on_disk: bool = False
+    """Read ``roster`` where it is even inside the repository (``council check``, which
+    sends nothing, validates the file being edited); a review reads such a file from the
+    BASE ref (:func:`~workers.coordinator.trusted_inputs.roster_in_repo`)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     refs = _resolve_refs(repo, options)
     in_repo = (
         roster_in_repo(repo, options.roster, refs.base, refs.head)
-        if options.roster is not None
+        if options.roster is not None and not options.roster_on_disk
         else None
     )
     explicit = options.roster if in_repo is None else None  # else read as the base tree's
