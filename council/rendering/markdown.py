@@ -248,7 +248,7 @@ def _why_partial(p: ParticipantSummary) -> str:
 
 
 def _counts(report: CouncilReport) -> str:
-    still = len(report.carried)
+    still = len([f for f in report.carried if f.id not in report.suppressed])  # as listed
     open_line = f"**Still open from earlier rounds:** {counted(still, 'finding')}."
     if not report.findings:
         return f"No new findings. {open_line}" if still else "No findings."
