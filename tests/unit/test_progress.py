@@ -137,3 +137,31 @@ def test_for_stream_live_writes_to_the_given_stream() -> None:
     finally:
         progress.close()
     assert "hawk" in out.getvalue()
+
+
+def test_plain_says_who_is_still_waiting_after_a_silent_minute() -> None:
+    """No state change for a minute while reviewers work: one line names who is still at
+    it and how far; the next one only after another silent minute; none once all are done."""
+    clock = [0]
+    out = io.StringIO()
+    progress = PlainProgress(out, clock=lambda: clock[0], heartbeat_ms=60_000)
+    progress.update(_states(_p("hawk", "running", 0, 0), _p("owl", "pending")))
+    clock[0] = 59_999
+    progress.update(_states(_p("hawk", "running", 2, 59_999), _p("owl", "pending")))
+    assert out.getvalue().splitlines() == ["council: hawk running (0 findings, 0.0 s)"]
+    clock[0] = 60_000
+    progress.update(_states(_p("hawk", "running", 3, 60_000), _p("owl", "pending")))
+    clock[0] = 90_000
+    progress.update(_states(_p("hawk", "running", 3, 90_000), _p("owl", "pending")))
+    assert out.getvalue().splitlines()[1:] == [
+        "council: still waiting on 2 of 2: hawk running (3 findings, 60.0 s), "
+        "owl pending (0 findings, 0.0 s)"
+    ]
+    clock[0] = 200_000
+    progress.update(_states(_p("hawk", "answered", 4, 150_000), _p("owl", "failed")))
+    clock[0] = 400_000
+    progress.update(_states(_p("hawk", "answered", 4, 150_000), _p("owl", "failed")))
+    assert out.getvalue().splitlines()[2:] == [
+        "council: hawk answered (4 findings, 150.0 s)",
+        "council: owl failed (0 findings, 0.0 s)",
+    ]

@@ -14,7 +14,7 @@ alike).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TextIO
@@ -38,6 +38,10 @@ STATE_STYLES: dict[str, str] = {
     "asking": "magenta",
 }
 """The rich style of each participant state in the live table."""
+
+HEARTBEAT_MS = 60_000
+"""Milliseconds a plain log may stay silent while reviewers work: then one line says who
+is still at it (a CI log silent for minutes reads as a hung job)."""
 
 FINISHED_STATES = frozenset({"answered", "stopped", "failed", "asking"})
 """States a participant does not leave again in this round (``asking``: until its
@@ -112,15 +116,27 @@ class PlainProgress(Progress):
 
     A participant's first appearance prints unless it is ``pending`` (waiting to start
     is not news); after that a line prints only when its state differs from the last
-    one printed. Counts and times alone never print a line. Lines of one update follow
-    first-seen order; the stream is flushed after each update that wrote something.
+    one printed. Counts and times alone never print a line, except that after
+    ``heartbeat_ms`` (milliseconds of ``clock``) with no line while someone is still at
+    work, one line names who is still waiting and how far each is. Lines of one update
+    follow first-seen order; the stream is flushed after each update that wrote something.
     """
 
-    def __init__(self, stream: TextIO, *, prefix: str = "council") -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        prefix: str = "council",
+        clock: Callable[[], int] = now_ms,
+        heartbeat_ms: int = HEARTBEAT_MS,
+    ) -> None:
         self._stream = stream
         self._prefix = prefix
         self._last: dict[str, str] = {}
         self._closed = False
+        self._clock = clock
+        self._heartbeat_ms = heartbeat_ms
+        self._said_ms = clock()
 
     def update(self, states: Mapping[str, ParticipantProgress]) -> None:
         """Print a line for every participant whose state changed since the last one."""
@@ -133,9 +149,25 @@ class PlainProgress(Progress):
             if now.state == before or (before is None and now.state == "pending"):
                 continue
             lines.append(self._line(now))
+        at = self._clock()
+        if not lines and at - self._said_ms >= self._heartbeat_ms:
+            order = _ordered(self._last, states)
+            waiting = [states[k] for k in order if states[k].state not in FINISHED_STATES]
+            if waiting:
+                lines.append(self._still(waiting, len(states)))
         if lines:
             self._stream.write("".join(line + "\n" for line in lines))
             self._stream.flush()
+            self._said_ms = at
+
+    def _still(self, waiting: list[ParticipantProgress], everyone: int) -> str:
+        """The heartbeat: ``still waiting on 2 of 5: hawk running (3 findings, 64.0 s), …``."""
+        each = [
+            f"{p.participant} {p.state} ({_findings(p.findings)}, {_seconds(p.elapsed_ms)})"
+            for p in waiting
+        ]
+        line = f"{self._prefix}: still waiting on {len(waiting)} of {everyone}: " + ", ".join(each)
+        return for_log(line, one_line=True)
 
     def _line(self, now: ParticipantProgress) -> str:
         """One line for a log: the detail (free text from a reviewer, a program's stderr)
