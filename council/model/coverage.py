@@ -146,8 +146,9 @@ def _sliced(
 
 
 def unseen_phrase(coverage: Coverage, shown: int = 5) -> str | None:
-    """The gate's phrase for the files no reviewer saw (``2 file(s) no reviewer saw:
-    big.sql (over the per-file cap), b.py``), or None when none."""
+    """The gate's phrase for the files no prompt reviewer saw (``2 file(s) no prompt
+    reviewer saw: big.sql (over the per-file cap), b.py``), or None when none; an
+    analyzer reads the tree, not the change, so it does not count."""
     unseen = coverage.unseen()
     if not unseen:
         return None
@@ -158,4 +159,4 @@ def unseen_phrase(coverage: Coverage, shown: int = 5) -> str | None:
                 why.setdefault(f.path, "a line over a reviewer's context budget")
     named = [f"{p} ({why[p]})" if p in why else p for p in unseen[:shown]]
     more = f" and {len(unseen) - shown} more" if len(unseen) > shown else ""
-    return f"{len(unseen)} file(s) no reviewer saw: {', '.join(named)}{more}"
+    return f"{len(unseen)} file(s) no prompt reviewer saw: {', '.join(named)}{more}"

@@ -162,7 +162,7 @@ def _partial(report: CouncilReport) -> str:
     unseen = report.coverage.unseen() if report.coverage is not None else ()
     if unseen and not items and report.status == "settled":
         return (
-            f"**PARTIAL:** {counted(len(unseen), 'file')} of the change no reviewer saw "
+            f"**PARTIAL:** {counted(len(unseen), 'file')} of the change no prompt reviewer saw "
             "(see Coverage); a finding in them cannot be below."
         )
     lines = [

@@ -110,7 +110,7 @@ def test_a_line_over_the_budget_is_not_seen_whatever_its_length(tmp_path: Path) 
     assert done.exit_code == 3, done.output
     assert report is not None
     assert coverage_of(report)["skipped"] == []
-    assert "1 file(s) no reviewer saw: app.py (a line over a reviewer's context budget)" in (
+    assert "1 file(s) no prompt reviewer saw: app.py (a line over a reviewer's context budget)" in (
         done.output
     )
 
@@ -131,7 +131,8 @@ def test_a_nul_byte_in_a_script_makes_it_unseen_not_skipped(tmp_path: Path) -> N
         ("deploy.sh", "unreadable")
     ]
     assert coverage["skipped"] == []
-    assert "1 file(s) no reviewer saw: deploy.sh (binary, of no known binary kind" in done.output
+    seen = "1 file(s) no prompt reviewer saw: deploy.sh (binary, of no known binary kind"
+    assert seen in done.output
     assert any(n.startswith("not reviewed, no reviewer can read it:") for n in report["notes"])
 
 

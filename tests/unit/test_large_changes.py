@@ -177,7 +177,7 @@ def test_a_file_over_the_per_file_cap_is_named_and_the_round_is_partial(tmp_path
     unreviewed = report["coverage"]["unreviewed"]
     assert [(f["path"], f["reason"]) for f in unreviewed] == [("data/dump.sql", "file-cap")]
     assert report["coverage"]["reviewers"][0]["seen"] == ["app.py"]
-    assert "1 file(s) no reviewer saw: data/dump.sql (over the per-file cap" in done.output
+    assert "1 file(s) no prompt reviewer saw: data/dump.sql (over the per-file cap" in done.output
 
 
 def test_a_file_no_prompt_reviewer_saw_makes_the_round_partial(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_a_file_no_prompt_reviewer_saw_makes_the_round_partial(tmp_path: Path) -
     assert done.exit_code == 3, done.output
     assert report is not None
     assert report["coverage"]["reviewers"][0]["failed"] == ["app.py"]
-    assert "1 file(s) no reviewer saw: app.py" in done.output
+    assert "1 file(s) no prompt reviewer saw: app.py" in done.output
 
 
 def test_over_the_hard_cap_the_round_reviews_what_fits(tmp_path: Path) -> None:
@@ -213,7 +213,7 @@ def test_over_the_hard_cap_the_round_reviews_what_fits(tmp_path: Path) -> None:
     assert cut == {"docs/guide.md": "change-cap", "tests/test_app.py": "change-cap"}
     assert report["coverage"]["reviewers"][0]["seen"] == ["src/app.py", "src/b.py"]
     assert any(n.startswith("not reviewed, left out by a cap:") for n in report["notes"])
-    assert "2 file(s) no reviewer saw: docs/guide.md" in done.output
+    assert "2 file(s) no prompt reviewer saw: docs/guide.md" in done.output
 
 
 def test_the_hard_cap_is_50_mb_and_the_old_knob_teaches(tmp_path: Path) -> None:

@@ -180,7 +180,8 @@ def test_a_line_over_every_budget_leaves_its_file_unseen_and_the_round_partial(
     argv += ["--state", str(tmp_path / "state.json"), "--json", str(tmp_path / "report.json")]
     done = CliRunner().invoke(main, argv)
     assert done.exit_code == 3, done.output
-    assert "no reviewer saw: web/app.js (a line over a reviewer's context budget)" in done.output
+    unseen = "no prompt reviewer saw: web/app.js (a line over a reviewer's context budget)"
+    assert unseen in done.output
     report = json.loads((tmp_path / "report.json").read_text())
     for line in report["coverage"]["reviewers"]:
         assert "web/app.js" not in line["seen"] and "src/ok.py" in line["seen"], line

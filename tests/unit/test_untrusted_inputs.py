@@ -279,7 +279,7 @@ def test_a_huge_file_is_measured_not_diffed(huge: Path, tmp_path: Path) -> None:
     assert done.exit_code == 3, done.output
     unreviewed = json.loads(out.read_text())["coverage"]["unreviewed"]
     assert [(f["path"], f["reason"]) for f in unreviewed] == [("data/dump.sql", "file-cap")]
-    assert "no reviewer saw: data/dump.sql" in done.output
+    assert "no prompt reviewer saw: data/dump.sql" in done.output
 
 
 def test_a_large_diff_stops_being_read_at_the_cap(huge: Path) -> None:
