@@ -86,6 +86,11 @@ def findings_section(report: CouncilReport, posted: Collection[int]) -> str:
     if folded:
         below = f"below likelihood {report.likely_at:.2f}"
         summary = f"{counted(len(folded), 'less likely finding')} ({below})"
+        if not blocks:  # else the heading would stand over nothing but a closed list
+            parts.append(
+                f"No finding reaches likelihood {report.likely_at:.2f}: "
+                f"{counted(len(folded), 'finding')} below, most likely first."
+            )
         blocks += ["<details>", f"<summary>{summary}</summary>", *folded, "</details>"]
     return "\n\n".join([*parts, *blocks])
 

@@ -173,6 +173,21 @@ def test_the_markdown_leads_with_the_likely_and_folds_the_rest() -> None:
     assert "hawk says so" in folded and "less likely (" in folded
 
 
+def test_when_none_leads_the_findings_heading_says_so_above_the_folded_list() -> None:
+    """Every finding below ``likely_at``: the heading is not left over a closed list alone;
+    a line says none reaches the likelihood and how many are below. With one leading,
+    that line is not there."""
+    records = {"hawk": _record("hawk", 1, 30), "owl": _record("owl", 30, 1)}
+    hawk = finding(2, subject="hawk says so")
+    text = render_markdown(ranked(report(hawk), records))
+    heading = text.split("### Findings", 1)[1].split("<details>", 1)[0]
+    assert "No finding reaches likelihood" in heading and "1 finding below" in heading
+    owl = finding(1, subject="owl says so", raised_by=None).model_copy(
+        update={"origin": finding(1).origin.model_copy(update={"participant": "owl"})}  # type: ignore[union-attr]
+    )
+    assert "No finding reaches" not in render_markdown(ranked(report(owl, hawk), records))
+
+
 def test_sarif_carries_the_rank() -> None:
     records = {"hawk": _record("hawk", 30, 1)}
     log = json.loads(render_sarif(ranked(report(finding(1, subject="x")), records)))
