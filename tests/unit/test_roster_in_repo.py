@@ -119,3 +119,17 @@ def test_council_check_validates_the_roster_file_being_edited(tmp_path: Path) ->
     done = CliRunner().invoke(main, argv)
     assert done.exit_code == 2, done.output
     assert "reviewers[1]" in done.output
+
+
+def test_a_roster_reached_through_a_link_the_change_adds_is_refused(tmp_path: Path) -> None:
+    """CI names ``ci/council.toml``, which the base lacks; the change adds ``ci`` as a link
+    to ``evil/`` holding its own roster: git holds no ``ci/council.toml`` at either commit,
+    but the file it leads to is the change's, so the review is refused."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    (repo / "ci").symlink_to("evil")
+    added = {"evil/council.toml": ROUND + _replay("keep", "a.json"), "evil/a.json": "{}"}
+    commit(repo, {**added, "app.py": "x = 2\n"}, "pr links ci to its own roster")
+    done, report = _review(repo, repo / "ci" / "council.toml", tmp_path)
+    assert done.exit_code == 2, done.output
+    assert "evil/council.toml, which the change under review adds" in done.output
+    assert not report

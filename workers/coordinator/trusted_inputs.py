@@ -40,32 +40,32 @@ def roster_in_repo(repo: Repository, roster_path: Path, base: str, head: str) ->
     other than a file.
     """
     top = repo.path.resolve()
-    name = None
+    names: list[str] = []  # as given, then with links followed (a link the change made)
     for where in (roster_path.absolute(), roster_path.resolve()):
-        if where.is_relative_to(top):
-            name = where.relative_to(top).as_posix()
-            break
-    if name is None:
-        return None
-    mode = repo.tree_mode(base, name)
-    if mode in ("100644", "100755"):
-        return name
-    if mode is not None:
-        raise RosterError(
-            str(roster_path),
-            f"is {name} of the repository under review, which the base ref {base[:12]} "
-            f"holds as git mode {mode}, not a file",
-            "Commit the roster itself on the base branch, or pass a roster from outside "
-            "the repository.",
-        )
-    if repo.tree_mode(head, name) is not None:
-        raise RosterError(
-            str(roster_path),
-            f"is {name}, which the change under review adds (a change cannot choose its own "
-            f"reviewers; a roster in the repository is read from the base ref {base[:12]})",
-            "Commit the roster on the base branch first, or pass a roster from outside the "
-            "repository.",
-        )
+        if where.is_relative_to(top) and where.relative_to(top).as_posix() not in names:
+            names.append(where.relative_to(top).as_posix())
+    for name in names:
+        mode = repo.tree_mode(base, name)
+        if mode in ("100644", "100755"):
+            return name
+        if mode is not None:
+            raise RosterError(
+                str(roster_path),
+                f"is {name} of the repository under review, which the base ref {base[:12]} "
+                f"holds as git mode {mode}, not a file",
+                "Commit the roster itself on the base branch, or pass a roster from outside "
+                "the repository.",
+            )
+    for name in names:
+        if repo.tree_mode(head, name) is not None:
+            raise RosterError(
+                str(roster_path),
+                f"is {name}, which the change under review adds (a change cannot choose its "
+                f"own reviewers; a roster in the repository is read from the base ref "
+                f"{base[:12]})",
+                "Commit the roster on the base branch first, or pass a roster from outside "
+                "the repository.",
+            )
     return None
 
 
