@@ -290,3 +290,19 @@ def test_every_key_a_council_writes_expires(
     shared |= {"council:leases", "council:records"}
     unexpiring = sorted(k for k in written - shared if real_redis.ttl(k) < 0)
     assert unexpiring == []
+
+
+def test_a_council_stores_no_celery_task_result(
+    redis_url: str, start_worker: Any, tmp_path: Path, real_redis: redis.Redis
+) -> None:
+    """Nobody reads the chord's task results (the run's state is the record): on Redis its
+    tasks are sent with ``ignore_result``, so a settled council left none, and the chord
+    still fired (the report came)."""
+    repo, base = project_history_repo(tmp_path / "repo")
+    roster = _replay_roster(tmp_path, latency_ms=0)
+    env = {"COUNCIL_REDIS_URL": redis_url}
+    start_worker("w1", env=env)
+    done = _review_once(repo, base, roster, env)
+    assert done.returncode == 0, done.stderr
+    assert list(real_redis.scan_iter(match="council:run:*")) != []
+    assert list(real_redis.scan_iter(match="celery-task-meta-*")) == []

@@ -174,6 +174,32 @@ def test_the_keeper_holds_on_when_the_filing_is_forgotten(
     assert settled == ["r1"] and keeper.kept == 1
 
 
+def test_the_keeper_reads_a_filed_run_twice_unless_redis_restarts(
+    rt: Runtime, server: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen filed, the run's status is not read again until DURABLE_S later (two reads a
+    run, not one a second); a restart in between has it read at the next check."""
+    _open(rt)
+    keeper = keeping.Keeper(rt, lambda _run: None)
+    keeper.check()
+    keeper.keep("r1", _stored(rt, "hawk"), rt.keys.lease_member("r1", "hawk", 1), "open")
+    rt.client.hset(rt.keys.run("r1"), "status", "settled")
+    reads: list[str] = []
+    status = rt.runs.status
+    monkeypatch.setattr(rt.runs, "status", lambda run_id: reads.append(run_id) or status(run_id))
+    monkeypatch.setattr(keeping, "DURABLE_S", 3600.0)
+    keeper.check()  # seen filed
+    keeper.check()
+    keeper.check()
+    assert reads == ["r1"] and keeper.kept == 1
+    server[0] = "second"  # a restart: the filing may be gone, read it again
+    keeper.check()
+    assert reads == ["r1", "r1"] and keeper.kept == 1
+    monkeypatch.setattr(keeping, "DURABLE_S", 0.0)
+    keeper.check()  # seen filed on the new server at the restart's read: let go now
+    assert reads == ["r1", "r1", "r1"] and keeper.kept == 0
+
+
 def test_the_report_names_whose_findings_could_not_be_kept(rt: Runtime, server: list[str]) -> None:
     """Redis restarted during the run and nobody held owl's outcome: partial, the note
     names owl (not hawk, whose outcome is stored)."""

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import structlog
 from celery import Celery, Signature, chord
+from celery.backends.redis import RedisBackend
 from celery.result import AsyncResult, ResultBase, ResultSet
 
 from council.model.backend_result import Stop
@@ -123,14 +124,30 @@ def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultB
     reaches every result object; the integration test
     ``test_nothing_of_the_chords_results_is_kept_after_dispatch`` fails should a Celery
     release change that.
+
+    On the Redis backend every task of the canvas is sent with ``ignore_result``: nobody
+    reads their results (the run's state in Redis is the record), the chord joins from
+    its own keys (each header task's return is stashed there whatever the flag), and a
+    stored result costs its task 10 Redis commands (``STARTED`` and ``SUCCESS``) and the
+    CLI a subscription (docs/celery.md §1.1). Sets the option on the ``header``
+    signatures given.
     """
-    body = app.signature("council.consolidate", kwargs={"run_id": run_id})
-    errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True)
+    unread = {"ignore_result": True} if joins_from_chord_keys(app) else {}
+    body = app.signature("council.consolidate", kwargs={"run_id": run_id}, **unread)
+    errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True, **unread)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        canvas = chord((task for task in header), body)
+        canvas = chord((task.set(**unread) for task in header), body)
         canvas.link_error(errback)
         return canvas.apply_async()
+
+
+def joins_from_chord_keys(app: Celery) -> bool:
+    """Whether ``app``'s result backend is Redis's, whose chord joins from the chord's
+    own keys (the header tasks' stored results are never read), so a canvas may be sent
+    with ``ignore_result``. False for the embedded ``cache+memory://``: its chord joins
+    by reading each header task's stored result."""
+    return isinstance(app.backend, RedisBackend)
 
 
 def release_results(app: Celery, sent: ResultBase) -> None:

@@ -37,7 +37,8 @@ log = structlog.get_logger("council.worker")
 ACK_RETRY_S = 120.0
 """Seconds a finished task's ack after a connection loss is retried for (the message
 is redelivered after the visibility timeout anyway, and then skipped: its result is
-stored, ``worker_deduplicate_successful_tasks``)."""
+stored, ``worker_deduplicate_successful_tasks``; a chord's task, whose result is not,
+returns its participant's stored outcome, docs/celery.md §1.8)."""
 
 _PAUSE_S = (0.25, 5.0)
 

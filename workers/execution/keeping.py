@@ -8,7 +8,8 @@ process keeps each outcome it stored (:func:`keep`) until its run is seen past t
 participant's state (``open`` for a reviewer, ``judging`` for the judge) twice,
 :data:`DURABLE_S` apart, on the same Redis server (``INFO server`` ``run_id``: a restart
 changes it), or the visibility timeout passes. One thread per process (:class:`Keeper`)
-checks each :data:`CHECK_S`. When Redis restarted since an outcome was stored, the
+checks each :data:`CHECK_S` (a run seen filed is not read again until :data:`DURABLE_S`
+later: :func:`_confirming`). When Redis restarted since an outcome was stored, the
 keeper stores it again if Redis no longer holds it (``SET NX``: a kept one wins, ending
 the attempt's lease so no sweep sends the reviewer again), and settles the run once every
 reviewer (or the judge) is heard: the chord's count may be lost with the rest. Entries
@@ -128,6 +129,8 @@ class Keeper:
 
     def _check_run(self, run_id: str, items: list[_Kept], server: str) -> None:
         rt, now = self.rt, time.monotonic()
+        if all(_confirming(item, server, now) for item in items):
+            return  # no read: only a restart (a new server) could undo the filing meanwhile
         status = rt.runs.status(run_id)
         restarted = False
         for item in items:
@@ -154,6 +157,20 @@ class Keeper:
     def _drop(self, run_id: str, participant: str) -> None:
         with self._lock:
             self._kept.pop((run_id, participant), None)
+
+
+def _confirming(item: _Kept, server: str, now: float) -> bool:
+    """Whether ``item``'s run was seen filed on ``server`` less than :data:`DURABLE_S`
+    ago (``now`` and the times: ``time.monotonic()``). Its status need not be read again
+    before then: a filing is undone only by a Redis that lost it, which is a new server
+    (``run_id``), read at every check; the read :data:`DURABLE_S` after the first is the
+    one that lets it go (two a run, not one each :data:`CHECK_S`)."""
+    return (
+        item.filed_at is not None
+        and item.filed_on == server
+        and now - item.filed_at < DURABLE_S
+        and now <= item.until
+    )
 
 
 _keeper: Keeper | None = None

@@ -91,10 +91,9 @@ def settle_run(
     :mod:`council.round.lifecycle`'s (``dispatch_judge`` sends the judge, once); an event it
     refuses files nothing and returns the stored report. Raises :class:`RunNotFound`.
     """
-    record = rt.runs.record(run_id)
+    record, state = rt.runs.record_and_status(run_id)
     if record is None:
         raise RunNotFound(run_id)
-    state = rt.runs.status(run_id)
     if is_final(state) or state == "waiting":
         settled = rt.runs.report(run_id)
         if settled is not None:

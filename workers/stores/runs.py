@@ -50,6 +50,12 @@ class RunStore(RunInputs, RunProgress):
         status: RunStatus = raw.decode()
         return status
 
+    def record_and_status(self, run_id: str) -> tuple[RunRecord | None, RunStatus | None]:
+        """:meth:`record` and :meth:`status` in one command (``HMGET``)."""
+        raw, status = self._r.hmget(self._keys.run(run_id), ["record", "status"])
+        record = RunRecord.model_validate_json(raw) if raw is not None else None
+        return record, (status.decode() if status is not None else None)
+
     def restarted(self, run_id: str) -> bool:
         """Whether the Redis server restarted since the run opened (its ``run_id`` is not
         the one the run hash noted): it may have forgotten its last second. False when

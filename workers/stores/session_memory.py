@@ -92,7 +92,7 @@ class SessionMemory:
             pipe.hset(k.session_fingerprints(s), mapping=dict(memory.reported))
         if memory.recall:
             recall = FINDINGS.dump_json(list(memory.recall), exclude_none=True).decode()
-            pipe.set(k.session_recall(s), recall)
+            pipe.set(k.session_recall(s), recall, ex=self._session_ttl)  # retention from now
         reviewed = {HEARD + pid: record.head for pid in memory.heard}
         if memory.still_open is not None:
             still = FINDINGS.dump_json(list(memory.still_open), exclude_none=True).decode()

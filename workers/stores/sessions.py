@@ -202,7 +202,8 @@ class SessionStore(SessionOpening, SessionMemory):
     def _written(self, record: RunRecord, transition: Transition, filing: Filing) -> list[str]:
         """The session keys a commit of ``filing`` may write (and so make anew), and
         ``issued`` always: they get the session retention from now
-        (:meth:`~workers.stores.session_opening.SessionOpening.freshness`)."""
+        (:meth:`~workers.stores.session_opening.SessionOpening.freshness`). Not the
+        recall: its ``SET`` carries the retention (``EX``)."""
         k, s = self._keys, record.session
         keys = [k.session_issued(s)]
         if filing.findings:
@@ -210,8 +211,6 @@ class SessionStore(SessionOpening, SessionMemory):
         memory = filing.memory
         if memory is not None and memory.reported:
             keys.append(k.session_fingerprints(s))
-        if memory is not None and memory.recall:
-            keys.append(k.session_recall(s))
         if memory is not None and (memory.heard or memory.still_open is not None):
             keys.append(k.session_reviewed(s))
         if filing.acted:
