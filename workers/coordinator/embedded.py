@@ -187,7 +187,8 @@ def _hurry_stop(worker: Any) -> None:
     :data:`DRAIN_S`, about a tenth of a second at the end of every round)."""
     from celery.worker import state
 
-    transport = getattr(getattr(worker.consumer, "connection", None), "transport", None)
+    consumer = getattr(worker, "consumer", None)
+    transport = getattr(getattr(consumer, "connection", None), "transport", None)
     if isinstance(transport, PromptMemoryTransport):
         transport.stopping = True
     state.should_terminate = 0
