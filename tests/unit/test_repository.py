@@ -81,6 +81,13 @@ def test_subdirectory_opens_the_top_level(repo: Path) -> None:
     assert Repository(repo / "src").path == repo.resolve()
 
 
+def test_a_bare_repository_opens_at_its_git_directory(repo: Path, tmp_path: Path) -> None:
+    """A bare clone has no top level: it is read from its git directory."""
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert Repository(bare).path == bare.resolve()
+
+
 def test_resolve_branch_and_short_sha(repo: Path) -> None:
     """Branches, HEAD and short shas resolve to the full commit sha."""
     sha = git(repo, "rev-parse", "HEAD").strip()
@@ -259,6 +266,34 @@ def test_changed_paths_lists_both_sides_of_a_rename(repo: Path) -> None:
     head = commit_all(repo, "moves")
     paths = Repository(repo).changed_paths(base, head)
     assert sorted(paths) == ["README.md", "new file.txt", "src/app.py", "src/main.py"]
+
+
+def test_a_repository_lists_a_change_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files of one change are listed by git once per Repository (a round asks a
+    dozen times), and a sha found to name a commit is not asked again; a branch is."""
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "README.md").write_text("changed\n")
+    head = commit_all(repo, "change")
+    r = Repository(repo)
+    first = r.changed_entries(base, head)
+    runs: list[list[str]] = []
+    real = subprocess.Popen.__init__
+
+    def counted(
+        self: subprocess.Popen[bytes], args: list[str], *rest: object, **kw: object
+    ) -> None:
+        runs.append(list(args))
+        real(self, args, *rest, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", counted)
+    again = r.changed_entries(base, head)
+    assert again == first and again is not first
+    again.clear()
+    assert r.changed_paths(base, head) == ["README.md"]
+    assert runs == []
+    assert r.resolve("main") == head
+    assert [a[-1] for a in runs] == ["main^{commit}"]
+    assert Repository(repo).changed_entries(base, head) == first
 
 
 def test_archive_round_trip_and_determinism(repo: Path, tmp_path: Path) -> None:

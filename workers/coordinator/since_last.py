@@ -143,6 +143,8 @@ def interdiff(
     if reviewed is None:
         return None
     new = repo.resolve(head)
+    if reviewed.head == new:  # the head reviewed again: nothing changed since (no git run)
+        return _filtered(b"", roster).text
     try:
         raw = _diff(repo, reviewed.head, new, roster, None, cap_bytes)
     except (RepositoryError, ChangeTooLarge):

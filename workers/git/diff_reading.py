@@ -125,6 +125,16 @@ class DiffReading(RefReading):
     max_changed_files: int
     """The most files (and folders that differ) a change may list (:meth:`changed_entries`)."""
 
+    _listings: dict[tuple[str, str, int], tuple[ChangedEntry, ...]]
+    """:meth:`changed_entries` by ``(base sha, head sha, max_changed_files)``: two commits
+    list the same files for good, and a round asks for them a dozen times."""
+
+    _attributes: dict[str, list[tuple[str, bytes]]]
+    """:meth:`_attributes_files` by commit sha (a commit's tree never changes)."""
+
+    _git_dir: str | None
+    """``git rev-parse --absolute-git-dir``, once asked."""
+
     def diff(
         self,
         base_sha: str,
@@ -295,7 +305,9 @@ class DiffReading(RefReading):
         and the system one are off. The clone's ``$GIT_DIR/info/attributes`` (local, not
         from any change) still applies, as git always lets it.
         """
-        git_dir = self._must("rev-parse", "--absolute-git-dir").decode().strip()
+        if self._git_dir is None:
+            self._git_dir = self._must("rev-parse", "--absolute-git-dir").decode().strip()
+        git_dir = self._git_dir
         with tempfile.TemporaryDirectory(prefix="council-git-") as scratch:
             root = Path(scratch) / "tree"
             root.mkdir()
@@ -321,6 +333,12 @@ class DiffReading(RefReading):
         size costs no memory.
         """
         sha = self.resolve(ref)
+        if sha not in self._attributes:
+            self._attributes[sha] = self._read_attributes_files(sha)
+        return list(self._attributes[sha])
+
+    def _read_attributes_files(self, sha: str) -> list[tuple[str, bytes]]:
+        """:meth:`_attributes_files` of the commit ``sha``, read from git."""
         found: list[tuple[str, str]] = []
         for entry in self._tree_entries(sha, with_trees=False):
             name = entry.path.rsplit("/", 1)[-1]
@@ -367,10 +385,15 @@ class DiffReading(RefReading):
         Raises :class:`RepositoryError` for an unknown ref or when git fails.
         """
         base, head = self.resolve(base_sha), self.resolve(head_sha)
+        key = (base, head, self.max_changed_files)
+        if key in self._listings:
+            return list(self._listings[key])
         trees = self._must("rev-parse", f"{base}^{{tree}}", f"{head}^{{tree}}").decode().split()
         with self._reading(["cat-file", "--batch"], stdin=subprocess.PIPE) as batch:
             ChangeCounter(Blobs(batch), self.max_changed_files).walk(trees[0], trees[1])
         listing = ChangeListing(self.max_changed_files)
         args = ["diff", "--raw", "-z", "--no-abbrev", "-M", "--no-relative", "--no-ext-diff"]
         self._stream([*args, base, head], listing.feed)
-        return listing.finish()
+        entries = listing.finish()
+        self._listings[key] = tuple(entries)
+        return entries

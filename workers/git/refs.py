@@ -49,16 +49,24 @@ class RefReading(GitCommand):
     """The refs of a repository: what they name, how they relate, and the branch a ref
     stands for (:meth:`default_session_key`)."""
 
+    _commits: set[str]
+    """The full shas already found to name a commit here: a sha names the same commit
+    for good, so :meth:`resolve` asks git once per sha (a round resolves the same two
+    a few dozen times). A branch or ``HEAD`` moves, and is asked every time."""
+
     def resolve(self, ref: str) -> str:
         """The full commit sha ``ref`` names (a branch, tag, sha, ``HEAD~2``...).
 
         Raises :class:`RepositoryError` naming the ref, with the way out, when it is
         unknown or names no commit (shallow CI clones often lack the base).
         """
+        if ref in self._commits:
+            return ref
         if ref and not ref.startswith("-") and "\0" not in ref:
             done = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
             sha = done.stdout.decode().strip()
             if done.returncode == 0 and _SHA.fullmatch(sha):
+                self._commits.add(sha)
                 return sha
         raise self._unknown_ref(ref)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from council.errors import RepositoryError
-from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES
+from workers.git.change_listing import DEFAULT_MAX_CHANGED_FILES, ChangedEntry
 from workers.git.change_sorting import ChangeSorting
 from workers.git.git_command import first_line
 from workers.git.tree_packing import TreePacking
@@ -43,6 +43,14 @@ class Repository(ChangeSorting, TreePacking):
         if not start.is_dir():
             raise RepositoryError(f"{start} is not a git repository (no such directory)", fix)
         self.path = start
+        self._commits: set[str] = set()
+        self._listings: dict[tuple[str, str, int], tuple[ChangedEntry, ...]] = {}
+        self._attributes: dict[str, list[tuple[str, bytes]]] = {}
+        self._git_dir: str | None = None
+        top_level = self._top_level()
+        if top_level is not None:
+            self.path = top_level
+            return
         probe = self._git("rev-parse", "--absolute-git-dir")
         if probe.returncode != 0:
             why = first_line(probe.stderr)
@@ -50,3 +58,18 @@ class Repository(ChangeSorting, TreePacking):
         top = self._git("rev-parse", "--show-toplevel")
         text = (top.stdout if top.returncode == 0 else probe.stdout).decode().strip()
         self.path = Path(text)
+
+    def _top_level(self) -> Path | None:
+        """The top-level directory in one git call, when git names it plainly (a work
+        tree whose paths hold no newline and are UTF-8); None otherwise, and the two
+        separate calls then decide, as they always did."""
+        both = self._git("rev-parse", "--absolute-git-dir", "--show-toplevel")
+        if both.returncode != 0:
+            return None
+        try:
+            parts = both.stdout.decode().split("\n")
+        except UnicodeDecodeError:
+            return None
+        if len(parts) != 3 or parts[2] or not parts[1].strip():
+            return None
+        return Path(parts[1].strip())
