@@ -284,3 +284,44 @@ def test_a_key_in_a_file_whose_name_is_not_utf8_is_masked_in_the_tools_tree(
     assert not [b for b in held if NAME_KEY.encode() in b or LOCK_KEY.encode() in b]
     assert tree_lines(tree, "latin\ufffd.txt") == [f'aws_access_key_id = "{NAME_KEY}"', ""]
     assert tree_lines(tree, "dup\ufffd") is None  # two files: neither is read as this one
+
+
+def test_a_decoy_named_with_u_fffd_cannot_stand_for_the_file_with_the_bad_byte(
+    tmp_path: Path,
+) -> None:
+    """``k\\xe8.txt`` holds a key; a decoy literally named ``k\\ufffd.txt`` (valid UTF-8)
+    shows alike: both are withheld from the models' copy, and the masker learns the key
+    from whichever of them holds it. A file whose name holds a key AND a bad byte keeps
+    its contents masked under its masked name."""
+    import os
+
+    from council.change.diff import read_change
+    from council.change.secret_masks import MASK
+    from workers.coordinator.secret_scan import find_secrets
+    from workers.execution.backend_request import _masked_files, tree_values
+    from workers.execution.unpacked_trees import TreeCache
+
+    keyed, decoy = os.fsdecode(b"k\xe8.txt"), "k\ufffd.txt"
+    named = os.fsdecode(f"{NAME_KEY}\xe8".encode("latin-1")) + "/x.txt"
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    (repo / keyed).write_text(f'aws_access_key_id = "{LOCK_KEY}"\n')
+    (repo / decoy).write_text("nothing to see\n")
+    (repo / named.split("/")[0]).mkdir()
+    (repo / named).write_text(f'aws_access_key_id = "{BIG_KEY}"\n')
+    commit(repo, {}, "a key, a decoy, a keyed name")
+    git_repo = Repository(repo)
+    change = read_change(git_repo.diff("HEAD~1", "HEAD"), (), ())[0]
+    spans = find_secrets(change, paths=git_repo.changed_paths("HEAD~1", "HEAD"))
+    cache = TreeCache(tmp_path / "work")
+    tree = cache.tree("r1", lambda: git_repo.archive("HEAD", 50_000_000))
+    assert tree is not None
+    laid = cache.overlaid("r1", "masked", tree, lambda: _masked_files(tree, spans))
+    for name in (keyed, decoy):
+        assert "withheld from reviewer models" in (laid / name).read_text()
+    held = {p.relative_to(laid).as_posix(): p.read_bytes() for p in laid.rglob("*") if p.is_file()}
+    assert not [n for n, b in held.items() if any(k.encode() in b for k in VALUES)]
+    assert not [n for n in held if NAME_KEY in n]
+    masked_dir = [n for n in held if n.startswith(MASK) and n.endswith("/x.txt")]
+    (inside,) = masked_dir
+    assert held[inside] == f'aws_access_key_id = "{MASK}"\n'.encode()
+    assert {LOCK_KEY, BIG_KEY, NAME_KEY} <= set(tree_values(tree, spans))

@@ -46,7 +46,8 @@ from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.execution.journal_sink import RedisJournal, RedisScripts, journal_for
-from workers.execution.tree_names import tree_names
+from workers.execution.tree_names import REPLACEMENT, tree_names
+from workers.git.diff_reading import shown_text
 from workers.stores.budget import RedisBudget
 from workers.stores.ratelimit import RedisRateLimiter
 from workers.stores.run_record import RunRecord
@@ -97,7 +98,7 @@ def run_share(
     run_id = record.run_id
     workdir = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id)) if record.witness else None
     found = tuple(rt.runs.secrets(run_id) if secrets is None else secrets)
-    masker = Masker(values_from(found, lambda p: tree_lines(workdir, p))) if found else Masker()
+    masker = Masker(tree_values(workdir, found)) if found else Masker()
     return RunShare(record, workdir, _added(run_id, change), found, masker)
 
 
@@ -118,9 +119,34 @@ def tree_lines(tree: Path | None, path: str) -> list[str] | None:
     if tree is None:
         return None
     names = tree_names(tree, path)
-    if len(names) != 1:
-        return None
-    target = tree / names[0]
+    return _entry_lines(tree, names[0]) if len(names) == 1 else None
+
+
+def tree_values(tree: Path | None, spans: Sequence[SecretSpan]) -> tuple[str, ...]:
+    """The secret values of ``spans`` read back from ``tree``
+    (:func:`~council.change.secret_masks.values_from`); a path that names several
+    entries (names that are not UTF-8 showing alike) is read in each, and every value
+    whose digest matches is kept: a masker knowing one too many costs nothing."""
+    values = list(values_from(spans, lambda p: tree_lines(tree, p)))
+    if tree is None:
+        return tuple(values)
+    for path in dict.fromkeys(s.path for s in spans if REPLACEMENT in s.path):
+        mine = [s for s in spans if s.path == path]
+        for name in tree_names(tree, path):
+            for value in values_from(mine, functools.partial(_lines_of, tree, name)):
+                if value not in values:
+                    values.append(value)
+    return tuple(values)
+
+
+def _lines_of(tree: Path, name: str, _path: str) -> list[str] | None:
+    """:func:`_entry_lines` of ``name`` whatever path is asked (one candidate's reading)."""
+    return _entry_lines(tree, name)
+
+
+def _entry_lines(tree: Path, name: str) -> list[str] | None:
+    """The lines of the tree's entry spelled exactly ``name`` (as :func:`tree_lines`)."""
+    target = tree / name
     try:
         if target.is_symlink() and target.parent.resolve().is_relative_to(tree.resolve()):
             return [os.readlink(target)]
@@ -140,28 +166,33 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
     every file or link whose path holds a secret is removed (with the topmost directory on
     its way that holds one) and laid again at its
     :func:`~council.change.secret_masks.masked_path`; two paths masked alike are one file
-    (the last in path order). An unreadable file is left out, a
-    withheld one replaced whatever it is. A name that is not UTF-8 is found as the diff
-    shows it; when several show alike, each is withheld. Raises ``OSError`` when the tree
-    cannot be walked.
+    (the last in path order). A file that cannot be read is withheld too, as is each of
+    several whose names show alike (names that are not UTF-8 show each bad byte as U+FFFD,
+    as the spans spell them: which one a span means is unknown). Raises ``OSError`` when
+    the tree cannot be walked.
     """
     out: dict[str, bytes] = {}
     kept_out = withheld(secrets)
     names = name_values(secrets)
 
-    def content(path: str, name: str | None = None) -> tuple[str, bytes] | None:
-        """``(kind, bytes)`` of the tree's entry at ``path`` (spelled ``name`` in the tree,
-        when its name is not UTF-8), masked; None: unreadable."""
-        target = tree / (name or path)
-        if path in kept_out:
-            return "644", withheld_text(masked_path(path, secrets), kept_out[path]).encode()
+    def content(name: str) -> tuple[str, bytes]:
+        """``(kind, bytes)`` of the tree's entry spelled ``name``, masked by the spans of
+        its path as the diff shows it."""
+        shown = shown_text(name)
+        why = kept_out.get(name) or kept_out.get(shown)
+        if why is None and REPLACEMENT in shown and len(tree_names(tree, shown)) > 1:
+            why = f"{len(tree_names(tree, shown))} files show under this name"
+        target = tree / name
+        lines = _entry_lines(tree, name) if why is None else None
+        if why is None and lines is None:
+            why = "it cannot be read"
+        if why is not None or lines is None:
+            return "644", withheld_text(masked_path(shown, secrets), why or "").encode()
+        mine = [s for s in secrets if s.path in (name, shown)]
         if target.is_symlink():
-            link = masked_file(os.readlink(target), [s for s in secrets if s.path == path])
+            link = masked_file(lines[0], mine)
             return "link", os.fsencode(masked_path(link, secrets))
-        lines = tree_lines(tree, path)
-        if lines is None:
-            return None
-        text = masked_file("\n".join(lines), [s for s in secrets if s.path == path])
+        text = masked_file("\n".join(lines), mine)
         for value in names:  # a file may hold its own name
             text = text.replace(value, MASK)
         mode = "755" if os.access(target, os.X_OK) else "644"
@@ -169,15 +200,9 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
 
     touched = [s.path for s in secrets if s.place != "path"]
     for path in dict.fromkeys(touched):
-        raw = tree_names(tree, path)
-        if len(raw) > 1:  # names that are not UTF-8 showing alike: which one is unknown
-            why = f"{len(raw)} files show under this name"
-            for name in raw:
-                out[f"644:{masked_path(name, secrets)}"] = withheld_text(path, why).encode()
-            continue
-        got = content(path, raw[0] if raw else path)
-        if got is not None:
-            out[f"{got[0]}:{masked_path(raw[0] if raw else path, secrets)}"] = got[1]
+        for name in tree_names(tree, path):
+            kind, held = content(name)
+            out[f"{kind}:{masked_path(name, secrets)}"] = held
     if names:
         for path in _named_with(tree, names):
             parts = path.split("/")
@@ -185,9 +210,8 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
                 i for i in range(len(parts)) if any(v in "/".join(parts[: i + 1]) for v in names)
             )
             out[f"-:{'/'.join(parts[: top + 1])}"] = b""
-            got = content(path)
-            if got is not None:
-                out[f"{got[0]}:{masked_path(path, secrets)}"] = got[1]
+            kind, held = content(path)
+            out[f"{kind}:{masked_path(path, secrets)}"] = held
     return out
 
 

@@ -20,15 +20,14 @@ REPLACEMENT = "\ufffd"
 def tree_names(tree: Path, path: str) -> list[str]:
     """The ``/``-separated names in ``tree`` that ``path`` may stand for, sorted.
 
-    ``[path]`` when it exists as spelled (a link counts, followed or not); else, when it
-    holds U+FFFD, each entry whose name shows as ``path`` (several bytes show alike, so
-    several files can); else none. Only the directories on the path are listed. Never
-    raises (an unreadable directory finds nothing).
+    Without U+FFFD: ``[path]`` when it exists (a link counts, followed or not), else
+    none. With it: EVERY entry whose name shows as ``path``, a name spelled with U+FFFD
+    itself included (several bytes show alike, so several files can, and a file named
+    with U+FFFD must not stand for the one with the bad byte). Only the directories on
+    the path are listed. Never raises (an unreadable directory finds nothing).
     """
-    if os.path.lexists(tree / path):
-        return [path]
     if REPLACEMENT not in path:
-        return []
+        return [path] if os.path.lexists(tree / path) else []
     found = [""]
     for part in path.split("/"):
         step: list[str] = []

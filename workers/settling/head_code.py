@@ -17,11 +17,11 @@ from pathlib import Path
 
 import structlog
 
-from council.change.secret_masks import Masker, SecretSpan, masked_file, values_from
+from council.change.secret_masks import Masker, SecretSpan, masked_file
 from council.errors import CouncilError
 from council.model.occurrence import file_lines
 from workers.app.services import Runtime
-from workers.execution.backend_request import tree_lines
+from workers.execution.backend_request import tree_lines, tree_values
 from workers.stores.run_record import RunRecord
 
 log = structlog.get_logger("council.settle")
@@ -82,7 +82,7 @@ class HeadCode:
             return None
         tree = self._tree
         if self._spans:
-            self._masker = Masker(values_from(self._spans, lambda p: tree_lines(tree, p)))
+            self._masker = Masker(tree_values(tree, self._spans))
         return tree
 
     def __call__(self, path: str) -> list[str] | None:
