@@ -12,7 +12,7 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from tests.gitrepo import commit, new_repo
+from tests.gitrepo import commit, git, new_repo
 from workers.cli import main
 
 ROUND = "[council]\nbackstop_ms = 60000\nidle_ms = 60000\n"
@@ -131,5 +131,63 @@ def test_a_roster_reached_through_a_link_the_change_adds_is_refused(tmp_path: Pa
     commit(repo, {**added, "app.py": "x = 2\n"}, "pr links ci to its own roster")
     done, report = _review(repo, repo / "ci" / "council.toml", tmp_path)
     assert done.exit_code == 2, done.output
-    assert "evil/council.toml, which the change under review adds" in done.output
+    assert "goes through ci, a link in the head" in done.output
+    assert not report
+
+
+def test_a_roster_path_through_a_link_of_the_base_is_refused(tmp_path: Path) -> None:
+    """The base links ``config -> ci``; the change points it at ``examples/``, whose roster
+    runs fewer reviewers: the path is refused, whatever either commit's link says."""
+    both = ROUND + _replay("keep", "a.json") + _replay("other", "a.json")
+    files = {
+        "app.py": "x = 1\n",
+        "ci/council.toml": both,
+        "examples/council.toml": ROUND + _replay("other", "a.json"),
+        "a.json": json.dumps({"findings": [VAGUE]}),
+    }
+    repo = new_repo(tmp_path / "repo", files)
+    (repo / "config").symlink_to("ci")
+    commit(repo, {}, "config links to ci")
+    (repo / "config").unlink()
+    (repo / "config").symlink_to("examples")
+    commit(repo, {"app.py": "x = 2\n"}, "pr repoints the link")
+    done, report = _review(repo, repo / "config" / "council.toml", tmp_path)
+    assert done.exit_code == 2, done.output
+    assert "goes through config, a link in the base ref" in done.output
+    assert not report
+
+
+def test_a_checkout_reached_through_a_linked_folder_still_reads_the_base(
+    tmp_path: Path,
+) -> None:
+    """CI reaches the checkout through a linked folder (``work -> repo``); the change
+    replaces council.toml with a link to a roster of fewer reviewers: the base's runs."""
+    both = ROUND + _replay("keep", "a.json") + _replay("other", "a.json")
+    files = {
+        "app.py": "x = 1\n",
+        "council.toml": both,
+        "weak.toml": ROUND + _replay("other", "a.json"),
+        "a.json": json.dumps({"findings": [VAGUE]}),
+    }
+    repo = new_repo(tmp_path / "repo", files)
+    (repo / "council.toml").unlink()
+    (repo / "council.toml").symlink_to("weak.toml")
+    commit(repo, {"app.py": "x = 2\n"}, "pr links the roster to a weaker one")
+    (tmp_path / "work").symlink_to(repo)
+    done, report = _review(repo, tmp_path / "work" / "council.toml", tmp_path)
+    assert done.exit_code == 0, done.output
+    assert _states(report) == {"keep": "answered", "other": "answered"}
+
+
+def test_a_roster_inside_a_submodule_is_refused(tmp_path: Path) -> None:
+    """The roster sits in a submodule: the change picks the submodule's commit, so it
+    would pick the roster; the review is refused, naming the submodule."""
+    inner = new_repo(tmp_path / "inner", {"council.toml": ROUND + _replay("keep", "a.json")})
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "cfg")
+    git(repo, "commit", "-qm", "cfg as a submodule")
+    commit(repo, {"app.py": "x = 2\n"}, "change")
+    done, report = _review(repo, repo / "cfg" / "council.toml", tmp_path)
+    assert done.exit_code == 2, done.output
+    assert "is inside cfg, a submodule in the base ref" in done.output
     assert not report

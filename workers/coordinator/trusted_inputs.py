@@ -13,6 +13,7 @@ the base ref), docs/identity-and-clocks.md (personas).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shlex
 from collections.abc import Sequence
@@ -36,37 +37,65 @@ def roster_in_repo(repo: Repository, roster_path: Path, base: str, head: str) ->
     holds (read where it is: the change did not write it).
 
     Raises :class:`RosterError` (exit 2) when only the head holds it (the change adds
-    the roster that would choose its reviewers), or when the base holds it as something
-    other than a file.
+    the roster that would choose its reviewers), when the base holds it as something
+    other than a file, and when its path goes through a link or a submodule of either
+    commit (the change could point it elsewhere).
     """
-    top = repo.path.resolve()
-    names: list[str] = []  # as given, then with links followed (a link the change made)
-    for where in (roster_path.absolute(), roster_path.resolve()):
-        if where.is_relative_to(top) and where.relative_to(top).as_posix() not in names:
-            names.append(where.relative_to(top).as_posix())
-    for name in names:
-        mode = repo.tree_mode(base, name)
-        if mode in ("100644", "100755"):
-            return name
-        if mode is not None:
-            raise RosterError(
-                str(roster_path),
-                f"is {name} of the repository under review, which the base ref {base[:12]} "
-                f"holds as git mode {mode}, not a file",
-                "Commit the roster itself on the base branch, or pass a roster from outside "
-                "the repository.",
-            )
-    for name in names:
-        if repo.tree_mode(head, name) is not None:
-            raise RosterError(
-                str(roster_path),
-                f"is {name}, which the change under review adds (a change cannot choose its "
-                f"own reviewers; a roster in the repository is read from the base ref "
-                f"{base[:12]})",
-                "Commit the roster on the base branch first, or pass a roster from outside "
-                "the repository.",
-            )
+    name = _repo_name(repo.path.resolve(), roster_path)
+    if name is None:
+        return None
+    parts = name.split("/")
+    fix = "Pass the roster's own path, or a roster from outside the repository."
+    for k in range(1, len(parts)):
+        prefix = "/".join(parts[:k])
+        for commit, which in ((base, f"the base ref {base[:12]}"), (head, "the head")):
+            mode = repo.tree_mode(commit, prefix)
+            if mode == "120000":
+                raise RosterError(
+                    str(roster_path), f"goes through {prefix}, a link in {which}", fix
+                )
+            if mode == "160000":
+                raise RosterError(
+                    str(roster_path),
+                    f"is inside {prefix}, a submodule in {which}: the change chooses the "
+                    "commit a submodule's files come from",
+                    "Commit the roster in the repository itself, or pass a roster from "
+                    "outside the repository.",
+                )
+    mode = repo.tree_mode(base, name)
+    if mode in ("100644", "100755"):
+        return name
+    if mode is not None:
+        raise RosterError(
+            str(roster_path),
+            f"is {name} of the repository under review, which the base ref {base[:12]} "
+            f"holds as git mode {mode}, not a file",
+            "Commit the roster itself on the base branch, or pass a roster from outside "
+            "the repository.",
+        )
+    if repo.tree_mode(head, name) is not None:
+        raise RosterError(
+            str(roster_path),
+            f"is {name}, which the change under review adds (a change cannot choose its "
+            f"own reviewers; a roster in the repository is read from the base ref "
+            f"{base[:12]})",
+            "Commit the roster on the base branch first, or pass a roster from outside "
+            "the repository.",
+        )
     return None
+
+
+def _repo_name(top: Path, roster_path: Path) -> str | None:
+    """``roster_path`` relative to the repository whose top level is ``top`` (resolved),
+    links inside the repository NOT followed: the path from the first of its directories
+    that is the top level (a checkout reached through a linked prefix counts); else the
+    file the path leads to when that is inside the repository; else None."""
+    given = Path(os.path.normpath(roster_path.absolute()))
+    for k in range(1, len(given.parts)):
+        if Path(*given.parts[:k]).resolve() == top:
+            return "/".join(given.parts[k:])
+    led = roster_path.resolve()
+    return led.relative_to(top).as_posix() if led.is_relative_to(top) else None
 
 
 def read_roster(
