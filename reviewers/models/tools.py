@@ -8,7 +8,9 @@ working directory); ``run_script`` runs in a sandbox of its own
 untrusted input: a path may not leave it (by ``..`` or a symlink), replies are bounded and
 say where they were cut, and ``grep`` compiles with RE2 (linear: ``(a+)+$`` cannot freeze
 the worker, as backtracking ``re`` would while holding the GIL). A tool never raises into
-the model's loop: an error is the tool's reply.
+the model's loop: an error is the tool's reply. A file name that is not UTF-8 is shown, and
+taken back, as the diff spells it (:mod:`reviewers.models.tree_spelling`); no reply holds
+a lone surrogate.
 
 Source: docs/harvest.md §1 (record_finding and its replies), docs/architecture.md (tree archive),
 issue "The change under review is untrusted", docs/evidence-and-asks.md §1 (run_script
@@ -41,6 +43,7 @@ from reviewers.base import (
     ignore_events,
     ignore_scripts,
 )
+from reviewers.models.tree_spelling import REPLACEMENT, shown, spelled_in
 from reviewers.sandbox.scripts import (
     ScriptRun,
     ScriptRunner,
@@ -154,7 +157,7 @@ class ToolBox:
         """
         started = time.monotonic()
         self.dispatched += 1
-        reply = self._call(name, arguments, call_id or f"call-{self.dispatched}")
+        reply = shown(self._call(name, arguments, call_id or f"call-{self.dispatched}"))
         self.events(
             "tool_call",
             tool=name,
@@ -318,18 +321,35 @@ class _Tree:
         self.read_max_bytes = read_max_bytes
 
     def _resolve(self, value: object, what: str) -> Path | str:
-        """The path inside the tree, or the refusal to reply with."""
+        """The path inside the tree, or the refusal to reply with.
+
+        A path holding U+FFFD is looked up as shown (:func:`spelled_in`): the one entry
+        it stands for, or a refusal when several show alike (which is meant is unknown).
+        """
         if value is None:
             return self.root
         if not isinstance(value, str) or "\0" in value:
             return f"{what} must be a path relative to the repository root."
-        target = (self.root / value.strip().lstrip("/\\")).resolve()
+        relative = value.strip().lstrip("/\\")
+        if REPLACEMENT in relative:
+            spellings = spelled_in(self.root, relative)
+            if len(spellings) > 1:
+                return (
+                    f"{shown(relative)!r} stands for {len(spellings)} entries of the tree "
+                    "whose names show alike (a name that is not UTF-8 shows U+FFFD for each "
+                    "bad byte); which one is meant is unknown, so none is read."
+                )
+            if spellings:
+                relative = spellings[0]
+        target = (self.root / relative).resolve()
         if target != self.root and not target.is_relative_to(self.root):
             return f"{value!r} is outside the repository; paths stay inside the reviewed tree."
         return target
 
     def _relative(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() or "."
+        """The path as the model sees it: relative to the root, shown as the diff shows
+        a name that is not UTF-8."""
+        return shown(path.relative_to(self.root).as_posix() or ".")
 
     def read_file(self, args: Mapping[str, Any]) -> str:
         """Numbered lines of a text file of the tree, bounded three ways: at most

@@ -64,3 +64,17 @@ def test_an_unknown_format_is_a_usage_error_naming_the_choices() -> None:
     done = CliRunner().invoke(main, ["--log-format", "yaml", "runs"])
     assert done.exit_code == 2
     assert "'auto', 'json', 'console'" in done.output
+
+
+@pytest.mark.parametrize("log_format", ["json", "console"])
+def test_no_format_writes_a_ci_command(monkeypatch: pytest.MonkeyPatch, log_format: str) -> None:
+    """A reviewer's stderr in ``failure`` writes neither ``##[`` nor a line starting ``::``."""
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    CliContext.build(redis_url=None, log_level="warning", log_format=log_format)
+    structlog.get_logger("council.test").warning(
+        "review_finished", failure="exit 3: ##[error]hashcmd\n::add-mask::y"
+    )
+    text = stream.getvalue()
+    assert "hashcmd" in text and "##[" not in text
+    assert not any(line.lstrip().startswith("::") for line in text.splitlines())

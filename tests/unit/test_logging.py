@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 from structlog.contextvars import merge_contextvars
 from structlog.testing import capture_logs
@@ -23,6 +25,7 @@ from workers.app.logging import (
     get_logger,
     redact_text,
     redact_url,
+    render_json_line,
 )
 
 Lines = Callable[[], list[dict[str, Any]]]
@@ -281,3 +284,91 @@ def test_nested_secret_never_reaches_the_line(lines: Lines) -> None:
     (line,) = lines()
     assert line["config"] == {"backend": {"api_key": MASK}}
     assert line["broker"] == "redis://:***@h/0"
+
+
+# --- CI runner commands -----------------------------------------------------------------
+
+HOSTILE = "exit 3: ##[error]hashcmd\n::add-mask::y"
+"""What a command reviewer's stderr can put in ``failure``: a command GitHub's runner reads
+anywhere in a line, and one it reads at a line's start."""
+
+
+def _commands(text: str) -> list[str]:
+    """The lines of ``text`` a CI runner would read as a command (``##[`` or ``::``)."""
+    return [line for line in text.splitlines() if "##[" in line or line.lstrip().startswith("::")]
+
+
+def _written(json_lines: bool) -> str:
+    """Every kind of line, with HOSTILE in its event, fields, nested values, a foreign
+    record, a traceback and beside a secret, as written in one format."""
+    buffer = io.StringIO()
+    configure_logging(stream=buffer, json=json_lines)
+    log = get_logger("council.test")
+    log.warning(
+        f"review_finished {HOSTILE}",
+        failure=HOSTILE,
+        nested={HOSTILE: [HOSTILE, (HOSTILE,)]},
+        api_key="hunter2",
+        broker="redis://:pw9@h/0 " + HOSTILE,
+    )
+    logging.getLogger("kombu").warning("lost %s", HOSTILE)
+    try:
+        raise RuntimeError(HOSTILE)
+    except RuntimeError:
+        log.exception("reviewer_failed")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("json_lines", [True, False], ids=["json", "console"])
+def test_no_value_writes_a_ci_command(json_lines: bool) -> None:
+    """``##[error]`` and a newline before ``::add-mask::`` reach the log as text: no line
+    holds ``##[`` or starts with ``::``, in JSON and in the console format; secrets stay
+    masked and the text stays readable."""
+    text = _written(json_lines)
+    assert _commands(text) == []
+    assert "##\\[error]hashcmd" in (
+        json.loads(text.splitlines()[0])["failure"] if json_lines else text
+    )
+    assert "hunter2" not in text and "pw9" not in text
+    assert "RuntimeError" in text
+
+
+def test_json_keeps_the_value_but_the_command() -> None:
+    """In JSON only ``##[`` changes (JSON escapes the newline itself)."""
+    (first, *_) = _written(True).splitlines()
+    assert json.loads(first)["failure"] == "exit 3: ##\\[error]hashcmd\n::add-mask::y"
+
+
+def test_console_keeps_a_traceback_on_its_lines() -> None:
+    """The console escapes a field's newline but a traceback keeps its lines, a line
+    starting with ``::`` escaped."""
+    text = _written(False)
+    assert "failure='exit 3: ##\\\\[error]hashcmd\\\\x0a::add-mask::y'" in text
+    assert "\nTraceback (most recent call last):\n" in text
+    assert "\n\\::add-mask::y" in text
+
+
+def test_render_json_line_writes_no_command() -> None:
+    """The signal handlers' line goes through the same step."""
+    line = render_json_line(HOSTILE, level="warning", logger="council.test", failure=HOSTILE)
+    assert _commands(line) == []
+    assert json.loads(line)["failure"] == "exit 3: ##\\[error]hashcmd\n::add-mask::y"
+
+
+PIECES = ("##[", "::", "#", "[", ":", "\n", "\r", "\x0b", "\x85", "\u2028", " ", "\t", "a", "\\")
+"""What a hostile value is made of: the commands, their parts, and every line break."""
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+@pytest.mark.parametrize("json_lines", [True, False], ids=["json", "console"])
+def test_no_text_writes_a_ci_command(json_lines: bool, value: str) -> None:
+    """Whatever a field, the event or a foreign record holds, no written line is a CI
+    runner's command, in either format."""
+    buffer = io.StringIO()
+    configure_logging(stream=buffer, json=json_lines)
+    get_logger("council.test").warning(value, failure=value, nested={value: [value]})
+    logging.getLogger("kombu").warning(value)
+    assert _commands(buffer.getvalue()) == []

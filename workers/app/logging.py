@@ -3,7 +3,8 @@
 A run spans one CLI and several worker processes, so it is followed as one JSON object per
 line on stderr, filtered by ``run_id``, ``session``, ``participant``, ``task_id`` and
 ``attempt``; no API key or Redis password may reach one (:class:`Redact` masks them in every
-value, :func:`redact_url` and :func:`redact_text` in messages built elsewhere). One processor
+value, :func:`redact_url` and :func:`redact_text` in messages built elsewhere), and no
+value can write a CI runner's command (:class:`NoCommands`). One processor
 chain serves structlog's calls and foreign stdlib records (Celery, kombu), so every line has
 the same shape. A task's context is cleared after it: pool threads run task after task, and
 contextvars persist.
@@ -27,9 +28,12 @@ from structlog.processors import JSONRenderer, TimeStamper, format_exc_info
 from structlog.stdlib import LoggerFactory, ProcessorFormatter, add_log_level, add_logger_name
 from structlog.typing import EventDict, FilteringBoundLogger, Processor, WrappedLogger
 
+from council.rendering.escape import for_log
+
 __all__ = [
     "MASK",
     "SECRET_KEY_PARTS",
+    "NoCommands",
     "Redact",
     "bind_task_context",
     "clear_task_context",
@@ -185,6 +189,57 @@ class Redact:
         return redact_text(_render(value))
 
 
+class NoCommands:
+    """Processor that keeps every string of a line (event, field values, nested keys and
+    values) from writing a CI runner's command: ``##[`` becomes ``##\\[`` as
+    :func:`council.rendering.escape.for_log` writes it (GitHub's runner reads ``##[error]``
+    anywhere in a line). ``one_line`` (the console renderer, which writes strings raw):
+    newlines and control characters are escaped too, so no value starts a line
+    (``::add-mask::``); a traceback (``exception``, ``stack``) keeps its lines, each line
+    starting with ``::`` escaped. JSON writes newlines as ``\\n`` itself.
+
+    Place it after :class:`Redact` (the masks see the text as written). Idempotent. Why:
+    fields carry what programs and the change wrote (a reviewer's stderr in ``failure``).
+    Source: docs/architecture.md "Observability", docs/security.md "The change is
+    untrusted input".
+    """
+
+    _MULTI_LINE = frozenset({"exception", "stack"})
+
+    def __init__(self, *, one_line: bool = False) -> None:
+        self.one_line = one_line
+
+    def __call__(self, logger: WrappedLogger, method_name: str, event_dict: EventDict) -> EventDict:
+        return {
+            self._text(key, True) if isinstance(key, str) else key: (
+                value
+                if key in _PROCESSOR_META
+                else self._value(value, self.one_line and key not in self._MULTI_LINE, 0)
+            )
+            for key, value in event_dict.items()
+        }
+
+    def _text(self, text: str, one_line: bool) -> str:
+        if self.one_line:
+            return for_log(text, one_line=one_line)
+        return text.replace("##[", "##\\[")
+
+    def _value(self, value: Any, one_line: bool, depth: int) -> Any:
+        if isinstance(value, str):
+            return self._text(value, one_line)
+        if depth < _MAX_DEPTH:
+            if isinstance(value, Mapping):
+                return {
+                    self._text(k, True) if isinstance(k, str) else k: self._value(
+                        v, one_line, depth + 1
+                    )
+                    for k, v in value.items()
+                }
+            if isinstance(value, list | tuple):
+                return type(value)(self._value(item, one_line, depth + 1) for item in value)
+        return value
+
+
 def _is_scalar(value: object) -> bool:
     return value is None or isinstance(value, bool | int | float)
 
@@ -259,9 +314,10 @@ def _merge_record_fields(
     return event_dict
 
 
-def _shared_processors(*, foreign: bool = False) -> list[Processor]:
+def _shared_processors(*, foreign: bool = False, console: bool = False) -> list[Processor]:
     """The chain every line runs through, whether it came from structlog or stdlib
-    (``foreign``: a stdlib record's, which also gets :func:`_merge_record_fields`)."""
+    (``foreign``: a stdlib record's, which also gets :func:`_merge_record_fields`;
+    ``console``: for the console renderer, which needs newlines escaped)."""
     return [
         merge_contextvars,
         *([_merge_record_fields] if foreign else []),
@@ -270,6 +326,7 @@ def _shared_processors(*, foreign: bool = False) -> list[Processor]:
         TimeStamper(fmt="iso", utc=True),
         format_exc_info,
         Redact(),
+        NoCommands(one_line=console),
     ]
 
 
@@ -298,7 +355,7 @@ def configure_logging(
     """
     number = _level_number(level)
     out = stream if stream is not None else real_stream(sys.stderr)
-    shared = _shared_processors()
+    shared = _shared_processors(console=not json)
     renderer: Processor = (
         JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
@@ -307,7 +364,7 @@ def configure_logging(
     handler.addFilter(_RECORD_FIELDS)
     handler.setFormatter(
         ProcessorFormatter(
-            foreign_pre_chain=_shared_processors(foreign=True),
+            foreign_pre_chain=_shared_processors(foreign=True, console=not json),
             processors=[ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
@@ -341,7 +398,8 @@ def render_json_line(event: str, *, level: str, logger: str, **fields: object) -
     the same thread, and for a write that logging itself made. Never raises for a value
     JSON cannot hold (it is rendered with ``repr``)."""
     event_dict: EventDict = {"event": event, **fields}
-    for processor in (merge_contextvars, TimeStamper(fmt="iso", utc=True), Redact()):
+    chain = (merge_contextvars, TimeStamper(fmt="iso", utc=True), Redact(), NoCommands())
+    for processor in chain:
         event_dict = processor(None, level, event_dict)
     event_dict["logger"], event_dict["level"] = logger, level
     return str(JSONRenderer()(None, level, event_dict))
