@@ -3,9 +3,10 @@
 A file name that is not UTF-8 reaches the diff with U+FFFD for each bad byte; on disk it
 keeps its raw bytes (:func:`os.fsdecode` reads each as a lone surrogate, which no UTF-8
 reply can carry). The file tools show a name as the diff does and take that spelling
-back; several raw names can show alike, and then which file is meant is unknown. This
-mirrors ``workers.execution.tree_names`` (the layers keep the adapters from importing the
-runtime). Source: docs/security.md "The change is untrusted input" (Model tools).
+back; several raw names can show alike, and then which file is meant is unknown. The
+worker masking the models' copy of the tree finds a secret's file by the same rule
+(``workers/execution/backend_request.py``). Source: docs/security.md "The change is
+untrusted input" (Model tools), "Secrets in the change".
 """
 
 from __future__ import annotations

@@ -41,12 +41,13 @@ from council.roster.backend_options import SANDBOX_OPTION
 from council.roster.provider_rules import for_worker
 from reviewers import key_env
 from reviewers.base import TROUBLE_EVENTS, ReviewRequest
+from reviewers.models.tree_spelling import REPLACEMENT
+from reviewers.models.tree_spelling import spelled_in as tree_names
 from reviewers.sandbox.bubblewrap import Bubblewrap, SandboxPolicy
 from workers.app.services import Runtime
 from workers.app.settings import Settings
 from workers.coordinator.config_overlay import PROGRAM_BACKENDS, reads_base_config
 from workers.execution.journal_sink import RedisJournal, RedisScripts, journal_for
-from workers.execution.tree_names import REPLACEMENT, tree_names
 from workers.git.diff_reading import shown_text
 from workers.stores.budget import RedisBudget
 from workers.stores.ratelimit import RedisRateLimiter
@@ -114,7 +115,7 @@ def tree_lines(tree: Path | None, path: str) -> list[str] | None:
     """The lines of the tree's file at ``path`` (None: no tree, not a file, outside it);
     a symbolic link's one line is its target (the diff shows it so, and it can hold a
     secret). ``path`` may be the diff's spelling of a name that is not UTF-8
-    (:func:`~workers.execution.tree_names.tree_names`): it is read when it names one
+    (:func:`~reviewers.models.tree_spelling.spelled_in`): it is read when it names one
     entry, and is None when it names several."""
     if tree is None:
         return None
