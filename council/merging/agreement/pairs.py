@@ -383,13 +383,18 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
                     lo = bisect_right(listed, at)
                     near.update(islice(listed, lo, bisect_left(listed, end, lo)))
             ks = sorted(near)
-            others = [order[k] for k in ks]
+            others = list(map(order.__getitem__, ks))
             if programs:
                 here = places[i]
                 scorer.against(i, others, [place_factor(here, places[j]) for j in others])
                 continue
-            factors = [1.0 + NEAR_BONUS * (1.0 - max(0, firsts[k] - last) / WINDOW) for k in ks]
-            scorer.against(i, others, factors)
+            # place_factor, inlined as below, once per first line (a crowd has few)
+            starts = list(map(firsts.__getitem__, ks))
+            factor_at = {
+                first: 1.0 + NEAR_BONUS * (1.0 - max(0, first - last) / WINDOW)
+                for first in set(starts)
+            }
+            scorer.against(i, others, list(map(factor_at.__getitem__, starts)))
             continue
         others = order[at + 1 : end]
         if programs:
