@@ -15,9 +15,16 @@ from hypothesis import strategies as st
 
 from council.merging.agreement import score
 from council.merging.agreement.clusters import groups_of, pairs_of, reviewer_numbers
-from council.merging.agreement.pairs import FLOOR_SHARE, RARE_PER_REVIEWER, SCALE, Adjacency
+from council.merging.agreement.pairs import (
+    DENSE,
+    FLOOR_SHARE,
+    RARE_PER_REVIEWER,
+    SCALE,
+    Adjacency,
+)
 from council.merging.agreement.relation import (
     THRESHOLD,
+    WINDOW,
     Place,
     Vocabulary,
     combined,
@@ -189,7 +196,10 @@ def _brute_pairs(findings: list[Finding], places: list[Place], reviewer: list[in
     side (within the window, which a non-zero place factor says); a finding without lines
     or on the old side and one of its file sharing a term used by at most the cap of the
     file's findings; a finding naming no file and any other sharing a term used by at most
-    the cap of all findings. Kept from the floor (threshold / 4) up, as the scorer keeps."""
+    the cap of all findings. Two line findings of which the earlier (by first line, last
+    line, index) has more than DENSE others after it in its window (a crowd) need a shared
+    term used by at most the cap of their side's findings. Kept from the floor (threshold
+    / 4) up, as the scorer keeps."""
     if len(set(reviewer)) < 2:
         return {}
     lexicon = Lexicon()
@@ -208,6 +218,26 @@ def _brute_pairs(findings: list[Finding], places: list[Place], reviewer: list[in
     def loose(place: Place) -> bool:
         return place.first is None or place.side == "old"
 
+    # a crowd: a line finding with more than DENSE others of its file and side after it
+    # (by first line, last line, index) within its window is paired only by a term at
+    # most the cap of that side's findings use
+    on_side: dict[tuple[str | None, str], list[int]] = {}
+    for k, place in enumerate(places):
+        if place.first is not None:
+            on_side.setdefault((place.path, place.side), []).append(k)
+    position: dict[int, int] = {}
+    crowded: set[int] = set()
+    side_used: dict[tuple[str | None, str], Counter[int]] = {}
+    for key, members in on_side.items():
+        order = sorted(members, key=lambda k: (places[k].first, places[k].last, k))
+        side_used[key] = Counter(t for k in members for t in terms[k])
+        for at, k in enumerate(order):
+            position[k] = at
+            last = places[k].last or 0
+            after = sum(1 for m in order[at + 1 :] if (places[m].first or 0) <= last + WINDOW)
+            if after > DENSE:
+                crowded.add(k)
+
     adjacency: Adjacency = {}
     for i, j in combinations(range(len(findings)), 2):
         a, b = places[i], places[j]
@@ -219,6 +249,9 @@ def _brute_pairs(findings: list[Finding], places: list[Place], reviewer: list[in
             named = any(1 < vocabulary.used[t] <= cap for t in shared)
         else:
             lined = a.first is not None and b.first is not None and a.side == b.side
+            if lined and (i if position[i] < position[j] else j) in crowded:
+                used_here = side_used[(a.path, a.side)]
+                lined = any(used_here[t] <= cap for t in shared)
             rare = (loose(a) or loose(b)) and any(in_file[a.path][t] <= cap for t in shared)
             named = lined or rare
         if not named or not shared:
@@ -261,3 +294,81 @@ def test_blocking_scores_exactly_the_pairs_its_rules_name(told: list[tuple[Findi
     by_fast = groups_of(findings, places, reviewer, fast, THRESHOLD)
     by_brute = groups_of(findings, places, reviewer, brute, THRESHOLD)
     assert canonical(by_fast) == canonical(by_brute)
+
+
+_NEW_LINE = st.builds(LineAnchor, path=st.just("a.py"), line=st.integers(1, 12))
+_CROWDED_ANCHORS = st.one_of(
+    _NEW_LINE,
+    _NEW_LINE,
+    _NEW_LINE,
+    st.just(ChangeAnchor()),
+    st.just(FileAnchor(path="a.py")),
+    st.builds(LineAnchor, path=st.just("a.py"), line=st.integers(1, 12), side=st.just("old")),
+)
+
+_TEXT = st.tuples(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6).map(" ".join),
+    st.lists(st.sampled_from(_WORDS), max_size=8).map(" ".join),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(_TEXT, min_size=1, max_size=3),
+    st.lists(_CROWDED_ANCHORS, min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(0, 3)),
+        min_size=2 + DENSE,
+        max_size=120,
+    ),
+)
+def test_twins_score_exactly_the_pairs_brute_force_scores(
+    texts: list[tuple[str, str]], anchors: list[Anchor], picks: list[tuple[int, int, int]]
+) -> None:
+    """Up to 120 reviewers filing the same few tellings (twins: read alike, scored once
+    per finding and place factor) at a few places, crowded past DENSE on a few lines of
+    one file: the same pairs with the same values as brute force over all pairs, so the
+    same groups."""
+    findings = [
+        Finding(
+            anchor=anchors[a % len(anchors)],
+            label="issue",
+            subject=texts[t % len(texts)][0],
+            discussion=texts[t % len(texts)][1],
+        )
+        for t, a, _ in picks
+    ]
+    reviewer: list[int] = []
+    for k, (_, _, again) in enumerate(picks):  # one in four told by the previous reviewer
+        reviewer.append(reviewer[-1] if k and not again else k)
+    places = [place_of(f) for f in findings]
+    fast = pairs_of(findings, places, reviewer, THRESHOLD)
+    brute = _brute_pairs(findings, places, reviewer)
+    assert fast == brute
+    same: dict[tuple[int, str], int] = {}
+    first = [
+        same.setdefault((r, f.model_dump_json()), i)
+        for i, (f, r) in enumerate(zip(findings, reviewer, strict=True))
+    ]
+
+    def canonical(groups: list[list[int]]) -> list[list[int]]:
+        return sorted(sorted(first[i] for i in group) for group in groups)
+
+    by_fast = groups_of(findings, places, reviewer, fast, THRESHOLD)
+    by_brute = groups_of(findings, places, reviewer, brute, THRESHOLD)
+    assert canonical(by_fast) == canonical(by_brute)
+
+
+def test_five_hundred_reviewers_filing_one_finding_are_one_group() -> None:
+    """500 reviewers telling one finding on one line (the crowd past DENSE, every one a
+    twin): one group of all 500 in roster order, every pair scored as brute force does."""
+    told = Finding(
+        anchor=LineAnchor(path="app.py", line=2), label="nitpick", subject="debug print left in"
+    )
+    findings = [told.model_copy() for _ in range(500)]
+    reviewer = list(range(500))
+    places = [place_of(f) for f in findings]
+    fast = pairs_of(findings, places, reviewer, THRESHOLD)
+    assert sum(map(len, fast.values())) == 500 * 499
+    assert fast == _brute_pairs(findings, places, reviewer)
+    assert groups_of(findings, places, reviewer, fast, THRESHOLD) == [list(range(500))]

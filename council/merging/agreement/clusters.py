@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, repeat
 
 from council.change.diff import Change
 from council.merging.agreement.pairs import SCALE, Adjacency, scored_pairs
@@ -184,9 +184,9 @@ def _clique(component: list[int], adjacency: Adjacency, reviewer: Sequence[int],
     every pair scoring at least ``bar`` (so every average does)."""
     if len({reviewer[i] for i in component}) < len(component):
         return False
+    at_bar = bar.__le__
     for i in component:
-        row = adjacency[i]
-        if sum(1 for j in component if row.get(j, 0) >= bar) < len(component) - 1:
+        if sum(map(at_bar, map(adjacency[i].get, component, repeat(0)))) < len(component) - 1:
             return False
     return True
 

@@ -13,7 +13,7 @@ millionths (:data:`SCALE`). Source: docs/harvest.md §8; the brief of bench/agre
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import islice
 
@@ -78,29 +78,39 @@ class _Scorer:
         self.prose_sums = prose_sums
         self.floor = floor
         self.adjacency: Adjacency = {}
+        self.twins = twins_of(read, places)
 
-    def keep(self, i: int, j: int, whole: float, factor: float) -> None:
-        """Keep a pair whose terms' cosine is ``whole`` and place factor ``factor`` if
-        both it and its score (:func:`~council.merging.agreement.relation.combined` with
-        :func:`~council.merging.agreement.relation.prose_cosine`, times the factor) reach
-        the floor."""
+    def value(self, i: int, j: int, whole: float, factor: float) -> int:
+        """The score of a pair whose terms' cosine is ``whole`` and place factor
+        ``factor`` (:func:`~council.merging.agreement.relation.combined` with
+        :func:`~council.merging.agreement.relation.prose_cosine`, times the factor), in
+        millionths; 0 when it or the cosine times the factor is under the floor."""
         floor = self.floor
         if round(whole * factor * SCALE) < floor:
-            return
+            return 0
         sums, read = self.prose_sums, self.read
         least = least_shared(self.places[i], self.places[j])
         prose = prose_cosine(self.squared, read[i], sums[i], read[j], sums[j], least)
         value = round(combined(whole, prose) * factor * SCALE)
-        if value >= floor:
-            adjacency = self.adjacency
-            row = adjacency.get(i)
-            if row is None:
-                row = adjacency[i] = {}
-            row[j] = value
-            row = adjacency.get(j)
-            if row is None:
-                row = adjacency[j] = {}
-            row[i] = value
+        return value if value >= floor else 0
+
+    def add(self, i: int, j: int, value: int) -> None:
+        """Keep a pair's score, both directions."""
+        adjacency = self.adjacency
+        row = adjacency.get(i)
+        if row is None:
+            row = adjacency[i] = {}
+        row[j] = value
+        row = adjacency.get(j)
+        if row is None:
+            row = adjacency[j] = {}
+        row[i] = value
+
+    def keep(self, i: int, j: int, whole: float, factor: float) -> None:
+        """Keep a pair (:meth:`add`) if its :meth:`value` reaches the floor."""
+        value = self.value(i, j, whole, factor)
+        if value:
+            self.add(i, j, value)
 
     def against(self, i: int, others: Sequence[int], factors: Sequence[float]) -> None:
         """Score finding ``i`` against each of ``others`` (their place factors aligned,
@@ -110,14 +120,54 @@ class _Scorer:
             return
         own = set(self.terms[i])
         terms, norms, reviewer, squared = self.terms, self.norms, self.reviewer, self.squared
-        who, keep = reviewer[i], self.keep
+        who, keep, twins = reviewer[i], self.keep, self.twins
+        if twins is None:
+            for j, factor in zip(others, factors, strict=True):
+                if reviewer[j] == who:
+                    continue
+                shared = sum(map(squared, own.intersection(terms[j])))
+                if shared:
+                    # cosine_of(shared, norm, norms[j]), inlined; norms[j] > 0 as j shares terms
+                    keep(i, j, shared / (norm * norms[j]), factor)
+            return
+        # j's twins at the same factor score the same against i: scored once per call
+        known: dict[tuple[int, float], int] = {}
+        value_of, adjacency = self.value, self.adjacency
+        mine = adjacency.get(i)
         for j, factor in zip(others, factors, strict=True):
             if reviewer[j] == who:
                 continue
-            shared = sum(map(squared, own.intersection(terms[j])))
-            if shared:
-                # cosine_of(shared, norm, norms[j]), inlined; norms[j] > 0 as j shares terms
-                keep(i, j, shared / (norm * norms[j]), factor)
+            twin = (twins[j], factor)
+            value = known.get(twin)
+            if value is None:
+                shared = sum(map(squared, own.intersection(terms[j])))
+                value = known[twin] = (
+                    value_of(i, j, shared / (norm * norms[j]), factor) if shared else 0
+                )
+            if value:  # self.add(i, j, value), inlined
+                if mine is None:
+                    mine = adjacency[i] = {}
+                mine[j] = value
+                theirs = adjacency.get(j)
+                if theirs is None:
+                    adjacency[j] = {i: value}
+                else:
+                    theirs[i] = value
+
+
+def twins_of(read: Sequence[Reading[int]], places: Sequence[Place]) -> list[int] | None:
+    """A number per finding, equal for findings read alike (terms, prose, parts) with the
+    same rule (a model's telling: none), or None when no two are.
+
+    Why: the score of a pair is a function of the two readings, their rules and the place
+    factor alone, so a finding's twins score the same against any other at one factor;
+    500 reviewers filing one finding are then scored once per finding, not per pair."""
+    number: dict[tuple[object, ...], int] = {}
+    twins = [
+        number.setdefault((r.terms, r.prose, r.parts, p.rule), len(number))
+        for r, p in zip(read, places, strict=True)
+    ]
+    return twins if len(number) < len(twins) else None
 
 
 def scored_pairs(
@@ -328,12 +378,23 @@ def _sweep(scorer: _Scorer, side: list[int], cap: int) -> None:
                             listed.append(k)
             near: set[int] = set()
             for term in terms[i]:
-                listed = index[term]
+                listed = index[term]  # positions in increasing order
                 if len(listed) <= cap:
-                    near.update(k for k in listed if at < k < end)
-            others = [order[k] for k in sorted(near)]
-            here = places[i]
-            scorer.against(i, others, [place_factor(here, places[j]) for j in others])
+                    lo = bisect_right(listed, at)
+                    near.update(islice(listed, lo, bisect_left(listed, end, lo)))
+            ks = sorted(near)
+            others = list(map(order.__getitem__, ks))
+            if programs:
+                here = places[i]
+                scorer.against(i, others, [place_factor(here, places[j]) for j in others])
+                continue
+            # place_factor, inlined as below, once per first line (a crowd has few)
+            starts = list(map(firsts.__getitem__, ks))
+            factor_at = {
+                first: 1.0 + NEAR_BONUS * (1.0 - max(0, first - last) / WINDOW)
+                for first in set(starts)
+            }
+            scorer.against(i, others, list(map(factor_at.__getitem__, starts)))
             continue
         others = order[at + 1 : end]
         if programs:
