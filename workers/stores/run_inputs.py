@@ -1,9 +1,9 @@
 """A run's inputs: what the coordinator stores for workers before it sends any task,
 and what settling marks the round with, read back by key.
 
-Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` /
-``:prompt`` / ``:tree`` / ``:change`` / ``:program:{p}`` / ``:args:{p}`` / ``:config`` /
-``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` /
+Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` (with
+each participant's prompt and args files) / ``:tree`` / ``:change`` / ``:program:{p}`` /
+``:config`` / ``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` /
 ``:paths``. Tasks read them by key, so messages carry ids, never megabytes of diff; a batch
 of participants reads all it needs in one round trip (:meth:`RunInputs.batch_inputs`).
 
@@ -28,15 +28,28 @@ from workers.stores.run_record import Progress, RunRecord
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
 
+_PROMPT_FIELD = "#prompt"
+"""Suffix of the participants-hash field holding the prompt a participant is sent (ids
+never contain '#'): a participant's entry and its prompt are one hash, read by one HMGET."""
+
 _PERSONA_FIELD = "#persona"
-"""Suffix of the prompt-hash field holding a participant's persona text (ids never
-contain '#'). The field is where earlier versions kept the judge's persona, so runs and
-workers of either version read each other's."""
+"""Suffix of the participants-hash field holding a participant's persona text (the
+judge's: its prompt is built once the reviewers are filed)."""
+
+_ARGS_FIELD = "#args"
+"""Suffix of the participants-hash field holding the base-tree files a program
+reviewer's ``args`` name: a JSON object, field → the file's bytes in base64 (absent when
+it names none)."""
+
+_ARGS: TypeAdapter[dict[str, bytes]] = TypeAdapter(
+    dict[str, bytes], config={"ser_json_bytes": "base64", "val_json_bytes": "base64"}
+)
 
 _SHARED_FIELD = "#shared"
-"""Suffix of the prompt-hash field holding how many leading characters of a participant's
-prompt every reviewer of the run shares (:class:`~council.roster.prompt.Prompt`): where a
-provider's cache breakpoint goes. Absent (a run of an earlier version, a judge): 0."""
+"""Suffix of the participants-hash field holding how many leading characters of a
+participant's prompt every reviewer of the run shares
+(:class:`~council.roster.prompt.Prompt`): where a provider's cache breakpoint goes. Absent
+(a judge): 0."""
 
 
 @dataclass(frozen=True)
@@ -120,28 +133,30 @@ class RunInputs:
         pipe = self._r.pipeline(transaction=True)
         pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"), ex=ex)
         pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)), ex=ex)
-        pipe.hset(
-            k.run_participants(run_id),
-            mapping={p.id: p.model_dump_json() for p in participants},
-        )
         stored = {
-            **{p: text if isinstance(text, str) else text.text for p, text in prompts.items()},
+            **{p.id: p.model_dump_json() for p in participants},
+            **{
+                p + _PROMPT_FIELD: text if isinstance(text, str) else text.text
+                for p, text in prompts.items()
+            },
             **{
                 p + _SHARED_FIELD: str(len(text.shared))
                 for p, text in prompts.items()
                 if isinstance(text, Prompt) and text.shared
             },
             **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
+            **{
+                pid + _ARGS_FIELD: _ARGS.dump_json(dict(files))
+                for pid, files in (arg_files or {}).items()
+                if files
+            },
         }
         if stored:
-            pipe.hset(k.run_prompt(run_id), mapping=stored)
+            pipe.hset(k.run_participants(run_id), mapping=stored)
         if tree is not None:
             pipe.set(k.run_tree(run_id), tree, ex=ex)
         for pid, blob in programs.items():
             pipe.set(k.run_program(run_id, pid), blob, ex=ex)
-        for pid, files in (arg_files or {}).items():
-            if files:
-                pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
         if config:
             pipe.hset(k.run_config(run_id), mapping=dict(config))
         if secrets:
@@ -152,10 +167,8 @@ class RunInputs:
         )
         if ttl_s is not None:
             hashes = [
-                k.run_participants(run_id),
+                *([k.run_participants(run_id)] if stored else []),
                 k.run_state(run_id),
-                *([k.run_prompt(run_id)] if stored else []),
-                *(k.run_args(run_id, pid) for pid, files in (arg_files or {}).items() if files),
                 *([k.run_config(run_id)] if config else []),
             ]
             for key in hashes:
@@ -259,21 +272,21 @@ class RunInputs:
 
     def prompt(self, run_id: str, participant: str) -> str | None:
         """The prompt stored for the participant."""
-        raw = self._r.hget(self._keys.run_prompt(run_id), participant)
+        raw = self._r.hget(self._keys.run_participants(run_id), participant + _PROMPT_FIELD)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
 
     def shared(self, run_id: str, participant: str) -> int:
         """How many leading characters of the participant's prompt every reviewer of the
         run shares (where a provider's cache breakpoint goes); 0 when none was stored."""
-        k = self._keys.run_prompt(run_id)
-        prompt, shared = self._r.hmget(k, [participant, participant + _SHARED_FIELD])
+        k = self._keys.run_participants(run_id)
+        fields = [participant + _PROMPT_FIELD, participant + _SHARED_FIELD]
+        prompt, shared = self._r.hmget(k, fields)
         return _split_at(shared, prompt)
 
     def persona(self, run_id: str, participant: str) -> str | None:
         """The persona charter body stored for a participant (see :meth:`put_inputs`),
-        None when none was stored or it is empty (a run of an earlier version stored ""
-        for a judge without a persona)."""
-        raw = self._r.hget(self._keys.run_prompt(run_id), participant + _PERSONA_FIELD)
+        None when none was stored or it is empty."""
+        raw = self._r.hget(self._keys.run_participants(run_id), participant + _PERSONA_FIELD)
         text = raw.decode("utf-8", errors="replace") if raw is not None else ""
         return text or None
 
@@ -285,9 +298,9 @@ class RunInputs:
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
         prompt, stored outcome, base-tree program and args files, and the places of the
-        change's secrets, in ONE pipelined round trip (HMGET, MGET of every string key,
-        HMGET ×2, HGETALL per participant), however many participants. Ids not found are
-        left out of the maps."""
+        change's secrets, in ONE pipelined round trip of three commands (HMGET of the
+        run, MGET of every string key, HMGET of the participants hash), however many
+        participants. Ids not found are left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
         pipe.hmget(k.run(run_id), ["record", "status"])
@@ -300,17 +313,23 @@ class RunInputs:
             ]
         )
         if ids:
-            pipe.hmget(k.run_participants(run_id), ids)
-            pipe.hmget(k.run_prompt(run_id), [*ids, *(p + _SHARED_FIELD for p in ids)])
-            for p in ids:
-                pipe.hgetall(k.run_args(run_id, p))
+            pipe.hmget(
+                k.run_participants(run_id),
+                [
+                    *ids,
+                    *(p + _PROMPT_FIELD for p in ids),
+                    *(p + _SHARED_FIELD for p in ids),
+                    *(p + _ARGS_FIELD for p in ids),
+                ],
+            )
         replies = pipe.execute()
         (record, status), strings = replies[0], replies[1]
         change, secrets = strings[0], strings[1]
         outcomes, programs = strings[2 : 2 + len(ids)], strings[2 + len(ids) :]
-        people, texts = replies[2:4] if ids else ([], [])
-        prompts, shared = texts[: len(ids)], texts[len(ids) :]
-        args = replies[4:] if ids else []
+        fields = replies[2] if ids else []
+        n = len(ids)
+        people, prompts = fields[:n], fields[n : 2 * n]
+        shared, args = fields[2 * n : 3 * n], fields[3 * n :]
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -331,7 +350,11 @@ class RunInputs:
             },
             programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
             status=status.decode() if status is not None else None,
-            arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
+            arg_files={
+                p: _ARGS.validate_json(raw)
+                for p, raw in zip(ids, args, strict=True)
+                if raw is not None
+            },
             secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
             shared={
                 p: n
@@ -342,7 +365,7 @@ class RunInputs:
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
         """Store (or replace) one participant's prompt (the judge's is built late)."""
-        self._r.hset(self._keys.run_prompt(run_id), participant, prompt)
+        self._r.hset(self._keys.run_participants(run_id), participant + _PROMPT_FIELD, prompt)
 
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
@@ -357,7 +380,8 @@ class RunInputs:
     def arg_files(self, run_id: str, participant: str) -> dict[str, bytes]:
         """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
         when it names none)."""
-        return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
+        raw = self._r.hget(self._keys.run_participants(run_id), participant + _ARGS_FIELD)
+        return _ARGS.validate_json(raw) if raw is not None else {}
 
     def config(self, run_id: str) -> dict[str, bytes]:
         """The base's side of the analyzer configuration the change edits (field →
