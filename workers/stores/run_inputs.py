@@ -4,8 +4,9 @@ and what settling marks the round with, read back by key.
 Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` (with
 each participant's prompt and args files) / ``:tree`` / ``:change`` / ``:program:{p}`` /
 ``:config`` / ``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` /
-``:pull`` / ``:paths``. Tasks read them by key, so messages carry ids, never megabytes of diff; a batch
-of participants reads all it needs in one round trip (:meth:`RunInputs.batch_inputs`).
+``:pull`` / ``:paths``. Tasks read them by key, so messages carry ids, never megabytes of
+diff; a batch of participants reads all it needs in one round trip
+(:meth:`RunInputs.batch_inputs`).
 
 Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
 """
