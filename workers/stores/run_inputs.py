@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import TypeAdapter
 
 from council.change.secret_masks import SPANS, SecretSpan
+from council.model.findings import FINDINGS, Finding
 from council.model.participant import Participant, working
 from council.model.report import RunStatus
 from council.roster.prompt import Prompt
@@ -82,7 +83,7 @@ class BatchInputs:
 
 @dataclass(frozen=True)
 class SettleInputs:
-    """What settling reads of a run's stored strings, in one MGET
+    """What settling reads of a run's stored strings, and of its session's, in one MGET
     (:meth:`RunInputs.settle_inputs`); each as its own reader returns it."""
 
     participants: list[Participant]
@@ -92,6 +93,17 @@ class SettleInputs:
     carry: bool
     pull: str | None
     paths: frozenset[str] | None
+    cancelled: RunStatus | None = None
+    """As :meth:`RunStore.cancel_status <workers.stores.runs.RunStore.cancel_status>`."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """As :meth:`secrets`."""
+    recall: list[Finding] | None = None
+    """As :meth:`SessionStore.recall <workers.stores.session_memory.SessionMemory.recall>`
+    (None too when no session was given)."""
+    next_id: int | None = None
+    """As :meth:`SessionStore.next_finding_id
+    <workers.stores.sessions.SessionStore.next_finding_id>` said then (None when no session
+    was given): a filing built from it is refused if the counter moved since."""
 
 
 class RunInputs:
@@ -234,23 +246,35 @@ class RunInputs:
         """The baseline text the run is suppressed by, None when there is none."""
         return _text(self._r.get(self._keys.run_baseline(run_id)))
 
-    def settle_inputs(self, run_id: str) -> SettleInputs:
-        """The roster, the diff and the session inputs (:meth:`put_session_inputs`) in
-        ONE command (MGET), as :meth:`participants`, :meth:`change`, :meth:`since`,
-        :meth:`baseline`, :meth:`carry`, :meth:`pull` and :meth:`paths` read them."""
+    def settle_inputs(self, run_id: str, session: str | None = None) -> SettleInputs:
+        """The roster, the diff, the session inputs (:meth:`put_session_inputs`), the
+        cancellation and the secrets' places, and given ``session`` its recall and id
+        counter, in ONE command (MGET), as :meth:`participants`, :meth:`change`,
+        :meth:`since`, :meth:`baseline`, :meth:`carry`, :meth:`pull`, :meth:`paths`,
+        :meth:`secrets` and the session store read them."""
         k = self._keys
-        roster, change, since, baseline, carry, pull, paths = self._r.mget(
-            [
-                k.run_roster(run_id),
-                k.run_change(run_id),
-                k.run_since(run_id),
-                k.run_baseline(run_id),
-                k.run_carry(run_id),
-                k.run_pull(run_id),
-                k.run_paths(run_id),
-            ]
+        keys = [
+            k.run_roster(run_id),
+            k.run_change(run_id),
+            k.run_since(run_id),
+            k.run_baseline(run_id),
+            k.run_carry(run_id),
+            k.run_pull(run_id),
+            k.run_paths(run_id),
+            k.run_cancel(run_id),
+            k.run_secrets(run_id),
+        ]
+        if session is not None:
+            keys += [k.session_recall(session), k.session_issued(session)]
+        roster, change, since, baseline, carry, pull, paths, cancel, secrets, *told = (
+            self._r.mget(keys)
         )
+        recall, issued = told if told else (None, None)
         return SettleInputs(
+            cancelled=cancel_status(cancel),
+            secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
+            recall=FINDINGS.validate_json(recall) if recall is not None else None,
+            next_id=int(issued or 0) + 1 if told else None,
             participants=_PARTICIPANTS.validate_json(roster) if roster is not None else [],
             change=_text(change) or "",
             since=_text(since),
@@ -394,6 +418,14 @@ class RunInputs:
         found), see :mod:`council.change.secret_masks`."""
         raw = self._r.get(self._keys.run_secrets(run_id))
         return SPANS.validate_json(raw) if raw is not None else []
+
+
+def cancel_status(raw: bytes | None) -> RunStatus | None:
+    """The status a run whose ``run:{id}:cancel`` holds ``raw`` settles as (None: not
+    cancelled): ``timeout`` for ``timeout:MS``, else ``cancelled``."""
+    if raw is None:
+        return None
+    return "timeout" if raw.partition(b":")[0] == b"timeout" else "cancelled"
 
 
 def _split_at(raw: bytes | None, prompt: bytes | None) -> int:
