@@ -361,7 +361,6 @@ def test_run_keys_expire_session_keys_stay(client: Any) -> None:
         KEYS.run("r1"),
         KEYS.run_tree("r1"),
         KEYS.journal("r1", "hawk", 1),
-        KEYS.run_participants("r1"),
     ):
         assert 0 < client.ttl(key) <= 600, key
     for key in (KEYS.session_findings("s1"), KEYS.session_ledger("s1"), KEYS.session_issued("s1")):
@@ -405,7 +404,7 @@ def test_put_inputs_with_a_ttl_sets_it_on_every_input(client: Any) -> None:
     runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {"hawk": b"#!x"}, ttl_s=99)
     for key in (
         KEYS.run_roster("r1"),
-        KEYS.run_participants("r1"),
+        KEYS.run("r1"),
         KEYS.run_tree("r1"),
         KEYS.run_program("r1", "hawk"),
         KEYS.run_state("r1"),

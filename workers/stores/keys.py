@@ -36,7 +36,12 @@ class Keys:
 
     # -- runs ---------------------------------------------------------------------------
     def run(self, run_id: str) -> str:
-        """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``."""
+        """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``; and per
+        participant ``p:{id}`` → its checked participant JSON, ``p:{id}#prompt`` → the
+        prompt it is sent, ``p:{id}#shared`` → how many leading characters of it every
+        reviewer shares, ``p:{id}#persona`` → its charter (the judge's), ``p:{id}#args`` →
+        the base-tree files its ``args`` name (JSON, base64 values): a task reads the
+        record, the status and its own fields in one HMGET (stored once, tasks carry ids)."""
         return f"{self.prefix}run:{run_id}"
 
     def run_state(self, run_id: str) -> str:
@@ -55,14 +60,6 @@ class Keys:
     def run_roster(self, run_id: str) -> str:
         """String: JSON list of the checked participants of the run."""
         return f"{self.prefix}run:{run_id}:roster"
-
-    def run_participants(self, run_id: str) -> str:
-        """Hash: participant id → its checked participant JSON, ``{id}#prompt`` → the
-        prompt it is sent, ``{id}#shared`` → how many leading characters of it every
-        reviewer shares, ``{id}#persona`` → its charter (the judge's), ``{id}#args`` → the
-        base-tree files its ``args`` name (JSON, base64 values): a task reads its own
-        fields in one HMGET (stored once, tasks carry ids)."""
-        return f"{self.prefix}run:{run_id}:participants"
 
     def run_change(self, run_id: str) -> str:
         """String: the diff text the run reviewed (findings' anchors are checked on it)."""
@@ -247,7 +244,6 @@ class Keys:
             self.run_state(run_id),
             self.run_recorded(run_id),
             self.run_roster(run_id),
-            self.run_participants(run_id),
             self.run_tree(run_id),
             self.run_config(run_id),
             self.run_secrets(run_id),

@@ -1,12 +1,12 @@
 """A run's inputs: what the coordinator stores for workers before it sends any task,
 and what settling marks the round with, read back by key.
 
-Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` (with
-each participant's prompt and args files) / ``:tree`` / ``:change`` / ``:program:{p}`` /
-``:config`` / ``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` /
-``:pull`` / ``:paths``. Tasks read them by key, so messages carry ids, never megabytes of
-diff; a batch of participants reads all it needs in one round trip
-(:meth:`RunInputs.batch_inputs`).
+Structures (see :mod:`workers.stores.keys`): ``run:{id}`` (its ``p:{p}…`` fields: each
+participant's entry, prompt and args files), ``run:{id}:roster`` / ``:tree`` /
+``:change`` / ``:program:{p}`` / ``:config`` / ``:secrets``, and the session inputs
+``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` / ``:paths``. Tasks read them by key,
+so messages carry ids, never megabytes of diff; a batch of participants reads all it needs
+in one round trip (:meth:`RunInputs.batch_inputs`).
 
 Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
 """
@@ -30,16 +30,22 @@ from workers.stores.run_record import Progress, RunRecord
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
 
+_ENTRY = "p:"
+"""Prefix of the run-hash fields of a participant (``p:{id}``: its entry; ``p:{id}#…``:
+its prompt, shared length, persona, args files), apart from the run's own fields
+(``record``, ``status``, ``report``, ``settled_ms``)."""
+
 _PROMPT_FIELD = "#prompt"
-"""Suffix of the participants-hash field holding the prompt a participant is sent (ids
-never contain '#'): a participant's entry and its prompt are one hash, read by one HMGET."""
+"""Suffix of the run-hash field holding the prompt a participant is sent (ids never
+contain '#'): the run's record, a participant's entry and its prompt are read by one
+HMGET."""
 
 _PERSONA_FIELD = "#persona"
-"""Suffix of the participants-hash field holding a participant's persona text (the
+"""Suffix of the run-hash field holding a participant's persona text (the
 judge's: its prompt is built once the reviewers are filed)."""
 
 _ARGS_FIELD = "#args"
-"""Suffix of the participants-hash field holding the base-tree files a program
+"""Suffix of the run-hash field holding the base-tree files a program
 reviewer's ``args`` name: a JSON object, field → the file's bytes in base64 (absent when
 it names none)."""
 
@@ -48,7 +54,7 @@ _ARGS: TypeAdapter[dict[str, bytes]] = TypeAdapter(
 )
 
 _SHARED_FIELD = "#shared"
-"""Suffix of the participants-hash field holding how many leading characters of a
+"""Suffix of the run-hash field holding how many leading characters of a
 participant's prompt every reviewer of the run shares
 (:class:`~council.roster.prompt.Prompt`): where a provider's cache breakpoint goes. Absent
 (a judge): 0."""
@@ -147,25 +153,25 @@ class RunInputs:
         pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"), ex=ex)
         pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)), ex=ex)
         stored = {
-            **{p.id: p.model_dump_json() for p in participants},
+            **{_ENTRY + p.id: p.model_dump_json() for p in participants},
             **{
-                p + _PROMPT_FIELD: text if isinstance(text, str) else text.text
+                _ENTRY + p + _PROMPT_FIELD: text if isinstance(text, str) else text.text
                 for p, text in prompts.items()
             },
             **{
-                p + _SHARED_FIELD: str(len(text.shared))
+                _ENTRY + p + _SHARED_FIELD: str(len(text.shared))
                 for p, text in prompts.items()
                 if isinstance(text, Prompt) and text.shared
             },
-            **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
+            **{_ENTRY + p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
             **{
-                pid + _ARGS_FIELD: _ARGS.dump_json(dict(files))
+                _ENTRY + pid + _ARGS_FIELD: _ARGS.dump_json(dict(files))
                 for pid, files in (arg_files or {}).items()
                 if files
             },
         }
         if stored:
-            pipe.hset(k.run_participants(run_id), mapping=stored)
+            pipe.hset(k.run(run_id), mapping=stored)
         if tree is not None:
             pipe.set(k.run_tree(run_id), tree, ex=ex)
         for pid, blob in programs.items():
@@ -180,7 +186,7 @@ class RunInputs:
         )
         if ttl_s is not None:
             hashes = [
-                *([k.run_participants(run_id)] if stored else []),
+                *([k.run(run_id)] if stored else []),
                 k.run_state(run_id),
                 *([k.run_config(run_id)] if config else []),
             ]
@@ -292,26 +298,26 @@ class RunInputs:
 
     def participant(self, run_id: str, participant: str) -> Participant | None:
         """One participant of the run by id (one hash field: O(1) in the roster's size)."""
-        raw = self._r.hget(self._keys.run_participants(run_id), participant)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant)
         return Participant.model_validate_json(raw) if raw is not None else None
 
     def prompt(self, run_id: str, participant: str) -> str | None:
         """The prompt stored for the participant."""
-        raw = self._r.hget(self._keys.run_participants(run_id), participant + _PROMPT_FIELD)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _PROMPT_FIELD)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
 
     def shared(self, run_id: str, participant: str) -> int:
         """How many leading characters of the participant's prompt every reviewer of the
         run shares (where a provider's cache breakpoint goes); 0 when none was stored."""
-        k = self._keys.run_participants(run_id)
-        fields = [participant + _PROMPT_FIELD, participant + _SHARED_FIELD]
+        k = self._keys.run(run_id)
+        fields = [_ENTRY + participant + _PROMPT_FIELD, _ENTRY + participant + _SHARED_FIELD]
         prompt, shared = self._r.hmget(k, fields)
         return _split_at(shared, prompt)
 
     def persona(self, run_id: str, participant: str) -> str | None:
         """The persona charter body stored for a participant (see :meth:`put_inputs`),
         None when none was stored or it is empty."""
-        raw = self._r.hget(self._keys.run_participants(run_id), participant + _PERSONA_FIELD)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _PERSONA_FIELD)
         text = raw.decode("utf-8", errors="replace") if raw is not None else ""
         return text or None
 
@@ -323,12 +329,22 @@ class RunInputs:
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
         prompt, stored outcome, base-tree program and args files, and the places of the
-        change's secrets, in ONE pipelined round trip of three commands (HMGET of the
-        run, MGET of every string key, HMGET of the participants hash), however many
-        participants. Ids not found are left out of the maps."""
+        change's secrets, in ONE pipelined round trip of two commands (HMGET of the run
+        hash, which holds the participants' fields too, and MGET of every string key),
+        however many participants. Ids not found are left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
-        pipe.hmget(k.run(run_id), ["record", "status"])
+        pipe.hmget(
+            k.run(run_id),
+            [
+                "record",
+                "status",
+                *(_ENTRY + p for p in ids),
+                *(_ENTRY + p + _PROMPT_FIELD for p in ids),
+                *(_ENTRY + p + _SHARED_FIELD for p in ids),
+                *(_ENTRY + p + _ARGS_FIELD for p in ids),
+            ],
+        )
         pipe.mget(
             [
                 k.run_change(run_id),
@@ -337,24 +353,12 @@ class RunInputs:
                 *(k.run_program(run_id, p) for p in ids),
             ]
         )
-        if ids:
-            pipe.hmget(
-                k.run_participants(run_id),
-                [
-                    *ids,
-                    *(p + _PROMPT_FIELD for p in ids),
-                    *(p + _SHARED_FIELD for p in ids),
-                    *(p + _ARGS_FIELD for p in ids),
-                ],
-            )
-        replies = pipe.execute()
-        (record, status), strings = replies[0], replies[1]
+        fields, strings = pipe.execute()
+        record, status, n = fields[0], fields[1], len(ids)
+        people, prompts = fields[2 : 2 + n], fields[2 + n : 2 + 2 * n]
+        shared, args = fields[2 + 2 * n : 2 + 3 * n], fields[2 + 3 * n :]
         change, secrets = strings[0], strings[1]
-        outcomes, programs = strings[2 : 2 + len(ids)], strings[2 + len(ids) :]
-        fields = replies[2] if ids else []
-        n = len(ids)
-        people, prompts = fields[:n], fields[n : 2 * n]
-        shared, args = fields[2 * n : 3 * n], fields[3 * n :]
+        outcomes, programs = strings[2 : 2 + n], strings[2 + n :]
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -390,7 +394,7 @@ class RunInputs:
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
         """Store (or replace) one participant's prompt (the judge's is built late)."""
-        self._r.hset(self._keys.run_participants(run_id), participant + _PROMPT_FIELD, prompt)
+        self._r.hset(self._keys.run(run_id), _ENTRY + participant + _PROMPT_FIELD, prompt)
 
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
@@ -405,7 +409,7 @@ class RunInputs:
     def arg_files(self, run_id: str, participant: str) -> dict[str, bytes]:
         """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
         when it names none)."""
-        raw = self._r.hget(self._keys.run_participants(run_id), participant + _ARGS_FIELD)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _ARGS_FIELD)
         return _ARGS.validate_json(raw) if raw is not None else {}
 
     def config(self, run_id: str) -> dict[str, bytes]:
@@ -418,6 +422,11 @@ class RunInputs:
         found), see :mod:`council.change.secret_masks`."""
         raw = self._r.get(self._keys.run_secrets(run_id))
         return SPANS.validate_json(raw) if raw is not None else []
+
+
+def entry_field(participant: str) -> str:
+    """The run-hash field holding a participant's checked entry (JSON)."""
+    return _ENTRY + participant
 
 
 def cancel_status(raw: bytes | None) -> RunStatus | None:
