@@ -166,7 +166,7 @@ def _monitor_one(url: str, one: Callable[[], None]) -> tuple[Counter[str], int, 
     def reader() -> None:
         with mon.monitor() as m:
             for entry in m.listen():
-                lines.append(f"{entry['client_type']} {entry['command']}")
+                lines.append(f"{entry['client_type']} {entry['command'][:160]}")
                 if stop.is_set():
                     return
 
@@ -178,6 +178,9 @@ def _monitor_one(url: str, one: Callable[[], None]) -> tuple[Counter[str], int, 
     stop.set()
     redis.Redis.from_url(url).ping()
     t.join(timeout=5)
+    if log := os.environ.get("COUNCIL_BENCH_MONITOR_LOG"):  # the whole sequence, to read
+        with open(log, "a") as out:
+            out.write("\n".join(lines) + "\n\n")
     names: Counter[str] = Counter()
     scripted = 0
     for line in lines:

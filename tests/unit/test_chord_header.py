@@ -80,6 +80,8 @@ def test_models_batched_per_queue_others_single(app: Any) -> None:
         assert s.immutable
         assert s.kwargs["run_id"] == "r1" and s.kwargs["protocol"] == PROTOCOL
         assert json.loads(json.dumps(s.kwargs)) == s.kwargs
+    named = chord_header(app, "r1", ROSTER, batch_size=2, session="s1")
+    assert all(s.kwargs["session"] == "s1" for s in named)  # for the tasks' log lines
 
 
 def test_batch_size_one_and_large(app: Any) -> None:

@@ -194,7 +194,7 @@ def test_the_run_store_keeps_where_the_shared_part_ends() -> None:
         "d": "too far",
     }
     runs.put_inputs("r1", people, prompts, None, {})
-    client.hset(keys.run_prompt("r1"), mapping={"c#shared": "x1", "d#shared": "99"})
+    client.hset(keys.run("r1"), mapping={"p:c#shared": "x1", "p:d#shared": "99"})
     got = runs.batch_inputs("r1", list("abcd"))
     assert got.prompts["a"] == "every reviewer's a's own"
     assert got.shared == {"a": len("every reviewer's ")}

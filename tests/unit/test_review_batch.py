@@ -357,9 +357,9 @@ def test_round_trips_two_before_the_reviews_two_per_group(
     groups: list[int] = []
     read_all_many = rt.journals.read_all_many
 
-    def spy(run_id: str, participants: list[str]) -> Any:
+    def spy(run_id: str, participants: list[str], started: Any = None) -> Any:
         groups.append(len(participants))
-        return read_all_many(run_id, participants)
+        return read_all_many(run_id, participants, started)
 
     monkeypatch.setattr(rt.journals, "read_all_many", spy)
     counting.round_trips = 0

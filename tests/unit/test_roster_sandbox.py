@@ -192,4 +192,4 @@ def test_args_files_travel_with_the_run_and_expire_with_it() -> None:
     runs.put_inputs("r1", people, {"lint": "p", "rev": "p"}, None, {}, arg_files=files)
     assert runs.arg_files("r1", "rev") == files["rev"] and runs.arg_files("r1", "lint") == {}
     assert runs.batch_inputs("r1", ["lint", "rev"]).arg_files == files
-    assert "council:run:r1:args:rev" in Keys("council:").run_keys("r1", ["rev"], {})
+    assert client.hexists("council:run:r1", "p:rev#args")  # the args ride in the run hash

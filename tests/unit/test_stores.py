@@ -112,18 +112,13 @@ def test_run_inputs_round_trip(client: Any) -> None:
 
 def test_a_persona_is_stored_beside_the_prompts(client: Any) -> None:
     """A persona for a prompt built later (the judge's) is stored with the inputs and read
-    back by participant, not as a prompt; a run of an earlier version, whose prompt map
-    carried it as ``<id>#persona`` ("" for none), reads back the same."""
+    back by participant, not as a prompt."""
     runs = RunStore(client, KEYS)
     ps = [_participant("hawk"), _participant("arbiter")]
     runs.put_inputs("r1", ps, {"hawk": "prompt h"}, None, {}, personas={"arbiter": "Lens."})
     assert runs.persona("r1", "arbiter") == "Lens."
     assert runs.persona("r1", "hawk") is None
     assert runs.prompt("r1", "arbiter") is None
-    runs.put_inputs("r2", ps, {"hawk": "prompt h", "arbiter#persona": "Old lens."}, None, {})
-    runs.put_inputs("r3", ps, {"hawk": "prompt h", "arbiter#persona": ""}, None, {})
-    assert runs.persona("r2", "arbiter") == "Old lens."
-    assert runs.persona("r3", "arbiter") is None
 
 
 def test_first_outcome_wins(client: Any) -> None:
@@ -366,7 +361,6 @@ def test_run_keys_expire_session_keys_stay(client: Any) -> None:
         KEYS.run("r1"),
         KEYS.run_tree("r1"),
         KEYS.journal("r1", "hawk", 1),
-        KEYS.run_prompt("r1"),
     ):
         assert 0 < client.ttl(key) <= 600, key
     for key in (KEYS.session_findings("s1"), KEYS.session_ledger("s1"), KEYS.session_issued("s1")):
@@ -410,7 +404,7 @@ def test_put_inputs_with_a_ttl_sets_it_on_every_input(client: Any) -> None:
     runs.put_inputs("r1", [_participant("hawk")], {"hawk": "p"}, b"T", {"hawk": b"#!x"}, ttl_s=99)
     for key in (
         KEYS.run_roster("r1"),
-        KEYS.run_prompt("r1"),
+        KEYS.run("r1"),
         KEYS.run_tree("r1"),
         KEYS.run_program("r1", "hawk"),
         KEYS.run_state("r1"),

@@ -154,6 +154,24 @@ def test_read_all_many_reads_every_attempt_in_one_round_trip(client: Any) -> Non
     assert got["hawk"] == j.read_all("r1", "hawk")
 
 
+def test_read_all_many_from_a_known_attempt_reads_a_racing_later_one_too(client: Any) -> None:
+    """Given the attempt each caller runs, the lists are read with no script, in one
+    round trip; a later attempt that started meanwhile (a redelivery racing this one) is
+    read in one more, so its entries are not lost; the result is read_all's."""
+    j = JournalStore(client, KEYS)
+    for entry in ("a", "b"):
+        j.append("r1", "hawk", j.next_attempt("r1", "hawk"), entry)
+    j.append("r1", "hawk", 2, "c")
+    j.append("r1", "owl", j.next_attempt("r1", "owl"), "o")
+    counting = CountingClient(client)
+    got = JournalStore(counting, KEYS).read_all_many("r1", ["owl"], {"owl": 1})
+    assert (got, counting.round_trips) == ({"owl": [[b"o"]]}, 1)
+    got = JournalStore(counting, KEYS).read_all_many("r1", ["hawk", "owl"], {"hawk": 1, "owl": 1})
+    assert counting.round_trips == 1 + 2
+    assert got == {"hawk": [[b"a"], [b"b", b"c"]], "owl": [[b"o"]]}
+    assert got["hawk"] == j.read_all("r1", "hawk")
+
+
 def test_resumptions_read_every_answered_pause_in_one_round_trip(client: Any) -> None:
     """Each participant's answered pause comes back as resumption() reads it, in one
     trip; a pause without its answer yet, and no pause, are absent."""

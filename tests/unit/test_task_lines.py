@@ -268,6 +268,18 @@ def test_a_redelivered_tasks_first_line_says_the_attempt_it_is_about_to_start(
     assert looked_up.asked == [("r1", ["hawk"])]
 
 
+def test_a_task_naming_its_session_reads_no_run_record(
+    app: Celery, looked_up: _Lookups, lines: Lines
+) -> None:
+    """A chord's task names its session in its kwargs: its lines carry that session and
+    the run's record is not read for it (a judge task still reads it for its judge)."""
+    review = _task(app, "council.review_participant")
+    _prerun(review, "id-s", {"run_id": "r1", "participant": "hawk", "session": "s-given"})
+    (line,) = lines()
+    assert (line["session"], line["attempt"]) == ("s-given", 2)
+    assert looked_up.runs == []
+
+
 def test_a_batch_asks_for_all_its_participants_and_a_judge_task_names_its_judge(
     app: Celery, looked_up: _Lookups, lines: Lines
 ) -> None:

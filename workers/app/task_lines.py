@@ -6,8 +6,9 @@ An operator follows one task, one participant or one run through a worker's log 
 where a task has none), and Celery's lines written outside the task (the consumer's "Task …
 received") get the same ids from the task's message (:func:`received_fields`). The attempt
 on a task's first line is the one it is about to start (:data:`AttemptOf`), so a redelivered
-task says the same number on every line; the session and a judge task's participant come
-from the run's record, once per run per process (:data:`RunOf`).
+task says the same number on every line; the session comes from the task's kwargs (a
+run's chord names it), else, as a judge task's participant does, from the run's record,
+once per run per process (:data:`RunOf`).
 
 Source: docs/architecture.md "Observability", docs/celery.md §0 item 7 and §2.1,
 docs/style.md habit 10.
@@ -116,7 +117,8 @@ class _TaskIds:
         fields["task"] = task
         fields.update(_kwarg_fields(kwargs))
         run_id = fields["run_id"]
-        facts = self.runs(run_id)
+        named = fields["session"] is not None and task != JUDGE_TASK
+        facts = None if named else self.runs(run_id)  # a chord's tasks name their session
         if fields["session"] is None and facts is not None:
             fields["session"] = facts.session
         if task == JUDGE_TASK and fields["participant"] is None and facts is not None:

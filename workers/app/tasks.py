@@ -48,9 +48,17 @@ def _kept(what: str, step: Callable[[], T]) -> T:
 
 @shared_task(name="council.review_participant", bind=True, acks_late=True)
 def review_participant(
-    self: Any, run_id: str, participant: str, protocol: int = PROTOCOL, redispatched: bool = False
+    self: Any,
+    run_id: str,
+    participant: str,
+    protocol: int = PROTOCOL,
+    redispatched: bool = False,
+    session: str | None = None,
 ) -> dict[str, Any]:
     """Review the run's change as one participant; return its outcome's summary.
+
+    ``session`` (here and in every task of a run's chord): the run's session, named for
+    the task's log lines only (:mod:`workers.app.task_lines`).
 
     ``redispatched``: sent by a sweep after the participant's worker was lost (no chord
     counts this task), so once its outcome completes the reviewers it settles the run.
@@ -64,7 +72,11 @@ def review_participant(
 
 @shared_task(name="council.review_batch", bind=True, acks_late=True)
 def review_batch(
-    self: Any, run_id: str, participants: list[str], protocol: int = PROTOCOL
+    self: Any,
+    run_id: str,
+    participants: list[str],
+    protocol: int = PROTOCOL,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Review the run's change as each of ``participants``, concurrently; return each
     outcome's summary (``[{"participant": id, "status": status}, ...]``, in order)."""
@@ -73,7 +85,9 @@ def review_batch(
 
 
 @shared_task(name="council.consolidate", bind=True, acks_late=True)
-def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
+def consolidate(
+    self: Any, results: list[Any], run_id: str, session: str | None = None
+) -> dict[str, Any]:
     """Settle the run once every reviewer task finished (the chord body). Delivered while
     reviewers still run (a duplicate), it files nothing and says so."""
     try:
@@ -87,7 +101,7 @@ def consolidate(self: Any, results: list[Any], run_id: str) -> dict[str, Any]:
 
 
 @shared_task(name="council.finalize", bind=True, acks_late=True)
-def finalize(self: Any, run_id: str) -> dict[str, Any]:
+def finalize(self: Any, run_id: str, session: str | None = None) -> dict[str, Any]:
     """Settle the run when the chord failed (errback): lost participants get stops."""
     report = _kept(
         "finalize",

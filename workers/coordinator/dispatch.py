@@ -48,12 +48,14 @@ def open_and_dispatch(app: Celery, rt: Runtime, round_: Round) -> None:
     rt.sessions.open_run(record, round_.roster.claims(), record.created_ms)
     _store_inputs(rt, round_, rt.sessions.open_ttl_s(record, record.created_ms))
     try:
-        header = chord_header(app, record.run_id, round_.working, rt.settings.batch_size)
+        header = chord_header(
+            app, record.run_id, round_.working, rt.settings.batch_size, record.session
+        )
         # Marked before sending: a CLI that dies in between leaves a run whose tasks may
         # be on their way, which the deadline's sweep settles; never one cancelled under
         # its running reviewers.
         rt.runs.mark_dispatched(record.run_id)
-        sent = send_chord(app, record.run_id, header)
+        sent = send_chord(app, record.run_id, header, record.session)
     except Exception:
         # Nothing reached a worker: settle the opened run now, so it is not left "open".
         log.exception("dispatch_failed", run_id=record.run_id)
@@ -112,9 +114,12 @@ def _store_inputs(rt: Runtime, round_: Round, ttl_s: int) -> None:
     )
 
 
-def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultBase:
+def send_chord(
+    app: Celery, run_id: str, header: Sequence[Signature], session: str | None = None
+) -> ResultBase:
     """Send the run's chord: ``header`` → ``council.consolidate``, errback
-    ``council.finalize`` (both on the consolidate queue). Returns the chord's result
+    ``council.finalize`` (both on the consolidate queue; ``session``, when given, named in
+    their kwargs for their log lines). Returns the chord's result
     (the body's, its parent the header's group); raises what the broker raises.
 
     The header goes in as a generator: given a header it can list, the Redis result
@@ -133,8 +138,9 @@ def send_chord(app: Celery, run_id: str, header: Sequence[Signature]) -> ResultB
     signatures given.
     """
     unread = {"ignore_result": True} if joins_from_chord_keys(app) else {}
-    body = app.signature("council.consolidate", kwargs={"run_id": run_id}, **unread)
-    errback = app.signature("council.finalize", kwargs={"run_id": run_id}, immutable=True, **unread)
+    named = {"run_id": run_id, **({"session": session} if session is not None else {})}
+    body = app.signature("council.consolidate", kwargs=named, **unread)
+    errback = app.signature("council.finalize", kwargs=named, immutable=True, **unread)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         canvas = chord((task.set(**unread) for task in header), body)
@@ -183,7 +189,11 @@ def _reached(sent: ResultBase) -> Iterator[AsyncResult]:
 
 
 def chord_header(
-    app: Celery, run_id: str, participants: Sequence[Participant], batch_size: int
+    app: Celery,
+    run_id: str,
+    participants: Sequence[Participant],
+    batch_size: int,
+    session: str | None = None,
 ) -> list[Signature]:
     """The reviewer tasks of a run's chord, built without sending anything.
 
@@ -192,8 +202,10 @@ def chord_header(
     most ``batch_size`` (>= 1) ids each; every other participant is one
     ``council.review_participant`` task on its queue. Single tasks come first, in roster
     order, then the batches. Every signature is immutable (the header takes no parent
-    result) and carries the message protocol.
+    result) and carries the message protocol, and ``session`` when given (for the task's
+    log lines: a worker then reads nothing to name it).
     """
+    named = {"session": session} if session is not None else {}
     header: list[Signature] = []
     batched: dict[str, list[str]] = {}
     for p in participants:
@@ -203,7 +215,7 @@ def chord_header(
         header.append(
             app.signature(
                 "council.review_participant",
-                kwargs={"run_id": run_id, "participant": p.id, "protocol": PROTOCOL},
+                kwargs={"run_id": run_id, "participant": p.id, "protocol": PROTOCOL, **named},
                 immutable=True,
                 queue=queue_for(p.backend),
             )
@@ -217,6 +229,7 @@ def chord_header(
                         "run_id": run_id,
                         "participants": ids[start : start + batch_size],
                         "protocol": PROTOCOL,
+                        **named,
                     },
                     immutable=True,
                     queue=queue,

@@ -86,8 +86,8 @@ def resume_askers(
     resumed = record.model_copy(update={"deadline_ms": now + span})
     if rt.sessions.resume_run(resumed, step("waiting", "resumed"), given, asked, now):
         people = [p for p in rt.runs.participants(record.run_id) if p.id in given]
-        header = chord_header(app, record.run_id, people, rt.settings.batch_size)
-        release_results(app, send_chord(app, record.run_id, header))
+        header = chord_header(app, record.run_id, people, rt.settings.batch_size, record.session)
+        release_results(app, send_chord(app, record.run_id, header, record.session))
         log.info("run_resumed", run_id=record.run_id, askers=sorted(given))
     else:
         stored = rt.runs.record(record.run_id)

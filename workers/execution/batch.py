@@ -315,8 +315,9 @@ def _settle_group(
     for pid in ids:
         sinks[pid].flush(until)
     reconcile(rt, run_id, [sinks[pid] for pid in ids], until)
+    attempts = {now.participant.id: now.attempt for now, _ in group}
     journals = patiently(
-        "journal_read", lambda: rt.journals.read_all_many(run_id, ids), until=until
+        "journal_read", lambda: rt.journals.read_all_many(run_id, ids, attempts), until=until
     )
     settled: list[Settled] = []
     for now, result in group:

@@ -334,7 +334,9 @@ def store_outcome(
     if paused is not None:  # kept before the outcome that says it waits on it
         patiently("pause_store", lambda: rt.runs.put_pause(run_id, pid, paused), until=until)
     journals = patiently(
-        "journal_read", lambda: rt.journals.read_all_many(run_id, [pid]), until=until
+        "journal_read",
+        lambda: rt.journals.read_all_many(run_id, [pid], {pid: attempt}),
+        until=until,
     )[pid]
     result = journal_lost(result, journals, attempt, journal.least)
     outcome = fold_attempt(rt, record, participant, result, journals, attempt)

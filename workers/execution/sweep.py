@@ -31,6 +31,7 @@ from workers.execution.leases import BEAT_S, LEASE_MS, parse
 from workers.execution.outage_retry import held_back, note_refusal
 from workers.settling.settle import JudgeDispatch, RunNotFound, settle_run
 from workers.stores import server_ms
+from workers.stores.run_inputs import entry_field
 
 log = structlog.get_logger("council.sweep")
 
@@ -117,7 +118,7 @@ class Sweeper:
             pipe.hget(k.run(run_id), "status")
             pipe.get(k.run_attempts(run_id, pid))
             pipe.exists(k.run_outcome(run_id, pid))
-            pipe.hget(k.run_participants(run_id), pid)
+            pipe.hget(k.run(run_id), entry_field(pid))
             status, latest, stored, entry = pipe.execute()
             if not rt.client.zrem(k.leases(), raw):
                 continue  # another sweep took it

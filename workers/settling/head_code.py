@@ -55,8 +55,13 @@ class HeadCode:
     True once the tree could not be had (no archive, an archive that does not unpack):
     every read then answers None, and the caller notes it (:data:`UNREAD_NOTE`)."""
 
-    def __init__(self, rt: Runtime, record: RunRecord) -> None:
+    def __init__(
+        self, rt: Runtime, record: RunRecord, spans: Sequence[SecretSpan] | None = None
+    ) -> None:
+        """``spans``: the places of the change's secrets when the caller read them
+        already (None: read on the first read of the tree)."""
         self._rt, self._record = rt, record
+        self._given = spans
         self._tree: Path | None = None
         self._opened = False
         self._masker = Masker()
@@ -73,7 +78,8 @@ class HeadCode:
         try:
             if self._record.witness is not None:
                 self._tree = rt.trees.tree(run_id, lambda: rt.runs.tree(run_id))
-            self._spans = tuple(rt.runs.secrets(run_id))
+            given = self._given
+            self._spans = tuple(given if given is not None else rt.runs.secrets(run_id))
         except (OSError, CouncilError, ValueError, EOFError, tarfile.TarError) as exc:
             log.warning("head_tree_unread", run_id=run_id, error=str(exc))
             self._tree = None

@@ -34,6 +34,7 @@ from workers.settling.head_code import UNREAD_NOTE, HeadCode, over_cap_note
 from workers.settling.session_marks import session_marks
 from workers.stores import server_ms
 from workers.stores.budget import RedisBudget
+from workers.stores.run_inputs import SettleInputs
 from workers.stores.run_record import RunRecord
 from workers.stores.track.records import RedisRecords
 
@@ -70,10 +71,22 @@ class Hearing:
     """What settling reads of a run: its participants, their outcomes (stored, or made
     from the journals for a participant without one), the change, the session's marks."""
 
-    def __init__(self, rt: Runtime, record: RunRecord, lost: Stop, deadline_passed: bool):
+    def __init__(
+        self,
+        rt: Runtime,
+        record: RunRecord,
+        lost: Stop,
+        deadline_passed: bool,
+        inputs: SettleInputs | None = None,
+    ):
+        """``inputs``: the run's and session's strings when the caller read them already
+        (:meth:`RunStore.settle_inputs <workers.stores.run_inputs.RunInputs.settle_inputs>`
+        with the session)."""
         self.rt, self.record, self.lost = rt, record, lost
         self.deadline_passed = deadline_passed
-        inputs = rt.runs.settle_inputs(record.run_id)  # one MGET for every string read
+        # one MGET for every string read
+        inputs = inputs or rt.runs.settle_inputs(record.run_id, record.session)
+        self._next_id = inputs.next_id
         participants = inputs.participants
         self.judge = next((p for p in participants if p.role == "judge"), None)
         self.reviewers = [p for p in participants if p.role != "judge" and p.slice is None]
@@ -83,7 +96,7 @@ class Hearing:
         self.stored = rt.runs.outcomes_many(record.run_id, working_ids)
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
         self.change = parse_diff(inputs.change)
-        self.code = HeadCode(rt, record)
+        self.code = HeadCode(rt, record, inputs.secrets)
         """The head tree's code, read for the findings' occurrences."""
         self.marks = session_marks(rt, record, inputs)
         self.paths = inputs.paths
@@ -98,6 +111,12 @@ class Hearing:
         """Participants made from their journals after Redis restarted during the run:
         what it forgot of theirs nobody held (:meth:`unkept_notes`)."""
         self._restarted: bool | None = None
+
+    def first_id(self) -> int:
+        """The session's next finding id: as the settle inputs read it the first time
+        (a filing built from it is refused if it moved since), then read afresh."""
+        told, self._next_id = self._next_id, None
+        return told if told is not None else self.rt.sessions.next_finding_id(self.record.session)
 
     def restarted(self) -> bool:
         """Whether Redis restarted since the run opened (asked once)."""

@@ -96,7 +96,7 @@ def session_marks(
     sessions, session = rt.sessions, record.session
     earlier = tuple(sessions.open_findings(session))
     dismissals = sessions.dismissals(session)
-    inputs = inputs or rt.runs.settle_inputs(record.run_id)
+    inputs = inputs or rt.runs.settle_inputs(record.run_id, session)
     since, baseline_text = inputs.since, inputs.baseline
     try:
         baseline = read_baseline(baseline_text) if baseline_text else Baseline()
@@ -109,18 +109,23 @@ def session_marks(
         baseline=baseline,
         dismissals={p: d.reason for p, d in dismissals.items()},
         dismissed={p: d.finding for p, d in dismissals.items() if d.finding is not None},
-        recall=recall_of(sessions, session, earlier),
+        recall=recall_of(sessions, session, earlier, inputs),
         carry=inputs.carry,
     )
 
 
 def recall_of(
-    sessions: SessionStore, session: str, still_open: Sequence[Finding] | None = None
+    sessions: SessionStore,
+    session: str,
+    still_open: Sequence[Finding] | None = None,
+    inputs: SettleInputs | None = None,
 ) -> tuple[Finding, ...]:
     """The findings ``session`` remembers for recognition (``session:{s}:recall``), or,
     in a session written before the memory was kept, those still open after its last
-    completed run (``still_open`` when the caller read them already)."""
-    recall = sessions.recall(session)
+    completed run (``still_open`` when the caller read them already; the recall from
+    ``inputs`` when they were read with the session)."""
+    told = inputs is not None and inputs.next_id is not None
+    recall = inputs.recall if inputs is not None and told else sessions.recall(session)
     if recall is not None:
         return tuple(recall)
     return tuple(still_open if still_open is not None else sessions.open_findings(session))

@@ -98,12 +98,13 @@ def settle_run(
         settled = rt.runs.report(run_id)
         if settled is not None:
             return settled  # a waiting run moves on only with its answers (council.resume)
+    inputs = rt.runs.settle_inputs(run_id, record.session)  # one MGET of every string
     if forced is None:
         # A cancelled run settles as cancelled (or timeout) even when the consolidation,
         # fired by the stopped reviewers' tasks, gets here before the waiting CLI.
-        forced = rt.runs.cancel_status(run_id)
+        forced = inputs.cancelled
     noticed = ending(forced, deadline_passed=deadline_passed) or event
-    heard = Hearing(rt, record, lost or Stop(limit="worker-lost"), deadline_passed)
+    heard = Hearing(rt, record, lost or Stop(limit="worker-lost"), deadline_passed, inputs)
     if state == "open" and noticed == "reviewers_settled":
         running = heard.running()
         if running:
@@ -322,7 +323,7 @@ def _commit(
     compare-and-set)."""
     sessions, record = heard.rt.sessions, heard.record
     while True:
-        first_id = sessions.next_finding_id(record.session)
+        first_id = heard.first_id()
         transition, findings, report = build(first_id)
         final = transition.final
         memory = remembered(report, heard.marks.recall) if final else None

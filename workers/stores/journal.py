@@ -12,7 +12,7 @@ docs/harvest.md §1 (the reply sentence), §5.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import redis
 
@@ -259,26 +259,49 @@ class JournalStore:
         ]
 
     def read_all_many(
-        self, run_id: str, participants: Sequence[str]
+        self,
+        run_id: str,
+        participants: Sequence[str],
+        started: Mapping[str, int] | None = None,
     ) -> dict[str, list[list[bytes]]]:
         """:meth:`read_all` for several participants in ONE pipelined round trip.
 
         Per participant, one script reads the attempts counter and every attempt's list,
-        so the count and the lists agree. Returns participant → the raw entries of each
+        so the count and the lists agree. ``started`` (participant → an attempt the
+        caller knows started: its own) spares the script's EVAL: the counter is read
+        first, then each list up to that attempt, in the same trip; a later attempt the
+        counter names (one racing this one) is read in one more trip, so nothing it
+        recorded before the read is missed. Returns participant → the raw entries of each
         attempt, in attempt order (an empty list when no attempt started).
         """
+        k, known = self._keys, started or {}
         pipe = self._r.pipeline(transaction=False)
         for p in participants:
-            pipe.eval(
-                _READ_ALL,
-                1,
-                self._keys.run_attempts(run_id, p),
-                self._keys.journal_prefix(run_id, p),
-            )
-        return {
-            p: [list(entries) for entries in attempts]
-            for p, attempts in zip(participants, pipe.execute(), strict=True)
-        }
+            n = known.get(p)
+            if n is None:
+                pipe.eval(_READ_ALL, 1, k.run_attempts(run_id, p), k.journal_prefix(run_id, p))
+                continue
+            pipe.get(k.run_attempts(run_id, p))
+            for a in range(1, n + 1):
+                pipe.lrange(k.journal(run_id, p, a), 0, -1)
+        replies = iter(pipe.execute())
+        got: dict[str, list[list[bytes]]] = {}
+        later: list[tuple[str, int]] = []
+        for p in participants:
+            n = known.get(p)
+            if n is None:
+                got[p] = [list(entries) for entries in next(replies)]
+                continue
+            count = int(next(replies) or 0)
+            got[p] = [list(next(replies)) for _ in range(n)]
+            later += [(p, a) for a in range(n + 1, count + 1)]
+        if later:
+            pipe = self._r.pipeline(transaction=False)
+            for p, a in later:
+                pipe.lrange(k.journal(run_id, p, a), 0, -1)
+            for (p, _), entries in zip(later, pipe.execute(), strict=True):
+                got[p].append(list(entries))
+        return got
 
     def recorded_counts(self, run_id: str) -> dict[str, int]:
         """Entries recorded so far per participant, across attempts (for progress)."""

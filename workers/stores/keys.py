@@ -36,7 +36,12 @@ class Keys:
 
     # -- runs ---------------------------------------------------------------------------
     def run(self, run_id: str) -> str:
-        """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``."""
+        """Hash: ``record`` (run meta JSON), ``status``, ``report``, ``settled_ms``; and per
+        participant ``p:{id}`` → its checked participant JSON, ``p:{id}#prompt`` → the
+        prompt it is sent, ``p:{id}#shared`` → how many leading characters of it every
+        reviewer shares, ``p:{id}#persona`` → its charter (the judge's), ``p:{id}#args`` →
+        the base-tree files its ``args`` name (JSON, base64 values): a task reads the
+        record, the status and its own fields in one HMGET (stored once, tasks carry ids)."""
         return f"{self.prefix}run:{run_id}"
 
     def run_state(self, run_id: str) -> str:
@@ -55,14 +60,6 @@ class Keys:
     def run_roster(self, run_id: str) -> str:
         """String: JSON list of the checked participants of the run."""
         return f"{self.prefix}run:{run_id}:roster"
-
-    def run_participants(self, run_id: str) -> str:
-        """Hash: participant id → its checked participant JSON (one read per task)."""
-        return f"{self.prefix}run:{run_id}:participants"
-
-    def run_prompt(self, run_id: str) -> str:
-        """Hash: participant id → the prompt it is sent (stored once, tasks carry ids)."""
-        return f"{self.prefix}run:{run_id}:prompt"
 
     def run_change(self, run_id: str) -> str:
         """String: the diff text the run reviewed (findings' anchors are checked on it)."""
@@ -124,11 +121,6 @@ class Keys:
         """String: JSON list of the places of the likely secrets the change adds (never
         their values; see :mod:`council.change.secret_masks`), for workers to mask them."""
         return f"{self.prefix}run:{run_id}:secrets"
-
-    def run_args(self, run_id: str, participant: str) -> str:
-        """Hash: the files a program reviewer's ``args`` name, as read from the BASE tree
-        (field ``"<index>:<mode>:<path>"`` → bytes, see :mod:`workers.coordinator.program_args`)."""
-        return f"{self.prefix}run:{run_id}:args:{participant}"
 
     def run_attempts(self, run_id: str, participant: str) -> str:
         """Counter: attempts started for one participant (INCR at task start)."""
@@ -243,7 +235,7 @@ class Keys:
 
         Given ``backends`` (participant → its backend) and ``scripting`` (the participants
         that may run a script), the keys a participant's backend never writes are left
-        out (a program and its ``args`` files: ``command`` and ``sarif`` only; a pause:
+        out (a program: ``command`` and ``sarif`` only; a pause:
         neither ``replay`` nor ``sarif``; script rows: ``scripting`` only): an EXPIRE of
         a key that does not exist is a command for nothing.
         """
@@ -252,8 +244,6 @@ class Keys:
             self.run_state(run_id),
             self.run_recorded(run_id),
             self.run_roster(run_id),
-            self.run_participants(run_id),
-            self.run_prompt(run_id),
             self.run_tree(run_id),
             self.run_config(run_id),
             self.run_secrets(run_id),
@@ -272,7 +262,7 @@ class Keys:
                 self.run_answer(run_id, p),
             ]
             if backend is None or backend in PROGRAM_BACKENDS:
-                keys += [self.run_program(run_id, p), self.run_args(run_id, p)]
+                keys.append(self.run_program(run_id, p))
             if backend is None or backend not in _NEVER_PAUSE:
                 keys.append(self.run_pause(run_id, p))
             tried = range(1, attempts.get(p, 0) + 1)

@@ -1,11 +1,12 @@
 """A run's inputs: what the coordinator stores for workers before it sends any task,
 and what settling marks the round with, read back by key.
 
-Structures (see :mod:`workers.stores.keys`): ``run:{id}:roster`` / ``:participants`` /
-``:prompt`` / ``:tree`` / ``:change`` / ``:program:{p}`` / ``:args:{p}`` / ``:config`` /
-``:secrets``, and the session inputs ``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` /
-``:paths``. Tasks read them by key, so messages carry ids, never megabytes of diff; a batch
-of participants reads all it needs in one round trip (:meth:`RunInputs.batch_inputs`).
+Structures (see :mod:`workers.stores.keys`): ``run:{id}`` (its ``p:{p}…`` fields: each
+participant's entry, prompt and args files), ``run:{id}:roster`` / ``:tree`` /
+``:change`` / ``:program:{p}`` / ``:config`` / ``:secrets``, and the session inputs
+``:since`` / ``:baseline`` / ``:carry`` / ``:pull`` / ``:paths``. Tasks read them by key,
+so messages carry ids, never megabytes of diff; a batch of participants reads all it needs
+in one round trip (:meth:`RunInputs.batch_inputs`).
 
 Source: docs/architecture.md "State in Redis", "Messages"; docs/celery.md §1.8.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import TypeAdapter
 
 from council.change.secret_masks import SPANS, SecretSpan
+from council.model.findings import FINDINGS, Finding
 from council.model.participant import Participant, working
 from council.model.report import RunStatus
 from council.roster.prompt import Prompt
@@ -28,15 +30,34 @@ from workers.stores.run_record import Progress, RunRecord
 
 _PARTICIPANTS: TypeAdapter[list[Participant]] = TypeAdapter(list[Participant])
 
+_ENTRY = "p:"
+"""Prefix of the run-hash fields of a participant (``p:{id}``: its entry; ``p:{id}#…``:
+its prompt, shared length, persona, args files), apart from the run's own fields
+(``record``, ``status``, ``report``, ``settled_ms``)."""
+
+_PROMPT_FIELD = "#prompt"
+"""Suffix of the run-hash field holding the prompt a participant is sent (ids never
+contain '#'): the run's record, a participant's entry and its prompt are read by one
+HMGET."""
+
 _PERSONA_FIELD = "#persona"
-"""Suffix of the prompt-hash field holding a participant's persona text (ids never
-contain '#'). The field is where earlier versions kept the judge's persona, so runs and
-workers of either version read each other's."""
+"""Suffix of the run-hash field holding a participant's persona text (the
+judge's: its prompt is built once the reviewers are filed)."""
+
+_ARGS_FIELD = "#args"
+"""Suffix of the run-hash field holding the base-tree files a program
+reviewer's ``args`` name: a JSON object, field → the file's bytes in base64 (absent when
+it names none)."""
+
+_ARGS: TypeAdapter[dict[str, bytes]] = TypeAdapter(
+    dict[str, bytes], config={"ser_json_bytes": "base64", "val_json_bytes": "base64"}
+)
 
 _SHARED_FIELD = "#shared"
-"""Suffix of the prompt-hash field holding how many leading characters of a participant's
-prompt every reviewer of the run shares (:class:`~council.roster.prompt.Prompt`): where a
-provider's cache breakpoint goes. Absent (a run of an earlier version, a judge): 0."""
+"""Suffix of the run-hash field holding how many leading characters of a
+participant's prompt every reviewer of the run shares
+(:class:`~council.roster.prompt.Prompt`): where a provider's cache breakpoint goes. Absent
+(a judge): 0."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,7 @@ class BatchInputs:
 
 @dataclass(frozen=True)
 class SettleInputs:
-    """What settling reads of a run's stored strings, in one MGET
+    """What settling reads of a run's stored strings, and of its session's, in one MGET
     (:meth:`RunInputs.settle_inputs`); each as its own reader returns it."""
 
     participants: list[Participant]
@@ -78,6 +99,17 @@ class SettleInputs:
     carry: bool
     pull: str | None
     paths: frozenset[str] | None
+    cancelled: RunStatus | None = None
+    """As :meth:`RunStore.cancel_status <workers.stores.runs.RunStore.cancel_status>`."""
+    secrets: tuple[SecretSpan, ...] = ()
+    """As :meth:`secrets`."""
+    recall: list[Finding] | None = None
+    """As :meth:`SessionStore.recall <workers.stores.session_memory.SessionMemory.recall>`
+    (None too when no session was given)."""
+    next_id: int | None = None
+    """As :meth:`SessionStore.next_finding_id
+    <workers.stores.sessions.SessionStore.next_finding_id>` said then (None when no session
+    was given): a filing built from it is refused if the counter moved since."""
 
 
 class RunInputs:
@@ -120,28 +152,30 @@ class RunInputs:
         pipe = self._r.pipeline(transaction=True)
         pipe.set(k.run_change(run_id), change.encode("utf-8", errors="surrogatepass"), ex=ex)
         pipe.set(k.run_roster(run_id), _PARTICIPANTS.dump_json(list(participants)), ex=ex)
-        pipe.hset(
-            k.run_participants(run_id),
-            mapping={p.id: p.model_dump_json() for p in participants},
-        )
         stored = {
-            **{p: text if isinstance(text, str) else text.text for p, text in prompts.items()},
+            **{_ENTRY + p.id: p.model_dump_json() for p in participants},
             **{
-                p + _SHARED_FIELD: str(len(text.shared))
+                _ENTRY + p + _PROMPT_FIELD: text if isinstance(text, str) else text.text
+                for p, text in prompts.items()
+            },
+            **{
+                _ENTRY + p + _SHARED_FIELD: str(len(text.shared))
                 for p, text in prompts.items()
                 if isinstance(text, Prompt) and text.shared
             },
-            **{p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
+            **{_ENTRY + p + _PERSONA_FIELD: text for p, text in (personas or {}).items()},
+            **{
+                _ENTRY + pid + _ARGS_FIELD: _ARGS.dump_json(dict(files))
+                for pid, files in (arg_files or {}).items()
+                if files
+            },
         }
         if stored:
-            pipe.hset(k.run_prompt(run_id), mapping=stored)
+            pipe.hset(k.run(run_id), mapping=stored)
         if tree is not None:
             pipe.set(k.run_tree(run_id), tree, ex=ex)
         for pid, blob in programs.items():
             pipe.set(k.run_program(run_id, pid), blob, ex=ex)
-        for pid, files in (arg_files or {}).items():
-            if files:
-                pipe.hset(k.run_args(run_id, pid), mapping=dict(files))
         if config:
             pipe.hset(k.run_config(run_id), mapping=dict(config))
         if secrets:
@@ -152,10 +186,8 @@ class RunInputs:
         )
         if ttl_s is not None:
             hashes = [
-                k.run_participants(run_id),
+                *([k.run(run_id)] if stored else []),
                 k.run_state(run_id),
-                *([k.run_prompt(run_id)] if stored else []),
-                *(k.run_args(run_id, pid) for pid, files in (arg_files or {}).items() if files),
                 *([k.run_config(run_id)] if config else []),
             ]
             for key in hashes:
@@ -220,23 +252,35 @@ class RunInputs:
         """The baseline text the run is suppressed by, None when there is none."""
         return _text(self._r.get(self._keys.run_baseline(run_id)))
 
-    def settle_inputs(self, run_id: str) -> SettleInputs:
-        """The roster, the diff and the session inputs (:meth:`put_session_inputs`) in
-        ONE command (MGET), as :meth:`participants`, :meth:`change`, :meth:`since`,
-        :meth:`baseline`, :meth:`carry`, :meth:`pull` and :meth:`paths` read them."""
+    def settle_inputs(self, run_id: str, session: str | None = None) -> SettleInputs:
+        """The roster, the diff, the session inputs (:meth:`put_session_inputs`), the
+        cancellation and the secrets' places, and given ``session`` its recall and id
+        counter, in ONE command (MGET), as :meth:`participants`, :meth:`change`,
+        :meth:`since`, :meth:`baseline`, :meth:`carry`, :meth:`pull`, :meth:`paths`,
+        :meth:`secrets` and the session store read them."""
         k = self._keys
-        roster, change, since, baseline, carry, pull, paths = self._r.mget(
-            [
-                k.run_roster(run_id),
-                k.run_change(run_id),
-                k.run_since(run_id),
-                k.run_baseline(run_id),
-                k.run_carry(run_id),
-                k.run_pull(run_id),
-                k.run_paths(run_id),
-            ]
+        keys = [
+            k.run_roster(run_id),
+            k.run_change(run_id),
+            k.run_since(run_id),
+            k.run_baseline(run_id),
+            k.run_carry(run_id),
+            k.run_pull(run_id),
+            k.run_paths(run_id),
+            k.run_cancel(run_id),
+            k.run_secrets(run_id),
+        ]
+        if session is not None:
+            keys += [k.session_recall(session), k.session_issued(session)]
+        roster, change, since, baseline, carry, pull, paths, cancel, secrets, *told = (
+            self._r.mget(keys)
         )
+        recall, issued = told if told else (None, None)
         return SettleInputs(
+            cancelled=cancel_status(cancel),
+            secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
+            recall=FINDINGS.validate_json(recall) if recall is not None else None,
+            next_id=int(issued or 0) + 1 if told else None,
             participants=_PARTICIPANTS.validate_json(roster) if roster is not None else [],
             change=_text(change) or "",
             since=_text(since),
@@ -254,26 +298,26 @@ class RunInputs:
 
     def participant(self, run_id: str, participant: str) -> Participant | None:
         """One participant of the run by id (one hash field: O(1) in the roster's size)."""
-        raw = self._r.hget(self._keys.run_participants(run_id), participant)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant)
         return Participant.model_validate_json(raw) if raw is not None else None
 
     def prompt(self, run_id: str, participant: str) -> str | None:
         """The prompt stored for the participant."""
-        raw = self._r.hget(self._keys.run_prompt(run_id), participant)
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _PROMPT_FIELD)
         return raw.decode("utf-8", errors="replace") if raw is not None else None
 
     def shared(self, run_id: str, participant: str) -> int:
         """How many leading characters of the participant's prompt every reviewer of the
         run shares (where a provider's cache breakpoint goes); 0 when none was stored."""
-        k = self._keys.run_prompt(run_id)
-        prompt, shared = self._r.hmget(k, [participant, participant + _SHARED_FIELD])
+        k = self._keys.run(run_id)
+        fields = [_ENTRY + participant + _PROMPT_FIELD, _ENTRY + participant + _SHARED_FIELD]
+        prompt, shared = self._r.hmget(k, fields)
         return _split_at(shared, prompt)
 
     def persona(self, run_id: str, participant: str) -> str | None:
         """The persona charter body stored for a participant (see :meth:`put_inputs`),
-        None when none was stored or it is empty (a run of an earlier version stored ""
-        for a judge without a persona)."""
-        raw = self._r.hget(self._keys.run_prompt(run_id), participant + _PERSONA_FIELD)
+        None when none was stored or it is empty."""
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _PERSONA_FIELD)
         text = raw.decode("utf-8", errors="replace") if raw is not None else ""
         return text or None
 
@@ -285,12 +329,22 @@ class RunInputs:
     def batch_inputs(self, run_id: str, participants: Sequence[str]) -> BatchInputs:
         """The record, the status, the diff, and each participant's checked entry,
         prompt, stored outcome, base-tree program and args files, and the places of the
-        change's secrets, in ONE pipelined round trip (HMGET, MGET of every string key,
-        HMGET ×2, HGETALL per participant), however many participants. Ids not found are
-        left out of the maps."""
+        change's secrets, in ONE pipelined round trip of two commands (HMGET of the run
+        hash, which holds the participants' fields too, and MGET of every string key),
+        however many participants. Ids not found are left out of the maps."""
         k, ids = self._keys, list(participants)
         pipe = self._r.pipeline(transaction=False)
-        pipe.hmget(k.run(run_id), ["record", "status"])
+        pipe.hmget(
+            k.run(run_id),
+            [
+                "record",
+                "status",
+                *(_ENTRY + p for p in ids),
+                *(_ENTRY + p + _PROMPT_FIELD for p in ids),
+                *(_ENTRY + p + _SHARED_FIELD for p in ids),
+                *(_ENTRY + p + _ARGS_FIELD for p in ids),
+            ],
+        )
         pipe.mget(
             [
                 k.run_change(run_id),
@@ -299,18 +353,12 @@ class RunInputs:
                 *(k.run_program(run_id, p) for p in ids),
             ]
         )
-        if ids:
-            pipe.hmget(k.run_participants(run_id), ids)
-            pipe.hmget(k.run_prompt(run_id), [*ids, *(p + _SHARED_FIELD for p in ids)])
-            for p in ids:
-                pipe.hgetall(k.run_args(run_id, p))
-        replies = pipe.execute()
-        (record, status), strings = replies[0], replies[1]
+        fields, strings = pipe.execute()
+        record, status, n = fields[0], fields[1], len(ids)
+        people, prompts = fields[2 : 2 + n], fields[2 + n : 2 + 2 * n]
+        shared, args = fields[2 + 2 * n : 2 + 3 * n], fields[2 + 3 * n :]
         change, secrets = strings[0], strings[1]
-        outcomes, programs = strings[2 : 2 + len(ids)], strings[2 + len(ids) :]
-        people, texts = replies[2:4] if ids else ([], [])
-        prompts, shared = texts[: len(ids)], texts[len(ids) :]
-        args = replies[4:] if ids else []
+        outcomes, programs = strings[2 : 2 + n], strings[2 + n :]
         return BatchInputs(
             record=RunRecord.model_validate_json(record) if record is not None else None,
             change=change.decode("utf-8", errors="replace") if change is not None else "",
@@ -331,7 +379,11 @@ class RunInputs:
             },
             programs={p: raw for p, raw in zip(ids, programs, strict=True) if raw is not None},
             status=status.decode() if status is not None else None,
-            arg_files={p: _fields(raw) for p, raw in zip(ids, args, strict=True) if raw},
+            arg_files={
+                p: _ARGS.validate_json(raw)
+                for p, raw in zip(ids, args, strict=True)
+                if raw is not None
+            },
             secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
             shared={
                 p: n
@@ -342,7 +394,7 @@ class RunInputs:
 
     def put_prompt(self, run_id: str, participant: str, prompt: str) -> None:
         """Store (or replace) one participant's prompt (the judge's is built late)."""
-        self._r.hset(self._keys.run_prompt(run_id), participant, prompt)
+        self._r.hset(self._keys.run(run_id), _ENTRY + participant + _PROMPT_FIELD, prompt)
 
     def tree(self, run_id: str) -> bytes | None:
         """The packed head tree (tar.gz), or None when the run has none."""
@@ -357,7 +409,8 @@ class RunInputs:
     def arg_files(self, run_id: str, participant: str) -> dict[str, bytes]:
         """The base-tree files a program reviewer's ``args`` name (field → bytes; empty
         when it names none)."""
-        return _fields(self._r.hgetall(self._keys.run_args(run_id, participant)))
+        raw = self._r.hget(self._keys.run(run_id), _ENTRY + participant + _ARGS_FIELD)
+        return _ARGS.validate_json(raw) if raw is not None else {}
 
     def config(self, run_id: str) -> dict[str, bytes]:
         """The base's side of the analyzer configuration the change edits (field →
@@ -369,6 +422,19 @@ class RunInputs:
         found), see :mod:`council.change.secret_masks`."""
         raw = self._r.get(self._keys.run_secrets(run_id))
         return SPANS.validate_json(raw) if raw is not None else []
+
+
+def entry_field(participant: str) -> str:
+    """The run-hash field holding a participant's checked entry (JSON)."""
+    return _ENTRY + participant
+
+
+def cancel_status(raw: bytes | None) -> RunStatus | None:
+    """The status a run whose ``run:{id}:cancel`` holds ``raw`` settles as (None: not
+    cancelled): ``timeout`` for ``timeout:MS``, else ``cancelled``."""
+    if raw is None:
+        return None
+    return "timeout" if raw.partition(b":")[0] == b"timeout" else "cancelled"
 
 
 def _split_at(raw: bytes | None, prompt: bytes | None) -> int:

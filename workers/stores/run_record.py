@@ -20,7 +20,7 @@ from council.model.gate_policy import GatePolicy
 from council.roster.rate_limits import RateLimit
 from council.round.cost import PriceTable
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Message protocol number carried by every task; a worker serving another refuses."""
 
 

@@ -20,7 +20,7 @@ from council.model.backend_result import Stop
 from council.model.report import CouncilReport, RunStatus
 from workers.stores import RedisClient, server_id
 from workers.stores.keys import Keys
-from workers.stores.run_inputs import RunInputs
+from workers.stores.run_inputs import RunInputs, cancel_status
 from workers.stores.run_progress import RunProgress
 from workers.stores.run_record import RunRecord
 
@@ -100,10 +100,7 @@ class RunStore(RunInputs, RunProgress):
 
     def cancel_status(self, run_id: str) -> RunStatus | None:
         """The status a cancelled run settles as (None when it was not cancelled)."""
-        raw = self._r.get(self._keys.run_cancel(run_id))
-        if raw is None:
-            return None
-        return "timeout" if raw.partition(b":")[0] == b"timeout" else "cancelled"
+        return cancel_status(self._r.get(self._keys.run_cancel(run_id)))
 
     def cancel_stop(self, run_id: str) -> Stop | None:
         """The stop of a reviewer this run's cancellation stopped: ``cancelled`` with the
