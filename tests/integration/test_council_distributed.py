@@ -273,17 +273,22 @@ def test_run_keys_expire_session_keys_stay(
     assert real_redis.exists("council:session:pr-9:findings", "council:session:pr-9:ledger") == 2
 
 
-def test_every_key_a_council_writes_expires(
-    redis_url: str, start_worker: Any, tmp_path: Path, real_redis: redis.Redis
-) -> None:
-    """A council settled before its deadline (settling expires no run key again: each got
-    its TTL as it was written) leaves no key without a TTL but those every run shares."""
+def _settled_council(redis_url: str, start_worker: Any, tmp_path: Path) -> None:
+    """One council of the replay roster on the project's history, on one worker, settled."""
     repo, base = project_history_repo(tmp_path / "repo")
     roster = _replay_roster(tmp_path, latency_ms=0)
     env = {"COUNCIL_REDIS_URL": redis_url}
     start_worker("w1", env=env)
     done = _review_once(repo, base, roster, env)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_key_a_council_writes_expires(
+    redis_url: str, start_worker: Any, tmp_path: Path, real_redis: redis.Redis
+) -> None:
+    """A council settled before its deadline (settling expires no run key again: each got
+    its TTL as it was written) leaves no key without a TTL but those every run shares."""
+    _settled_council(redis_url, start_worker, tmp_path)
     written = {k.decode() for k in real_redis.scan_iter(match="council:*")}
     assert any(":journal:slow:" in k for k in written)  # the reviewer's journal too
     shared = {"council:runs", "council:runs:open", "council:runs:undispatched"}
@@ -298,11 +303,6 @@ def test_a_council_stores_no_celery_task_result(
     """Nobody reads the chord's task results (the run's state is the record): on Redis its
     tasks are sent with ``ignore_result``, so a settled council left none, and the chord
     still fired (the report came)."""
-    repo, base = project_history_repo(tmp_path / "repo")
-    roster = _replay_roster(tmp_path, latency_ms=0)
-    env = {"COUNCIL_REDIS_URL": redis_url}
-    start_worker("w1", env=env)
-    done = _review_once(repo, base, roster, env)
-    assert done.returncode == 0, done.stderr
+    _settled_council(redis_url, start_worker, tmp_path)
     assert list(real_redis.scan_iter(match="council:run:*")) != []
     assert list(real_redis.scan_iter(match="celery-task-meta-*")) == []

@@ -39,6 +39,18 @@ def _states(report: dict[str, Any]) -> dict[str, str]:
     return {p["id"]: p["state"] for p in report["participants"]}
 
 
+def _strong_and_weak(tmp_path: Path, strong: str, weak: str) -> Path:
+    """A repository whose base holds a roster of two reviewers at ``strong`` and one of
+    one reviewer at ``weak`` (the roster a hostile change would rather run)."""
+    files = {
+        "app.py": "x = 1\n",
+        strong: ROUND + _replay("keep", "a.json") + _replay("other", "a.json"),
+        weak: ROUND + _replay("other", "a.json"),
+        "a.json": json.dumps({"findings": [VAGUE]}),
+    }
+    return new_repo(tmp_path / "repo", files)
+
+
 def test_the_heads_copy_of_the_roster_cannot_switch_a_reviewer_off(tmp_path: Path) -> None:
     """The pull request drops ``keep`` from council.toml; CI passes ``--roster
     council.toml`` from its checkout of the head: the base roster runs both, and says so."""
@@ -138,14 +150,7 @@ def test_a_roster_reached_through_a_link_the_change_adds_is_refused(tmp_path: Pa
 def test_a_roster_path_through_a_link_of_the_base_is_refused(tmp_path: Path) -> None:
     """The base links ``config -> ci``; the change points it at ``examples/``, whose roster
     runs fewer reviewers: the path is refused, whatever either commit's link says."""
-    both = ROUND + _replay("keep", "a.json") + _replay("other", "a.json")
-    files = {
-        "app.py": "x = 1\n",
-        "ci/council.toml": both,
-        "examples/council.toml": ROUND + _replay("other", "a.json"),
-        "a.json": json.dumps({"findings": [VAGUE]}),
-    }
-    repo = new_repo(tmp_path / "repo", files)
+    repo = _strong_and_weak(tmp_path, "ci/council.toml", "examples/council.toml")
     (repo / "config").symlink_to("ci")
     commit(repo, {}, "config links to ci")
     (repo / "config").unlink()
@@ -162,14 +167,7 @@ def test_a_checkout_reached_through_a_linked_folder_still_reads_the_base(
 ) -> None:
     """CI reaches the checkout through a linked folder (``work -> repo``); the change
     replaces council.toml with a link to a roster of fewer reviewers: the base's runs."""
-    both = ROUND + _replay("keep", "a.json") + _replay("other", "a.json")
-    files = {
-        "app.py": "x = 1\n",
-        "council.toml": both,
-        "weak.toml": ROUND + _replay("other", "a.json"),
-        "a.json": json.dumps({"findings": [VAGUE]}),
-    }
-    repo = new_repo(tmp_path / "repo", files)
+    repo = _strong_and_weak(tmp_path, "council.toml", "weak.toml")
     (repo / "council.toml").unlink()
     (repo / "council.toml").symlink_to("weak.toml")
     commit(repo, {"app.py": "x = 2\n"}, "pr links the roster to a weaker one")
