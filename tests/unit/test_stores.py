@@ -94,6 +94,31 @@ def test_coming_attempt_is_the_number_the_next_incr_gives(client: Any) -> None:
     assert j.coming_attempt("r1", ["owl", "hawk"]) == 3
 
 
+def test_start_attempts_numbers_each_participant_on_and_gives_a_new_counter_its_ttl(
+    client: Any,
+) -> None:
+    """A first attempt makes its counter at 1 with the TTL given; later attempts (a
+    redelivery) count on from it, keeping that TTL; attempts started elsewhere
+    (``next_attempt``) count too; without a TTL given, a new counter takes the run
+    hash's."""
+    runs, j = RunStore(client, KEYS), JournalStore(client, KEYS)
+    assert runs.start_attempts("r1", ["hawk", "owl"], 1000, ttl_ms=60_000) == {
+        "hawk": 1,
+        "owl": 1,
+    }
+    assert 0 < client.pttl(KEYS.run_attempts("r1", "hawk")) <= 60_000
+    client.pexpire(KEYS.run_attempts("r1", "hawk"), 30_000)
+    assert runs.start_attempts("r1", ["hawk"], 2000, ttl_ms=60_000) == {"hawk": 2}
+    assert 0 < client.pttl(KEYS.run_attempts("r1", "hawk")) <= 30_000  # kept, not reset
+    assert j.next_attempt("r1", "hawk") == 3
+    assert runs.start_attempts("r1", ["hawk", "owl"], 3000) == {"hawk": 4, "owl": 2}
+    assert runs.progress("r1")["hawk"].attempt == 4
+    client.hset(KEYS.run("r2"), "status", "open")
+    client.pexpire(KEYS.run("r2"), 45_000)
+    assert runs.start_attempts("r2", ["hawk"], 1000) == {"hawk": 1}
+    assert 0 < client.pttl(KEYS.run_attempts("r2", "hawk")) <= 45_000
+
+
 def test_run_inputs_round_trip(client: Any) -> None:
     """Roster, prompts, tree and programs are stored once and read back by key."""
     runs = RunStore(client, KEYS)

@@ -58,11 +58,15 @@ if lease > 0 then
   lease = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + lease
 end
 for i = 5, #KEYS do
-  local n = redis.call('INCR', KEYS[i])
-  if n == 1 then
-    ttl = ttl or key_ttl(ARGV[4], KEYS[4])
-    if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
+  ttl = ttl or key_ttl(ARGV[4], KEYS[4])
+  local n = 1
+  local made
+  if ttl > 0 then
+    made = redis.call('SET', KEYS[i], '1', 'NX', 'PX', ttl)
+  else
+    made = redis.call('SET', KEYS[i], '1', 'NX')
   end
+  if not made then n = redis.call('INCR', KEYS[i]) end
   redis.call('HSET', KEYS[1], ARGV[i], shown .. n .. '}')
   if lease > 0 then
     redis.call('ZADD', KEYS[2], lease, ARGV[3] .. '|' .. ARGV[i] .. '|' .. n)
@@ -77,7 +81,8 @@ participant's attempts counter; ARGV: the progress JSON object without ``attempt
 new attempt number is added to it), the ms the attempts' leases last from now on Redis's
 clock (0: no lease), the run id, the TTL (ms) a new counter gets (0: the run hash's), then
 each participant (ARGV[i] goes with KEYS[i]). Returns the new attempt numbers, in
-order."""
+order. A first attempt makes its counter with its TTL in one command (``SET NX PX``); a
+later one finds it and INCRs it (the two cannot both miss: one script, atomic)."""
 
 _PUT_OUTCOME_BODY = """
 local ttl = key_ttl(ARGV[5], KEYS[5])
