@@ -162,7 +162,7 @@ class SessionStore(SessionOpening, SessionMemory):
                         attempts = {p: int(n or 0) for p, n in zip(everyone, counts, strict=True)}
                     fresh = self.freshness(pipe, s) == "fresh"
                     pipe.multi()
-                    self._file(pipe, record, filing)
+                    self._file(pipe, record, filing, issued)
                     fields = {
                         "status": transition.target,
                         "report": filing.report.model_dump_json(exclude_none=True),
@@ -190,7 +190,7 @@ class SessionStore(SessionOpening, SessionMemory):
                         )
                         pipe.eval(_EXPIRE_ALL, len(expiring), *expiring, self._run_ttl)
                     if fresh:
-                        for key in self._written(record, transition, filing):
+                        for key in self._written(record, transition, filing, issued):
                             pipe.expire(key, self._session_ttl)
                     else:
                         self.refresh(pipe, s)
@@ -199,13 +199,16 @@ class SessionStore(SessionOpening, SessionMemory):
                 except redis.WatchError:
                     continue
 
-    def _written(self, record: RunRecord, transition: Transition, filing: Filing) -> list[str]:
+    def _written(
+        self, record: RunRecord, transition: Transition, filing: Filing, issued: int
+    ) -> list[str]:
         """The session keys a commit of ``filing`` may write (and so make anew), and
         ``issued`` always: they get the session retention from now
         (:meth:`~workers.stores.session_opening.SessionOpening.freshness`). Not the
-        recall: its ``SET`` carries the retention (``EX``)."""
+        recall, nor ``issued`` when the filing issues ids (``issued`` ids were issued
+        before it): their ``SET`` carries the retention (``EX``)."""
         k, s = self._keys, record.session
-        keys = [k.session_issued(s)]
+        keys = [] if _issuing(filing, issued) else [k.session_issued(s)]
         if filing.findings:
             keys += [k.session_findings(s), k.session_attributed(s)]
         memory = filing.memory
@@ -371,13 +374,17 @@ class SessionStore(SessionOpening, SessionMemory):
             pipe.expire(key, self._session_ttl)
             pipe.execute()
 
-    def _file(self, pipe: redis.client.Pipeline, record: RunRecord, filing: Filing) -> None:
+    def _file(
+        self, pipe: redis.client.Pipeline, record: RunRecord, filing: Filing, issued: int
+    ) -> None:
         """Queue the filing's findings: new ids issued, findings written, raisers noted
-        as attributed (so the ledger refuses to re-point them)."""
+        as attributed (so the ledger refuses to re-point them). ``issued``: the ids
+        issued before, read under WATCH, so the new count is SET with the session
+        retention (one command, where INCRBY then EXPIRE took two)."""
         k, s = self._keys, record.session
-        new = sum(1 for f in filing.findings if (f.id or 0) >= filing.first_id)
-        if new:
-            pipe.incrby(k.session_issued(s), new)
+        total = _issuing(filing, issued)
+        if total:
+            pipe.set(k.session_issued(s), total, ex=self._session_ttl)
         if filing.findings:
             pipe.hset(
                 k.session_findings(s),
@@ -386,6 +393,13 @@ class SessionStore(SessionOpening, SessionMemory):
             credited = attributed_ids(filing.findings)
             if credited:
                 pipe.sadd(k.session_attributed(s), *sorted(credited))
+
+
+def _issuing(filing: Filing, issued: int) -> int:
+    """The ids issued once ``filing`` is committed over ``issued`` before; 0 when it
+    issues none."""
+    new = sum(1 for f in filing.findings if (f.id or 0) >= filing.first_id)
+    return issued + new if new else 0
 
 
 class RunNotSettled(RuntimeError):
