@@ -119,6 +119,20 @@ def test_start_attempts_numbers_each_participant_on_and_gives_a_new_counter_its_
     assert 0 < client.pttl(KEYS.run_attempts("r2", "hawk")) <= 45_000
 
 
+def test_settle_inputs_read_the_outcomes_named_with_the_strings(client: Any) -> None:
+    """Settling's one read of strings holds the stored outcomes of the ids it names (those
+    without one left out, every named id counted as read); none named, none read."""
+    runs = RunStore(client, KEYS)
+    runs.put_inputs("r1", [_participant("hawk"), _participant("owl")], {}, None, {}, change="d")
+    runs.put_outcome("r1", ParticipantOutcome(participant="hawk", status="answered"), "a")
+    read = runs.settle_inputs("r1", "s1", ["hawk", "owl", "hawk"])
+    assert [p.id for p in read.participants] == ["hawk", "owl"] and read.change == "d"
+    assert list(read.outcomes) == ["hawk"] and read.outcomes["hawk"].status == "answered"
+    assert read.read == {"hawk", "owl"} and read.next_id == 1
+    none = runs.settle_inputs("r1", "s1")
+    assert none.outcomes == {} and none.read == frozenset() and none.change == "d"
+
+
 def test_run_inputs_round_trip(client: Any) -> None:
     """Roster, prompts, tree and programs are stored once and read back by key."""
     runs = RunStore(client, KEYS)

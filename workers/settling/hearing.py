@@ -93,7 +93,10 @@ class Hearing:
         self.units = by_owner(participants)
         """A reviewer sent in slices → its units, each settled on its own, then folded."""
         working_ids = [p.id for p in working(participants)]
-        self.stored = rt.runs.outcomes_many(record.run_id, working_ids)
+        # read with the strings when the caller named them (settle: the record's tasks)
+        unread = [p for p in working_ids if p not in inputs.read]
+        found = {**inputs.outcomes, **rt.runs.outcomes_many(record.run_id, unread)}
+        self.stored = {p: found[p] for p in working_ids if p in found}
         self.progress = rt.runs.progress(record.run_id) if deadline_passed else {}
         self.change = parse_diff(inputs.change)
         self.code = HeadCode(rt, record, inputs.secrets)

@@ -98,7 +98,9 @@ def settle_run(
         settled = rt.runs.report(run_id)
         if settled is not None:
             return settled  # a waiting run moves on only with its answers (council.resume)
-    inputs = rt.runs.settle_inputs(run_id, record.session)  # one MGET of every string
+    # one MGET of every string, the outcomes of every task the record names too
+    tasks = (*record.participants, *record.units, *((record.judge,) if record.judge else ()))
+    inputs = rt.runs.settle_inputs(run_id, record.session, tasks)
     if forced is None:
         # A cancelled run settles as cancelled (or timeout) even when the consolidation,
         # fired by the stopped reviewers' tasks, gets here before the waiting CLI.

@@ -110,6 +110,11 @@ class SettleInputs:
     """As :meth:`SessionStore.next_finding_id
     <workers.stores.sessions.SessionStore.next_finding_id>` said then (None when no session
     was given): a filing built from it is refused if the counter moved since."""
+    outcomes: dict[str, ParticipantOutcome] = field(default_factory=dict)
+    """As :meth:`RunStore.outcomes_many
+    <workers.stores.run_progress.RunProgress.outcomes_many>` of ``read``."""
+    read: frozenset[str] = frozenset()
+    """The participants whose outcomes were read (``outcomes`` holds those stored)."""
 
 
 class RunInputs:
@@ -252,12 +257,15 @@ class RunInputs:
         """The baseline text the run is suppressed by, None when there is none."""
         return _text(self._r.get(self._keys.run_baseline(run_id)))
 
-    def settle_inputs(self, run_id: str, session: str | None = None) -> SettleInputs:
+    def settle_inputs(
+        self, run_id: str, session: str | None = None, outcomes_of: Sequence[str] = ()
+    ) -> SettleInputs:
         """The roster, the diff, the session inputs (:meth:`put_session_inputs`), the
-        cancellation and the secrets' places, and given ``session`` its recall and id
-        counter, in ONE command (MGET), as :meth:`participants`, :meth:`change`,
-        :meth:`since`, :meth:`baseline`, :meth:`carry`, :meth:`pull`, :meth:`paths`,
-        :meth:`secrets` and the session store read them."""
+        cancellation and the secrets' places, given ``session`` its recall and id
+        counter, and the stored outcomes of ``outcomes_of``, in ONE command (MGET), as
+        :meth:`participants`, :meth:`change`, :meth:`since`, :meth:`baseline`,
+        :meth:`carry`, :meth:`pull`, :meth:`paths`, :meth:`secrets`, the session store
+        and :meth:`RunStore.outcomes_many` read them."""
         k = self._keys
         keys = [
             k.run_roster(run_id),
@@ -272,9 +280,13 @@ class RunInputs:
         ]
         if session is not None:
             keys += [k.session_recall(session), k.session_issued(session)]
-        roster, change, since, baseline, carry, pull, paths, cancel, secrets, *told = (
-            self._r.mget(keys)
-        )
+        ids = list(dict.fromkeys(outcomes_of))
+        keys += [k.run_outcome(run_id, p) for p in ids]
+        found = self._r.mget(keys)
+        raws = found[len(found) - len(ids) :]
+        roster, change, since, baseline, carry, pull, paths, cancel, secrets, *told = found[
+            : len(found) - len(ids)
+        ]
         recall, issued = told if told else (None, None)
         return SettleInputs(
             cancelled=cancel_status(cancel),
@@ -288,6 +300,12 @@ class RunInputs:
             carry=carry is not None,
             pull=_text(pull),
             paths=_paths(paths),
+            outcomes={
+                p: ParticipantOutcome.model_validate_json(raw)
+                for p, raw in zip(ids, raws, strict=True)
+                if raw is not None
+            },
+            read=frozenset(ids),
         )
 
     # -- reads ---------------------------------------------------------------------------
