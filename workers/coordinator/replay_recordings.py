@@ -75,10 +75,12 @@ def _in_base(
 ) -> str:
     """The text of one relative replay file in the base tree, beside ``beside`` (UTF-8,
     replacement characters for what is not)."""
-    path = in_tree(beside, value) or value.strip()
+    path = in_tree(beside, value)
     field = f"{where_of(p)}.{key}"
     at = f"in the base tree at {base[:12]}"
     named = f"replay {key} {value!r} (reviewer {p.id!r})"
+    if path is None:
+        raise RosterError(field, f"{named} leaves the base tree", _FIX)
     mode = repo.tree_mode(base, path)
     if mode not in ("100644", "100755"):
         what = "is not" if mode is None else f"is not a file (git mode {mode})"

@@ -145,9 +145,14 @@ def read_roster(
 
 
 def _differs(path: Path, blob: bytes) -> bool:
-    """Whether the file at ``path`` holds other bytes than ``blob`` (unreadable: it does)."""
+    """Whether the file at ``path`` holds other bytes than ``blob`` (unreadable, not a
+    regular file, or another size: it does). Reads at most ``len(blob)`` + 1 bytes: the
+    file on disk is the checkout's."""
     try:
-        return path.read_bytes() != blob
+        if not path.is_file() or path.stat().st_size != len(blob):
+            return True
+        with path.open("rb") as held:
+            return held.read(len(blob) + 1) != blob
     except OSError:
         return True
 

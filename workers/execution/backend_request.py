@@ -132,8 +132,11 @@ def tree_values(tree: Path | None, spans: Sequence[SecretSpan]) -> tuple[str, ..
     if tree is None:
         return tuple(values)
     for path in dict.fromkeys(s.path for s in spans if REPLACEMENT in s.path):
+        names = tree_names(tree, path)
+        if len(names) < 2:  # one entry: tree_lines read it above
+            continue
         mine = [s for s in spans if s.path == path]
-        for name in tree_names(tree, path):
+        for name in names:
             for value in values_from(mine, functools.partial(_lines_of, tree, name)):
                 if value not in values:
                     values.append(value)
@@ -180,15 +183,15 @@ def _masked_files(tree: Path, secrets: Sequence[SecretSpan]) -> dict[str, bytes]
         """``(kind, bytes)`` of the tree's entry spelled ``name``, masked by the spans of
         its path as the diff shows it."""
         shown = shown_text(name)
+        alike = len(tree_names(tree, shown)) if REPLACEMENT in shown else 1
         why = kept_out.get(name) or kept_out.get(shown)
-        if why is None and REPLACEMENT in shown and len(tree_names(tree, shown)) > 1:
-            why = f"{len(tree_names(tree, shown))} files show under this name"
+        if why is None and alike > 1:
+            why = f"{alike} files show under this name"
+        lines = _entry_lines(tree, name) if why is None else None  # a withheld one unread
+        if lines is None:
+            why = why or "it cannot be read"
+            return "644", withheld_text(masked_path(shown, secrets), why).encode()
         target = tree / name
-        lines = _entry_lines(tree, name) if why is None else None
-        if why is None and lines is None:
-            why = "it cannot be read"
-        if why is not None or lines is None:
-            return "644", withheld_text(masked_path(shown, secrets), why or "").encode()
         mine = [s for s in secrets if s.path in (name, shown)]
         if target.is_symlink():
             link = masked_file(lines[0], mine)
