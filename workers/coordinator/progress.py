@@ -162,21 +162,16 @@ class PlainProgress(Progress):
 
     def _still(self, waiting: list[ParticipantProgress], everyone: int) -> str:
         """The heartbeat: ``still waiting on 2 of 5: hawk running (3 findings, 64.0 s), …``."""
-        each = [
-            f"{p.participant} {p.state} ({_findings(p.findings)}, {_seconds(p.elapsed_ms)})"
-            for p in waiting
-        ]
-        line = f"{self._prefix}: still waiting on {len(waiting)} of {everyone}: " + ", ".join(each)
+        each = ", ".join(_standing(p) for p in waiting)
+        line = f"{self._prefix}: still waiting on {len(waiting)} of {everyone}: {each}"
         return for_log(line, one_line=True)
 
     def _line(self, now: ParticipantProgress) -> str:
         """One line for a log: the detail (free text from a reviewer, a program's stderr)
         has its whitespace folded and its control characters and workflow commands
         escaped (:func:`~council.rendering.escape.for_log`)."""
-        counts = f"{_findings(now.findings)}, {_seconds(now.elapsed_ms)}"
         detail = f": {' '.join(now.detail.split())}" if now.detail.strip() else ""
-        line = f"{self._prefix}: {now.participant} {now.state} ({counts}){detail}"
-        return for_log(line, one_line=True)
+        return for_log(f"{self._prefix}: {_standing(now)}{detail}", one_line=True)
 
     def close(self) -> None:
         """Stop accepting updates; the lines already written stay as they are."""
@@ -258,6 +253,11 @@ def _is_tty(stream: TextIO) -> bool:
         return stream.isatty()
     except ValueError:  # a closed stream is no terminal
         return False
+
+
+def _standing(p: ParticipantProgress) -> str:
+    """``hawk running (3 findings, 64.0 s)``: one participant in a plain line."""
+    return f"{p.participant} {p.state} ({_findings(p.findings)}, {_seconds(p.elapsed_ms)})"
 
 
 def _findings(count: int) -> str:
