@@ -133,6 +133,19 @@ def test_settle_inputs_read_the_outcomes_named_with_the_strings(client: Any) -> 
     assert none.outcomes == {} and none.read == frozenset() and none.change == "d"
 
 
+def test_settle_inputs_leave_unparseable_secret_places_to_the_head_tree_reader(
+    client: Any,
+) -> None:
+    """A stored secrets value that does not parse is None in settling's one read (the head
+    tree's reader then notes the tree unread), not an error failing the whole settle."""
+    runs = RunStore(client, KEYS)
+    runs.put_inputs("r1", [_participant("hawk")], {}, None, {}, change="d")
+    client.set(KEYS.run_secrets("r1"), b"{not json")
+    read = runs.settle_inputs("r1", "s1", ["hawk"])
+    assert read.secrets is None and read.change == "d"
+    assert runs.settle_inputs("r2", "s1").secrets == ()
+
+
 def test_run_inputs_round_trip(client: Any) -> None:
     """Roster, prompts, tree and programs are stored once and read back by key."""
     runs = RunStore(client, KEYS)

@@ -25,7 +25,7 @@ import redis
 import structlog
 
 from council.model.backend_result import Stop
-from council.model.participant import working
+from council.model.participant import Participant, working
 from workers.app.services import Runtime
 from workers.execution.leases import BEAT_S, LEASE_MS, parse
 from workers.execution.outage_retry import held_back, note_refusal
@@ -122,7 +122,16 @@ class Sweeper:
             status, latest, stored, entry = pipe.execute()
             if not rt.client.zrem(k.leases(), raw):
                 continue  # another sweep took it
-            participant = rt.runs.participant(run_id, pid) if entry is not None else None
+            participant = Participant.model_validate_json(entry) if entry is not None else None
+            if participant is None and status is not None:
+                log.warning(
+                    "lease_without_participant",
+                    run_id=run_id,
+                    participant=pid,
+                    lost_attempt=attempt,
+                    why="the run holds no entry for it (opened by a CLI of an older "
+                    "protocol?); not sent again: drain open runs before upgrading",
+                )
             live = "judging" if participant is not None and participant.role == "judge" else "open"
             if (
                 participant is None

@@ -101,8 +101,9 @@ class SettleInputs:
     paths: frozenset[str] | None
     cancelled: RunStatus | None = None
     """As :meth:`RunStore.cancel_status <workers.stores.runs.RunStore.cancel_status>`."""
-    secrets: tuple[SecretSpan, ...] = ()
-    """As :meth:`secrets`."""
+    secrets: tuple[SecretSpan, ...] | None = ()
+    """As :meth:`secrets`; None when the stored value does not parse (the head tree's
+    reader reads it again, fails, and notes the tree unread, as it did alone)."""
     recall: list[Finding] | None = None
     """As :meth:`SessionStore.recall <workers.stores.session_memory.SessionMemory.recall>`
     (None too when no session was given)."""
@@ -290,7 +291,7 @@ class RunInputs:
         recall, issued = told if told else (None, None)
         return SettleInputs(
             cancelled=cancel_status(cancel),
-            secrets=tuple(SPANS.validate_json(secrets)) if secrets is not None else (),
+            secrets=_spans_or_none(secrets),
             recall=FINDINGS.validate_json(recall) if recall is not None else None,
             next_id=int(issued or 0) + 1 if told else None,
             participants=_PARTICIPANTS.validate_json(roster) if roster is not None else [],
@@ -481,3 +482,14 @@ def _paths(raw: bytes | None) -> frozenset[str] | None:
 def _fields(raw: Mapping[bytes | str, bytes]) -> dict[str, bytes]:
     """A Redis hash of bytes values, with its field names as text."""
     return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+
+
+def _spans_or_none(raw: bytes | None) -> tuple[SecretSpan, ...] | None:
+    """The stored secret places (``()`` when none were stored); None when they do not
+    parse: settling's one read must not fail a run its head-tree reader only notes."""
+    if raw is None:
+        return ()
+    try:
+        return tuple(SPANS.validate_json(raw))
+    except ValueError:
+        return None

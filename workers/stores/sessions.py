@@ -2,9 +2,11 @@
 
 A session is one change under review over its life; its keys outlive runs: the ledger and
 the ids open runs hold (claimed with the run's opening in ONE optimistic transaction,
-:mod:`workers.stores.session_opening`), ``:issued`` (finding ids: INCRBY only, never reset,
-never from a length), filed findings and who they credit, what completed rounds leave for
-later ones (:mod:`workers.stores.session_memory`), and runs waiting on a person with their
+:mod:`workers.stores.session_opening`), ``:issued`` (finding ids: only ever raised, by
+the filing's SET of the count it read under WATCH plus the ids it issues, never reset,
+never from a length; a writer that does not WATCH it would be overwritten), filed
+findings and who they credit, what completed rounds leave for later ones
+(:mod:`workers.stores.session_memory`), and runs waiting on a person with their
 answers. Filing is one compare-and-set transaction (WATCH the run record and the id
 counter): a second consolidation sees the run moved on and files nothing. Which
 transitions exist is :mod:`council.round.lifecycle`'s. Source: docs/architecture.md "State
