@@ -80,19 +80,20 @@ class _Scorer:
         self.adjacency: Adjacency = {}
         self.twins = twins_of(read, places)
 
-    def value(self, i: int, j: int, whole: float, factor: float) -> int:
+    def value(self, i: int, j: int, whole: float, factor: float) -> int | None:
         """The score of a pair whose terms' cosine is ``whole`` and place factor
         ``factor`` (:func:`~council.merging.agreement.relation.combined` with
         :func:`~council.merging.agreement.relation.prose_cosine`, times the factor), in
-        millionths; 0 when it or the cosine times the factor is under the floor."""
+        millionths; None when it or the cosine times the factor is under the floor (a
+        score of 0 reaches a floor of 0)."""
         floor = self.floor
         if round(whole * factor * SCALE) < floor:
-            return 0
+            return None
         sums, read = self.prose_sums, self.read
         least = least_shared(self.places[i], self.places[j])
         prose = prose_cosine(self.squared, read[i], sums[i], read[j], sums[j], least)
         value = round(combined(whole, prose) * factor * SCALE)
-        return value if value >= floor else 0
+        return value if value >= floor else None
 
     def add(self, i: int, j: int, value: int) -> None:
         """Keep a pair's score, both directions."""
@@ -109,7 +110,7 @@ class _Scorer:
     def keep(self, i: int, j: int, whole: float, factor: float) -> None:
         """Keep a pair (:meth:`add`) if its :meth:`value` reaches the floor."""
         value = self.value(i, j, whole, factor)
-        if value:
+        if value is not None:
             self.add(i, j, value)
 
     def against(self, i: int, others: Sequence[int], factors: Sequence[float]) -> None:
@@ -131,20 +132,21 @@ class _Scorer:
                     keep(i, j, shared / (norm * norms[j]), factor)
             return
         # j's twins at the same factor score the same against i: scored once per call
-        known: dict[tuple[int, float], int] = {}
+        known: dict[tuple[int, float], int | None] = {}
         value_of, adjacency = self.value, self.adjacency
         mine = adjacency.get(i)
         for j, factor in zip(others, factors, strict=True):
             if reviewer[j] == who:
                 continue
             twin = (twins[j], factor)
-            value = known.get(twin)
-            if value is None:
+            if twin in known:
+                value = known[twin]
+            else:
                 shared = sum(map(squared, own.intersection(terms[j])))
                 value = known[twin] = (
-                    value_of(i, j, shared / (norm * norms[j]), factor) if shared else 0
+                    value_of(i, j, shared / (norm * norms[j]), factor) if shared else None
                 )
-            if value:  # self.add(i, j, value), inlined
+            if value is not None:  # self.add(i, j, value), inlined
                 if mine is None:
                     mine = adjacency[i] = {}
                 mine[j] = value
