@@ -337,7 +337,8 @@ class _Tree:
                 return (
                     f"{shown(relative)!r} stands for {len(spellings)} entries of the tree "
                     "whose names show alike (a name that is not UTF-8 shows U+FFFD for each "
-                    "bad byte); which one is meant is unknown, so none is read."
+                    "bad byte): which one is meant is unknown and the tools cannot name "
+                    "them apart, so none is read. Review them from the diff instead."
                 )
             if spellings:
                 relative = spellings[0]

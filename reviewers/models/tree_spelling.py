@@ -33,15 +33,21 @@ def spelled_in(tree: Path, path: str) -> list[str]:
     """The ``/``-separated names in ``tree`` that the shown ``path`` may stand for, sorted.
 
     With U+FFFD in ``path``: every entry whose name shows as ``path`` (a name literally
-    holding U+FFFD too), so more than one means the path is ambiguous. Without: ``[path]``
-    when it exists (a link counts), else none. Never raises.
+    holding U+FFFD too), so more than one means the path is ambiguous; only folders inside
+    the tree are listed (no ``..``, no link out). Without: ``[path]`` when it exists (a
+    link counts), else none. Never raises.
     """
     if REPLACEMENT not in path:
         return [path] if os.path.lexists(tree / path) else []
+    if ".." in path.split("/"):
+        return []  # never a folder above the tree, which listing it would show
+    inside = tree.resolve()
     found = [""]
     for part in path.split("/"):
         step: list[str] = []
         for prefix in found:
+            if prefix and not (tree / prefix).resolve().is_relative_to(inside):
+                continue  # a link leading out of the tree: not listed
             if REPLACEMENT not in part:
                 if os.path.lexists(tree / f"{prefix}{part}"):
                     step.append(f"{prefix}{part}")

@@ -117,3 +117,23 @@ def test_any_name_is_shown_as_the_diff_shows_it_and_read_back(name: bytes) -> No
         assert listed == shown_text(os.fsdecode(name)) == shown(os.fsdecode(name))
         assert tools.call("grep", {"pattern": "body"}).encode("utf-8")
         assert tools.call("read_file", {"path": listed}) == "     1\tbody"
+
+
+def test_a_shown_name_never_lists_a_folder_outside_the_tree(tmp_path: Path) -> None:
+    """``../\\ufffd`` and ``out/\\ufffd`` (``out`` a link leading out of the tree) find
+    nothing: the folders above the tree are never listed, so two names showing alike out
+    there cannot be counted through the tools."""
+    from reviewers.models.tree_spelling import spelled_in
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in (b"a\xe8", b"a\xe9"):
+        (outside / raw(name)).write_text("host\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "out").symlink_to(outside)
+    assert spelled_in(tree / "out", "a\ufffd") != []  # the folder itself would match
+    assert spelled_in(tree, "../outside/a\ufffd") == []
+    assert spelled_in(tree, "out/a\ufffd") == []
+    reply = box(tree).call("read_file", {"path": "out/a\ufffd"})
+    assert "stands for" not in reply and "host" not in reply
