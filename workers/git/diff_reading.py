@@ -348,10 +348,8 @@ class DiffReading(RefReading):
                 continue
             found.append((entry.path, entry.obj))
         out: list[tuple[str, bytes]] = []
-        for path, obj in found:
-            done = self._git("cat-file", "blob", obj)
-            if done.returncode == 0:
-                out.append((path, done.stdout))
+        for path, obj in found:  # one it cannot read fails the round: its rules are unknown
+            out.append((path, self._must("cat-file", "blob", obj)))
         return out
 
     def changed_paths(self, base_sha: str, head_sha: str) -> list[str]:
