@@ -198,9 +198,15 @@ def _missed(report: CouncilReport, finding: Finding) -> str:
     return f"not on a changed line: {OFF_DIFF_REASONS.get(miss, miss)}"
 
 
+def open_carried(report: CouncilReport) -> list[Finding]:
+    """The carried findings (``--since-last``) still open: those not dismissed or
+    baselined since (those are listed with the suppressed)."""
+    return [f for f in report.carried if f.id not in report.suppressed]
+
+
 def carried_section(report: CouncilReport) -> str:
     """The "Still open from earlier rounds" section: carried findings (``--since-last``)."""
-    shown = [f for f in report.carried if f.id not in report.suppressed]
+    shown = open_carried(report)
     if not shown:
         return ""
     lead = (

@@ -33,6 +33,7 @@ from council.rendering.finding_sections import (
     filtered_section,
     findings_section,
     off_diff_section,
+    open_carried,
     outdated_section,
     suppressed_section,
     unagreed_section,
@@ -248,7 +249,7 @@ def _why_partial(p: ParticipantSummary) -> str:
 
 
 def _counts(report: CouncilReport) -> str:
-    still = len([f for f in report.carried if f.id not in report.suppressed])  # as listed
+    still = len(open_carried(report))  # as listed
     open_line = f"**Still open from earlier rounds:** {counted(still, 'finding')}."
     if not report.findings:
         return f"No new findings. {open_line}" if still else "No findings."
