@@ -5,16 +5,16 @@ Under ``appendfsync everysec`` a host crash loses up to about a second of writes
 outcome a worker stored a moment earlier, the chord's count of its task, the filing
 itself. The worker that stored an outcome still holds it, so every distributed worker
 process keeps each outcome it stored (:func:`keep`) until its run is seen past the
-participant's state (``open`` for a reviewer, ``judging`` for the judge) twice,
-:data:`DURABLE_S` apart, on the same Redis server (``INFO server`` ``run_id``: a restart
-changes it), or the visibility timeout passes. One thread per process (:class:`Keeper`)
-checks each :data:`CHECK_S` (a run seen filed is not read again until :data:`DURABLE_S`
-later: :func:`_confirming`). When Redis restarted since an outcome was stored, the
-keeper stores it again if Redis no longer holds it (``SET NX``: a kept one wins, ending
-the attempt's lease so no sweep sends the reviewer again), and settles the run once every
-reviewer (or the judge) is heard: the chord's count may be lost with the rest. Entries
-recorded before the fold are kept by the attempt's journal sink
-(:meth:`~workers.execution.journal_sink.RedisJournal.reconcile`).
+participant's state (``open`` for a reviewer, ``judging`` for the judge) and the Redis
+server (``INFO server`` ``run_id``: a restart changes it) stays the same for
+:data:`DURABLE_S` more, or the visibility timeout passes. One thread per process
+(:class:`Keeper`) checks each :data:`CHECK_S`; a run seen filed is not read again
+(:func:`_confirming`): only a new server could have lost its filing. When Redis
+restarted since an outcome was stored, the keeper stores it again if Redis no longer
+holds it (``SET NX``: a kept one wins, ending the attempt's lease so no sweep sends the
+reviewer again), and settles the run once every reviewer (or the judge) is heard: the
+chord's count may be lost with the rest. Entries recorded before the fold are kept by
+the attempt's journal sink (:meth:`~workers.execution.journal_sink.RedisJournal.reconcile`).
 
 Source: docs/celery.md §1.16.
 """
@@ -129,8 +129,15 @@ class Keeper:
 
     def _check_run(self, run_id: str, items: list[_Kept], server: str) -> None:
         rt, now = self.rt, time.monotonic()
-        if all(_confirming(item, server, now) for item in items):
+        unread = []
+        for item in items:
+            if not _confirming(item, server, now):
+                unread.append(item)
+            elif now - (item.filed_at or now) >= DURABLE_S:  # on disk by now
+                self._drop(run_id, item.done.outcome.participant)
+        if not unread:
             return  # no read: only a restart (a new server) could undo the filing meanwhile
+        items = unread
         status = rt.runs.status(run_id)
         restarted = False
         for item in items:
@@ -139,10 +146,7 @@ class Keeper:
                 self._drop(run_id, pid)  # the run expired (or Redis forgot it whole)
                 continue
             if status != item.live:
-                if item.filed_at is None or item.filed_on != server:
-                    item.filed_at, item.filed_on = now, server
-                elif now - item.filed_at >= DURABLE_S:
-                    self._drop(run_id, pid)
+                item.filed_at, item.filed_on = now, server  # seen filed on this server
                 continue
             item.filed_at = None
             if item.server == server:
@@ -160,15 +164,14 @@ class Keeper:
 
 
 def _confirming(item: _Kept, server: str, now: float) -> bool:
-    """Whether ``item``'s run was seen filed on ``server`` less than :data:`DURABLE_S`
-    ago (``now`` and the times: ``time.monotonic()``). Its status need not be read again
-    before then: a filing is undone only by a Redis that lost it, which is a new server
-    (``run_id``), read at every check; the read :data:`DURABLE_S` after the first is the
-    one that lets it go (two a run, not one each :data:`CHECK_S`)."""
+    """Whether ``item``'s run was seen filed on ``server``, the server this check found
+    (``now`` and the times: ``time.monotonic()``). Its status need not be read again: a
+    filing is undone only by a Redis that lost it, which is a new server (``run_id``),
+    read at every check; :data:`DURABLE_S` after the sighting it is let go (one read a
+    run, not one each :data:`CHECK_S`)."""
     return (
         item.filed_at is not None
         and item.filed_on == server
-        and now - item.filed_at < DURABLE_S
         and now <= item.until
     )
 
