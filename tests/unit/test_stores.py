@@ -14,7 +14,7 @@ from council.errors import IdentityRefused
 from council.model.backend_result import Stop
 from council.model.findings import FINDINGS, FileAnchor, Finding, Origin
 from council.model.fingerprint import fingerprint
-from council.model.participant import Participant
+from council.model.participant import Participant, Role
 from council.model.report import CouncilReport
 from council.round.lifecycle import step
 from council.round.outcome import ParticipantOutcome
@@ -25,6 +25,7 @@ from workers.stores.journal import JournalStore
 from workers.stores.keys import Keys
 from workers.stores.run_record import Progress, RunRecord
 from workers.stores.runs import RunStore
+from workers.stores.session_opening import trims_index
 from workers.stores.sessions import Filing, RunNotSettled, SessionStore
 
 KEYS = Keys("council:")
@@ -443,12 +444,22 @@ def test_open_run_gives_the_run_its_ttl_and_indexes_it(client: Any) -> None:
     assert client.zscore(KEYS.runs_undispatched(), "r1") is None
 
 
-def test_the_runs_index_is_trimmed_by_age_at_each_opening(client: Any) -> None:
-    """Runs older than the run retention (their keys are gone) leave council:runs."""
+def test_the_runs_index_is_trimmed_by_age_at_one_opening_in_sixteen(client: Any) -> None:
+    """Runs older than the run retention (their keys are gone) leave council:runs at an
+    opening whose run id trims; one that does not trim leaves them (two commands saved)."""
+    ids = [f"r{i}" for i in range(16_000)]
+    trimming = [run_id for run_id in ids if trims_index(run_id)]
+    assert 16_000 / 20 < len(trimming) < 16_000 / 12  # about one opening in 16
+    keeping_id = next(run_id for run_id in ids if not trims_index(run_id))
     sessions = _sessions(client)
     client.zadd(KEYS.runs_index(), {"ancient": 1, "recent": 2_000_000})
-    sessions.open_run(_record("r1"), [("reviewer", _participant("hawk"))], now_ms=2_000_000)
-    assert {m.decode() for m in client.zrange(KEYS.runs_index(), 0, -1)} == {"recent", "r1"}
+    hawk: list[tuple[Role, Participant]] = [("reviewer", _participant("hawk"))]
+    sessions.open_run(_record(keeping_id), hawk, now_ms=2_000_000)
+    listed = {m.decode() for m in client.zrange(KEYS.runs_index(), 0, -1)}
+    assert listed == {"ancient", "recent", keeping_id}
+    sessions.open_run(_record(trimming[0], session="s2"), hawk, now_ms=2_000_000)
+    listed = {m.decode() for m in client.zrange(KEYS.runs_index(), 0, -1)}
+    assert listed == {"recent", trimming[0]}  # the first run's created_ms is 1000: old too
 
 
 def test_put_inputs_with_a_ttl_sets_it_on_every_input(client: Any) -> None:

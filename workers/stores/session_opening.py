@@ -16,6 +16,7 @@ Source: docs/identity-and-clocks.md "Identity and the ledger"; docs/architecture
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,8 +29,14 @@ from workers.stores.keys import Keys
 from workers.stores.run_record import RunRecord
 
 RUNS_INDEX_MAX = 10_000
-"""Most runs ``council:runs`` lists; older ones are trimmed at each opening (as are runs
-older than the run retention, whose keys have expired)."""
+"""Most runs ``council:runs`` keeps; older ones are trimmed by one opening in
+:data:`RUNS_INDEX_TRIM_EVERY` (as are runs older than the run retention, whose keys have
+expired): it lists this many plus the few opened since the last trim."""
+
+RUNS_INDEX_TRIM_EVERY = 16
+"""One opening in this many (chosen by the run id's CRC-32, so about one in 16 whatever
+the load) trims ``council:runs``: two commands a run saved; ``council runs`` skips an
+expired run it lists and removes it."""
 
 OPEN_TTL_CAP_S = 30 * 24 * 3600
 """The longest a run's deadline counts toward its keys' TTL at opening (30 days)."""
@@ -104,11 +111,13 @@ class SessionOpening:
                         },
                     )
                     pipe.expire(k.run(record.run_id), self.open_ttl_s(record, now_ms))
-                    pipe.zremrangebyscore(
-                        k.runs_index(), "-inf", f"({now_ms - self._run_ttl * 1000}"
-                    )
+                    trims = trims_index(record.run_id)
+                    if trims:
+                        oldest = f"({now_ms - self._run_ttl * 1000}"
+                        pipe.zremrangebyscore(k.runs_index(), "-inf", oldest)
                     pipe.zadd(k.runs_index(), {record.run_id: record.created_ms})
-                    pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
+                    if trims:
+                        pipe.zremrangebyrank(k.runs_index(), 0, -(RUNS_INDEX_MAX + 1))
                     pipe.zadd(k.runs_open(), {record.run_id: watchdog_at})
                     pipe.zadd(k.runs_undispatched(), {record.run_id: server})
                     pipe.zadd(k.session_runs(s), {record.run_id: record.created_ms})
@@ -182,6 +191,12 @@ class SessionOpening:
         return [
             r.decode() for r in self._r.zrevrange(self._keys.session_runs(session), 0, limit - 1)
         ]
+
+
+def trims_index(run_id: str) -> bool:
+    """Whether the opening of ``run_id`` trims ``council:runs`` (see
+    :data:`RUNS_INDEX_TRIM_EVERY`)."""
+    return zlib.crc32(run_id.encode()) % RUNS_INDEX_TRIM_EVERY == 0
 
 
 def dumps(value: object) -> str:
