@@ -145,6 +145,12 @@ def summed(records: Iterable[TrackRecord]) -> dict[tuple[str, str], TrackRecord]
     return out
 
 
+def record_keys(identity: Identity | None) -> tuple[str, ...]:
+    """The identity keys :func:`record_for` reads for a participant of ``identity``."""
+    key = identity_key(identity)
+    return (key,) if key == ID_ONLY else (key, ID_ONLY)
+
+
 def record_for(records: Records, participant: str, identity: Identity | None) -> TrackRecord:
     """The history a participant brings to a round: the record of its identity plus the
     id-only history (imported lines naming no identity); an empty record when none."""

@@ -20,7 +20,7 @@ from council.model.fingerprint import with_fingerprints
 from council.model.participant import Identity, Participant, by_owner, working
 from council.model.report import CouncilReport
 from council.ranking.apply import ranked
-from council.ranking.records import record_for
+from council.ranking.records import record_for, record_keys
 from council.round.filing import RoundFacts
 from council.round.gate import apply_min_agreement
 from council.round.outcome import ParticipantOutcome, harvest_outcome, heard_in_full
@@ -183,7 +183,8 @@ class Hearing:
     def rank(self, report: CouncilReport) -> CouncilReport:
         """``report`` with a likelihood on each open finding, weighed by the track
         records each reviewer's identity brings (docs/ranking.md), and ``likely_at``."""
-        held = RedisRecords(self.rt.client, self.rt.keys).all()
+        pairs = [(p.id, key) for p in self.reviewers for key in record_keys(p.identity())]
+        held = RedisRecords(self.rt.client, self.rt.keys).of(pairs)
         records = {p.id: record_for(held, p.id, p.identity()) for p in self.reviewers}
         return ranked(report, records, likely_at=self.record.likely_at)
 

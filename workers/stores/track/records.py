@@ -27,6 +27,9 @@ SEP = "\x1f"
 
 Fields = dict[str, float]
 
+NAMES: tuple[str, ...] = (*COUNTS, "cost_usd", "priced")
+"""The count names a record's fields end in."""
+
 
 def fields_of(records: Iterable[TrackRecord]) -> Fields:
     """Records as hash fields → amounts (zero amounts left out)."""
@@ -48,7 +51,7 @@ def records_of(fields: dict[str, float]) -> dict[tuple[str, str], TrackRecord]:
     grouped: dict[tuple[str, str], dict[str, Any]] = {}
     for key, value in fields.items():
         parts = key.split(SEP)
-        if len(parts) != 3 or parts[2] not in (*COUNTS, "cost_usd", "priced"):
+        if len(parts) != 3 or parts[2] not in NAMES:
             continue
         entry = grouped.setdefault((parts[0], parts[1]), {})
         entry[parts[2]] = bool(value) if parts[2] == "priced" else value
@@ -142,6 +145,15 @@ class RedisRecords:
     def all(self) -> dict[tuple[str, str], TrackRecord]:
         raw = self.client.hgetall(self.key)
         return records_of({k.decode(): float(v) for k, v in raw.items()})
+
+    def of(self, held: Iterable[tuple[str, str]]) -> dict[tuple[str, str], TrackRecord]:
+        """The records of these (participant, identity) pairs only, in one ``HMGET``:
+        settling reads what its reviewers bring, not every reviewer ever recorded."""
+        names = [SEP.join((*pair, name)) for pair in dict.fromkeys(held) for name in NAMES]
+        if not names:
+            return {}
+        values = self.client.hmget(self.key, names)
+        return records_of({n: float(v) for n, v in zip(names, values, strict=True) if v})
 
 
 def _file_data(path: Path) -> dict[str, Any]:
