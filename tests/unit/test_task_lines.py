@@ -268,6 +268,49 @@ def test_a_redelivered_tasks_first_line_says_the_attempt_it_is_about_to_start(
     assert looked_up.asked == [("r1", ["hawk"])]
 
 
+def _delivered(task: Any, task_id: str, kwargs: dict[str, Any], again: bool) -> None:
+    """``task_prerun`` of a message as a worker runs it: first delivery or redelivered."""
+    task.push_request(id=task_id, retries=0, delivery_info={"redelivered": again})
+    try:
+        _prerun(task, task_id, kwargs)
+    finally:
+        task.pop_request()
+
+
+def test_a_chords_message_on_its_first_delivery_is_attempt_1_with_no_lookup(
+    app: Celery, looked_up: _Lookups, lines: Lines
+) -> None:
+    """A chord's task (it names its session) delivered for the first time is attempt 1:
+    no Redis command for its line. Redelivered, or resent by a sweep (``redispatched``),
+    the attempt is looked up."""
+    review, batch = _task(app, "council.review_participant"), _task(app, "council.review_batch")
+    chord_kwargs = {"run_id": "r1", "participant": "hawk", "session": "s1"}
+    _delivered(review, "id-1", chord_kwargs, again=False)
+    batched = {"run_id": "r1", "participants": ["a", "b"], "session": "s1"}
+    _delivered(batch, "id-2", batched, again=False)
+    assert [line["attempt"] for line in lines()] == [1, 1]
+    assert looked_up.asked == []
+    _delivered(review, "id-3", chord_kwargs, again=True)
+    resent = {"run_id": "r1", "participant": "hawk", "redispatched": True}
+    _delivered(review, "id-4", resent, again=False)
+    assert [line["attempt"] for line in lines()] == [1, 1, 2, 2]
+    assert looked_up.asked == [("r1", ["hawk"]), ("r1", ["hawk"])]
+
+
+def test_the_received_lines_lookup_serves_the_tasks_first_line(
+    app: Celery, looked_up: _Lookups, lines: Lines
+) -> None:
+    """Celery's "received" line looks the attempt up; ``task_started`` of the same
+    message in the same process says the same number without asking again."""
+    kwargs = "{'run_id': 'r1', 'participant': 'hawk', 'session': 's1'}"
+    _received("id-7", "council.review_participant", kwargs)
+    chord_kwargs = {"run_id": "r1", "participant": "hawk", "session": "s1"}
+    _delivered(_task(app, "council.review_participant"), "id-7", chord_kwargs, again=False)
+    received, started = lines()
+    assert (received["attempt"], started["attempt"], started["event"]) == (2, 2, "task_started")
+    assert looked_up.asked == [("r1", ["hawk"])]
+
+
 def test_a_task_naming_its_session_reads_no_run_record(
     app: Celery, looked_up: _Lookups, lines: Lines
 ) -> None:

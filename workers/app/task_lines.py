@@ -5,8 +5,9 @@ An operator follows one task, one participant or one run through a worker's log 
 ``session``, ``participant``, ``task_id`` and ``attempt`` at start (:data:`TASK_KEYS`, null
 where a task has none), and Celery's lines written outside the task (the consumer's "Task …
 received") get the same ids from the task's message (:func:`received_fields`). The attempt
-on a task's first line is the one it is about to start (:data:`AttemptOf`), so a redelivered
-task says the same number on every line; the session comes from the task's kwargs (a
+on a task's first line is the one it is about to start (:data:`AttemptOf`; a chord's
+message on its first delivery is attempt 1 unasked), so a redelivered task says the same
+number on every line; the session comes from the task's kwargs (a
 run's chord names it), else, as a judge task's participant does, from the run's record,
 once per run per process (:data:`RunOf`).
 
@@ -103,16 +104,39 @@ class _Runs:
         return facts
 
 
+CHORD_TASKS = frozenset({"council.review_participant", "council.review_batch"})
+"""The tasks a run's chord sends (a sweep's resend is one too, marked ``redispatched``)."""
+
+
 class _TaskIds:
     """The five ids of a task from its name and kwargs (with the run's facts and the
-    coming attempt looked up; never raises)."""
+    coming attempt looked up; never raises).
+
+    The lookup is one Redis command a task: it is made once per task (the consumer's
+    "received" line keeps what it found for ``task_started`` in the same process), and
+    not at all for a chord's message on its first delivery, which is attempt 1
+    (:func:`first_of_chord`)."""
 
     def __init__(self, run_of: RunOf | None, attempt_of: AttemptOf | None) -> None:
         self.runs = _Runs(run_of)
         self.attempt_of = attempt_of
+        self._found: dict[str, int] = {}
+        self._lock = threading.Lock()
 
-    def __call__(self, task: str | None, kwargs: object, delivered: int = 1) -> dict[str, object]:
-        """``delivered``: the attempt when none can be looked up (Celery's retries + 1)."""
+    def __call__(
+        self,
+        task: str | None,
+        kwargs: object,
+        delivered: int = 1,
+        *,
+        task_id: str | None = None,
+        first: bool = False,
+        keep: bool = False,
+    ) -> dict[str, object]:
+        """``delivered``: the attempt when none can be looked up (Celery's retries + 1);
+        ``task_id``: the message's, whose attempt an earlier line may have found (``keep``:
+        keep what this one finds for the next); ``first``: its first delivery (not
+        redelivered, not retried)."""
         fields: dict[str, object] = dict.fromkeys(TASK_KEYS)
         fields["task"] = task
         fields.update(_kwarg_fields(kwargs))
@@ -126,9 +150,22 @@ class _TaskIds:
         who = fields.get("participants") or (
             [fields["participant"]] if fields["participant"] is not None else []
         )
-        attempt = self._coming(run_id, who)
+        with self._lock:
+            attempt = self._found.pop(task_id, None) if task_id is not None else None
+        if attempt is None and first and first_of_chord(task, kwargs):
+            attempt = 1
+        elif attempt is None:
+            attempt = self._coming(run_id, who)
+            if attempt is not None and task_id is not None and keep:
+                self._keep(task_id, attempt)
         fields["attempt"] = attempt if attempt is not None else delivered
         return fields
+
+    def _keep(self, task_id: str, attempt: int) -> None:
+        with self._lock:
+            if len(self._found) >= RUN_CACHE:
+                self._found.pop(next(iter(self._found)))
+            self._found[task_id] = attempt
 
     def _coming(self, run_id: object, who: object) -> int | None:
         if self.attempt_of is None or not isinstance(run_id, str) or not isinstance(who, list):
@@ -139,6 +176,17 @@ class _TaskIds:
             return self.attempt_of(run_id, who)
         except Exception:
             return None
+
+
+def first_of_chord(task: str | None, kwargs: object) -> bool:
+    """Whether a task, delivered for the first time, is attempt 1 without asking Redis:
+    a chord's message (it names its session; a sweep's resend is ``redispatched``)."""
+    return (
+        task in CHORD_TASKS
+        and isinstance(kwargs, Mapping)
+        and kwargs.get("session") is not None
+        and not kwargs.get("redispatched")
+    )
 
 
 def _kwarg_fields(kwargs: object) -> dict[str, object]:
@@ -190,7 +238,8 @@ def received_fields(record: logging.LogRecord) -> dict[str, object] | None:
     if get_contextvars().get("task_id") is not None:
         return None
     name = data["name"] if isinstance(data["name"], str) else None
-    fields = ids(name, _kwargs_of(data.get("kwargs")))
+    task_id = data["id"] if isinstance(data["id"], str) else None
+    fields = ids(name, _kwargs_of(data.get("kwargs")), task_id=task_id, keep=True)
     fields["task_id"] = data["id"]
     return fields
 
@@ -232,8 +281,14 @@ class _TaskSignals:
         retries = getattr(request, "retries", None)
         delivery_info = getattr(request, "delivery_info", None)
         delivered = retries + 1 if isinstance(retries, int) else 1
+        first = (
+            delivered == 1
+            and isinstance(delivery_info, Mapping)
+            and delivery_info.get("redelivered") is False
+        )
         ids = _ids.get("") or _TaskIds(None, None)
-        fields = ids(_task_name(task), signal.get("kwargs"), delivered)
+        kwargs = signal.get("kwargs")
+        fields = ids(_task_name(task), kwargs, delivered, task_id=task_id, first=first)
         fields["task_id"] = task_id
         if isinstance(delivery_info, Mapping) and "redelivered" in delivery_info:
             fields["redelivered"] = bool(delivery_info["redelivered"])
