@@ -157,23 +157,25 @@ def test_a_worker_process_writes_nothing_but_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("redis_url", "exit_code", "says"),
+    ("redis_url", "extra", "exit_code", "says"),
     [
-        (f"redis://127.0.0.1:{free_port()}/0", 3, "cannot reach Redis at redis://127.0.0.1:"),
-        (None, 2, "council worker needs a broker"),
+        (f"redis://127.0.0.1:{free_port()}/0", [], 3, "cannot reach Redis at redis://127.0.0.1:"),
+        (None, [], 2, "council worker needs a broker"),
+        (None, ["--redis", "redis://127.0.0.1:6379/0"], 2, "is an option of council itself"),
     ],
 )
 def test_a_worker_that_cannot_start_says_why_in_one_error_line(
-    redis_url: str | None, exit_code: int, says: str
+    redis_url: str | None, extra: list[str], exit_code: int, says: str
 ) -> None:
-    """No Redis (or no URL at all): ``council worker`` exits with its code and writes one
+    """No Redis (or no URL at all, or ``--redis`` written after ``worker``, where it
+    would go to ``celery worker``): ``council worker`` exits with its code and writes one
     JSON line, ``worker_failed`` at error with the message, not click's text as a
     ``printed`` warning; a URL without a password is shown without a mask."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COUNCIL_")}
     if redis_url is not None:
         env["COUNCIL_REDIS_URL"] = redis_url
     done = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "worker"],
+        [sys.executable, "-m", "workers.cli", "worker", *extra],
         cwd=ROOT,
         env=env,
         capture_output=True,

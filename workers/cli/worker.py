@@ -124,10 +124,17 @@ def _run(
     celery_args: tuple[str, ...],
 ) -> None:
     """Start the worker; raises ``UsageProblem`` (2) or ``Incomplete`` (3) when it cannot."""
+    misplaced = [a for a in celery_args if a == "--redis" or a.startswith("--redis=")]
+    if misplaced:  # it would reach `celery worker`, which knows no such option
+        raise UsageProblem(
+            "--redis is an option of council itself, not of its worker command: write it "
+            "before the command (council --redis URL worker), or set COUNCIL_REDIS_URL"
+        )
     if not cli.distributed:
         raise UsageProblem(
             "council worker needs a broker: set COUNCIL_REDIS_URL or pass --redis URL "
-            "(embedded mode needs no worker: council review runs one inside itself)"
+            "before the command (council --redis URL worker); embedded mode needs no "
+            "worker: council review runs one inside itself"
         )
     # Exit 3 within 5 s (URL redacted) when Redis cannot be reached, 2 when the provider
     # registry is wrong; installed, so every task of this process uses that registry.
