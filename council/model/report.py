@@ -22,6 +22,10 @@ from council.ranking.likelihood import Rank
 SCHEMA_VERSION = 1
 """Version of the JSON report's shape; readers refuse a version they do not know."""
 
+NO_RUN = "none"
+"""The ``run_id`` of a report no run made: nothing to review, or only findings carried
+from earlier rounds (no reviewer was asked)."""
+
 RunStatus = Literal["open", "judging", "waiting", "settled", "partial", "cancelled", "timeout"]
 ParticipantState = Literal["pending", "running", "answered", "stopped", "failed", "asking"]
 

@@ -19,6 +19,7 @@ from council.model.backend_result import Usage
 from council.model.coverage import NOT_READABLE, NOT_SHOWN
 from council.model.findings import LABELS, SEVERITIES, Warning
 from council.model.report import (
+    NO_RUN,
     NOT_REVIEWED,
     UNSANDBOXED,
     WITHOUT_KEYS,
@@ -145,7 +146,7 @@ def _where(report: CouncilReport) -> str:
         parts.append(f"{code(report.base[:12] or '?')}..{code(report.head[:12] or '?')}")
     if report.reviewed is not None:
         parts.append(_size(report.reviewed))
-    parts.append(f"run {code(report.run_id)}")
+    parts.append("no run" if report.run_id == NO_RUN else f"run {code(report.run_id)}")
     parts.append(f"session {code(report.session)}")
     parts.append(f"status {report.status}")
     return " · ".join(parts)

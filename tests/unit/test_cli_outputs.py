@@ -22,7 +22,7 @@ from tests.forge_cases import (
     many_findings,
     report,
 )
-from tests.gitrepo import commit, new_repo
+from tests.gitrepo import commit, git, new_repo
 from tests.sandboxing import bwrap_or_skip
 from workers.cli import main
 from workers.cli.options import FILE_NAMES, FORMATS
@@ -220,7 +220,8 @@ def test_zero_findings_every_format(tmp_path: Path, messy: Path) -> None:
 
 
 def test_nothing_to_review_still_writes_the_files(tmp_path: Path, messy: Path) -> None:
-    """An empty change with --output: exit 0, every file written from an empty report."""
+    """An empty change with --output: exit 0, every file written from an empty report,
+    whose header names the base and head commits and says no run was made."""
     out = tmp_path / "out"
     (tmp_path / "roster.toml").write_text(ROSTER, encoding="utf-8")
     argv = ["review", "--repo", str(messy), "--base", "HEAD", "--no-progress"]
@@ -230,6 +231,9 @@ def test_nothing_to_review_still_writes_the_files(tmp_path: Path, messy: Path) -
     got = read_all(out)
     assert got["json"].findings == () and "passed" in got["markdown"].splitlines()[0]
     assert any("nothing to review" in n for n in got["json"].notes)
+    sha = git(messy, "rev-parse", "HEAD")[:12]
+    assert got["json"].base.startswith(sha) and got["json"].head.startswith(sha)
+    assert f"`{sha}`..`{sha}` · no run · session" in got["markdown"]
 
 
 def test_thirty_thousand_findings_write_valid_files(tmp_path: Path) -> None:

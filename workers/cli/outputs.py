@@ -22,7 +22,7 @@ import click
 
 from council.change.diff import Change
 from council.model.gate_policy import GatePolicy
-from council.model.report import CouncilReport
+from council.model.report import NO_RUN, CouncilReport
 from council.rendering import render_json, render_markdown
 from council.rendering.escape import for_log
 from council.rendering.github_checks import render_github_checks_with_cuts
@@ -243,7 +243,13 @@ def emit(
 
 
 def nothing_to_review(
-    text: str, plan: RoundPlan | None, outputs: OutputPlan, *, fail_on: str, head: str = ""
+    text: str,
+    plan: RoundPlan | None,
+    outputs: OutputPlan,
+    *,
+    fail_on: str,
+    head: str = "",
+    base: str = "",
 ) -> int:
     """Say there was nothing to review; return the exit code.
 
@@ -252,8 +258,9 @@ def nothing_to_review(
     reviewer is asked, so no quorum applies), written like any report, and gated.
     Otherwise the exit is 0, and requested files are still written, from an empty
     passing report (no run, no participant, the reason in its notes), so a CI job's
-    later steps (upload, publish) find what they read; ``head`` (the commit sha, when
-    known) is the empty report's, so its outputs can be published for that head."""
+    later steps (upload, publish) find what they read; ``head`` and ``base`` (commit
+    shas, when known) are the empty report's, so its outputs can be published for that
+    head."""
     since = plan.since.since if plan is not None else None
     if since is not None and "empty" in text:
         text = (
@@ -273,8 +280,9 @@ def nothing_to_review(
     notes = (f"{text}.", *(plan.since.notes if plan is not None else ()))
     session = plan.session if plan is not None else ""
     empty = CouncilReport(
-        run_id="none",
+        run_id=NO_RUN,
         session=session,
+        base=base,
         head=head,
         status="settled",
         notes=notes,

@@ -24,7 +24,7 @@ from council.change.secret_masks import mask_change, masked_path
 from council.errors import RepositoryError
 from council.model.findings import Finding
 from council.model.fingerprint import with_fingerprints
-from council.model.report import CouncilReport
+from council.model.report import NO_RUN, CouncilReport
 from council.session.decisions import suppress
 from council.session.earlier_rounds import carry
 from workers.app.services import Runtime
@@ -96,7 +96,7 @@ class RoundPlan:
             "no reviewer was asked; the findings of earlier rounds still open are carried",
         )
         report = CouncilReport(
-            run_id="none",
+            run_id=NO_RUN,
             session=self.session,
             base=since,
             head=self.since.head or since,

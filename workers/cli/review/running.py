@@ -116,9 +116,8 @@ def review_round(
         options = replace(plan.options(repo, plan.base, head, roster), without_keys=without_keys)
         round_ = prepare(settings, options, mode=mode)
     except NothingToReview as done:
-        sys.exit(
-            nothing_to_review(str(done), plan, outputs, fail_on=fail_on, head=head_sha(repo, head))
-        )
+        shas = {"head": head_sha(repo, head), "base": head_sha(repo, plan.base if plan else base)}
+        sys.exit(nothing_to_review(str(done), plan, outputs, fail_on=fail_on, **shas))
     except ConfigurationError as exc:
         raise UsageProblem(str(exc)) from None
     except IncompleteError as exc:  # the secret scan ran out of time: nothing was sent
