@@ -325,12 +325,15 @@ class _Tree:
 
         A path holding U+FFFD is looked up as shown (:func:`spelled_in`): the one entry
         it stands for, or a refusal when several show alike (which is meant is unknown).
+        Spaces around a path are taken off unless an entry's name holds them.
         """
         if value is None:
             return self.root
         if not isinstance(value, str) or "\0" in value:
             return f"{what} must be a path relative to the repository root."
-        relative = value.strip().lstrip("/\\")
+        relative = value.lstrip("/\\")
+        if relative != relative.strip() and not os.path.lexists(self.root / relative):
+            relative = value.strip().lstrip("/\\")  # spaces a model added around a name
         if REPLACEMENT in relative:
             spellings = spelled_in(self.root, relative)
             if len(spellings) > 1:

@@ -81,6 +81,19 @@ def test_a_literal_replacement_character_alone_is_read(tmp_path: Path) -> None:
     assert box(tmp_path).call("read_file", {"path": "k\ufffd.txt"}) == "     1\tliteral"
 
 
+def test_a_name_starting_or_ending_with_spaces_is_read(tmp_path: Path) -> None:
+    """Spaces a model adds around a name are taken off; a name that holds them is read
+    as it is (the diff shows it so), and listed so."""
+    (tmp_path / " lead.txt").write_text("lead\n")
+    (tmp_path / "trail.txt ").write_text("trail\n")
+    (tmp_path / "plain.txt").write_text("plain\n")
+    tools = box(tmp_path)
+    assert tools.call("read_file", {"path": " lead.txt"}) == "     1\tlead"
+    assert tools.call("read_file", {"path": "trail.txt "}) == "     1\ttrail"
+    assert tools.call("read_file", {"path": "  plain.txt \n"}) == "     1\tplain"
+    assert "There is no file" in tools.call("read_file", {"path": " trail.txt"})
+
+
 def test_a_surrogate_the_model_sends_is_not_echoed(tmp_path: Path) -> None:
     """A ``\\ud800`` JSON escape in an argument does not come back as a lone surrogate."""
     tools = box(tmp_path)
