@@ -417,8 +417,9 @@ def _match_verdicts(
     order. A restatement whose ``raisedBy`` names only some of a consolidated finding's
     members SPLITS it (the judge thinks the merge wrong; its restatement wins): the
     finding keeps the members it names; a new verdict naming the others takes them;
-    members no verdict names are filed alone (and, if the judge was read whole, not
-    upheld), so a wrong merge never loses a telling. A finding the judge may not overrule
+    members no verdict names are filed alone, as new findings that gate as any does
+    (they are not "not upheld": the judge ruled on the merge, not on them), so a wrong
+    merge never loses a telling. A finding the judge may not overrule
     (``may``: a program's telling is in it) is never split: splitting it would take a
     raiser from the analyzer's finding, and with it, under ``--min-agreement``, its gate.
     """

@@ -131,6 +131,7 @@ def resend(run_id: str, participant: str, backend: str) -> str:
             "redispatched": True,
         },
         queue=queue_for(backend),
+        ignore_result=True,  # nobody reads it: the run's state in Redis is the record
     )
     return str(sent.id)
 
@@ -176,4 +177,5 @@ def send_judge(run_id: str) -> None:
         "council.judge",
         kwargs={"run_id": run_id, "protocol": PROTOCOL},
         queue=queue_for(judge.backend if judge else ""),
+        ignore_result=True,  # nobody reads it: the run's state in Redis is the record
     )

@@ -247,6 +247,7 @@ def judge_sender(app: Celery, backend: str) -> JudgeDispatch:
             "council.judge",
             kwargs={"run_id": run_id, "protocol": PROTOCOL},
             queue=queue_for(backend),
+            ignore_result=True,  # nobody reads it: the run's state in Redis is the record
         )
 
     return send
