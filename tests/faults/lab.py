@@ -376,6 +376,15 @@ class Lab:
         self.children.append(proc)
         return proc
 
+    def settled(self, review: subprocess.Popen[str], timeout_s: float = 120) -> dict[str, Any]:
+        """The report of ``review`` once it exits 0 and its run is ``settled`` (else the
+        test fails, naming its stderr or its participants)."""
+        _, stderr = review.communicate(timeout=timeout_s)
+        assert review.returncode == 0, stderr
+        report = self.report()
+        assert report["status"] == "settled", report["participants"]
+        return report
+
     def report(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.tmp / "report.json").read_text())
         return data

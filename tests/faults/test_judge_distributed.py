@@ -23,11 +23,7 @@ def test_a_distributed_judge_rules_and_leaves_no_celery_result(lab: Lab) -> None
         + '[judge]\nid = "arbiter"\nbackend = "replay"\nanswer = "judge.json"\n'
     )
     lab.start_worker("w1")
-    review = lab.review(roster)
-    _, stderr = review.communicate(timeout=180)
-    assert review.returncode == 0, stderr
-    report = lab.report()
-    assert report["status"] == "settled", report["participants"]
+    report = lab.settled(lab.review(roster), timeout_s=180)
     states = {p["id"]: p["state"] for p in report["participants"]}
     assert states == {"r0": "answered", "r1": "answered", "arbiter": "answered"}
     (only,) = report["findings"]  # the reviewers' tellings agree: one finding
