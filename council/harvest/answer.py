@@ -90,7 +90,8 @@ def _repeats(found: Sequence[Finding | None], lists: Sequence[int]) -> set[int]:
     ``lists[i]`` is the candidate entry ``i`` came from (non-decreasing, text order);
     empty means one list, which has no repeats. Walks the candidates from the last to
     the first, checking each entry against the findings kept from the candidates after
-    its own, so repeats inside one candidate are never dropped. Linear: kept findings
+    its own (:meth:`~council.merging.sameness.KeptFindings.repeats`), so repeats inside
+    one candidate are never dropped. Linear: kept findings
     are indexed by folded subject.
     """
     dropped: set[int] = set()
@@ -105,7 +106,7 @@ def _repeats(found: Sequence[Finding | None], lists: Sequence[int]) -> set[int]:
             finding = found[index]
             if finding is None:
                 continue
-            if later.says_the_same(finding):
+            if later.repeats(finding):
                 dropped.add(index)
             else:
                 kept_here.append(finding)

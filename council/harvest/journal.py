@@ -125,10 +125,12 @@ def fold_journal(h: Harvest, reading: JournalReading, read: Read | None = None) 
     """Fold a journal reading into an answer's harvest (docs/harvest.md §5).
 
     Each readable entry is read like an answer entry with ``at = recorded[i]``; it is
-    kept (after the answer's findings, in journal order) only when no finding already
-    kept says the same (:func:`council.merging.sameness.says_the_same`): the answer's telling
-    wins, and journal repeats collapse into the first. A collapsed entry's reading
-    warnings are not reported (nothing of it was lost); a dropped entry's are. Warnings:
+    kept (after the answer's findings, in journal order) unless a finding already kept
+    repeats it (:meth:`council.merging.sameness.KeptFindings.repeats`: same words, at least
+    as grave, a place saying as much): the answer's telling wins, and journal repeats
+    collapse into the first; the same words at another line are another occurrence. A
+    collapsed entry's reading warnings are not reported (nothing of it was lost); a
+    dropped entry's are. Warnings:
     the answer's first (``said-nothing`` withdrawn when at least one journal finding was
     added), then the reader's and the entries' merged in journal order. ``truncated``
     stays the answer's. Never raises.
@@ -142,7 +144,7 @@ def fold_journal(h: Harvest, reading: JournalReading, read: Read | None = None) 
             tail.append(item.warning)
             continue
         finding, notes = read_entry(item.value, f"recorded[{item.index}]", witness)
-        if finding is not None and kept.says_the_same(finding):
+        if finding is not None and kept.repeats(finding):
             continue
         tail.extend(notes)
         if finding is not None:

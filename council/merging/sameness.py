@@ -18,7 +18,14 @@ from collections.abc import Iterable
 from functools import partial
 from itertools import repeat
 
-from council.model.findings import Finding, anchor_path
+from council.model.findings import (
+    Anchor,
+    ChangeAnchor,
+    Finding,
+    LineAnchor,
+    anchor_path,
+    severity_rank,
+)
 
 ANALYZER_RULE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*[0-9]+):\s")
 """An analyzer's rule id at the start of a subject (``F401: ``, ``B602: ``, ``E722: ``)."""
@@ -81,35 +88,46 @@ def says_the_same(a: Finding, b: Finding) -> bool:
 
 
 class KeptFindings:
-    """The findings kept so far, indexed to ask ``says_the_same`` of all of them at once.
+    """One reviewer's findings kept so far, to tell whether a later telling of its own
+    REPEATS one of them and may be dropped (the journal fold, an answer's lists).
 
-    A new finding says the same as some kept one exactly when a kept finding has its
-    folded subject and either of the two names no file, or both name the same file
-    (docs/harvest.md §5). Indexed by folded subject, so a fold stays linear however many
-    findings were kept. Used for the repeats across an answer's lists (docs/harvest.md §3.1)
-    and the journal fold (§5).
+    Stricter than :func:`says_the_same`, since dropping a telling loses what only it
+    said: a telling repeats a kept one when their folded subjects are equal, the kept one
+    is at least as grave (:func:`~council.model.findings.severity_rank`), and its place
+    says at least as much (:func:`covers`): the same words at other lines of a file, or
+    graver, are kept, as is a telling that names a file where the kept one names none.
+    A duplicate costs a line; a lost occurrence can cost a bug. Indexed by folded
+    subject, so a fold stays linear. Source: docs/harvest.md §3.1, §5.
     """
 
     def __init__(self, findings: Iterable[Finding] = ()) -> None:
-        self._fileless: set[str] = set()
-        """Folded subjects some kept finding tells without naming a file."""
-        self._files: dict[str, set[str]] = {}
-        """Folded subject → the files kept findings with that subject name."""
+        self._by_subject: dict[str, list[Finding]] = {}
         for finding in findings:
             self.add(finding)
 
     def add(self, finding: Finding) -> None:
-        """Index one more kept finding (docs/harvest.md §5)."""
-        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
-        if path is None:
-            self._fileless.add(subject)
-        else:
-            self._files.setdefault(subject, set()).add(path)
+        """Index one more kept finding."""
+        self._by_subject.setdefault(fold_subject(finding.subject), []).append(finding)
 
-    def says_the_same(self, finding: Finding) -> bool:
-        """Whether some kept finding says the same as ``finding`` (docs/harvest.md §5)."""
-        subject, path = fold_subject(finding.subject), anchor_path(finding.anchor)
-        if subject in self._fileless:
-            return True
-        files = self._files.get(subject)
-        return files is not None and (path is None or path in files)
+    def repeats(self, finding: Finding) -> bool:
+        """Whether some kept finding says all that ``finding`` says (see the class)."""
+        kept = self._by_subject.get(fold_subject(finding.subject), ())
+        grave = severity_rank(finding.severity)
+        return any(
+            severity_rank(k.severity) >= grave and covers(k.anchor, finding.anchor) for k in kept
+        )
+
+
+def covers(kept: Anchor, told: Anchor) -> bool:
+    """Whether the place ``kept`` says at least what ``told`` says (see
+    :class:`KeptFindings`): no file is covered by any place; a file, or lines, by a place
+    on that file that is not a line range other than theirs (a file and a line of it are
+    one claim, docs/harvest.md §5); two line ranges when they overlap on one side."""
+    if isinstance(told, ChangeAnchor):
+        return True
+    if isinstance(kept, ChangeAnchor) or kept.path != told.path:
+        return False
+    if not isinstance(kept, LineAnchor) or not isinstance(told, LineAnchor):
+        return True
+    first_kept, first_told = kept.start_line or kept.line, told.start_line or told.line
+    return kept.side == told.side and first_kept <= told.line and first_told <= kept.line
