@@ -227,6 +227,12 @@ def _why_partial(p: ParticipantSummary) -> str:
             f"({code(p.read_in_part)}); {counted(p.findings, 'finding')} read from what it "
             "printed, what it would have said next is unknown."
         )
+    if p.read_in_part == "journal-over-cap":
+        return (
+            f"{who} answered, but recorded more in its journal than the council reads "
+            f"({code(p.read_in_part)}: over the entry count or an entry's size); "
+            f"{counted(p.findings, 'finding')} read, what the unread entries held is unknown."
+        )
     if p.read_in_part == "journal-lost":
         return (
             f"{who} answered, but Redis lost entries of its journal after keeping them "

@@ -70,12 +70,19 @@ READ_IN_PART_CODES = ("cut-off", "malformed-json", "over-cap")
 up to the reading cap (§6): the entries before it were kept, any after it were never
 read."""
 
-BROKE_OFF_CODES = ("exit-status", "unanalyzed", "journal-lost")
+JOURNAL_CUT = "journal-over-cap"
+"""The journal code meaning we left recorded entries unread (over the entry count or an
+entry's size, docs/harvest.md §5): what they held is unknown, so the reviewer was heard
+in part, as for an answer over its cap."""
+
+BROKE_OFF_CODES = ("exit-status", "unanalyzed", "journal-lost", "cut-off")
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
-ended badly after its answer (``exit-status``), or said it did not analyze some of the
-change (``unanalyzed``: a SARIF analyzer's invocation notifications), so what it would
-have said of the rest is unknown; or Redis lost journal entries it had said it kept
-(``journal-lost``: a failover to a replica that had not received them)."""
+ended badly after its answer (``exit-status``), printed more than its stdout cap, whose
+middle was not read (``cut-off``, even when what was kept still parses), or said it did
+not analyze some of the change (``unanalyzed``: a SARIF analyzer's invocation
+notifications), so what it would have said of the rest is unknown; or Redis lost
+journal entries it had said it kept (``journal-lost``: a failover to a replica that had
+not received them)."""
 
 
 def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
@@ -84,7 +91,8 @@ def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
     ``cut-off`` when the text ended inside the findings list (``harvest.truncated``, a
     reply cut at the output limit, a stdout over its cap), ``malformed-json`` when the
     list broke at an entry that is not JSON, ``over-cap`` when the answer held more
-    entries than the harvest's reading cap (docs/harvest.md §6) and the rest were not read.
+    entries than the harvest's reading cap (docs/harvest.md §6) and the rest were not read,
+    :data:`JOURNAL_CUT` when journal entries were left unread at their caps (§5).
     None when the answer was read whole or could not be read at all (that is
     :func:`unread_code`).
 
@@ -100,7 +108,11 @@ def read_in_part_code(outcome: ParticipantOutcome) -> str | None:
     for w in outcome.harvest.warnings:
         if w.at == "answer" and w.code in READ_IN_PART_CODES:
             return w.code
-    return "cut-off" if outcome.harvest.truncated else None
+    if outcome.harvest.truncated:
+        return "cut-off"
+    if any(w.code == JOURNAL_CUT for w in outcome.harvest.warnings):
+        return JOURNAL_CUT
+    return None
 
 
 def heard_in_full(outcome: ParticipantOutcome) -> bool:

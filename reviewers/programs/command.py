@@ -67,8 +67,9 @@ class CommandReviewer:
             notes = (f"the program {ran.exit_reason()}; its stdout was read as the answer",)
             notes += (*decoding, *ran.notes)
         ended_badly = ran.stop is None and ran.status != 0
+        cut = "cut-off" if ran.stdout_capped else None  # the middle of stdout was not read
         return ReviewResult(
-            broke_off="exit-status" if ended_badly else None,
+            broke_off="exit-status" if ended_badly else cut,
             answer=answer,
             stop=ran.stop,
             duration_ms=ran.duration_ms,

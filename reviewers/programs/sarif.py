@@ -106,5 +106,7 @@ class SarifReviewer:
             answer=read.answer(),
             stop=ran.stop,
             notes=tuple(notes),
-            broke_off="unanalyzed" if read.unanalyzed else None,
+            broke_off=(
+                "unanalyzed" if read.unanalyzed else "cut-off" if ran.stdout_capped else None
+            ),
         )

@@ -14,6 +14,7 @@ import pytest
 
 from council.model.report import CouncilReport, ParticipantSummary
 from council.round.gate import exit_code, gate_summary, incomplete_reasons
+from reviewers.programs import supervision
 from reviewers.programs.program_search import find_program, interpreter_bin, search_path
 from tests.gitrepo import commit, git, new_repo
 from tests.unit.test_cli_review import answer, report_of, review, reviewer, roster
@@ -188,3 +189,61 @@ def test_a_program_that_crashes_after_its_answer_is_heard_in_part(
     assert "late exited with an error after its answer (exit-status)" in done.stderr
     (person,) = json.loads(out.read_text())["participants"]
     assert person["state"] == "answered" and person["read_in_part"] == "exit-status"
+
+
+def _program(tmp_path: Path, name: str, body: str) -> Path:
+    """A command reviewer: a Python script run by this interpreter."""
+    script = tmp_path / name
+    script.write_text(f"#!{sys.executable}\nimport json, os, sys\n{body}")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_journal_over_its_cap_is_heard_in_part(tmp_path: Path, repo: Path) -> None:
+    """150 entries recorded, 100 read (the cap): the 50 left unread may hold the finding
+    that matters, so the reviewer was heard in part: exit 3, not a green gate."""
+    body = (
+        "with open(os.environ['COUNCIL_JOURNAL'], 'a') as journal:\n"
+        "    for i in range(150):\n"
+        "        entry = {'subject': f'note {i}', 'label': 'note'}\n"
+        "        journal.write(json.dumps(entry) + '\\n')\n"
+        "print(json.dumps({'findings': []}))\n"
+    )
+    tables = reviewer("diary", "command", program=str(_program(tmp_path, "diary.py", body)))
+    out = tmp_path / "r.json"
+    done = review(
+        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
+    )
+    assert done.exit_code == 3, done.output
+    (person,) = json.loads(out.read_text())["participants"]
+    assert person["state"] == "answered" and person["read_in_part"] == "journal-over-cap"
+    assert person["findings"] == 100
+
+
+def test_a_stdout_over_its_cap_is_heard_in_part_even_when_its_tail_parses(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The middle of an over-cap stdout is not read: an answer there is lost, and the
+    tail (a valid empty answer) must not pass the gate."""
+    monkeypatch.setattr(supervision, "STDOUT_CAP_BYTES", 4096)
+    critical = {
+        "subject": "eval of user input",
+        "label": "issue",
+        "severity": "critical",
+        "location": {"kind": "file", "file": "app.py"},
+    }
+    body = (
+        "pad = ('log line\\n' * 800)\n"
+        "sys.stdout.write(pad)\n"
+        f"print(json.dumps({{'findings': [{critical!r}]}}))\n"
+        "sys.stdout.write(pad)\n"
+        "print(json.dumps({'findings': []}))\n"
+    )
+    tables = reviewer("loud", "command", program=str(_program(tmp_path, "loud.py", body)))
+    out = tmp_path / "r.json"
+    done = review(
+        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
+    )
+    assert done.exit_code == 3, done.output
+    (person,) = json.loads(out.read_text())["participants"]
+    assert person["read_in_part"] == "cut-off"
