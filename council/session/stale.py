@@ -5,8 +5,9 @@ guard two lines above a dismissed ``open(path)`` kept the occurrence, and its de
 A decision therefore keeps the hash of the block it was made in
 (:attr:`council.model.findings.LineAnchor.block`); it carries to a finding at or above
 the gate's ``fail_on`` only while the finding's block hashes the same. A decision that
-kept no block (made before blocks were kept) carries to such a finding only when the
-pull request's change leaves the finding's file alone (one keyed by the claim has its
+kept no block (made before blocks were kept), or a finding whose code was not read (a
+file over settling's read cap), carries only when the pull request's change leaves the
+finding's file alone (one keyed by the claim has its
 own, narrower rule: :func:`council.session.decisions.untouched`). Else the finding gates, with a
 note asking for a fresh decision. Pure. Source: docs/identity-and-clocks.md
 "Occurrences".
@@ -24,19 +25,20 @@ def stale(
 ) -> bool:
     """Whether a decision that kept ``block`` must not take ``finding`` out of the gate
     because the finding's block changed (or cannot be shown unchanged): the finding is
-    at or above ``fail_on`` (None or ``never``: nothing gates, nothing is stale), names
-    its code (a new-side line anchor with a code hash), and its block differs from
-    ``block``; when ``block`` is None, the pull request's ``change`` touches its file
-    (no change given: the caller has none to show, and the decision stands as before).
-    Never raises."""
+    at or above ``fail_on`` (None or ``never``: nothing gates, nothing is stale), is on a
+    new-side line, and its block differs from ``block``; when ``block`` is None, or the
+    finding's code was not read (a file over the settling's read cap, a head tree
+    unread: nothing can show it unchanged), the pull request's ``change`` touches its
+    file (no change given: the caller has none to show, and the decision stands as
+    before). Never raises."""
     if fail_on is None or fail_on == "never":
         return False
     if severity_rank(finding.severity) < severity_rank(fail_on):
         return False
     anchor = finding.anchor
-    if not isinstance(anchor, LineAnchor) or anchor.side != "new" or anchor.code is None:
+    if not isinstance(anchor, LineAnchor) or anchor.side != "new":
         return False
-    if block is not None:
+    if block is not None and anchor.code is not None:
         return anchor.block != block
     if change is None:
         return False
@@ -45,9 +47,14 @@ def stale(
 
 def stale_note(finding: Finding, what: str, *, kept_block: bool) -> str:
     """The note for a gating finding whose earlier decision (``what``: "#5, dismissed",
-    "a baseline entry") did not carry because its block changed."""
+    "a baseline entry") did not carry because its block changed (or could not be read)."""
+    unread = isinstance(finding.anchor, LineAnchor) and finding.anchor.code is None
     why = (
-        "lines were added or removed in the block that holds its code since then"
+        "its code was not read (its file is over the size settling reads, or the head "
+        "tree could not be read), so nothing shows it unchanged, and this change edits "
+        "its file"
+        if unread
+        else "lines were added or removed in the block that holds its code since then"
         if kept_block
         else "the decision kept no record of the block that holds its code, and this "
         "change edits its file"

@@ -28,8 +28,9 @@ log = structlog.get_logger("council.settle")
 
 UNREAD_NOTE = (
     "the head tree could not be read when the round was filed, so its findings name no "
-    "code: a dismissal or baseline entry covers them only at the same place, and one "
-    "recorded for their code does not cover them"
+    "code: a dismissal or baseline entry covers them only at the same place, and never "
+    "one at or above the gate's fail_on in a file the change edits; one recorded for "
+    "their code does not cover them"
 )
 """The report's note when settling could not read the run's head tree."""
 
@@ -45,7 +46,8 @@ def over_cap_note(paths: Sequence[str]) -> str:
     return (
         f"{len(paths)} file(s) over {CODE_MAX_BYTES // (1024 * 1024)} MiB were not read for "
         f"their findings' code ({shown}): a dismissal or baseline entry covers those findings "
-        "only at the same place"
+        "only at the same place, and never one at or above the gate's fail_on while the "
+        "change edits the file"
     )
 
 
