@@ -147,7 +147,9 @@ class ReviewRequest:
       allowlist (:func:`~reviewers.sandbox.bubblewrap.program_env`); ``sandbox`` None runs it
       unconfined without a note (trusted programs in tests; a worker always sets it).
     * ``secrets``: the values the ``api_key_env`` options name, read at the edge; never logged.
-      ``changed_lines``: new-side path → the numbers of its added lines.
+      ``changed_lines``: new-side path → the numbers of its added lines; ``pull_lines``
+      the same of the whole pull request, in a round reviewing only the commits since the
+      last (``--since-last``; an analyzer's result on them keeps its own lines).
     * ``heard()``: the attempt's journal entries, other processes' included (``council
       record``); cached, and a change is activity for the idle clock.
     * None: ``tool_read_max_bytes`` is :data:`reviewers.models.tools.READ_MAX_BYTES`,
@@ -169,6 +171,7 @@ class ReviewRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     changed_paths: tuple[str, ...] = ()
     changed_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    pull_lines: Mapping[str, frozenset[int]] = field(default_factory=dict)
     secrets: Mapping[str, str] = field(default_factory=dict)
     rate_limiter: RateLimiter | None = None
     witness: str | None = None

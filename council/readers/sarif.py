@@ -386,6 +386,7 @@ def read_sarif(
     roots: Sequence[str] = (),
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
+    pull_lines: Mapping[str, frozenset[int]] | None = None,
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
     statements: Callable[[str], Spans] | None = None,
@@ -398,7 +399,9 @@ def read_sarif(
     relative to the first of ``roots`` it lies under). With ``scope="lines"`` a result must
     also touch the edit (:func:`council.readers.sarif_scope.touches`: ``changed_lines``, new
     path → added lines, empty when unknown; ``statements``, path → statement spans); one kept
-    for the hunk or statement is filed at the nearest added line. ``levels`` overrides
+    for the hunk or statement is filed at the nearest added line, unless its own lines
+    are ones the pull request wrote (``pull_lines``, a ``--since-last`` round's whole
+    change): it keeps them, as the round that filed it there did. ``levels`` overrides
     :func:`severities`; with ``unplaced`` (``council consolidate``) a result with no readable
     location is about the whole change. Counts: :class:`SarifReading`. Raises
     :class:`SarifError` when ``log`` is not a SARIF log (no ``runs`` list, wrong types).
@@ -410,6 +413,7 @@ def read_sarif(
     if scope != "lines":
         added = {}
     windows = {path: edit_windows(lines) for path, lines in added.items()}
+    pull = {normalize_path(p): n for p, n in (pull_lines or {}).items()} if added else {}
     lines_of: dict[str, StatementLines] = {}
     severity_of = severities(levels)
     reading = SarifReading()
@@ -457,6 +461,8 @@ def read_sarif(
                     if edit:
                         near, place = p, (p[0], reach_edit(p[1], edit))
                         break
+            if near is not None and near[0] in pull and touches(near, pull):
+                place, near = near, None  # the pull request wrote its lines: keep them
             if place is None:
                 reading.outside_change_results += 1
                 reading.outside_change_errors += _level(run, result) == "error"
@@ -499,6 +505,7 @@ def read_sarif_output(
     roots: Sequence[str] = (),
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
+    pull_lines: Mapping[str, frozenset[int]] | None = None,
     scope: str = DEFAULT_SARIF_SCOPE,
     levels: Mapping[str, str] | None = None,
     statements: Callable[[str], Spans] | None = None,
@@ -522,6 +529,7 @@ def read_sarif_output(
         changed_paths,
         roots,
         changed_lines=changed_lines,
+        pull_lines=pull_lines,
         scope=scope,
         levels=levels,
         statements=statements,

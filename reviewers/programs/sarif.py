@@ -79,6 +79,7 @@ class SarifReviewer:
                 request.changed_paths,
                 roots,
                 changed_lines=request.changed_lines,
+                pull_lines=request.pull_lines,
                 scope=str(options.get("scope", DEFAULT_SARIF_SCOPE)),
                 levels=options.get("levels"),
                 statements=python_statements(workdir),

@@ -413,6 +413,23 @@ def test_scope_lines_keeps_results_meeting_added_lines() -> None:
     assert out.ignored_results == 1
 
 
+def test_a_since_last_round_keeps_a_result_on_lines_the_pull_request_wrote() -> None:
+    """A --since-last round adds lines 8-9; a result at line 5 lies in their hunk. Line
+    5 is one the pull request wrote (an earlier round filed the result there): it keeps
+    line 5, so its occurrence is the one filed before. A result on a line the pull
+    request did not write still reaches the edit, as before."""
+    interdiff = {"src/app.py": frozenset({8, 9})}
+    pull = {"src/app.py": frozenset({1, 2, 3, 4, 5, 6, 8, 9})}
+    sarif = log(result(region={"startLine": 5}), result(region={"startLine": 7}))
+    kept = read_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=interdiff, pull_lines=pull)
+    spans = [(f["location"]["start"], f["location"].get("end")) for f in kept.findings]
+    assert spans == [(5, 5), (7, 8)]
+    assert "The analyzer marked" not in kept.findings[0]["discussion"]
+    stretched = read_sarif(sarif, ("src/app.py",), [ROOT], changed_lines=interdiff)
+    assert [f["location"]["start"] for f in stretched.findings] == [5, 7]
+    assert stretched.findings[0]["location"].get("end") == 8
+
+
 def test_scope_files_keeps_every_result_on_a_changed_file() -> None:
     """scope files keeps old-line results; so does an empty changed_lines (no diff known)."""
     sarif = log(result(region={"startLine": 1}), result(region={"startLine": 13}))

@@ -103,6 +103,16 @@ def run_share(
     return RunShare(record, workdir, _added(run_id, change), found, masker)
 
 
+def _pull_lines(rt: Runtime, participant: Participant, run_id: str) -> dict[str, frozenset[int]]:
+    """The pull request's added lines for a SARIF analyzer in a ``--since-last`` round
+    (one GET; {} for any other reviewer or round): a result it reports on lines the pull
+    request wrote keeps them, so it is recognized as the finding filed there before."""
+    if participant.backend != "sarif":
+        return {}
+    pull = rt.runs.pull(run_id)
+    return _added(f"{run_id}:pull", pull) if pull is not None else {}
+
+
 @functools.lru_cache(maxsize=4)
 def _added(run_id: str, change: str) -> dict[str, frozenset[int]]:
     """The added lines of a run's diff, parsed once per run on this worker (keyed by the
@@ -285,6 +295,7 @@ def build_request(
         }
     sink = journal or journal_for(rt, run_id, participant, attempt)
     sink.mask_with(share.masker)
+    pulled = _pull_lines(rt, participant, run_id)
     return ReviewRequest(
         participant=participant,
         prompt=prompt,
@@ -303,6 +314,7 @@ def build_request(
         cancel=cancel,
         changed_paths=_real(record.changed_paths, real),
         changed_lines={_real((p,), real)[0]: n for p, n in share.changed_lines.items()},
+        pull_lines={_real((p,), real)[0]: n for p, n in pulled.items()},
         secrets=_secrets(participant),
         rate_limiter=(
             RedisRateLimiter(
