@@ -52,3 +52,31 @@ def test_an_added_excluded_file_is_named_not_reviewed_under_the_title(tmp_path: 
     assert "**Not reviewed:** added, not reviewed: " in title and "lib/vendor/x.py" in title
     assert "vendor/old.py" not in title.split("**Not reviewed:**", 1)[1]
     assert "added, not reviewed" not in rest
+
+
+def test_an_added_file_skipped_by_its_names_kind_is_named_under_the_title(
+    tmp_path: Path,
+) -> None:
+    """The pull request chose the names: src/vendor/helper.py (vendored) and
+    src/handlers_pb2.py (generated) are added with code; both are named "added, not
+    reviewed" with why under the title; an EDITED lock file is not (it was there)."""
+    repo = new_repo(tmp_path / "repo", {"app.py": "x = 1\n", "poetry.lock": "a\n"})
+    shell = "import subprocess\nsubprocess.call(c, shell=True)\n"
+    files = {
+        "app.py": "x = 2\n",
+        "poetry.lock": "b\n",
+        "src/vendor/helper.py": shell,
+        "src/handlers_pb2.py": shell,
+    }
+    commit(repo, files, "add helpers")
+    tables = reviewer("rep", "replay", answer=answer(tmp_path, "a.json"))
+    out = tmp_path / "r.json"
+    rp = roster(tmp_path, tables)
+    done = review(repo, tmp_path / "s.json", "--json", str(out), roster_path=rp)
+    assert done.exit_code == 0, done.output
+    (said,) = [n for n in json.loads(out.read_text())["notes"] if "added, not reviewed" in n]
+    assert '"src/vendor/helper.py" (vendored' in said
+    assert '"src/handlers_pb2.py" (generated' in said
+    assert "poetry.lock" not in said
+    title = done.stdout.partition("| participant |")[0]
+    assert "**Not reviewed:** added, not reviewed: " in title and "helper.py" in title

@@ -207,6 +207,11 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
         *_sent_anyway_notes([masked_path(p, secrets) for p in read.sent_anyway]),
         *_not_reviewed_notes(
             [(masked_path(p, secrets), _left_out_by(p, roster)) for p in excluded if p in added]
+            + [
+                (masked_path(f.path, secrets), f.why)
+                for f in read.skipped
+                if f.path in added and f.reason in NAMED_SKIPS
+            ]
         ),
     )
     lineup = line_up(roster, _replay_base_dir(explicit, repo))
@@ -402,11 +407,19 @@ def _left_out_by(path: str, roster: Roster) -> str:
     return "selected by no [paths] include pattern"
 
 
+NAMED_SKIPS = frozenset({"lock", "minified", "vendored", "generated"})
+"""The skip kinds a file's name (or the base's attributes) decides: a pull request
+ADDING such a file chose its name, so the file is named under the report's title."""
+
+
 def _not_reviewed_notes(added: Sequence[tuple[str, str]]) -> tuple[str, ...]:
-    """The note naming the files the pull request ADDS that ``[paths]`` left out, each
-    with the pattern why (:data:`~council.model.report.NOT_REVIEWED`; the Markdown
-    report shows it under its title); none when none. Not gating: the roster, read from
-    the base, chose to leave them out; the note makes an over-broad pattern visible."""
+    """The note naming the files the pull request ADDS that ``[paths]`` left out, or that
+    were skipped by their name's kind (:data:`NAMED_SKIPS`), each with why
+    (:data:`~council.model.report.NOT_REVIEWED`; the Markdown report shows it under its
+    title); none when none. Not gating: the roster, read from the base, chose the
+    patterns and kinds; the note keeps new code under such a name from going unseen
+    (``src/vendor/helper.py`` added with a shell call passed with no line above the
+    findings)."""
     if not added:
         return ()
     return (
