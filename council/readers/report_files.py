@@ -53,7 +53,8 @@ class Told:
     findings: list[Finding] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     suppressed: dict[int, Suppression] = field(default_factory=dict)
-    """Position in ``findings`` → the suppression its report gave it (reports only)."""
+    """Position in ``findings`` → the suppression its source gave it (a report's entry, a
+    SARIF result's accepted suppression)."""
     state: ParticipantState = "answered"
     """How the reviewer ended in the source (a report's participant may have failed)."""
     failure: str | None = None
@@ -248,6 +249,12 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
         driver = tool.get("driver") if isinstance(tool, dict) else None
         named = driver.get("name") if isinstance(driver, dict) else None
         who = named if isinstance(named, str) and named.strip() else f"{stem}#{number}"
+        results = run.get("results") if isinstance(run, dict) else None
+        held: list[dict[str, Any]] = []
+        if isinstance(run, dict) and isinstance(results, list):
+            held = [r for r in results if _accepted(r)]
+            if held:  # read apart below: each keeps its suppression
+                run = {**run, "results": [r for r in results if not _accepted(r)]}
         one = {"version": "2.1.0", "runs": [run]}
         try:
             read = read_sarif(one, every_path(one), scope="files", unplaced=True)
@@ -257,6 +264,13 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
             who, Told(who, "sarif", named_by="content" if who == named else "stem")
         )
         _heard(entry, harvest_entries(read.findings, max_entries=SOURCE_MAX_ENTRIES))
+        for result in held:
+            alone = {"version": "2.1.0", "runs": [{**run, "results": [result]}]}
+            start = len(entry.findings)
+            kept = read_sarif(alone, every_path(alone), scope="files", unplaced=True)
+            _heard(entry, harvest_entries(kept.findings, max_entries=SOURCE_MAX_ENTRIES))
+            for at in range(start, len(entry.findings)):
+                entry.suppressed[at] = _suppression_of(result)
         if read.unreadable_results:
             entry.warnings.append(
                 Warning(
@@ -270,6 +284,32 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
             note = unanalyzed_note(read.unanalyzed_files, read.execution_failed)
             entry.notes.append(f"{who}: {note}")
     return list(told.values())
+
+
+def _accepted(result: object) -> bool:
+    """Whether a SARIF result carries a suppression whose status is ``accepted`` (one
+    under review, rejected or of no status does not count: fail closed)."""
+    held = result.get("suppressions") if isinstance(result, dict) else None
+    return isinstance(held, list) and any(
+        isinstance(s, dict) and s.get("status") == "accepted" for s in held
+    )
+
+
+def _suppression_of(result: dict[str, Any]) -> Suppression:
+    """The suppression a result's accepted SARIF suppression stands for: the baseline
+    when its properties say so (council's own SARIF), else a dismissal; its reason the
+    justification, cut at 500 characters."""
+    held = next(
+        s for s in result["suppressions"] if isinstance(s, dict) and s.get("status") == "accepted"
+    )
+    props = held.get("properties")
+    baseline = isinstance(props, dict) and props.get("source") == "baseline"
+    reason = held.get("justification")
+    text = reason[:500] if isinstance(reason, str) and reason.strip() else ""
+    return Suppression(
+        source="baseline" if baseline else "dismissed",
+        reason=text or "suppressed in its SARIF log",
+    )
 
 
 def name_clashes(sources: Sequence[tuple[str, Sequence[Told]]]) -> list[str]:
@@ -338,7 +378,11 @@ def _heard_in_all(who: str, sources: Sequence[Told]) -> Heard:
         findings=len(findings),
         warnings=len(warnings),
     )
-    programs = [each.kind == "sarif" for each in sources for _ in each.findings]
+    programs = [
+        each.kind == "sarif" or (f.origin is not None and bool(f.origin.program))
+        for each in sources
+        for f in each.findings
+    ]
     notes = [n for each in sources for n in each.notes]
     return Heard(summary, findings, warnings, notes, programs)
 

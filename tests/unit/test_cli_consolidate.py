@@ -354,3 +354,87 @@ def test_a_reports_judge_is_not_counted_as_a_reviewer(tmp_path: Path) -> None:
     merged = json.loads(again.read_text(encoding="utf-8"))
     assert [p["id"] for p in merged["participants"]] == ["hawk", "owl", "ruff"]
     assert merged["findings"][0]["agreement"] == {"k": 2, "n": 3}
+
+
+def _bandit_log(status: str | None) -> dict[str, Any]:
+    """A SARIF log of bandit: B602 (error) at app.py:5, suppressed with ``status`` (None:
+    no suppression), and B404 (note) at app.py:1, open."""
+
+    def result(rule: str, level: str, line: int) -> dict[str, Any]:
+        where = {"artifactLocation": {"uri": "app.py"}, "region": {"startLine": line}}
+        return {
+            "ruleId": rule,
+            "level": level,
+            "message": {"text": f"{rule} message"},
+            "locations": [{"physicalLocation": where}],
+        }
+
+    shell = result("B602", "error", 5)
+    if status is not None:
+        shell["suppressions"] = [
+            {"kind": "external", "status": status, "justification": "constant argv"}
+        ]
+    return {
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "bandit"}},
+                "results": [shell, result("B404", "note", 1)],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "gates"), [("accepted", False), ("underReview", True), (None, True)]
+)
+def test_a_sarif_results_accepted_suppression_is_kept(
+    tmp_path: Path, status: str | None, gates: bool
+) -> None:
+    """council's own SARIF of a review that dismissed B602 consolidates as it was: listed,
+    suppressed with its justification, not gating; a suppression under review (or none)
+    is no decision, and the result gates."""
+    log = _write(tmp_path / "bandit.sarif", _bandit_log(status))
+    out = tmp_path / "merged.json"
+    done = _run(log, "--fail-on", "medium", "--json", str(out))
+    assert done.exit_code == (1 if gates else 0), done.output
+    report = json.loads(out.read_text(encoding="utf-8"))
+    shell = next(f for f in report["findings"] if f["subject"].startswith("B602"))
+    assert (str(shell["id"]) in report["suppressed"]) is not gates
+    if not gates:
+        assert report["suppressed"][str(shell["id"])]["reason"] == "constant argv"
+    assert len(report["findings"]) == 2
+
+
+def test_a_reports_program_findings_of_two_rules_are_never_merged(tmp_path: Path) -> None:
+    """A council report's findings that programs told (origin.program) are an analyzer's:
+    ruff's F841 and bandit's B105 on one line stay two findings, as in the review."""
+    from council.model.findings import Finding, LineAnchor, Origin
+    from council.model.report import CouncilReport, ParticipantSummary
+    from council.rendering.jsonreport import render_json
+
+    def told(fid: int, who: str, subject: str) -> Finding:
+        origin = Origin(kind="reviewer", run_id="r1", participant=who, program=True)
+        anchor = LineAnchor(path="app.py", line=3)
+        return Finding(id=fid, anchor=anchor, label="issue", subject=subject, origin=origin)
+
+    report = CouncilReport(
+        run_id="r1",
+        session="s",
+        status="settled",
+        participants=(
+            ParticipantSummary(id="ruff", backend="sarif", state="answered"),
+            ParticipantSummary(id="bandit", backend="sarif", state="answered"),
+        ),
+        findings=(
+            told(1, "ruff", "F841: Local variable `password` is assigned to but never used"),
+            told(2, "bandit", "B105: Possible hardcoded password assigned to: 'password'"),
+        ),
+    )
+    source = _write(tmp_path / "review.json", render_json(report))
+    out = tmp_path / "merged.json"
+    done = _run(source, "--fail-on", "never", "--json", str(out))
+    assert done.exit_code == 0, done.output
+    merged = json.loads(out.read_text(encoding="utf-8"))
+    assert len(merged["findings"]) == 2
+    assert not any(f.get("members") for f in merged["findings"])
