@@ -287,11 +287,19 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
 
 
 def _accepted(result: object) -> bool:
-    """Whether a SARIF result carries a suppression whose status is ``accepted`` (one
-    under review, rejected or of no status does not count: fail closed)."""
+    """Whether a SARIF result carries an ``external`` suppression whose status is
+    ``accepted`` (a decision made outside the code, as council's SARIF writes one). One
+    under review, rejected or of no status does not count, nor an ``inSource`` one: a
+    comment in the code under review must not suppress its own finding (fail closed)."""
     held = result.get("suppressions") if isinstance(result, dict) else None
-    return isinstance(held, list) and any(
-        isinstance(s, dict) and s.get("status") == "accepted" for s in held
+    return isinstance(held, list) and any(_external_accepted(s) for s in held)
+
+
+def _external_accepted(suppression: object) -> bool:
+    return (
+        isinstance(suppression, dict)
+        and suppression.get("status") == "accepted"
+        and suppression.get("kind") == "external"
     )
 
 
@@ -299,9 +307,7 @@ def _suppression_of(result: dict[str, Any]) -> Suppression:
     """The suppression a result's accepted SARIF suppression stands for: the baseline
     when its properties say so (council's own SARIF), else a dismissal; its reason the
     justification, cut at 500 characters."""
-    held = next(
-        s for s in result["suppressions"] if isinstance(s, dict) and s.get("status") == "accepted"
-    )
+    held = next(s for s in result["suppressions"] if _external_accepted(s))
     props = held.get("properties")
     baseline = isinstance(props, dict) and props.get("source") == "baseline"
     reason = held.get("justification")

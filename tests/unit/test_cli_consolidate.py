@@ -370,7 +370,9 @@ def _bandit_log(status: str | None) -> dict[str, Any]:
         }
 
     shell = result("B602", "error", 5)
-    if status is not None:
+    if status == "inSource":  # a comment in the code: the change's own say
+        shell["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
+    elif status is not None:
         shell["suppressions"] = [
             {"kind": "external", "status": status, "justification": "constant argv"}
         ]
@@ -386,14 +388,15 @@ def _bandit_log(status: str | None) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("status", "gates"), [("accepted", False), ("underReview", True), (None, True)]
+    ("status", "gates"),
+    [("accepted", False), ("underReview", True), (None, True), ("inSource", True)],
 )
 def test_a_sarif_results_accepted_suppression_is_kept(
     tmp_path: Path, status: str | None, gates: bool
 ) -> None:
     """council's own SARIF of a review that dismissed B602 consolidates as it was: listed,
     suppressed with its justification, not gating; a suppression under review (or none)
-    is no decision, and the result gates."""
+    is no decision, nor one in the code's own comments, and the result gates."""
     log = _write(tmp_path / "bandit.sarif", _bandit_log(status))
     out = tmp_path / "merged.json"
     done = _run(log, "--fail-on", "medium", "--json", str(out))
