@@ -133,6 +133,25 @@ def test_council_check_validates_the_roster_file_being_edited(tmp_path: Path) ->
     assert "reviewers[1]" in done.output
 
 
+def test_council_check_says_when_the_review_will_read_another_roster(tmp_path: Path) -> None:
+    """The base's roster names a program that does not exist; the head fixes it. The
+    check validates the fixed file (exit 0) but says the review reads the base's copy;
+    the review's refusal (exit 2) says so too, so the error matches what it read."""
+    broken = ROUND + '[[reviewers]]\nid = "lint"\nbackend = "command"\nprogram = "ruff2"\n'
+    fixed = ROUND + _replay("keep", "a.json")
+    files = {"app.py": "x = 1\n", "a.json": json.dumps({"findings": []}), "council.toml": broken}
+    repo = new_repo(tmp_path / "repo", files)
+    commit(repo, {"council.toml": fixed, "app.py": "x = 2\n"}, "pr fixes the roster")
+    argv = ["check", "--repo", str(repo), "--base", "HEAD~1"]
+    argv += ["--state", str(tmp_path / "state.json"), "--roster", str(repo / "council.toml")]
+    checked = CliRunner().invoke(main, argv)
+    assert checked.exit_code == 0, checked.output
+    assert "council review reads it from the base ref" in checked.output
+    done, _ = _review(repo, repo / "council.toml", tmp_path)
+    assert done.exit_code == 2, done.output
+    assert "ruff2" in done.output and "the base version was used" in done.output
+
+
 def test_a_roster_reached_through_a_link_the_change_adds_is_refused(tmp_path: Path) -> None:
     """CI names ``ci/council.toml``, which the base lacks; the change adds ``ci`` as a link
     to ``evil/`` holding its own roster: git holds no ``ci/council.toml`` at either commit,

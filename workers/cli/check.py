@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -334,11 +335,15 @@ def runnable(
     return problems, warnings
 
 
-def cannot_run(problems: list[str]) -> str:
-    """The usage error for reviewers that cannot run here (see :func:`runnable`)."""
+def cannot_run(problems: list[str], notes: Sequence[str] = ()) -> str:
+    """The usage error for reviewers that cannot run here (see :func:`runnable`), with
+    the round's notes saying the roster was read from the base ref (the file a person
+    looks at may not be the one read)."""
+    roster = [n for n in notes if "the base version was used" in n]
     return (
         "a reviewer cannot run on this machine (embedded mode runs every reviewer here):\n"
         + "\n".join(f"  {problem}" for problem in problems)
+        + "".join(f"\nnote: {n}" for n in roster)
     )
 
 

@@ -33,7 +33,7 @@ from council.change.secret_masks import (
     secrets_note,
 )
 from council.change.skipping import REASONS
-from council.errors import ConfigurationError
+from council.errors import ConfigurationError, RosterError
 from council.model.coverage import NOT_READABLE, NOT_SHOWN, Coverage, SkippedFile
 from council.model.participant import Participant
 from council.model.report import NOT_REVIEWED
@@ -52,6 +52,7 @@ from workers.coordinator.trusted_inputs import (
     persona_texts,
     read_programs,
     read_roster,
+    roster_differs,
     roster_in_repo,
 )
 from workers.git.change_listing import submodule_notes
@@ -182,6 +183,7 @@ def prepare(settings: Settings, options: ReviewOptions, *, mode: str) -> Round:
     listed = repo.changed_entries(refs.base, refs.head)
     roster_notes = (
         *roster_notes,
+        *(_review_reads_base(repo, options.roster, refs) if options.roster_on_disk else ()),
         *attributes_notes(repo.changed_paths(refs.base, refs.head)),
         *submodule_notes(listed),
         *(
@@ -396,6 +398,29 @@ def _listed(paths: Sequence[str]) -> str:
     """The first :data:`EXCLUDED_SHOWN` of ``paths`` quoted, `` …`` when there are more."""
     more = " …" if len(paths) > EXCLUDED_SHOWN else ""
     return ", ".join(shown(p) for p in paths[:EXCLUDED_SHOWN]) + more
+
+
+def _review_reads_base(repo: Repository, path: Path | None, refs: _Refs) -> tuple[str, ...]:
+    """For ``council check``, which validates the roster file on disk: a note when
+    ``council review`` would read another one (the base ref's copy of a roster in the
+    repository, or none at all), so a check that passes does not hide the roster the
+    review will run."""
+    if path is None:
+        return ()
+    try:
+        name = roster_in_repo(repo, path, refs.base, refs.head)
+    except RosterError as exc:
+        return (f"council review will refuse this --roster: {exc}",)
+    if name is None:
+        return ()
+    blob = repo.read_file(refs.base, name)
+    if blob is None or not roster_differs(path, blob):
+        return ()
+    return (
+        f"this check validated {name} on disk, but council review reads it from the base "
+        f"ref {refs.base[:12]}, whose copy differs: the review will run that one (commit "
+        "the roster to the base branch first)",
+    )
 
 
 def _left_out_by(path: str, roster: Roster) -> str:

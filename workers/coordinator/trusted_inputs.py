@@ -134,7 +134,7 @@ def read_roster(
             f"the change edits {name}; the base version was used (a change cannot "
             f"choose its own reviewers)",
         )
-    elif roster_path is not None and _differs(roster_path, blob):
+    elif roster_path is not None and roster_differs(roster_path, blob):
         notes = (
             f"--roster {name} on disk differs from the base ref's; the base version was used "
             f"(a roster in the repository under review is read from the base ref)",
@@ -144,7 +144,7 @@ def read_roster(
     return roster, (*notes, *roster.notes)
 
 
-def _differs(path: Path, blob: bytes) -> bool:
+def roster_differs(path: Path, blob: bytes) -> bool:
     """Whether the file at ``path`` holds other bytes than ``blob`` (unreadable, not a
     regular file, or another size: it does). Reads at most ``len(blob)`` + 1 bytes: the
     file on disk is the checkout's."""

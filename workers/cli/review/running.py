@@ -124,7 +124,7 @@ def review_round(
         raise Incomplete(str(exc)) from None
     problems, _ = runnable(round_, mode, settings)
     if problems:  # embedded mode runs every reviewer here: refuse before anything is sent
-        raise UsageProblem(cannot_run(problems))
+        raise UsageProblem(cannot_run(problems, round_.notes))
     round_ = gated(
         with_sandbox_note(round_, settings, mode),
         quorum,
