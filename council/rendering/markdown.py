@@ -260,17 +260,23 @@ def _counts(report: CouncilReport) -> str:
     open_line = f"**Still open from earlier rounds:** {counted(still, 'finding')}."
     if not report.findings:
         return f"No new findings. {open_line}" if still else "No findings."
-    severities: Counter[str | None] = Counter(f.severity for f in report.findings)
-    labels: Counter[str] = Counter(f.label for f in report.findings)
+    # the headline counts what is open: a dismissed critical is named under "Not gated"
+    shown = [f for f in report.findings if f.id is None or f.id not in report.suppressed]
+    severities: Counter[str | None] = Counter(f.severity for f in shown)
+    labels: Counter[str] = Counter(f.label for f in shown)
     by_severity = [f"{severities[s]} {s}" for s in reversed(SEVERITIES) if severities[s]]
     if severities[None]:
         by_severity.append(f"{severities[None]} without severity")
     by_label = [f"{labels[label]} {label}" for label in LABELS if labels[label]]
-    lines = [
-        f"**{counted(len(report.findings), 'finding')}:** " + " · ".join(by_severity),
-        "",
-        "**By label:** " + " · ".join(by_label),
-    ]
+    lines = (
+        [
+            f"**{counted(len(shown), 'finding')}:** " + " · ".join(by_severity),
+            "",
+            "**By label:** " + " · ".join(by_label),
+        ]
+        if shown
+        else ["No open findings."]
+    )
     if still:
         lines += ["", open_line]
     sources = [

@@ -188,6 +188,19 @@ def test_counts_by_severity_and_label() -> None:
     assert "1 praise" in text
 
 
+def test_the_headline_counts_open_findings_and_names_the_dismissed_apart() -> None:
+    """A dismissed critical beside an open minor: the headline counts the minor only
+    (it read "2 findings: 1 critical" under a passed gate); the dismissed one is named
+    under "Not gated". All dismissed: "No open findings."."""
+    held = {1: Suppression(source="dismissed", reason="intended")}
+    both = _report(_finding(1, "critical"), _finding(2, "minor"))
+    text = render_markdown(both.model_copy(update={"suppressed": held}))
+    assert "**1 finding:** 1 minor" in text and "1 critical" not in text
+    assert "**Not gated:** 1 dismissed or baselined." in text
+    alone = _report(_finding(1, "critical")).model_copy(update={"suppressed": held})
+    assert "No open findings." in render_markdown(alone)
+
+
 def test_participants_table_rows() -> None:
     """Each participant gets a row with backend/model, state, counts and duration."""
     people = _people(
