@@ -327,8 +327,14 @@ def test_dismissed_finding_is_listed_and_never_gates(session: Session) -> None:
 
 
 def test_dismiss_refuses_what_it_cannot_name(session: Session) -> None:
-    """An unknown id, or text that is no fingerprint: exit 2."""
-    assert session.cli("dismiss", "41", "--reason", "x").exit_code == 2
+    """An unknown id, or text that is no fingerprint: exit 2; an id in a session that
+    holds no finding at all says so (a mistyped --session), not "no finding 41"."""
+    unknown = session.cli("dismiss", "41", "--reason", "x")
+    assert unknown.exit_code == 2 and "has no findings at all" in unknown.output
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    session.review()
+    known = session.cli("dismiss", "41", "--reason", "x")
+    assert known.exit_code == 2 and "has no finding 41" in known.output
     assert session.cli("dismiss", "not-a-print", "--reason", "x").exit_code == 2
     assert session.cli("dismiss", "41", "--reason", "  ").exit_code == 2
 

@@ -278,7 +278,14 @@ def _resolve(store: SessionStore, session: str, text: str) -> tuple[str, Finding
         return fingerprint(found), found
     if text.strip().isdigit():
         ident = int(text)
-        found = next((f for f in store.findings(session) if f.id == ident), None)
+        filed = store.findings(session)
+        found = next((f for f in filed if f.id == ident), None)
+        if found is None and not filed:
+            raise UsageProblem(
+                f"session {session!r} has no findings at all (no round of it was filed "
+                "here, or it expired): pass the right --session (a review prints its "
+                "session on stderr), or --repo/--head to name it as the review did"
+            )
         if found is None:
             raise UsageProblem(
                 f"session {session!r} has no finding {ident}; pass its fingerprint, or the "
