@@ -77,8 +77,8 @@ SUMMARIES: dict[str, str] = {
     "resume": "Settle a run that waited on a person, once answered.",
     "review": "Review the change of HEAD since BASE with the council.",
     "run-script": "Run a script in the sandbox, recorded as evidence.",
-    "runs": "List the most recent runs Redis holds, newest first.",
-    "show": "Show one run: its report, or its progress while open.",
+    "runs": "List the runs Redis holds (distributed mode), newest first.",
+    "show": "Show one run Redis holds: its report, or its progress.",
     "worker": "Run a council worker on COUNCIL_REDIS_URL.",
 }
 """Command name → its line in ``council --help``: whole (click cut the docstrings' first
@@ -214,7 +214,7 @@ def _set_protected_args(ctx: click.Context, value: list[str]) -> None:
 )
 @click.option(
     "--log-level",
-    default="WARNING",
+    default="warning",
     show_default=True,
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
     help="Level of the log lines written to stderr.",
