@@ -66,6 +66,9 @@ class Told:
     read_in_part: str | None = None
     """Why the source was read only in part (``cut-off``, ``malformed-json``,
     ``over-cap``, ``unanalyzed``; or a report participant's own)."""
+    about: str = ""
+    """What a council report says it reviewed (``repository@head``), "" for others:
+    sources about different changes are merged with a note (:func:`about_notes`)."""
 
 
 def kind_of(data: Any) -> str:
@@ -200,6 +203,7 @@ def _from_report(text: str) -> list[Told]:
         told[p.id] = Told(
             p.id,
             "report",
+            about=_about(report),
             state=p.state,
             failure=p.failure,
             unread=p.unread,
@@ -222,11 +226,31 @@ def _from_report(text: str) -> list[Told]:
     for finding in report.open_findings:
         entry = report.suppressed.get(finding.id) if finding.id is not None else None
         for participant, telling in _findings_by_member(finding):
-            one = told.setdefault(participant, Told(participant, "report"))
+            one = told.setdefault(participant, Told(participant, "report", about=_about(report)))
             if entry is not None:
                 one.suppressed[len(one.findings)] = entry
             one.findings.append(telling)
     return list(told.values())
+
+
+def _about(report: CouncilReport) -> str:
+    """``repository@head`` of a report (shortened head), "" when it names neither."""
+    if not report.repository and not report.head:
+        return ""
+    return f"{report.repository or '?'}@{report.head[:12] or '?'}"
+
+
+def about_notes(told: Sequence[Told]) -> tuple[str, ...]:
+    """A note when the council reports merged name different repositories or heads: the
+    merge treats every finding as about one change, which they are not."""
+    named = sorted({t.about for t in told if t.about})
+    if len(named) < 2:
+        return ()
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return (
+        f"the council reports merged are about different changes ({shown}): their "
+        "findings were merged as if about one; consolidate the reports of one change",
+    )
 
 
 def _findings_by_member(finding: Finding) -> list[tuple[str, Finding]]:

@@ -441,3 +441,31 @@ def test_a_reports_program_findings_of_two_rules_are_never_merged(tmp_path: Path
     merged = json.loads(out.read_text(encoding="utf-8"))
     assert len(merged["findings"]) == 2
     assert not any(f.get("members") for f in merged["findings"])
+
+
+def test_reports_of_different_changes_are_merged_with_a_note(tmp_path: Path) -> None:
+    """Two council reports about different repositories: merged, and the report says
+    they are about different changes; two of one change: no such note."""
+    from council.model.report import CouncilReport, ParticipantSummary
+    from council.rendering.jsonreport import render_json
+
+    def review(who: str, repository: str) -> str:
+        report = CouncilReport(
+            run_id=f"r-{who}",
+            session="s",
+            status="settled",
+            repository=repository,
+            head="a" * 40,
+            participants=(ParticipantSummary(id=who, backend="replay", state="answered"),),
+        )
+        return _write(tmp_path / f"{who}-{repository.strip('/')}.json", render_json(report))
+
+    out = tmp_path / "merged.json"
+    apart = _run(review("hawk", "/srv/one"), review("owl", "/srv/two"), "--json", str(out))
+    assert apart.exit_code == 0, apart.output
+    notes = json.loads(out.read_text(encoding="utf-8"))["notes"]
+    assert any("about different changes (/srv/one@aaaaaaaaaaaa" in n for n in notes), notes
+    same = _run(review("lynx", "/srv/one"), review("wren", "/srv/one"), "--json", str(out))
+    assert same.exit_code == 0, same.output
+    notes = json.loads(out.read_text(encoding="utf-8"))["notes"]
+    assert not any("different changes" in n for n in notes)

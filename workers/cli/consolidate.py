@@ -18,6 +18,7 @@ from council.readers.report_files import (
     SOURCE_MAX_BYTES,
     SourceError,
     Told,
+    about_notes,
     file_sources,
     name_clashes,
     read_source,
@@ -157,6 +158,8 @@ def consolidate_command(
     if problem := min_agreement_problem(min_agreement, reviewers, "the sources give", "sources"):
         raise UsageProblem(problem)
     report = file_sources(told, RUN_ID, len(sources))
+    if noted := about_notes(told):
+        report = report.model_copy(update={"notes": (*report.notes, *noted)})
     report = report.gated(fail_on=parse_fail_on(fail_on), min_agreement=min_agreement)
     report = with_fingerprints(apply_min_agreement(report))
     report = ranked(report, _records(cli, state))
