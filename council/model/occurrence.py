@@ -42,6 +42,11 @@ collides with an old value."""
 HASH_HEX = 32
 """Hex digits of the code hash kept (128 bits), before ``:index``."""
 
+INDENTED_SUFFIXES = (".py", ".pyi", ".pyw")
+"""Files whose indentation is meaning (Python): their blocks' hashes read it
+(:meth:`FileCode.block`), so moving ``y = escape(y)`` into an ``if`` above a dismissed
+``eval(y)`` takes the dismissal out of force; elsewhere re-indenting keeps a decision."""
+
 BLOCK_MAX_LINES = 200
 """The most lines a block hash reads (:meth:`FileCode.block`): the outermost block holding
 a window that is no longer than this. When even the innermost one is longer, or the
@@ -111,6 +116,9 @@ class FileCode:
     added: Collection[int] = ()
     """Numbers of the lines the pull request added (from 1): a window holding one counts
     after every untouched identical window (:meth:`code`)."""
+    indented: bool = False
+    """Whether indentation is meaning in this file (:data:`INDENTED_SUFFIXES`): its
+    :meth:`block` hashes each line's nesting level within the block too."""
     _norm: list[str] = field(init=False, repr=False)
     _indent: list[int | None] = field(init=False, repr=False)
     _parent: list[int] = field(init=False, repr=False)
@@ -215,10 +223,33 @@ class FileCode:
         )
         if span not in self._blocks:
             lines = self._norm[span[0] : span[1] + 1]
-            text = json.dumps([OCCURRENCE_VERSION, "block", lines], ensure_ascii=False)
+            kind = "block"
+            if self.indented:  # a guard moved into an `if` changes what the block does
+                lines = [
+                    f"{level}:{n}" if level is not None else n
+                    for level, n in zip(self._levels(*span), lines, strict=True)
+                ]
+                kind = "indented-block"
+            text = json.dumps([OCCURRENCE_VERSION, kind, lines], ensure_ascii=False)
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
             self._blocks[span] = digest[:HASH_HEX]
         return self._blocks[span]
+
+    def _levels(self, first: int, last: int) -> list[int | None]:
+        """Each line's nesting level within lines ``first`` to ``last`` (0-based): how
+        many of its enclosing lines lie in the span; None for a blank line. Levels, not
+        columns: a formatter's 4 spaces made 2 keep them, a line moved into an ``if``
+        does not."""
+        levels: list[int | None] = []
+        for at in range(first, last + 1):
+            if self._indent[at] is None:
+                levels.append(None)
+                continue
+            level, up = 0, self._parent[at]
+            while up >= first:
+                level, up = level + 1, self._parent[up]
+            levels.append(level)
+        return levels
 
     def _key(self, first: int, last: int) -> tuple[tuple[str, ...], str]:
         content = tuple(self._norm[first : last + 1])
@@ -293,7 +324,8 @@ def stamp(
         if path not in files:
             lines = read(path)
             new = (added or {}).get(path, ())
-            files[path] = FileCode(lines, new) if lines is not None else None
+            indented = path.endswith(INDENTED_SUFFIXES)
+            files[path] = FileCode(lines, new, indented) if lines is not None else None
         return files[path]
 
     def anchored(anchor: object) -> object:

@@ -54,7 +54,8 @@ def stale_note(finding: Finding, what: str, *, kept_block: bool) -> str:
         "tree could not be read), so nothing shows it unchanged, and this change edits "
         "its file"
         if unread
-        else "lines were added or removed in the block that holds its code since then"
+        else "the block that holds its code changed since then (a line added or removed, "
+        "or in Python moved into or out of a nested block)"
         if kept_block
         else "the decision kept no record of the block that holds its code, and this "
         "change edits its file"

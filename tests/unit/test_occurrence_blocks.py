@@ -241,3 +241,41 @@ ADDS_APP = (
     "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 2\n"
 )
 ADDS_OTHER = ADDS_APP.replace("app.py", "other.py")
+
+
+ESCAPED = (
+    "def g(y):\n"
+    "    if trusted(y):\n"
+    "        log(y)\n"
+    "    y = escape(y)\n"
+    "    return eval(y)\n"
+)
+"""A dismissed ``eval(y)`` (line 5) whose input is escaped on every path."""
+
+MOVED = ESCAPED.replace("    y = escape(y)\n", "        y = escape(y)\n")
+"""The escape moved into the ``if``: untrusted input now reaches ``eval`` unescaped, and
+no line was added or removed."""
+
+
+def test_a_guard_moved_into_an_if_changes_a_python_block_and_a_formatter_does_not() -> None:
+    """In a Python file the block hashes nesting levels: the escape indented into the
+    ``if`` changes the block of the ``eval`` line (its decision no longer carries); a
+    formatter's 4 spaces made 2 does not; in a file where indentation is no meaning,
+    re-indenting changes nothing."""
+
+    def block(text: str, indented: bool = True) -> str | None:
+        return FileCode(text.splitlines(), indented=indented).block(5, 5)
+
+    assert block(ESCAPED) is not None
+    assert block(MOVED) != block(ESCAPED)
+    assert block(ESCAPED.replace("    ", "  ")) == block(ESCAPED)
+    assert block(MOVED, indented=False) == block(ESCAPED, indented=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8))
+def test_a_python_blocks_hash_does_not_depend_on_its_indent_width(width: int) -> None:
+    spaced = ESCAPED.replace("    ", " " * width)
+    assert FileCode(spaced.splitlines(), indented=True).block(5, 5) == FileCode(
+        ESCAPED.splitlines(), indented=True
+    ).block(5, 5)
