@@ -79,7 +79,10 @@ def show_command(cli: CliContext, run_id: str, as_json: bool) -> None:
 def ledger_command(cli: CliContext, session: str, state: Path | None) -> None:
     """List the identities a session's ledger holds, in the order first claimed.
 
-    With COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
+    SESSION is the key a review prints on stderr (``council: run … session KEY``): by
+    default the repository's path and its branch (``/src/app#feature``), or what
+    --session or CI's variables named. With COUNCIL_REDIS_URL the session is Redis's;
+    without it, the embedded state file's.
     """
     with session_store(cli, state, save=False) as store:
         held = store.ledger(session).held()
