@@ -524,6 +524,11 @@ def read_sarif_output(
             f"its stdout is not JSON ({error.msg} at line {error.lineno} column "
             f"{error.colno}); the analyzer must print a SARIF log there"
         ) from error
+    except RecursionError:  # a hostile log nested past Python's recursion limit
+        raise SarifError(
+            "its stdout is JSON nested too deeply to read; the analyzer must print a "
+            "SARIF log there"
+        ) from None
     return read_sarif(
         log,
         changed_paths,

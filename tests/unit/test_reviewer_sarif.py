@@ -225,6 +225,12 @@ def test_malformed_output_raises_sarif_error(stdout: str, words: str) -> None:
         read_sarif_output(stdout, ("a.py",))
 
 
+def test_json_nested_past_the_recursion_limit_is_a_sarif_error() -> None:
+    """A hostile log of 200,000 nested arrays: a failure naming why, not a crash."""
+    with pytest.raises(SarifError, match="nested too deeply"):
+        read_sarif_output("[" * 200_000 + "]" * 200_000, ["src/app.py"])
+
+
 def test_answer_is_json_in_the_answer_contract() -> None:
     """The answer text is a JSON object with a findings list and the ignored count."""
     read = read_sarif_output(json.dumps(log(result(level="error"))), ("src/app.py",))
