@@ -311,19 +311,25 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
 
 
 def _accepted(result: object) -> bool:
-    """Whether a SARIF result carries an ``external`` suppression whose status is
-    ``accepted`` (a decision made outside the code, as council's SARIF writes one). One
-    under review, rejected or of no status does not count, nor an ``inSource`` one: a
-    comment in the code under review must not suppress its own finding (fail closed)."""
+    """Whether a SARIF result carries a suppression council's SARIF wrote for a person's
+    decision: ``external``, ``accepted``, and its properties' ``source`` a dismissal or
+    the baseline (as a council report's own entries are kept). Any other does not count
+    (fail closed): one under review or rejected is no decision, an ``inSource`` one is a
+    comment in the code under review, and another tool's may follow configuration the
+    pull request wrote."""
     held = result.get("suppressions") if isinstance(result, dict) else None
     return isinstance(held, list) and any(_external_accepted(s) for s in held)
 
 
 def _external_accepted(suppression: object) -> bool:
+    if not isinstance(suppression, dict):
+        return False
+    props = suppression.get("properties")
     return (
-        isinstance(suppression, dict)
-        and suppression.get("status") == "accepted"
+        suppression.get("status") == "accepted"
         and suppression.get("kind") == "external"
+        and isinstance(props, dict)
+        and props.get("source") in ("dismissed", "baseline")
     )
 
 
@@ -332,8 +338,7 @@ def _suppression_of(result: dict[str, Any]) -> Suppression:
     when its properties say so (council's own SARIF), else a dismissal; its reason the
     justification, cut at 500 characters."""
     held = next(s for s in result["suppressions"] if _external_accepted(s))
-    props = held.get("properties")
-    baseline = isinstance(props, dict) and props.get("source") == "baseline"
+    baseline = held["properties"]["source"] == "baseline"
     reason = held.get("justification")
     text = reason[:500] if isinstance(reason, str) and reason.strip() else ""
     return Suppression(

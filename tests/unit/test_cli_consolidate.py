@@ -370,11 +370,19 @@ def _bandit_log(status: str | None) -> dict[str, Any]:
         }
 
     shell = result("B602", "error", 5)
+    council = {"source": "dismissed"}  # what council's SARIF writes with a dismissal
     if status == "inSource":  # a comment in the code: the change's own say
         shell["suppressions"] = [{"kind": "inSource", "status": "accepted"}]
+    elif status == "another tool's":  # no person's decision council recorded
+        shell["suppressions"] = [{"kind": "external", "status": "accepted"}]
     elif status is not None:
         shell["suppressions"] = [
-            {"kind": "external", "status": status, "justification": "constant argv"}
+            {
+                "kind": "external",
+                "status": status,
+                "justification": "constant argv",
+                "properties": council,
+            }
         ]
     return {
         "version": "2.1.0",
@@ -389,14 +397,21 @@ def _bandit_log(status: str | None) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("status", "gates"),
-    [("accepted", False), ("underReview", True), (None, True), ("inSource", True)],
+    [
+        ("accepted", False),
+        ("underReview", True),
+        (None, True),
+        ("inSource", True),
+        ("another tool's", True),
+    ],
 )
 def test_a_sarif_results_accepted_suppression_is_kept(
     tmp_path: Path, status: str | None, gates: bool
 ) -> None:
     """council's own SARIF of a review that dismissed B602 consolidates as it was: listed,
     suppressed with its justification, not gating; a suppression under review (or none)
-    is no decision, nor one in the code's own comments, and the result gates."""
+    is no decision, nor one in the code's own comments, nor another tool's (its
+    configuration may be the pull request's), and the result gates."""
     log = _write(tmp_path / "bandit.sarif", _bandit_log(status))
     out = tmp_path / "merged.json"
     done = _run(log, "--fail-on", "medium", "--json", str(out))
@@ -469,3 +484,36 @@ def test_reports_of_different_changes_are_merged_with_a_note(tmp_path: Path) -> 
     assert same.exit_code == 0, same.output
     notes = json.loads(out.read_text(encoding="utf-8"))["notes"]
     assert not any("different changes" in n for n in notes)
+
+
+def test_councils_own_sarif_of_a_dismissal_consolidates_dismissed(tmp_path: Path) -> None:
+    """The SARIF council writes for a report whose critical was dismissed reads back
+    suppressed, with the person's reason: consolidating it passes as the review did."""
+    from council.model.findings import Finding, LineAnchor, Origin
+    from council.model.report import CouncilReport, ParticipantSummary, Suppression
+    from council.rendering.sarif import render_sarif
+
+    origin = Origin(kind="reviewer", run_id="r1", participant="bandit", program=True)
+    shell = Finding(
+        id=1,
+        anchor=LineAnchor(path="app.py", line=5),
+        label="issue",
+        subject="B602: subprocess call with shell=True identified",
+        severity="critical",
+        origin=origin,
+    )
+    report = CouncilReport(
+        run_id="r1",
+        session="s",
+        status="settled",
+        participants=(ParticipantSummary(id="bandit", backend="sarif", state="answered"),),
+        findings=(shell,),
+        suppressed={1: Suppression(source="dismissed", reason="constant argv")},
+    )
+    source = _write(tmp_path / "council.sarif", render_sarif(report.gated(fail_on="critical")))
+    out = tmp_path / "merged.json"
+    done = _run(source, "--fail-on", "critical", "--json", str(out))
+    assert done.exit_code == 0, done.output
+    merged = json.loads(out.read_text(encoding="utf-8"))
+    (only,) = merged["findings"]
+    assert merged["suppressed"][str(only["id"])]["reason"] == "constant argv"
