@@ -94,8 +94,9 @@ class KeptFindings:
     Stricter than :func:`says_the_same`, since dropping a telling loses what only it
     said: a telling repeats a kept one when their folded subjects are equal, the kept one
     is at least as grave (:func:`~council.model.findings.severity_rank`), and its place
-    says at least as much (:func:`covers`): the same words at other lines of a file, or
-    graver, are kept, as is a telling that names a file where the kept one names none.
+    says at least as much (:func:`covers`): the same words at other lines of a file
+    (lines a kept range does not hold), or graver, are kept, as is a telling that names a
+    file where the kept one names none.
     A duplicate costs a line; a lost occurrence can cost a bug. Indexed by folded
     subject, so a fold stays linear. Source: docs/harvest.md §3.1, §5.
     """
@@ -122,7 +123,8 @@ def covers(kept: Anchor, told: Anchor) -> bool:
     """Whether the place ``kept`` says at least what ``told`` says (see
     :class:`KeptFindings`): no file is covered by any place; a file, or lines, by a place
     on that file that is not a line range other than theirs (a file and a line of it are
-    one claim, docs/harvest.md §5); two line ranges when they overlap on one side."""
+    one claim, docs/harvest.md §5); a line range by one holding all of it, on one side
+    (lines 1-4 do not say what 4-6 says)."""
     if isinstance(told, ChangeAnchor):
         return True
     if isinstance(kept, ChangeAnchor) or kept.path != told.path:
@@ -130,4 +132,4 @@ def covers(kept: Anchor, told: Anchor) -> bool:
     if not isinstance(kept, LineAnchor) or not isinstance(told, LineAnchor):
         return True
     first_kept, first_told = kept.start_line or kept.line, told.start_line or told.line
-    return kept.side == told.side and first_kept <= told.line and first_told <= kept.line
+    return kept.side == told.side and first_kept <= first_told and told.line <= kept.line

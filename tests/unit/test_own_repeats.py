@@ -47,6 +47,17 @@ def test_a_restatement_at_the_same_place_folds_unless_the_journal_was_graver() -
     assert _told([_entry(6, "minor")], [_entry(6, "critical")]) == [(6, "minor"), (6, "critical")]
 
 
+def test_a_range_folds_only_into_one_holding_all_of_it() -> None:
+    """Lines 1-4 kept do not say what 4-6 says (the sink is at 5): both filed; 1-6 kept
+    holds 4-6."""
+    wide, narrow = _entry(4, "critical"), _entry(6, "critical")
+    wide["location"] = {**wide["location"], "start": 1, "end": 4}
+    narrow["location"] = {**narrow["location"], "start": 4, "end": 6}
+    assert len(_told([wide], [narrow])) == 2
+    wide["location"] = {**wide["location"], "end": 6}
+    assert len(_told([wide], [narrow])) == 1
+
+
 def test_a_file_and_a_line_of_it_are_one_claim_but_no_file_does_not_cover_a_file() -> None:
     assert _told([_entry(None, "minor")], [_entry(3, "minor")]) == [(None, "minor")]
     vague = {**_entry(None, "minor"), "location": {"kind": "change"}}
@@ -89,12 +100,13 @@ anchors = st.one_of(
 def test_a_place_covers_another_only_where_it_names_its_file_and_lines(
     kept: Any, told: Any
 ) -> None:
-    """covers() never lets a telling on another file, another side or other lines go."""
+    """covers() never lets a telling on another file, another side or lines outside the
+    kept range go."""
     if not covers(kept, told) or isinstance(told, ChangeAnchor):
         return
     assert not isinstance(kept, ChangeAnchor) and kept.path == told.path
     if isinstance(kept, LineAnchor) and isinstance(told, LineAnchor):
         assert kept.side == told.side
         kept_lines = set(range(kept.start_line or kept.line, kept.line + 1))
-        assert kept_lines & set(range(told.start_line or told.line, told.line + 1))
+        assert set(range(told.start_line or told.line, told.line + 1)) <= kept_lines
 
