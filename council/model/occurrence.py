@@ -47,6 +47,11 @@ INDENTED_SUFFIXES = (".py", ".pyi", ".pyw")
 (:meth:`FileCode.block`), so moving ``y = escape(y)`` into an ``if`` above a dismissed
 ``eval(y)`` takes the dismissal out of force; elsewhere re-indenting keeps a decision."""
 
+def python_script(lines: Sequence[str]) -> bool:
+    """Whether a file's first line is a ``#!`` naming Python (a script with no suffix)."""
+    return bool(lines) and lines[0].startswith("#!") and "python" in lines[0]
+
+
 BLOCK_MAX_LINES = 200
 """The most lines a block hash reads (:meth:`FileCode.block`): the outermost block holding
 a window that is no longer than this. When even the innermost one is longer, or the
@@ -216,10 +221,13 @@ class FileCode:
         while header >= 0 and self._extent(header) - header < BLOCK_MAX_LINES:
             chosen = header
             header = self._parent[header]
+        # at the top level: the window, its own statement's lines below it (a call's
+        # arguments), and the lines above it where its guard would be
+        below = min(self._extent(first), first + BLOCK_MAX_LINES)
         span = (
             (chosen, self._extent(chosen))
             if chosen >= 0
-            else (max(0, first - BLOCK_ABOVE_LINES), last)
+            else (max(0, first - BLOCK_ABOVE_LINES), max(last, below))
         )
         if span not in self._blocks:
             lines = self._norm[span[0] : span[1] + 1]
@@ -236,17 +244,18 @@ class FileCode:
         return self._blocks[span]
 
     def _levels(self, first: int, last: int) -> list[int | None]:
-        """Each line's nesting level within lines ``first`` to ``last`` (0-based): how
-        many of its enclosing lines lie in the span; None for a blank line. Levels, not
-        columns: a formatter's 4 spaces made 2 keep them, a line moved into an ``if``
-        does not."""
+        """Each line's nesting level in the file, for lines ``first`` to ``last``: how
+        many lines enclose it (its header, the header's header, …), wherever they are,
+        so an ``if`` far above a top-level window still counts; None for a blank line.
+        Levels, not columns: a formatter's 4 spaces made 2 keep them, a line moved into
+        an ``if`` does not."""
         levels: list[int | None] = []
         for at in range(first, last + 1):
             if self._indent[at] is None:
                 levels.append(None)
                 continue
             level, up = 0, self._parent[at]
-            while up >= first:
+            while up >= 0:
                 level, up = level + 1, self._parent[up]
             levels.append(level)
         return levels
@@ -324,8 +333,10 @@ def stamp(
         if path not in files:
             lines = read(path)
             new = (added or {}).get(path, ())
-            indented = path.endswith(INDENTED_SUFFIXES)
-            files[path] = FileCode(lines, new, indented) if lines is not None else None
+            files[path] = None
+            if lines is not None:
+                indented = path.endswith(INDENTED_SUFFIXES) or python_script(lines)
+                files[path] = FileCode(lines, new, indented)
         return files[path]
 
     def anchored(anchor: object) -> object:

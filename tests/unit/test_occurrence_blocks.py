@@ -279,3 +279,45 @@ def test_a_python_blocks_hash_does_not_depend_on_its_indent_width(width: int) ->
     assert FileCode(spaced.splitlines(), indented=True).block(5, 5) == FileCode(
         ESCAPED.splitlines(), indented=True
     ).block(5, 5)
+
+
+def test_an_if_far_above_a_top_level_window_still_counts_its_nesting() -> None:
+    """A top-level eval (line 31) whose guard's ``if`` is 25 lines above: the window holds
+    the 20 lines above only, yet moving the escape into the ``if`` changes the block (a
+    line's level counts every line enclosing it, wherever it is)."""
+    checks = "".join(f"    check{n}()\n" for n in range(25))
+    flat = 'import sys\ny = sys.argv[1]\nif "--strict" in sys.argv:\n' + checks
+    escaped = flat + "y = escape(y)\neval(y)\n"
+    moved = flat + "    y = escape(y)\neval(y)\n"
+    line = escaped.count("\n")
+    assert FileCode(escaped.splitlines(), indented=True).block(line, line) != FileCode(
+        moved.splitlines(), indented=True
+    ).block(line, line)
+
+
+def test_a_python_script_without_a_suffix_is_read_as_python() -> None:
+    """An extensionless ``#!/usr/bin/env python3`` script: its blocks read nesting levels
+    (stamp decides by the suffix or the first line)."""
+    from council.model.findings import Finding, LineAnchor
+    from council.model.occurrence import python_script, stamp
+
+    script = "#!/usr/bin/env python3\n" + ESCAPED
+    moved = "#!/usr/bin/env python3\n" + MOVED
+    assert python_script(script.splitlines()) and not python_script(["#!/bin/sh"])
+
+    def block_of(text: str) -> str | None:
+        finding = Finding(anchor=LineAnchor(path="run", line=6), label="issue", subject="eval")
+        (stamped,) = stamp([finding], lambda _path: text.splitlines())
+        assert isinstance(stamped.anchor, LineAnchor)
+        return stamped.anchor.block
+
+    assert block_of(script) != block_of(moved)
+
+
+def test_a_top_level_calls_arguments_below_its_first_lines_are_in_its_block() -> None:
+    """An analyzer marks the first two lines of a top-level call; the change rewrites an
+    argument below them (``shell=False`` made ``shell=True``): the block changes, so a
+    decision on the call no longer carries."""
+    call = 'import subprocess\nsubprocess.call(\n    ["ls",\n    "-l"],\n    shell=False,\n)\n'
+    worse = call.replace("shell=False", "shell=True")
+    assert FileCode(call.splitlines()).block(2, 3) != FileCode(worse.splitlines()).block(2, 3)
