@@ -49,12 +49,16 @@ def stale_note(finding: Finding, what: str, *, kept_block: bool) -> str:
     """The note for a gating finding whose earlier decision (``what``: "#5, dismissed",
     "a baseline entry") did not carry because its block changed (or could not be read)."""
     unread = isinstance(finding.anchor, LineAnchor) and finding.anchor.code is None
+    if unread:
+        return (
+            f"#{finding.id} is the occurrence of {what} ({finding.subject[:80]!r}), but its "
+            "code was not read (its file is over the 4 MiB settling reads, or the head "
+            "tree could not be read), so no decision can cover it while the change edits "
+            "its file: it gates; keep the file under 4 MiB, leave it out with [paths], or "
+            "set --fail-on above its severity"
+        )
     why = (
-        "its code was not read (its file is over the size settling reads, or the head "
-        "tree could not be read), so nothing shows it unchanged, and this change edits "
-        "its file"
-        if unread
-        else "the block that holds its code changed since then (a line added or removed, "
+        "the block that holds its code changed since then (a line added or removed, "
         "or in Python moved into or out of a nested block)"
         if kept_block
         else "the decision kept no record of the block that holds its code, and this "

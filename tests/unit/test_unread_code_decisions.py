@@ -39,9 +39,10 @@ def test_a_dismissal_on_a_file_over_the_read_cap_does_not_cover_new_code(
     state = ["--state", str(tmp_path / "state.json"), "--session", "s"]
     dismissed = CliRunner().invoke(main, ["dismiss", "1", "--reason", "constant argv", *state])
     assert dismissed.exit_code == 0, dismissed.output
+    assert "no decision covers it while the pull request edits its file" in dismissed.output
     commit(repo, {"big.py": BIG.format(call="subprocess.call(cmd, shell=True)")}, "edit")
     second = CliRunner().invoke(main, [*argv, "--json", str(tmp_path / "two.json")])
     assert second.exit_code == 1, second.output
     report = read_json((tmp_path / "two.json").read_text())
     assert not report.suppressed
-    assert any("its code was not read" in n for n in report.notes), report.notes
+    assert any("no decision can cover it" in n for n in report.notes), report.notes

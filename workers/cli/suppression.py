@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from council.errors import ConfigurationError
-from council.model.findings import Finding
+from council.model.findings import Finding, LineAnchor
 from council.model.fingerprint import claim, fingerprint
 from council.model.participant import PROGRAM_BACKENDS
 from council.model.report import CouncilReport
@@ -115,6 +115,14 @@ def dismiss_command(
     what = f"finding {found.id} ({found.subject!r})" if found else f"fingerprint {value[:12]}…"
     verb = "dismissed" if added else "dismissed again (reason replaced)"
     click.echo(f"{verb} {what} in session {key!r}: listed, never gating, never posted")
+    anchor = found.anchor if found is not None else None
+    if isinstance(anchor, LineAnchor) and anchor.side == "new" and anchor.code is None:
+        click.echo(
+            f"council: warning: the code of {what} was not read when it was filed (its "
+            "file is over 4 MiB, or the head tree could not be read): at or above the "
+            "gate's --fail-on, no decision covers it while the pull request edits its file",
+            err=True,
+        )
     if found is None and not reported:
         click.echo(
             "council: warning: no completed round of this session reported this fingerprint "
