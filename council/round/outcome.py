@@ -75,14 +75,15 @@ JOURNAL_CUT = "journal-over-cap"
 entry's size, docs/harvest.md §5): what they held is unknown, so the reviewer was heard
 in part, as for an answer over its cap."""
 
-BROKE_OFF_CODES = ("exit-status", "unanalyzed", "journal-lost", "cut-off")
+BROKE_OFF_CODES = ("exit-status", "unanalyzed", "journal-lost", "cut-off", JOURNAL_CUT)
 """Backend codes (:attr:`ParticipantOutcome.broke_off`) meaning the same: the reviewer
 ended badly after its answer (``exit-status``), printed more than its stdout cap, whose
 middle was not read (``cut-off``, even when what was kept still parses), or said it did
 not analyze some of the change (``unanalyzed``: a SARIF analyzer's invocation
 notifications), so what it would have said of the rest is unknown; or Redis lost
 journal entries it had said it kept (``journal-lost``: a failover to a replica that had
-not received them)."""
+not received them); or a program's journal line was over the line cap or refused by
+the store (:data:`JOURNAL_CUT`)."""
 
 
 def read_in_part_code(outcome: ParticipantOutcome) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 from council.errors import RosterError
 from council.model.backend_result import ReviewResult, decode_answer
 from council.roster.backend_options import check_program_options, where_of
+from council.round.outcome import JOURNAL_CUT
 from reviewers.base import ReviewRequest
 from reviewers.programs.process import run_program
 
@@ -67,7 +68,13 @@ class CommandReviewer:
             notes = (f"the program {ran.exit_reason()}; its stdout was read as the answer",)
             notes += (*decoding, *ran.notes)
         ended_badly = ran.stop is None and ran.status != 0
-        cut = "cut-off" if ran.stdout_capped else None  # the middle of stdout was not read
+        cut = (
+            "cut-off"  # the middle of stdout was not read
+            if ran.stdout_capped
+            else JOURNAL_CUT  # a journal line over its cap, or refused by the store
+            if ran.journal_lost
+            else None
+        )
         return ReviewResult(
             broke_off="exit-status" if ended_badly else cut,
             answer=answer,

@@ -51,6 +51,8 @@ class JournalFollower:
         """How many entries were forwarded to the sink so far."""
         self.refused = 0
         """How many forwarded lines the sink did not record."""
+        self.dropped = 0
+        """How many lines were not forwarded, over ``line_cap_bytes``."""
         self._refusal = ""
         self._notes: list[str] = []
 
@@ -122,6 +124,7 @@ class JournalFollower:
         if len(self._pending) > self._cap:
             self._pending.clear()
             self._skipping = True
+            self.dropped += 1
             self._notes.append(
                 f"a journal line longer than {self._cap} bytes was not forwarded "
                 f"(after {self.forwarded} forwarded entries)"
@@ -133,6 +136,7 @@ class JournalFollower:
         if not line.strip():
             return
         if len(line) > self._cap:
+            self.dropped += 1
             self._notes.append(
                 f"a journal line longer than {self._cap} bytes was not forwarded "
                 f"(after {self.forwarded} forwarded entries)"

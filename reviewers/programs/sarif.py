@@ -32,6 +32,7 @@ from council.readers.sarif import (
     unreadable_note,
 )
 from council.roster.backend_options import DEFAULT_SARIF_SCOPE, check_sarif_options, where_of
+from council.round.outcome import JOURNAL_CUT
 from reviewers.base import ReviewRequest
 from reviewers.programs.process import run_program
 from reviewers.programs.statements import python_statements
@@ -108,6 +109,12 @@ class SarifReviewer:
             stop=ran.stop,
             notes=tuple(notes),
             broke_off=(
-                "unanalyzed" if read.unanalyzed else "cut-off" if ran.stdout_capped else None
+                "unanalyzed"
+                if read.unanalyzed
+                else "cut-off"
+                if ran.stdout_capped
+                else JOURNAL_CUT
+                if ran.journal_lost
+                else None
             ),
         )

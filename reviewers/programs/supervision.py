@@ -63,6 +63,9 @@ class Ran:
     failure: str | None = None
     stderr_tail: bytes = b""
     journal_entries: int = 0
+    journal_lost: int = 0
+    """Journal lines not recorded: over the line cap, or refused by the store. What they
+    held is unknown, so the reviewer is heard in part (``journal-over-cap``)."""
     notes: tuple[str, ...] = ()
     duration_ms: int = 0
     asked: Paused | None = None
@@ -249,6 +252,7 @@ def supervise(
         stop=stop,
         stderr_tail=bytes(err.data),
         journal_entries=follower.forwarded,
+        journal_lost=follower.dropped + follower.refused,
         notes=tuple(notes),
         duration_ms=duration_ms,
         storage_bytes=storage.peak_bytes if storage is not None else None,

@@ -247,3 +247,25 @@ def test_a_stdout_over_its_cap_is_heard_in_part_even_when_its_tail_parses(
     assert done.exit_code == 3, done.output
     (person,) = json.loads(out.read_text())["participants"]
     assert person["read_in_part"] == "cut-off"
+
+
+def test_a_journal_line_over_the_forwarding_cap_is_heard_in_part(
+    tmp_path: Path, repo: Path
+) -> None:
+    """One journal line of 1.1 MB (a critical with a long discussion) is over the line
+    cap and never forwarded: the reviewer was heard in part (exit 3), not "No findings"."""
+    body = (
+        "entry = {'subject': 'eval of input', 'label': 'issue', 'severity': 'critical',\n"
+        "         'discussion': 'x' * 1_100_000}\n"
+        "with open(os.environ['COUNCIL_JOURNAL'], 'a') as journal:\n"
+        "    journal.write(json.dumps(entry) + '\\n')\n"
+        "print(json.dumps({'findings': []}))\n"
+    )
+    tables = reviewer("long", "command", program=str(_program(tmp_path, "long.py", body)))
+    out = tmp_path / "r.json"
+    done = review(
+        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
+    )
+    assert done.exit_code == 3, done.output
+    (person,) = json.loads(out.read_text())["participants"]
+    assert person["read_in_part"] == "journal-over-cap"
