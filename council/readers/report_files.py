@@ -294,7 +294,7 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
             kept = read_sarif(alone, every_path(alone), scope="files", unplaced=True)
             _heard(entry, harvest_entries(kept.findings, max_entries=SOURCE_MAX_ENTRIES))
             for at in range(start, len(entry.findings)):
-                entry.suppressed[at] = _suppression_of(result)
+                entry.suppressed[at] = _suppression_of(result, stem)
         if read.unreadable_results:
             entry.warnings.append(
                 Warning(
@@ -333,17 +333,19 @@ def _external_accepted(suppression: object) -> bool:
     )
 
 
-def _suppression_of(result: dict[str, Any]) -> Suppression:
+def _suppression_of(result: dict[str, Any], stem: str) -> Suppression:
     """The suppression a result's accepted SARIF suppression stands for: the baseline
     when its properties say so (council's own SARIF), else a dismissal; its reason the
-    justification, cut at 500 characters."""
+    justification, cut at 500 characters, and where it was read: a SARIF file is no
+    record of who decided, so the report says which file said so."""
     held = next(s for s in result["suppressions"] if _external_accepted(s))
     baseline = held["properties"]["source"] == "baseline"
     reason = held.get("justification")
     text = reason[:500] if isinstance(reason, str) and reason.strip() else ""
+    said = f"{text} " if text else ""
     return Suppression(
         source="baseline" if baseline else "dismissed",
-        reason=text or "suppressed in its SARIF log",
+        reason=f"{said}(as the SARIF log {stem} says: nothing else records this decision)",
     )
 
 
