@@ -312,10 +312,10 @@ def test_a_second_occurrence_of_a_dismissed_claim_is_new_and_gates(
     assert "\\#\u200d2 makes the same claim" in markdown
 
 
-def test_a_pure_rename_under_since_last_does_not_turn_the_gate_green(tmp_path: Path) -> None:
-    """Round 1 files a critical on src/b.py (exit 1). Round 2 only renames the file
-    (`git mv src/b.py src/c.py`) and is reviewed with --since-last: the finding is not
-    outdated (no line of it was edited) but carried at src/c.py, and still gates."""
+def hawk_rounds(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """A repository whose base roster runs one replay reviewer, hawk, answering what
+    ``answer`` (outside the repository) holds: (repository, answer, the arguments of a
+    review of session s from that base, the state file in ``tmp_path``)."""
     answer = tmp_path / "hawk.json"
     roster = (
         ROUND
@@ -323,10 +323,17 @@ def test_a_pure_rename_under_since_last_does_not_turn_the_gate_green(tmp_path: P
     )
     repo = new_repo(tmp_path / "repo", {"council.toml": roster, "README": "x\n"})
     base = git(repo, "rev-parse", "HEAD")
+    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress", "--session", "s"]
+    return repo, answer, [*argv, "--state", str(tmp_path / "state.json")]
+
+
+def test_a_pure_rename_under_since_last_does_not_turn_the_gate_green(tmp_path: Path) -> None:
+    """Round 1 files a critical on src/b.py (exit 1). Round 2 only renames the file
+    (`git mv src/b.py src/c.py`) and is reviewed with --since-last: the finding is not
+    outdated (no line of it was edited) but carried at src/c.py, and still gates."""
+    repo, answer, argv = hawk_rounds(tmp_path)
     commit(repo, {"src/b.py": "import subprocess\nsubprocess.call(x, shell=True)\n"}, "add b")
     answer.write_text(json.dumps({"findings": [told(B602, "shell=True", "src/b.py", 2)]}))
-    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress", "--session", "s"]
-    argv += ["--state", str(tmp_path / "state.json")]
     first = CliRunner().invoke(main, [*argv, "--json", str(tmp_path / "one.json")])
     assert first.exit_code == 1, first.output
     git(repo, "mv", "src/b.py", "src/c.py")

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,6 +200,20 @@ def _program(tmp_path: Path, name: str, body: str) -> Path:
     return script
 
 
+def _heard_in_part(tmp_path: Path, repo: Path, body: str) -> dict[str, Any]:
+    """Review with one command reviewer running ``body``: it must exit 3 (a reviewer
+    heard in part); its participant line of the JSON report."""
+    tables = reviewer("prog", "command", program=str(_program(tmp_path, "prog.py", body)))
+    out = tmp_path / "r.json"
+    done = review(
+        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
+    )
+    assert done.exit_code == 3, done.output
+    (person,) = json.loads(out.read_text())["participants"]
+    assert person["state"] == "answered", person
+    return dict(person)
+
+
 def test_a_journal_over_its_cap_is_heard_in_part(tmp_path: Path, repo: Path) -> None:
     """150 entries recorded, 100 read (the cap): the 50 left unread may hold the finding
     that matters, so the reviewer was heard in part: exit 3, not a green gate."""
@@ -209,15 +224,8 @@ def test_a_journal_over_its_cap_is_heard_in_part(tmp_path: Path, repo: Path) -> 
         "        journal.write(json.dumps(entry) + '\\n')\n"
         "print(json.dumps({'findings': []}))\n"
     )
-    tables = reviewer("diary", "command", program=str(_program(tmp_path, "diary.py", body)))
-    out = tmp_path / "r.json"
-    done = review(
-        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
-    )
-    assert done.exit_code == 3, done.output
-    (person,) = json.loads(out.read_text())["participants"]
-    assert person["state"] == "answered" and person["read_in_part"] == "journal-over-cap"
-    assert person["findings"] == 100
+    person = _heard_in_part(tmp_path, repo, body)
+    assert (person["read_in_part"], person["findings"]) == ("journal-over-cap", 100)
 
 
 def test_a_stdout_over_its_cap_is_heard_in_part_even_when_its_tail_parses(
@@ -239,14 +247,7 @@ def test_a_stdout_over_its_cap_is_heard_in_part_even_when_its_tail_parses(
         "sys.stdout.write(pad)\n"
         "print(json.dumps({'findings': []}))\n"
     )
-    tables = reviewer("loud", "command", program=str(_program(tmp_path, "loud.py", body)))
-    out = tmp_path / "r.json"
-    done = review(
-        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
-    )
-    assert done.exit_code == 3, done.output
-    (person,) = json.loads(out.read_text())["participants"]
-    assert person["read_in_part"] == "cut-off"
+    assert _heard_in_part(tmp_path, repo, body)["read_in_part"] == "cut-off"
 
 
 def test_a_journal_line_over_the_forwarding_cap_is_heard_in_part(
@@ -261,11 +262,4 @@ def test_a_journal_line_over_the_forwarding_cap_is_heard_in_part(
         "    journal.write(json.dumps(entry) + '\\n')\n"
         "print(json.dumps({'findings': []}))\n"
     )
-    tables = reviewer("long", "command", program=str(_program(tmp_path, "long.py", body)))
-    out = tmp_path / "r.json"
-    done = review(
-        repo, tmp_path / "s.json", "--json", str(out), roster_path=roster(tmp_path, tables)
-    )
-    assert done.exit_code == 3, done.output
-    (person,) = json.loads(out.read_text())["participants"]
-    assert person["read_in_part"] == "journal-over-cap"
+    assert _heard_in_part(tmp_path, repo, body)["read_in_part"] == "journal-over-cap"

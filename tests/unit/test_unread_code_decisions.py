@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from council.rendering import read_json
-from tests.gitrepo import commit, git, new_repo
-from tests.unit.test_cli_round_ids import ROUND, told
+from tests.gitrepo import commit
+from tests.unit.test_cli_round_ids import hawk_rounds, told
 from workers.cli import main
 from workers.settling import head_code
 
@@ -23,17 +23,9 @@ def test_a_dismissal_on_a_file_over_the_read_cap_does_not_cover_new_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(head_code, "CODE_MAX_BYTES", 1024)  # big.py is ~4 KB
-    answer = tmp_path / "hawk.json"
-    roster = (
-        ROUND
-        + f'[[reviewers]]\nid = "hawk"\nbackend = "replay"\nanswer = {json.dumps(str(answer))}\n'
-    )
-    repo = new_repo(tmp_path / "repo", {"council.toml": roster, "README": "x\n"})
-    base = git(repo, "rev-parse", "HEAD")
+    repo, answer, argv = hawk_rounds(tmp_path)
     commit(repo, {"big.py": BIG.format(call="subprocess.call(['ls'], shell=True)")}, "add")
     answer.write_text(json.dumps({"findings": [told("shell=True call", "x", "big.py", 4)]}))
-    argv = ["review", "--repo", str(repo), "--base", base, "--no-progress", "--session", "s"]
-    argv += ["--state", str(tmp_path / "state.json")]
     first = CliRunner().invoke(main, [*argv, "--json", str(tmp_path / "one.json")])
     assert first.exit_code == 1, first.output
     state = ["--state", str(tmp_path / "state.json"), "--session", "s"]
