@@ -95,8 +95,7 @@ class KeptFindings:
     said: a telling repeats a kept one when their folded subjects are equal, the kept one
     is at least as grave (:func:`~council.model.findings.severity_rank`), and its place
     says at least as much (:func:`covers`): the same words at other lines of a file
-    (lines a kept range does not hold), or graver, are kept, as is a telling that names a
-    file where the kept one names none.
+    (lines a kept range does not hold), or graver, are kept.
     A duplicate costs a line; a lost occurrence can cost a bug. Indexed by folded
     subject, so a fold stays linear. Source: docs/harvest.md §3.1, §5.
     """
@@ -121,13 +120,14 @@ class KeptFindings:
 
 def covers(kept: Anchor, told: Anchor) -> bool:
     """Whether the place ``kept`` says at least what ``told`` says (see
-    :class:`KeptFindings`): no file is covered by any place; a file, or lines, by a place
-    on that file that is not a line range other than theirs (a file and a line of it are
-    one claim, docs/harvest.md §5); a line range by one holding all of it, on one side
-    (lines 1-4 do not say what 4-6 says)."""
-    if isinstance(told, ChangeAnchor):
+    :class:`KeptFindings`): either naming no file (a vague telling of a precise claim is
+    the same claim, docs/harvest.md §5, and the answer's telling wins); a file, or lines,
+    by a place on that file that is not a line range other than theirs (a file and a
+    line of it are one claim); a line range by one holding all of it, on one side (lines
+    1-4 do not say what 4-6 says)."""
+    if isinstance(told, ChangeAnchor) or isinstance(kept, ChangeAnchor):
         return True
-    if isinstance(kept, ChangeAnchor) or kept.path != told.path:
+    if kept.path != told.path:
         return False
     if not isinstance(kept, LineAnchor) or not isinstance(told, LineAnchor):
         return True
