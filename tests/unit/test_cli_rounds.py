@@ -523,3 +523,20 @@ def test_since_last_a_repeated_open_finding_keeps_gating(session: Session) -> No
     again, report = session.review("--since-last", "--fail-on", "medium")
     assert again.exit_code == 1, again.output
     assert report is not None and not report.filtered
+
+
+def test_ledger_without_a_session_reads_the_default_session_of_the_repository(
+    session: Session,
+) -> None:
+    """A review of the default session (no --session), then ``council ledger --repo``
+    with no SESSION: the same session's identities, as ``council dismiss`` names it."""
+    session.push({"app.py": "x = 1\ny = 1 / 0\n"}, div0())
+    argv = ["review", "--repo", str(session.repo), "--base", session.base, "--no-progress"]
+    done = CliRunner().invoke(main, [*argv, "--state", str(session.state)])
+    assert done.exit_code in (0, 1), done.output
+    state = ["--state", str(session.state)]
+    listed = CliRunner().invoke(main, ["ledger", "--repo", str(session.repo), *state])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.startswith("rep: ")
+    key = CliRunner().invoke(main, ["ledger", "s", *state])  # another session: empty
+    assert key.exit_code == 0 and "holds no identities" in key.output

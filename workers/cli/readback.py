@@ -68,7 +68,15 @@ def show_command(cli: CliContext, run_id: str, as_json: bool) -> None:
 
 
 @click.command("ledger")
-@click.argument("session")
+@click.argument("session", required=False)
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="Without SESSION: the repository whose default session key is used.",
+)
+@click.option("--head", default="HEAD", show_default=True, help="Without SESSION: its branch.")
 @click.option(
     "--state",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -76,14 +84,19 @@ def show_command(cli: CliContext, run_id: str, as_json: bool) -> None:
     "cache directory).",
 )
 @click.pass_obj
-def ledger_command(cli: CliContext, session: str, state: Path | None) -> None:
+def ledger_command(
+    cli: CliContext, session: str | None, repo: Path, head: str, state: Path | None
+) -> None:
     """List the identities a session's ledger holds, in the order first claimed.
 
-    SESSION is the key a review prints on stderr (``council: run … session KEY``): by
-    default the repository's path and its branch (``/src/app#feature``), or what
-    --session or CI's variables named. With COUNCIL_REDIS_URL the session is Redis's;
-    without it, the embedded state file's.
+    SESSION is the key a review prints on stderr (``council: run … session KEY``);
+    without it, the session a review of --repo's --head would use by default (the
+    repository's path and its branch, as council dismiss reads it). With
+    COUNCIL_REDIS_URL the session is Redis's; without it, the embedded state file's.
     """
+    from workers.cli.suppression import session_key
+
+    session = session_key(session, repo, head)
     with session_store(cli, state, save=False) as store:
         held = store.ledger(session).held()
     if not held:

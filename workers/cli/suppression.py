@@ -103,7 +103,7 @@ def dismiss_command(
     """
     if not reason.strip():
         raise UsageProblem("--reason must say why (it is shown in every later report)")
-    key = _session_key(session, repo, head)
+    key = session_key(session, repo, head)
     with session_store(cli, state, save=True, session=key) as store:
         value, found = _resolve(store, key, finding)
         ledger = store.ledger(key)
@@ -225,7 +225,7 @@ def _latest_run(
     rewording of a dismissed finding (:func:`council.session.decisions.suppress`): its
     reason carries into the baseline instead of the generic --reason; and no program
     reviewer ids (the findings' origins say which tellings were programs')."""
-    key = _session_key(session, repo, head)
+    key = session_key(session, repo, head)
     with session_store(cli, state, save=False) as store:
         reviewed = store.reviewed(key)
         if reviewed is None:
@@ -314,7 +314,8 @@ def _as_open(store: SessionStore, session: str, found: Finding) -> Finding:
     return next((f for f in store.open_findings(session) if f.id == found.id), found)
 
 
-def _session_key(session: str | None, repo: Path, head: str) -> str:
+def session_key(session: str | None, repo: Path, head: str) -> str:
+    """``session``, else the default key of ``repo``'s ``head`` (exit 2 when it has none)."""
     if session:
         return session
     try:
