@@ -47,6 +47,7 @@ INDENTED_SUFFIXES = (".py", ".pyi", ".pyw")
 (:meth:`FileCode.block`), so moving ``y = escape(y)`` into an ``if`` above a dismissed
 ``eval(y)`` takes the dismissal out of force; elsewhere re-indenting keeps a decision."""
 
+
 def python_script(lines: Sequence[str]) -> bool:
     """Whether a file's first line is a ``#!`` naming Python (a script with no suffix)."""
     return bool(lines) and lines[0].startswith("#!") and "python" in lines[0]

@@ -291,7 +291,10 @@ def _from_sarif(log: dict[str, Any], stem: str) -> list[Told]:
         for result in held:
             alone = {"version": "2.1.0", "runs": [{**run, "results": [result]}]}
             start = len(entry.findings)
-            kept = read_sarif(alone, every_path(alone), scope="files", unplaced=True)
+            try:
+                kept = read_sarif(alone, every_path(alone), scope="files", unplaced=True)
+            except SarifError as exc:
+                raise SourceError(f"a SARIF log that cannot be read ({exc})") from None
             _heard(entry, harvest_entries(kept.findings, max_entries=SOURCE_MAX_ENTRIES))
             for at in range(start, len(entry.findings)):
                 entry.suppressed[at] = _suppression_of(result, stem)

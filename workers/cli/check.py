@@ -40,6 +40,7 @@ from workers.cli.options import REPO_OPTION, ROSTER_OPTION, STATE_OPTION
 from workers.cli.outputs import refuse_link
 from workers.coordinator.embedded import default_state_path, state_sessions
 from workers.coordinator.preparation import NothingToReview, ReviewOptions, Round, prepare
+from workers.coordinator.trusted_inputs import BASE_ROSTER_USED
 from workers.execution.backend_request import sandbox_outlook
 from workers.git.repository import Repository
 
@@ -339,7 +340,7 @@ def cannot_run(problems: list[str], notes: Sequence[str] = ()) -> str:
     """The usage error for reviewers that cannot run here (see :func:`runnable`), with
     the round's notes saying the roster was read from the base ref (the file a person
     looks at may not be the one read)."""
-    roster = [n for n in notes if "the base version was used" in n]
+    roster = [n for n in notes if BASE_ROSTER_USED in n]
     return (
         "a reviewer cannot run on this machine (embedded mode runs every reviewer here):\n"
         + "\n".join(f"  {problem}" for problem in problems)

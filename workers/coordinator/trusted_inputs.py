@@ -30,6 +30,11 @@ ROSTER_FILE = "council.toml"
 """The roster's name at the root of the BASE tree."""
 
 
+BASE_ROSTER_USED = "the base version was used"
+"""Words of every note saying the roster was read from the base ref, not the file a
+person may be looking at (the CLI repeats such notes with a refusal)."""
+
+
 def roster_in_repo(repo: Repository, roster_path: Path, base: str, head: str) -> str | None:
     """The repository path of an explicit ``--roster`` that is a file of the repository
     under review, committed at ``base``: it is read from the BASE tree, as the default
@@ -131,12 +136,12 @@ def read_roster(
     notes: tuple[str, ...] = ()
     if name in changed:
         notes = (
-            f"the change edits {name}; the base version was used (a change cannot "
+            f"the change edits {name}; {BASE_ROSTER_USED} (a change cannot "
             f"choose its own reviewers)",
         )
     elif roster_path is not None and roster_differs(roster_path, blob):
         notes = (
-            f"--roster {name} on disk differs from the base ref's; the base version was used "
+            f"--roster {name} on disk differs from the base ref's; {BASE_ROSTER_USED} "
             f"(a roster in the repository under review is read from the base ref)",
         )
     text = blob.decode("utf-8", errors="replace")
